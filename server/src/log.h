@@ -1,0 +1,17 @@
+/* Logging.  One line per event to stderr (journald adds time and unit), with a
+ * level prefix systemd understands (<3> err ... <7> debug).  Library-like
+ * modules (sysfs, json, plan, engine) do not log: they return -errno and the
+ * caller that handles the error logs it once. */
+#pragma once
+#include <stdarg.h>
+
+enum log_level { LOG_ERR = 3, LOG_WARN = 4, LOG_NOTICE = 5, LOG_INFO = 6, LOG_DEBUG = 7 };
+
+void log_set_max_level(enum log_level level);
+void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_err(...) log_msg(LOG_ERR, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_notice(...) log_msg(LOG_NOTICE, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
