@@ -1,0 +1,94 @@
+/* engine: per-NUMA-node worker threads that prefault (populate and so zero)
+ * hugetlbfs pool files.  The only module that calls mmap/madvise/mbind/
+ * move_pages on pool memory.
+ *
+ * Workers are created once, at engine_new(), before any populate runs: a new
+ * thread's stack mmap takes the mmap lock as a writer and would convoy with
+ * populate readers.  Each node's workers are pinned (best effort) to the
+ * node's CPUs intersected with the process's allowed CPUs, and bind their
+ * memory policy to the node.  A job maps its file MAP_SHARED, mbinds the
+ * mapping to the node, and its chunks (see plan.h) are pulled by that node's
+ * workers, one MADV_POPULATE_WRITE per chunk; several jobs on one node share
+ * its workers round-robin.  When the last chunk is done the mapping is
+ * checked page by page with move_pages, unmapped, and on_done runs. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct topo;
+
+/* Kernel touch points, so tests can inject EFAULT, EINTR, wrong-node pages.
+ * A NULL member means the real call. */
+struct engine_ops {
+        void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+        int (*munmap)(void *addr, size_t len);
+        int (*madvise)(void *addr, size_t len, int advice);
+        long (*mbind)(void *addr, unsigned long len, int mode, const unsigned long *nodemask,
+                      unsigned long maxnode, unsigned flags);
+        /* Query form only (nodes == NULL): status[i] = node of pages[i] or -errno. */
+        long (*move_pages)(int pid, unsigned long count, void **pages, const int *nodes, int *status,
+                           int flags);
+};
+
+struct engine_config {
+        const struct topo *topo;
+        unsigned threads_per_node;      /* cap; 0 = the node's usable CPUs (at least 1) */
+        const struct engine_ops *ops;   /* NULL = real calls */
+};
+
+struct engine;
+struct job;
+
+/* Starts all workers.  Caller owns *ret (engine_free). */
+int engine_new(const struct engine_config *cfg, struct engine **ret);
+/* Cancels every job, joins the workers.  Accepts NULL. */
+void engine_free(struct engine *e);
+/* How many workers serve NODE (0 if unknown node). */
+unsigned engine_node_workers(const struct engine *e, int node);
+/* Kernel thread ids of NODE's workers (for tests and the QEMU check); returns count. */
+size_t engine_node_tids(const struct engine *e, int node, pid_t *tids, size_t max);
+
+struct job_spec {
+        int node;
+        int fd;                  /* pool file, O_RDWR; borrowed: the engine never closes it */
+        uint64_t size_bytes;     /* multiple of page_size */
+        uint64_t page_size;
+        unsigned threads;        /* 0 = all the node's workers */
+        /* Called exactly once, from an engine thread, when the job leaves
+         * JOB_RUNNING (done, failed or cancelled).  Must not block or call
+         * back into the engine for this job except job_get_status. */
+        void (*on_done)(struct job *job, void *arg);
+        void *arg;
+};
+
+enum job_state { JOB_RUNNING, JOB_DONE, JOB_FAILED, JOB_CANCELLED };
+
+struct job_status {
+        enum job_state state;
+        uint64_t bytes_done;
+        unsigned threads;        /* workers taking part */
+        int error;               /* JOB_FAILED: first -errno (EFAULT, ENOMEM, EINTR, EHWPOISON, EINVAL, ...) */
+        uint64_t error_offset;   /* byte offset of the failing chunk */
+        bool verified;           /* placement check ran */
+        uint64_t pages_off_node; /* pages found on another node (or not present) */
+        uint64_t started_ns, finished_ns; /* CLOCK_MONOTONIC; finished 0 while running */
+};
+
+/* Start warming.  -ENOENT unknown node, -EINVAL bad spec, -ENOMEM, or the
+ * mmap/mbind error.  Caller owns *ret and frees it with job_free after the
+ * job left JOB_RUNNING. */
+int engine_submit(struct engine *e, const struct job_spec *spec, struct job **ret);
+void job_get_status(struct job *j, struct job_status *ret);
+/* Stop at the next chunk boundary; returns once no worker touches the
+ * mapping any more (the mapping is unmapped).  on_done has run when it returns.
+ * No effect on a finished job. */
+void job_cancel(struct job *j);
+void job_free(struct job *j); /* accepts NULL; the job must not be running */
+
+/* What a populate errno means for the operator, e.g. EFAULT -> "the node ran
+ * out of free hugepages or hit a hugetlb cgroup limit".  Static string. */
+const char *engine_error_cause(int err);
+/* Short stable slug for the same, e.g. "hugepages-exhausted". */
+const char *engine_error_slug(int err);

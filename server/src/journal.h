@@ -1,0 +1,64 @@
+/* journal: the daemon's durable state — reservations it made and pools it
+ * holds — as one JSON document in the state dir ("state.json"), written
+ * atomically (temp file, fsync, rename, fsync dir) and stamped with the
+ * kernel's boot_id, since a reboot empties hugetlbfs and the runtime pools. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define JOURNAL_NAME_MAX 64
+
+struct journal_reservation {
+        int node;
+        uint64_t page_size;
+        uint64_t count;
+};
+
+enum pool_state { POOL_WARMING, POOL_READY, POOL_FAILED, POOL_CANCELLED };
+const char *pool_state_name(enum pool_state s);          /* "warming", ... */
+int pool_state_parse(const char *s, enum pool_state *ret);
+
+struct journal_pool {
+        char name[JOURNAL_NAME_MAX + 1];
+        int node;
+        uint64_t page_size;
+        uint64_t size_bytes;
+        enum pool_state state;
+        unsigned threads;        /* requested, 0 = default */
+        uint64_t ttl_seconds;    /* 0 = none */
+        bool claimed;
+        int64_t created_at;      /* unix seconds */
+        int64_t started_at;      /* unix seconds */
+        int64_t finished_at;     /* unix seconds, 0 = not finished */
+        uint64_t bytes_done;     /* at last save */
+        char error_slug[48];     /* "" = none */
+        char error_detail[256];
+};
+
+struct journal {
+        char boot_id[40];        /* /proc/sys/kernel/random/boot_id */
+        size_t n_reservations;
+        struct journal_reservation *reservations;
+        size_t n_pools;
+        struct journal_pool *pools;
+};
+
+/* Strict parse (unknown states, bad types, names that break the name rule,
+ * duplicate pool names -> -EINVAL).  Caller owns *ret (journal_free). */
+int journal_parse(const char *buf, size_t len, struct journal **ret);
+/* Caller frees. */
+char *journal_format(const struct journal *j);
+void journal_free(struct journal *j); /* accepts NULL */
+
+/* Load DIR/state.json.  -ENOENT when there is none (first start), -EINVAL when
+ * it is corrupt or truncated (the caller logs, moves it aside and starts
+ * empty).  Removes a stale DIR/state.json.tmp left by a crash. */
+int journal_load(const char *dir, struct journal **ret);
+/* Atomically replace DIR/state.json with J. */
+int journal_save(const char *dir, const struct journal *j);
+/* Move a corrupt state.json aside to state.json.corrupt-<unix time>. */
+int journal_quarantine(const char *dir);
+
+/* Valid pool name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}. */
+bool pool_name_valid(const char *name);

@@ -1,0 +1,16 @@
+/* plan: PURE sizing of a warm job — how it is cut into chunks and how many
+ * workers take part.  No syscalls; table-tested in tests/unit/test_plan.c. */
+#pragma once
+#include <stdint.h>
+
+struct plan {
+        uint64_t chunk_bytes;   /* multiple of the page size; last chunk may be shorter */
+        uint64_t n_chunks;
+        unsigned threads;       /* workers that take part: min(requested or available, n_chunks) */
+};
+
+/* SIZE_BYTES must be a positive multiple of PAGE_SIZE (a power of two).
+ * WORKERS is how many workers the node has; THREADS_REQUESTED 0 = all of them.
+ * -EINVAL on bad arguments. */
+int plan_make(uint64_t size_bytes, uint64_t page_size, unsigned workers, unsigned threads_requested,
+              struct plan *ret);

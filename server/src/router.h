@@ -1,0 +1,73 @@
+/* router: a static table {method, pattern, handler}.  Handlers see plain
+ * structs, never libmicrohttpd: they parse, call the core, encode.  A handler
+ * that must block (a sysfs write that compacts memory, a cancel that waits
+ * for workers, a long-poll) sets resp->work; http.c then suspends the
+ * connection, runs work() on a worker thread and sends the response after. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "problem.h"
+
+struct app;
+
+#define ROUTE_MAX_PARAMS 4
+
+struct req {
+        const char *method;
+        const char *path;                        /* without the query string */
+        const char *route;                       /* matched pattern, e.g. "/v1/nodes/{id}" */
+        const char *params[ROUTE_MAX_PARAMS];    /* {x} captures, in order, NUL-terminated */
+        size_t n_params;
+        /* Query string value for KEY, or NULL. */
+        const char *(*query)(const struct req *r, const char *key);
+        void *conn;                              /* http.c's, for query() */
+        const char *content_type;                /* NULL if none */
+        const char *body;                        /* NULL-terminated copy, may contain NULs */
+        size_t body_len;
+        struct app *app;
+};
+
+enum work_kind {
+        WORK_BLOCKING,  /* short-lived blocking op (reserve, delete) */
+        WORK_WAIT,      /* long-poll: may block up to its timeout */
+};
+
+struct resp {
+        int status;                 /* 2xx with body, or >= 400 with problem */
+        char *body;                 /* malloc'd; http.c frees */
+        const char *content_type;   /* default application/json */
+        struct problem problem;     /* used when status >= 400 and body == NULL */
+        char location[256];         /* Location header when non-empty */
+        /* Deferred work: run off the HTTP thread, fills status/body/problem. */
+        void (*work)(struct resp *r, void *ctx);
+        void *ctx;
+        void (*ctx_free)(void *ctx);
+        enum work_kind work_kind;
+};
+
+typedef void (*handler_fn)(const struct req *req, struct resp *resp);
+
+struct route {
+        const char *method;
+        const char *pattern;        /* "/v1/nodes/{id}/hugepages/{size}" */
+        handler_fn handler;
+        bool has_body;              /* expects a JSON body (PUT/POST with JSON) */
+};
+
+/* The table, NULL-pattern terminated. */
+extern const struct route routes[];
+
+enum route_match { ROUTE_FOUND, ROUTE_NO_PATH, ROUTE_BAD_METHOD };
+
+/* Match METHOD and PATH.  On ROUTE_FOUND fills *ret_route and the captures in
+ * REQ.  On ROUTE_BAD_METHOD writes the Allow header value (e.g. "GET, PUT")
+ * into ALLOW.  Captures are percent-decoded; a capture with '/' or NUL after
+ * decoding never matches. */
+enum route_match route_match(const char *method, const char *path, struct req *req,
+                             const struct route **ret_route, char *allow, size_t allow_len);
+
+/* Helpers for handlers. */
+void resp_json(struct resp *r, int status, char *body);  /* takes BODY */
+void resp_problem(struct resp *r, const struct problem *p);
