@@ -1,0 +1,128 @@
+/* pools: the registry of warm pools and the daemon's durable state.
+ *
+ * A pool is a named hugetlbfs file on one node, populated by the engine.
+ * State machine:  (create) -> warming -> ready | failed | cancelled;
+ * ready -(claim)-> ready+claimed; ready unclaimed past its TTL -> released.
+ * DELETE removes the file in every state.  A pool that fails or is cancelled
+ * has its file removed at once (no hugepages leak); the record stays so a
+ * scheduler can read why, until DELETE.
+ *
+ * pools owns the journal (journal.h): every change is saved before it is
+ * reported.  It also serialises reservations (reserve.h) so that a warm with
+ * "reserve": true and PUT /v1/nodes/{id}/hugepages/{size} never interleave,
+ * and re-applies recorded reservations at start.
+ *
+ * On start it reconciles the journal with the files really present: pools
+ * that were warming resume (populate skips present pages), ready pools whose
+ * file holds all its pages (st_blocks) stay ready, records whose file is gone
+ * become failed, files in our directories with no record are removed and
+ * counted.  A journal from another boot (boot_id) is dropped, except its
+ * reservations, which are re-applied. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "journal.h"
+#include "problem.h"
+#include "reserve.h"
+#include "topo.h"
+
+struct sysfs;
+struct engine;
+
+struct pools_mount {
+        uint64_t page_size;
+        const char *dir;           /* our directory inside a hugetlbfs mount of that page size */
+};
+
+struct pools_config {
+        struct sysfs *fs;
+        const struct topo *topo;
+        struct engine *engine;
+        const char *state_dir;
+        const char *boot_id_path;  /* NULL = /proc/sys/kernel/random/boot_id */
+        struct pools_mount mounts[TOPO_MAX_PAGE_SIZES];
+        size_t n_mounts;
+        gid_t pool_gid;            /* group of pool files (mode 0660); (gid_t)-1 = keep */
+        uint64_t memory_floor;     /* bytes, for reservations */
+        uint64_t max_pool_bytes;   /* 0 = no limit */
+        uint64_t max_node_warm_bytes; /* per node cap on warming+ready bytes; 0 = none */
+        unsigned max_pools;        /* 0 = default 1024 */
+};
+
+struct pools;
+
+/* Loads and reconciles the journal, re-applies reservations, resumes warming
+ * pools, starts the TTL reaper.  Caller owns *ret. */
+int pools_new(const struct pools_config *cfg, struct pools **ret);
+/* Stops jobs at a chunk boundary (they stay "warming" in the journal and
+ * resume at next start), saves, frees.  Accepts NULL. */
+void pools_free(struct pools *p);
+
+struct pool_req {
+        char name[JOURNAL_NAME_MAX + 1];
+        int node;
+        uint64_t size_bytes;
+        uint64_t page_size;
+        unsigned threads;          /* 0 = node default */
+        uint64_t ttl_seconds;      /* 0 = none */
+        bool reserve;              /* grow the node's pool first if short */
+};
+
+/* A snapshot of one pool, plain data. */
+struct pool_view {
+        struct journal_pool rec;   /* name, node, sizes, state, claimed, times, error */
+        char path[4096];
+        uint64_t bytes_done;
+        double rate_bytes_per_second;
+        unsigned threads;          /* workers taking part */
+        double elapsed_seconds;
+        bool placement_verified;
+        uint64_t pages_off_node;
+        int64_t expires_at;        /* unix seconds; 0 = none (claimed or no TTL) */
+};
+
+/* Create and start warming.  Returns 201 (created) or 200 (an identical pool
+ * exists: same node, sizes; its view is returned), or -errno with *err set:
+ * 409 "pool-conflict" (same name, different pool), 409 "insufficient-hugepages"
+ * (node's free pages minus pages other running jobs will take < needed, and
+ * reserve not asked or not enough), 404 "unknown-node"/"unknown-page-size",
+ * 422 "invalid-field" (size not a positive multiple of page size, bad name),
+ * 503 "no-hugetlbfs" (no mount for that page size), 413/429 over a limit.
+ * May block (reserve): call off the HTTP thread. */
+int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *ret,
+                 struct problem *err);
+/* -ENOENT if no such pool. */
+int pools_get(struct pools *p, const char *name, struct pool_view *ret);
+/* Caller frees *ret (plain malloc'd array). */
+int pools_list(struct pools *p, struct pool_view **ret, size_t *ret_n);
+/* Block until the pool is no longer warming or DEADLINE (CLOCK_MONOTONIC ns)
+ * passes; fills *ret either way.  -ENOENT if it does not exist (or was deleted
+ * while waiting). */
+int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct pool_view *ret);
+/* Cancel (returns once no worker touches the file), remove the file, forget
+ * the record.  -ENOENT if none. */
+int pools_delete(struct pools *p, const char *name);
+/* Mark claimed (clears the TTL).  -ENOENT; -EBUSY (409) if not ready. */
+int pools_claim(struct pools *p, const char *name, struct pool_view *ret);
+
+/* Set a node's persistent pool through reserve.c, serialised with pool
+ * creation, and record it in the journal on success.  Same returns as
+ * reserve_apply(). */
+int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve_result *ret);
+
+/* Pages of (NODE, PAGE_SIZE) held by ready pools and by warming pools. */
+void pools_node_usage(struct pools *p, int node, uint64_t page_size, uint64_t *ret_warm,
+                      uint64_t *ret_warming);
+
+struct pools_stats {
+        uint64_t jobs_started, jobs_ready, jobs_failed, jobs_cancelled, pools_expired;
+        uint64_t orphan_files_removed;
+        uint64_t bytes_warmed_total;       /* counter: bytes populated by finished jobs */
+        double job_seconds_sum;            /* over finished (ready) jobs */
+        uint64_t job_seconds_count;
+        uint64_t reservations_ok, reservations_partial, reservations_shortfall,
+                reservations_refused, reservations_error;
+};
+void pools_get_stats(struct pools *p, struct pools_stats *ret);
