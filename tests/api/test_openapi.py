@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""api.openapi: api/openapi.yaml is the contract; check it is sound and that it
+lists exactly the routes the server answers.
+
+(a) structure: the document parses; it is OpenAPI 3.x; every operation has
+    responses (one of them 2xx); every schema property is a schema; every 4xx/5xx response is application/problem+json; every local
+    $ref resolves; every {param} in a path template is declared as a path
+    parameter and every declared path parameter appears in the template.
+(b) routes: the set of (METHOD, template) in the document equals the set in
+    the static route table of server/src/router.c, both ways.
+
+Usage: test_openapi.py API_YAML ROUTER_C
+Exit 0 on success, 1 on any failure (never 77: a missing router.c or a
+missing YAML module is a failure, not a skip).
+"""
+import re
+import sys
+
+HTTP_METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
+ERRORS = []
+
+
+def fail(msg):
+    ERRORS.append(msg)
+
+
+def load_yaml(path):
+    try:
+        import yaml
+    except ImportError:
+        print("FAIL: python3-yaml is not installed (apt-get install -y python3-yaml)")
+        sys.exit(1)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as e:
+        print(f"FAIL: cannot parse {path}: {e}")
+        sys.exit(1)
+
+
+def resolve(doc, ref):
+    """Follow a local JSON pointer ('#/a/b'); None when it does not resolve."""
+    if not ref.startswith("#/"):
+        return None
+    node = doc
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def check_refs(doc, node, where):
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and resolve(doc, ref) is None:
+            fail(f"{where}: $ref {ref!r} does not resolve")
+        for k, v in node.items():
+            check_refs(doc, v, f"{where}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            check_refs(doc, v, f"{where}[{i}]")
+
+
+def check_schemas(node, where):
+    """Every entry of a `properties` map is a schema (a mapping), and no key has
+    a null value (outside examples).  Catches the YAML slip
+    `{type: string, description: a, b}`, which adds a key "b" with no value."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if v is None and k not in ("example", "default"):
+                fail(f"{where}/{k}: null value (an unquoted comma in a flow mapping?)")
+        props = node.get("properties")
+        if isinstance(props, dict):
+            for name, schema in props.items():
+                if not isinstance(schema, dict):
+                    fail(f"{where}/properties/{name}: not a schema ({schema!r})")
+        for k, v in node.items():
+            check_schemas(v, f"{where}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            check_schemas(v, f"{where}[{i}]")
+
+
+def deref(doc, node):
+    seen = 0
+    while isinstance(node, dict) and "$ref" in node and seen < 16:
+        node = resolve(doc, node["$ref"]) or {}
+        seen += 1
+    return node
+
+
+def check_structure(doc):
+    version = str(doc.get("openapi", ""))
+    if not re.match(r"^3\.[01]\.\d+$", version):
+        fail(f"openapi: version {version!r} is not 3.0.x or 3.1.x")
+    info = doc.get("info") or {}
+    if not info.get("title") or not info.get("version"):
+        fail("info: title and version are required")
+    paths = doc.get("paths")
+    if not isinstance(paths, dict) or not paths:
+        fail("paths: missing or empty")
+        return
+    check_refs(doc, doc, "#")
+    check_schemas(doc, "#")
+
+    for template, item in paths.items():
+        if not isinstance(item, dict):
+            fail(f"{template}: path item is not a mapping")
+            continue
+        placeholders = set(re.findall(r"\{([^}/]+)\}", template))
+        common = [deref(doc, p) for p in item.get("parameters", [])]
+        ops = [m for m in HTTP_METHODS if m in item]
+        if not ops:
+            fail(f"{template}: no operations")
+        for method in ops:
+            op = item[method]
+            where = f"{method.upper()} {template}"
+            params = common + [deref(doc, p) for p in op.get("parameters", [])]
+            declared = {p.get("name") for p in params if p.get("in") == "path"}
+            for p in params:
+                if p.get("in") == "path" and p.get("required") is not True:
+                    fail(f"{where}: path parameter {p.get('name')!r} must be required")
+            if declared != placeholders:
+                fail(f"{where}: path parameters {sorted(declared)} != template {sorted(placeholders)}")
+            responses = op.get("responses")
+            if not isinstance(responses, dict) or not responses:
+                fail(f"{where}: no responses")
+                continue
+            if not any(str(c).startswith("2") for c in responses):
+                fail(f"{where}: no 2xx response")
+            for code, resp in responses.items():
+                resp = deref(doc, resp)
+                if not isinstance(resp, dict) or "description" not in resp:
+                    fail(f"{where} {code}: response without description")
+                    continue
+                if str(code)[0] in "45":
+                    content = resp.get("content") or {}
+                    if list(content) != ["application/problem+json"]:
+                        fail(f"{where} {code}: error content must be application/problem+json, "
+                             f"got {list(content)}")
+
+
+def doc_routes(doc):
+    out = set()
+    for template, item in (doc.get("paths") or {}).items():
+        if isinstance(item, dict):
+            for method in HTTP_METHODS:
+                if method in item:
+                    out.add((method.upper(), template))
+    return out
+
+
+ROUTE_RE = re.compile(r'\{\s*"([A-Z]+)"\s*,\s*"(/[^"]*)"')
+
+
+def server_routes(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            src = f.read()
+    except OSError as e:
+        print(f"FAIL: cannot read the server's route table {path}: {e}")
+        print("      (server/src/router.c must define `const struct route routes[] = {...};`)")
+        sys.exit(1)
+    m = re.search(r"\bconst\s+struct\s+route\s+routes\s*\[\s*\]\s*=\s*\{(.*?)\n\s*\}\s*;", src, re.S)
+    if not m:
+        print(f"FAIL: no `const struct route routes[] = {{...}};` table in {path}")
+        sys.exit(1)
+    table = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)   # drop comments
+    table = re.sub(r"//[^\n]*", "", table)
+    routes = set(ROUTE_RE.findall(table))
+    if not routes:
+        print(f"FAIL: the route table in {path} has no {{\"METHOD\", \"/pattern\", ...}} entries")
+        sys.exit(1)
+    return routes
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__)
+        return 2
+    doc = load_yaml(argv[1])
+    if not isinstance(doc, dict):
+        print(f"FAIL: {argv[1]} is not a mapping")
+        return 1
+    check_structure(doc)
+
+    documented = doc_routes(doc)
+    served = server_routes(argv[2])
+    for method, template in sorted(served - documented):
+        fail(f"served but not in {argv[1]}: {method} {template}")
+    for method, template in sorted(documented - served):
+        fail(f"in {argv[1]} but not served: {method} {template}")
+
+    for e in ERRORS:
+        print("FAIL:", e)
+    if ERRORS:
+        return 1
+    print(f"ok: {len(documented)} operations documented and served")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
