@@ -68,7 +68,9 @@ void json_add_double(struct json *obj, const char *key, double v);
 void json_add_str(struct json *obj, const char *key, const char *s); /* NULL -> null */
 void json_add_bool(struct json *obj, const char *key, bool b);
 void json_add_null(struct json *obj, const char *key);
-/* Move CHILD (a value from json_parse or json_new_*) under OBJ as KEY. */
+/* Move CHILD (a value from json_parse or json_new_*) under OBJ as KEY, or to
+ * the end of array ARR.  CHILD is owned by the parent afterwards. */
 void json_add_value(struct json *obj, const char *key, struct json *child);
+void json_append_value(struct json *arr, struct json *child);
 /* Compact text; caller frees.  NULL on allocation failure or NULL V. */
 char *json_print(const struct json *v);

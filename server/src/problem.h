@@ -14,7 +14,6 @@ struct problem {
         /* Extension members, sent only when set. */
         bool has_counts;     /* reserve shortfall: "requested" and "achieved" */
         uint64_t requested, achieved;
-        const char *allow;   /* 405: value of the Allow header (static string) */
         unsigned retry_after; /* 429/503: seconds, 0 = none */
 };
 

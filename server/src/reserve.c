@@ -32,6 +32,14 @@ static void fill_result(struct reserve_result *ret, const struct reserve_req *re
         ret->complete = achieved == req->count;
 }
 
+uint64_t reserve_floor(uint64_t floor_bytes, uint64_t node_total)
+{
+        if (floor_bytes != RESERVE_FLOOR_AUTO)
+                return floor_bytes;
+        uint64_t f = node_total / RESERVE_FLOOR_AUTO_DIVISOR;
+        return f < RESERVE_FLOOR_AUTO_MIN ? RESERVE_FLOOR_AUTO_MIN : f;
+}
+
 /* Would growing by DELTA pages of PAGE_SIZE leave less than FLOOR free? */
 static int check_floor(const struct sysfs *fs, const struct reserve_req *req, uint64_t delta)
 {
@@ -43,7 +51,8 @@ static int check_floor(const struct sysfs *fs, const struct reserve_req *req, ui
                 return r;
         if (__builtin_mul_overflow(delta, req->page_size, &need))
                 return -ENOMEM;
-        if (mem_free < req->floor_bytes || mem_free - req->floor_bytes < need)
+        uint64_t floor = reserve_floor(req->floor_bytes, total);
+        if (mem_free < floor || mem_free - floor < need)
                 return -ENOMEM;
         return 0;
 }

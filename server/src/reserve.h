@@ -10,12 +10,23 @@
 
 struct sysfs;
 
+/* floor_bytes value meaning "the default": 1/32 of the node's memory (enough
+ * for the kernel, the VMM processes and page cache on a host that gives most
+ * of its memory to guests), but at least 256 MiB for small nodes. */
+#define RESERVE_FLOOR_AUTO UINT64_MAX
+#define RESERVE_FLOOR_AUTO_DIVISOR 32
+#define RESERVE_FLOOR_AUTO_MIN (UINT64_C(256) << 20)
+
+/* The floor in bytes for a node of NODE_TOTAL bytes. */
+uint64_t reserve_floor(uint64_t floor_bytes, uint64_t node_total);
+
 struct reserve_req {
         int node;
         uint64_t page_size;    /* bytes */
         uint64_t count;        /* desired nr_hugepages on that node */
         bool allow_partial;
-        uint64_t floor_bytes;  /* keep at least this much ordinary memory free on the node */
+        uint64_t floor_bytes;  /* keep at least this much ordinary memory free on the node;
+                                  RESERVE_FLOOR_AUTO for the default */
 };
 
 struct reserve_result {

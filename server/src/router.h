@@ -13,12 +13,13 @@
 struct app;
 
 #define ROUTE_MAX_PARAMS 4
+#define ROUTE_PARAM_MAX 256
 
 struct req {
         const char *method;
         const char *path;                        /* without the query string */
         const char *route;                       /* matched pattern, e.g. "/v1/nodes/{id}" */
-        const char *params[ROUTE_MAX_PARAMS];    /* {x} captures, in order, NUL-terminated */
+        char params[ROUTE_MAX_PARAMS][ROUTE_PARAM_MAX]; /* {x} captures, in order, decoded */
         size_t n_params;
         /* Query string value for KEY, or NULL. */
         const char *(*query)(const struct req *r, const char *key);
@@ -40,6 +41,7 @@ struct resp {
         const char *content_type;   /* default application/json */
         struct problem problem;     /* used when status >= 400 and body == NULL */
         char location[256];         /* Location header when non-empty */
+        char allow[64];             /* Allow header (405) when non-empty */
         /* Deferred work: run off the HTTP thread, fills status/body/problem. */
         void (*work)(struct resp *r, void *ctx);
         void *ctx;

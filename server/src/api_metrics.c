@@ -1,0 +1,138 @@
+/* api_metrics: GET /metrics in Prometheus text format 0.0.4.
+ *
+ * Gauges are read at scrape time from sysfs and the pool registry, counters
+ * come from the registry's statistics and the HTTP layer's counter family.
+ * Names follow the Prometheus rules: base units (bytes, seconds), "_total"
+ * only on counters. */
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+#include "api_util.h"
+#include "app.h"
+#include "journal.h"
+#include "metrics.h"
+#include "pools.h"
+#include "topo.h"
+
+static void node_gauges(struct app *app, struct prom *p)
+{
+        const struct topo *t = app->topo;
+        prom_header(p, "hpwarmd_hugepages_bytes", "Hugepage pool of a NUMA node by page size and state "
+                    "(total, free, surplus), in bytes.", "gauge");
+        for (size_t i = 0; i < t->n_nodes; i++) {
+                for (size_t j = 0; j < t->n_page_sizes; j++) {
+                        struct hp_counts c;
+                        uint64_t ps = t->page_sizes[j];
+                        if (topo_read_hugepages(app->fs, t->nodes[i].id, ps, &c) < 0)
+                                continue;
+                        char node[16], psz[24];
+                        snprintf(node, sizeof(node), "%d", t->nodes[i].id);
+                        snprintf(psz, sizeof(psz), "%" PRIu64, ps);
+                        const struct {
+                                const char *state;
+                                uint64_t pages;
+                        } rows[] = {{"total", c.total}, {"free", c.free}, {"surplus", c.surplus}};
+                        for (size_t k = 0; k < ARRAY_SIZE(rows); k++)
+                                prom_sample_u64(p, "hpwarmd_hugepages_bytes",
+                                                (struct prom_label[]){{"numa_node", node},
+                                                                      {"page_size_bytes", psz},
+                                                                      {"state", rows[k].state}},
+                                                3, rows[k].pages * ps);
+                }
+        }
+        prom_header(p, "hpwarmd_node_memory_free_bytes", "Ordinary free memory of a NUMA node.", "gauge");
+        for (size_t i = 0; i < t->n_nodes; i++) {
+                uint64_t total, free_b;
+                char node[16];
+                if (topo_read_meminfo(app->fs, t->nodes[i].id, &total, &free_b) < 0)
+                        continue;
+                snprintf(node, sizeof(node), "%d", t->nodes[i].id);
+                prom_sample_u64(p, "hpwarmd_node_memory_free_bytes",
+                                (struct prom_label[]){{"numa_node", node}}, 1, free_b);
+        }
+}
+
+static void pool_gauges(struct app *app, struct prom *p)
+{
+        const struct topo *t = app->topo;
+        struct pool_view *v = NULL;
+        size_t n = 0;
+        if (pools_list(app->pools, &v, &n) < 0)
+                return;
+        prom_header(p, "hpwarmd_pool_bytes", "Bytes of warm pools by NUMA node, page size and state.", "gauge");
+        static const enum pool_state states[] = {POOL_WARMING, POOL_READY, POOL_FAILED, POOL_CANCELLED};
+        for (size_t i = 0; i < t->n_nodes; i++) {
+                for (size_t j = 0; j < t->n_page_sizes; j++) {
+                        for (size_t s = 0; s < ARRAY_SIZE(states); s++) {
+                                uint64_t bytes = 0;
+                                for (size_t k = 0; k < n; k++)
+                                        if (v[k].rec.node == t->nodes[i].id &&
+                                            v[k].rec.page_size == t->page_sizes[j] && v[k].rec.state == states[s])
+                                                bytes += v[k].rec.size_bytes;
+                                char node[16], psz[24];
+                                snprintf(node, sizeof(node), "%d", t->nodes[i].id);
+                                snprintf(psz, sizeof(psz), "%" PRIu64, t->page_sizes[j]);
+                                prom_sample_u64(p, "hpwarmd_pool_bytes",
+                                                (struct prom_label[]){{"numa_node", node},
+                                                                      {"page_size_bytes", psz},
+                                                                      {"state", pool_state_name(states[s])}},
+                                                3, bytes);
+                        }
+                }
+        }
+        free(v);
+}
+
+static void counter(struct prom *p, const char *name, const char *help, const char *label,
+                    const char *const *values, const uint64_t *counts, size_t n)
+{
+        prom_header(p, name, help, "counter");
+        for (size_t i = 0; i < n; i++)
+                prom_sample_u64(p, name, label ? (struct prom_label[]){{label, values[i]}} : NULL, label ? 1 : 0,
+                                counts[i]);
+}
+
+static void registry_counters(struct app *app, struct prom *p)
+{
+        struct pools_stats s;
+        pools_get_stats(app->pools, &s);
+        counter(p, "hpwarmd_warm_jobs_total", "Warm jobs by result (started counts every job begun).",
+                "result", (const char *const[]){"started", "ready", "failed", "cancelled"},
+                (const uint64_t[]){s.jobs_started, s.jobs_ready, s.jobs_failed, s.jobs_cancelled}, 4);
+        counter(p, "hpwarmd_pools_expired_total", "Ready pools released because their TTL passed unclaimed.",
+                NULL, NULL, &s.pools_expired, 1);
+        counter(p, "hpwarmd_orphan_files_removed_total",
+                "Files found in pool directories with no journal record, removed at start.", NULL, NULL,
+                &s.orphan_files_removed, 1);
+        counter(p, "hpwarmd_warmed_bytes_total", "Bytes populated (zeroed) by finished warm jobs.", NULL, NULL,
+                &s.bytes_warmed_total, 1);
+        prom_header(p, "hpwarmd_warm_duration_seconds", "Duration of warm jobs that reached ready.", "summary");
+        prom_sample_double(p, "hpwarmd_warm_duration_seconds_sum", NULL, 0, s.job_seconds_sum);
+        prom_sample_u64(p, "hpwarmd_warm_duration_seconds_count", NULL, 0, s.job_seconds_count);
+        counter(p, "hpwarmd_reservations_total", "Reservations (nr_hugepages writes) by result.", "result",
+                (const char *const[]){"ok", "partial", "shortfall", "refused", "error"},
+                (const uint64_t[]){s.reservations_ok, s.reservations_partial, s.reservations_shortfall,
+                                   s.reservations_refused, s.reservations_error},
+                5);
+}
+
+void api_metrics(const struct req *req, struct resp *resp)
+{
+        struct app *app = req->app;
+        struct prom *p = prom_new();
+        prom_header(p, "hpwarmd_build_info", "Build information; the value is always 1.", "gauge");
+        prom_sample_u64(p, "hpwarmd_build_info", (struct prom_label[]){{"version", HPW_VERSION}}, 1, 1);
+        node_gauges(app, p);
+        pool_gauges(app, p);
+        registry_counters(app, p);
+        if (app->http_requests)
+                counter_vec_emit(app->http_requests, p);
+        char *text = prom_finish(p);
+        if (!text) {
+                api_oom(resp);
+                return;
+        }
+        resp_json(resp, 200, text);
+        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+}

@@ -1,0 +1,346 @@
+/* api_pools: the warm-pool endpoints.  Creation, deletion and long-polls
+ * block (a reserve write, a cancel waiting for workers, a wait for "ready"),
+ * so they run as deferred work; reads answer on the HTTP thread from the
+ * registry's snapshot. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "api.h"
+#include "api_util.h"
+#include "app.h"
+#include "journal.h"
+#include "json.h"
+#include "pools.h"
+#include "topo.h"
+#include "units.h"
+
+/* Longest long-poll we hold a connection for; clients loop for more. */
+#define WAIT_TIMEOUT_MAX_S 300
+#define WAIT_TIMEOUT_DEFAULT_S 30
+/* A long-poll re-checks for shutdown this often, so SIGTERM never waits on it. */
+#define WAIT_SLICE_NS (500ull * 1000 * 1000)
+
+static void add_time(struct json *o, const char *key, int64_t unix_s)
+{
+        if (unix_s <= 0) {
+                json_add_null(o, key);
+                return;
+        }
+        char buf[32];
+        struct tm tm;
+        time_t t = (time_t)unix_s;
+        gmtime_r(&t, &tm);
+        strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        json_add_str(o, key, buf);
+}
+
+static struct json *encode_pool(const struct pool_view *v)
+{
+        const struct journal_pool *p = &v->rec;
+        struct json *o = json_new_object();
+        json_add_str(o, "name", p->name);
+        json_add_u64(o, "node", (uint64_t)p->node);
+        json_add_u64(o, "page_size_bytes", p->page_size);
+        json_add_u64(o, "size_bytes", p->size_bytes);
+        json_add_str(o, "state", pool_state_name(p->state));
+        json_add_u64(o, "bytes_done", v->bytes_done);
+        json_add_double(o, "rate_bytes_per_second", v->rate_bytes_per_second);
+        json_add_u64(o, "threads", v->threads);
+        add_time(o, "started_at", p->started_at);
+        add_time(o, "finished_at", p->finished_at);
+        json_add_double(o, "elapsed_seconds", v->elapsed_seconds);
+        if (p->error_slug[0]) {
+                struct problem e = {0};
+                problem_set(&e, 500, p->error_slug, "Warming failed", "%s", p->error_detail);
+                char *txt = problem_to_json(&e);
+                struct json *ej = NULL;
+                if (txt && json_parse(txt, strlen(txt), &ej) == 0)
+                        json_add_value(o, "error", ej);
+                else
+                        json_add_null(o, "error");
+                free(txt);
+        } else {
+                json_add_null(o, "error");
+        }
+        json_add_str(o, "path", v->path);
+        struct json *pl = json_add_object(o, "placement");
+        json_add_bool(pl, "verified", v->placement_verified);
+        json_add_u64(pl, "pages_off_node", v->pages_off_node);
+        json_add_bool(o, "claimed", p->claimed);
+        json_add_u64(o, "ttl_seconds", p->ttl_seconds);
+        add_time(o, "expires_at", v->expires_at);
+
+        /* Ready-to-paste VMM arguments.  share=on / shared=on is what makes
+         * the VMM map our already-zeroed pages instead of fresh ones;
+         * prealloc=on then only walks present pages. */
+        char ps[16], buf[8192];
+        format_size(p->page_size, ps, sizeof(ps));
+        struct json *h = json_add_object(o, "handoff");
+        snprintf(buf, sizeof(buf),
+                 "-object memory-backend-file,id=mem-%s,mem-path=%s,size=%" PRIu64
+                 ",share=on,prealloc=on,host-nodes=%d,policy=bind",
+                 p->name, v->path, p->size_bytes, p->node);
+        json_add_str(h, "qemu", buf);
+        snprintf(buf, sizeof(buf),
+                 "--memory-zone id=%s,size=%" PRIu64 ",file=%s,shared=on,hugepages=on,hugepage_size=%s,"
+                 "host_numa_node=%d",
+                 p->name, p->size_bytes, v->path, ps, p->node);
+        json_add_str(h, "cloud_hypervisor", buf);
+        return o;
+}
+
+static void send_pool(struct resp *resp, int status, const struct pool_view *v)
+{
+        struct json *o = encode_pool(v);
+        resp_json(resp, status, json_print(o));
+        json_free(o);
+}
+
+static void pool_not_found(struct resp *resp, const char *name)
+{
+        struct problem p = {0};
+        problem_set(&p, 404, "pool-not-found", "No such pool", "there is no pool \"%s\"", name);
+        resp_problem(resp, &p);
+}
+
+static bool check_name(const char *name, struct resp *resp)
+{
+        if (pool_name_valid(name))
+                return true;
+        api_invalid(resp, "pool names are 1 to 64 characters of [A-Za-z0-9._-], starting with a letter or digit");
+        return false;
+}
+
+void api_pools_list(const struct req *req, struct resp *resp)
+{
+        struct pool_view *v = NULL;
+        size_t n = 0;
+        if (pools_list(req->app->pools, &v, &n) < 0) {
+                api_oom(resp);
+                return;
+        }
+        struct json *o = json_new_object();
+        struct json *arr = json_add_array(o, "pools");
+        for (size_t i = 0; i < n; i++) {
+                json_append_value(arr, encode_pool(&v[i]));
+        }
+        free(v);
+        resp_json(resp, 200, json_print(o));
+        json_free(o);
+}
+
+struct pool_work {
+        struct app *app;
+        char name[ROUTE_PARAM_MAX];
+        uint64_t deadline_ns;
+        struct pool_req rq;
+};
+
+static void wait_work(struct resp *resp, void *ctx)
+{
+        struct pool_work *w = ctx;
+        struct pool_view v;
+        for (;;) {
+                uint64_t now = now_mono_ns();
+                uint64_t until = w->deadline_ns;
+                if (until > now + WAIT_SLICE_NS)
+                        until = now + WAIT_SLICE_NS;
+                if (pools_wait(w->app->pools, w->name, until, &v) < 0) {
+                        pool_not_found(resp, w->name);
+                        return;
+                }
+                if (v.rec.state != POOL_WARMING || now_mono_ns() >= w->deadline_ns ||
+                    atomic_load(&w->app->stopping))
+                        break;
+        }
+        send_pool(resp, 200, &v);
+}
+
+void api_pool_get(const struct req *req, struct resp *resp)
+{
+        const char *name = req->params[0];
+        if (!check_name(name, resp))
+                return;
+        const char *wait = req->query(req, "wait");
+        const char *timeout = req->query(req, "timeout");
+        uint64_t timeout_s = WAIT_TIMEOUT_DEFAULT_S;
+        if (wait && strcmp(wait, "ready") != 0) {
+                api_invalid(resp, "wait must be \"ready\"");
+                return;
+        }
+        if (timeout) {
+                char *end;
+                errno = 0;
+                unsigned long long t = strtoull(timeout, &end, 10);
+                if (!*timeout || *end || errno || timeout[0] == '-' || t > WAIT_TIMEOUT_MAX_S) {
+                        api_invalid(resp, "timeout must be whole seconds from 0 to 300");
+                        return;
+                }
+                timeout_s = t;
+        }
+        struct pool_view v;
+        if (pools_get(req->app->pools, name, &v) < 0) {
+                pool_not_found(resp, name);
+                return;
+        }
+        if (!wait || v.rec.state != POOL_WARMING || timeout_s == 0) {
+                send_pool(resp, 200, &v);
+                return;
+        }
+        struct pool_work *w = calloc(1, sizeof(*w));
+        if (!w) {
+                api_oom(resp);
+                return;
+        }
+        w->app = req->app;
+        snprintf(w->name, sizeof(w->name), "%s", name);
+        w->deadline_ns = now_mono_ns() + timeout_s * 1000000000ull;
+        resp->work = wait_work;
+        resp->ctx = w;
+        resp->ctx_free = free;
+        resp->work_kind = WORK_WAIT;
+}
+
+static void create_work(struct resp *resp, void *ctx)
+{
+        struct pool_work *w = ctx;
+        struct pool_view v;
+        struct problem p = {0};
+        int r = pools_create(w->app->pools, &w->rq, &v, &p);
+        if (r < 0) {
+                resp_problem(resp, &p);
+                return;
+        }
+        if (r == 201)
+                snprintf(resp->location, sizeof(resp->location), "/v1/pools/%s", w->rq.name);
+        send_pool(resp, r, &v);
+}
+
+void api_pool_put(const struct req *req, struct resp *resp)
+{
+        struct app *app = req->app;
+        const char *name = req->params[0];
+        if (atomic_load(&app->stopping)) {
+                api_refuse_stopping(resp);
+                return;
+        }
+        if (!check_name(name, resp))
+                return;
+
+        uint64_t node = 0, size_bytes = 0, threads = 0, ttl = 0;
+        char size[32] = "", page_size[32] = "2M";
+        bool reserve = false, has_node = false, has_size = false, has_size_bytes = false;
+        const struct jfield fields[] = {
+                {"node", JF_U64, &node, 0, &has_node},
+                {"size", JF_STRING, size, sizeof(size), &has_size},
+                {"size_bytes", JF_U64, &size_bytes, 0, &has_size_bytes},
+                {"page_size", JF_STRING, page_size, sizeof(page_size), NULL},
+                {"threads", JF_U64, &threads, 0, NULL},
+                {"ttl_seconds", JF_U64, &ttl, 0, NULL},
+                {"reserve", JF_BOOL, &reserve, 0, NULL},
+        };
+        if (json_decode(req->body, req->body_len, fields, ARRAY_SIZE(fields), &resp->problem) < 0) {
+                resp->status = resp->problem.status;
+                return;
+        }
+        if (!has_node) {
+                api_invalid(resp, "\"node\" is required");
+                return;
+        }
+        if (has_size == has_size_bytes) {
+                api_invalid(resp, "give exactly one of \"size\" (e.g. \"64G\") and \"size_bytes\"");
+                return;
+        }
+        if (has_size && parse_size(size, &size_bytes) < 0) {
+                api_invalid(resp, "\"size\" must be a byte count such as \"64G\", \"512M\" or \"1073741824\"");
+                return;
+        }
+        if (threads > 4096 || ttl > 366ull * 24 * 3600) {
+                api_invalid(resp, "\"threads\" is at most 4096 and \"ttl_seconds\" at most a year");
+                return;
+        }
+        char node_s[24];
+        snprintf(node_s, sizeof(node_s), "%" PRIu64, node);
+        const struct topo_node *n;
+        uint64_t ps;
+        if (!api_find_node(req, node_s, &n, resp) || !api_find_page_size(req, page_size, &ps, resp))
+                return;
+        if (size_bytes == 0 || size_bytes % ps != 0) {
+                api_invalid(resp, "the size must be a positive multiple of the page size");
+                return;
+        }
+
+        struct pool_work *w = calloc(1, sizeof(*w));
+        if (!w) {
+                api_oom(resp);
+                return;
+        }
+        w->app = app;
+        snprintf(w->rq.name, sizeof(w->rq.name), "%.*s", JOURNAL_NAME_MAX, name);
+        w->rq.node = n->id;
+        w->rq.size_bytes = size_bytes;
+        w->rq.page_size = ps;
+        w->rq.threads = (unsigned)threads;
+        w->rq.ttl_seconds = ttl;
+        w->rq.reserve = reserve;
+        resp->work = create_work;
+        resp->ctx = w;
+        resp->ctx_free = free;
+        resp->work_kind = WORK_BLOCKING;
+}
+
+static void delete_work(struct resp *resp, void *ctx)
+{
+        struct pool_work *w = ctx;
+        if (pools_delete(w->app->pools, w->name) < 0) {
+                pool_not_found(resp, w->name);
+                return;
+        }
+        resp->status = 204;
+        resp->body = NULL;
+}
+
+void api_pool_delete(const struct req *req, struct resp *resp)
+{
+        const char *name = req->params[0];
+        if (!check_name(name, resp))
+                return;
+        struct pool_work *w = calloc(1, sizeof(*w));
+        if (!w) {
+                api_oom(resp);
+                return;
+        }
+        w->app = req->app;
+        snprintf(w->name, sizeof(w->name), "%s", name);
+        resp->work = delete_work;
+        resp->ctx = w;
+        resp->ctx_free = free;
+        resp->work_kind = WORK_BLOCKING;
+}
+
+void api_pool_claim(const struct req *req, struct resp *resp)
+{
+        const char *name = req->params[0];
+        if (atomic_load(&req->app->stopping)) {
+                api_refuse_stopping(resp);
+                return;
+        }
+        if (!check_name(name, resp))
+                return;
+        struct pool_view v;
+        int r = pools_claim(req->app->pools, name, &v);
+        if (r == -ENOENT) {
+                pool_not_found(resp, name);
+                return;
+        }
+        if (r < 0) {
+                struct problem p = {0};
+                const char *state = pools_get(req->app->pools, name, &v) == 0 ? pool_state_name(v.rec.state) : "gone";
+                problem_set(&p, 409, "pool-not-ready", "Pool not ready",
+                            "pool \"%s\" is %s; only a ready pool can be claimed", name, state);
+                resp_problem(resp, &p);
+                return;
+        }
+        send_pool(resp, 200, &v);
+}

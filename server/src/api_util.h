@@ -1,0 +1,18 @@
+/* api_util: small pieces every handler needs — resolving {id} and {size}
+ * path captures, and the common problems. */
+#pragma once
+#include <inttypes.h>
+#include <stdbool.h>
+
+#include "router.h"
+#include "util.h"
+
+struct topo_node;
+
+/* Strict decimal node id present in the topology; else 404 unknown-node in RESP. */
+bool api_find_node(const struct req *req, const char *s, const struct topo_node **ret, struct resp *resp);
+/* A page size the kernel offers; else 404 unknown-page-size in RESP. */
+bool api_find_page_size(const struct req *req, const char *s, uint64_t *ret, struct resp *resp);
+/* 422 invalid-field with DETAIL. */
+void api_invalid(struct resp *resp, const char *detail);
+void api_oom(struct resp *resp);

@@ -1,0 +1,648 @@
+/* http: libmicrohttpd glue (see http.h for the shape).
+ *
+ * libmicrohttpd calls the access handler once for the headers, once per body
+ * chunk and once at the end; a response may be queued only on the first or
+ * the last call.  We answer 413 on the first call when Content-Length is over
+ * the limit, collect the body otherwise, and route on the last call.
+ *
+ * Deferred work goes to one of two fixed queues, so long-polls (which may
+ * sit for their whole timeout) never starve short blocking work (reserve,
+ * delete).  Each queue has a bound on pending items; past it the request is
+ * answered 503 with Retry-After rather than queued without limit. */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <microhttpd.h>
+
+#include "app.h"
+#include "http.h"
+#include "log.h"
+#include "metrics.h"
+#include "router.h"
+#include "util.h"
+
+/* Threads for short blocking work (sysfs writes, cancels). */
+#define BLOCKING_THREADS 2
+/* Threads for long-polls: each holds one waiting client. */
+#define WAIT_THREADS 16
+/* Pending items per queue beyond which we answer 503. */
+#define QUEUE_MAX_PENDING 256
+
+struct hreq;
+
+struct workq {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        struct hreq *head, *tail;
+        size_t pending;
+        bool stopping;
+        size_t n_threads;
+        pthread_t threads[WAIT_THREADS];
+};
+
+struct listener {
+        struct MHD_Daemon *mhd;
+        struct http *http;
+        int fd;
+        char desc[160];
+};
+
+struct http {
+        struct app *app;
+        struct listener tcp, unix_;
+        uint16_t tcp_port;
+        char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+        struct workq blocking, wait;
+};
+
+struct hreq {
+        struct http *http;
+        struct MHD_Connection *conn;
+        char *body;
+        size_t body_len, body_cap;
+        bool too_large;
+        bool deferred;
+        atomic_bool work_done;
+        struct req req;
+        struct resp resp;
+        char method[16];
+        char path[1024];
+        struct hreq *next; /* in a workq */
+};
+
+/* ---------------------------------------------------------------- routing */
+
+static void set_problem(struct resp *r, int status, const char *slug, const char *title, const char *detail)
+{
+        struct problem p = {0};
+        problem_set(&p, status, slug, title, "%s", detail);
+        resp_problem(r, &p);
+}
+
+static bool content_type_is_json(const char *ct)
+{
+        if (!ct)
+                return false;
+        size_t n = strlen("application/json");
+        if (strncasecmp(ct, "application/json", n) != 0)
+                return false;
+        return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
+}
+
+/* Route REQ and run the handler.  Returns true when RESP carries deferred
+ * work that must run before the response can be sent. */
+static bool dispatch(struct app *app, struct req *req, bool too_large, struct resp *resp)
+{
+        const struct route *route = NULL;
+        char allow[64];
+
+        resp->status = 0;
+        switch (route_match(req->method, req->path, req, &route, allow, sizeof(allow))) {
+        case ROUTE_NO_PATH:
+                req->route = NULL;
+                set_problem(resp, 404, "not-found", "Not found", "no such resource");
+                return false;
+        case ROUTE_BAD_METHOD: {
+                req->route = NULL;
+                struct problem p = {0};
+                problem_set(&p, 405, "method-not-allowed", "Method not allowed",
+                            "%s is not allowed here; allowed: %s", req->method, allow);
+                resp_problem(resp, &p);
+                snprintf(resp->allow, sizeof(resp->allow), "%s", allow);
+                return false;
+        }
+        case ROUTE_FOUND:
+                break;
+        }
+        if (route->has_body) {
+                if (too_large) {
+                        set_problem(resp, 413, "body-too-large", "Request body too large",
+                                    "request bodies are limited to 64 KiB");
+                        return false;
+                }
+                if (!content_type_is_json(req->content_type)) {
+                        set_problem(resp, 415, "unsupported-media-type", "Unsupported media type",
+                                    "send the body as application/json");
+                        return false;
+                }
+        } else if (req->body_len > 0 || too_large) {
+                set_problem(resp, 400, "unexpected-body", "Unexpected body", "this request takes no body");
+                return false;
+        }
+        route->handler(req, resp);
+        return resp->work != NULL;
+}
+
+static void count_request(struct app *app, const struct req *req, int status)
+{
+        char code[8];
+        snprintf(code, sizeof(code), "%d", status);
+        /* Unknown methods would let a client grow the label table: fold them. */
+        static const char *const known[] = {"GET", "PUT", "POST", "DELETE", "HEAD", "PATCH", "OPTIONS"};
+        const char *method = "other";
+        for (size_t i = 0; i < ARRAY_SIZE(known); i++)
+                if (strcmp(req->method, known[i]) == 0)
+                        method = known[i];
+        if (app->http_requests)
+                counter_vec_inc(app->http_requests, req->route ? req->route : "unmatched", method, code);
+}
+
+/* Encode RESP into (status, body, content type); takes the body. */
+static void finish_resp(struct resp *resp, char **ret_body, const char **ret_ct)
+{
+        if (resp->status >= 400 && !resp->body) {
+                resp->body = problem_to_json(&resp->problem);
+                resp->content_type = "application/problem+json";
+        }
+        if (!resp->content_type)
+                resp->content_type = "application/json";
+        *ret_body = TAKE_PTR(resp->body);
+        *ret_ct = resp->content_type;
+}
+
+static void resp_cleanup(struct resp *resp)
+{
+        free(resp->body);
+        resp->body = NULL;
+        if (resp->ctx_free)
+                resp->ctx_free(resp->ctx);
+        resp->ctx = NULL;
+        resp->ctx_free = NULL;
+}
+
+/* ------------------------------------------------------------- work queues */
+
+static void *workq_thread(void *arg)
+{
+        struct workq *q = arg;
+        for (;;) {
+                pthread_mutex_lock(&q->lock);
+                while (!q->head && !q->stopping)
+                        pthread_cond_wait(&q->cond, &q->lock);
+                struct hreq *h = q->head;
+                if (!h) {
+                        pthread_mutex_unlock(&q->lock);
+                        return NULL;
+                }
+                q->head = h->next;
+                if (!q->head)
+                        q->tail = NULL;
+                q->pending--;
+                pthread_mutex_unlock(&q->lock);
+
+                h->resp.work(&h->resp, h->resp.ctx);
+                h->resp.work = NULL;
+                atomic_store(&h->work_done, true);
+                MHD_resume_connection(h->conn);
+        }
+}
+
+static int workq_start(struct workq *q, size_t n_threads)
+{
+        pthread_mutex_init(&q->lock, NULL);
+        pthread_cond_init(&q->cond, NULL);
+        for (size_t i = 0; i < n_threads; i++) {
+                int r = pthread_create(&q->threads[i], NULL, workq_thread, q);
+                if (r != 0)
+                        return -r;
+                q->n_threads++;
+        }
+        return 0;
+}
+
+static bool workq_push(struct workq *q, struct hreq *h)
+{
+        pthread_mutex_lock(&q->lock);
+        if (q->stopping || q->pending >= QUEUE_MAX_PENDING) {
+                pthread_mutex_unlock(&q->lock);
+                return false;
+        }
+        h->next = NULL;
+        if (q->tail)
+                q->tail->next = h;
+        else
+                q->head = h;
+        q->tail = h;
+        q->pending++;
+        pthread_cond_signal(&q->cond);
+        pthread_mutex_unlock(&q->lock);
+        return true;
+}
+
+/* Drain: threads finish what is queued, then exit. */
+static void workq_stop(struct workq *q)
+{
+        if (!q->n_threads)
+                return;
+        pthread_mutex_lock(&q->lock);
+        q->stopping = true;
+        pthread_cond_broadcast(&q->cond);
+        pthread_mutex_unlock(&q->lock);
+        for (size_t i = 0; i < q->n_threads; i++)
+                pthread_join(q->threads[i], NULL);
+        q->n_threads = 0;
+}
+
+/* ---------------------------------------------------------- libmicrohttpd */
+
+static const char *query_mhd(const struct req *r, const char *key)
+{
+        return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static enum MHD_Result queue(struct hreq *h)
+{
+        char *body;
+        const char *ct;
+        int status = h->resp.status;
+        unsigned retry_after = h->resp.problem.retry_after;
+        bool is_problem = status >= 400;
+
+        finish_resp(&h->resp, &body, &ct);
+        size_t len = body ? strlen(body) : 0;
+        struct MHD_Response *mr = MHD_create_response_from_buffer(len, body ? body : (char *)"",
+                                                                  body ? MHD_RESPMEM_MUST_FREE
+                                                                       : MHD_RESPMEM_PERSISTENT);
+        if (!mr) {
+                free(body);
+                return MHD_NO;
+        }
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, ct);
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        if (h->resp.allow[0])
+                MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, h->resp.allow);
+        if (is_problem && retry_after) {
+                char buf[16];
+                snprintf(buf, sizeof(buf), "%u", retry_after);
+                MHD_add_response_header(mr, MHD_HTTP_HEADER_RETRY_AFTER, buf);
+        }
+        if (!is_problem && h->resp.location[0])
+                MHD_add_response_header(mr, MHD_HTTP_HEADER_LOCATION, h->resp.location);
+        count_request(h->http->app, &h->req, status);
+        enum MHD_Result r = MHD_queue_response(h->conn, (unsigned)status, mr);
+        MHD_destroy_response(mr);
+        return r;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+        struct listener *l = cls;
+        struct hreq *h = *con_cls;
+
+        if (!h) {
+                h = calloc(1, sizeof(*h));
+                if (!h)
+                        return MHD_NO;
+                h->http = l->http;
+                h->conn = conn;
+                *con_cls = h;
+                snprintf(h->method, sizeof(h->method), "%s", method);
+                if (strlen(url) >= sizeof(h->path)) {
+                        h->req.method = h->method;
+                        h->req.path = "";
+                        set_problem(&h->resp, 414, "uri-too-long", "URI too long", "the request path is too long");
+                        return queue(h);
+                }
+                snprintf(h->path, sizeof(h->path), "%s", url);
+                h->req.method = h->method;
+                h->req.path = h->path;
+                const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+                if (cl && strtoull(cl, NULL, 10) > HTTP_BODY_MAX) {
+                        set_problem(&h->resp, 413, "body-too-large", "Request body too large",
+                                    "request bodies are limited to 64 KiB");
+                        return queue(h);
+                }
+                return MHD_YES;
+        }
+
+        if (h->deferred) {
+                /* Called again after MHD_resume_connection. */
+                if (!atomic_load(&h->work_done))
+                        return MHD_YES;
+                h->deferred = false;
+                return queue(h);
+        }
+
+        if (*upload_data_size) {
+                size_t n = *upload_data_size;
+                *upload_data_size = 0;
+                if (h->too_large || h->body_len + n > HTTP_BODY_MAX) {
+                        h->too_large = true;
+                        return MHD_YES;
+                }
+                if (h->body_len + n + 1 > h->body_cap) {
+                        size_t cap = h->body_cap ? h->body_cap : 1024;
+                        while (cap < h->body_len + n + 1)
+                                cap *= 2;
+                        char *b = realloc(h->body, cap);
+                        if (!b)
+                                return MHD_NO;
+                        h->body = b;
+                        h->body_cap = cap;
+                }
+                memcpy(h->body + h->body_len, upload_data, n);
+                h->body_len += n;
+                h->body[h->body_len] = '\0';
+                return MHD_YES;
+        }
+
+        struct req *req = &h->req;
+        req->query = query_mhd;
+        req->conn = conn;
+        req->content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        req->body = h->body ? h->body : "";
+        req->body_len = h->body_len;
+        req->app = l->http->app;
+
+        if (!dispatch(req->app, req, h->too_large, &h->resp))
+                return queue(h);
+
+        struct workq *q = h->resp.work_kind == WORK_WAIT ? &l->http->wait : &l->http->blocking;
+        h->deferred = true;
+        MHD_suspend_connection(conn);
+        if (!workq_push(q, h)) {
+                h->resp.work = NULL;
+                struct problem p = {0};
+                problem_set(&p, 503, "busy", "Too busy", "too many requests are waiting; retry later");
+                p.retry_after = 1;
+                resp_problem(&h->resp, &p);
+                atomic_store(&h->work_done, true);
+                MHD_resume_connection(conn);
+        }
+        return MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+        struct hreq *h = *con_cls;
+        if (!h)
+                return;
+        resp_cleanup(&h->resp);
+        free(h->body);
+        free(h);
+        *con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+        char buf[512];
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        size_t n = strlen(buf);
+        while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+                buf[--n] = '\0';
+        log_debug("libmicrohttpd: %s", buf);
+}
+
+static int listen_tcp(const char *spec, int *ret_fd, uint16_t *ret_port)
+{
+        char host[256];
+        const char *colon = strrchr(spec, ':');
+        if (!colon || colon == spec || !colon[1])
+                return -EINVAL;
+        size_t hl = (size_t)(colon - spec);
+        if (spec[0] == '[' && hl >= 2 && spec[hl - 1] == ']') {
+                spec++;
+                hl -= 2;
+        }
+        if (hl >= sizeof(host))
+                return -EINVAL;
+        memcpy(host, spec, hl);
+        host[hl] = '\0';
+        char *end;
+        unsigned long port = strtoul(colon + 1, &end, 10);
+        if (*end || port > 65535)
+                return -EINVAL;
+
+        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                                 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+        struct addrinfo *ai = NULL;
+        if (getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &ai) != 0)
+                return -EADDRNOTAVAIL;
+        int r = -EADDRNOTAVAIL;
+        for (struct addrinfo *a = ai; a; a = a->ai_next) {
+                _cleanup_close_ int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
+                if (fd < 0) {
+                        r = -errno;
+                        continue;
+                }
+                int one = 1;
+                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+                if (bind(fd, a->ai_addr, a->ai_addrlen) < 0 || listen(fd, 128) < 0) {
+                        r = -errno;
+                        continue;
+                }
+                struct sockaddr_storage ss;
+                socklen_t sl = sizeof(ss);
+                getsockname(fd, (struct sockaddr *)&ss, &sl);
+                *ret_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                           : ((struct sockaddr_in *)&ss)->sin_port);
+                *ret_fd = TAKE_FD(fd);
+                r = 0;
+                break;
+        }
+        freeaddrinfo(ai);
+        return r;
+}
+
+static int listen_unix(const char *path, int *ret_fd)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+
+        /* Replace a stale socket from an earlier run, never any other file. */
+        struct stat st;
+        if (lstat(path, &st) == 0) {
+                if (!S_ISSOCK(st.st_mode))
+                        return -EEXIST;
+                unlink(path);
+        }
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        mode_t old = umask(0117); /* socket 0660 */
+        int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+        umask(old);
+        if (r < 0 || listen(fd, 128) < 0)
+                return -errno;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int start_listener(struct http *h, struct listener *l, int fd, const struct http_config *cfg, bool tcp)
+{
+        l->http = h;
+        l->fd = fd;
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                         MHD_USE_ERROR_LOG;
+        l->mhd = MHD_start_daemon(
+                flags, 0, NULL, NULL, on_request, l,
+                MHD_OPTION_LISTEN_SOCKET, fd,
+                MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
+                MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
+                MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit ? cfg->connection_limit : 256u,
+                MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout_s ? cfg->connection_timeout_s : 30u,
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
+                MHD_OPTION_PER_IP_CONNECTION_LIMIT, tcp ? (cfg->per_ip_limit ? cfg->per_ip_limit : 64u) : 0u,
+                MHD_OPTION_END);
+        if (!l->mhd)
+                return -EIO;
+        return 0;
+}
+
+int http_start(const struct http_config *cfg, struct app *app, struct http **ret)
+{
+        struct http *h = calloc(1, sizeof(*h));
+        int r;
+        if (!h)
+                return -ENOMEM;
+        h->app = app;
+        h->tcp.fd = h->unix_.fd = -1;
+
+        r = workq_start(&h->blocking, BLOCKING_THREADS);
+        if (r == 0)
+                r = workq_start(&h->wait, WAIT_THREADS);
+        if (r < 0)
+                goto fail;
+
+        if (cfg->listen) {
+                int fd;
+                r = listen_tcp(cfg->listen, &fd, &h->tcp_port);
+                if (r < 0) {
+                        log_err("cannot listen on %s: %s", cfg->listen, strerror(-r));
+                        goto fail;
+                }
+                r = start_listener(h, &h->tcp, fd, cfg, true);
+                if (r < 0) {
+                        close(fd);
+                        log_err("cannot start HTTP on %s", cfg->listen);
+                        goto fail;
+                }
+        }
+        if (cfg->socket_path) {
+                int fd;
+                r = listen_unix(cfg->socket_path, &fd);
+                if (r < 0) {
+                        log_err("cannot listen on %s: %s", cfg->socket_path, strerror(-r));
+                        goto fail;
+                }
+                snprintf(h->socket_path, sizeof(h->socket_path), "%s", cfg->socket_path);
+                r = start_listener(h, &h->unix_, fd, cfg, false);
+                if (r < 0) {
+                        close(fd);
+                        log_err("cannot start HTTP on %s", cfg->socket_path);
+                        goto fail;
+                }
+        }
+        *ret = h;
+        return 0;
+fail:
+        http_stop(h);
+        return r;
+}
+
+uint16_t http_tcp_port(const struct http *h) { return h ? h->tcp_port : 0; }
+
+static void stop_listener(struct listener *l)
+{
+        if (!l->mhd)
+                return;
+        MHD_stop_daemon(l->mhd);
+        l->mhd = NULL;
+        if (l->fd >= 0)
+                close(l->fd);
+        l->fd = -1;
+}
+
+void http_stop(struct http *h)
+{
+        if (!h)
+                return;
+        /* Stop accepting first, then let queued work finish (it resumes its
+         * connections), then stop the daemons: libmicrohttpd must not be
+         * stopped with connections still suspended. */
+        if (h->tcp.mhd)
+                MHD_quiesce_daemon(h->tcp.mhd);
+        if (h->unix_.mhd)
+                MHD_quiesce_daemon(h->unix_.mhd);
+        workq_stop(&h->blocking);
+        workq_stop(&h->wait);
+        stop_listener(&h->tcp);
+        stop_listener(&h->unix_);
+        if (h->socket_path[0])
+                unlink(h->socket_path);
+        free(h);
+}
+
+/* ------------------------------------------------------- socketless entry */
+
+struct local_query {
+        char buf[1024];
+};
+
+static const char *query_local(const struct req *r, const char *key)
+{
+        struct local_query *q = r->conn;
+        size_t kl = strlen(key);
+        for (char *p = q->buf; p && *p;) {
+                char *amp = strchr(p, '&');
+                if (strncmp(p, key, kl) == 0 && p[kl] == '=')
+                        return p + kl + 1;
+                p = amp ? amp + 1 : NULL;
+        }
+        return NULL;
+}
+
+int http_handle_local(struct app *app, const char *method, const char *url, const char *content_type,
+                      const char *body, size_t body_len, int *ret_status, char **ret_body,
+                      const char **ret_content_type)
+{
+        struct req req = {0};
+        struct resp resp = {0};
+        struct local_query q = {{0}};
+        char path[1024];
+        const char *qm = strchr(url, '?');
+        size_t pl = qm ? (size_t)(qm - url) : strlen(url);
+        if (pl >= sizeof(path))
+                pl = sizeof(path) - 1;
+        memcpy(path, url, pl);
+        path[pl] = '\0';
+        if (qm)
+                snprintf(q.buf, sizeof(q.buf), "%s", qm + 1);
+        _cleanup_free_ char *copy = malloc(body_len + 1);
+        if (!copy)
+                return -ENOMEM;
+        if (body_len)
+                memcpy(copy, body, body_len);
+        copy[body_len] = '\0';
+
+        req.method = method;
+        req.path = path;
+        req.query = query_local;
+        req.conn = &q;
+        req.content_type = content_type;
+        req.body = copy;
+        req.body_len = body_len;
+        req.app = app;
+        if (dispatch(app, &req, body_len > HTTP_BODY_MAX, &resp)) {
+                resp.work(&resp, resp.ctx);
+                resp.work = NULL;
+        }
+        count_request(app, &req, resp.status);
+        *ret_status = resp.status;
+        finish_resp(&resp, ret_body, ret_content_type);
+        resp_cleanup(&resp);
+        return 0;
+}
