@@ -1,0 +1,257 @@
+/* Unit tests for json.c: the strict decoder against hostile bodies, the
+ * generic getters, and the builder's exact integers. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "json.h"
+#include "problem.h"
+
+struct req {
+        uint64_t count;
+        bool allow_partial;
+        char name[8];
+        bool has_count, has_allow, has_name;
+};
+
+static int decode(const char *body, struct req *r, struct problem *p)
+{
+        const struct jfield fields[] = {
+                { "count", JF_U64, &r->count, 0, &r->has_count },
+                { "allow_partial", JF_BOOL, &r->allow_partial, 0, &r->has_allow },
+                { "name", JF_STRING, r->name, sizeof(r->name), &r->has_name },
+        };
+        memset(p, 0, sizeof(*p));
+        return json_decode(body, strlen(body), fields, 3, p);
+}
+
+/* BODY must be refused with STATUS and leave the outputs untouched. */
+static void refused(const char *body, int status, const char *detail_part)
+{
+        struct req r = { .count = 7, .name = "keep" };
+        struct problem p;
+
+        if (decode(body, &r, &p) != -EINVAL)
+                CHECK_FAIL_("accepted: %s", body);
+        CHECK_INT(p.status, ==, status);
+        CHECK_STR(p.slug, status == 400 ? "malformed-json" : "invalid-field");
+        if (detail_part && !strstr(p.detail, detail_part))
+                CHECK_FAIL_("detail \"%s\" lacks \"%s\" (body %s)", p.detail, detail_part,
+                            body);
+        CHECK_U64(r.count, ==, 7);
+        CHECK_STR(r.name, "keep");
+        CHECK(!r.has_count && !r.has_allow && !r.has_name);
+}
+
+static void test_decode_ok(void)
+{
+        struct req r = {};
+        struct problem p;
+
+        CHECK_INT(decode(" {\"count\": 64, \"allow_partial\": true, \"name\":\"ab\"}\n", &r, &p),
+                  ==, 0);
+        CHECK_U64(r.count, ==, 64);
+        CHECK(r.allow_partial);
+        CHECK_STR(r.name, "ab");
+        CHECK(r.has_count && r.has_allow && r.has_name);
+
+        memset(&r, 0, sizeof(r));
+        r.count = 5;
+        CHECK_INT(decode("{}", &r, &p), ==, 0);
+        CHECK_U64(r.count, ==, 5);
+        CHECK(!r.has_count);
+
+        CHECK_INT(decode("{\"count\": 9007199254740992}", &r, &p), ==, 0);
+        CHECK_U64(r.count, ==, UINT64_C(9007199254740992));
+        CHECK_INT(decode("{\"count\": 0}", &r, &p), ==, 0);
+        CHECK_U64(r.count, ==, 0);
+        /* 7 bytes fit an 8-byte buffer. */
+        CHECK_INT(decode("{\"name\": \"abcdefg\"}", &r, &p), ==, 0);
+        CHECK_STR(r.name, "abcdefg");
+        /* Escapes and UTF-8 pass through. */
+        CHECK_INT(decode("{\"name\": \"a\\\"\\u00e9\"}", &r, &p), ==, 0);
+        CHECK_STR(r.name, "a\"\xc3\xa9");
+}
+
+static void test_decode_refused(void)
+{
+        /* Syntax. */
+        refused("", 400, "empty");
+        refused("{", 400, NULL);
+        refused("{\"count\": 1,}", 400, NULL);
+        refused("{\"count\": 1} x", 400, "trailing");
+        refused("{\"count\": 1}{}", 400, "trailing");
+        refused("{'count': 1}", 400, NULL);
+        refused("\x01{\"count\": 1}", 400, "control");
+        refused("{\"name\": \"a\tb\"}", 400, "control");
+        refused("{\"name\": \"a\\u0000b\"}", 400, "u0000");
+        refused("[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]", 400,
+                "deep");
+        /* Shape. */
+        refused("[]", 422, "object");
+        refused("3", 422, "object");
+        refused("null", 422, "object");
+        refused("{\"cOunt\": 1}", 422, "unknown field \"cOunt\"");
+        refused("{\"Count\": 1}", 422, "unknown");
+        refused("{\"count\": 1, \"count\": 2}", 422, "duplicate field \"count\"");
+        refused("{\"count\": 1, \"bogus\": 2}", 422, "bogus");
+        /* Types. */
+        refused("{\"count\": \"1\"}", 422, "\"count\" must be a non-negative integer");
+        refused("{\"count\": true}", 422, "count");
+        refused("{\"count\": null}", 422, "count");
+        refused("{\"count\": [1]}", 422, "count");
+        refused("{\"allow_partial\": 1}", 422, "allow_partial");
+        refused("{\"name\": 1}", 422, "name");
+        refused("{\"name\": \"abcdefgh\"}", 422, "too long");
+        /* Numbers that are not exact non-negative integers <= 2^53. */
+        refused("{\"count\": -1}", 422, "count");
+        refused("{\"count\": -0}", 422, "count");
+        refused("{\"count\": 1.5}", 422, "count");
+        refused("{\"count\": 1.0}", 422, "count");
+        refused("{\"count\": 1e3}", 422, "count");
+        refused("{\"count\": 01}", 422, "count");
+        refused("{\"count\": 9007199254740993}", 422, "count");
+        refused("{\"count\": 18446744073709551616}", 422, "count");
+        refused("{\"count\": 1e400}", 422, "count");
+        /* Earlier valid fields are not stored when a later one fails. */
+        refused("{\"name\": \"ok\", \"count\": 1, \"allow_partial\": 3}", 422, "allow_partial");
+}
+
+static void test_depth_limit_edge(void)
+{
+        char buf[200] = "";
+        struct json *v = NULL;
+
+        /* 32 levels parse, 33 do not. */
+        for (int i = 0; i < 32; i++)
+                strcat(buf, "[");
+        for (int i = 0; i < 32; i++)
+                strcat(buf, "]");
+        CHECK_INT(json_parse(buf, strlen(buf), &v), ==, 0);
+        json_free(v);
+        memmove(buf + 1, buf, strlen(buf) + 1);
+        buf[0] = '[';
+        strcat(buf, "]");
+        CHECK_INT(json_parse(buf, strlen(buf), &v), ==, -EINVAL);
+}
+
+static void test_parse_and_getters(void)
+{
+        const char *doc = "{\"a\": 1, \"A\": 2, \"neg\": -5, \"big\": 9007199254740993,"
+                          " \"f\": 2.5, \"t\": true, \"s\": \"str\", \"arr\": [1, {\"x\": 3}],"
+                          " \"o\": {\"k\": null}}";
+        struct json *v = NULL;
+        uint64_t u = 99;
+        int64_t i = 99;
+        bool b = false;
+        const char *s = NULL;
+
+        CHECK_INT(json_parse(doc, strlen(doc), &v), ==, 0);
+        CHECK(json_is_object(v));
+        CHECK_INT(json_get_u64(v, "a", &u), ==, 0);
+        CHECK_U64(u, ==, 1);
+        CHECK_INT(json_get_u64(v, "A", &u), ==, 0);
+        CHECK_U64(u, ==, 2);
+        CHECK_INT(json_get_u64(v, "missing", &u), ==, -ENOENT);
+        CHECK_INT(json_get_u64(v, "neg", &u), ==, -EINVAL);
+        CHECK_INT(json_get_u64(v, "big", &u), ==, -EINVAL);
+        CHECK_INT(json_get_u64(v, "f", &u), ==, -EINVAL);
+        CHECK_INT(json_get_u64(v, "s", &u), ==, -EINVAL);
+        CHECK_U64(u, ==, 2);
+        CHECK_INT(json_get_i64(v, "neg", &i), ==, 0);
+        CHECK_INT(i, ==, -5);
+        CHECK_INT(json_get_i64(v, "f", &i), ==, -EINVAL);
+        CHECK_INT(json_get_bool(v, "t", &b), ==, 0);
+        CHECK(b);
+        CHECK_INT(json_get_bool(v, "a", &b), ==, -EINVAL);
+        CHECK_INT(json_get_str(v, "s", &s), ==, 0);
+        CHECK_STR(s, "str");
+        CHECK_INT(json_get_str(v, "t", &s), ==, -EINVAL);
+        CHECK(json_get(v, "S") == NULL);
+
+        const struct json *arr = json_get(v, "arr");
+        CHECK(json_is_array(arr));
+        CHECK(!json_is_object(arr));
+        CHECK_U64(json_array_len(arr), ==, 2);
+        CHECK_INT(json_get_u64(json_array_at(arr, 1), "x", &u), ==, 0);
+        CHECK_U64(u, ==, 3);
+        CHECK(json_array_at(arr, 2) == NULL);
+        CHECK_U64(json_array_len(json_get(v, "o")), ==, 0);
+        CHECK(json_get(json_get(v, "arr"), "x") == NULL);
+        json_free(v);
+        json_free(NULL);
+
+        /* Duplicates anywhere, trailing data, bad syntax. */
+        struct json *w = (struct json *)&u; /* must stay untouched */
+        const char *bad[] = { "{\"o\": {\"k\": 1, \"k\": 2}}", "[{\"a\":1,\"b\":2,\"a\":3}]",
+                              "{} {}", "{\"a\":", "\"a\\u0000\"", "nul", "" };
+        for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+                if (json_parse(bad[k], strlen(bad[k]), &w) != -EINVAL)
+                        CHECK_FAIL_("parsed: %s", bad[k]);
+                CHECK(w == (struct json *)&u);
+        }
+        /* Same keys in different objects are fine; not NUL-terminated input. */
+        const char *ok = "{\"a\":{\"a\":1},\"b\":{\"a\":2}}GARBAGE";
+        CHECK_INT(json_parse(ok, strlen(ok) - 7, &v), ==, 0);
+        json_free(v);
+}
+
+static void test_builder(void)
+{
+        struct json *o = json_new_object();
+        struct json *arr, *inner, *parsed = NULL;
+        char *text;
+
+        json_add_u64(o, "max", UINT64_MAX);
+        json_add_u64(o, "p53", (UINT64_C(1) << 53) + 1);
+        json_add_i64(o, "min", INT64_MIN);
+        json_add_double(o, "half", 0.5);
+        json_add_double(o, "nan", 0.0 / 0.0);
+        json_add_str(o, "s", "a\"b\\c\n");
+        json_add_str(o, "nul", NULL);
+        json_add_bool(o, "f", false);
+        json_add_null(o, "z");
+        arr = json_add_array(o, "arr");
+        json_append_str(arr, "x");
+        inner = json_append_object(arr);
+        json_add_u64(inner, "n", 1);
+        CHECK_INT(json_parse("[1,2]", 5, &parsed), ==, 0);
+        json_add_value(o, "moved", parsed);
+        json_append_value(arr, json_new_array());
+        json_add_object(o, "empty");
+
+        text = json_print(o);
+        CHECK_STR(text, "{\"max\":18446744073709551615,\"p53\":9007199254740993,"
+                        "\"min\":-9223372036854775808,\"half\":0.5,\"nan\":null,"
+                        "\"s\":\"a\\\"b\\\\c\\n\",\"nul\":null,\"f\":false,\"z\":null,"
+                        "\"arr\":[\"x\",{\"n\":1},[]],\"moved\":[1,2],\"empty\":{}}");
+        free(text);
+        json_free(o);
+
+        /* NULL parents are no-ops; moved children are freed, not leaked. */
+        json_add_u64(NULL, "a", 1);
+        CHECK(json_add_object(NULL, "a") == NULL);
+        CHECK(json_append_object(NULL) == NULL);
+        CHECK_INT(json_parse("{}", 2, &parsed), ==, 0);
+        json_add_value(NULL, "x", parsed);
+        CHECK(json_print(NULL) == NULL);
+
+        /* A failed add (here: NULL key) makes the document unprintable. */
+        o = json_new_object();
+        json_add_u64(o, "ok", 1);
+        json_add_u64(o, NULL, 2);
+        CHECK(json_print(o) == NULL);
+        json_free(o);
+}
+
+int main(void)
+{
+        test_decode_ok();
+        test_decode_refused();
+        test_depth_limit_edge();
+        test_parse_and_getters();
+        test_builder();
+        return 0;
+}

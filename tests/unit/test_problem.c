@@ -1,0 +1,65 @@
+/* Unit tests for problem.c: problem_set formatting and truncation, and the
+ * exact RFC 9457 body problem_to_json produces. */
+#include <string.h>
+
+#include "check.h"
+#include "problem.h"
+
+static void test_set(void)
+{
+        struct problem p = { .has_counts = true, .requested = 3, .retry_after = 5 };
+        char big[2000];
+
+        problem_set(&p, 404, "unknown-node", "Unknown node", "no node %d (have %s)", 7, "0-1");
+        CHECK_INT(p.status, ==, 404);
+        CHECK_STR(p.slug, "unknown-node");
+        CHECK_STR(p.title, "Unknown node");
+        CHECK_STR(p.detail, "no node 7 (have 0-1)");
+        /* Extension members are the caller's. */
+        CHECK(p.has_counts);
+        CHECK_U64(p.requested, ==, 3);
+        CHECK_INT(p.retry_after, ==, 5);
+
+        memset(big, 'x', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        problem_set(&p, 400, "s", "t", "%s", big);
+        CHECK_U64(strlen(p.detail), ==, sizeof(p.detail) - 1);
+        problem_set(NULL, 400, "s", "t", "ignored");
+}
+
+static void test_to_json(void)
+{
+        struct problem p = {};
+        char *s;
+
+        problem_set(&p, 422, "invalid-field", "Invalid field", "field \"count\" must be %s",
+                    "a non-negative integer");
+        s = problem_to_json(&p);
+        CHECK_STR(s, "{\"type\":\"urn:hpwarm:problem:invalid-field\",\"title\":\"Invalid field\","
+                     "\"status\":422,\"detail\":\"field \\\"count\\\" must be a non-negative "
+                     "integer\"}");
+        free(s);
+
+        problem_set(&p, 409, "shortfall", "Reservation shortfall", "got fewer pages");
+        p.has_counts = true;
+        p.requested = 64;
+        p.achieved = UINT64_C(9007199254740993);
+        s = problem_to_json(&p);
+        CHECK_STR(s, "{\"type\":\"urn:hpwarm:problem:shortfall\",\"title\":\"Reservation "
+                     "shortfall\",\"status\":409,\"detail\":\"got fewer pages\","
+                     "\"requested\":64,\"achieved\":9007199254740993}");
+        free(s);
+
+        struct problem blank = { .status = 500 };
+        s = problem_to_json(&blank);
+        CHECK_STR(s, "{\"type\":\"about:blank\",\"title\":\"Error\",\"status\":500,\"detail\":\"\"}");
+        free(s);
+        CHECK(problem_to_json(NULL) == NULL);
+}
+
+int main(void)
+{
+        test_set();
+        test_to_json();
+        return 0;
+}
