@@ -4,9 +4,9 @@
 #include <stdint.h>
 
 struct plan {
-        uint64_t chunk_bytes;   /* multiple of the page size; last chunk may be shorter */
+        uint64_t chunk_bytes;   /* multiple of the page size (64 MiB, or one page if larger); last chunk may be shorter */
         uint64_t n_chunks;
-        unsigned threads;       /* workers that take part: min(requested or available, n_chunks) */
+        unsigned threads;       /* workers that take part: min(requested or available, available, n_chunks) */
 };
 
 /* SIZE_BYTES must be a positive multiple of PAGE_SIZE (a power of two).

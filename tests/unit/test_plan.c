@@ -1,0 +1,77 @@
+/* Table test of the chunk planner: sizes, page sizes, thread counts and the
+ * arguments it must refuse.  The expected chunk sizes are written out as
+ * numbers on purpose, so a change of the constant has to change this table. */
+#include <errno.h>
+
+#include "check.h"
+#include "plan.h"
+#include "util.h"
+
+struct row {
+        uint64_t size, page;
+        unsigned workers, requested;
+        int ret;
+        uint64_t chunk, n;
+        unsigned threads;
+};
+
+static const struct row rows[] = {
+        /* 2 MiB pages: 64 MiB chunks, last one may be short. */
+        { 2 * MIB, 2 * MIB, 4, 0, 0, 64 * MIB, 1, 1 },
+        { 64 * MIB, 2 * MIB, 4, 0, 0, 64 * MIB, 1, 1 },
+        { 66 * MIB, 2 * MIB, 4, 0, 0, 64 * MIB, 2, 2 },
+        { 128 * MIB, 2 * MIB, 4, 0, 0, 64 * MIB, 2, 2 },
+        { 4 * GIB, 2 * MIB, 2, 0, 0, 64 * MIB, 64, 2 },
+        { 4 * GIB, 2 * MIB, 2, 1, 0, 64 * MIB, 64, 1 },
+        { 4 * GIB, 2 * MIB, 2, 8, 0, 64 * MIB, 64, 2 },     /* capped by workers */
+        { 4 * GIB, 2 * MIB, 128, 0, 0, 64 * MIB, 64, 64 },  /* capped by chunks */
+        { 64 * GIB + 2 * MIB, 2 * MIB, 16, 0, 0, 64 * MIB, 1025, 16 },
+        /* 1 GiB pages: a chunk is one page. */
+        { 1 * GIB, 1 * GIB, 4, 0, 0, 1 * GIB, 1, 1 },
+        { 3 * GIB, 1 * GIB, 4, 0, 0, 1 * GIB, 3, 3 },
+        { 64 * GIB, 1 * GIB, 8, 3, 0, 1 * GIB, 64, 3 },
+        /* 4 KiB pages (not hugetlb, but the arithmetic must hold). */
+        { 4 * KIB, 4 * KIB, 1, 0, 0, 64 * MIB, 1, 1 },
+        { 64 * MIB + 4 * KIB, 4 * KIB, 1, 0, 0, 64 * MIB, 2, 1 },
+        /* Huge sizes: no overflow in the chunk count. */
+        { UINT64_MAX - (2 * MIB - 1), 2 * MIB, 8, 0, 0, 64 * MIB, UINT64_C(274877906944), 8 },
+        { UINT64_MAX - (GIB - 1), 1 * GIB, 8, 0, 0, 1 * GIB, UINT64_C(17179869184) - 1, 8 },
+        /* Refused. */
+        { 0, 2 * MIB, 4, 0, -EINVAL, 0, 0, 0 },              /* zero size */
+        { 3 * MIB, 2 * MIB, 4, 0, -EINVAL, 0, 0, 0 },        /* not a multiple */
+        { 2 * MIB + 1, 2 * MIB, 4, 0, -EINVAL, 0, 0, 0 },
+        { 1 * GIB + 2 * MIB, 1 * GIB, 4, 0, -EINVAL, 0, 0, 0 },
+        { 6 * MIB, 3 * MIB, 4, 0, -EINVAL, 0, 0, 0 },        /* page not a power of two */
+        { 2 * MIB, 0, 4, 0, -EINVAL, 0, 0, 0 },              /* no page size */
+        { 2 * MIB, 2 * MIB, 0, 0, -EINVAL, 0, 0, 0 },        /* no workers */
+        { UINT64_MAX, 2 * MIB, 4, 0, -EINVAL, 0, 0, 0 },
+};
+
+int main(void)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+                const struct row *r = &rows[i];
+                struct plan p = { .chunk_bytes = 7, .n_chunks = 7, .threads = 7 };
+                int ret = plan_make(r->size, r->page, r->workers, r->requested, &p);
+
+                fprintf(stderr, "row %zu\n", i);
+                CHECK_INT(ret, ==, r->ret);
+                if (ret < 0) {
+                        /* Out-parameter untouched on failure. */
+                        CHECK_U64(p.chunk_bytes, ==, 7);
+                        CHECK_U64(p.n_chunks, ==, 7);
+                        CHECK_INT(p.threads, ==, 7);
+                        continue;
+                }
+                CHECK_U64(p.chunk_bytes, ==, r->chunk);
+                CHECK_U64(p.n_chunks, ==, r->n);
+                CHECK_INT(p.threads, ==, r->threads);
+                CHECK_U64(p.chunk_bytes % r->page, ==, 0);
+                CHECK(p.threads >= 1);
+                /* The chunks cover the size exactly: n-1 full ones and a last one. */
+                CHECK_U64((p.n_chunks - 1), <, r->size / p.chunk_bytes + 1);
+                CHECK_U64(r->size - (p.n_chunks - 1) * p.chunk_bytes, <=, p.chunk_bytes);
+                CHECK_U64(r->size - (p.n_chunks - 1) * p.chunk_bytes, >, 0);
+        }
+        return 0;
+}
