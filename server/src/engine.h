@@ -43,12 +43,19 @@ struct job;
 
 /* Starts all workers.  Caller owns *ret (engine_free). */
 int engine_new(const struct engine_config *cfg, struct engine **ret);
-/* Cancels every job, joins the workers.  Accepts NULL. */
+/* Cancels every job still running (their on_done runs), joins the workers.
+ * Jobs not yet freed stay valid for job_free only.  Accepts NULL. */
 void engine_free(struct engine *e);
 /* How many workers serve NODE (0 if unknown node). */
 unsigned engine_node_workers(const struct engine *e, int node);
 /* Kernel thread ids of NODE's workers (for tests and the QEMU check); returns count. */
 size_t engine_node_tids(const struct engine *e, int node, pid_t *tids, size_t max);
+/* Whether every worker of NODE is pinned to the node's usable CPUs (false for
+ * a memory-only node, a cpuset that excludes them, or a refused affinity:
+ * the workers then run unpinned; the caller logs it). */
+bool engine_node_pinned(const struct engine *e, int node);
+/* Whether every worker of NODE has its memory policy bound to the node. */
+bool engine_node_mem_bound(const struct engine *e, int node);
 
 struct job_spec {
         int node;
@@ -56,9 +63,11 @@ struct job_spec {
         uint64_t size_bytes;     /* multiple of page_size */
         uint64_t page_size;
         unsigned threads;        /* 0 = all the node's workers */
-        /* Called exactly once, from an engine thread, when the job leaves
-         * JOB_RUNNING (done, failed or cancelled).  Must not block or call
-         * back into the engine for this job except job_get_status. */
+        /* Called exactly once when the job leaves JOB_RUNNING: from a worker
+         * when done or failed, from the thread in job_cancel (or job_free,
+         * engine_free) when cancelled.  May run before engine_submit returns.
+         * Must not block or call back into the engine for this job except
+         * job_get_status.  NULL = no callback. */
         void (*on_done)(struct job *job, void *arg);
         void *arg;
 };
@@ -77,15 +86,19 @@ struct job_status {
 };
 
 /* Start warming.  -ENOENT unknown node, -EINVAL bad spec, -ENOMEM, or the
- * mmap/mbind error.  Caller owns *ret and frees it with job_free after the
- * job left JOB_RUNNING. */
+ * mmap/mbind error.  The caller ftruncates the file to size_bytes first.  On
+ * hugetlbfs, mmap reserves all the file's missing pages at once, so -ENOMEM
+ * here means too few free hugepages (globally) for the pool: nothing was
+ * touched.  Caller owns *ret and frees it with job_free after the job left
+ * JOB_RUNNING. */
 int engine_submit(struct engine *e, const struct job_spec *spec, struct job **ret);
 void job_get_status(struct job *j, struct job_status *ret);
 /* Stop at the next chunk boundary; returns once no worker touches the
  * mapping any more (the mapping is unmapped).  on_done has run when it returns.
  * No effect on a finished job. */
 void job_cancel(struct job *j);
-void job_free(struct job *j); /* accepts NULL; the job must not be running */
+/* Accepts NULL.  A job still running is cancelled first. */
+void job_free(struct job *j);
 
 /* What a populate errno means for the operator, e.g. EFAULT -> "the node ran
  * out of free hugepages or hit a hugetlb cgroup limit".  Static string. */
