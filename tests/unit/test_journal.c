@@ -1,0 +1,340 @@
+/* Unit tests for journal.c: format/parse round trip, strict rejection of
+ * corrupt documents, atomic save/load in a temp dir (stale temp file,
+ * truncation, missing file), quarantine, and the name and state helpers. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "journal.h"
+
+static struct journal_reservation sample_res[] = {
+        { .node = 0, .page_size = 2097152, .count = 64 },
+        { .node = 2, .page_size = 1073741824, .count = 1 },
+};
+
+static struct journal_pool sample_pools[] = {
+        {
+                .name = "vm-1.mem_0",
+                .node = 0,
+                .page_size = 2097152,
+                .size_bytes = 64 * 2097152ULL,
+                .state = POOL_READY,
+                .threads = 2,
+                .ttl_seconds = 600,
+                .claimed = true,
+                .created_at = 1700000000,
+                .started_at = 1700000001,
+                .finished_at = 1700000003,
+                .bytes_done = 64 * 2097152ULL,
+        },
+        {
+                .name = "B",
+                .node = 2,
+                .page_size = 1073741824,
+                .size_bytes = 1073741824ULL * 3,
+                .state = POOL_FAILED,
+                .created_at = -1,
+                .started_at = 0,
+                .error_slug = "insufficient-hugepages",
+                .error_detail = "node 2 ran out \"quoted\"\n",
+        },
+};
+
+static void sample(struct journal *j)
+{
+        memset(j, 0, sizeof(*j));
+        strcpy(j->boot_id, "3f1b2c4d-0000-4000-8000-123456789abc");
+        j->reservations = sample_res;
+        j->n_reservations = 2;
+        j->pools = sample_pools;
+        j->n_pools = 2;
+}
+
+static void check_equal(const struct journal *a, const struct journal *b)
+{
+        CHECK_STR(a->boot_id, b->boot_id);
+        CHECK_U64(a->n_reservations, ==, b->n_reservations);
+        CHECK_U64(a->n_pools, ==, b->n_pools);
+        for (size_t i = 0; i < a->n_reservations; i++) {
+                CHECK_INT(a->reservations[i].node, ==, b->reservations[i].node);
+                CHECK_U64(a->reservations[i].page_size, ==, b->reservations[i].page_size);
+                CHECK_U64(a->reservations[i].count, ==, b->reservations[i].count);
+        }
+        for (size_t i = 0; i < a->n_pools; i++) {
+                const struct journal_pool *x = &a->pools[i], *y = &b->pools[i];
+                CHECK_STR(x->name, y->name);
+                CHECK_INT(x->node, ==, y->node);
+                CHECK_U64(x->page_size, ==, y->page_size);
+                CHECK_U64(x->size_bytes, ==, y->size_bytes);
+                CHECK_INT(x->state, ==, y->state);
+                CHECK_INT(x->threads, ==, y->threads);
+                CHECK_U64(x->ttl_seconds, ==, y->ttl_seconds);
+                CHECK_INT(x->claimed, ==, y->claimed);
+                CHECK_INT(x->created_at, ==, y->created_at);
+                CHECK_INT(x->started_at, ==, y->started_at);
+                CHECK_INT(x->finished_at, ==, y->finished_at);
+                CHECK_U64(x->bytes_done, ==, y->bytes_done);
+                CHECK_STR(x->error_slug, y->error_slug);
+                CHECK_STR(x->error_detail, y->error_detail);
+        }
+}
+
+static void test_round_trip(void)
+{
+        struct journal j, *back = NULL;
+        char *text;
+
+        sample(&j);
+        text = journal_format(&j);
+        CHECK(text);
+        CHECK_INT(journal_parse(text, strlen(text), &back), ==, 0);
+        check_equal(&j, back);
+        journal_free(back);
+        free(text);
+
+        /* Empty journal. */
+        memset(&j, 0, sizeof(j));
+        text = journal_format(&j);
+        CHECK_STR(text, "{\"version\":1,\"boot_id\":\"\",\"reservations\":[],\"pools\":[]}");
+        CHECK_INT(journal_parse(text, strlen(text), &back), ==, 0);
+        CHECK_U64(back->n_pools, ==, 0);
+        CHECK(back->pools == NULL);
+        journal_free(back);
+        free(text);
+        journal_free(NULL);
+}
+
+/* Replace the first occurrence of FROM in the formatted sample by TO and
+ * expect the parse to fail. */
+static void corrupt(const char *from, const char *to)
+{
+        struct journal j, *back = (struct journal *)&j;
+        char *text, *at, buf[8192];
+
+        sample(&j);
+        text = journal_format(&j);
+        at = strstr(text, from);
+        if (!at)
+                CHECK_FAIL_("\"%s\" not in %s", from, text);
+        snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+        if (journal_parse(buf, strlen(buf), &back) != -EINVAL)
+                CHECK_FAIL_("accepted: %s", buf);
+        CHECK(back == (struct journal *)&j);
+        free(text);
+}
+
+static void test_corrupt(void)
+{
+        corrupt("\"version\":1", "\"version\":2");
+        corrupt("\"version\":1", "\"version\":\"1\"");
+        corrupt("\"version\":1,", "");
+        corrupt("\"boot_id\":\"", "\"boot_id\":1,\"x\":\"");
+        corrupt("\"boot_id\":\"3f", "\"boot_id\":\"0123456789012345678901234567890123456789");
+        corrupt("\"reservations\":[", "\"reservations\":{},\"x\":[");
+        corrupt("\"count\":64", "\"count\":-64");
+        corrupt("\"count\":64", "\"count\":64.5");
+        corrupt("\"page_size_bytes\":2097152,\"count\"", "\"page_size_bytes\":3,\"count\"");
+        corrupt("\"node\":2,\"page_size_bytes\":1073741824,\"count\":1",
+                "\"node\":0,\"page_size_bytes\":2097152,\"count\":1");
+        corrupt("\"node\":0", "\"node\":2147483648");
+        corrupt("\"name\":\"B\"", "\"name\":\"vm-1.mem_0\"");
+        corrupt("\"name\":\"B\"", "\"name\":\".hidden\"");
+        corrupt("\"name\":\"B\"", "\"name\":\"a/b\"");
+        corrupt("\"name\":\"B\"", "\"name\":\"\"");
+        corrupt("\"state\":\"ready\"", "\"state\":\"READY\"");
+        corrupt("\"state\":\"ready\"", "\"state\":\"gone\"");
+        corrupt("\"claimed\":true", "\"claimed\":1");
+        corrupt("\"claimed\":true,", "");
+        corrupt("\"size_bytes\":134217728", "\"size_bytes\":134217729");
+        corrupt("\"size_bytes\":134217728", "\"size_bytes\":0");
+        corrupt("\"threads\":2", "\"threads\":4294967296");
+        corrupt("\"created_at\":-1", "\"created_at\":-1.5");
+        corrupt("\"error_slug\":\"\"", "\"error_slug\":null");
+        corrupt("\"error_detail\":\"\"", "\"error_detail\":\"\",\"error_detail\":\"\"");
+        corrupt("}]}", "}]} x");
+        corrupt("}]}", "}]");
+        corrupt("{\"version\"", "[{\"version\"");
+
+        struct journal *back = NULL;
+        CHECK_INT(journal_parse("", 0, &back), ==, -EINVAL);
+        CHECK_INT(journal_parse("[]", 2, &back), ==, -EINVAL);
+        CHECK(back == NULL);
+}
+
+/* ---- files ---- */
+
+static char dir[] = "/tmp/test_journal.XXXXXX";
+
+static void write_file(const char *name, const char *text)
+{
+        char path[256];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        f = fopen(path, "w");
+        CHECK(f);
+        fputs(text, f);
+        CHECK_INT(fclose(f), ==, 0);
+}
+
+static bool exists(const char *name)
+{
+        char path[256];
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        return access(path, F_OK) == 0;
+}
+
+static size_t count_entries(const char *prefix)
+{
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        size_t n = 0;
+
+        CHECK(d);
+        while ((e = readdir(d)))
+                if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
+                        n++;
+        closedir(d);
+        return n;
+}
+
+static void cleanup_dir(void)
+{
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        char path[512];
+
+        if (!d)
+                return;
+        while ((e = readdir(d)))
+                if (e->d_name[0] != '.') {
+                        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+                        unlink(path);
+                }
+        closedir(d);
+        rmdir(dir);
+}
+
+static void test_files(void)
+{
+        struct journal j, *back = NULL;
+        char *text;
+
+        CHECK(mkdtemp(dir));
+        atexit(cleanup_dir);
+
+        /* First start: nothing there. */
+        CHECK_INT(journal_load(dir, &back), ==, -ENOENT);
+        CHECK_INT(journal_load("/nonexistent/dir", &back), ==, -ENOENT);
+        CHECK(back == NULL);
+
+        sample(&j);
+        CHECK_INT(journal_save(dir, &j), ==, 0);
+        CHECK(exists("state.json"));
+        CHECK(!exists("state.json.tmp"));
+        CHECK_INT(journal_load(dir, &back), ==, 0);
+        check_equal(&j, back);
+        journal_free(back);
+
+        /* A stale temp file from a crash is removed; state.json wins. */
+        write_file("state.json.tmp", "{\"version\":1,\"trunc");
+        CHECK_INT(journal_load(dir, &back), ==, 0);
+        CHECK(!exists("state.json.tmp"));
+        check_equal(&j, back);
+        journal_free(back);
+
+        /* Save replaces atomically. */
+        j.n_pools = 1;
+        CHECK_INT(journal_save(dir, &j), ==, 0);
+        CHECK_INT(journal_load(dir, &back), ==, 0);
+        CHECK_U64(back->n_pools, ==, 1);
+        journal_free(back);
+
+        /* Truncated file -> -EINVAL; quarantine moves it aside. */
+        text = journal_format(&j);
+        text[strlen(text) / 2] = '\0';
+        write_file("state.json", text);
+        free(text);
+        CHECK_INT(journal_load(dir, &back), ==, -EINVAL);
+        CHECK_INT(journal_quarantine(dir), ==, 0);
+        CHECK(!exists("state.json"));
+        CHECK_U64(count_entries("state.json.corrupt-"), ==, 1);
+        CHECK_INT(journal_load(dir, &back), ==, -ENOENT);
+        /* Twice within a second keeps both. */
+        write_file("state.json", "garbage");
+        CHECK_INT(journal_load(dir, &back), ==, -EINVAL);
+        CHECK_INT(journal_quarantine(dir), ==, 0);
+        CHECK_U64(count_entries("state.json.corrupt-"), ==, 2);
+        CHECK_INT(journal_quarantine(dir), ==, -ENOENT);
+
+        /* Empty file, a directory in its place. */
+        write_file("state.json", "");
+        CHECK_INT(journal_load(dir, &back), ==, -EINVAL);
+        CHECK_INT(journal_quarantine(dir), ==, 0);
+        char path[256];
+        snprintf(path, sizeof(path), "%s/state.json", dir);
+        CHECK_INT(mkdir(path, 0700), ==, 0);
+        CHECK_INT(journal_load(dir, &back), ==, -EINVAL);
+        CHECK_INT(rmdir(path), ==, 0);
+
+        /* Save refuses a journal it could not read back, and writes nothing. */
+        struct journal_pool bad = sample_pools[0];
+        strcpy(bad.name, "bad name");
+        j.pools = &bad;
+        j.n_pools = 1;
+        CHECK_INT(journal_save(dir, &j), ==, -EINVAL);
+        CHECK(!exists("state.json"));
+        CHECK(!exists("state.json.tmp"));
+
+        /* Unwritable directory. */
+        CHECK_INT(journal_save("/nonexistent/dir", &j), <, 0);
+}
+
+static void test_helpers(void)
+{
+        enum pool_state s;
+        char longest[JOURNAL_NAME_MAX + 2];
+
+        CHECK(pool_name_valid("a"));
+        CHECK(pool_name_valid("vm-1.mem_0"));
+        CHECK(pool_name_valid("9"));
+        CHECK(!pool_name_valid(""));
+        CHECK(!pool_name_valid(NULL));
+        CHECK(!pool_name_valid("-a"));
+        CHECK(!pool_name_valid(".."));
+        CHECK(!pool_name_valid("a/b"));
+        CHECK(!pool_name_valid("a b"));
+        CHECK(!pool_name_valid("caf\xc3\xa9"));
+        memset(longest, 'a', JOURNAL_NAME_MAX);
+        longest[JOURNAL_NAME_MAX] = '\0';
+        CHECK(pool_name_valid(longest));
+        longest[JOURNAL_NAME_MAX] = 'a';
+        longest[JOURNAL_NAME_MAX + 1] = '\0';
+        CHECK(!pool_name_valid(longest));
+
+        for (enum pool_state t = POOL_WARMING; t <= POOL_CANCELLED; t++) {
+                CHECK_INT(pool_state_parse(pool_state_name(t), &s), ==, 0);
+                CHECK_INT(s, ==, t);
+        }
+        CHECK_STR(pool_state_name(POOL_WARMING), "warming");
+        CHECK_STR(pool_state_name(POOL_CANCELLED), "cancelled");
+        CHECK(pool_state_name((enum pool_state)42) == NULL);
+        s = POOL_READY;
+        CHECK_INT(pool_state_parse("Warming", &s), ==, -EINVAL);
+        CHECK_INT(pool_state_parse(NULL, &s), ==, -EINVAL);
+        CHECK_INT(s, ==, POOL_READY);
+}
+
+int main(void)
+{
+        test_round_trip();
+        test_corrupt();
+        test_files();
+        test_helpers();
+        return 0;
+}
