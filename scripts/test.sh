@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# test.sh: install what is needed, build, and run the whole test suite:
+#   1. dev build (-Werror) and every ctest test (unit, integration, real-kernel
+#      hugepage tests, the QEMU two-node guest);
+#   2. the same suite, but the QEMU guest, under AddressSanitizer+UBSan;
+#   3. the engine and pool tests under ThreadSanitizer;
+#   4. a bounded libFuzzer run of every fuzz target (clang).
+# Set HPW_QUICK=1 to run only step 1.  Exits non-zero if anything fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/deps.sh
+jobs=$(nproc)
+step() { printf '\n==== %s\n' "$*"; }
+
+step "dev build + full suite"
+cmake --preset dev >/dev/null
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+[ "${HPW_QUICK:-0}" = 1 ] && exit 0
+
+step "ASan+UBSan build + suite (without the QEMU guest)"
+CC=clang cmake --preset asan >/dev/null
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE qemu
+
+step "TSan build: engine and pools"
+CC=clang cmake --preset tsan >/dev/null
+cmake --build build-tsan -j"$jobs" --target test_engine test_plan
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -R 'unit\.(engine|plan)'
+
+if [ -x tests/fuzz/run-fuzz.sh ]; then
+  step "libFuzzer smoke run"
+  CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DHPW_SANITIZE=address,undefined -DHPW_FUZZ=ON >/dev/null
+  cmake --build build-fuzz -j"$jobs"
+  tests/fuzz/run-fuzz.sh build-fuzz "${HPW_FUZZ_SECONDS:-60}"
+fi
+step "all test stages passed"

@@ -1,0 +1,262 @@
+"""hpwarmd against sysfs fixture trees: every report, reserve and error class of
+issue 2, driven over HTTP on a loopback port."""
+import os
+import re
+import time
+
+from hpwtest import Daemon, TestCase, main, node_hp
+
+M2 = 2048
+G1 = 1048576
+
+
+def meminfo(d, node):
+    out = {}
+    with open(d.sysfs_path("devices/system/node/node%d/meminfo" % node)) as f:
+        for line in f:
+            m = re.match(r"Node \d+ (\w+):\s+(\d+)", line)
+            if m:
+                out[m.group(1)] = int(m.group(2))
+    return out
+
+
+class Report(TestCase):
+    def test_health(self):
+        with Daemon() as d:
+            r = d.get("/v1/health")
+            self.assertEqual(r.status, 200)
+            self.assertEqual(r.json["status"], "ok")
+            self.assertRegex(r.json["version"], r"^\d+\.\d+\.\d+")
+
+    def test_start_line(self):
+        with Daemon() as d:
+            line = d.wait_log(r"listening on")
+            self.assertIn("hpwarmd ", line)
+            self.assertRegex(line, r"nodes 0\(cpus 0-1\),1\(cpus 2-3\)")
+            self.assertRegex(line, r"page sizes 2M,1G")
+
+    def check_nodes_match_files(self, d, ids, sizes):
+        r = d.get("/v1/nodes")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([n["id"] for n in r.json["nodes"]], ids)
+        for n in r.json["nodes"]:
+            with open(d.sysfs_path("devices/system/node/node%d/cpulist" % n["id"])) as f:
+                self.assertEqual(n["cpus"], f.read().strip())
+            mi = meminfo(d, n["id"])
+            self.assertEqual(n["memory"]["total_bytes"], mi["MemTotal"] * 1024)
+            self.assertEqual(n["memory"]["free_bytes"], mi["MemFree"] * 1024)
+            got = {h["page_size_bytes"]: h for h in n["hugepages"]}
+            self.assertEqual(sorted(got), sorted(kb * 1024 for kb in sizes))
+            for kb in sizes:
+                h = got[kb * 1024]
+                self.assertEqual(h["total"], d.read_u64(node_hp(n["id"], kb, "nr_hugepages")))
+                self.assertEqual(h["free"], d.read_u64(node_hp(n["id"], kb, "free_hugepages")))
+                self.assertEqual(h["surplus"], d.read_u64(node_hp(n["id"], kb, "surplus_hugepages")))
+                self.assertEqual(h["warm"], 0)
+                self.assertEqual(h["warming"], 0)
+            one = d.get("/v1/nodes/%d" % n["id"])
+            self.assertEqual(one.status, 200)
+            self.assertEqual(one.json, n)
+        glob = {g["page_size_bytes"]: g for g in r.json["hugepages"]}
+        for kb in sizes:
+            self.assertEqual(glob[kb * 1024]["reserved"],
+                             d.read_u64("kernel/mm/hugepages/hugepages-%dkB/resv_hugepages" % kb))
+        return r.json
+
+    def test_two_node_exact(self):
+        with Daemon("two-node") as d:
+            j = self.check_nodes_match_files(d, [0, 1], [M2, G1])
+            # Spot-check against the fixture's README table, not only the files.
+            self.assertEqual(j["nodes"][1]["cpu_count"], 2)
+            self.assertEqual(j["nodes"][0]["hugepages"][0],
+                             {"page_size_bytes": 2097152, "total": 16, "free": 12, "surplus": 0,
+                              "warm": 0, "warming": 0})
+            self.assertEqual(j["hugepages"][0]["reserved"], 3)
+
+    def test_four_node(self):
+        with Daemon("four-node") as d:
+            self.check_nodes_match_files(d, [0, 1, 2, 3], [M2])
+
+    def test_sparse_ids(self):
+        with Daemon("sparse") as d:
+            self.check_nodes_match_files(d, [0, 2], [M2, G1])
+            self.assertProblem(d.get("/v1/nodes/1"), 404, "unknown-node")
+
+    def test_memory_only_node(self):
+        with Daemon("memory-only") as d:
+            j = self.check_nodes_match_files(d, [0, 1], [M2])
+            self.assertEqual(j["nodes"][1]["cpus"], "")
+            self.assertEqual(j["nodes"][1]["cpu_count"], 0)
+
+    def test_metrics(self):
+        with Daemon("two-node") as d:
+            d.get("/v1/nodes")
+            r = d.get("/metrics")
+            self.assertEqual(r.status, 200)
+            self.assertTrue(r.headers["content-type"].startswith("text/plain; version=0.0.4"))
+            text = r.body.decode()
+            self.assertIn('hpwarmd_hugepages_bytes{numa_node="1",page_size_bytes="2097152",state="total"} %d'
+                          % (8 * 2097152), text)
+            self.assertIn('hpwarmd_hugepages_bytes{numa_node="1",page_size_bytes="1073741824",state="free"} 0',
+                          text)
+            self.assertRegex(text, r'hpwarmd_http_requests_total\{route="/v1/nodes",method="GET",code="200"\} 1\b')
+            self.assertRegex(text, r'hpwarmd_build_info\{version="[^"]+"\} 1')
+            self.assertIn("# TYPE hpwarmd_reservations_total counter", text)
+            # Every sample line is NAME{labels} VALUE or NAME VALUE.
+            for line in text.splitlines():
+                if line and not line.startswith("#"):
+                    self.assertRegex(line, r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? [-+0-9.eE]+$', line)
+                    name = re.match(r"[a-zA-Z_:][a-zA-Z0-9_:]*", line).group(0)
+                    if name.endswith("_total"):
+                        self.assertIn("# TYPE %s counter" % name, text)
+
+    def test_sigterm_exits_zero(self):
+        with Daemon() as d:
+            self.assertEqual(d.stop(), 0)
+
+
+class BadInput(TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("two-node").start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.__exit__()
+
+    def unchanged(self):
+        self.assertEqual(self.d.read_u64(node_hp(0, M2, "nr_hugepages")), 16)
+        self.assertEqual(self.d.read_u64(node_hp(1, M2, "nr_hugepages")), 8)
+
+    def put(self, body, path="/v1/nodes/0/hugepages/2M", **kw):
+        return self.d.put(path, body, **kw)
+
+    def test_malformed_json(self):
+        for body in ['{"count": 1', "nope", '{"count": 1} trailing', "", '{"count":}']:
+            self.assertProblem(self.put(body), 400, "malformed-json")
+        self.unchanged()
+
+    def test_field_errors_422(self):
+        bodies = [
+            '{"count": 4, "extra": 1}',          # unknown field
+            '{"Count": 4}',                      # keys are case-sensitive
+            '{"count": "4"}',                    # wrong type
+            '{"count": -1}',                     # negative
+            '{"count": 1.5}',                    # fractional
+            '{"count": 1e300}',                  # huge
+            '{"count": 9007199254740993}',       # > 2^53
+            '{"count": 4, "count": 5}',          # duplicate key
+            '{"count": 4, "allow_partial": 1}',  # wrong type
+            '[4]',                               # not an object
+            '{}',                                # missing count
+            '{"count": {"deep": [[[[1]]]]}}',
+        ]
+        for body in bodies:
+            with self.subTest(body=body):
+                self.assertProblem(self.put(body), 422, "invalid-field")
+        self.unchanged()
+
+    def test_unknown_node_and_size(self):
+        for path in ["/v1/nodes/7/hugepages/2M", "/v1/nodes/01/hugepages/2M", "/v1/nodes/-1/hugepages/2M",
+                     "/v1/nodes/x/hugepages/2M"]:
+            self.assertProblem(self.put('{"count": 1}', path), 404, "unknown-node")
+        for size in ["4M", "3M", "2m", "16G", "2", "abc"]:
+            self.assertProblem(self.put('{"count": 1}', "/v1/nodes/0/hugepages/" + size), 404, "unknown-page-size")
+        self.assertProblem(self.d.get("/v1/nodes/9"), 404, "unknown-node")
+        self.assertProblem(self.d.get("/v1/nope"), 404)
+        self.unchanged()
+
+    def test_size_spellings(self):
+        for size in ["2M", "2MiB", "2048kB"]:
+            r = self.put('{"count": 16}', "/v1/nodes/0/hugepages/" + size)
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(r.json["page_size_bytes"], 2097152)
+        for size in ["1G", "1GiB", "1048576kB"]:
+            r = self.put('{"count": 1}', "/v1/nodes/0/hugepages/" + size)
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(r.json["page_size_bytes"], 1073741824)
+
+    def test_wrong_method(self):
+        r = self.d.request("POST", "/v1/nodes")
+        self.assertProblem(r, 405, "method-not-allowed")
+        self.assertEqual(r.headers["allow"], "GET")
+        r = self.d.request("DELETE", "/v1/nodes/0/hugepages/2M")
+        self.assertEqual(r.headers["allow"], "PUT")
+        r = self.d.request("PATCH", "/v1/pools/x")
+        self.assertEqual(r.headers["allow"], "GET, PUT, DELETE")
+
+    def test_body_too_large(self):
+        big = '{"count": 1, "pad": "' + "x" * (70 * 1024) + '"}'
+        self.assertProblem(self.put(big), 413, "body-too-large")
+        self.unchanged()
+
+    def test_content_type(self):
+        self.assertProblem(self.put('{"count": 1}', ctype="text/plain"), 415, "unsupported-media-type")
+        self.assertProblem(self.put('{"count": 1}', ctype=None), 415, "unsupported-media-type")
+        self.assertEqual(self.put('{"count": 16}', ctype="application/json; charset=utf-8").status, 200)
+        self.unchanged()
+
+    def test_hostile_paths(self):
+        for path in ["/v1/nodes/0%2f..", "/v1/nodes/%00", "/v1/nodes/0/hugepages/2M%00", "/v1//nodes",
+                     "/v1/nodes/" + "9" * 5000]:
+            r = self.d.get(path)
+            self.assertIn(r.status, (404, 405, 414), (path, r))
+        self.assertEqual(self.d.get("/v1/health").status, 200)
+
+
+class Reserve(TestCase):
+    def test_grow_and_shrink(self):
+        with Daemon("two-node") as d:
+            r = d.put("/v1/nodes/1/hugepages/2M", {"count": 20})
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(r.json["node"], 1)
+            self.assertEqual(r.json["requested"], 20)
+            self.assertEqual(r.json["total"], 20)
+            self.assertTrue(r.json["complete"])
+            self.assertEqual(d.read_u64(node_hp(1, M2, "nr_hugepages")), 20)
+            self.assertEqual(d.read_u64(node_hp(0, M2, "nr_hugepages")), 16)  # only node 1 changed
+            self.assertEqual(d.get("/v1/nodes/1").json["hugepages"][0]["total"], 20)
+            r = d.put("/v1/nodes/1/hugepages/2M", {"count": 2})
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(d.read_u64(node_hp(1, M2, "nr_hugepages")), r.json["total"])
+
+    def test_shortfall_restores(self):
+        with Daemon("two-node") as d:
+            d.write_file(node_hp(0, M2, "nr_hugepages.cap"), "20\n")
+            r = d.put("/v1/nodes/0/hugepages/2M", {"count": 40})
+            self.assertProblem(r, 409, "reserve-shortfall")
+            self.assertEqual(r.json["requested"], 40)
+            self.assertEqual(r.json["achieved"], 20)
+            self.assertEqual(d.read_u64(node_hp(0, M2, "nr_hugepages")), 16)
+
+    def test_partial_keeps(self):
+        with Daemon("two-node") as d:
+            d.write_file(node_hp(0, M2, "nr_hugepages.cap"), "20\n")
+            r = d.put("/v1/nodes/0/hugepages/2M", {"count": 40, "allow_partial": True})
+            self.assertEqual(r.status, 200, r)
+            self.assertFalse(r.json["complete"])
+            self.assertEqual(r.json["total"], 20)
+            self.assertEqual(d.read_u64(node_hp(0, M2, "nr_hugepages")), 20)
+
+    def test_floor_refuses_and_writes_nothing(self):
+        with Daemon("two-node", args=["--memory-floor", "1G"]) as d:
+            # node 0 has ~5 GiB free: 3000 more 2 MiB pages (~5.9 GiB) cannot fit.
+            r = d.put("/v1/nodes/0/hugepages/2M", {"count": 3016})
+            self.assertProblem(r, 409, "insufficient-memory")
+            self.assertEqual(d.read_u64(node_hp(0, M2, "nr_hugepages")), 16)
+            # Within the floor it works.
+            self.assertEqual(d.put("/v1/nodes/0/hugepages/2M", {"count": 116}).status, 200)
+
+    def test_reapplied_on_start(self):
+        with Daemon("two-node") as d:
+            self.assertEqual(d.put("/v1/nodes/1/hugepages/2M", {"count": 30}).status, 200)
+            self.assertEqual(d.stop(), 0)
+            # A reboot empties the runtime pool; the daemon puts it back.
+            d.write_file(node_hp(1, M2, "nr_hugepages"), "8\n")
+            d.start()
+            self.assertIsNotNone(d.wait_log(r"(?i)reservation.*node 1", timeout=10), "\n".join(d.log))
+            self.assertEqual(d.read_u64(node_hp(1, M2, "nr_hugepages")), 30)
+
+
+if __name__ == "__main__":
+    main()
