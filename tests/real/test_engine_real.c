@@ -1,0 +1,268 @@
+/* The engine against the real kernel, run under tests/real/guard.sh (which
+ * restores nr_hugepages and provides a private hugetlbfs in
+ * $HPW_TEST_HUGETLBFS).  On node 0 with 2 MiB pages:
+ *
+ *  - warm: a 32-page file ends DONE, verified on node 0, HugePages_Free
+ *    dropped by exactly 32, the file holds 32 pages and reads as zero from a
+ *    fresh mapping; warming it again (the resume path) takes no new page;
+ *    unlinking gives all 32 back;
+ *  - exhaustion: a file larger than the free pages is refused at submit with
+ *    -ENOMEM (hugetlbfs reserves at mmap time), nothing is taken, nothing is
+ *    left reserved;
+ *  - cancel: a multi-chunk warm cancelled after its first chunk stops with exactly the
+ *    pages of the chunks it finished in the file, and nothing changes after
+ *    job_cancel returned.
+ *
+ * Everything it creates it removes, also on the way out of a failed check
+ * (guard.sh removes leftover files too). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "engine.h"
+#include "topo.h"
+#include "util.h"
+
+#define PAGE (2 * MIB)
+#define NODE_HP "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
+#define GLOBAL_HP "/sys/kernel/mm/hugepages/hugepages-2048kB/"
+#define WANT_FREE 120 /* pages this test needs free on node 0 */
+
+static char dir[4096];
+
+static uint64_t read_u64(const char *path)
+{
+        FILE *f = fopen(path, "re");
+        unsigned long long v = 0;
+
+        CHECK(f);
+        CHECK_INT(fscanf(f, "%llu", &v), ==, 1);
+        fclose(f);
+        return v;
+}
+
+static void write_u64(const char *path, uint64_t v)
+{
+        FILE *f = fopen(path, "we");
+
+        CHECK(f);
+        fprintf(f, "%llu\n", (unsigned long long)v);
+        CHECK_INT(fclose(f), ==, 0);
+}
+
+static uint64_t node_free(void) { return read_u64(NODE_HP "free_hugepages"); }
+static uint64_t resv(void) { return read_u64(GLOBAL_HP "resv_hugepages"); }
+
+struct done {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool called;
+};
+
+static void on_done(struct job *j, void *arg)
+{
+        struct done *d = arg;
+
+        pthread_mutex_lock(&d->lock);
+        d->called = true;
+        pthread_cond_broadcast(&d->cond);
+        pthread_mutex_unlock(&d->lock);
+}
+
+static void wait_done(struct done *d)
+{
+        pthread_mutex_lock(&d->lock);
+        while (!d->called)
+                pthread_cond_wait(&d->cond, &d->lock);
+        pthread_mutex_unlock(&d->lock);
+}
+
+static int make_file(const char *name, uint64_t size, char *path, size_t path_size)
+{
+        int fd;
+
+        snprintf(path, path_size, "%s/%s", dir, name);
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        CHECK(fd >= 0);
+        CHECK_INT(ftruncate(fd, (off_t)size), ==, 0);
+        return fd;
+}
+
+static uint64_t file_pages(int fd)
+{
+        struct stat st;
+
+        CHECK_INT(fstat(fd, &st), ==, 0);
+        return (uint64_t)st.st_blocks * 512 / PAGE;
+}
+
+static int submit(struct engine *e, int fd, uint64_t size, unsigned threads, struct done *d, struct job **ret)
+{
+        struct job_spec spec = {
+                .node = 0, .fd = fd, .size_bytes = size, .page_size = PAGE,
+                .threads = threads, .on_done = on_done, .arg = d,
+        };
+
+        return engine_submit(e, &spec, ret);
+}
+
+static void test_warm(struct engine *e)
+{
+        struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+        struct done d2 = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+        const uint64_t pages = 32, size = pages * PAGE;
+        uint64_t free0 = node_free(), resv0 = resv();
+        struct job_status st;
+        struct job *j = NULL;
+        char path[4200];
+        uint8_t *p;
+        int fd = make_file("warm", size, path, sizeof(path));
+
+        CHECK_INT(submit(e, fd, size, 0, &d, &j), ==, 0);
+        wait_done(&d);
+        job_get_status(j, &st);
+        CHECK_INT(st.state, ==, JOB_DONE);
+        CHECK_INT(st.error, ==, 0);
+        CHECK_U64(st.bytes_done, ==, size);
+        CHECK(st.verified);
+        CHECK_U64(st.pages_off_node, ==, 0);
+        job_free(j);
+        CHECK_U64(free0 - node_free(), ==, pages);
+        CHECK_U64(file_pages(fd), ==, pages);
+        CHECK_U64(resv(), ==, resv0);
+        fprintf(stderr, "warm: %" PRIu64 " MiB in %.1f ms with %u threads\n", size / MIB,
+                (double)(st.finished_ns - st.started_ns) / 1e6, st.threads);
+
+        /* A fresh mapping sees zeroed pages and takes none. */
+        p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+        CHECK(p != MAP_FAILED);
+        for (uint64_t i = 0; i < size; i += sizeof(uint64_t))
+                if (*(const uint64_t *)(p + i) != 0)
+                        CHECK_FAIL_("byte range at %" PRIu64 " is not zero", i);
+        CHECK_INT(munmap(p, size), ==, 0);
+        CHECK_U64(free0 - node_free(), ==, pages);
+
+        /* Warming a warm file again (resume after restart) succeeds and takes nothing. */
+        CHECK_INT(submit(e, fd, size, 0, &d2, &j), ==, 0);
+        wait_done(&d2);
+        job_get_status(j, &st);
+        CHECK_INT(st.state, ==, JOB_DONE);
+        CHECK_U64(st.pages_off_node, ==, 0);
+        job_free(j);
+        CHECK_U64(free0 - node_free(), ==, pages);
+
+        CHECK_INT(close(fd), ==, 0);
+        CHECK_INT(unlink(path), ==, 0);
+        CHECK_U64(node_free(), ==, free0);
+        CHECK_U64(resv(), ==, resv0);
+}
+
+static void test_exhaustion(struct engine *e)
+{
+        struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+        uint64_t free0 = node_free(), resv0 = resv();
+        const uint64_t size = (free0 + 8) * PAGE;
+        struct job *j = (struct job *)0x1;
+        char path[4200];
+        int fd = make_file("too-big", size, path, sizeof(path));
+        int r;
+
+        /* hugetlbfs reserves the whole mapping at mmap time and refuses it
+         * with ENOMEM: the job never starts and no page is touched. */
+        r = submit(e, fd, size, 0, &d, &j);
+        CHECK_INT(r, ==, -ENOMEM);
+        CHECK(j == (struct job *)0x1);
+        CHECK_STR(engine_error_slug(r), "out-of-memory");
+        CHECK_U64(node_free(), ==, free0);
+        CHECK_U64(resv(), ==, resv0);
+        CHECK_U64(file_pages(fd), ==, 0);
+        CHECK_INT(close(fd), ==, 0);
+        CHECK_INT(unlink(path), ==, 0);
+        CHECK_U64(node_free(), ==, free0);
+}
+
+static void test_cancel(struct engine *e)
+{
+        struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+        const uint64_t pages = 96, size = pages * PAGE; /* three 64 MiB chunks */
+        uint64_t free0 = node_free(), resv0 = resv(), have;
+        struct job_status st;
+        struct job *j = NULL;
+        char path[4200];
+        int fd = make_file("cancel", size, path, sizeof(path));
+
+        CHECK_INT(submit(e, fd, size, 1, &d, &j), ==, 0);
+        /* Cancel once the first chunk is in, so the cut falls mid-job. */
+        do {
+                usleep(1000);
+                job_get_status(j, &st);
+        } while (st.state == JOB_RUNNING && st.bytes_done == 0);
+        job_cancel(j);
+        CHECK(d.called);
+        job_get_status(j, &st);
+        CHECK(st.state == JOB_CANCELLED || st.state == JOB_DONE);
+        have = file_pages(fd);
+        /* Exactly the finished chunks are in the file: nobody was mid-chunk. */
+        CHECK_U64(have * PAGE, ==, st.bytes_done);
+        CHECK_U64(st.bytes_done % (64 * MIB), ==, 0);
+        usleep(50 * 1000);
+        CHECK_U64(file_pages(fd), ==, have);
+        CHECK_U64(free0 - node_free(), ==, have);
+        fprintf(stderr, "cancel: state %d after %" PRIu64 " of %" PRIu64 " pages\n", st.state, have, pages);
+        job_free(j);
+
+        CHECK_INT(close(fd), ==, 0);
+        CHECK_INT(unlink(path), ==, 0);
+        CHECK_U64(node_free(), ==, free0);
+        CHECK_U64(resv(), ==, resv0);
+}
+
+int main(void)
+{
+        const char *mnt = getenv("HPW_TEST_HUGETLBFS");
+        struct topo_node node = { .id = 0 };
+        struct topo t = { .n_nodes = 1, .nodes = &node, .n_page_sizes = 1, .page_sizes = { PAGE } };
+        struct engine_config cfg = { .topo = &t };
+        struct engine *e = NULL;
+        char cpulist[4096] = "";
+        uint64_t used;
+        FILE *f;
+
+        if (!mnt)
+                SKIP("run me under tests/real/guard.sh");
+        snprintf(dir, sizeof(dir), "%s", mnt);
+
+        f = fopen("/sys/devices/system/node/node0/cpulist", "re");
+        CHECK(f);
+        if (!fgets(cpulist, sizeof(cpulist), f))
+                cpulist[0] = '\0';
+        fclose(f);
+        cpulist[strcspn(cpulist, "\n")] = '\0';
+        CHECK_INT(cpulist_parse(cpulist, &node.cpus, &node.cpus_size, &node.cpu_count), ==, 0);
+        node.cpulist = cpulist;
+
+        /* Pages in use stay; make WANT_FREE free ones on top (guard.sh restores). */
+        used = read_u64(NODE_HP "nr_hugepages") - node_free();
+        write_u64(NODE_HP "nr_hugepages", used + WANT_FREE);
+        if (node_free() < WANT_FREE)
+                SKIP("could not get enough free 2 MiB pages on node 0");
+
+        CHECK_INT(engine_new(&cfg, &e), ==, 0);
+        fprintf(stderr, "node 0: %u workers, pinned %d, memory bound %d\n", engine_node_workers(e, 0),
+                engine_node_pinned(e, 0), engine_node_mem_bound(e, 0));
+        CHECK(engine_node_workers(e, 0) >= 1);
+
+        test_warm(e);
+        test_exhaustion(e);
+        test_cancel(e);
+
+        engine_free(e);
+        CPU_FREE(node.cpus);
+        return 0;
+}
