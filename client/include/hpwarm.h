@@ -1,0 +1,281 @@
+/* hpwarm.h: the C client of hpwarmd, the hugepage pool warming service.
+ *
+ * One opaque handle (struct hpw) holds a target URL and its options; each call
+ * is one API operation, synchronous, bounded by the handle's total timeout
+ * (the caller's deadline, which also bounds every retry).  Results come back
+ * as plain C structs.
+ *
+ * Ownership, once for the whole header: every object a call returns through a
+ * `**ret` or `*ret` out-parameter belongs to the caller and is released with
+ * the matching hpw_*_free() function (all of them accept NULL).  Strings inside
+ * a result belong to that result.  Pointers returned by hpw_last_problem(),
+ * hpw_last_message() and hpw_strerror() belong to the library: the first two
+ * stay valid until the next call on the same handle, hpw_strerror()'s forever.
+ * Out-parameters are written only when the call succeeds, except where a
+ * function says otherwise (hpw_wait).
+ *
+ * Errors: every call returns an enum hpw_error; the values only ever grow and
+ * never change meaning.  After a failed call that got an answer from the
+ * server, hpw_last_problem() gives its RFC 9457 problem detail.
+ *
+ * Threads: a handle is used by one thread at a time; separate handles are
+ * independent.  The library never logs; hpw_set_log() installs a callback.
+ *
+ * Targets: "http://host:port", "https://host:port" and "unix:///path/to.sock".
+ */
+#ifndef HPWARM_H
+#define HPWARM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(HPW_BUILDING) && defined(__GNUC__)
+#define HPW_EXPORT __attribute__((visibility("default")))
+#else
+#define HPW_EXPORT
+#endif
+
+/* Stable error codes.  New ones are only ever appended. */
+enum hpw_error {
+        HPW_OK = 0,
+        HPW_E_INVALID = 1,        /* bad argument to a library call */
+        HPW_E_NOMEM = 2,
+        HPW_E_IO = 3,             /* reading a local file (token) failed */
+        HPW_E_UNREACHABLE = 4,    /* could not connect: refused, no route, DNS, no socket */
+        HPW_E_TIMEOUT = 5,        /* the deadline passed */
+        HPW_E_TLS = 6,            /* TLS handshake or certificate problem */
+        HPW_E_PROTOCOL = 7,       /* the answer was not what the API promises */
+        HPW_E_BAD_REQUEST = 8,    /* 400, 405, 413, 415, 422 */
+        HPW_E_UNAUTHORIZED = 9,   /* 401 */
+        HPW_E_FORBIDDEN = 10,     /* 403 */
+        HPW_E_NOT_FOUND = 11,     /* 404 */
+        HPW_E_CONFLICT = 12,      /* 409 (other than insufficient hugepages) */
+        HPW_E_INSUFFICIENT = 13,  /* 409 "insufficient-hugepages" or reserve shortfall */
+        HPW_E_RATE_LIMITED = 14,  /* 429 after retries ran out */
+        HPW_E_UNAVAILABLE = 15,   /* 502/503/504 after retries ran out */
+        HPW_E_SERVER = 16,        /* other 5xx */
+        HPW_E_POOL_FAILED = 17,   /* hpw_wait: the pool ended failed or cancelled */
+        HPW_E_HTTP = 18,          /* any other unexpected HTTP status */
+};
+
+/* A static English description; never NULL, also for unknown values. */
+HPW_EXPORT const char *hpw_strerror(enum hpw_error err);
+
+/* RFC 9457 problem detail from the server. */
+struct hpw_problem {
+        char *type;               /* e.g. "urn:hpwarm:problem:insufficient-hugepages" */
+        char *slug;               /* the part after the last ':' ("insufficient-hugepages") */
+        char *title;
+        int status;
+        char *detail;
+        uint64_t requested, achieved; /* reserve shortfall extension, 0 if absent */
+};
+
+struct hpw;
+
+/* Create a handle for URL (NULL = "unix:///run/hpwarmd/api.sock").  Defaults:
+ * connect timeout 5 s, total timeout 30 s, no token, system CAs. */
+HPW_EXPORT enum hpw_error hpw_new(const char *url, struct hpw **ret);
+HPW_EXPORT void hpw_free(struct hpw *h);
+
+/* Timeouts in milliseconds.  TOTAL bounds a whole call including retries;
+ * 0 means no limit.  CONNECT bounds each connection attempt (0 = curl default). */
+HPW_EXPORT enum hpw_error hpw_set_timeouts(struct hpw *h, uint64_t connect_ms, uint64_t total_ms);
+/* Read a bearer token from PATH (surrounding whitespace is stripped);
+ * NULL removes it.  HPW_E_IO if the file cannot be read or is empty. */
+HPW_EXPORT enum hpw_error hpw_set_token_file(struct hpw *h, const char *path);
+/* Bearer token given directly; NULL removes it. */
+HPW_EXPORT enum hpw_error hpw_set_token(struct hpw *h, const char *token);
+/* TLS: CA bundle to verify the server with, client certificate and key (PEM)
+ * for mutual TLS.  NULL keeps the default (system CAs / no client cert). */
+HPW_EXPORT enum hpw_error hpw_set_tls(struct hpw *h, const char *ca_file, const char *cert_file,
+                                      const char *key_file);
+/* Retries of idempotent calls: at most MAX_ATTEMPTS attempts in total (1 = no
+ * retry; default 6), backoff starting at BASE_MS (default 100) doubling up to
+ * CAP_MS (default 5000), with jitter, never past the deadline. */
+HPW_EXPORT enum hpw_error hpw_set_retry(struct hpw *h, unsigned max_attempts, uint64_t base_ms,
+                                        uint64_t cap_ms);
+
+enum hpw_log_level { HPW_LOG_DEBUG = 0, HPW_LOG_INFO = 1, HPW_LOG_WARNING = 2 };
+typedef void (*hpw_log_fn)(enum hpw_log_level level, const char *msg, void *userdata);
+/* Install a log callback (NULL = silent, the default). */
+HPW_EXPORT void hpw_set_log(struct hpw *h, hpw_log_fn fn, void *userdata);
+
+/* The problem detail of the last failed call, or NULL when the server sent
+ * none (e.g. connection failure). */
+HPW_EXPORT const struct hpw_problem *hpw_last_problem(const struct hpw *h);
+/* A one-line human description of the last failure (curl's message or the
+ * problem's title/detail), "" after success. */
+HPW_EXPORT const char *hpw_last_message(const struct hpw *h);
+/* HTTP status of the last answer, 0 if none. */
+HPW_EXPORT int hpw_last_status(const struct hpw *h);
+/* Raw body of the last answer (the server's JSON), "" if none. */
+HPW_EXPORT const char *hpw_last_body(const struct hpw *h);
+
+/* ---- results ---- */
+
+struct hpw_health {
+        char *status;             /* "ok" */
+        char *version;
+        char *json;               /* the server's JSON, verbatim */
+};
+HPW_EXPORT void hpw_health_free(struct hpw_health *x);
+
+struct hpw_hugepages {
+        uint64_t page_size_bytes;
+        uint64_t total, free, surplus; /* pages */
+        uint64_t warm, warming;        /* pages in ready / warming pools */
+};
+
+struct hpw_node {
+        int id;
+        char *cpus;               /* cpulist, e.g. "0-3,8" ("" for memory-only) */
+        unsigned cpu_count;
+        uint64_t memory_total_bytes, memory_free_bytes;
+        size_t n_hugepages;
+        struct hpw_hugepages *hugepages;
+        char *json;
+};
+HPW_EXPORT void hpw_node_free(struct hpw_node *x);
+
+struct hpw_node_list {
+        size_t n;
+        struct hpw_node *nodes;   /* array of N; their json members are NULL */
+        char *json;
+};
+HPW_EXPORT void hpw_node_list_free(struct hpw_node_list *x);
+
+struct hpw_reserve_result {
+        int node;
+        uint64_t page_size_bytes;
+        uint64_t requested, total, free;
+        bool complete;            /* false: fewer pages than asked (allow_partial) */
+        char *json;
+};
+HPW_EXPORT void hpw_reserve_result_free(struct hpw_reserve_result *x);
+
+enum hpw_pool_state {
+        HPW_POOL_UNKNOWN = 0,     /* a state this library does not know */
+        HPW_POOL_WARMING = 1,
+        HPW_POOL_READY = 2,
+        HPW_POOL_FAILED = 3,
+        HPW_POOL_CANCELLED = 4,
+};
+HPW_EXPORT const char *hpw_pool_state_name(enum hpw_pool_state s);
+
+struct hpw_pool {
+        char *name;
+        int node;
+        uint64_t page_size_bytes;
+        uint64_t size_bytes;
+        enum hpw_pool_state state;
+        char *state_name;         /* as the server spelled it */
+        uint64_t bytes_done;
+        double rate_bytes_per_second;
+        unsigned threads;
+        int64_t started_at;       /* unix seconds, 0 = unknown */
+        int64_t finished_at;      /* unix seconds, 0 = not finished */
+        double elapsed_seconds;
+        struct hpw_problem *error; /* NULL unless failed */
+        char *path;               /* pool file; "" if none */
+        bool placement_verified;
+        uint64_t pages_off_node;
+        bool claimed;
+        int64_t expires_at;       /* unix seconds, 0 = none */
+        char *handoff_qemu;       /* "" if not offered */
+        char *handoff_cloud_hypervisor;
+        char *json;               /* NULL for members of a list */
+};
+HPW_EXPORT void hpw_pool_free(struct hpw_pool *x);
+
+struct hpw_pool_list {
+        size_t n;
+        struct hpw_pool *pools;
+        char *json;
+};
+HPW_EXPORT void hpw_pool_list_free(struct hpw_pool_list *x);
+
+/* ---- calls ---- */
+
+HPW_EXPORT enum hpw_error hpw_health(struct hpw *h, struct hpw_health **ret);
+HPW_EXPORT enum hpw_error hpw_nodes(struct hpw *h, struct hpw_node_list **ret);
+HPW_EXPORT enum hpw_error hpw_node(struct hpw *h, int node, struct hpw_node **ret);
+
+/* Set NODE's persistent pool of PAGE_SIZE pages to COUNT pages.  A shortfall
+ * without ALLOW_PARTIAL is HPW_E_INSUFFICIENT (problem carries requested and
+ * achieved); with it, HPW_OK and (*ret)->complete == false. */
+HPW_EXPORT enum hpw_error hpw_reserve(struct hpw *h, int node, uint64_t page_size, uint64_t count,
+                                      bool allow_partial, struct hpw_reserve_result **ret);
+
+HPW_EXPORT enum hpw_error hpw_pools(struct hpw *h, struct hpw_pool_list **ret);
+HPW_EXPORT enum hpw_error hpw_pool(struct hpw *h, const char *name, struct hpw_pool **ret);
+
+struct hpw_warm_request {
+        int node;
+        uint64_t size_bytes;
+        uint64_t page_size;       /* bytes; 0 = server default */
+        unsigned threads;         /* 0 = server default */
+        uint64_t ttl_seconds;     /* 0 = none */
+        bool reserve;             /* grow the node's pool first if short */
+};
+/* Create (or find identical) pool NAME and start warming it.  *ret_created
+ * (may be NULL) tells 201 from 200. */
+HPW_EXPORT enum hpw_error hpw_warm(struct hpw *h, const char *name, const struct hpw_warm_request *req,
+                                   struct hpw_pool **ret, bool *ret_created);
+
+/* Called by hpw_wait after each answer, e.g. to draw progress. */
+typedef void (*hpw_progress_fn)(const struct hpw_pool *pool, void *userdata);
+/* Long-poll until NAME is no longer warming or TIMEOUT_MS passes (0 = no
+ * limit; the handle's total timeout does not apply).  With PROGRESS set the
+ * server is asked about once a second, else at most every 30 s.
+ * Returns HPW_OK (ready), HPW_E_POOL_FAILED (failed or cancelled; the problem
+ * is the pool's error), HPW_E_TIMEOUT, or a request error.  *ret receives the
+ * last pool seen for the first three. */
+HPW_EXPORT enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t timeout_ms,
+                                   hpw_progress_fn progress, void *userdata, struct hpw_pool **ret);
+
+/* Mark the pool taken by a VM.  Never retried (not idempotent). */
+HPW_EXPORT enum hpw_error hpw_claim(struct hpw *h, const char *name, struct hpw_pool **ret);
+/* Cancel and delete the pool; its pages return to the node's free pool. */
+HPW_EXPORT enum hpw_error hpw_release(struct hpw *h, const char *name);
+
+/* ---- fleet: one request to many hosts at once ---- */
+
+enum hpw_fleet_what { HPW_FLEET_NODES = 0, HPW_FLEET_POOLS = 1 };
+
+struct hpw_fleet_host {
+        char *url;
+        enum hpw_error err;       /* HPW_OK if the host answered as expected */
+        char *message;            /* why not, "" on success */
+        struct hpw_node_list *nodes; /* HPW_FLEET_NODES and HPW_OK, else NULL */
+        struct hpw_pool_list *pools; /* HPW_FLEET_POOLS and HPW_OK, else NULL */
+};
+
+struct hpw_fleet {
+        size_t n;
+        struct hpw_fleet_host *hosts; /* in the order of URLS */
+};
+HPW_EXPORT void hpw_fleet_free(struct hpw_fleet *x);
+
+/* Ask every URL at once (one attempt each, no retries), each bounded by the
+ * handle's connect and total timeouts; token and TLS options of H apply to
+ * all.  Succeeds even when hosts fail: see each host's err. */
+HPW_EXPORT enum hpw_error hpw_fleet_get(struct hpw *h, const char *const *urls, size_t n,
+                                        enum hpw_fleet_what what, struct hpw_fleet **ret);
+
+/* "2M", "1G" or "<n>kB": the canonical page-size spelling the API accepts.
+ * Writes at most LEN bytes including the NUL. */
+HPW_EXPORT void hpw_format_page_size(uint64_t bytes, char *buf, size_t len);
+
+/* Library version, "MAJOR.MINOR.PATCH". */
+HPW_EXPORT const char *hpw_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,681 @@
+/* cli: main() of the hpwarm command line.
+ *
+ * Parse (cli_core.c), make one handle, run one command, print, and turn the
+ * library's error into the documented exit code.  Output goes to stdout
+ * (tables, or the server's JSON verbatim with --json); diagnostics go to
+ * stderr, once, here where the error is handled.  Fleet commands use the
+ * library's concurrent fleet call so a dead host costs one timeout, not one
+ * per host. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+struct ctx {
+        const struct cli *cli;
+        struct hpw *h;
+        const char *url;
+};
+
+static void fail_msg(struct hpw *h, const char *what, enum hpw_error err)
+{
+        const struct hpw_problem *p = hpw_last_problem(h);
+        const char *m = hpw_last_message(h);
+
+        fprintf(stderr, "hpwarm: %s: %s", what, hpw_strerror(err));
+        if (m && m[0])
+                fprintf(stderr, " (%s)", m);
+        if (p && p->slug[0])
+                fprintf(stderr, " [%s]", p->slug);
+        fputc('\n', stderr);
+}
+
+/* With --json a failure still prints the server's problem body on stdout, so
+ * scripts can parse why. */
+static int fail(struct ctx *x, const char *what, enum hpw_error err)
+{
+        const char *body = hpw_last_body(x->h);
+
+        if (x->cli->json && body[0] && hpw_last_problem(x->h))
+                printf("%s\n", body);
+        fail_msg(x->h, what, err);
+        return cli_exit_code(err);
+}
+
+static void print_json(const char *json)
+{
+        size_t n = strlen(json);
+        fputs(json, stdout);
+        if (n == 0 || json[n - 1] != '\n')
+                fputc('\n', stdout);
+}
+
+static void fmt_ps(uint64_t ps, char *buf, size_t len)
+{
+        hpw_format_page_size(ps, buf, len);
+}
+
+static void fmt_time(int64_t t, char *buf, size_t len)
+{
+        struct tm tm;
+        time_t tt = (time_t)t;
+
+        if (t <= 0 || !gmtime_r(&tt, &tm)) {
+                snprintf(buf, len, "-");
+                return;
+        }
+        strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* ---- nodes ---- */
+
+static void add_node_rows(struct table *t, const char *host, const struct hpw_node *n)
+{
+        char tot[32], fr[32];
+
+        cli_format_bytes(n->memory_total_bytes, tot, sizeof(tot));
+        cli_format_bytes(n->memory_free_bytes, fr, sizeof(fr));
+        if (n->n_hugepages == 0) {
+                if (host)
+                        table_addf(t, "%s\t%d\t-\t-\t-\t-", host, n->id);
+                else
+                        table_addf(t, "%d\t%s\t%s\t%s\t-\t-\t-\t-\t-\t-", n->id, n->cpus[0] ? n->cpus : "-",
+                                   tot, fr);
+                return;
+        }
+        for (size_t i = 0; i < n->n_hugepages; i++) {
+                const struct hpw_hugepages *hp = &n->hugepages[i];
+                char ps[32];
+
+                fmt_ps(hp->page_size_bytes, ps, sizeof(ps));
+                if (host)
+                        table_addf(t, "%s\t%d\t%s\t%llu\t%llu\t%llu", host, n->id, ps,
+                                   (unsigned long long)hp->total, (unsigned long long)hp->free,
+                                   (unsigned long long)hp->warm);
+                else
+                        table_addf(t, "%d\t%s\t%s\t%s\t%s\t%llu\t%llu\t%llu\t%llu\t%llu", n->id,
+                                   i == 0 ? (n->cpus[0] ? n->cpus : "-") : "", i == 0 ? tot : "",
+                                   i == 0 ? fr : "", ps, (unsigned long long)hp->total,
+                                   (unsigned long long)hp->free, (unsigned long long)hp->surplus,
+                                   (unsigned long long)hp->warm, (unsigned long long)hp->warming);
+        }
+}
+
+#define NODES_HEADER "NODE\tCPUS\tMEMORY\tMEM FREE\tPAGE\tTOTAL\tFREE\tSURPLUS\tWARM\tWARMING"
+
+static int cmd_nodes(struct ctx *x)
+{
+        enum hpw_error err;
+        struct table *t;
+
+        if (x->cli->node >= 0) {
+                struct hpw_node *n = NULL;
+                err = hpw_node(x->h, x->cli->node, &n);
+                if (err)
+                        return fail(x, "nodes", err);
+                if (x->cli->json) {
+                        print_json(n->json);
+                } else {
+                        t = table_new(NODES_HEADER);
+                        add_node_rows(t, NULL, n);
+                        table_print(t, stdout);
+                        table_free(t);
+                }
+                hpw_node_free(n);
+                return 0;
+        }
+        struct hpw_node_list *l = NULL;
+        err = hpw_nodes(x->h, &l);
+        if (err)
+                return fail(x, "nodes", err);
+        if (x->cli->json) {
+                print_json(l->json);
+        } else {
+                t = table_new(NODES_HEADER);
+                for (size_t i = 0; i < l->n; i++)
+                        add_node_rows(t, NULL, &l->nodes[i]);
+                table_print(t, stdout);
+                table_free(t);
+        }
+        hpw_node_list_free(l);
+        return 0;
+}
+
+/* ---- pools ---- */
+
+#define POOLS_HEADER "NAME\tNODE\tPAGE\tSIZE\tSTATE\tDONE\tRATE\tCLAIMED\tEXPIRES"
+
+static void add_pool_row(struct table *t, const char *host, const struct hpw_pool *p)
+{
+        char ps[32], sz[32], rate[32], exp[40];
+        double pct = p->size_bytes ? 100.0 * (double)p->bytes_done / (double)p->size_bytes : 0;
+
+        fmt_ps(p->page_size_bytes, ps, sizeof(ps));
+        cli_format_bytes(p->size_bytes, sz, sizeof(sz));
+        cli_format_bytes((uint64_t)p->rate_bytes_per_second, rate, sizeof(rate));
+        fmt_time(p->expires_at, exp, sizeof(exp));
+        table_addf(t, "%s%s%s\t%d\t%s\t%s\t%s\t%.0f%%\t%s/s\t%s\t%s", host ? host : "", host ? "\t" : "",
+                   p->name, p->node, ps, sz, p->state_name, pct, rate, p->claimed ? "yes" : "no", exp);
+}
+
+static void print_pool(const struct hpw_pool *p)
+{
+        char ps[32], sz[32], done[32], rate[32], t1[40], t2[40], t3[40];
+
+        fmt_ps(p->page_size_bytes, ps, sizeof(ps));
+        cli_format_bytes(p->size_bytes, sz, sizeof(sz));
+        cli_format_bytes(p->bytes_done, done, sizeof(done));
+        cli_format_bytes((uint64_t)p->rate_bytes_per_second, rate, sizeof(rate));
+        fmt_time(p->started_at, t1, sizeof(t1));
+        fmt_time(p->finished_at, t2, sizeof(t2));
+        fmt_time(p->expires_at, t3, sizeof(t3));
+        printf("name:       %s\n", p->name);
+        printf("state:      %s\n", p->state_name);
+        printf("node:       %d\n", p->node);
+        printf("page size:  %s\n", ps);
+        printf("size:       %s\n", sz);
+        printf("done:       %s (%.0f%%)\n", done,
+               p->size_bytes ? 100.0 * (double)p->bytes_done / (double)p->size_bytes : 0.0);
+        printf("rate:       %s/s\n", rate);
+        printf("threads:    %u\n", p->threads);
+        printf("started:    %s\n", t1);
+        printf("finished:   %s\n", t2);
+        printf("elapsed:    %.3f s\n", p->elapsed_seconds);
+        printf("path:       %s\n", p->path[0] ? p->path : "-");
+        printf("placement:  %s, %llu pages off node\n", p->placement_verified ? "verified" : "not verified",
+               (unsigned long long)p->pages_off_node);
+        printf("claimed:    %s\n", p->claimed ? "yes" : "no");
+        printf("expires:    %s\n", t3);
+        if (p->error)
+                printf("error:      %s: %s%s%s\n", p->error->slug, p->error->title,
+                       p->error->detail[0] ? ": " : "", p->error->detail);
+}
+
+static int cmd_pools(struct ctx *x)
+{
+        struct hpw_pool_list *l = NULL;
+        enum hpw_error err = hpw_pools(x->h, &l);
+
+        if (err)
+                return fail(x, "pools", err);
+        if (x->cli->json) {
+                print_json(l->json);
+        } else {
+                struct table *t = table_new(POOLS_HEADER);
+                for (size_t i = 0; i < l->n; i++)
+                        add_pool_row(t, NULL, &l->pools[i]);
+                table_print(t, stdout);
+                table_free(t);
+        }
+        hpw_pool_list_free(l);
+        return 0;
+}
+
+static int cmd_status(struct ctx *x)
+{
+        struct hpw_pool *p = NULL;
+        enum hpw_error err = hpw_pool(x->h, x->cli->name, &p);
+
+        if (err)
+                return fail(x, "status", err);
+        if (x->cli->json)
+                print_json(p->json);
+        else
+                print_pool(p);
+        hpw_pool_free(p);
+        return 0;
+}
+
+/* ---- waiting ---- */
+
+struct progress {
+        bool tty;
+        enum hpw_pool_state last;
+        bool drawn;
+        const char *name;
+};
+
+static void on_progress(const struct hpw_pool *p, void *userdata)
+{
+        struct progress *pr = userdata;
+
+        if (pr->tty) {
+                const int width = 30;
+                double frac = p->size_bytes ? (double)p->bytes_done / (double)p->size_bytes : 0;
+                char done[32], size[32], eta[32] = "-";
+                int fill;
+
+                if (frac > 1)
+                        frac = 1;
+                fill = (int)(frac * width);
+                cli_format_bytes(p->bytes_done, done, sizeof(done));
+                cli_format_bytes(p->size_bytes, size, sizeof(size));
+                if (p->rate_bytes_per_second > 0 && p->bytes_done < p->size_bytes)
+                        snprintf(eta, sizeof(eta), "%.0fs",
+                                 ceil((double)(p->size_bytes - p->bytes_done) / p->rate_bytes_per_second));
+                fprintf(stdout, "\r%s [%.*s%*s] %s / %s  %.2f GiB/s  ETA %s  %s\033[K", p->name, fill,
+                        "##############################", width - fill, "", done, size,
+                        p->rate_bytes_per_second / (double)(1ull << 30), eta, p->state_name);
+                fflush(stdout);
+                pr->drawn = true;
+        } else if (p->state != pr->last) {
+                char done[32], size[32];
+                cli_format_bytes(p->bytes_done, done, sizeof(done));
+                cli_format_bytes(p->size_bytes, size, sizeof(size));
+                printf("%s: %s %s/%s %.2f GiB/s\n", p->name, p->state_name, done, size,
+                       p->rate_bytes_per_second / (double)(1ull << 30));
+                fflush(stdout);
+        }
+        pr->last = p->state;
+}
+
+static int do_wait(struct ctx *x, const char *name)
+{
+        struct progress pr = { .tty = !x->cli->json && isatty(STDOUT_FILENO), .last = HPW_POOL_UNKNOWN,
+                               .name = name };
+        uint64_t tmo = x->cli->timeout_set ? x->cli->timeout_ms : CLI_DEFAULT_WAIT_TIMEOUT_MS;
+        struct hpw_pool *p = NULL;
+        enum hpw_error err;
+
+        err = hpw_wait(x->h, name, tmo, x->cli->json ? NULL : on_progress, &pr, &p);
+        if (pr.drawn)
+                fputc('\n', stdout);
+        if (x->cli->json && p)
+                print_json(p->json);
+        if (err) {
+                fail_msg(x->h, "wait", err);
+                hpw_pool_free(p);
+                return cli_exit_code(err);
+        }
+        if (!x->cli->json && p && !pr.tty && pr.last != p->state)
+                on_progress(p, &pr);
+        hpw_pool_free(p);
+        return 0;
+}
+
+static int cmd_wait(struct ctx *x)
+{
+        return do_wait(x, x->cli->name);
+}
+
+/* ---- warm, reserve, claim, release, handoff, health ---- */
+
+static int warm_at(struct ctx *x, const char *name, int node, uint64_t size, uint64_t page_size)
+{
+        struct hpw_warm_request req = {
+                .node = node,
+                .size_bytes = size,
+                .page_size = page_size,
+                .threads = x->cli->threads,
+                .ttl_seconds = x->cli->ttl_seconds,
+                .reserve = x->cli->reserve,
+        };
+        struct hpw_pool *p = NULL;
+        bool created = false;
+        enum hpw_error err = hpw_warm(x->h, name, &req, &p, &created);
+
+        if (err)
+                return fail(x, "warm", err);
+        if (!x->cli->wait) {
+                if (x->cli->json)
+                        print_json(p->json);
+                else
+                        printf("%s: %s on node %d (%s)\n", p->name, created ? "created" : "exists", p->node,
+                               p->state_name);
+        } else if (!x->cli->json) {
+                printf("%s: %s on node %d\n", p->name, created ? "created" : "exists", p->node);
+        }
+        hpw_pool_free(p);
+        return x->cli->wait ? do_wait(x, name) : 0;
+}
+
+static int cmd_warm(struct ctx *x)
+{
+        return warm_at(x, x->cli->name, x->cli->node, x->cli->size, x->cli->page_size);
+}
+
+static int cmd_reserve(struct ctx *x)
+{
+        struct hpw_reserve_result *r = NULL;
+        enum hpw_error err = hpw_reserve(x->h, x->cli->node, x->cli->page_size, x->cli->count,
+                                         x->cli->allow_partial, &r);
+        int rc;
+
+        if (err) {
+                const struct hpw_problem *p = hpw_last_problem(x->h);
+                rc = fail(x, "reserve", err);
+                if (p && (p->requested || p->achieved))
+                        fprintf(stderr, "hpwarm: reserve: requested %llu pages, achieved %llu\n",
+                                (unsigned long long)p->requested, (unsigned long long)p->achieved);
+                return rc;
+        }
+        if (x->cli->json) {
+                print_json(r->json);
+        } else {
+                char ps[32];
+                fmt_ps(r->page_size_bytes ? r->page_size_bytes : x->cli->page_size, ps, sizeof(ps));
+                printf("node %d %s: requested %llu, total %llu, free %llu%s\n", r->node, ps,
+                       (unsigned long long)r->requested, (unsigned long long)r->total,
+                       (unsigned long long)r->free, r->complete ? "" : " (incomplete)");
+        }
+        rc = r->complete ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+        if (!r->complete)
+                fprintf(stderr, "hpwarm: reserve: incomplete: got %llu of %llu pages\n",
+                        (unsigned long long)r->total, (unsigned long long)r->requested);
+        hpw_reserve_result_free(r);
+        return rc;
+}
+
+static int cmd_claim(struct ctx *x)
+{
+        struct hpw_pool *p = NULL;
+        enum hpw_error err = hpw_claim(x->h, x->cli->name, &p);
+
+        if (err)
+                return fail(x, "claim", err);
+        if (x->cli->json)
+                print_json(p->json);
+        else
+                printf("%s: claimed\n", p->name);
+        hpw_pool_free(p);
+        return 0;
+}
+
+static int cmd_release(struct ctx *x)
+{
+        enum hpw_error err = hpw_release(x->h, x->cli->name);
+
+        if (err)
+                return fail(x, "release", err);
+        if (x->cli->json) {
+                const char *b = hpw_last_body(x->h);
+                print_json(b[0] ? b : "{}");
+        } else {
+                printf("%s: released\n", x->cli->name);
+        }
+        return 0;
+}
+
+static int cmd_handoff(struct ctx *x)
+{
+        struct hpw_pool *p = NULL;
+        enum hpw_error err = hpw_pool(x->h, x->cli->name, &p);
+        const char *args;
+        int rc = 0;
+
+        if (err)
+                return fail(x, "handoff", err);
+        args = x->cli->vmm == VMM_QEMU ? p->handoff_qemu : p->handoff_cloud_hypervisor;
+        if (p->state != HPW_POOL_READY) {
+                fprintf(stderr, "hpwarm: handoff: pool %s is %s, not ready\n", p->name, p->state_name);
+                rc = CLI_EXIT_FAILED;
+        } else if (!args[0]) {
+                fprintf(stderr, "hpwarm: handoff: server offered no arguments for this VMM\n");
+                rc = CLI_EXIT_FAILED;
+        } else if (x->cli->json) {
+                /* A JSON string, so it survives any quoting in a script. */
+                putchar('"');
+                for (const char *c = args; *c; c++) {
+                        if (*c == '"' || *c == '\\')
+                                printf("\\%c", *c);
+                        else if ((unsigned char)*c < 0x20)
+                                printf("\\u%04x", *c);
+                        else
+                                putchar(*c);
+                }
+                printf("\"\n");
+        } else {
+                printf("%s\n", args);
+        }
+        hpw_pool_free(p);
+        return rc;
+}
+
+static int cmd_health(struct ctx *x)
+{
+        struct hpw_health *hl = NULL;
+        enum hpw_error err = hpw_health(x->h, &hl);
+
+        if (err)
+                return fail(x, "health", err);
+        if (x->cli->json)
+                print_json(hl->json);
+        else
+                printf("%s %s (%s)\n", hl->status, hl->version[0] ? hl->version : "-", x->url);
+        hpw_health_free(hl);
+        return 0;
+}
+
+/* ---- fleet ---- */
+
+static void print_unreachable(const struct hpw_fleet *f)
+{
+        size_t bad = 0;
+
+        for (size_t i = 0; i < f->n; i++)
+                bad += f->hosts[i].err != HPW_OK;
+        if (!bad)
+                return;
+        fprintf(stderr, "unreachable or failing hosts (%zu of %zu):\n", bad, f->n);
+        for (size_t i = 0; i < f->n; i++)
+                if (f->hosts[i].err != HPW_OK)
+                        fprintf(stderr, "  %s: %s (%s)\n", f->hosts[i].url, hpw_strerror(f->hosts[i].err),
+                                f->hosts[i].message);
+}
+
+static void fleet_json(const struct hpw_fleet *f, enum cli_fleet what)
+{
+        printf("{\"hosts\":[");
+        for (size_t i = 0; i < f->n; i++) {
+                const struct hpw_fleet_host *fh = &f->hosts[i];
+                const char *body = fh->nodes ? fh->nodes->json : fh->pools ? fh->pools->json : NULL;
+                /* URLs come from the operator's file; escape the two JSON
+                 * specials anyway. */
+                printf("%s{\"url\":\"", i ? "," : "");
+                for (const char *c = fh->url; *c; c++)
+                        printf((*c == '"' || *c == '\\') ? "\\%c" : "%c", *c);
+                printf("\",\"ok\":%s", fh->err == HPW_OK ? "true" : "false");
+                if (body)
+                        printf(",\"%s\":%s", what == FLEET_POOLS ? "pools" : "nodes", body);
+                else
+                        printf(",\"error\":\"%s\"", hpw_strerror(fh->err));
+                printf("}");
+        }
+        printf("]}\n");
+}
+
+static int cmd_fleet(struct ctx *x)
+{
+        const struct cli *c = x->cli;
+        char **urls = NULL;
+        size_t n = 0, ok = 0;
+        struct hpw_fleet *f = NULL;
+        enum hpw_error err;
+        int r, rc = 0;
+
+        r = cli_read_hosts(c->hosts, &urls, &n);
+        if (r < 0) {
+                fprintf(stderr, "hpwarm: fleet: cannot read %s: %s\n", c->hosts, strerror(-r));
+                return CLI_EXIT_USAGE;
+        }
+        if (n == 0) {
+                fprintf(stderr, "hpwarm: fleet: no hosts in %s\n", c->hosts);
+                cli_hosts_free(urls, n);
+                return CLI_EXIT_USAGE;
+        }
+        err = hpw_fleet_get(x->h, (const char *const *)urls, n, c->fleet == FLEET_POOLS ? HPW_FLEET_POOLS
+                                                                                         : HPW_FLEET_NODES, &f);
+        if (err) {
+                cli_hosts_free(urls, n);
+                return fail(x, "fleet", err);
+        }
+        for (size_t i = 0; i < n; i++)
+                ok += f->hosts[i].err == HPW_OK;
+
+        if (c->fleet == FLEET_NODES || c->fleet == FLEET_POOLS) {
+                if (c->json) {
+                        fleet_json(f, c->fleet);
+                } else {
+                        struct table *t = table_new(c->fleet == FLEET_NODES ? "HOST\tNODE\tPAGE\tTOTAL\tFREE\tWARM"
+                                                                            : "HOST\t" POOLS_HEADER);
+                        for (size_t i = 0; i < n; i++) {
+                                const struct hpw_fleet_host *fh = &f->hosts[i];
+                                for (size_t j = 0; fh->nodes && j < fh->nodes->n; j++)
+                                        add_node_rows(t, fh->url, &fh->nodes->nodes[j]);
+                                for (size_t j = 0; fh->pools && j < fh->pools->n; j++)
+                                        add_pool_row(t, fh->url, &fh->pools->pools[j]);
+                        }
+                        table_print(t, stdout);
+                        table_free(t);
+                }
+                print_unreachable(f);
+                /* Partial answers are still answers; only "nobody answered"
+                 * is unreachable. */
+                rc = ok ? 0 : CLI_EXIT_UNREACHABLE;
+                goto out;
+        }
+
+        /* place */
+        struct place_cand *cand = NULL;
+        size_t nc = 0, cap = 0, best;
+        for (size_t i = 0; i < n; i++) {
+                const struct hpw_node_list *l = f->hosts[i].nodes;
+                for (size_t j = 0; l && j < l->n; j++)
+                        for (size_t k = 0; k < l->nodes[j].n_hugepages; k++) {
+                                if (nc == cap) {
+                                        size_t ncap = cap ? cap * 2 : 64;
+                                        struct place_cand *nv = realloc(cand, ncap * sizeof(*nv));
+                                        if (!nv) {
+                                                free(cand);
+                                                fprintf(stderr, "hpwarm: out of memory\n");
+                                                rc = CLI_EXIT_FAILED;
+                                                goto out;
+                                        }
+                                        cand = nv;
+                                        cap = ncap;
+                                }
+                                cand[nc++] = (struct place_cand){
+                                        .host = i,
+                                        .node = l->nodes[j].id,
+                                        .page_size = l->nodes[j].hugepages[k].page_size_bytes,
+                                        .free = l->nodes[j].hugepages[k].free,
+                                };
+                        }
+        }
+        print_unreachable(f);
+        if (cli_place(cand, nc, c->size, c->page_size, &best) < 0) {
+                char sz[32], ps[32];
+                cli_format_bytes(c->size, sz, sizeof(sz));
+                fmt_ps(c->page_size, ps, sizeof(ps));
+                fprintf(stderr, "hpwarm: fleet place: no host has %s free in %s pages\n", sz, ps);
+                free(cand);
+                rc = ok ? CLI_EXIT_CONFLICT : CLI_EXIT_UNREACHABLE;
+                goto out;
+        }
+        {
+                const char *url = f->hosts[cand[best].host].url;
+                int node = cand[best].node;
+                uint64_t fr = cand[best].free;
+
+                free(cand);
+                if (c->json)
+                        printf("{\"url\":\"%s\",\"node\":%d,\"free\":%llu}\n", url, node, (unsigned long long)fr);
+                else
+                        printf("%s node %d (%llu free pages)\n", url, node, (unsigned long long)fr);
+                if (c->warm_name) {
+                        struct hpw *h2 = NULL;
+                        struct ctx x2 = *x;
+
+                        fflush(stdout);
+                        err = hpw_new(url, &h2);
+                        if (!err && c->token_file)
+                                err = hpw_set_token_file(h2, c->token_file);
+                        if (!err)
+                                err = hpw_set_tls(h2, c->cacert, c->cert, c->key);
+                        if (!err)
+                                err = hpw_set_timeouts(h2, c->connect_timeout_ms,
+                                                       CLI_DEFAULT_TIMEOUT_MS);
+                        if (err) {
+                                fprintf(stderr, "hpwarm: fleet place: %s: %s\n", url, hpw_strerror(err));
+                                hpw_free(h2);
+                                rc = cli_exit_code(err);
+                                goto out;
+                        }
+                        x2.h = h2;
+                        x2.url = url;
+                        rc = warm_at(&x2, c->warm_name, node, c->size, c->page_size);
+                        hpw_free(h2);
+                }
+        }
+out:
+        hpw_fleet_free(f);
+        cli_hosts_free(urls, n);
+        return rc;
+}
+
+int main(int argc, char **argv)
+{
+        struct cli c;
+        struct ctx x = { .cli = &c };
+        char err[256];
+        enum hpw_error e;
+        uint64_t total;
+        int rc;
+
+        if (cli_parse(argc, argv, getenv("HPWARM_URL"), getenv("HPWARM_TOKEN_FILE"), &c, err,
+                      sizeof(err)) < 0) {
+                fprintf(stderr, "hpwarm: %s\n", err);
+                return CLI_EXIT_USAGE;
+        }
+        if (c.help) {
+                fputs(cli_usage, stdout);
+                return 0;
+        }
+        if (c.version) {
+                printf("hpwarm %s\n", hpw_version());
+                return 0;
+        }
+        x.url = c.url;
+        e = hpw_new(c.url, &x.h);
+        if (e) {
+                fprintf(stderr, "hpwarm: --url %s: %s\n", c.url, hpw_strerror(e));
+                return e == HPW_E_INVALID ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
+        }
+        if (c.token_file && (e = hpw_set_token_file(x.h, c.token_file))) {
+                fprintf(stderr, "hpwarm: --token-file %s: %s\n", c.token_file, hpw_strerror(e));
+                hpw_free(x.h);
+                return CLI_EXIT_USAGE;
+        }
+        if ((e = hpw_set_tls(x.h, c.cacert, c.cert, c.key))) {
+                fprintf(stderr, "hpwarm: %s\n", hpw_strerror(e));
+                hpw_free(x.h);
+                return CLI_EXIT_FAILED;
+        }
+        if (c.cmd == CMD_FLEET)
+                total = c.timeout_set ? c.timeout_ms : CLI_DEFAULT_FLEET_TIMEOUT_MS;
+        else
+                total = c.timeout_set ? c.timeout_ms : CLI_DEFAULT_TIMEOUT_MS;
+        hpw_set_timeouts(x.h, c.connect_timeout_ms, total);
+
+        switch (c.cmd) {
+        case CMD_HEALTH: rc = cmd_health(&x); break;
+        case CMD_NODES: rc = cmd_nodes(&x); break;
+        case CMD_RESERVE: rc = cmd_reserve(&x); break;
+        case CMD_WARM: rc = cmd_warm(&x); break;
+        case CMD_STATUS: rc = cmd_status(&x); break;
+        case CMD_WAIT: rc = cmd_wait(&x); break;
+        case CMD_POOLS: rc = cmd_pools(&x); break;
+        case CMD_CLAIM: rc = cmd_claim(&x); break;
+        case CMD_RELEASE: rc = cmd_release(&x); break;
+        case CMD_HANDOFF: rc = cmd_handoff(&x); break;
+        case CMD_FLEET: rc = cmd_fleet(&x); break;
+        default: rc = CLI_EXIT_USAGE; break;
+        }
+        hpw_free(x.h);
+        return rc;
+}

@@ -1,0 +1,106 @@
+/* cli: the hpwarm command line, split into pure parts (this header,
+ * cli_core.c: argument parsing, sizes, exit codes, place selection, tables)
+ * and the part that talks to servers and terminals (cli.c).  The pure parts
+ * are what tests/client/test_cli.c checks. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hpwarm.h"
+
+/* Exit codes: the contract with scripts, also printed by --help. */
+enum {
+        CLI_EXIT_OK = 0,
+        CLI_EXIT_FAILED = 1,       /* operation failed: pool failed, reserve incomplete, ... */
+        CLI_EXIT_USAGE = 2,
+        CLI_EXIT_UNREACHABLE = 3,
+        CLI_EXIT_TIMEOUT = 4,
+        CLI_EXIT_CONFLICT = 5,     /* 409: conflict or insufficient hugepages */
+        CLI_EXIT_AUTH = 6,         /* 401/403 */
+};
+
+#define CLI_DEFAULT_URL "unix:///run/hpwarmd/api.sock"
+#define CLI_DEFAULT_TIMEOUT_MS 30000        /* one request, retries included */
+#define CLI_DEFAULT_WAIT_TIMEOUT_MS 600000  /* wait / --wait: warming 1 TiB takes minutes */
+#define CLI_DEFAULT_FLEET_TIMEOUT_MS 1500   /* per host: a fleet answer must come quickly */
+#define CLI_DEFAULT_CONNECT_MS 5000
+#define CLI_DEFAULT_PAGE_SIZE (2ull << 20)
+
+enum cli_cmd {
+        CMD_NONE, CMD_HEALTH, CMD_NODES, CMD_RESERVE, CMD_WARM, CMD_STATUS, CMD_WAIT,
+        CMD_POOLS, CMD_CLAIM, CMD_RELEASE, CMD_HANDOFF, CMD_FLEET,
+};
+enum cli_fleet { FLEET_NONE, FLEET_NODES, FLEET_POOLS, FLEET_PLACE };
+enum cli_vmm { VMM_NONE, VMM_QEMU, VMM_CLOUD_HYPERVISOR };
+
+struct cli {
+        /* global */
+        const char *url, *token_file, *cacert, *cert, *key;
+        uint64_t timeout_ms;       /* valid when timeout_set; 0 = no limit */
+        bool timeout_set;
+        uint64_t connect_timeout_ms;
+        bool json, help, version;
+        /* command */
+        enum cli_cmd cmd;
+        const char *name;          /* pool name (warm, status, wait, claim, release, handoff) */
+        int node;                  /* --node, or reserve's NODE; -1 = not given */
+        uint64_t size;             /* --size, bytes */
+        uint64_t page_size;        /* --page-size or reserve's PAGE_SIZE, bytes; 0 = not given */
+        uint64_t count;            /* reserve COUNT */
+        unsigned threads;
+        uint64_t ttl_seconds;
+        bool reserve, wait, allow_partial;
+        enum cli_vmm vmm;
+        const char *hosts;         /* fleet --hosts FILE */
+        enum cli_fleet fleet;
+        const char *warm_name;     /* fleet place --warm NAME */
+};
+
+/* Parse ARGV (global options anywhere; "--opt V" and "--opt=V").  ENV_URL
+ * and ENV_TOKEN_FILE are HPWARM_URL and HPWARM_TOKEN_FILE (may be NULL);
+ * options override them.  -EINVAL with a message in ERR on a usage error.
+ * --help / --version set the flags and skip command checks. */
+int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_token_file,
+              struct cli *ret, char *err, size_t errlen);
+
+/* Byte counts: digits with an optional binary unit K/M/G/T (also KiB, KB, kB,
+ * M, MiB, MB, ...; any case).  -EINVAL (empty, sign, fraction, junk),
+ * -ERANGE (overflow). */
+int cli_parse_size(const char *s, uint64_t *ret);
+/* As cli_parse_size and a power of two of at least 4 KiB. */
+int cli_parse_page_size(const char *s, uint64_t *ret);
+/* Seconds, decimal with up to 3 fraction digits ("30", "0.5") -> ms. */
+int cli_parse_seconds(const char *s, uint64_t *ret_ms);
+
+int cli_exit_code(enum hpw_error err);
+
+/* "1.5 GiB", "512 MiB", "4 KiB", "17 B". */
+void cli_format_bytes(uint64_t bytes, char *buf, size_t len);
+
+/* One (host, node, page size) a fleet reported. */
+struct place_cand {
+        size_t host;               /* index in the hosts file */
+        int node;
+        uint64_t page_size;
+        uint64_t free;             /* free pages */
+};
+/* Choose where SIZE bytes of PAGE_SIZE pages fit best: the candidate with
+ * the most free pages among those with enough; ties go to the earlier host,
+ * then the lower node id.  -ENOENT if nothing fits. */
+int cli_place(const struct place_cand *c, size_t n, uint64_t size, uint64_t page_size, size_t *ret_index);
+
+/* Read a hosts file: one URL per line, blank lines and '#' comments
+ * skipped.  Caller frees with cli_hosts_free. */
+int cli_read_hosts(const char *path, char ***ret, size_t *ret_n);
+void cli_hosts_free(char **hosts, size_t n);
+
+/* Aligned text tables.  Cells are given as one tab-separated format. */
+struct table;
+struct table *table_new(const char *header_tsv);
+void table_addf(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void table_print(const struct table *t, FILE *f);
+void table_free(struct table *t);
+
+extern const char cli_usage[];

@@ -1,0 +1,591 @@
+/* json: the library's only contact with cJSON.
+ *
+ * Turns server answers into the public structs and builds the two request
+ * bodies.  Reading is deliberately forgiving where the API may grow (unknown
+ * members are ignored, optional members default to zero or "") and strict
+ * where a wrong shape means the peer is not hpwarmd (the top level must be an
+ * object, required members must have the right type).  Lookups are
+ * case-sensitive: cJSON's default lookup is not.  Times arrive as unix seconds
+ * or RFC 3339 strings; both are accepted. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+/* Largest integer a double carries exactly. */
+#define JSON_MAX_EXACT 9007199254740992.0
+
+static cJSON *parse(const char *body, size_t len)
+{
+        const char *end = NULL;
+        cJSON *root;
+
+        if (!body || len == 0)
+                return NULL;
+        root = cJSON_ParseWithLengthOpts(body, len, &end, false);
+        if (root && !cJSON_IsObject(root)) {
+                cJSON_Delete(root);
+                return NULL;
+        }
+        return root;
+}
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+        return o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+}
+
+static bool get_u64(const cJSON *o, const char *key, uint64_t *ret)
+{
+        const cJSON *v = get(o, key);
+        double d;
+
+        if (!cJSON_IsNumber(v))
+                return false;
+        d = v->valuedouble;
+        if (!(d >= 0) || d > JSON_MAX_EXACT || floor(d) != d)
+                return false;
+        *ret = (uint64_t)d;
+        return true;
+}
+
+static uint64_t opt_u64(const cJSON *o, const char *key)
+{
+        uint64_t v = 0;
+        get_u64(o, key, &v);
+        return v;
+}
+
+static bool get_int(const cJSON *o, const char *key, int *ret)
+{
+        const cJSON *v = get(o, key);
+
+        if (!cJSON_IsNumber(v) || v->valuedouble < -2147483648.0 || v->valuedouble > 2147483647.0 ||
+            floor(v->valuedouble) != v->valuedouble)
+                return false;
+        *ret = (int)v->valuedouble;
+        return true;
+}
+
+static double opt_double(const cJSON *o, const char *key)
+{
+        const cJSON *v = get(o, key);
+        return cJSON_IsNumber(v) ? v->valuedouble : 0.0;
+}
+
+static bool opt_bool(const cJSON *o, const char *key)
+{
+        return cJSON_IsTrue(get(o, key));
+}
+
+/* strdup of a string member, "" when absent or not a string.  NULL only on
+ * allocation failure. */
+static char *opt_str(const cJSON *o, const char *key)
+{
+        const cJSON *v = get(o, key);
+        return strdup(cJSON_IsString(v) && v->valuestring ? v->valuestring : "");
+}
+
+/* Unix seconds from a number or an RFC 3339 UTC/offset string; 0 if absent. */
+static int64_t opt_time(const cJSON *o, const char *key)
+{
+        const cJSON *v = get(o, key);
+        struct tm tm = { 0 };
+        const char *p;
+        int64_t t;
+
+        if (cJSON_IsNumber(v))
+                return (int64_t)v->valuedouble;
+        if (!cJSON_IsString(v) || !v->valuestring)
+                return 0;
+        p = strptime(v->valuestring, "%Y-%m-%dT%H:%M:%S", &tm);
+        if (!p)
+                return 0;
+        t = (int64_t)timegm(&tm);
+        if (*p == '.')
+                while (*++p >= '0' && *p <= '9')
+                        ;
+        if ((*p == '+' || *p == '-') && strlen(p) >= 6) {
+                int hh = (p[1] - '0') * 10 + (p[2] - '0'), mm = (p[4] - '0') * 10 + (p[5] - '0');
+                int64_t off = (int64_t)hh * 3600 + mm * 60;
+                t += *p == '+' ? -off : off;
+        }
+        return t;
+}
+
+static char *dup_body(const char *body, size_t len)
+{
+        char *s = malloc(len + 1);
+        if (s) {
+                memcpy(s, body, len);
+                s[len] = '\0';
+        }
+        return s;
+}
+
+/* ---- problem ---- */
+
+void hpw_problem_free(struct hpw_problem *p)
+{
+        if (!p)
+                return;
+        free(p->type);
+        free(p->slug);
+        free(p->title);
+        free(p->detail);
+        free(p);
+}
+
+static struct hpw_problem *problem_from(const cJSON *o)
+{
+        struct hpw_problem *p = calloc(1, sizeof(*p));
+        const char *colon;
+
+        if (!p)
+                return NULL;
+        p->type = opt_str(o, "type");
+        p->title = opt_str(o, "title");
+        p->detail = opt_str(o, "detail");
+        get_int(o, "status", &p->status);
+        p->requested = opt_u64(o, "requested");
+        p->achieved = opt_u64(o, "achieved");
+        if (p->type) {
+                colon = strrchr(p->type, ':');
+                const char *slash = strrchr(p->type, '/');
+                if (slash && (!colon || slash > colon))
+                        colon = slash;
+                p->slug = strdup(colon ? colon + 1 : p->type);
+        }
+        if (!p->type || !p->title || !p->detail || !p->slug) {
+                hpw_problem_free(p);
+                return NULL;
+        }
+        return p;
+}
+
+enum hpw_error hpw_json_problem(const char *body, size_t len, struct hpw_problem **ret)
+{
+        cJSON *root = parse(body, len);
+        struct hpw_problem *p;
+
+        if (!root)
+                return HPW_E_PROTOCOL;
+        p = problem_from(root);
+        cJSON_Delete(root);
+        if (!p)
+                return HPW_E_NOMEM;
+        *ret = p;
+        return HPW_OK;
+}
+
+/* ---- health ---- */
+
+void hpw_health_free(struct hpw_health *x)
+{
+        if (!x)
+                return;
+        free(x->status);
+        free(x->version);
+        free(x->json);
+        free(x);
+}
+
+enum hpw_error hpw_json_health(const char *body, size_t len, struct hpw_health **ret)
+{
+        cJSON *root = parse(body, len);
+        struct hpw_health *x;
+
+        if (!root)
+                return HPW_E_PROTOCOL;
+        if (!cJSON_IsString(get(root, "status"))) {
+                cJSON_Delete(root);
+                return HPW_E_PROTOCOL;
+        }
+        x = calloc(1, sizeof(*x));
+        if (x) {
+                x->status = opt_str(root, "status");
+                x->version = opt_str(root, "version");
+                x->json = dup_body(body, len);
+        }
+        cJSON_Delete(root);
+        if (!x || !x->status || !x->version || !x->json) {
+                hpw_health_free(x);
+                return HPW_E_NOMEM;
+        }
+        *ret = x;
+        return HPW_OK;
+}
+
+/* ---- nodes ---- */
+
+void hpw_node_clear(struct hpw_node *n)
+{
+        free(n->cpus);
+        free(n->hugepages);
+        free(n->json);
+        memset(n, 0, sizeof(*n));
+}
+
+void hpw_node_free(struct hpw_node *x)
+{
+        if (!x)
+                return;
+        hpw_node_clear(x);
+        free(x);
+}
+
+void hpw_node_list_free(struct hpw_node_list *x)
+{
+        if (!x)
+                return;
+        for (size_t i = 0; i < x->n; i++)
+                hpw_node_clear(&x->nodes[i]);
+        free(x->nodes);
+        free(x->json);
+        free(x);
+}
+
+/* Fill *N from object O.  On failure *N may hold partial allocations that
+ * hpw_node_clear() releases. */
+static enum hpw_error node_from(const cJSON *o, struct hpw_node *n)
+{
+        const cJSON *hp = get(o, "hugepages"), *e, *mem = get(o, "memory");
+        size_t i = 0;
+        uint64_t cc = 0;
+
+        if (!cJSON_IsObject(o) || !get_int(o, "id", &n->id))
+                return HPW_E_PROTOCOL;
+        n->cpus = opt_str(o, "cpus");
+        if (!n->cpus)
+                return HPW_E_NOMEM;
+        get_u64(o, "cpu_count", &cc);
+        n->cpu_count = (unsigned)cc;
+        n->memory_total_bytes = opt_u64(mem, "total_bytes");
+        n->memory_free_bytes = opt_u64(mem, "free_bytes");
+        if (hp && !cJSON_IsArray(hp))
+                return HPW_E_PROTOCOL;
+        n->n_hugepages = (size_t)cJSON_GetArraySize(hp);
+        if (n->n_hugepages == 0)
+                return HPW_OK;
+        n->hugepages = calloc(n->n_hugepages, sizeof(*n->hugepages));
+        if (!n->hugepages)
+                return HPW_E_NOMEM;
+        cJSON_ArrayForEach(e, hp) {
+                struct hpw_hugepages *h = &n->hugepages[i++];
+                if (!cJSON_IsObject(e) || !get_u64(e, "page_size_bytes", &h->page_size_bytes))
+                        return HPW_E_PROTOCOL;
+                h->total = opt_u64(e, "total");
+                h->free = opt_u64(e, "free");
+                h->surplus = opt_u64(e, "surplus");
+                h->warm = opt_u64(e, "warm");
+                h->warming = opt_u64(e, "warming");
+        }
+        return HPW_OK;
+}
+
+enum hpw_error hpw_json_node(const char *body, size_t len, struct hpw_node **ret)
+{
+        cJSON *root = parse(body, len);
+        struct hpw_node *x;
+        enum hpw_error err;
+
+        if (!root)
+                return HPW_E_PROTOCOL;
+        x = calloc(1, sizeof(*x));
+        err = x ? node_from(root, x) : HPW_E_NOMEM;
+        cJSON_Delete(root);
+        if (err == HPW_OK && !(x->json = dup_body(body, len)))
+                err = HPW_E_NOMEM;
+        if (err != HPW_OK) {
+                hpw_node_free(x);
+                return err;
+        }
+        *ret = x;
+        return HPW_OK;
+}
+
+enum hpw_error hpw_json_node_list(const char *body, size_t len, struct hpw_node_list **ret)
+{
+        cJSON *root = parse(body, len);
+        const cJSON *arr, *e;
+        struct hpw_node_list *x = NULL;
+        enum hpw_error err = HPW_OK;
+        size_t i = 0;
+
+        if (!root)
+                return HPW_E_PROTOCOL;
+        arr = get(root, "nodes");
+        if (!cJSON_IsArray(arr)) {
+                err = HPW_E_PROTOCOL;
+                goto out;
+        }
+        x = calloc(1, sizeof(*x));
+        if (!x) {
+                err = HPW_E_NOMEM;
+                goto out;
+        }
+        x->n = (size_t)cJSON_GetArraySize(arr);
+        if (x->n && !(x->nodes = calloc(x->n, sizeof(*x->nodes)))) {
+                x->n = 0;
+                err = HPW_E_NOMEM;
+                goto out;
+        }
+        cJSON_ArrayForEach(e, arr) {
+                err = node_from(e, &x->nodes[i++]);
+                if (err != HPW_OK)
+                        goto out;
+        }
+        if (!(x->json = dup_body(body, len)))
+                err = HPW_E_NOMEM;
+out:
+        cJSON_Delete(root);
+        if (err != HPW_OK) {
+                hpw_node_list_free(x);
+                return err;
+        }
+        *ret = x;
+        return HPW_OK;
+}
+
+/* ---- reserve ---- */
+
+void hpw_reserve_result_free(struct hpw_reserve_result *x)
+{
+        if (!x)
+                return;
+        free(x->json);
+        free(x);
+}
+
+enum hpw_error hpw_json_reserve(const char *body, size_t len, struct hpw_reserve_result **ret)
+{
+        cJSON *root = parse(body, len);
+        struct hpw_reserve_result *x;
+        enum hpw_error err = HPW_OK;
+
+        if (!root)
+                return HPW_E_PROTOCOL;
+        x = calloc(1, sizeof(*x));
+        if (!x) {
+                err = HPW_E_NOMEM;
+        } else if (!get_int(root, "node", &x->node) || !get_u64(root, "total", &x->total)) {
+                err = HPW_E_PROTOCOL;
+        } else {
+                x->page_size_bytes = opt_u64(root, "page_size_bytes");
+                x->requested = opt_u64(root, "requested");
+                x->free = opt_u64(root, "free");
+                /* Absent "complete" means the server had nothing to report short. */
+                x->complete = get(root, "complete") ? opt_bool(root, "complete") : true;
+                if (!(x->json = dup_body(body, len)))
+                        err = HPW_E_NOMEM;
+        }
+        cJSON_Delete(root);
+        if (err != HPW_OK) {
+                hpw_reserve_result_free(x);
+                return err;
+        }
+        *ret = x;
+        return HPW_OK;
+}
+
+/* ---- pools ---- */
+
+static enum hpw_pool_state state_parse(const char *s)
+{
+        if (strcmp(s, "warming") == 0)
+                return HPW_POOL_WARMING;
+        if (strcmp(s, "ready") == 0)
+                return HPW_POOL_READY;
+        if (strcmp(s, "failed") == 0)
+                return HPW_POOL_FAILED;
+        if (strcmp(s, "cancelled") == 0)
+                return HPW_POOL_CANCELLED;
+        return HPW_POOL_UNKNOWN;
+}
+
+void hpw_pool_clear(struct hpw_pool *p)
+{
+        free(p->name);
+        free(p->state_name);
+        hpw_problem_free(p->error);
+        free(p->path);
+        free(p->handoff_qemu);
+        free(p->handoff_cloud_hypervisor);
+        free(p->json);
+        memset(p, 0, sizeof(*p));
+}
+
+void hpw_pool_free(struct hpw_pool *x)
+{
+        if (!x)
+                return;
+        hpw_pool_clear(x);
+        free(x);
+}
+
+void hpw_pool_list_free(struct hpw_pool_list *x)
+{
+        if (!x)
+                return;
+        for (size_t i = 0; i < x->n; i++)
+                hpw_pool_clear(&x->pools[i]);
+        free(x->pools);
+        free(x->json);
+        free(x);
+}
+
+static enum hpw_error pool_from(const cJSON *o, struct hpw_pool *p)
+{
+        const cJSON *err, *pl = get(o, "placement"), *ho = get(o, "handoff");
+        uint64_t th = 0;
+
+        if (!cJSON_IsObject(o) || !cJSON_IsString(get(o, "name")) || !cJSON_IsString(get(o, "state")))
+                return HPW_E_PROTOCOL;
+        p->name = opt_str(o, "name");
+        p->state_name = opt_str(o, "state");
+        p->path = opt_str(o, "path");
+        p->handoff_qemu = opt_str(ho, "qemu");
+        p->handoff_cloud_hypervisor = opt_str(ho, "cloud_hypervisor");
+        if (!p->name || !p->state_name || !p->path || !p->handoff_qemu || !p->handoff_cloud_hypervisor)
+                return HPW_E_NOMEM;
+        p->state = state_parse(p->state_name);
+        if (!get_int(o, "node", &p->node))
+                p->node = -1;
+        p->page_size_bytes = opt_u64(o, "page_size_bytes");
+        p->size_bytes = opt_u64(o, "size_bytes");
+        p->bytes_done = opt_u64(o, "bytes_done");
+        p->rate_bytes_per_second = opt_double(o, "rate_bytes_per_second");
+        get_u64(o, "threads", &th);
+        p->threads = (unsigned)th;
+        p->started_at = opt_time(o, "started_at");
+        p->finished_at = opt_time(o, "finished_at");
+        p->elapsed_seconds = opt_double(o, "elapsed_seconds");
+        p->placement_verified = opt_bool(pl, "verified");
+        p->pages_off_node = opt_u64(pl, "pages_off_node");
+        p->claimed = opt_bool(o, "claimed");
+        p->expires_at = opt_time(o, "expires_at");
+        err = get(o, "error");
+        if (cJSON_IsObject(err)) {
+                p->error = problem_from(err);
+                if (!p->error)
+                        return HPW_E_NOMEM;
+        }
+        return HPW_OK;
+}
+
+enum hpw_error hpw_json_pool(const char *body, size_t len, struct hpw_pool **ret)
+{
+        cJSON *root = parse(body, len);
+        struct hpw_pool *x;
+        enum hpw_error err;
+
+        if (!root)
+                return HPW_E_PROTOCOL;
+        x = calloc(1, sizeof(*x));
+        err = x ? pool_from(root, x) : HPW_E_NOMEM;
+        cJSON_Delete(root);
+        if (err == HPW_OK && !(x->json = dup_body(body, len)))
+                err = HPW_E_NOMEM;
+        if (err != HPW_OK) {
+                hpw_pool_free(x);
+                return err;
+        }
+        *ret = x;
+        return HPW_OK;
+}
+
+enum hpw_error hpw_json_pool_list(const char *body, size_t len, struct hpw_pool_list **ret)
+{
+        cJSON *root = parse(body, len);
+        const cJSON *arr, *e;
+        struct hpw_pool_list *x = NULL;
+        enum hpw_error err = HPW_OK;
+        size_t i = 0;
+
+        if (!root)
+                return HPW_E_PROTOCOL;
+        arr = get(root, "pools");
+        if (!cJSON_IsArray(arr)) {
+                err = HPW_E_PROTOCOL;
+                goto out;
+        }
+        x = calloc(1, sizeof(*x));
+        if (!x) {
+                err = HPW_E_NOMEM;
+                goto out;
+        }
+        x->n = (size_t)cJSON_GetArraySize(arr);
+        if (x->n && !(x->pools = calloc(x->n, sizeof(*x->pools)))) {
+                x->n = 0;
+                err = HPW_E_NOMEM;
+                goto out;
+        }
+        cJSON_ArrayForEach(e, arr) {
+                err = pool_from(e, &x->pools[i++]);
+                if (err != HPW_OK)
+                        goto out;
+        }
+        if (!(x->json = dup_body(body, len)))
+                err = HPW_E_NOMEM;
+out:
+        cJSON_Delete(root);
+        if (err != HPW_OK) {
+                hpw_pool_list_free(x);
+                return err;
+        }
+        *ret = x;
+        return HPW_OK;
+}
+
+/* ---- request bodies ---- */
+
+/* Integers are printed by us, not by cJSON's %g-ish double printer, so a
+ * byte count above 2^31 goes out exactly. */
+char *hpw_json_reserve_body(uint64_t count, bool allow_partial)
+{
+        char *s = NULL;
+
+        if (asprintf(&s, "{\"count\":%llu,\"allow_partial\":%s}", (unsigned long long)count,
+                     allow_partial ? "true" : "false") < 0)
+                return NULL;
+        return s;
+}
+
+char *hpw_json_warm_body(const struct hpw_warm_request *req)
+{
+        char ps[32] = "", *s = NULL;
+        char *pp = NULL, *pt = NULL, *pl = NULL;
+        int rc;
+
+        if (req->page_size) {
+                hpw_format_page_size(req->page_size, ps, sizeof(ps));
+                if (asprintf(&pp, ",\"page_size\":\"%s\"", ps) < 0)
+                        pp = NULL;
+        } else {
+                pp = strdup("");
+        }
+        if (req->threads)
+                rc = asprintf(&pt, ",\"threads\":%u", req->threads);
+        else
+                rc = (pt = strdup("")) ? 0 : -1;
+        if (rc < 0)
+                pt = NULL;
+        if (req->ttl_seconds)
+                rc = asprintf(&pl, ",\"ttl_seconds\":%llu", (unsigned long long)req->ttl_seconds);
+        else
+                rc = (pl = strdup("")) ? 0 : -1;
+        if (rc < 0)
+                pl = NULL;
+        if (pp && pt && pl &&
+            asprintf(&s, "{\"node\":%d,\"size_bytes\":%llu%s%s%s,\"reserve\":%s}", req->node,
+                     (unsigned long long)req->size_bytes, pp, pt, pl, req->reserve ? "true" : "false") < 0)
+                s = NULL;
+        free(pp);
+        free(pt);
+        free(pl);
+        return s;
+}
