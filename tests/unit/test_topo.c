@@ -418,6 +418,39 @@ static void test_cpulist_parse(void)
         }
 }
 
+/* Read-only: the parsers accept what this machine's kernel really prints.
+ * Real file formats are the ones that matter; fixtures only imitate them. */
+static void test_real_sysfs(void)
+{
+        struct sysfs *fs;
+        struct topo *t;
+        size_t i, j;
+
+        if (access("/sys/devices/system/node/node0", F_OK) < 0) {
+                fprintf(stderr, "no /sys/devices/system/node here: real-sysfs check skipped\n");
+                return;
+        }
+        CHECK_INT(sysfs_open("/sys", &fs), ==, 0);
+        CHECK_INT(topo_load(fs, &t), ==, 0);
+        CHECK(t->n_nodes >= 1);
+        for (i = 0; i < t->n_nodes; i++) {
+                uint64_t total, free_;
+
+                CHECK_INT(topo_read_meminfo(fs, t->nodes[i].id, &total, &free_), ==, 0);
+                CHECK(total > 0 && free_ <= total);
+                for (j = 0; j < t->n_page_sizes; j++) {
+                        struct hp_counts c;
+                        uint64_t resv;
+
+                        CHECK_INT(topo_read_hugepages(fs, t->nodes[i].id, t->page_sizes[j], &c), ==, 0);
+                        CHECK(c.free <= c.total);
+                        CHECK_INT(topo_read_resv(fs, t->page_sizes[j], &resv), ==, 0);
+                }
+        }
+        topo_free(t);
+        sysfs_close(fs);
+}
+
 int main(void)
 {
         test_two_node();
@@ -429,5 +462,6 @@ int main(void)
         test_counter_failures();
         test_meminfo_parse();
         test_cpulist_parse();
+        test_real_sysfs();
         return 0;
 }
