@@ -94,8 +94,10 @@ struct job_status {
 int engine_submit(struct engine *e, const struct job_spec *spec, struct job **ret);
 void job_get_status(struct job *j, struct job_status *ret);
 /* Stop at the next chunk boundary; returns once no worker touches the
- * mapping any more (the mapping is unmapped).  on_done has run when it returns.
- * No effect on a finished job. */
+ * mapping any more (the mapping is unmapped).  on_done has run when it returns
+ * (in this thread, unless the job was already finishing on its own), so do not
+ * hold a lock that on_done takes.  Safe against the job finishing at the same
+ * moment.  No effect on a finished job. */
 void job_cancel(struct job *j);
 /* Accepts NULL.  A job still running is cancelled first. */
 void job_free(struct job *j);
