@@ -49,7 +49,19 @@ struct pools_config {
         uint64_t max_pool_bytes;   /* 0 = no limit */
         uint64_t max_node_warm_bytes; /* per node cap on warming+ready bytes; 0 = none */
         unsigned max_pools;        /* 0 = default 1024 */
+        /* Unit tests only: accept mount dirs that are not hugetlbfs (a temp
+         * dir stands in), creating them if missing.  Never set in the daemon. */
+        bool skip_mount_check;
 };
+
+/* Check that DIR is (or, when missing, can be created as) a directory on a
+ * hugetlbfs mount whose page size is PAGE_SIZE; creates it (mode 0750, group
+ * GID unless (gid_t)-1) inside the mount when missing.  main.c calls it at
+ * start for a clear error; pools_new() calls it again.  Returns 0,
+ * -EMEDIUMTYPE when DIR (or its parent, if DIR is missing) is not on
+ * hugetlbfs, -EXDEV when it is hugetlbfs of another page size, -ENOTDIR, or
+ * the -errno of stat/statfs/mkdir. */
+int pools_check_mount(const char *dir, uint64_t page_size, gid_t gid);
 
 struct pools;
 

@@ -1,0 +1,801 @@
+/* Unit tests for pools.c without the kernel's hugetlbfs: a copy of the
+ * two-node sysfs fixture stands in for /sys, a directory in /dev/shm (tmpfs)
+ * stands in for the hugetlbfs mount (skip_mount_check), and the real engine
+ * runs with injected ops: mmap/munmap/madvise are the real calls on the tmpfs
+ * file (so st_blocks tells the truth at restart) behind a gate the test opens
+ * and closes, with injectable populate errors; mbind and move_pages are fakes
+ * (the fixture's node 1 does not exist on this machine). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "engine.h"
+#include "fixture.h"
+#include "journal.h"
+#include "pools.h"
+#include "sysfs.h"
+#include "topo.h"
+#include "util.h"
+
+#define PAGE (2 * MIB)
+#define HP_DIR(node) "devices/system/node/node" #node "/hugepages/hugepages-2048kB/"
+
+/* ---- injected engine ops ---- */
+
+static struct {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool gate_closed;
+        int inside;
+        int fail_errno;       /* next madvise calls fail with this */
+} fk = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static int fake_madvise(void *addr, size_t len, int advice)
+{
+        int err;
+
+        pthread_mutex_lock(&fk.lock);
+        fk.inside++;
+        pthread_cond_broadcast(&fk.cond);
+        while (fk.gate_closed)
+                pthread_cond_wait(&fk.cond, &fk.lock);
+        fk.inside--;
+        err = fk.fail_errno;
+        pthread_mutex_unlock(&fk.lock);
+        if (err) {
+                errno = err;
+                return -1;
+        }
+        return madvise(addr, len, advice);
+}
+
+static long fake_mbind(void *addr, unsigned long len, int mode, const unsigned long *nodemask,
+                       unsigned long maxnode, unsigned flags)
+{
+        return 0;
+}
+
+static long fake_move_pages(int pid, unsigned long count, void **pages, const int *nodes, int *status,
+                            int flags)
+{
+        for (unsigned long i = 0; i < count; i++)
+                status[i] = 0;
+        return 0;
+}
+
+static const struct engine_ops ops = {
+        .madvise = fake_madvise,
+        .mbind = fake_mbind,
+        .move_pages = fake_move_pages,
+};
+
+static void gate(bool closed)
+{
+        pthread_mutex_lock(&fk.lock);
+        fk.gate_closed = closed;
+        pthread_cond_broadcast(&fk.cond);
+        pthread_mutex_unlock(&fk.lock);
+}
+
+static void fail_with(int err)
+{
+        pthread_mutex_lock(&fk.lock);
+        fk.fail_errno = err;
+        pthread_mutex_unlock(&fk.lock);
+}
+
+/* Wait until a worker sits at the closed gate. */
+static void wait_inside(void)
+{
+        struct timespec until;
+
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 10;
+        pthread_mutex_lock(&fk.lock);
+        while (fk.inside < 1)
+                CHECK_INT(pthread_cond_timedwait(&fk.cond, &fk.lock, &until), ==, 0);
+        pthread_mutex_unlock(&fk.lock);
+}
+
+static void *open_gate_thread(void *arg)
+{
+        usleep(100 * 1000);
+        gate(false);
+        return NULL;
+}
+
+/* Cancelling waits for the worker at the gate: open it a little later, from
+ * another thread, so the cancel is requested while the chunk is in flight. */
+static pthread_t open_gate_soon(void)
+{
+        pthread_t t;
+
+        CHECK_INT(pthread_create(&t, NULL, open_gate_thread, NULL), ==, 0);
+        return t;
+}
+
+/* ---- environment ---- */
+
+struct env {
+        char *sys;              /* fixture copy */
+        char root[64];          /* /dev/shm/hpw-pools.XXXXXX */
+        char mount[128], state[128], boot[128];
+        struct sysfs *fs;
+        struct topo *topo;
+        struct engine *engine;
+        struct pools_config cfg;
+};
+
+static void write_file(const char *path, const char *text)
+{
+        FILE *f = fopen(path, "w");
+        CHECK(f);
+        CHECK(fputs(text, f) >= 0);
+        CHECK(fclose(f) == 0);
+}
+
+static void env_init(struct env *e)
+{
+        memset(e, 0, sizeof(*e));
+        e->sys = fixture_copy("two-node");
+        snprintf(e->root, sizeof(e->root), "/dev/shm/hpw-pools.XXXXXX");
+        if (!mkdtemp(e->root))
+                SKIP("no /dev/shm");
+        snprintf(e->mount, sizeof(e->mount), "%s/mnt", e->root);
+        snprintf(e->state, sizeof(e->state), "%s/state", e->root);
+        snprintf(e->boot, sizeof(e->boot), "%s/boot_id", e->root);
+        CHECK_INT(mkdir(e->state, 0700), ==, 0);
+        write_file(e->boot, "11111111-2222-3333-4444-555555555555\n");
+        /* Plenty of free pages on node 0 unless a test says otherwise. */
+        fixture_write(e->sys, HP_DIR(0) "free_hugepages", "64\n");
+        fixture_write(e->sys, HP_DIR(0) "nr_hugepages", "64\n");
+
+        CHECK_INT(sysfs_open(e->sys, &e->fs), ==, 0);
+        CHECK_INT(topo_load(e->fs, &e->topo), ==, 0);
+        struct engine_config ec = { .topo = e->topo, .threads_per_node = 1, .ops = &ops };
+        CHECK_INT(engine_new(&ec, &e->engine), ==, 0);
+
+        e->cfg = (struct pools_config){
+                .fs = e->fs,
+                .topo = e->topo,
+                .engine = e->engine,
+                .state_dir = e->state,
+                .boot_id_path = e->boot,
+                .mounts = { { .page_size = PAGE, .dir = e->mount } },
+                .n_mounts = 1,
+                .pool_gid = (gid_t)-1,
+                .skip_mount_check = true,
+        };
+        gate(false);
+        fail_with(0);
+}
+
+static void env_fini(struct env *e)
+{
+        char *argv[] = { "rm", "-rf", e->root, NULL };
+
+        engine_free(e->engine);
+        topo_free(e->topo);
+        sysfs_close(e->fs);
+        fixture_remove(e->sys);
+        fixture_run_(argv);
+}
+
+static struct pools *start(struct env *e)
+{
+        struct pools *p = NULL;
+
+        CHECK_INT(pools_new(&e->cfg, &p), ==, 0);
+        CHECK(p);
+        return p;
+}
+
+static struct pool_req req(const char *name, int node, uint64_t pages)
+{
+        struct pool_req r = { .node = node, .size_bytes = pages * PAGE, .page_size = PAGE };
+
+        snprintf(r.name, sizeof(r.name), "%s", name);
+        return r;
+}
+
+static int create(struct pools *p, const struct pool_req *r, struct pool_view *v, struct problem *err)
+{
+        memset(err, 0, sizeof(*err));
+        return pools_create(p, r, v, err);
+}
+
+static uint64_t deadline_in(double s) { return now_mono_ns() + (uint64_t)(s * 1e9); }
+
+static void wait_state(struct pools *p, const char *name, enum pool_state want)
+{
+        struct pool_view v;
+
+        CHECK_INT(pools_wait(p, name, deadline_in(20), &v), ==, 0);
+        CHECK_STR(pool_state_name(v.rec.state), pool_state_name(want));
+}
+
+static bool file_exists(const struct env *e, const char *name)
+{
+        char path[256];
+
+        snprintf(path, sizeof(path), "%s/%s", e->mount, name);
+        return access(path, F_OK) == 0;
+}
+
+static struct journal *load(const struct env *e)
+{
+        struct journal *j = NULL;
+
+        CHECK_INT(journal_load(e->state, &j), ==, 0);
+        return j;
+}
+
+static const struct journal_pool *jpool(const struct journal *j, const char *name)
+{
+        for (size_t i = 0; i < j->n_pools; i++)
+                if (strcmp(j->pools[i].name, name) == 0)
+                        return &j->pools[i];
+        return NULL;
+}
+
+/* ---- tests ---- */
+
+static void test_validation(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r;
+
+        env_init(&e);
+        e.cfg.max_pool_bytes = 32 * PAGE;
+        p = start(&e);
+
+        const char *bad_names[] = { "", ".hidden", "-x", "a/b", "a b", "\xc3\xa9", "a:b", "..", "a\nb" };
+        for (size_t i = 0; i < ARRAY_SIZE(bad_names); i++) {
+                r = req("x", 0, 1);
+                snprintf(r.name, sizeof(r.name), "%s", bad_names[i]);
+                CHECK_INT(create(p, &r, &v, &err), ==, -EINVAL);
+                CHECK_INT(err.status, ==, 422);
+                CHECK_STR(err.slug, "invalid-field");
+        }
+        r = req("a.b_c-9", 0, 1);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "a.b_c-9", POOL_READY);
+
+        r = req("n5", 5, 1);
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOENT);
+        CHECK_INT(err.status, ==, 404);
+        CHECK_STR(err.slug, "unknown-node");
+
+        r = req("ps", 0, 1);
+        r.page_size = 4096;
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOENT);
+        CHECK_STR(err.slug, "unknown-page-size");
+
+        r = req("odd", 0, 1);
+        r.size_bytes = PAGE + 4096;
+        CHECK_INT(create(p, &r, &v, &err), ==, -EINVAL);
+        CHECK_INT(err.status, ==, 422);
+        r.size_bytes = 0;
+        CHECK_INT(create(p, &r, &v, &err), ==, -EINVAL);
+
+        /* The fixture offers 1 GiB pages, but no mount is configured for them. */
+        r = req("gig", 0, 1);
+        r.page_size = r.size_bytes = GIB;
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENODEV);
+        CHECK_INT(err.status, ==, 503);
+        CHECK_STR(err.slug, "no-hugetlbfs");
+
+        r = req("big", 0, 33);
+        CHECK_INT(create(p, &r, &v, &err), ==, -EFBIG);
+        CHECK_INT(err.status, ==, 413);
+        CHECK_STR(err.slug, "pool-too-large");
+
+        r = req("ttl", 0, 1);
+        r.ttl_seconds = UINT64_MAX;
+        CHECK_INT(create(p, &r, &v, &err), ==, -EINVAL);
+
+        /* Nothing of the refused ones exists. */
+        CHECK(!file_exists(&e, "n5") && !file_exists(&e, "big") && !file_exists(&e, "odd"));
+        CHECK_INT(pools_get(p, "big", &v), ==, -ENOENT);
+        pools_free(p);
+        env_fini(&e);
+}
+
+static void test_lifecycle(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("vm1", 0, 8);
+        struct stat st;
+        char path[256];
+
+        env_init(&e);
+        p = start(&e);
+
+        gate(true);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_STR(pool_state_name(v.rec.state), "warming");
+        CHECK_U64(v.rec.size_bytes, ==, 8 * PAGE);
+        snprintf(path, sizeof(path), "%s/vm1", e.mount);
+        CHECK_STR(v.path, path);
+        CHECK_INT(stat(path, &st), ==, 0);
+        CHECK_INT(st.st_mode & 0777, ==, 0660);
+        CHECK_U64(st.st_size, ==, 8 * PAGE);
+
+        /* Saved before reported. */
+        struct journal *j = load(&e);
+        CHECK(jpool(j, "vm1"));
+        CHECK_STR(pool_state_name(jpool(j, "vm1")->state), "warming");
+        CHECK_STR(j->boot_id, "11111111-2222-3333-4444-555555555555");
+        journal_free(j);
+
+        /* A wait that times out still fills the view. */
+        wait_inside();
+        uint64_t t0 = now_mono_ns();
+        CHECK_INT(pools_wait(p, "vm1", deadline_in(0.2), &v), ==, 0);
+        CHECK_U64(now_mono_ns() - t0, >=, 150 * 1000 * 1000);
+        CHECK_STR(pool_state_name(v.rec.state), "warming");
+
+        uint64_t warm, warming;
+        pools_node_usage(p, 0, PAGE, &warm, &warming);
+        CHECK_U64(warm, ==, 0);
+
+        /* Claim is refused while warming. */
+        CHECK_INT(pools_claim(p, "vm1", &v), ==, -EBUSY);
+
+        gate(false);
+        wait_state(p, "vm1", POOL_READY);
+        CHECK_INT(pools_get(p, "vm1", &v), ==, 0);
+        CHECK_U64(v.bytes_done, ==, 8 * PAGE);
+        CHECK(v.placement_verified);
+        CHECK_U64(v.pages_off_node, ==, 0);
+        CHECK_INT(v.expires_at, ==, 0);
+        CHECK(v.rec.finished_at > 0);
+        pools_node_usage(p, 0, PAGE, &warm, &warming);
+        CHECK_U64(warm, ==, 8);
+        CHECK_U64(warming, ==, 0);
+
+        j = load(&e);
+        CHECK_STR(pool_state_name(jpool(j, "vm1")->state), "ready");
+        journal_free(j);
+
+        /* Idempotent: same spec, other knobs ignored -> 200 and the view. */
+        r.ttl_seconds = 77;
+        r.threads = 1;
+        CHECK_INT(create(p, &r, &v, &err), ==, 200);
+        CHECK_STR(pool_state_name(v.rec.state), "ready");
+        CHECK_INT(v.rec.ttl_seconds, ==, 0);
+
+        /* Same name, different pool. */
+        struct pool_req other = req("vm1", 0, 4);
+        CHECK_INT(create(p, &other, &v, &err), ==, -EEXIST);
+        CHECK_INT(err.status, ==, 409);
+        CHECK_STR(err.slug, "pool-conflict");
+        other = req("vm1", 1, 8);
+        CHECK_INT(create(p, &other, &v, &err), ==, -EEXIST);
+
+        CHECK_INT(pools_claim(p, "vm1", &v), ==, 0);
+        CHECK(v.rec.claimed);
+        CHECK_INT(pools_claim(p, "vm1", &v), ==, 0);
+        j = load(&e);
+        CHECK(jpool(j, "vm1")->claimed);
+        journal_free(j);
+
+        struct pool_view *list;
+        size_t n;
+        CHECK_INT(pools_list(p, &list, &n), ==, 0);
+        CHECK_U64(n, ==, 1);
+        CHECK_STR(list[0].rec.name, "vm1");
+        free(list);
+
+        CHECK_INT(pools_delete(p, "vm1"), ==, 0);
+        CHECK(!file_exists(&e, "vm1"));
+        CHECK_INT(pools_get(p, "vm1", &v), ==, -ENOENT);
+        CHECK_INT(pools_delete(p, "vm1"), ==, -ENOENT);
+        CHECK_INT(pools_claim(p, "vm1", &v), ==, -ENOENT);
+        CHECK_INT(pools_wait(p, "vm1", deadline_in(1), &v), ==, -ENOENT);
+        j = load(&e);
+        CHECK(!jpool(j, "vm1"));
+        journal_free(j);
+
+        struct pools_stats s;
+        pools_get_stats(p, &s);
+        CHECK_U64(s.jobs_started, ==, 1);
+        CHECK_U64(s.jobs_ready, ==, 1);
+        CHECK_U64(s.bytes_warmed_total, ==, 8 * PAGE);
+        CHECK_U64(s.job_seconds_count, ==, 1);
+        pools_free(p);
+        env_fini(&e);
+}
+
+static void test_admission(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r;
+        char buf[64];
+
+        env_init(&e);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "12\n");
+        fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "16\n");
+        e.cfg.max_pools = 3;
+        e.cfg.max_node_warm_bytes = 40 * PAGE;
+        p = start(&e);
+
+        /* 8 of 12 free pages go to a warming pool ... */
+        gate(true);
+        r = req("a", 0, 8);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_inside();
+        /* ... so another 8 do not fit, though the counter still says 12 free. */
+        r = req("b", 0, 8);
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
+        CHECK_INT(err.status, ==, 409);
+        CHECK_STR(err.slug, "insufficient-hugepages");
+        CHECK(strstr(err.detail, "needs 8"));
+        CHECK(strstr(err.detail, "12 free"));
+        CHECK(strstr(err.detail, "8 are still to be taken"));
+        CHECK(!file_exists(&e, "b"));
+        CHECK_INT(pools_get(p, "b", &v), ==, -ENOENT);
+        /* 4 do. */
+        r = req("c", 0, 4);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+
+        /* Other node, own counters: node 1 has 7 free. */
+        r = req("d", 1, 8);
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
+
+        /* reserve: grows node 1 to 8 + 1 pages; the fixture's free counter does
+         * not move, so admission still fails, but the reservation is real,
+         * recorded, and counted. */
+        r.reserve = true;
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
+        CHECK(strstr(err.detail, "even after growing"));
+        fixture_read(e.sys, HP_DIR(1) "nr_hugepages", buf, sizeof(buf));
+        CHECK_STR(buf, "9\n");
+        struct journal *j = load(&e);
+        CHECK_U64(j->n_reservations, ==, 1);
+        CHECK_INT(j->reservations[0].node, ==, 1);
+        CHECK_U64(j->reservations[0].count, ==, 9);
+        journal_free(j);
+        struct pools_stats s;
+        pools_get_stats(p, &s);
+        CHECK_U64(s.reservations_ok, ==, 1);
+
+        gate(false);
+        wait_state(p, "a", POOL_READY);
+        wait_state(p, "c", POOL_READY);
+
+        /* Growing past the memory floor is refused and nothing is written
+         * (re-applying the recorded 9 at start grows nothing, so passes). */
+        pools_free(p);
+        e.cfg.memory_floor = UINT64_C(1) << 50;
+        p = start(&e);
+        r = req("d", 1, 16);
+        r.reserve = true;
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
+        CHECK(strstr(err.detail, "memory floor"));
+        fixture_read(e.sys, HP_DIR(1) "nr_hugepages", buf, sizeof(buf));
+        CHECK_STR(buf, "9\n");
+        pools_get_stats(p, &s);
+        CHECK_U64(s.reservations_refused, ==, 1);
+        CHECK_U64(s.reservations_ok, ==, 1);
+
+        /* Per node cap: a and c hold 12 pages; 40 is the cap. */
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "64\n");
+        r = req("e", 0, 29);
+        CHECK_INT(create(p, &r, &v, &err), ==, -EDQUOT);
+        CHECK_INT(err.status, ==, 429);
+        CHECK_STR(err.slug, "node-warm-limit");
+        r = req("e", 0, 28);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "e", POOL_READY);
+
+        /* Pool count cap. */
+        r = req("f", 0, 1);
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOSPC);
+        CHECK_INT(err.status, ==, 429);
+        CHECK_STR(err.slug, "too-many-pools");
+        /* An identical retry is still answered at the cap. */
+        r = req("e", 0, 28);
+        CHECK_INT(create(p, &r, &v, &err), ==, 200);
+
+        CHECK_INT(pools_delete(p, "a"), ==, 0);
+        CHECK_INT(pools_delete(p, "c"), ==, 0);
+        CHECK_INT(pools_delete(p, "e"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+static void test_failure_and_cancel(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r;
+        struct pools_stats s;
+
+        env_init(&e);
+        p = start(&e);
+
+        /* A populate error: failed, file gone at once, cause named. */
+        fail_with(EFAULT);
+        r = req("bad", 0, 4);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "bad", POOL_FAILED);
+        fail_with(0);
+        CHECK(!file_exists(&e, "bad"));
+        CHECK_INT(pools_get(p, "bad", &v), ==, 0);
+        CHECK_STR(v.rec.error_slug, "hugepages-exhausted");
+        CHECK(strstr(v.rec.error_detail, "ran out of free hugepages"));
+        struct journal *j = load(&e);
+        CHECK_STR(pool_state_name(jpool(j, "bad")->state), "failed");
+        CHECK_STR(jpool(j, "bad")->error_slug, "hugepages-exhausted");
+        journal_free(j);
+        /* The same spec again shows the failure as it is (200), so a
+         * retrying scheduler learns why; DELETE clears it. */
+        CHECK_INT(create(p, &r, &v, &err), ==, 200);
+        CHECK_STR(pool_state_name(v.rec.state), "failed");
+        CHECK_INT(pools_claim(p, "bad", &v), ==, -EBUSY);
+        CHECK_INT(pools_delete(p, "bad"), ==, 0);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "bad", POOL_READY);
+        CHECK_INT(pools_delete(p, "bad"), ==, 0);
+
+        /* Delete while warming: cancelled, file and record gone. */
+        gate(true);
+        r = req("mid", 0, 8);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_inside();
+        pthread_t t = open_gate_soon();
+        CHECK_INT(pools_delete(p, "mid"), ==, 0);
+        pthread_join(t, NULL);
+        CHECK(!file_exists(&e, "mid"));
+        CHECK_INT(pools_get(p, "mid", &v), ==, -ENOENT);
+        pools_get_stats(p, &s);
+        CHECK_U64(s.jobs_failed, ==, 1);
+        CHECK_U64(s.jobs_cancelled, ==, 1);
+        CHECK_U64(s.jobs_ready, ==, 1);
+        CHECK_U64(s.jobs_started, ==, 3);
+
+        /* A waiter sees the delete as -ENOENT. */
+        gate(true);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_inside();
+        t = open_gate_soon();
+        CHECK_INT(pools_delete(p, "mid"), ==, 0);
+        pthread_join(t, NULL);
+        CHECK_INT(pools_wait(p, "mid", deadline_in(1), &v), ==, -ENOENT);
+
+        pools_free(p);
+        env_fini(&e);
+}
+
+static void test_ttl(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r;
+        struct pools_stats s;
+
+        env_init(&e);
+        p = start(&e);
+        r = req("short", 0, 2);
+        r.ttl_seconds = 1;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        r = req("kept", 0, 2);
+        r.ttl_seconds = 1;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "short", POOL_READY);
+        wait_state(p, "kept", POOL_READY);
+        CHECK_INT(pools_get(p, "short", &v), ==, 0);
+        CHECK_INT(v.expires_at, ==, v.rec.finished_at + 1);
+        CHECK_INT(pools_claim(p, "kept", &v), ==, 0);
+        CHECK_INT(v.expires_at, ==, 0);
+
+        /* Released within about a second; no polling in pools, so a bounded
+         * poll here is fine. */
+        for (int i = 0; i < 60 && pools_get(p, "short", &v) == 0; i++)
+                usleep(50 * 1000);
+        CHECK_INT(pools_get(p, "short", &v), ==, -ENOENT);
+        CHECK(!file_exists(&e, "short"));
+        pools_get_stats(p, &s);
+        CHECK_U64(s.pools_expired, ==, 1);
+        CHECK_INT(pools_get(p, "kept", &v), ==, 0);
+        CHECK(file_exists(&e, "kept"));
+        CHECK_INT(pools_delete(p, "kept"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+static void test_restart(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r;
+        struct pools_stats s;
+        char path[256];
+
+        env_init(&e);
+        p = start(&e);
+        r = req("ready", 0, 4);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "ready", POOL_READY);
+        r = req("gone", 0, 2);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "gone", POOL_READY);
+        r = req("half", 0, 2);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "half", POOL_READY);
+        gate(true);
+        r = req("warm", 0, 6);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_inside();
+        /* Stopping cancels "warm" at a chunk boundary; it stays warming. */
+        pthread_t t = open_gate_soon();
+        pools_free(p);
+        pthread_join(t, NULL);
+        struct journal *j = load(&e);
+        CHECK_STR(pool_state_name(jpool(j, "warm")->state), "warming");
+        CHECK_STR(pool_state_name(jpool(j, "ready")->state), "ready");
+        journal_free(j);
+
+        /* Between runs: a file vanishes, one loses its pages, a stranger appears. */
+        snprintf(path, sizeof(path), "%s/gone", e.mount);
+        CHECK_INT(unlink(path), ==, 0);
+        snprintf(path, sizeof(path), "%s/half", e.mount);
+        CHECK_INT(truncate(path, 0), ==, 0);
+        snprintf(path, sizeof(path), "%s/stranger", e.mount);
+        write_file(path, "x");
+
+        p = start(&e);
+        CHECK_INT(pools_get(p, "ready", &v), ==, 0);
+        CHECK_STR(pool_state_name(v.rec.state), "ready");
+        CHECK_INT(pools_get(p, "gone", &v), ==, 0);
+        CHECK_STR(pool_state_name(v.rec.state), "failed");
+        CHECK_STR(v.rec.error_slug, "file-missing");
+        wait_state(p, "warm", POOL_READY);
+        wait_state(p, "half", POOL_READY);
+        snprintf(path, sizeof(path), "%s/half", e.mount);
+        struct stat st;
+        CHECK_INT(stat(path, &st), ==, 0);
+        CHECK_U64(st.st_size, ==, 2 * PAGE);
+        CHECK_U64((uint64_t)st.st_blocks * 512, ==, 2 * PAGE);
+        CHECK(!file_exists(&e, "stranger"));
+        pools_get_stats(p, &s);
+        CHECK_U64(s.orphan_files_removed, ==, 1);
+        CHECK_U64(s.jobs_started, ==, 2);
+        pools_free(p);
+
+        /* A corrupt journal is moved aside; the files it described become
+         * orphans. */
+        char sj[256];
+        snprintf(sj, sizeof(sj), "%s/state.json", e.state);
+        write_file(sj, "{\"version\": 1, \"boot_id\": tru");
+        p = start(&e);
+        CHECK_INT(pools_get(p, "ready", &v), ==, -ENOENT);
+        CHECK(!file_exists(&e, "ready"));
+        pools_get_stats(p, &s);
+        CHECK_U64(s.orphan_files_removed, ==, 3);
+        glob_t g;
+        snprintf(path, sizeof(path), "%s/state.json.corrupt-*", e.state);
+        CHECK_INT(glob(path, 0, NULL, &g), ==, 0);
+        CHECK_U64(g.gl_pathc, ==, 1);
+        globfree(&g);
+        pools_free(p);
+        env_fini(&e);
+}
+
+static void test_reboot_and_reservations(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r;
+        struct reserve_result res;
+        struct pools_stats s;
+        char buf[64];
+
+        env_init(&e);
+        p = start(&e);
+        struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 12 };
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK(res.complete);
+        CHECK_U64(res.total, ==, 12);
+        rq.count = 10; /* replaces the entry */
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        /* Unknown node: not recorded. */
+        rq.node = 7;
+        CHECK(pools_reserve(p, &rq, &res) < 0);
+        pools_get_stats(p, &s);
+        CHECK_U64(s.reservations_ok, ==, 2);
+        CHECK_U64(s.reservations_error, ==, 1);
+        r = req("old", 0, 2);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "old", POOL_READY);
+        pools_free(p);
+        struct journal *j = load(&e);
+        CHECK_U64(j->n_reservations, ==, 1);
+        CHECK_U64(j->reservations[0].count, ==, 10);
+        journal_free(j);
+
+        /* "Reboot": another boot id, the kernel forgot the reservation. */
+        write_file(e.boot, "99999999-2222-3333-4444-555555555555\n");
+        fixture_write(e.sys, HP_DIR(1) "nr_hugepages", "0\n");
+        p = start(&e);
+        fixture_read(e.sys, HP_DIR(1) "nr_hugepages", buf, sizeof(buf));
+        CHECK_STR(buf, "10\n");
+        CHECK_INT(pools_get(p, "old", &v), ==, -ENOENT);
+        CHECK(!file_exists(&e, "old"));
+        pools_get_stats(p, &s);
+        CHECK_U64(s.orphan_files_removed, ==, 1);
+        CHECK_U64(s.reservations_ok, ==, 1);
+        pools_free(p);
+        j = load(&e);
+        CHECK_STR(j->boot_id, "99999999-2222-3333-4444-555555555555");
+        CHECK_U64(j->n_pools, ==, 0);
+        CHECK_U64(j->n_reservations, ==, 1);
+        journal_free(j);
+        env_fini(&e);
+}
+
+static void test_bad_config(void)
+{
+        struct env e;
+        struct pools *p = NULL;
+
+        env_init(&e);
+        struct pools_config c = e.cfg;
+        c.engine = NULL;
+        CHECK_INT(pools_new(&c, &p), ==, -EINVAL);
+        c = e.cfg;
+        c.boot_id_path = "/nonexistent/boot_id";
+        CHECK_INT(pools_new(&c, &p), ==, -ENOENT);
+        CHECK(p == NULL);
+        /* Without the escape hatch a tmpfs dir is not hugetlbfs. */
+        c = e.cfg;
+        c.skip_mount_check = false;
+        CHECK_INT(pools_new(&c, &p), ==, -EMEDIUMTYPE);
+        CHECK_INT(pools_check_mount(e.mount, PAGE, (gid_t)-1), ==, -EMEDIUMTYPE);
+        char sub[256];
+        snprintf(sub, sizeof(sub), "%s/not-made", e.root);
+        CHECK_INT(pools_check_mount(sub, PAGE, (gid_t)-1), ==, -EMEDIUMTYPE);
+        CHECK(access(sub, F_OK) < 0); /* not created on the wrong fs */
+        CHECK_INT(pools_check_mount(e.boot, PAGE, (gid_t)-1), ==, -ENOTDIR);
+        env_fini(&e);
+}
+
+int main(void)
+{
+        test_validation();
+        test_lifecycle();
+        test_admission();
+        test_failure_and_cancel();
+        test_ttl();
+        test_restart();
+        test_reboot_and_reservations();
+        test_bad_config();
+        printf("ok\n");
+        return 0;
+}
