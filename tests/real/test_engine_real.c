@@ -11,10 +11,10 @@
  *    left reserved;
  *  - cancel: a multi-chunk warm cancelled after its first chunk stops with exactly the
  *    pages of the chunks it finished in the file, and nothing changes after
- *    job_cancel returned.
+ *    job_cancel returned; warming the file again (resume) completes it.
  *
- * Everything it creates it removes, also on the way out of a failed check
- * (guard.sh removes leftover files too). */
+ * Everything it creates it removes; when a failed check aborts it, guard.sh
+ * removes the files left behind and restores the counts. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -190,6 +190,7 @@ static void test_exhaustion(struct engine *e)
 static void test_cancel(struct engine *e)
 {
         struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+        struct done d2 = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
         const uint64_t pages = 96, size = pages * PAGE; /* three 64 MiB chunks */
         uint64_t free0 = node_free(), resv0 = resv(), have;
         struct job_status st;
@@ -216,6 +217,19 @@ static void test_cancel(struct engine *e)
         CHECK_U64(free0 - node_free(), ==, have);
         fprintf(stderr, "cancel: state %d after %" PRIu64 " of %" PRIu64 " pages\n", st.state, have, pages);
         job_free(j);
+
+        /* Resume, as after a restart: the present pages stay, the rest come. */
+        CHECK_INT(submit(e, fd, size, 0, &d2, &j), ==, 0);
+        wait_done(&d2);
+        job_get_status(j, &st);
+        CHECK_INT(st.state, ==, JOB_DONE);
+        CHECK_U64(st.bytes_done, ==, size);
+        CHECK(st.verified);
+        CHECK_U64(st.pages_off_node, ==, 0);
+        job_free(j);
+        CHECK_U64(file_pages(fd), ==, pages);
+        CHECK_U64(free0 - node_free(), ==, pages);
+        CHECK_U64(resv(), ==, resv0);
 
         CHECK_INT(close(fd), ==, 0);
         CHECK_INT(unlink(path), ==, 0);
