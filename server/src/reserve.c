@@ -10,7 +10,9 @@
  * nothing written, when it would eat into the ordinary memory floor: the
  * kernel would otherwise happily take memory the node's workloads need.
  *
- * All I/O goes through sysfs.h; tests inject a lying kernel there. */
+ * Each call is a read-modify-write of one pool: callers must not run two on
+ * the same node and page size at once, or the restore of one could undo the
+ * other.  All I/O goes through sysfs.h; tests inject a lying kernel there. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

@@ -225,6 +225,10 @@ int __open_2(const char *path, int flags);
 int __open_2(const char *path, int flags) { return do_openat(AT_FDCWD, path, flags, 0); }
 int __openat_2(int dirfd, const char *path, int flags);
 int __openat_2(int dirfd, const char *path, int flags) { return do_openat(dirfd, path, flags, 0); }
+int __open64_2(const char *path, int flags);
+int __open64_2(const char *path, int flags) { return do_openat(AT_FDCWD, path, flags | O_LARGEFILE, 0); }
+int __openat64_2(int dirfd, const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags) { return do_openat(dirfd, path, flags | O_LARGEFILE, 0); }
 
 /* The fd's path if it is a nr_hugepages file outside sysfs, else false. */
 static bool simulated_target(int fd, char *path, size_t len)
