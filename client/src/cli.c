@@ -20,7 +20,15 @@ struct ctx {
         const struct cli *cli;
         struct hpw *h;
         const char *url;
+        uint64_t start_ms;      /* --timeout is one deadline for the whole command */
 };
+
+static uint64_t now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 static void fail_msg(struct hpw *h, const char *what, enum hpw_error err)
 {
@@ -279,6 +287,11 @@ static int do_wait(struct ctx *x, const char *name)
         struct progress pr = { .tty = !x->cli->json && isatty(STDOUT_FILENO), .last = HPW_POOL_UNKNOWN,
                                .name = name };
         uint64_t tmo = x->cli->timeout_set ? x->cli->timeout_ms : CLI_DEFAULT_WAIT_TIMEOUT_MS;
+        uint64_t spent = now_ms() - x->start_ms;
+
+        /* After warm's PUT, wait only for what is left of the deadline. */
+        if (tmo)
+                tmo = spent < tmo ? tmo - spent : 1;
         struct hpw_pool *p = NULL;
         enum hpw_error err;
 
@@ -591,6 +604,7 @@ static int cmd_fleet(struct ctx *x)
                         struct hpw *h2 = NULL;
                         struct ctx x2 = *x;
 
+                        x2.start_ms = now_ms();
                         fflush(stdout);
                         err = hpw_new(url, &h2);
                         if (!err && c->token_file)
@@ -641,6 +655,7 @@ int main(int argc, char **argv)
                 return 0;
         }
         x.url = c.url;
+        x.start_ms = now_ms();
         e = hpw_new(c.url, &x.h);
         if (e) {
                 fprintf(stderr, "hpwarm: --url %s: %s\n", c.url, hpw_strerror(e));

@@ -1,0 +1,360 @@
+/* Unit tests of libhpwarm's pure parts: backoff and retry decisions, status
+ * mapping, URL splitting, JSON decoding of server answers (including hostile
+ * and wrong-shaped ones), request bodies.  No network. */
+#include <errno.h>
+#include <string.h>
+
+#include "check.h"
+#include "internal.h"
+
+static const struct hpw_retry_policy pol = { .max_attempts = 6, .base_ms = 100, .cap_ms = 1000 };
+
+static void test_backoff(void)
+{
+        /* rnd = 0 gives the lower bound (half the step), rnd = half the upper. */
+        static const struct { unsigned attempt; uint64_t lo, hi; } t[] = {
+                { 1, 50, 100 }, { 2, 100, 200 }, { 3, 200, 400 }, { 4, 400, 800 },
+                { 5, 500, 1000 }, { 6, 500, 1000 }, { 40, 500, 1000 },
+        };
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+                CHECK_U64(hpw_backoff_ms(&pol, t[i].attempt, 0), ==, t[i].lo);
+                uint64_t half = (t[i].hi - t[i].lo);
+                CHECK_U64(hpw_backoff_ms(&pol, t[i].attempt, half), ==, t[i].hi);
+                for (uint64_t r = 0; r < 5000; r += 37) {
+                        uint64_t d = hpw_backoff_ms(&pol, t[i].attempt, r);
+                        CHECK_U64(d, >=, t[i].lo);
+                        CHECK_U64(d, <=, t[i].hi);
+                }
+        }
+        /* Attempt 0 is treated as the first retry, not as a zero delay. */
+        CHECK_U64(hpw_backoff_ms(&pol, 0, 0), ==, 50);
+        /* A huge attempt number does not overflow the doubling. */
+        struct hpw_retry_policy big = { 10, 1, UINT64_MAX / 2 };
+        CHECK_U64(hpw_backoff_ms(&big, 200, 0), >, 0);
+}
+
+static void test_retry_delay(void)
+{
+        const uint64_t none = UINT64_MAX;
+
+        /* Retryable statuses and connection failures, idempotent only. */
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 503, -1, none, 0), ==, 50);
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 502, -1, none, 0), ==, 50);
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 504, -1, none, 0), ==, 50);
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 429, -1, none, 0), ==, 50);
+        CHECK_INT(hpw_retry_delay(&pol, 2, true, HPW_E_UNREACHABLE, 0, -1, none, 0), ==, 100);
+        CHECK_INT(hpw_retry_delay(&pol, 1, false, HPW_OK, 503, -1, none, 0), ==, -1);
+        CHECK_INT(hpw_retry_delay(&pol, 1, false, HPW_E_UNREACHABLE, 0, -1, none, 0), ==, -1);
+        /* Not retryable. */
+        static const long no[] = { 200, 400, 401, 403, 404, 409, 413, 422, 500, 501 };
+        for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+                CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, no[i], -1, none, 0), ==, -1);
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_E_TIMEOUT, 0, -1, none, 0), ==, -1);
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_E_TLS, 0, -1, none, 0), ==, -1);
+        /* Attempts run out. */
+        CHECK_INT(hpw_retry_delay(&pol, 6, true, HPW_OK, 503, -1, none, 0), ==, -1);
+        CHECK_INT(hpw_retry_delay(&pol, 5, true, HPW_OK, 503, -1, none, 0), >=, 0);
+        /* Retry-After is a lower bound... */
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 429, 2, none, 0), ==, 2000);
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 503, 0, none, 0), ==, 50);
+        /* ...and ignored without an HTTP answer. */
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_E_UNREACHABLE, 0, 7, none, 0), ==, 50);
+        /* The deadline wins: a wait that would end past it means give up. */
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 429, 2, 1500, 0), ==, -1);
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 429, 2, 2500, 0), ==, 2000);
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 503, -1, 60, 0), ==, -1);
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 503, -1, 0, 0), ==, -1);
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 503, -1, 100, 0), ==, 50);
+}
+
+static void test_status_error(void)
+{
+        CHECK_INT(hpw_status_error(200, NULL), ==, HPW_OK);
+        CHECK_INT(hpw_status_error(201, NULL), ==, HPW_OK);
+        CHECK_INT(hpw_status_error(204, NULL), ==, HPW_OK);
+        CHECK_INT(hpw_status_error(400, NULL), ==, HPW_E_BAD_REQUEST);
+        CHECK_INT(hpw_status_error(422, "invalid-field"), ==, HPW_E_BAD_REQUEST);
+        CHECK_INT(hpw_status_error(401, NULL), ==, HPW_E_UNAUTHORIZED);
+        CHECK_INT(hpw_status_error(403, NULL), ==, HPW_E_FORBIDDEN);
+        CHECK_INT(hpw_status_error(404, NULL), ==, HPW_E_NOT_FOUND);
+        CHECK_INT(hpw_status_error(409, "pool-conflict"), ==, HPW_E_CONFLICT);
+        CHECK_INT(hpw_status_error(409, NULL), ==, HPW_E_CONFLICT);
+        CHECK_INT(hpw_status_error(409, "insufficient-hugepages"), ==, HPW_E_INSUFFICIENT);
+        CHECK_INT(hpw_status_error(429, NULL), ==, HPW_E_RATE_LIMITED);
+        CHECK_INT(hpw_status_error(503, NULL), ==, HPW_E_UNAVAILABLE);
+        CHECK_INT(hpw_status_error(500, NULL), ==, HPW_E_SERVER);
+        CHECK_INT(hpw_status_error(418, NULL), ==, HPW_E_BAD_REQUEST);
+        CHECK_INT(hpw_status_error(302, NULL), ==, HPW_E_HTTP);
+}
+
+static void test_names_and_errors(void)
+{
+        CHECK(hpw_name_valid("vm-42"));
+        CHECK(hpw_name_valid("a"));
+        CHECK(hpw_name_valid("A.b_c-9"));
+        CHECK(!hpw_name_valid(""));
+        CHECK(!hpw_name_valid(NULL));
+        CHECK(!hpw_name_valid("-x"));
+        CHECK(!hpw_name_valid(".x"));
+        CHECK(!hpw_name_valid("a/b"));
+        CHECK(!hpw_name_valid("a b"));
+        CHECK(!hpw_name_valid("a?wait=1"));
+        char n65[66];
+        memset(n65, 'a', 65);
+        n65[65] = '\0';
+        CHECK(!hpw_name_valid(n65));
+        n65[64] = '\0';
+        CHECK(hpw_name_valid(n65));
+
+        for (int e = 0; e <= HPW_E_HTTP; e++)
+                CHECK(hpw_strerror((enum hpw_error)e)[0] != '\0');
+        CHECK_STR(hpw_strerror((enum hpw_error)9999), "unknown error");
+        CHECK_STR(hpw_pool_state_name(HPW_POOL_READY), "ready");
+
+        char b[32];
+        hpw_format_page_size(2ull << 20, b, sizeof(b));
+        CHECK_STR(b, "2M");
+        hpw_format_page_size(1ull << 30, b, sizeof(b));
+        CHECK_STR(b, "1G");
+        hpw_format_page_size(64ull << 10, b, sizeof(b));
+        CHECK_STR(b, "64kB");
+}
+
+static void test_url_split(void)
+{
+        char *base = NULL, *sock = NULL;
+
+        CHECK_INT(hpw_url_split("unix:///run/hpwarmd/api.sock", &base, &sock), ==, HPW_OK);
+        CHECK_STR(base, "http://localhost");
+        CHECK_STR(sock, "/run/hpwarmd/api.sock");
+        free(base);
+        free(sock);
+        CHECK_INT(hpw_url_split("http://127.0.0.1:8080/", &base, &sock), ==, HPW_OK);
+        CHECK_STR(base, "http://127.0.0.1:8080");
+        CHECK(sock == NULL);
+        free(base);
+        CHECK_INT(hpw_url_split("https://h.example:443", &base, &sock), ==, HPW_OK);
+        CHECK_STR(base, "https://h.example:443");
+        free(base);
+
+        base = sock = (char *)"untouched";
+        CHECK_INT(hpw_url_split("unix://relative.sock", &base, &sock), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_url_split("unix://", &base, &sock), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_url_split("ftp://x", &base, &sock), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_url_split("http://", &base, &sock), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_url_split("http://h/?x", &base, &sock), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_url_split("", &base, &sock), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_url_split("127.0.0.1:80", &base, &sock), ==, HPW_E_INVALID);
+        /* Written only on success. */
+        CHECK_STR(base, "untouched");
+        CHECK_STR(sock, "untouched");
+}
+
+#define J(s) s, strlen(s)
+
+static void test_json_pool(void)
+{
+        const char *body =
+                "{\"name\":\"vm-42\",\"node\":1,\"page_size_bytes\":2097152,\"size_bytes\":1073741824,"
+                "\"state\":\"ready\",\"bytes_done\":1073741824,\"rate_bytes_per_second\":2147483648.5,"
+                "\"threads\":2,\"started_at\":1700000000,\"finished_at\":\"2023-11-14T22:13:21Z\","
+                "\"elapsed_seconds\":0.5,\"error\":null,\"path\":\"/dev/hugepages/hpwarm/vm-42\","
+                "\"placement\":{\"verified\":true,\"pages_off_node\":0},\"claimed\":false,"
+                "\"expires_at\":\"2023-11-14T23:13:20+01:00\",\"future_field\":[1,2],"
+                "\"handoff\":{\"qemu\":\"-object memory-backend-file,id=m0\",\"cloud_hypervisor\":\"--memory-zone id=z\"}}";
+        struct hpw_pool *p = NULL;
+
+        CHECK_INT(hpw_json_pool(J(body), &p), ==, HPW_OK);
+        CHECK_STR(p->name, "vm-42");
+        CHECK_INT(p->node, ==, 1);
+        CHECK_U64(p->page_size_bytes, ==, 2097152);
+        CHECK_U64(p->size_bytes, ==, 1ull << 30);
+        CHECK_INT(p->state, ==, HPW_POOL_READY);
+        CHECK_STR(p->state_name, "ready");
+        CHECK(p->rate_bytes_per_second > 2147483648.0);
+        CHECK_INT(p->threads, ==, 2);
+        CHECK_INT(p->started_at, ==, 1700000000);
+        CHECK_INT(p->finished_at, ==, 1700000001);
+        CHECK_INT(p->expires_at, ==, 1700000000);
+        CHECK(p->error == NULL);
+        CHECK(p->placement_verified);
+        CHECK(!p->claimed);
+        CHECK_STR(p->handoff_qemu, "-object memory-backend-file,id=m0");
+        CHECK_STR(p->handoff_cloud_hypervisor, "--memory-zone id=z");
+        CHECK_STR(p->json, body);
+        hpw_pool_free(p);
+
+        /* A failed pool carries its problem; unknown states are kept by name. */
+        const char *failed = "{\"name\":\"x\",\"state\":\"failed\",\"error\":{\"type\":"
+                             "\"urn:hpwarm:problem:insufficient-hugepages\",\"title\":\"t\",\"status\":409,"
+                             "\"detail\":\"d\"}}";
+        CHECK_INT(hpw_json_pool(J(failed), &p), ==, HPW_OK);
+        CHECK_INT(p->state, ==, HPW_POOL_FAILED);
+        CHECK(p->error != NULL);
+        CHECK_STR(p->error->slug, "insufficient-hugepages");
+        CHECK_INT(p->error->status, ==, 409);
+        CHECK_STR(p->path, "");
+        CHECK_STR(p->handoff_qemu, "");
+        hpw_pool_free(p);
+        CHECK_INT(hpw_json_pool(J("{\"name\":\"x\",\"state\":\"frozen\"}"), &p), ==, HPW_OK);
+        CHECK_INT(p->state, ==, HPW_POOL_UNKNOWN);
+        CHECK_STR(p->state_name, "frozen");
+        hpw_pool_free(p);
+
+        /* Wrong shapes. */
+        p = (struct hpw_pool *)0x1;
+        CHECK_INT(hpw_json_pool(J("[]"), &p), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_json_pool(J("{\"name\":1,\"state\":\"ready\"}"), &p), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_json_pool(J("{\"Name\":\"x\",\"State\":\"ready\"}"), &p), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_json_pool(J("{\"name\":\"x\""), &p), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_json_pool(J("<html>"), &p), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_json_pool("", 0, &p), ==, HPW_E_PROTOCOL);
+        CHECK(p == (struct hpw_pool *)0x1);
+
+        struct hpw_pool_list *l = NULL;
+        CHECK_INT(hpw_json_pool_list(J("{\"pools\":[{\"name\":\"a\",\"state\":\"warming\"},"
+                                       "{\"name\":\"b\",\"state\":\"ready\"}]}"), &l), ==, HPW_OK);
+        CHECK_INT(l->n, ==, 2);
+        CHECK_STR(l->pools[1].name, "b");
+        hpw_pool_list_free(l);
+        CHECK_INT(hpw_json_pool_list(J("{\"pools\":[]}"), &l), ==, HPW_OK);
+        CHECK_INT(l->n, ==, 0);
+        hpw_pool_list_free(l);
+        CHECK_INT(hpw_json_pool_list(J("{\"pools\":[{\"name\":\"a\"}]}"), &l), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_json_pool_list(J("{\"pools\":{}}"), &l), ==, HPW_E_PROTOCOL);
+}
+
+static void test_json_nodes(void)
+{
+        const char *body = "{\"nodes\":[{\"id\":0,\"cpus\":\"0-1\",\"cpu_count\":2,"
+                           "\"memory\":{\"total_bytes\":8589934592,\"free_bytes\":4294967296},"
+                           "\"hugepages\":[{\"page_size_bytes\":2097152,\"total\":64,\"free\":60,"
+                           "\"surplus\":0,\"warm\":4,\"warming\":0},{\"page_size_bytes\":1073741824,"
+                           "\"total\":0,\"free\":0,\"surplus\":0}]},"
+                           "{\"id\":2,\"cpus\":\"\",\"cpu_count\":0,\"memory\":{\"total_bytes\":1,"
+                           "\"free_bytes\":1},\"hugepages\":[]}],\"reserved\":[]}";
+        struct hpw_node_list *l = NULL;
+
+        CHECK_INT(hpw_json_node_list(J(body), &l), ==, HPW_OK);
+        CHECK_INT(l->n, ==, 2);
+        CHECK_INT(l->nodes[0].id, ==, 0);
+        CHECK_STR(l->nodes[0].cpus, "0-1");
+        CHECK_INT(l->nodes[0].cpu_count, ==, 2);
+        CHECK_U64(l->nodes[0].memory_total_bytes, ==, 8589934592ull);
+        CHECK_INT(l->nodes[0].n_hugepages, ==, 2);
+        CHECK_U64(l->nodes[0].hugepages[0].free, ==, 60);
+        CHECK_U64(l->nodes[0].hugepages[0].warm, ==, 4);
+        CHECK_U64(l->nodes[0].hugepages[1].page_size_bytes, ==, 1ull << 30);
+        CHECK_INT(l->nodes[1].id, ==, 2);
+        CHECK_INT(l->nodes[1].n_hugepages, ==, 0);
+        hpw_node_list_free(l);
+
+        /* Negative, fractional and missing ids are not a node. */
+        CHECK_INT(hpw_json_node_list(J("{\"nodes\":[{\"id\":-1.5}]}"), &l), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_json_node_list(J("{\"nodes\":[{\"cpus\":\"0\"}]}"), &l), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_json_node_list(J("{\"nodes\":[{\"id\":0,\"hugepages\":[{\"total\":1}]}]}"), &l), ==,
+                  HPW_E_PROTOCOL);
+        CHECK_INT(hpw_json_node_list(J("{\"nodes\":[{\"id\":0,\"hugepages\":{}}]}"), &l), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_json_node_list(J("{}"), &l), ==, HPW_E_PROTOCOL);
+
+        struct hpw_node *n = NULL;
+        CHECK_INT(hpw_json_node(J("{\"id\":3,\"cpus\":\"4-7\",\"hugepages\":[{\"page_size_bytes\":2097152,"
+                                  "\"total\":1e3,\"free\":-1}]}"), &n), ==, HPW_OK);
+        CHECK_INT(n->id, ==, 3);
+        CHECK_U64(n->hugepages[0].total, ==, 1000);
+        CHECK_U64(n->hugepages[0].free, ==, 0);  /* negative: treated as absent */
+        hpw_node_free(n);
+}
+
+static void test_json_misc(void)
+{
+        struct hpw_problem *p = NULL;
+        CHECK_INT(hpw_json_problem(J("{\"type\":\"urn:hpwarm:problem:reserve-shortfall\",\"title\":\"Short\","
+                                     "\"status\":409,\"detail\":\"got 3\",\"requested\":8,\"achieved\":3}"), &p),
+                  ==, HPW_OK);
+        CHECK_STR(p->slug, "reserve-shortfall");
+        CHECK_U64(p->requested, ==, 8);
+        CHECK_U64(p->achieved, ==, 3);
+        hpw_problem_free(p);
+        CHECK_INT(hpw_json_problem(J("{\"type\":\"https://x/probs/out-of-cheese\"}"), &p), ==, HPW_OK);
+        CHECK_STR(p->slug, "out-of-cheese");
+        CHECK_STR(p->title, "");
+        hpw_problem_free(p);
+        CHECK_INT(hpw_json_problem(J("{}"), &p), ==, HPW_OK);
+        CHECK_STR(p->slug, "");
+        hpw_problem_free(p);
+        CHECK_INT(hpw_json_problem(J("not json"), &p), ==, HPW_E_PROTOCOL);
+
+        struct hpw_health *hl = NULL;
+        CHECK_INT(hpw_json_health(J("{\"status\":\"ok\",\"version\":\"0.1.0\"}"), &hl), ==, HPW_OK);
+        CHECK_STR(hl->status, "ok");
+        CHECK_STR(hl->version, "0.1.0");
+        hpw_health_free(hl);
+        CHECK_INT(hpw_json_health(J("{\"version\":\"0.1.0\"}"), &hl), ==, HPW_E_PROTOCOL);
+
+        struct hpw_reserve_result *r = NULL;
+        CHECK_INT(hpw_json_reserve(J("{\"node\":0,\"page_size_bytes\":2097152,\"requested\":8,\"total\":5,"
+                                     "\"free\":5,\"complete\":false}"), &r), ==, HPW_OK);
+        CHECK(!r->complete);
+        CHECK_U64(r->total, ==, 5);
+        hpw_reserve_result_free(r);
+        CHECK_INT(hpw_json_reserve(J("{\"node\":0,\"total\":5}"), &r), ==, HPW_OK);
+        CHECK(r->complete);
+        hpw_reserve_result_free(r);
+        CHECK_INT(hpw_json_reserve(J("{\"node\":\"0\",\"total\":5}"), &r), ==, HPW_E_PROTOCOL);
+
+        char *s = hpw_json_reserve_body(12, true);
+        CHECK_STR(s, "{\"count\":12,\"allow_partial\":true}");
+        free(s);
+        struct hpw_warm_request w = { .node = 1, .size_bytes = 64ull << 30, .page_size = 1ull << 30 };
+        s = hpw_json_warm_body(&w);
+        CHECK_STR(s, "{\"node\":1,\"size_bytes\":68719476736,\"page_size\":\"1G\",\"reserve\":false}");
+        free(s);
+        w = (struct hpw_warm_request){ .node = 0, .size_bytes = 1 << 21, .threads = 3, .ttl_seconds = 600,
+                                       .reserve = true };
+        s = hpw_json_warm_body(&w);
+        CHECK_STR(s, "{\"node\":0,\"size_bytes\":2097152,\"threads\":3,\"ttl_seconds\":600,\"reserve\":true}");
+        free(s);
+}
+
+static void test_handle(void)
+{
+        struct hpw *h = NULL;
+
+        CHECK_INT(hpw_new("ftp://nope", &h), ==, HPW_E_INVALID);
+        CHECK(h == NULL);
+        CHECK_INT(hpw_new(NULL, &h), ==, HPW_OK);
+        CHECK_INT(hpw_set_token_file(h, "/nonexistent/token"), ==, HPW_E_IO);
+        CHECK_INT(hpw_set_token(h, "a\r\nX-Evil: 1"), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_set_token(h, "abc"), ==, HPW_OK);
+        CHECK_INT(hpw_set_retry(h, 0, 100, 1000), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_set_retry(h, 3, 100, 10), ==, HPW_E_INVALID);
+        CHECK_STR(hpw_last_message(h), "");
+        CHECK(hpw_last_problem(h) == NULL);
+        struct hpw_pool *p = NULL;
+        /* Names are checked before anything goes on the wire. */
+        CHECK_INT(hpw_pool(h, "../etc", &p), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_release(h, "a b"), ==, HPW_E_INVALID);
+        struct hpw_warm_request w = { .node = 0, .size_bytes = 0 };
+        CHECK_INT(hpw_warm(h, "x", &w, &p, NULL), ==, HPW_E_INVALID);
+        hpw_free(h);
+        hpw_free(NULL);
+        hpw_pool_free(NULL);
+        hpw_node_list_free(NULL);
+        hpw_fleet_free(NULL);
+}
+
+int main(void)
+{
+        test_backoff();
+        test_retry_delay();
+        test_status_error();
+        test_names_and_errors();
+        test_url_split();
+        test_json_pool();
+        test_json_nodes();
+        test_json_misc();
+        test_handle();
+        printf("ok\n");
+        return 0;
+}
