@@ -3,11 +3,15 @@
  * Tests never write to the committed trees: fixture_copy() clones one into a
  * fresh temporary directory, fixture_remove() deletes the clone.  The source
  * directory comes from $HPW_FIXTURES, which tests/CMakeLists.txt sets.  Every
- * helper aborts the test on failure, so call sites stay short. */
+ * helper aborts the test on failure, so call sites stay short; a SIGABRT
+ * handler removes the live copies first, so a failing CHECK leaves no
+ * temporary trees behind. */
 #pragma once
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +41,54 @@ static inline void fixture_run_(char *const argv[])
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+#define FIXTURE_MAX_LIVE 16
+static char fixture_live_[FIXTURE_MAX_LIVE][32];
+
+/* Only async-signal-safe calls: fork, execve, waitpid, signal, raise. */
+static inline void fixture_on_abort_(int sig)
+{
+        size_t i;
+
+        for (i = 0; i < FIXTURE_MAX_LIVE; i++) {
+                char *argv[] = { "rm", "-rf", fixture_live_[i], NULL };
+                char *envp[] = { NULL };
+                pid_t pid;
+
+                if (!fixture_live_[i][0])
+                        continue;
+                pid = fork();
+                if (pid == 0) {
+                        execve("/bin/rm", argv, envp);
+                        _exit(127);
+                }
+                if (pid > 0)
+                        waitpid(pid, NULL, 0);
+        }
+        signal(sig, SIG_DFL);
+        raise(sig);
+}
+
+static inline void fixture_track_(const char *dir, bool add)
+{
+        static bool installed;
+        size_t i;
+
+        if (!installed) {
+                signal(SIGABRT, fixture_on_abort_);
+                installed = true;
+        }
+        for (i = 0; i < FIXTURE_MAX_LIVE; i++) {
+                if (add && !fixture_live_[i][0]) {
+                        snprintf(fixture_live_[i], sizeof(fixture_live_[i]), "%s", dir);
+                        return;
+                }
+                if (!add && strcmp(fixture_live_[i], dir) == 0) {
+                        fixture_live_[i][0] = '\0';
+                        return;
+                }
+        }
+}
+
 /* Copy fixture NAME to a new temporary directory; returns its malloc'd path. */
 static inline char *fixture_copy(const char *name)
 {
@@ -46,6 +98,7 @@ static inline char *fixture_copy(const char *name)
         snprintf(src, sizeof(src), "%s/%s/.", fixture_src_dir(), name);
         CHECK(access(src, R_OK) == 0);
         CHECK((dst = mkdtemp(tmpl)) != NULL);
+        fixture_track_(dst, true);
         char *argv[] = { "cp", "-R", src, dst, NULL };
         fixture_run_(argv);
         return strdup(dst);
@@ -59,6 +112,7 @@ static inline void fixture_remove(char *dir)
         CHECK(strncmp(dir, "/tmp/hpw-fixture.", 17) == 0);
         char *argv[] = { "rm", "-rf", dir, NULL };
         fixture_run_(argv);
+        fixture_track_(dir, false);
         free(dir);
 }
 
