@@ -1,0 +1,486 @@
+/* pools.c against the real kernel, run under tests/real/guard.sh (host-wide
+ * lock, nr_hugepages restored, private 2 MiB hugetlbfs in $HPW_TEST_HUGETLBFS).
+ * On node 0:
+ *
+ *  - reserve 32 pages through pools_reserve (sysfs root /sys);
+ *  - warm a 16-page pool: ready, verified on node 0, node free pages and
+ *    HugePages_Free drop by exactly 16, the file reads as zero; DELETE gives
+ *    the 16 back; an identical PUT answers 200;
+ *  - exhaustion: more than is free -> 409 insufficient-hugepages, no file,
+ *    no page taken;
+ *  - cancel mid-warm: DELETE of a pool whose worker is inside its chunk
+ *    (a slowed madvise) leaves no file and gives every page back;
+ *  - two pools warming at the same time, both ready;
+ *  - TTL 1 s: released on its own, pages back;
+ *  - restart with a ready pool: still ready, no page moved;
+ *  - restart with a pool cut off half way (the worker stops after half its
+ *    chunk, as a crash would leave it): resumes to ready, exactly 16 taken;
+ *  - an orphan file in our directory: removed at start, counted, pages back.
+ *
+ * Only madvise is wrapped (to slow or cut a chunk on request); every other
+ * kernel call is real.  guard.sh cleans up after a failed check. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "engine.h"
+#include "journal.h"
+#include "pools.h"
+#include "sysfs.h"
+#include "topo.h"
+#include "util.h"
+
+#define PAGE (2 * MIB)
+#define RESERVE 32  /* pages this test adds to node 0 */
+
+/* ---- madvise wrapper ---- */
+
+static struct {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool slow;         /* populate page by page, a few ms each */
+        bool hold_half;    /* after half the range, wait at the gate */
+        bool at_gate;
+        bool release;      /* let the held worker go */
+        bool cut;          /* when released: return without the second half */
+} mw = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static int populate(char *a, size_t len, bool slow)
+{
+        if (!slow)
+                return madvise(a, len, MADV_POPULATE_WRITE);
+        for (size_t off = 0; off < len; off += PAGE) {
+                if (madvise(a + off, PAGE, MADV_POPULATE_WRITE) < 0)
+                        return -1;
+                usleep(5 * 1000);
+        }
+        return 0;
+}
+
+static int wrap_madvise(void *addr, size_t len, int advice)
+{
+        char *a = addr;
+        bool slow, hold, cut;
+        size_t half = len / 2 / PAGE * PAGE;
+
+        pthread_mutex_lock(&mw.lock);
+        slow = mw.slow;
+        hold = mw.hold_half;
+        pthread_mutex_unlock(&mw.lock);
+        if (advice != MADV_POPULATE_WRITE || !hold)
+                return populate(a, len, slow && advice == MADV_POPULATE_WRITE);
+
+        if (populate(a, half, slow) < 0)
+                return -1;
+        pthread_mutex_lock(&mw.lock);
+        mw.at_gate = true;
+        pthread_cond_broadcast(&mw.cond);
+        while (!mw.release)
+                pthread_cond_wait(&mw.cond, &mw.lock);
+        mw.at_gate = false;
+        cut = mw.cut;
+        pthread_mutex_unlock(&mw.lock);
+        if (cut)
+                return 0;
+        return populate(a + half, len - half, slow);
+}
+
+static const struct engine_ops ops = { .madvise = wrap_madvise };
+
+static void set_mode(bool slow, bool hold, bool cut)
+{
+        pthread_mutex_lock(&mw.lock);
+        mw.slow = slow;
+        mw.hold_half = hold;
+        mw.cut = cut;
+        mw.release = false;
+        pthread_cond_broadcast(&mw.cond);
+        pthread_mutex_unlock(&mw.lock);
+}
+
+static void wait_gate(void)
+{
+        struct timespec until;
+
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 20;
+        pthread_mutex_lock(&mw.lock);
+        while (!mw.at_gate)
+                CHECK_INT(pthread_cond_timedwait(&mw.cond, &mw.lock, &until), ==, 0);
+        pthread_mutex_unlock(&mw.lock);
+}
+
+static void *release_thread(void *arg)
+{
+        usleep(100 * 1000);
+        pthread_mutex_lock(&mw.lock);
+        mw.release = true;
+        pthread_cond_broadcast(&mw.cond);
+        pthread_mutex_unlock(&mw.lock);
+        return NULL;
+}
+
+/* The cancel waits for the held worker: release it shortly, from elsewhere. */
+static pthread_t release_soon(void)
+{
+        pthread_t t;
+
+        CHECK_INT(pthread_create(&t, NULL, release_thread, NULL), ==, 0);
+        return t;
+}
+
+/* ---- helpers ---- */
+
+static struct sysfs *fs;
+static struct topo *topo;
+static struct engine *engine;
+static struct pools_config cfg;
+static char pooldir[3900], statedir[64];
+
+static uint64_t node_free(void)
+{
+        struct hp_counts hp;
+
+        CHECK_INT(topo_read_hugepages(fs, 0, PAGE, &hp), ==, 0);
+        return hp.free;
+}
+
+static uint64_t meminfo_free(void)
+{
+        FILE *f = fopen("/proc/meminfo", "re");
+        char line[256];
+        unsigned long long v = 0;
+        bool found = false;
+
+        CHECK(f);
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "HugePages_Free: %llu", &v) == 1) {
+                        found = true;
+                        break;
+                }
+        fclose(f);
+        CHECK(found);
+        return v;
+}
+
+static struct pools *start(void)
+{
+        struct pools *p = NULL;
+
+        CHECK_INT(pools_new(&cfg, &p), ==, 0);
+        return p;
+}
+
+static struct pool_req req(const char *name, uint64_t pages)
+{
+        struct pool_req r = { .node = 0, .size_bytes = pages * PAGE, .page_size = PAGE };
+
+        snprintf(r.name, sizeof(r.name), "%s", name);
+        return r;
+}
+
+static int create(struct pools *p, const struct pool_req *r, struct pool_view *v)
+{
+        struct problem err = {0};
+        int rc = pools_create(p, r, v, &err);
+
+        if (rc < 0)
+                fprintf(stderr, "create %s: %d %s: %s\n", r->name, err.status, err.slug, err.detail);
+        return rc;
+}
+
+static void wait_ready(struct pools *p, const char *name, struct pool_view *v)
+{
+        CHECK_INT(pools_wait(p, name, now_mono_ns() + 60 * UINT64_C(1000000000), v), ==, 0);
+        CHECK_STR(pool_state_name(v->rec.state), "ready");
+}
+
+static bool exists(const char *name)
+{
+        char path[4400];
+
+        snprintf(path, sizeof(path), "%s/%s", pooldir, name);
+        return access(path, F_OK) == 0;
+}
+
+static void check_zero(const char *path, uint64_t size)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        const uint64_t *w;
+
+        CHECK(fd >= 0);
+        w = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+        CHECK(w != MAP_FAILED);
+        for (uint64_t i = 0; i < size / sizeof(*w); i++)
+                if (w[i] != 0)
+                        CHECK_U64(w[i], ==, 0);
+        munmap((void *)w, size);
+        close(fd);
+}
+
+/* ---- the scenarios ---- */
+
+static uint64_t mbase; /* HugePages_Free (all nodes) at the start */
+
+static void test_warm_delete_idempotent(struct pools *p, uint64_t base)
+{
+        struct pool_view v;
+        struct stat st;
+
+        struct pool_req r = req("p16", 16);
+        CHECK_INT(create(p, &r, &v), ==, 201);
+        wait_ready(p, "p16", &v);
+        CHECK(v.placement_verified);
+        CHECK_U64(v.pages_off_node, ==, 0);
+        CHECK_U64(v.bytes_done, ==, 16 * PAGE);
+        CHECK_U64(node_free(), ==, base - 16);
+        CHECK_U64(meminfo_free(), ==, mbase - 16);
+        CHECK_INT(stat(v.path, &st), ==, 0);
+        CHECK_U64((uint64_t)st.st_blocks * 512, ==, 16 * PAGE);
+        CHECK_INT(st.st_mode & 0777, ==, 0660);
+        check_zero(v.path, 16 * PAGE);
+        CHECK_U64(node_free(), ==, base - 16); /* mapping it took nothing new */
+
+        uint64_t warm, warming;
+        pools_node_usage(p, 0, PAGE, &warm, &warming);
+        CHECK_U64(warm, ==, 16);
+
+        CHECK_INT(create(p, &r, &v), ==, 200);
+        CHECK_STR(pool_state_name(v.rec.state), "ready");
+        CHECK_U64(node_free(), ==, base - 16);
+
+        CHECK_INT(pools_delete(p, "p16"), ==, 0);
+        CHECK(!exists("p16"));
+        CHECK_U64(node_free(), ==, base);
+        CHECK_U64(meminfo_free(), ==, mbase);
+}
+
+static void test_exhaustion(struct pools *p, uint64_t base)
+{
+        struct pool_view v;
+        struct problem err = {0};
+        struct pool_req r = req("huge", base + 1);
+
+        CHECK_INT(pools_create(p, &r, &v, &err), ==, -ENOMEM);
+        CHECK_INT(err.status, ==, 409);
+        CHECK_STR(err.slug, "insufficient-hugepages");
+        CHECK(!exists("huge"));
+        CHECK_INT(pools_get(p, "huge", &v), ==, -ENOENT);
+        CHECK_U64(node_free(), ==, base);
+}
+
+static void test_cancel_mid_warm(struct pools *p, uint64_t base)
+{
+        struct pool_view v;
+        struct pools_stats before, after;
+
+        pools_get_stats(p, &before);
+        set_mode(true, true, false);
+        struct pool_req r = req("mid", RESERVE);
+        CHECK_INT(create(p, &r, &v), ==, 201);
+        wait_gate();
+        CHECK_INT(pools_get(p, "mid", &v), ==, 0);
+        CHECK_STR(pool_state_name(v.rec.state), "warming");
+        CHECK_U64(node_free(), <, base);
+        pthread_t t = release_soon();
+        CHECK_INT(pools_delete(p, "mid"), ==, 0);
+        pthread_join(t, NULL);
+        set_mode(false, false, false);
+        CHECK(!exists("mid"));
+        CHECK_INT(pools_get(p, "mid", &v), ==, -ENOENT);
+        CHECK_U64(node_free(), ==, base);
+        pools_get_stats(p, &after);
+        CHECK_U64(after.jobs_cancelled, ==, before.jobs_cancelled + 1);
+}
+
+static void test_two_at_once(struct pools *p, uint64_t base)
+{
+        struct pool_view a, b;
+
+        set_mode(true, false, false);
+        struct pool_req ra = req("two-a", 8), rb = req("two-b", 8);
+        CHECK_INT(create(p, &ra, &a), ==, 201);
+        CHECK_INT(create(p, &rb, &b), ==, 201);
+        /* Page by page at 5 ms a page: both are still warming now. */
+        CHECK_INT(pools_get(p, "two-a", &a), ==, 0);
+        CHECK_INT(pools_get(p, "two-b", &b), ==, 0);
+        CHECK_STR(pool_state_name(a.rec.state), "warming");
+        CHECK_STR(pool_state_name(b.rec.state), "warming");
+        wait_ready(p, "two-a", &a);
+        wait_ready(p, "two-b", &b);
+        set_mode(false, false, false);
+        CHECK_U64(node_free(), ==, base - 16);
+        CHECK_INT(pools_delete(p, "two-a"), ==, 0);
+        CHECK_INT(pools_delete(p, "two-b"), ==, 0);
+        CHECK_U64(node_free(), ==, base);
+}
+
+static void test_ttl(struct pools *p, uint64_t base)
+{
+        struct pool_view v;
+        struct pools_stats s;
+
+        struct pool_req r = req("ttl", 4);
+        r.ttl_seconds = 1;
+        CHECK_INT(create(p, &r, &v), ==, 201);
+        wait_ready(p, "ttl", &v);
+        CHECK(v.expires_at > 0);
+        CHECK_U64(node_free(), ==, base - 4);
+        for (int i = 0; i < 60 && pools_get(p, "ttl", &v) == 0; i++)
+                usleep(50 * 1000);
+        CHECK_INT(pools_get(p, "ttl", &v), ==, -ENOENT);
+        CHECK(!exists("ttl"));
+        CHECK_U64(node_free(), ==, base);
+        pools_get_stats(p, &s);
+        CHECK_U64(s.pools_expired, ==, 1);
+}
+
+static struct pools *test_restart(struct pools *p, uint64_t base)
+{
+        struct pool_view v;
+        struct stat st;
+
+        /* A ready pool survives. */
+        struct pool_req r = req("keep", 4);
+        CHECK_INT(create(p, &r, &v), ==, 201);
+        wait_ready(p, "keep", &v);
+        pools_free(p);
+        CHECK_U64(node_free(), ==, base - 4);
+        p = start();
+        CHECK_INT(pools_get(p, "keep", &v), ==, 0);
+        CHECK_STR(pool_state_name(v.rec.state), "ready");
+        CHECK_U64(node_free(), ==, base - 4);
+
+        /* A pool cut off half way resumes. */
+        set_mode(false, true, true);
+        r = req("resume", 16);
+        CHECK_INT(create(p, &r, &v), ==, 201);
+        wait_gate();
+        pthread_t t = release_soon();
+        pools_free(p); /* cancels; the worker returns with half the chunk done */
+        pthread_join(t, NULL);
+        set_mode(false, false, false);
+        snprintf(v.path, sizeof(v.path), "%s/resume", pooldir);
+        CHECK_INT(stat(v.path, &st), ==, 0);
+        CHECK_U64((uint64_t)st.st_blocks * 512, ==, 8 * PAGE);
+        CHECK_U64(node_free(), ==, base - 4 - 8);
+        struct journal *j = NULL;
+        CHECK_INT(journal_load(statedir, &j), ==, 0);
+        bool found = false;
+        for (size_t i = 0; i < j->n_pools; i++)
+                if (strcmp(j->pools[i].name, "resume") == 0) {
+                        CHECK_STR(pool_state_name(j->pools[i].state), "warming");
+                        found = true;
+                }
+        CHECK(found);
+        journal_free(j);
+
+        p = start();
+        wait_ready(p, "resume", &v);
+        CHECK_INT(stat(v.path, &st), ==, 0);
+        CHECK_U64((uint64_t)st.st_blocks * 512, ==, 16 * PAGE);
+        CHECK_U64(node_free(), ==, base - 4 - 16);
+        check_zero(v.path, 16 * PAGE);
+        CHECK_INT(pools_delete(p, "resume"), ==, 0);
+        CHECK_INT(pools_delete(p, "keep"), ==, 0);
+        CHECK_U64(node_free(), ==, base);
+        return p;
+}
+
+static struct pools *test_orphan(struct pools *p, uint64_t base)
+{
+        char path[4400];
+        struct pools_stats s;
+        int fd;
+        void *m;
+
+        pools_free(p);
+        snprintf(path, sizeof(path), "%s/stray", pooldir);
+        fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+        CHECK(fd >= 0);
+        CHECK_INT(ftruncate(fd, 2 * PAGE), ==, 0);
+        m = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        CHECK(m != MAP_FAILED);
+        CHECK_INT(madvise(m, 2 * PAGE, MADV_POPULATE_WRITE), ==, 0);
+        munmap(m, 2 * PAGE);
+        close(fd);
+        CHECK_U64(node_free(), ==, base - 2);
+
+        p = start();
+        CHECK(!exists("stray"));
+        pools_get_stats(p, &s);
+        CHECK_U64(s.orphan_files_removed, ==, 1);
+        CHECK_U64(node_free(), ==, base);
+        return p;
+}
+
+int main(void)
+{
+        const char *mnt = getenv("HPW_TEST_HUGETLBFS");
+        struct reserve_result res;
+        struct pools *p;
+        uint64_t base;
+
+        if (!mnt || !*mnt)
+                SKIP("HPW_TEST_HUGETLBFS not set (run under tests/real/guard.sh)");
+        CHECK_INT(sysfs_open("/sys", &fs), ==, 0);
+        CHECK_INT(topo_load(fs, &topo), ==, 0);
+        if (!topo_has_page_size(topo, PAGE) || !topo_node(topo, 0))
+                SKIP("no 2 MiB hugepages on node 0");
+        struct engine_config ec = { .topo = topo, .ops = &ops };
+        CHECK_INT(engine_new(&ec, &engine), ==, 0);
+
+        snprintf(pooldir, sizeof(pooldir), "%s/hpwarm", mnt);
+        snprintf(statedir, sizeof(statedir), "/tmp/hpw-pools-state.XXXXXX");
+        CHECK(mkdtemp(statedir));
+        CHECK_INT(pools_check_mount(pooldir, PAGE, (gid_t)-1), ==, 0);
+        CHECK_INT(pools_check_mount(pooldir, GIB, (gid_t)-1), ==, -EXDEV);
+        cfg = (struct pools_config){
+                .fs = fs,
+                .topo = topo,
+                .engine = engine,
+                .state_dir = statedir,
+                .mounts = { { .page_size = PAGE, .dir = pooldir } },
+                .n_mounts = 1,
+                .pool_gid = (gid_t)-1,
+        };
+        p = start();
+
+        struct hp_counts hp;
+        CHECK_INT(topo_read_hugepages(fs, 0, PAGE, &hp), ==, 0);
+        struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = hp.total + RESERVE };
+        int r = pools_reserve(p, &rq, &res);
+        if (r == -EAGAIN || r == -ENOMEM)
+                SKIP("cannot reserve 32 hugepages on node 0 (memory too fragmented or short)");
+        CHECK_INT(r, ==, 0);
+        CHECK(res.complete);
+        base = node_free();
+        CHECK_U64(base, >=, RESERVE);
+        mbase = meminfo_free();
+
+        test_warm_delete_idempotent(p, base);
+        test_exhaustion(p, base);
+        test_cancel_mid_warm(p, base);
+        test_two_at_once(p, base);
+        test_ttl(p, base);
+        p = test_restart(p, base);
+        p = test_orphan(p, base);
+
+        pools_free(p);
+        engine_free(engine);
+        rmdir(pooldir);
+        char sj[128];
+        snprintf(sj, sizeof(sj), "%s/state.json", statedir);
+        unlink(sj);
+        rmdir(statedir);
+        topo_free(topo);
+        sysfs_close(fs);
+        printf("ok\n");
+        return 0;
+}
