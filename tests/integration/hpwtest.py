@@ -84,6 +84,8 @@ class Daemon:
             env["LD_PRELOAD"] = FAKEKERNEL
             env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
         env.update(self.extra_env)
+        with self._log_cond:
+            self.log = []
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env)
         threading.Thread(target=self._drain, daemon=True).start()
         if not expect_ok:
@@ -128,7 +130,9 @@ class Daemon:
             return self.proc.returncode if self.proc else None
         self.proc.send_signal(signal.SIGTERM)
         try:
-            return self.proc.wait(timeout)
+            rc = self.proc.wait(timeout)
+            self.proc.stderr.close()
+            return rc
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

@@ -1,0 +1,204 @@
+"""hpwarmd on this machine's real kernel: reserve 2 MiB pages on node 0 and warm
+pools in a real hugetlbfs, checking /sys and /proc/meminfo after every step.
+
+Run under tests/real/guard.sh, which holds the host-wide lock, restores every
+nr_hugepages value and unmounts its hugetlbfs afterwards, even on failure.
+Each test also removes what it created.  Skips (77) where guard.sh does."""
+import mmap
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from hpwtest import Daemon, TestCase, main
+
+NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
+PAGE = 2 * 1024 * 1024
+MNT = os.environ.get("HPW_TEST_HUGETLBFS", "")
+QEMU = shutil.which("qemu-system-x86_64")
+
+
+def read(path):
+    with open(path) as f:
+        return int(f.read().strip())
+
+
+def node0(leaf):
+    return read(NODE0 + leaf)
+
+
+def set_node0_pages(n):
+    with open(NODE0 + "nr_hugepages", "w") as f:
+        f.write("%d\n" % n)
+    return node0("nr_hugepages")
+
+
+class RealKernel(TestCase):
+    def setUp(self):
+        if not MNT:
+            self.skipTest("not under tests/real/guard.sh")
+        self.pool_dir = os.path.join(MNT, "hpwarm-%d" % os.getpid())
+        self.state = tempfile.mkdtemp(prefix="hpwarm-real-state-")
+        self.d = Daemon(sysfs_root="/sys", preload=False, state_dir=self.state,
+                        args=["--hugetlbfs", "2M=" + self.pool_dir])
+
+    def tearDown(self):
+        if not MNT:
+            return
+        try:
+            if self.d.proc and self.d.proc.poll() is None:
+                for p in (self.d.get("/v1/pools").json or {}).get("pools", []):
+                    self.d.request("DELETE", "/v1/pools/" + p["name"])
+        finally:
+            self.d.__exit__()
+            shutil.rmtree(self.pool_dir, ignore_errors=True)
+            shutil.rmtree(self.state, ignore_errors=True)
+
+    def start_with_pages(self, n):
+        got = set_node0_pages(n)
+        if got < n:
+            self.skipTest("kernel gave only %d of %d 2 MiB pages" % (got, n))
+        self.d.start()
+
+    def wait_ready(self, name, timeout=60):
+        r = self.d.get("/v1/pools/%s?wait=ready&timeout=%d" % (name, timeout), timeout=timeout + 10)
+        self.assertEqual(r.status, 200, r)
+        return r.json
+
+    # -- reserve (issue 2) --
+    def test_reserve_node0(self):
+        self.start_with_pages(0)
+        r = self.d.put("/v1/nodes/0/hugepages/2M", {"count": 24})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(node0("nr_hugepages"), r.json["total"])
+        if r.json["complete"]:
+            self.assertEqual(node0("nr_hugepages"), 24)
+        api = self.d.get("/v1/nodes/0").json["hugepages"][0]
+        self.assertEqual(api["total"], node0("nr_hugepages"))
+        self.assertEqual(api["free"], node0("free_hugepages"))
+        r = self.d.put("/v1/nodes/0/hugepages/2M", {"count": 0})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(node0("nr_hugepages"), 0)
+
+    # -- pools (issue 3) --
+    def test_warm_ready_zero_and_release(self):
+        self.start_with_pages(32)
+        free0 = node0("free_hugepages")
+        r = self.d.put("/v1/pools/vm-1", {"node": 0, "size": "32M", "page_size": "2M"})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(r.headers.get("location"), "/v1/pools/vm-1")
+        p = self.wait_ready("vm-1")
+        self.assertEqual(p["state"], "ready", p)
+        self.assertEqual(p["bytes_done"], 32 << 20)
+        self.assertEqual(p["placement"], {"verified": True, "pages_off_node": 0})
+        self.assertEqual(node0("free_hugepages"), free0 - 16)
+        self.assertIn("mem-path=%s" % p["path"], p["handoff"]["qemu"])
+        self.assertIn("share=on", p["handoff"]["qemu"])
+        self.assertIn("host_numa_node=0", p["handoff"]["cloud_hypervisor"])
+        self.assertEqual(os.stat(p["path"]).st_blocks * 512, 32 << 20)
+        self.assertEqual(oct(os.stat(p["path"]).st_mode & 0o777), "0o660")
+        with open(p["path"], "r+b") as f:
+            m = mmap.mmap(f.fileno(), 32 << 20, mmap.MAP_SHARED)
+            self.assertEqual(m[:], bytes(32 << 20))
+            m.close()
+        nodes = self.d.get("/v1/nodes/0").json["hugepages"][0]
+        self.assertEqual(nodes["warm"], 16)
+        # Idempotent retry: same spec -> 200 and the same pool; other spec -> 409.
+        again = self.d.put("/v1/pools/vm-1", {"node": 0, "size_bytes": 32 << 20, "page_size": "2MiB"})
+        self.assertEqual(again.status, 200, again)
+        self.assertEqual(again.json["path"], p["path"])
+        self.assertProblem(self.d.put("/v1/pools/vm-1", {"node": 0, "size": "16M"}), 409, "pool-conflict")
+        self.assertEqual(self.d.request("DELETE", "/v1/pools/vm-1").status, 204)
+        self.assertFalse(os.path.exists(p["path"]))
+        self.assertEqual(node0("free_hugepages"), free0)
+        self.assertProblem(self.d.get("/v1/pools/vm-1"), 404, "pool-not-found")
+
+    def test_exhaustion_409_leaves_nothing(self):
+        self.start_with_pages(8)
+        free0 = node0("free_hugepages")
+        r = self.d.put("/v1/pools/big", {"node": 0, "size": "64M"})
+        self.assertProblem(r, 409, "insufficient-hugepages")
+        self.assertEqual(node0("free_hugepages"), free0)
+        self.assertEqual(os.listdir(self.pool_dir), [])
+        self.assertProblem(self.d.get("/v1/pools/big"), 404)
+
+    def test_reserve_true_grows_pool(self):
+        self.start_with_pages(4)
+        r = self.d.put("/v1/pools/grow", {"node": 0, "size": "32M", "reserve": True})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(self.wait_ready("grow")["state"], "ready")
+        self.assertGreaterEqual(node0("nr_hugepages"), 16)
+
+    def test_two_pools_at_once_and_cancel(self):
+        self.start_with_pages(48)
+        free0 = node0("free_hugepages")
+        a = self.d.put("/v1/pools/a", {"node": 0, "size": "32M"})
+        b = self.d.put("/v1/pools/b", {"node": 0, "size": "32M"})
+        self.assertEqual((a.status, b.status), (201, 201))
+        self.assertEqual(self.wait_ready("a")["state"], "ready")
+        self.assertEqual(self.wait_ready("b")["state"], "ready")
+        self.assertEqual(node0("free_hugepages"), free0 - 32)
+        # Cancel: delete while warming (or just after); either way nothing stays.
+        c = self.d.put("/v1/pools/c", {"node": 0, "size": "32M"})
+        self.assertEqual(c.status, 201)
+        self.assertEqual(self.d.request("DELETE", "/v1/pools/c").status, 204)
+        self.assertFalse(os.path.exists(os.path.join(self.pool_dir, "c")))
+        for n in ("a", "b"):
+            self.assertEqual(self.d.request("DELETE", "/v1/pools/" + n).status, 204)
+        self.assertEqual(node0("free_hugepages"), free0)
+
+    def test_ttl_expiry_and_claim(self):
+        self.start_with_pages(16)
+        free0 = node0("free_hugepages")
+        self.assertEqual(self.d.put("/v1/pools/t", {"node": 0, "size": "8M", "ttl_seconds": 1}).status, 201)
+        self.assertEqual(self.d.put("/v1/pools/k", {"node": 0, "size": "8M", "ttl_seconds": 1}).status, 201)
+        self.assertEqual(self.wait_ready("t")["state"], "ready")
+        self.assertEqual(self.wait_ready("k")["state"], "ready")
+        r = self.d.request("POST", "/v1/pools/k/claim")
+        self.assertEqual(r.status, 200, r)
+        self.assertTrue(r.json["claimed"])
+        self.assertIsNone(r.json["expires_at"])
+        deadline = time.time() + 10
+        while time.time() < deadline and self.d.get("/v1/pools/t").status == 200:
+            time.sleep(0.2)
+        self.assertEqual(self.d.get("/v1/pools/t").status, 404)
+        self.assertEqual(self.d.get("/v1/pools/k").json["state"], "ready")
+        self.assertEqual(node0("free_hugepages"), free0 - 4)
+
+    def test_restart_keeps_ready_and_resumes_warming(self):
+        self.start_with_pages(48)
+        free0 = node0("free_hugepages")
+        self.assertEqual(self.d.put("/v1/pools/r", {"node": 0, "size": "16M"}).status, 201)
+        self.assertEqual(self.wait_ready("r")["state"], "ready")
+        self.assertEqual(self.d.put("/v1/pools/w", {"node": 0, "size": "64M", "threads": 1}).status, 201)
+        self.assertEqual(self.d.stop(), 0)
+        # An orphan file: in our directory, in no record.
+        fd = os.open(os.path.join(self.pool_dir, "orphan"), os.O_CREAT | os.O_RDWR, 0o600)
+        os.close(fd)
+        self.d.start()
+        self.assertEqual(self.d.get("/v1/pools/r").json["state"], "ready")
+        self.assertEqual(self.wait_ready("w")["state"], "ready")
+        self.assertFalse(os.path.exists(os.path.join(self.pool_dir, "orphan")))
+        self.assertIn("hpwarmd_orphan_files_removed_total 1", self.d.get("/metrics").body.decode())
+        self.assertEqual(node0("free_hugepages"), free0 - 40)
+
+    def test_handoff_to_qemu_uses_warm_pages(self):
+        if not QEMU:
+            self.skipTest("qemu-system-x86_64 not installed")
+        self.start_with_pages(16)
+        self.assertEqual(self.d.put("/v1/pools/vm-q", {"node": 0, "size": "16M"}).status, 201)
+        p = self.wait_ready("vm-q")
+        free_before = node0("free_hugepages")
+        # QEMU maps the pool shared and preallocates: the pages are already there.
+        obj = p["handoff"]["qemu"].split(" ", 1)[1]
+        out = subprocess.run([QEMU, "-machine", "none", "-nodefaults", "-display", "none", "-S",
+                              "-object", obj, "-monitor", "stdio"], input=b"info memdev\nquit\n",
+                             capture_output=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(node0("free_hugepages"), free_before)
+
+
+if __name__ == "__main__":
+    main()
