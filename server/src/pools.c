@@ -311,7 +311,8 @@ static int save(struct pools *p)
                 r = -ENOMEM;
                 goto out;
         }
-        memcpy(j.reservations, p->resv, p->n_resv * sizeof(*p->resv));
+        if (p->n_resv)
+                memcpy(j.reservations, p->resv, p->n_resv * sizeof(*p->resv));
         j.n_reservations = p->n_resv;
         for (size_t i = 0; i < p->n_pools; i++) {
                 struct pool *o = p->pools[i];
