@@ -387,6 +387,11 @@ static int pool_wait_ready(struct ctx *c, const char *name, uint64_t size, struc
                 return fail(c, "pool %s is %s, not ready: %.300s", name, state ? state : "(no state)", r->body);
         if (!j_u64(r->json, "bytes_done", &done) || done != size)
                 return fail(c, "pool %s bytes_done %" PRIu64 ", size %" PRIu64, name, done, size);
+        const cJSON *el = cJSON_GetObjectItemCaseSensitive(r->json, "elapsed_seconds");
+        const cJSON *rate = cJSON_GetObjectItemCaseSensitive(r->json, "rate_bytes_per_second");
+        printf("HPWARM-INFO pool %s: %" PRIu64 " MiB ready in %.3f s (%.0f MiB/s)\n", name, size >> 20,
+               cJSON_IsNumber(el) ? el->valuedouble : -1.0,
+               cJSON_IsNumber(rate) ? rate->valuedouble / (1 << 20) : -1.0);
         return 0;
 }
 
@@ -588,6 +593,7 @@ static int check_daemon_health(struct ctx *c)
                 int status;
                 if (waitpid(c->daemon, &status, WNOHANG) == c->daemon) {
                         c->daemon = 0;
+                        c->daemon_status = status;
                         return fail(c, "hpwarmd exited at start (status 0x%x)", status);
                 }
                 struct resp r;

@@ -10,7 +10,8 @@
 # given, and every shared library they load (found with ldd) plus the dynamic
 # loader.  OUTDIR/vmlinuz points at the kernel.
 #
-# Downloads are cached in OUTDIR/cache, keyed by package and version, so a
+# The unpacked kernel and busybox are cached in OUTDIR/cache, one directory
+# per package and version (the .debs are dropped once unpacked), so a
 # second run needs no network.  The initramfs is rebuilt every time because
 # the binaries change.  Needs no root and no Debian package beyond apt/dpkg:
 # the archive is written by busybox's cpio.
@@ -93,8 +94,8 @@ elif [ ! -s "$kdir/vmlinuz" ]; then
         cp "$tmp"/root/boot/config-* "$tmp/config"
         rm -rf "$tmp/root"   # modules are not needed: what we use is built in
         rm -rf "$kdir" && mv "$tmp" "$kdir"
-        # A new kernel version makes the older debs garbage.
-        find "$cache/debs" -name 'linux-image-*.deb' ! -name "${kname}_*" -delete
+        # The unpacked kernel is the cache; the 70 MB .deb is not needed again.
+        rm -f "$cache"/debs/linux-image-*.deb
 fi
 for opt in CONFIG_HUGETLBFS CONFIG_NUMA CONFIG_SERIAL_8250_CONSOLE CONFIG_BLK_DEV_INITRD CONFIG_RD_GZIP CONFIG_DEVTMPFS; do
         grep -q "^$opt=y" "$kdir/config" || die "$kdir/config lacks $opt=y"
@@ -111,6 +112,7 @@ if [ -n "$bbver" ] && [ "$bbver" != "(none)" ]; then
                 dpkg -x "$cache/debs/busybox-static_$(echo "$bbver" | sed 's/:/%3a/g')_amd64.deb" "$bbdir.tmp/root"
                 cp "$bbdir.tmp/root/bin/busybox" "$bbdir.tmp/busybox"
                 rm -rf "$bbdir.tmp/root" "$bbdir" && mv "$bbdir.tmp" "$bbdir"
+                rm -f "$cache"/debs/busybox-static_*.deb
         fi
         [ -x "$bbdir/busybox" ] && bb=$bbdir/busybox
 fi

@@ -53,7 +53,7 @@ qrc=$?
 echo "run: QEMU exited $qrc after $(( $(date +%s) - start )) s" >&2
 
 # Show the guest's own lines (and kernel trouble) without the firmware noise.
-tr -d '\r' <"$log" | grep -a -E 'HPWARM|hpwarmd|Kernel panic|BUG|Oops|Call Trace' >&2
+tr -d '\r' <"$log" | grep -a -E 'HPWARM|^<[0-7]>|hpwarmd|Kernel panic|BUG|Oops|Call Trace' >&2
 
 status=0
 if [ $qrc = 124 ] || [ $qrc = 137 ]; then
