@@ -10,7 +10,9 @@
  *  - shrinking frees only free pages: pages in use (nr - free, measured
  *    before the write) stay, the excess over the target shows as surplus;
  *  - free_hugepages follows nr_hugepages, and the global counters under
- *    kernel/mm/hugepages are the sums over the nodes.
+ *    kernel/mm/hugepages are the sums over the nodes;
+ *  - growing a pool of 1 GiB pages can compact memory for seconds: a sibling
+ *    "nr_hugepages.delay_ms" file makes each write take that long.
  *
  * Only write(2) on an fd whose /proc/self/fd link ends in "/nr_hugepages" is
  * simulated, and never on a real sysfs file (checked with fstatfs).  Because
@@ -326,6 +328,11 @@ static ssize_t simulate(int fd, const char *path, const void *buf, size_t count)
         sibling(path, "free_hugepages", p_free, sizeof(p_free));
         sibling(path, "surplus_hugepages", p_surp, sizeof(p_surp));
         sibling(path, "nr_hugepages.cap", p_cap, sizeof(p_cap));
+        char p_delay[PATH_MAX + 32];
+        uint64_t delay_ms;
+        sibling(path, "nr_hugepages.delay_ms", p_delay, sizeof(p_delay));
+        if (read_u64_path(p_delay, &delay_ms) == 0 && delay_ms > 0)
+                usleep((useconds_t)(delay_ms * 1000));
         if (read_u64_path(p_free, &free_) < 0)
                 free_ = prev;
         in_use = prev > free_ ? prev - free_ : 0;

@@ -247,6 +247,28 @@ class Reserve(TestCase):
             # Within the floor it works.
             self.assertEqual(d.put("/v1/nodes/0/hugepages/2M", {"count": 116}).status, 200)
 
+    def test_health_fast_while_reserve_blocks(self):
+        # A nr_hugepages write that takes 2 s (compaction) must not stall the
+        # HTTP thread: health and reads answer meanwhile.
+        import threading
+        with Daemon("two-node") as d:
+            d.write_file(node_hp(0, G1, "nr_hugepages.delay_ms"), "2000\n")
+            out = {}
+            t = threading.Thread(target=lambda: out.setdefault(
+                "r", d.put("/v1/nodes/0/hugepages/1G", {"count": 2})))
+            t0 = time.monotonic()
+            t.start()
+            time.sleep(0.3)
+            for _ in range(5):
+                s = time.monotonic()
+                self.assertEqual(d.get("/v1/health").status, 200)
+                self.assertEqual(d.get("/v1/nodes/1").status, 200)
+                self.assertLess(time.monotonic() - s, 1.0)
+            self.assertTrue(t.is_alive(), "the slow write finished too early to show anything")
+            t.join(10)
+            self.assertEqual(out["r"].status, 200, out["r"])
+            self.assertGreaterEqual(time.monotonic() - t0, 2.0)
+
     def test_reapplied_on_start(self):
         with Daemon("two-node") as d:
             self.assertEqual(d.put("/v1/nodes/1/hugepages/2M", {"count": 30}).status, 200)
