@@ -69,7 +69,8 @@ struct pools;
  * pools, starts the TTL reaper.  Caller owns *ret. */
 int pools_new(const struct pools_config *cfg, struct pools **ret);
 /* Stops jobs at a chunk boundary (they stay "warming" in the journal and
- * resume at next start), saves, frees.  Accepts NULL. */
+ * resume at next start), saves, frees.  Accepts NULL.  Call it after the HTTP
+ * layer stopped (no pools_* call may be in flight) and before engine_free. */
 void pools_free(struct pools *p);
 
 struct pool_req {
@@ -102,7 +103,17 @@ struct pool_view {
  * reserve not asked or not enough), 404 "unknown-node"/"unknown-page-size",
  * 422 "invalid-field" (size not a positive multiple of page size, bad name),
  * 503 "no-hugetlbfs" (no mount for that page size), 413/429 over a limit.
- * May block (reserve): call off the HTTP thread. */
+ * May block (reserve): call off the HTTP thread.
+ *
+ * 200 is answered in every state: a failed pool with the same spec comes back
+ * as it is, so a retrying scheduler sees why (DELETE, then retry); threads,
+ * ttl_seconds and reserve are not part of the identity.  Errnos:
+ * -EEXIST pool-conflict; -ENOMEM insufficient-hugepages; -ENOENT unknown node
+ * or page size; -EINVAL invalid-field (also ttl_seconds over ten years);
+ * -ENODEV no-hugetlbfs; -EFBIG 413 pool-too-large; -ENOSPC 429
+ * too-many-pools; -EDQUOT 429 node-warm-limit (max_node_warm_bytes: 429,
+ * not 409, because ready pools are claimed or expire, so a retry can pass);
+ * others 500 (pool-file-error, warm-start-failed, state-write-failed). */
 int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *ret,
                  struct problem *err);
 /* -ENOENT if no such pool. */
@@ -124,7 +135,8 @@ int pools_claim(struct pools *p, const char *name, struct pool_view *ret);
  * reserve_apply(). */
 int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve_result *ret);
 
-/* Pages of (NODE, PAGE_SIZE) held by ready pools and by warming pools. */
+/* Pages of (NODE, PAGE_SIZE) held by ready pools and by warming pools (for
+ * warming pools: the pages populated so far, not their target). */
 void pools_node_usage(struct pools *p, int node, uint64_t page_size, uint64_t *ret_warm,
                       uint64_t *ret_warming);
 
