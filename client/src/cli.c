@@ -282,7 +282,9 @@ static void on_progress(const struct hpw_pool *p, void *userdata)
         pr->last = p->state;
 }
 
-static int do_wait(struct ctx *x, const char *name)
+/* INITIAL, when known (warm --wait), is the state the pool starts from, so
+ * a log shows "warming" before "ready". */
+static int do_wait(struct ctx *x, const char *name, const struct hpw_pool *initial)
 {
         struct progress pr = { .tty = !x->cli->json && isatty(STDOUT_FILENO), .last = HPW_POOL_UNKNOWN,
                                .name = name };
@@ -295,6 +297,8 @@ static int do_wait(struct ctx *x, const char *name)
         struct hpw_pool *p = NULL;
         enum hpw_error err;
 
+        if (initial && !x->cli->json)
+                on_progress(initial, &pr);
         err = hpw_wait(x->h, name, tmo, x->cli->json ? NULL : on_progress, &pr, &p);
         if (pr.drawn)
                 fputc('\n', stdout);
@@ -313,7 +317,7 @@ static int do_wait(struct ctx *x, const char *name)
 
 static int cmd_wait(struct ctx *x)
 {
-        return do_wait(x, x->cli->name);
+        return do_wait(x, x->cli->name, NULL);
 }
 
 /* ---- warm, reserve, claim, release, handoff, health ---- */
@@ -332,6 +336,8 @@ static int warm_at(struct ctx *x, const char *name, int node, uint64_t size, uin
         bool created = false;
         enum hpw_error err = hpw_warm(x->h, name, &req, &p, &created);
 
+        int rc = 0;
+
         if (err)
                 return fail(x, "warm", err);
         if (!x->cli->wait) {
@@ -340,11 +346,13 @@ static int warm_at(struct ctx *x, const char *name, int node, uint64_t size, uin
                 else
                         printf("%s: %s on node %d (%s)\n", p->name, created ? "created" : "exists", p->node,
                                p->state_name);
-        } else if (!x->cli->json) {
-                printf("%s: %s on node %d\n", p->name, created ? "created" : "exists", p->node);
+        } else {
+                if (!x->cli->json)
+                        printf("%s: %s on node %d\n", p->name, created ? "created" : "exists", p->node);
+                rc = do_wait(x, name, p);
         }
         hpw_pool_free(p);
-        return x->cli->wait ? do_wait(x, name) : 0;
+        return rc;
 }
 
 static int cmd_warm(struct ctx *x)

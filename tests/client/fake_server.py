@@ -1,0 +1,368 @@
+"""A tiny stand-in for hpwarmd, for testing the client and CLI.
+
+Python 3 standard library only.  It speaks the API of issues 2 and 3 with
+canned data and scripted misbehaviour chosen by the pool name:
+
+  flaky503      GET answers 503 once, then the pool (retry test)
+  ratelimited   GET answers 429 with Retry-After: 1 once, then the pool
+  hang          GET never answers (well, not for 60 s): timeout test
+  flakyclaim    POST .../claim answers 503 once (must NOT be retried)
+  conflict      PUT answers 409 pool-conflict
+  doomed        PUT succeeds, warming ends "failed"
+  size > 1 TiB  PUT answers 409 insufficient-hugepages
+
+A bearer token is required when the server is given one (401 otherwise;
+token "readonly" gets 403 on writes).  Every request is logged in
+server.log as (method, path) so tests can count attempts.  FakeFleet starts
+many such servers on loopback ports (one thread each) with per-host node
+data, plus "dead" ports (nothing listening) and "silent" ones (accept, never
+answer)."""
+
+import json
+import os
+import socket
+import socketserver
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+M2 = 2 << 20
+G1 = 1 << 30
+PROBLEM = "urn:hpwarm:problem:"
+
+
+def problem(status, slug, title, detail, **extra):
+    body = {"type": PROBLEM + slug, "title": title, "status": status, "detail": detail}
+    body.update(extra)
+    return status, body
+
+
+def default_nodes():
+    return [
+        {"id": 0, "cpus": "0-1", "cpu_count": 2,
+         "memory": {"total_bytes": 8 * G1, "free_bytes": 4 * G1},
+         "hugepages": [{"page_size_bytes": M2, "total": 64, "free": 60, "surplus": 0,
+                        "warm": 4, "warming": 0}]},
+        {"id": 1, "cpus": "", "cpu_count": 0,
+         "memory": {"total_bytes": 4 * G1, "free_bytes": 2 * G1},
+         "hugepages": [{"page_size_bytes": M2, "total": 32, "free": 32, "surplus": 0,
+                        "warm": 0, "warming": 0},
+                       {"page_size_bytes": G1, "total": 0, "free": 0, "surplus": 0,
+                        "warm": 0, "warming": 0}]},
+    ]
+
+
+class Pool:
+    WARM_SECONDS = 0.8   # how long a fake warm takes
+
+    def __init__(self, name, node, size, page_size, threads, ttl):
+        self.name, self.node, self.size, self.page_size = name, node, size, page_size
+        self.threads, self.ttl = threads or 2, ttl
+        self.started = time.time()
+        self.claimed = False
+        self.cancelled = False
+        self.doomed = name == "doomed"
+
+    def state(self):
+        if self.cancelled:
+            return "cancelled"
+        if time.time() - self.started < self.WARM_SECONDS:
+            return "warming"
+        return "failed" if self.doomed else "ready"
+
+    def to_json(self):
+        st = self.state()
+        el = min(time.time() - self.started, self.WARM_SECONDS)
+        done = self.size if st == "ready" else int(self.size * el / self.WARM_SECONDS) // self.page_size * self.page_size
+        if self.doomed and st == "failed":
+            done = self.size // 2
+        path = "/dev/hugepages/hpwarm/" + self.name
+        err = None
+        if st == "failed":
+            err = problem(409, "insufficient-hugepages", "Not enough free hugepages",
+                          "node %d ran out of free hugepages" % self.node)[1]
+        return {
+            "name": self.name, "node": self.node, "page_size_bytes": self.page_size,
+            "size_bytes": self.size, "state": st, "bytes_done": done,
+            "rate_bytes_per_second": self.size / self.WARM_SECONDS, "threads": self.threads,
+            "started_at": int(self.started),
+            "finished_at": int(self.started + self.WARM_SECONDS) if st != "warming" else None,
+            "elapsed_seconds": round(el, 3), "error": err,
+            "path": path if st in ("warming", "ready") else "",
+            "placement": {"verified": st == "ready", "pages_off_node": 0},
+            "claimed": self.claimed,
+            "expires_at": int(self.started + self.ttl) if self.ttl and not self.claimed else None,
+            "handoff": {
+                "qemu": "-object memory-backend-file,id=mem-%s,size=%d,mem-path=%s,share=on,"
+                        "prealloc=on,host-nodes=%d,policy=bind" % (self.name, self.size, path, self.node),
+                "cloud_hypervisor": "--memory-zone id=%s,size=%d,file=%s,shared=on,hugepages=on,"
+                                    "host_numa_node=%d" % (self.name, self.size, path, self.node),
+            } if st == "ready" else {"qemu": "", "cloud_hypervisor": ""},
+        }
+
+
+class State:
+    def __init__(self, token=None, nodes=None):
+        self.token = token
+        self.nodes = nodes if nodes is not None else default_nodes()
+        self.pools = {}
+        self.log = []
+        self.counts = {}
+        self.lock = threading.Lock()
+
+    def once(self, key):
+        """True the first time KEY is seen."""
+        with self.lock:
+            n = self.counts.get(key, 0)
+            self.counts[key] = n + 1
+            return n == 0
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-hpwarmd/0"
+
+    def log_message(self, *args):
+        pass
+
+    def address_string(self):
+        return "fake"
+
+    # ---- plumbing ----
+    def send(self, status, body=None, headers=None):
+        data = b"" if body is None else json.dumps(body).encode()
+        self.send_response(status)
+        ctype = "application/problem+json" if status >= 400 else "application/json"
+        if body is not None:
+            self.send_header("Content-Type", ctype)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if data:
+            self.wfile.write(data)
+
+    def body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return "malformed"
+
+    def handle_any(self, method):
+        st = self.server.state
+        path, _, query = self.path.partition("?")
+        q = dict(kv.split("=", 1) for kv in query.split("&") if "=" in kv)
+        with st.lock:
+            st.log.append((method, self.path))
+        body = self.body() if method in ("PUT", "POST") else None
+        if st.token is not None:
+            auth = self.headers.get("Authorization", "")
+            if auth == "Bearer readonly":
+                if method != "GET":
+                    return self.send(*problem(403, "forbidden", "Forbidden", "read-only token"))
+            elif auth != "Bearer " + st.token:
+                return self.send(*problem(401, "unauthorized", "Unauthorized", "missing or wrong token"),
+                                 headers={"WWW-Authenticate": "Bearer"})
+        if body == "malformed":
+            return self.send(*problem(400, "malformed-json", "Malformed JSON", "cannot parse"))
+        parts = [p for p in path.split("/") if p]
+        try:
+            return self.route(method, parts, q, body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def route(self, method, parts, q, body):
+        st = self.server.state
+        if parts == ["v1", "health"] and method == "GET":
+            return self.send(200, {"status": "ok", "version": "fake-1"})
+        if parts == ["v1", "nodes"] and method == "GET":
+            return self.send(200, {"nodes": st.nodes, "reserved": [{"page_size_bytes": M2, "pages": 0}]})
+        if len(parts) == 3 and parts[:2] == ["v1", "nodes"] and method == "GET":
+            for n in st.nodes:
+                if str(n["id"]) == parts[2]:
+                    return self.send(200, n)
+            return self.send(*problem(404, "unknown-node", "Unknown node", "no node " + parts[2]))
+        if len(parts) == 5 and parts[:2] == ["v1", "nodes"] and parts[3] == "hugepages" and method == "PUT":
+            return self.reserve(parts[2], parts[4], body)
+        if parts == ["v1", "pools"] and method == "GET":
+            with st.lock:
+                pools = [p.to_json() for p in st.pools.values()]
+            return self.send(200, {"pools": pools})
+        if len(parts) == 3 and parts[:2] == ["v1", "pools"]:
+            return self.pool(method, parts[2], q, body)
+        if len(parts) == 4 and parts[:2] == ["v1", "pools"] and parts[3] == "claim" and method == "POST":
+            name = parts[2]
+            if name == "flakyclaim" and st.once("claim-" + name):
+                return self.send(*problem(503, "unavailable", "Unavailable", "try later"))
+            with st.lock:
+                p = st.pools.get(name)
+            if not p:
+                return self.send(*problem(404, "unknown-pool", "Unknown pool", name))
+            if p.state() != "ready":
+                return self.send(*problem(409, "pool-not-ready", "Pool not ready", p.state()))
+            p.claimed = True
+            return self.send(200, p.to_json())
+        return self.send(*problem(404, "not-found", "Not found", self.path))
+
+    def reserve(self, node, size, body):
+        if not isinstance(body, dict) or set(body) - {"count", "allow_partial"} or \
+                not isinstance(body.get("count"), int):
+            return self.send(*problem(422, "invalid-field", "Invalid field", repr(body)))
+        if node not in ("0", "1"):
+            return self.send(*problem(404, "unknown-node", "Unknown node", node))
+        if size not in ("2M", "2MiB", "2048kB"):
+            return self.send(*problem(404, "unknown-page-size", "Unknown page size", size))
+        want, limit = body["count"], 100
+        res = {"node": int(node), "page_size_bytes": M2, "requested": want}
+        if want <= limit:
+            res.update(total=want, free=want, complete=True)
+            return self.send(200, res)
+        if body.get("allow_partial"):
+            res.update(total=limit, free=limit, complete=False)
+            return self.send(200, res)
+        return self.send(*problem(409, "reserve-shortfall", "Reservation short",
+                                  "kernel gave %d of %d pages" % (limit, want),
+                                  requested=want, achieved=limit))
+
+    def pool(self, method, name, q, body):
+        st = self.server.state
+        if method == "GET":
+            if name == "flaky503" and st.once("get-" + name):
+                return self.send(*problem(503, "unavailable", "Unavailable", "restarting"),
+                                 headers={"Retry-After": "0"})
+            if name == "ratelimited" and st.once("get-" + name):
+                return self.send(*problem(429, "rate-limited", "Too many requests", "slow down"),
+                                 headers={"Retry-After": "1"})
+            if name == "hang":
+                time.sleep(60)
+                return
+            if name in ("flaky503", "ratelimited"):
+                return self.send(200, Pool(name, 0, M2, M2, 1, 0).to_json() | {"state": "ready"})
+            with st.lock:
+                p = st.pools.get(name)
+            if not p:
+                return self.send(*problem(404, "unknown-pool", "Unknown pool", name))
+            if q.get("wait") == "ready":
+                deadline = time.time() + float(q.get("timeout", "30"))
+                while p.state() == "warming" and time.time() < deadline:
+                    time.sleep(0.02)
+            return self.send(200, p.to_json())
+        if method == "PUT":
+            allowed = {"node", "size", "size_bytes", "page_size", "threads", "ttl_seconds", "reserve"}
+            if not isinstance(body, dict) or set(body) - allowed or not isinstance(body.get("node"), int) \
+                    or not isinstance(body.get("size_bytes"), int):
+                return self.send(*problem(422, "invalid-field", "Invalid field", repr(body)))
+            if name == "conflict":
+                return self.send(*problem(409, "pool-conflict", "Pool exists", "different pool named " + name))
+            if body["size_bytes"] > (1 << 40):
+                return self.send(*problem(409, "insufficient-hugepages", "Not enough free hugepages",
+                                          "node %d has 60 free pages" % body["node"]))
+            ps = {"2M": M2, "1G": G1, None: M2}.get(body.get("page_size"))
+            if ps is None:
+                return self.send(*problem(404, "unknown-page-size", "Unknown page size", body["page_size"]))
+            with st.lock:
+                old = st.pools.get(name)
+                if old and (old.node, old.size, old.page_size) == (body["node"], body["size_bytes"], ps):
+                    return self.send(200, old.to_json())
+                if old:
+                    return self.send(*problem(409, "pool-conflict", "Pool exists", "different pool"))
+                p = Pool(name, body["node"], body["size_bytes"], ps, body.get("threads"),
+                         body.get("ttl_seconds", 0))
+                st.pools[name] = p
+            return self.send(201, p.to_json())
+        if method == "DELETE":
+            with st.lock:
+                p = st.pools.pop(name, None)
+            if not p:
+                return self.send(*problem(404, "unknown-pool", "Unknown pool", name))
+            return self.send(204)
+        return self.send(*problem(405, "method-not-allowed", "Method not allowed", method),
+                         headers={"Allow": "GET, PUT, DELETE"})
+
+    def do_GET(self):
+        self.handle_any("GET")
+
+    def do_PUT(self):
+        self.handle_any("PUT")
+
+    def do_POST(self):
+        self.handle_any("POST")
+
+    def do_DELETE(self):
+        self.handle_any("DELETE")
+
+
+class TCPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+
+def _serve(srv):
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    t.start()
+    return srv
+
+
+def start_tcp(token=None, nodes=None):
+    srv = TCPServer(("127.0.0.1", 0), Handler)
+    srv.state = State(token, nodes)
+    srv.url = "http://127.0.0.1:%d" % srv.server_address[1]
+    return _serve(srv)
+
+
+def start_unix(path, token=None):
+    if os.path.exists(path):
+        os.unlink(path)
+    srv = UnixServer(path, Handler)
+    srv.state = State(token)
+    srv.url = "unix://" + path
+    return _serve(srv)
+
+
+def dead_port():
+    """A loopback port with nothing listening (bound, then closed)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class FakeFleet:
+    """N fake daemons on loopback ports, plus dead and silent ports."""
+
+    def __init__(self, n, dead=3, silent=0, nodes_for=None):
+        self.servers = [start_tcp(nodes=nodes_for(i) if nodes_for else None) for i in range(n)]
+        self.dead = ["http://127.0.0.1:%d" % dead_port() for _ in range(dead)]
+        self.silent_socks = []
+        for _ in range(silent):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            s.listen(16)      # never accept(): connections complete, nobody answers
+            self.silent_socks.append(s)
+        self.silent = ["http://127.0.0.1:%d" % s.getsockname()[1] for s in self.silent_socks]
+
+    def urls(self):
+        return [s.url for s in self.servers]
+
+    def close(self):
+        for s in self.servers:
+            s.shutdown()
+            s.server_close()
+        for s in self.silent_socks:
+            s.close()
+
+
+if __name__ == "__main__":
+    import sys
+    srv = start_tcp(token=sys.argv[1] if len(sys.argv) > 1 else None)
+    print(srv.url, flush=True)
+    threading.Event().wait()

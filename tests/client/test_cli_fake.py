@@ -1,0 +1,364 @@
+#!/usr/bin/env python3
+"""Integration test of the hpwarm CLI (and through it libhpwarm) against
+fake_server.py: every command, --json parsed back, exit codes 0-6, retries
+(503 then 200; 429 with Retry-After), no retry of POST, a hanging server
+(timeout -> 4), a dead port (-> 3), a unix socket, and fleet over ~50 fake
+hosts plus dead and silent ones (fast, dead ones listed, place correct).
+
+Usage: test_cli_fake.py PATH/TO/hpwarm"""
+
+import json
+import os
+import pty
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fake_server as fs  # noqa: E402
+
+HPWARM = sys.argv[1] if len(sys.argv) > 1 else "build/client/hpwarm"
+TMP = tempfile.mkdtemp(prefix="hpwarm-cli-test-")
+TOKEN = os.path.join(TMP, "token")
+with open(TOKEN, "w") as f:
+    f.write("s3cret\n")
+BADTOKEN = os.path.join(TMP, "badtoken")
+with open(BADTOKEN, "w") as f:
+    f.write("wrong")
+ROTOKEN = os.path.join(TMP, "rotoken")
+with open(ROTOKEN, "w") as f:
+    f.write("readonly")
+
+failures = []
+
+
+def run(*args, env=None, timeout=30):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("HPWARM_")}
+    e.update(env or {})
+    t0 = time.monotonic()
+    p = subprocess.run([HPWARM, *args], capture_output=True, text=True, env=e, timeout=timeout)
+    p.elapsed = time.monotonic() - t0
+    return p
+
+
+def check(cond, what, p=None):
+    if not cond:
+        msg = what
+        if p is not None:
+            msg += "\n  rc=%s elapsed=%.2f\n  stdout=%r\n  stderr=%r" % (
+                p.returncode, getattr(p, "elapsed", 0), p.stdout[-800:], p.stderr[-800:])
+        failures.append(msg)
+        print("FAIL:", msg, file=sys.stderr)
+
+
+def expect(p, rc, what):
+    check(p.returncode == rc, "%s: want exit %d" % (what, rc), p)
+
+
+def test_basic(srv):
+    u = ["--url", srv.url, "--token-file", TOKEN]
+    p = run("health", *u)
+    expect(p, 0, "health")
+    check("ok" in p.stdout and "fake-1" in p.stdout, "health output", p)
+    p = run("health", "--json", *u)
+    expect(p, 0, "health --json")
+    check(json.loads(p.stdout) == {"status": "ok", "version": "fake-1"}, "health json", p)
+
+    # Environment instead of options.
+    p = run("nodes", env={"HPWARM_URL": srv.url, "HPWARM_TOKEN_FILE": TOKEN})
+    expect(p, 0, "nodes via env")
+    lines = p.stdout.splitlines()
+    check(lines and lines[0].split()[:2] == ["NODE", "CPUS"], "nodes header", p)
+    check(len(lines) == 4, "nodes: one row per (node, page size)", p)
+    # Aligned: every column starts where the header's does.
+    col = lines[0].index("PAGE")
+    check(all(len(l) > col and l[col - 2:col] == "  " for l in lines), "nodes table aligned", p)
+    p = run("--json", "nodes", *u)
+    d = json.loads(p.stdout)
+    check([n["id"] for n in d["nodes"]] == [0, 1], "nodes --json ids", p)
+    p = run("nodes", "1", *u, "--json")
+    check(json.loads(p.stdout)["id"] == 1, "nodes 1 --json", p)
+    expect(run("nodes", "9", *u), 1, "unknown node -> 1")
+
+    # Reserve: full, partial (exit 1), refused (409 -> 5).
+    p = run("reserve", "0", "2M", "64", *u)
+    expect(p, 0, "reserve full")
+    p = run("reserve", "0", "2M", "500", "--allow-partial", "--json", *u)
+    expect(p, 1, "reserve partial -> 1")
+    check(json.loads(p.stdout)["complete"] is False, "reserve partial json", p)
+    p = run("reserve", "0", "2M", "500", *u)
+    expect(p, 5, "reserve shortfall -> 5")
+    check("500" in p.stderr and "100" in p.stderr, "shortfall reports requested/achieved", p)
+    p = run("reserve", "0", "2048kB", "500", "--json", *u)
+    check(json.loads(p.stdout or "{}").get("type", "").endswith("reserve-shortfall"),
+          "problem body on stdout with --json", p)
+
+    # Auth: no token / wrong token -> 6; read-only token on a write -> 6.
+    expect(run("health", "--url", srv.url), 6, "no token -> 6")
+    expect(run("health", "--url", srv.url, "--token-file", BADTOKEN), 6, "bad token -> 6")
+    expect(run("pools", "--url", srv.url, "--token-file", ROTOKEN), 0, "read-only token can read")
+    expect(run("release", "x", "--url", srv.url, "--token-file", ROTOKEN), 6, "read-only token write -> 6")
+    expect(run("health", "--url", srv.url, "--token-file", os.path.join(TMP, "missing")), 2,
+           "missing token file -> 2")
+
+    # Usage errors -> 2.
+    expect(run("warm", "x", "--size", "1G", *u), 2, "warm without --node")
+    expect(run("frob", *u), 2, "unknown command")
+    expect(run("health", "--url", "ftp://x"), 2, "bad url")
+    p = run("--help")
+    expect(p, 0, "--help")
+    for code in range(7):
+        check("  %d  " % code in p.stdout, "--help documents exit %d" % code, p)
+
+
+def test_pools(srv):
+    u = ["--url", srv.url, "--token-file", TOKEN]
+    # The issue's example line, options after the command; not a TTY: one
+    # line per state change.
+    p = run("warm", "vm-42", "--node", "0", "--size", "64M", "--wait", "--timeout", "10", *u)
+    expect(p, 0, "warm --wait")
+    lines = p.stdout.splitlines()
+    check(any("warming" in l for l in lines) and "ready" in lines[-1], "warm --wait state lines", p)
+    check(len(lines) <= 4, "one line per state change, not per poll", p)
+    body = srv.state.log
+    puts = [x for x in body if x[0] == "PUT" and x[1] == "/v1/pools/vm-42"]
+    check(len(puts) == 1, "one PUT")
+    polls = [x for x in body if x[0] == "GET" and x[1].startswith("/v1/pools/vm-42?wait=ready")]
+    check(1 <= len(polls) <= 3, "long-poll, not a busy loop (%d polls)" % len(polls))
+
+    p = run("status", "vm-42", *u)
+    expect(p, 0, "status")
+    check("ready" in p.stdout and "64 MiB" in p.stdout, "status text", p)
+    p = run("status", "vm-42", "--json", *u)
+    d = json.loads(p.stdout)
+    check(d["state"] == "ready" and d["size_bytes"] == 64 << 20, "status json", p)
+
+    p = run("handoff", "vm-42", "--vmm", "qemu", *u)
+    expect(p, 0, "handoff qemu")
+    check(p.stdout.startswith("-object memory-backend-file,") and "share=on" in p.stdout, "qemu args", p)
+    p = run("handoff", "vm-42", "--vmm", "cloud-hypervisor", *u)
+    check(p.stdout.startswith("--memory-zone ") and "host_numa_node=0" in p.stdout, "ch args", p)
+
+    # Identical PUT is idempotent (200), different one conflicts (5).
+    p = run("warm", "vm-42", "--node", "0", "--size", "64M", "--page-size", "2M", *u)
+    expect(p, 0, "identical warm")
+    check("exists" in p.stdout, "identical warm says exists", p)
+    expect(run("warm", "vm-42", "--node", "1", "--size", "64M", *u), 5, "different warm -> 5")
+    expect(run("warm", "conflict", "--node", "0", "--size", "2M", *u), 5, "pool-conflict -> 5")
+    p = run("warm", "huge", "--node", "0", "--size", "2T", *u)
+    expect(p, 5, "insufficient hugepages -> 5")
+    check("insufficient-hugepages" in p.stderr, "slug shown", p)
+
+    # Warm that fails: wait exits 1 and says why.
+    expect(run("warm", "doomed", "--node", "0", "--size", "8M", *u), 0, "doomed warm accepted")
+    p = run("wait", "doomed", *u)
+    expect(p, 1, "failed pool -> 1")
+    check("failed" in p.stdout + p.stderr and "ran out" in p.stderr, "failure reason", p)
+    p = run("wait", "doomed", "--json", *u)
+    check(json.loads(p.stdout)["state"] == "failed", "wait --json prints the pool", p)
+
+    # Wait with a deadline shorter than the warm: exit 4, quickly.
+    run("warm", "slow", "--node", "0", "--size", "8M", *u)
+    p = run("wait", "slow", "--timeout", "0.3", *u)
+    expect(p, 4, "wait deadline -> 4")
+    check(p.elapsed < 2.0, "wait deadline honoured (%.2fs)" % p.elapsed, p)
+
+    p = run("pools", *u)
+    expect(p, 0, "pools")
+    check(p.stdout.splitlines()[0].startswith("NAME") and "vm-42" in p.stdout, "pools table", p)
+    d = json.loads(run("pools", "--json", *u).stdout)
+    check({"vm-42", "doomed", "slow"} <= {x["name"] for x in d["pools"]}, "pools json", p)
+
+    p = run("claim", "vm-42", "--json", *u)
+    expect(p, 0, "claim")
+    check(json.loads(p.stdout)["claimed"] is True, "claimed", p)
+    expect(run("claim", "nosuch", *u), 1, "claim unknown -> 1")
+    expect(run("release", "vm-42", *u), 0, "release")
+    expect(run("release", "vm-42", *u), 1, "release again -> 404 -> 1")
+    expect(run("status", "vm-42", *u), 1, "status after release -> 1")
+
+
+def test_tty_progress(srv):
+    u = ["--url", srv.url, "--token-file", TOKEN]
+    master, slave = pty.openpty()
+    p = subprocess.Popen([HPWARM, "warm", "tty-pool", "--node", "0", "--size", "64M", "--wait", *u],
+                         stdout=slave, stderr=subprocess.PIPE)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    rc = p.wait(timeout=10)
+    os.close(master)
+    text = out.decode(errors="replace")
+    check(rc == 0, "tty warm --wait rc=%d %r" % (rc, text[-300:]))
+    check("\r" in text and "GiB/s" in text and "ETA" in text and "[" in text,
+          "progress bar on a TTY: %r" % text[-300:])
+
+
+def test_retries(srv):
+    u = ["--url", srv.url, "--token-file", TOKEN]
+    p = run("status", "flaky503", *u)
+    expect(p, 0, "503 then 200 is retried")
+    n = sum(1 for x in srv.state.log if x[1] == "/v1/pools/flaky503")
+    check(n == 2, "two attempts for 503-then-200 (%d)" % n)
+
+    p = run("status", "ratelimited", *u)
+    expect(p, 0, "429 then 200 is retried")
+    check(p.elapsed >= 0.95, "Retry-After: 1 honoured (%.2fs)" % p.elapsed, p)
+    # Retry-After beyond the deadline: give up at once rather than sleep.
+    srv.state.counts.pop("get-ratelimited", None)
+    p = run("status", "ratelimited", "--timeout", "0.5", *u)
+    expect(p, 1, "429 with Retry-After past the deadline -> 1")
+    check(p.elapsed < 0.5, "gave up without sleeping (%.2fs)" % p.elapsed, p)
+
+    # POST is never retried.
+    run("warm", "flakyclaim", "--node", "0", "--size", "2M", "--wait", *u)
+    p = run("claim", "flakyclaim", *u)
+    expect(p, 1, "claim 503 -> 1 (no retry)")
+    n = sum(1 for x in srv.state.log if x == ("POST", "/v1/pools/flakyclaim/claim"))
+    check(n == 1, "claim sent once (%d)" % n)
+
+    # A server that never answers: exit 4 at the deadline.
+    p = run("status", "hang", "--timeout", "1", *u)
+    expect(p, 4, "hanging server -> 4")
+    check(0.9 <= p.elapsed < 2.5, "timeout took %.2fs" % p.elapsed, p)
+
+    # Nothing listening: exit 3 (retries bounded by the deadline).
+    dead = "http://127.0.0.1:%d" % fs.dead_port()
+    p = run("health", "--url", dead, "--timeout", "1")
+    expect(p, 3, "dead port -> 3")
+    check(p.elapsed < 1.5, "dead port bounded by deadline (%.2fs)" % p.elapsed, p)
+    p = run("health", "--url", "unix://" + os.path.join(TMP, "nosock"), "--timeout", "0.5")
+    expect(p, 3, "missing unix socket -> 3")
+
+
+def test_unix(path):
+    srv = fs.start_unix(path, token="s3cret")
+    try:
+        p = run("health", "--json", "--url", srv.url, "--token-file", TOKEN)
+        expect(p, 0, "unix socket health")
+        check(json.loads(p.stdout or "{}").get("status") == "ok", "unix health json", p)
+        p = run("warm", "u1", "--node", "0", "--size", "4M", "--wait", "--url", srv.url, "--token-file", TOKEN)
+        expect(p, 0, "unix socket warm --wait")
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def fleet_nodes(i):
+    """Node data for fake host I.  Host 20 node 1 and host 30 node 0 tie at
+    the most free 2M pages (500); host 40 has far more free 1G pages."""
+    n0 = 10 + (i * 7) % 90
+    n1 = 5 + (i * 13) % 90
+    if i == 20:
+        n1 = 500
+    if i == 30:
+        n0 = 500
+    nodes = [
+        {"id": 0, "cpus": "0", "cpu_count": 1, "memory": {"total_bytes": fs.G1, "free_bytes": fs.G1},
+         "hugepages": [{"page_size_bytes": fs.M2, "total": n0 + 3, "free": n0, "surplus": 0, "warm": 3,
+                        "warming": 0}]},
+        {"id": 1, "cpus": "1", "cpu_count": 1, "memory": {"total_bytes": fs.G1, "free_bytes": fs.G1},
+         "hugepages": [{"page_size_bytes": fs.M2, "total": n1, "free": n1, "surplus": 0, "warm": 0,
+                        "warming": 0}]},
+    ]
+    if i == 40:
+        nodes[1]["hugepages"].append({"page_size_bytes": fs.G1, "total": 900, "free": 900, "surplus": 0,
+                                      "warm": 0, "warming": 0})
+    return nodes
+
+
+def test_fleet():
+    fleet = fs.FakeFleet(50, dead=3, silent=1, nodes_for=fleet_nodes)
+    try:
+        urls = fleet.urls()
+        # Dead ports sprinkled in; the silent host kept for a separate run.
+        mixed = urls[:10] + [fleet.dead[0]] + urls[10:30] + [fleet.dead[1]] + urls[30:] + [fleet.dead[2]]
+        hosts = os.path.join(TMP, "hosts")
+        with open(hosts, "w") as f:
+            f.write("# test fleet\n\n" + "\n".join(mixed) + "\n")
+
+        p = run("fleet", "--hosts", hosts, "nodes")
+        expect(p, 0, "fleet nodes")
+        check(p.elapsed < 1.0, "fleet of 53 answered in %.2fs" % p.elapsed, p)
+        rows = p.stdout.splitlines()
+        check(rows[0].split() == ["HOST", "NODE", "PAGE", "TOTAL", "FREE", "WARM"], "fleet header", p)
+        check(len(rows) == 1 + 50 * 2 + 1, "fleet rows: %d" % len(rows), p)
+        for d in fleet.dead:
+            check(d in p.stderr, "dead host %s listed" % d, p)
+        check(sum(1 for u in urls if u + " " in p.stdout) == 50, "every live host in the table", p)
+
+        p = run("fleet", "--hosts", hosts, "nodes", "--json")
+        d = json.loads(p.stdout)
+        check(len(d["hosts"]) == 53 and sum(not h["ok"] for h in d["hosts"]) == 3, "fleet json", p)
+
+        p = run("fleet", "--hosts", hosts, "place", "--size", "400M", "--page-size", "2M")
+        expect(p, 0, "fleet place")
+        check(p.stdout.startswith(urls[20] + " node 1 "), "place picks host 20 node 1 (tie -> earlier host)", p)
+        p = run("fleet", "--hosts", hosts, "place", "--size", "2G", "--page-size", "1G", "--json")
+        check(json.loads(p.stdout or "{}") == {"url": urls[40], "node": 1, "free": 900}, "place 1G", p)
+        p = run("fleet", "--hosts", hosts, "place", "--size", "2T", "--page-size", "2M")
+        expect(p, 5, "nothing fits -> 5")
+
+        p = run("fleet", "--hosts", hosts, "place", "--size", "8M", "--warm", "fleet-vm", "--wait")
+        expect(p, 0, "place --warm --wait")
+        check(any(pool.name == "fleet-vm" for pool in [type("x", (), {"name": k}) for k in
+                                                         fleet.servers[20].state.pools]),
+              "pool created on the chosen host", p)
+
+        p = run("fleet", "--hosts", hosts, "pools")
+        expect(p, 0, "fleet pools")
+        check("fleet-vm" in p.stdout, "fleet pools lists the pool", p)
+
+        # A host that accepts and never answers costs one per-host timeout.
+        with open(hosts, "a") as f:
+            f.write(fleet.silent[0] + "\n")
+        p = run("fleet", "--hosts", hosts, "nodes", "--timeout", "1")
+        expect(p, 0, "fleet with a silent host")
+        check(p.elapsed < 1.8, "silent host bounded by per-host timeout (%.2fs)" % p.elapsed, p)
+        check(fleet.silent[0] in p.stderr, "silent host listed", p)
+
+        # All dead -> 3.
+        with open(hosts, "w") as f:
+            f.write("\n".join(fleet.dead) + "\n")
+        expect(run("fleet", "--hosts", hosts, "nodes"), 3, "all hosts dead -> 3")
+        expect(run("fleet", "--hosts", os.path.join(TMP, "nohosts"), "nodes"), 2, "missing hosts file -> 2")
+    finally:
+        fleet.close()
+
+
+def main():
+    if not os.access(HPWARM, os.X_OK):
+        print("no hpwarm binary at", HPWARM, file=sys.stderr)
+        return 1
+    srv = fs.start_tcp(token="s3cret")
+    try:
+        for t in (test_basic, test_pools, test_tty_progress, test_retries):
+            t0 = time.monotonic()
+            t(srv)
+            print("%-20s %.2fs" % (t.__name__, time.monotonic() - t0))
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    t0 = time.monotonic()
+    test_unix(os.path.join(TMP, "api.sock"))
+    print("%-20s %.2fs" % ("test_unix", time.monotonic() - t0))
+    t0 = time.monotonic()
+    test_fleet()
+    print("%-20s %.2fs" % ("test_fleet", time.monotonic() - t0))
+    if failures:
+        print("%d failure(s)" % len(failures), file=sys.stderr)
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
