@@ -206,9 +206,8 @@ static int dechunk(char *body, size_t *len)
 {
         char *in = body, *out = body, *end = body + *len;
         for (;;) {
-                char *eol;
-                unsigned long n = strtoul(in, &eol, 16);
-                eol = strstr(in, "\r\n");
+                unsigned long n = strtoul(in, NULL, 16);
+                char *eol = strstr(in, "\r\n");
                 if (!eol)
                         return -EINVAL;
                 in = eol + 2;
@@ -231,8 +230,11 @@ static int http(struct ctx *c, const char *method, const char *target, const cha
 {
         memset(r, 0, sizeof(*r));
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return fail(c, "socket: %s", strerror(errno)), -errno;
+        if (fd < 0) {
+                int err = errno;
+                fail(c, "socket: %s", strerror(err));
+                return -err;
+        }
         struct timeval tv = {.tv_sec = IO_TIMEOUT_S};
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
@@ -279,9 +281,13 @@ static int http(struct ctx *c, const char *method, const char *target, const cha
                         close(fd);
                         return fail(c, "out of memory"), -ENOMEM;
                 }
-                if (cap - len < 2048)
-                        buf = realloc(buf, cap *= 2);
-                else {
+                if (cap - len < 2048) {
+                        char *bigger = realloc(buf, cap * 2);
+                        if (!bigger)
+                                free(buf);
+                        buf = bigger;
+                        cap *= 2;
+                } else {
                         ssize_t got = read(fd, buf + len, cap - len - 1);
                         if (got < 0 && errno == EINTR)
                                 continue;
