@@ -239,6 +239,31 @@ def test_retries(srv):
     expect(p, 3, "missing unix socket -> 3")
 
 
+def test_hook(srv):
+    """deploy/hooks/prewarm.sh: prints QEMU args on success; releases on failure."""
+    hook = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy", "hooks", "prewarm.sh")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HPWARM_")}
+    env.update(HPWARM=HPWARM, HPWARM_URL=srv.url, HPWARM_TOKEN_FILE=TOKEN)
+
+    def hook_run(*args):
+        return subprocess.run(["sh", hook, *args], capture_output=True, text=True, env=env, timeout=30)
+
+    p = hook_run("hook-vm", "0", "16M", "10")
+    check(p.returncode == 0, "hook ok rc=%d %r" % (p.returncode, p.stderr))
+    check(p.stdout.startswith("-object memory-backend-file,") and p.stdout.count("\n") == 1,
+          "hook prints only the QEMU args: %r" % p.stdout)
+    p = hook_run("doomed", "0", "8M", "10")
+    check(p.returncode == 1 and p.stdout == "", "hook failed pool rc=%d out=%r" % (p.returncode, p.stdout))
+    check(("DELETE", "/v1/pools/doomed") in srv.state.log, "hook released the failed pool")
+    p = hook_run("hook-slow", "0", "8M", "0.2")
+    check(p.returncode == 4, "hook deadline rc=%d" % p.returncode)
+    check(("DELETE", "/v1/pools/hook-slow") in srv.state.log, "hook released after its deadline")
+    p = hook_run("conflict", "0", "8M")
+    check(p.returncode == 5 and ("DELETE", "/v1/pools/conflict") not in srv.state.log,
+          "hook does not release someone else's pool on 409")
+    check(hook_run("x").returncode == 2, "hook usage -> 2")
+
+
 def test_unix(path):
     srv = fs.start_unix(path, token="s3cret")
     try:
@@ -340,7 +365,7 @@ def main():
         return 1
     srv = fs.start_tcp(token="s3cret")
     try:
-        for t in (test_basic, test_pools, test_tty_progress, test_retries):
+        for t in (test_basic, test_pools, test_tty_progress, test_retries, test_hook):
             t0 = time.monotonic()
             t(srv)
             print("%-20s %.2fs" % (t.__name__, time.monotonic() - t0))
