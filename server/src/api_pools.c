@@ -293,8 +293,17 @@ void api_pool_put(const struct req *req, struct resp *resp)
 static void delete_work(struct resp *resp, void *ctx)
 {
         struct pool_work *w = ctx;
-        if (pools_delete(w->app->pools, w->name) < 0) {
+        int r = pools_delete(w->app->pools, w->name);
+        if (r == -ENOENT) {
                 pool_not_found(resp, w->name);
+                return;
+        }
+        if (r < 0) {
+                struct problem p = {0};
+                problem_set(&p, 500, "pool-file-error", "Cannot release the pool",
+                            "pool \"%s\": %s; the record is kept so the release can be retried", w->name,
+                            strerror(-r));
+                resp_problem(resp, &p);
                 return;
         }
         resp->status = 204;
@@ -332,6 +341,13 @@ void api_pool_claim(const struct req *req, struct resp *resp)
         int r = pools_claim(req->app->pools, name, &v);
         if (r == -ENOENT) {
                 pool_not_found(resp, name);
+                return;
+        }
+        if (r < 0 && r != -EBUSY) {
+                struct problem p = {0};
+                problem_set(&p, 500, "state-error", "Cannot record the claim", "pool \"%s\": %s", name,
+                            strerror(-r));
+                resp_problem(resp, &p);
                 return;
         }
         if (r < 0) {
