@@ -7,7 +7,8 @@
  *     1000 levels);
  *   - control bytes outside JSON whitespace, raw control bytes inside strings
  *     and the escape \u0000 are refused (cJSON would accept them and truncate
- *     strings at the NUL);
+ *     strings at the NUL), and so is text that is not valid UTF-8 (it would
+ *     otherwise be echoed into error details and responses);
  *   - every number literal is classified, because cJSON keeps only a double:
  *     "exact" means it is written as an integer, -?(0|[1-9][0-9]*), whose
  *     magnitude is at most 2^53.  So "1.0", "1e3", "01" and
@@ -70,6 +71,40 @@ static int scan_push_num(struct scan *s, unsigned char cls)
         return 0;
 }
 
+/* Length of the valid UTF-8 sequence at P (at most N bytes), 0 if invalid:
+ * no overlong forms, no surrogates, nothing above U+10FFFF. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+        unsigned char c = p[0];
+        size_t len;
+        unsigned char lo = 0x80, hi = 0xbf;
+
+        if (c < 0x80)
+                return 1;
+        if (c >= 0xc2 && c <= 0xdf)
+                len = 2;
+        else if (c >= 0xe0 && c <= 0xef) {
+                len = 3;
+                if (c == 0xe0)
+                        lo = 0xa0;
+                else if (c == 0xed)
+                        hi = 0x9f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+                len = 4;
+                if (c == 0xf0)
+                        lo = 0x90;
+                else if (c == 0xf4)
+                        hi = 0x8f;
+        } else
+                return 0;
+        if (n < len || p[1] < lo || p[1] > hi)
+                return 0;
+        for (size_t i = 2; i < len; i++)
+                if (p[i] < 0x80 || p[i] > 0xbf)
+                        return 0;
+        return len;
+}
+
 static bool is_num_char(char c)
 {
         return (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.' || c == 'e' ||
@@ -119,6 +154,17 @@ static int scan_document(const char *buf, size_t len, struct scan *s)
                                         s->why = "control character in string";
                                         s->at = i;
                                         return 0;
+                                }
+                                if (c >= 0x80) {
+                                        size_t n = utf8_len((const unsigned char *)buf + i,
+                                                            len - i);
+                                        if (n == 0) {
+                                                s->why = "invalid UTF-8";
+                                                s->at = i;
+                                                return 0;
+                                        }
+                                        i += n - 1;
+                                        continue;
                                 }
                                 if (c != '\\')
                                         continue;
@@ -400,6 +446,20 @@ const struct json *json_array_at(const struct json *arr, size_t i)
 /* Field names from the wire are cut short in details. */
 #define DETAIL_NAME_MAX 64
 
+/* Length of the longest prefix of S of at most MAX bytes that does not end
+ * inside a UTF-8 sequence (S is valid UTF-8: the pre-pass checked it). */
+static size_t utf8_prefix(const char *s, size_t max)
+{
+        size_t n = strnlen(s, max + 1);
+
+        if (n <= max)
+                return n;
+        n = max;
+        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+                n--;
+        return n;
+}
+
 static const char *type_word(enum jfield_type t)
 {
         switch (t) {
@@ -510,9 +570,10 @@ int json_decode(const char *body, size_t len, const struct jfield *fields, size_
                         if (strcmp(fields[i].name, key) == 0)
                                 break;
                 if (i == n_fields) {
+                        size_t cut = utf8_prefix(key, DETAIL_NAME_MAX);
                         problem_set(err, 422, "invalid-field", TITLE_INVALID,
-                                    "unknown field \"%.*s\"%s", DETAIL_NAME_MAX, key,
-                                    strlen(key) > DETAIL_NAME_MAX ? "..." : "");
+                                    "unknown field \"%.*s\"%s", (int)cut, key,
+                                    key[cut] ? "..." : "");
                         r = -EINVAL;
                         goto out;
                 }

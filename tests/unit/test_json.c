@@ -73,6 +73,8 @@ static void test_decode_ok(void)
         /* Escapes and UTF-8 pass through. */
         CHECK_INT(decode("{\"name\": \"a\\\"\\u00e9\"}", &r, &p), ==, 0);
         CHECK_STR(r.name, "a\"\xc3\xa9");
+        CHECK_INT(decode("{\"name\": \"\xe2\x82\xac\xf0\x9f\x98\x80\"}", &r, &p), ==, 0);
+        CHECK_STR(r.name, "\xe2\x82\xac\xf0\x9f\x98\x80");
 }
 
 static void test_decode_refused(void)
@@ -87,6 +89,12 @@ static void test_decode_refused(void)
         refused("\x01{\"count\": 1}", 400, "control");
         refused("{\"name\": \"a\tb\"}", 400, "control");
         refused("{\"name\": \"a\\u0000b\"}", 400, "u0000");
+        refused("{\"name\": \"\xff\"}", 400, "UTF-8");
+        refused("{\"name\": \"\xc0\x80\"}", 400, "UTF-8");     /* overlong NUL */
+        refused("{\"name\": \"\xed\xa0\x80\"}", 400, "UTF-8"); /* surrogate */
+        refused("{\"name\": \"\xe2\x82\"}", 400, "UTF-8");     /* truncated */
+        refused("{\"name\": \"\xf4\x90\x80\x80\"}", 400, "UTF-8"); /* > U+10FFFF */
+        refused("{\"\xfe\": 1}", 400, "UTF-8");
         refused("[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]", 400,
                 "deep");
         /* Shape. */
@@ -97,6 +105,9 @@ static void test_decode_refused(void)
         refused("{\"Count\": 1}", 422, "unknown");
         refused("{\"count\": 1, \"count\": 2}", 422, "duplicate field \"count\"");
         refused("{\"count\": 1, \"bogus\": 2}", 422, "bogus");
+        /* Long unknown keys are cut short, never inside a UTF-8 sequence. */
+        refused("{\"KKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKK\xf0\x9f\x98\x80\": 1}",
+                422, "KKK\"...");
         /* Types. */
         refused("{\"count\": \"1\"}", 422, "\"count\" must be a non-negative integer");
         refused("{\"count\": true}", 422, "count");

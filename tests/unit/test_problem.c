@@ -25,6 +25,20 @@ static void test_set(void)
         problem_set(&p, 400, "s", "t", "%s", big);
         CHECK_U64(strlen(p.detail), ==, sizeof(p.detail) - 1);
         problem_set(NULL, 400, "s", "t", "ignored");
+
+        /* Truncation never leaves half a UTF-8 sequence behind. */
+        big[510] = '\0';
+        problem_set(&p, 400, "s", "t", "%s\xc3\xa9", big);
+        CHECK_U64(strlen(p.detail), ==, 510);
+        big[510] = 'x';
+        big[509] = '\0';
+        problem_set(&p, 400, "s", "t", "%s\xc3\xa9", big);
+        CHECK_U64(strlen(p.detail), ==, 511);
+        CHECK_STR(p.detail + 509, "\xc3\xa9");
+        big[509] = 'x';
+        big[508] = '\0';
+        problem_set(&p, 400, "s", "t", "%s\xf0\x9f\x98\x80", big);
+        CHECK_U64(strlen(p.detail), ==, 508);
 }
 
 static void test_to_json(void)
