@@ -32,6 +32,7 @@
 #include <numa.h>
 #include <numaif.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -273,6 +274,11 @@ static void *worker_main(void *arg)
         struct node_ctx *n = w->n;
         const struct engine *e = n->e;
 
+        /* "hpw-n<node>-w<i>": visible in top -H and /proc/<pid>/task/<tid>/comm,
+         * so operators and the two-node guest test can tell whose worker runs where. */
+        char name[16];
+        snprintf(name, sizeof(name), "hpw-n%d-w%u", n->id, (unsigned)(w - n->workers));
+        pthread_setname_np(pthread_self(), name);
         worker_setup(w);
 
         pthread_mutex_lock(&n->lock);

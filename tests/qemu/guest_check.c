@@ -502,9 +502,9 @@ static size_t threads_read(int pid, struct thread_info *ts, size_t max)
         return n;
 }
 
-/* Node a thread works for, from its name, or -1.  Only if the engine names
- * its workers "hpw-n<node>-w<i>" (pthread_setname_np); today it does not,
- * and the check falls back on who spent the CPU time. */
+/* Node a thread works for, from its name ("hpw-n<node>-w<i>", set by the
+ * engine with pthread_setname_np), or -1 for any other thread.  Busy threads
+ * are also found by the CPU time they spent, so a rename cannot hide one. */
 static int worker_node(const char *comm)
 {
         int node, idx, len = 0;
@@ -580,6 +580,8 @@ static int check_workers_on(struct ctx *c, int node, const char *cpus, int cpu, 
                         return fail(c, "thread %d \"%s\" (%" PRIu64 " of %" PRIu64 " ticks) last ran on cpu %d, node %d's cpu is %d",
                                     t->tid, t->comm, gain[i], total, t->processor, node, cpu);
         }
+        if (named == 0)
+                return fail(c, "no thread named hpw-n%d-w* serves node %d", node, node);
         if (workers == 0 || workers_total * 2 < total)
                 return fail(c, "no thread pinned to cpu %d did most of the work (%" PRIu64 " of %" PRIu64 " ticks)",
                             cpu, workers_total, total);
