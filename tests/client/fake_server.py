@@ -318,6 +318,21 @@ def start_tcp(token=None, nodes=None):
     return _serve(srv)
 
 
+def start_tls(certfile, keyfile, client_ca=None, token=None):
+    """HTTPS; with CLIENT_CA, a client certificate signed by it is required."""
+    import ssl
+    srv = TCPServer(("127.0.0.1", 0), Handler)
+    srv.state = State(token)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(certfile, keyfile)
+    if client_ca:
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.load_verify_locations(client_ca)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv.url = "https://127.0.0.1:%d" % srv.server_address[1]
+    return _serve(srv)
+
+
 def start_unix(path, token=None):
     if os.path.exists(path):
         os.unlink(path)

@@ -277,6 +277,46 @@ def test_unix(path):
         srv.server_close()
 
 
+def make_certs(d):
+    """A CA, a server certificate for 127.0.0.1 and a client certificate."""
+    def ossl(*a):
+        subprocess.run(["openssl", *a], check=True, capture_output=True)
+    ca, cakey = os.path.join(d, "ca.pem"), os.path.join(d, "ca.key")
+    ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", cakey, "-out", ca, "-days", "2",
+         "-subj", "/CN=hpwarm test CA")
+    out = {"ca": ca}
+    for who, ext in (("server", "subjectAltName=IP:127.0.0.1"), ("client", "extendedKeyUsage=clientAuth")):
+        key, csr, crt = (os.path.join(d, who + x) for x in (".key", ".csr", ".pem"))
+        extf = os.path.join(d, who + ".ext")
+        with open(extf, "w") as f:
+            f.write(ext + "\n")
+        ossl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=" + who)
+        ossl("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", cakey, "-CAcreateserial", "-out", crt,
+             "-days", "2", "-extfile", extf)
+        out[who] = (crt, key)
+    return out
+
+
+def test_tls():
+    import shutil
+    if not shutil.which("openssl"):
+        print("test_tls skipped: no openssl")
+        return
+    c = make_certs(TMP)
+    srv = fs.start_tls(*c["server"], client_ca=c["ca"], token="s3cret")
+    try:
+        u = ["--url", srv.url, "--token-file", TOKEN, "--timeout", "3"]
+        p = run("health", "--json", *u, "--cacert", c["ca"], "--cert", c["client"][0], "--key", c["client"][1])
+        expect(p, 0, "mTLS health")
+        check(json.loads(p.stdout or "{}").get("status") == "ok", "mTLS health json", p)
+        expect(run("health", *u, "--cacert", c["ca"]), 3, "no client certificate -> 3")
+        expect(run("health", *u, "--cert", c["client"][0], "--key", c["client"][1]), 3,
+               "unknown server CA -> 3")
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
 def fleet_nodes(i):
     """Node data for fake host I.  Host 20 node 1 and host 30 node 0 tie at
     the most free 2M pages (500); host 40 has far more free 1G pages."""
@@ -375,6 +415,9 @@ def main():
     t0 = time.monotonic()
     test_unix(os.path.join(TMP, "api.sock"))
     print("%-20s %.2fs" % ("test_unix", time.monotonic() - t0))
+    t0 = time.monotonic()
+    test_tls()
+    print("%-20s %.2fs" % ("test_tls", time.monotonic() - t0))
     t0 = time.monotonic()
     test_fleet()
     print("%-20s %.2fs" % ("test_fleet", time.monotonic() - t0))
