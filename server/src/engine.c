@@ -242,7 +242,7 @@ static void job_finish(struct job *j)
 static struct job *pick_job(struct node_ctx *n)
 {
         for (struct link *l = n->run.next; l != &n->run; l = l->next) {
-                struct job *j = (struct job *)((char *)l - offsetof(struct job, run));
+                struct job *j = container_of(l, struct job, run);
 
                 if (j->active < j->plan.threads) {
                         link_del(&j->run);
@@ -529,7 +529,7 @@ void engine_free(struct engine *e)
 
                         pthread_mutex_lock(&n->lock);
                         for (struct link *l = n->jobs.next; l != &n->jobs && !j; l = l->next) {
-                                struct job *c = (struct job *)((char *)l - offsetof(struct job, all));
+                                struct job *c = container_of(l, struct job, all);
 
                                 if (!c->complete)
                                         j = c;
@@ -543,7 +543,7 @@ void engine_free(struct engine *e)
                  * them loose so job_free only frees them. */
                 pthread_mutex_lock(&n->lock);
                 while (!link_empty(&n->jobs)) {
-                        struct job *j = (struct job *)((char *)n->jobs.next - offsetof(struct job, all));
+                        struct job *j = container_of(n->jobs.next, struct job, all);
 
                         link_del(&j->all);
                         j->n = NULL;

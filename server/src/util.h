@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/* The struct TYPE that holds MEMBER at PTR (as in the kernel). */
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define KIB (UINT64_C(1) << 10)
 #define MIB (UINT64_C(1) << 20)
