@@ -687,7 +687,7 @@ static int check_nodes_counts(struct ctx *c)
                         static const char *const keys[] = {"total", "free", "surplus"};
                         static const char *const files[] = {"nr", "free", "surplus"};
                         for (int k = 0; k < 3; k++) {
-                                uint64_t got, want = sys_hp(id, page_sizes[p], files[k]);
+                                uint64_t got = 0, want = sys_hp(id, page_sizes[p], files[k]);
                                 if (!j_u64(entry, keys[k], &got) || got != want) {
                                         ret = fail(c, "node %d %s %s: daemon says %" PRIu64 ", /sys says %" PRIu64,
                                                    id, p ? "1G" : "2M", keys[k], got, want);
