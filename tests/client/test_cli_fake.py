@@ -352,7 +352,8 @@ def test_fleet():
 
         p = run("fleet", "--hosts", hosts, "nodes")
         expect(p, 0, "fleet nodes")
-        check(p.elapsed < 1.0, "fleet of 53 answered in %.2fs" % p.elapsed, p)
+        check(p.elapsed < 1.5, "fleet of 53 answered in %.2fs" % p.elapsed, p)
+        print("fleet nodes over 50 live + 3 dead hosts: %.3fs" % p.elapsed)
         rows = p.stdout.splitlines()
         check(rows[0].split() == ["HOST", "NODE", "PAGE", "TOTAL", "FREE", "WARM"], "fleet header", p)
         check(len(rows) == 1 + 50 * 2 + 1, "fleet rows: %d" % len(rows), p)
