@@ -217,8 +217,10 @@ static enum hpw_error setup(CURL *easy, const struct hpw_conn *c, const char *me
 
         t = curl_slist_append(hdrs, "Accept: application/json, application/problem+json");
         if (t) hdrs = t;
-        if (t && body) {
-                t = curl_slist_append(hdrs, "Content-Type: application/json");
+        if (t) {
+                /* A bodiless POST (claim) would otherwise go out as a form
+                 * post, which a strict server answers 415. */
+                t = curl_slist_append(hdrs, body ? "Content-Type: application/json" : "Content-Type:");
                 if (t) hdrs = t;
         }
         if (t) {

@@ -158,6 +158,9 @@ class Handler(BaseHTTPRequestHandler):
         q = dict(kv.split("=", 1) for kv in query.split("&") if "=" in kv)
         with st.lock:
             st.log.append((method, self.path))
+        ctype = self.headers.get("Content-Type")
+        if ctype is not None and ctype.split(";")[0].strip() != "application/json":
+            return self.send(*problem(415, "unsupported-media-type", "Unsupported media type", ctype))
         body = self.body() if method in ("PUT", "POST") else None
         if st.token is not None:
             auth = self.headers.get("Authorization", "")
