@@ -8,7 +8,15 @@
  * Deferred work goes to one of two fixed queues, so long-polls (which may
  * sit for their whole timeout) never starve short blocking work (reserve,
  * delete).  Each queue has a bound on pending items; past it the request is
- * answered 503 with Retry-After rather than queued without limit. */
+ * answered 503 with Retry-After rather than queued without limit.
+ *
+ * Access is decided on the first call, before routing, so an unauthenticated
+ * caller learns nothing about which paths exist.  Unix-socket callers are
+ * trusted (the socket's mode and group decide who can connect) and named by
+ * their peer credentials; TCP callers need a verified client certificate when
+ * a client CA is configured, and a bearer token when tokens are, except for
+ * GET /v1/health.  A read-only token may not mutate (403).  Every mutation,
+ * refused or not, leaves one audit line when its response is queued. */
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -22,11 +30,15 @@
 
 #include <microhttpd.h>
 
+#include "api.h"
 #include "app.h"
+#include "audit.h"
+#include "auth.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
 #include "router.h"
+#include "tls.h"
 #include "util.h"
 
 /* Threads for short blocking work (sysfs writes, cancels). */
@@ -52,7 +64,9 @@ struct listener {
         struct MHD_Daemon *mhd;
         struct http *http;
         int fd;
-        char desc[160];
+        bool tcp;
+        bool tls;
+        bool quiesced;
 };
 
 struct http {
@@ -61,6 +75,8 @@ struct http {
         uint16_t tcp_port;
         char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
         struct workq blocking, wait;
+        struct auth *auth;
+        bool client_ca;
 };
 
 struct hreq {
@@ -70,7 +86,10 @@ struct hreq {
         size_t body_len, body_cap;
         bool too_large;
         bool deferred;
+        bool www_authenticate;   /* 401: add the challenge */
+        bool invalid_token;      /* ... with error="invalid_token" */
         atomic_bool work_done;
+        char who[320];           /* caller, for the audit line */
         struct req req;
         struct resp resp;
         char method[16];
@@ -286,10 +305,116 @@ static enum MHD_Result queue(struct hreq *h)
         }
         if (!is_problem && h->resp.location[0])
                 MHD_add_response_header(mr, MHD_HTTP_HEADER_LOCATION, h->resp.location);
+        if (h->www_authenticate)
+                MHD_add_response_header(mr, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                        h->invalid_token ? "Bearer realm=\"hpwarmd\", error=\"invalid_token\""
+                                                         : "Bearer realm=\"hpwarmd\"");
         count_request(h->http->app, &h->req, status);
+        if (audit_is_mutation(h->method))
+                audit_log(h->who, h->method, h->path, status);
         enum MHD_Result r = MHD_queue_response(h->conn, (unsigned)status, mr);
         MHD_destroy_response(mr);
         return r;
+}
+
+/* ----------------------------------------------------------------- access */
+
+static void client_ip(struct MHD_Connection *conn, char *buf, size_t len)
+{
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        snprintf(buf, len, "?");
+        if (!ci || !ci->client_addr)
+                return;
+        const struct sockaddr *sa = ci->client_addr;
+        socklen_t sl = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+        if (getnameinfo(sa, sl, buf, (socklen_t)len, NULL, 0, NI_NUMERICHOST) != 0)
+                snprintf(buf, len, "?");
+}
+
+static void unix_peer(struct MHD_Connection *conn, char *buf, size_t len)
+{
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        pid_t pid;
+        uid_t uid;
+        gid_t gid;
+        if (!ci || auth_peer_cred(ci->connect_fd, &pid, &uid, &gid) < 0) {
+                snprintf(buf, len, "unix peer=unknown");
+                return;
+        }
+        snprintf(buf, len, "uid=%u gid=%u pid=%d", (unsigned)uid, (unsigned)gid, (int)pid);
+}
+
+static void refuse(struct hreq *h, int status, const char *slug, const char *title, const char *detail)
+{
+        set_problem(&h->resp, status, slug, title, detail);
+        if (status == 401)
+                h->www_authenticate = true;
+}
+
+/* Decide whether H may go on; false when a refusal is in H->resp.  Fills
+ * H->who in any case. */
+static bool authorize(struct listener *l, struct hreq *h, struct MHD_Connection *conn, const char *url)
+{
+        struct http *http = l->http;
+        bool mutation = audit_is_mutation(h->method);
+        enum auth_role role = AUTH_ADMIN;
+
+        if (!l->tcp) {
+                unix_peer(conn, h->who, sizeof(h->who));
+        } else {
+                bool open_route = strcmp(h->method, "GET") == 0 && strcmp(url, "/v1/health") == 0;
+                char ip[INET6_ADDRSTRLEN + 8], cert[200] = "", token[AUTH_ID_MAX] = "";
+                int cert_r = 0;
+                bool token_sent = false;
+                client_ip(conn, ip, sizeof(ip));
+
+                if (l->tls && http->client_ca) {
+                        const union MHD_ConnectionInfo *ci =
+                                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+                        void *session = ci ? ci->tls_session : NULL;
+                        cert_r = tls_verify_client(session);
+                        if (tls_client_subject(session, cert, sizeof(cert)) < 0)
+                                cert[0] = '\0';
+                }
+                if (http->auth) {
+                        const char *authz = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                                         MHD_HTTP_HEADER_AUTHORIZATION);
+                        role = auth_check_bearer(http->auth, authz, token, &token_sent);
+                }
+                snprintf(h->who, sizeof(h->who), "%s%s%s%s%sip=%s", token[0] ? token : "",
+                         token[0] ? " " : "", cert[0] ? "cert:" : "", cert, cert[0] ? " " : "", ip);
+                if (!token[0] && http->auth && token_sent)
+                        snprintf(h->who, sizeof(h->who), "bad-token%s%s ip=%s", cert[0] ? " cert:" : "", cert, ip);
+
+                if (open_route)
+                        return true;
+                if (cert_r == -ENOKEY || cert_r == -ENOTCONN) {
+                        refuse(h, 401, "unauthorized", "Unauthorized",
+                               "a client certificate signed by a trusted CA is required");
+                        return false;
+                }
+                if (cert_r < 0) {
+                        refuse(h, 401, "unauthorized", "Unauthorized",
+                               "the client certificate did not verify against the trusted CAs");
+                        return false;
+                }
+                if (role == AUTH_NONE) {
+                        h->invalid_token = token_sent;
+                        refuse(h, 401, "unauthorized", "Unauthorized",
+                               token_sent ? "the bearer token is not valid"
+                                          : "send Authorization: Bearer <token>");
+                        return false;
+                }
+        }
+        if (mutation && role != AUTH_ADMIN) {
+                refuse(h, 403, "forbidden", "Forbidden", "a read-only token may not change anything");
+                return false;
+        }
+        if (mutation && atomic_load(&http->app->stopping)) {
+                api_refuse_stopping(&h->resp);
+                return false;
+        }
+        return true;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -307,14 +432,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 h->conn = conn;
                 *con_cls = h;
                 snprintf(h->method, sizeof(h->method), "%s", method);
+                h->req.method = h->method;
+                h->req.path = "";
+                /* Truncated for the audit line until the length is checked. */
+                snprintf(h->path, sizeof(h->path), "%s", url);
+                if (!authorize(l, h, conn, url))
+                        return queue(h);
                 if (strlen(url) >= sizeof(h->path)) {
-                        h->req.method = h->method;
-                        h->req.path = "";
                         set_problem(&h->resp, 414, "uri-too-long", "URI too long", "the request path is too long");
                         return queue(h);
                 }
-                snprintf(h->path, sizeof(h->path), "%s", url);
-                h->req.method = h->method;
                 h->req.path = h->path;
                 const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
                 if (cl && strtoull(cl, NULL, 10) > HTTP_BODY_MAX) {
@@ -404,7 +531,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
         log_debug("libmicrohttpd: %s", buf);
 }
 
-static int listen_tcp(const char *spec, int *ret_fd, uint16_t *ret_port)
+/* "HOST:PORT", "[V6]:PORT" or ":PORT" -> getaddrinfo() results. */
+static int resolve_listen(const char *spec, struct addrinfo **ret)
 {
         char host[256];
         const char *colon = strrchr(spec, ':');
@@ -426,10 +554,73 @@ static int listen_tcp(const char *spec, int *ret_fd, uint16_t *ret_port)
 
         struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                                  .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-        struct addrinfo *ai = NULL;
-        if (getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &ai) != 0)
+        if (getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, ret) != 0)
                 return -EADDRNOTAVAIL;
-        int r = -EADDRNOTAVAIL;
+        return 0;
+}
+
+static bool sockaddr_is_loopback(const struct sockaddr *sa)
+{
+        if (sa->sa_family == AF_INET)
+                return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+        if (sa->sa_family == AF_INET6) {
+                const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+                if (IN6_IS_ADDR_V4MAPPED(a))
+                        return a->s6_addr[12] == 127;
+                return IN6_IS_ADDR_LOOPBACK(a);
+        }
+        return sa->sa_family == AF_UNIX;
+}
+
+int http_listen_is_loopback(const char *spec)
+{
+        struct addrinfo *ai = NULL;
+        int r = resolve_listen(spec, &ai);
+        if (r < 0)
+                return r;
+        r = 1;
+        for (struct addrinfo *a = ai; a; a = a->ai_next)
+                if (!sockaddr_is_loopback(a->ai_addr))
+                        r = 0;
+        freeaddrinfo(ai);
+        return r;
+}
+
+int http_socket_is_loopback(int fd)
+{
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+                return -errno;
+        return sockaddr_is_loopback((struct sockaddr *)&ss);
+}
+
+static int socket_family(int fd)
+{
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+                return -errno;
+        return ss.ss_family;
+}
+
+static uint16_t socket_port(int fd)
+{
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+                return 0;
+        return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                              : ((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static int listen_tcp(const char *spec, int *ret_fd, uint16_t *ret_port)
+{
+        struct addrinfo *ai = NULL;
+        int r = resolve_listen(spec, &ai);
+        if (r < 0)
+                return r;
+        r = -EADDRNOTAVAIL;
         for (struct addrinfo *a = ai; a; a = a->ai_next) {
                 _cleanup_close_ int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
                 if (fd < 0) {
@@ -442,11 +633,7 @@ static int listen_tcp(const char *spec, int *ret_fd, uint16_t *ret_port)
                         r = -errno;
                         continue;
                 }
-                struct sockaddr_storage ss;
-                socklen_t sl = sizeof(ss);
-                getsockname(fd, (struct sockaddr *)&ss, &sl);
-                *ret_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                                           : ((struct sockaddr_in *)&ss)->sin_port);
+                *ret_port = socket_port(fd);
                 *ret_fd = TAKE_FD(fd);
                 r = 0;
                 break;
@@ -455,7 +642,7 @@ static int listen_tcp(const char *spec, int *ret_fd, uint16_t *ret_port)
         return r;
 }
 
-static int listen_unix(const char *path, int *ret_fd)
+static int listen_unix(const char *path, gid_t gid, int *ret_fd)
 {
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
         if (strlen(path) >= sizeof(sa.sun_path))
@@ -475,8 +662,19 @@ static int listen_unix(const char *path, int *ret_fd)
         mode_t old = umask(0117); /* socket 0660 */
         int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
         umask(old);
-        if (r < 0 || listen(fd, 128) < 0)
+        if (r < 0)
                 return -errno;
+        /* Group before listen(): nobody of the old group can connect in between. */
+        if (gid != (gid_t)-1 && gid != 0 && chown(path, (uid_t)-1, gid) < 0) {
+                r = -errno;
+                unlink(path);
+                return r;
+        }
+        if (listen(fd, 128) < 0) {
+                r = -errno;
+                unlink(path);
+                return r;
+        }
         *ret_fd = TAKE_FD(fd);
         return 0;
 }
@@ -485,8 +683,23 @@ static int start_listener(struct http *h, struct listener *l, int fd, const stru
 {
         l->http = h;
         l->fd = fd;
+        l->tcp = tcp;
+        l->tls = tcp && cfg->tls_cert_pem && cfg->tls_key_pem;
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                          MHD_USE_ERROR_LOG;
+        /* TLS options only on the TCP listener; MHD_OPTION_ARRAY lets the
+         * list depend on the configuration. */
+        struct MHD_OptionItem tls[4];
+        size_t n = 0;
+        if (l->tls) {
+                flags |= MHD_USE_TLS;
+                tls[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cfg->tls_cert_pem};
+                tls[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)cfg->tls_key_pem};
+                if (cfg->tls_client_ca_pem)
+                        tls[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
+                                                           (void *)cfg->tls_client_ca_pem};
+        }
+        tls[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
         l->mhd = MHD_start_daemon(
                 flags, 0, NULL, NULL, on_request, l,
                 MHD_OPTION_LISTEN_SOCKET, fd,
@@ -496,6 +709,7 @@ static int start_listener(struct http *h, struct listener *l, int fd, const stru
                 MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout_s ? cfg->connection_timeout_s : 30u,
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, tcp ? (cfg->per_ip_limit ? cfg->per_ip_limit : 64u) : 0u,
+                MHD_OPTION_ARRAY, tls,
                 MHD_OPTION_END);
         if (!l->mhd)
                 return -EIO;
@@ -510,6 +724,13 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
                 return -ENOMEM;
         h->app = app;
         h->tcp.fd = h->unix_.fd = -1;
+        h->auth = cfg->auth;
+        h->client_ca = cfg->tls_client_ca_pem != NULL;
+        if ((cfg->tls_cert_pem || cfg->tls_key_pem) && !MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+                log_err("this libmicrohttpd has no TLS support");
+                free(h);
+                return -EOPNOTSUPP;
+        }
 
         r = workq_start(&h->blocking, BLOCKING_THREADS);
         if (r == 0)
@@ -517,7 +738,25 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
         if (r < 0)
                 goto fail;
 
-        if (cfg->listen) {
+        for (size_t i = 0; i < cfg->n_listen_fds; i++) {
+                int fd = cfg->listen_fds[i];
+                int fam = socket_family(fd);
+                bool tcp = fam == AF_INET || fam == AF_INET6;
+                struct listener *l = tcp ? &h->tcp : &h->unix_;
+                if (fam < 0 || (!tcp && fam != AF_UNIX) || l->mhd) {
+                        log_err("socket activation: passed socket %d is not one TCP and one unix stream socket", fd);
+                        r = -EINVAL;
+                        goto fail;
+                }
+                if (tcp)
+                        h->tcp_port = socket_port(fd);
+                r = start_listener(h, l, fd, cfg, tcp);
+                if (r < 0) {
+                        log_err("cannot start HTTP on passed socket %d", fd);
+                        goto fail;
+                }
+        }
+        if (cfg->listen && !cfg->n_listen_fds) {
                 int fd;
                 r = listen_tcp(cfg->listen, &fd, &h->tcp_port);
                 if (r < 0) {
@@ -531,9 +770,9 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
                         goto fail;
                 }
         }
-        if (cfg->socket_path) {
+        if (cfg->socket_path && !cfg->n_listen_fds) {
                 int fd;
-                r = listen_unix(cfg->socket_path, &fd);
+                r = listen_unix(cfg->socket_path, cfg->socket_gid, &fd);
                 if (r < 0) {
                         log_err("cannot listen on %s: %s", cfg->socket_path, strerror(-r));
                         goto fail;
@@ -555,6 +794,22 @@ fail:
 
 uint16_t http_tcp_port(const struct http *h) { return h ? h->tcp_port : 0; }
 
+static void quiesce_listener(struct listener *l)
+{
+        if (l->mhd && !l->quiesced) {
+                MHD_quiesce_daemon(l->mhd);
+                l->quiesced = true;
+        }
+}
+
+void http_quiesce(struct http *h)
+{
+        if (!h)
+                return;
+        quiesce_listener(&h->tcp);
+        quiesce_listener(&h->unix_);
+}
+
 static void stop_listener(struct listener *l)
 {
         if (!l->mhd)
@@ -573,10 +828,7 @@ void http_stop(struct http *h)
         /* Stop accepting first, then let queued work finish (it resumes its
          * connections), then stop the daemons: libmicrohttpd must not be
          * stopped with connections still suspended. */
-        if (h->tcp.mhd)
-                MHD_quiesce_daemon(h->tcp.mhd);
-        if (h->unix_.mhd)
-                MHD_quiesce_daemon(h->unix_.mhd);
+        http_quiesce(h);
         workq_stop(&h->blocking);
         workq_stop(&h->wait);
         stop_listener(&h->tcp);

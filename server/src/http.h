@@ -8,9 +8,12 @@
  * is created while pools warm: thread stacks take the mmap lock as a writer),
  * and the connection resumes when it is done. */
 #pragma once
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct app;
+struct auth;
 struct http;
 
 #define HTTP_BODY_MAX (64 * 1024)
@@ -21,7 +24,30 @@ struct http_config {
         unsigned connection_limit;
         unsigned connection_timeout_s;
         unsigned per_ip_limit;
+        gid_t socket_gid;        /* group of the unix socket; (gid_t)-1 or 0 leaves it */
+        /* Access on TCP (the unix socket is guarded by its file mode):
+         * bearer tokens when AUTH is set, TLS when both PEMs are set, and a
+         * verified client certificate on every request but GET /v1/health
+         * when TLS_CLIENT_CA_PEM is set too.  PEM text must outlive the
+         * http object. */
+        struct auth *auth;
+        const char *tls_cert_pem, *tls_key_pem, *tls_client_ca_pem;
+        /* Listening sockets handed over by the service manager (socket
+         * activation), used instead of LISTEN/SOCKET_PATH: at most one
+         * AF_UNIX and one TCP socket; http_stop() closes them. */
+        int listen_fds[2];
+        size_t n_listen_fds;
 };
+
+/* Whether SPEC ("HOST:PORT") binds loopback only: 1 when every address it
+ * resolves to is in 127.0.0.0/8 or ::1, 0 when any is not (a wildcard
+ * address is not), -EINVAL/-EADDRNOTAVAIL when it does not parse/resolve. */
+int http_listen_is_loopback(const char *spec);
+/* Same for a bound socket: 1 for loopback TCP and for AF_UNIX, 0 otherwise. */
+int http_socket_is_loopback(int fd);
+/* Stop accepting new connections; requests on open connections are still
+ * answered (mutations with 503 once app->stopping is set).  Accepts NULL. */
+void http_quiesce(struct http *h);
 
 /* Bind, listen, start serving.  Caller owns *ret. */
 int http_start(const struct http_config *cfg, struct app *app, struct http **ret);

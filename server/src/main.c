@@ -3,28 +3,40 @@
  * Start order matters: topology first (everything sizes from it), then the
  * engine (its workers must exist before any populate runs), then the pool
  * registry (it reconciles the journal and may resume warming jobs), and the
- * HTTP listeners last, so nothing is served before the state is known. */
+ * HTTP listeners last, so nothing is served before the state is known.
+ *
+ * Before any of that: the access configuration is checked (a TCP listener
+ * off loopback needs tokens or mutual TLS) and the state directory's lock is
+ * taken, so a second daemon never touches the journal or the socket. */
+#include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include "app.h"
+#include "auth.h"
 #include "engine.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
+#include "notify.h"
 #include "pools.h"
 #include "sysfs.h"
+#include "tls.h"
 #include "topo.h"
 #include "units.h"
 #include "util.h"
 
 #define DEFAULT_SOCKET "/run/hpwarmd/api.sock"
 #define DEFAULT_STATE_DIR "/var/lib/hpwarmd"
+#define LOCK_FILE "hpwarmd.lock"
+/* Exit code for a configuration the daemon refuses to run with (as usage). */
+#define EXIT_CONFIG 2
 
 struct options {
         const char *listen;
@@ -39,6 +51,11 @@ struct options {
         uint64_t max_pool_bytes;
         uint64_t max_node_warm_bytes;
         unsigned max_pools;
+        gid_t socket_gid;
+        const char *token_file, *read_token_file;
+        const char *tls_cert, *tls_key, *tls_client_ca;
+        unsigned max_connections;
+        unsigned connection_timeout_s;
 };
 
 static void usage(FILE *f)
@@ -61,6 +78,14 @@ static void usage(FILE *f)
                 "  --max-pool-bytes BYTES    largest pool accepted (default: no limit)\n"
                 "  --max-node-warm-bytes B   cap on warming+ready bytes per node (default: none)\n"
                 "  --max-pools N             most pools at once (default 1024)\n"
+                "  --socket-group GROUP      group owning the unix socket (mode 0660)\n"
+                "  --token-file FILE         admin bearer tokens for TCP, one per line\n"
+                "  --read-token-file FILE    read-only bearer tokens for TCP, one per line\n"
+                "  --tls-cert FILE           TLS certificate (PEM) for the TCP listener\n"
+                "  --tls-key FILE            its private key (PEM)\n"
+                "  --tls-client-ca FILE      require client certificates signed by these CAs\n"
+                "  --max-connections N       open connections per listener (default 256)\n"
+                "  --connection-timeout SEC  close connections idle this long (default 30)\n"
                 "  --log-level LEVEL         err, warn, notice, info (default) or debug\n"
                 "  --version, --help\n");
 }
@@ -97,7 +122,9 @@ static unsigned parse_uint_arg(const char *flag, const char *s, unsigned max)
 static void parse_args(int argc, char **argv, struct options *o)
 {
         enum { O_LISTEN = 256, O_SOCKET, O_SYSFS, O_STATE, O_FLOOR, O_HUGETLBFS, O_POOL_GROUP,
-               O_THREADS, O_MAX_POOL, O_MAX_NODE, O_MAX_POOLS, O_LOG, O_VERSION, O_HELP };
+               O_THREADS, O_MAX_POOL, O_MAX_NODE, O_MAX_POOLS, O_LOG, O_VERSION, O_HELP,
+               O_SOCKET_GROUP, O_TOKEN, O_READ_TOKEN, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_MAX_CONN,
+               O_CONN_TIMEOUT };
         static const struct option longopts[] = {
                 {"listen", required_argument, NULL, O_LISTEN},
                 {"socket", required_argument, NULL, O_SOCKET},
@@ -111,12 +138,21 @@ static void parse_args(int argc, char **argv, struct options *o)
                 {"max-node-warm-bytes", required_argument, NULL, O_MAX_NODE},
                 {"max-pools", required_argument, NULL, O_MAX_POOLS},
                 {"log-level", required_argument, NULL, O_LOG},
+                {"socket-group", required_argument, NULL, O_SOCKET_GROUP},
+                {"token-file", required_argument, NULL, O_TOKEN},
+                {"read-token-file", required_argument, NULL, O_READ_TOKEN},
+                {"tls-cert", required_argument, NULL, O_TLS_CERT},
+                {"tls-key", required_argument, NULL, O_TLS_KEY},
+                {"tls-client-ca", required_argument, NULL, O_TLS_CA},
+                {"max-connections", required_argument, NULL, O_MAX_CONN},
+                {"connection-timeout", required_argument, NULL, O_CONN_TIMEOUT},
                 {"version", no_argument, NULL, O_VERSION},
                 {"help", no_argument, NULL, O_HELP},
                 {NULL, 0, NULL, 0},
         };
         *o = (struct options){.sysfs_root = "/sys", .state_dir = DEFAULT_STATE_DIR,
-                              .memory_floor = RESERVE_FLOOR_AUTO, .pool_gid = (gid_t)-1};
+                              .memory_floor = RESERVE_FLOOR_AUTO, .pool_gid = (gid_t)-1,
+                              .socket_gid = (gid_t)-1};
         int c;
         opterr = 0;
         while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -149,6 +185,28 @@ static void parse_args(int argc, char **argv, struct options *o)
                         o->pool_gid = g->gr_gid;
                         break;
                 }
+                case O_SOCKET_GROUP: {
+                        struct group *g = getgrnam(optarg);
+                        if (!g)
+                                die_usage("unknown group \"%s\"", optarg);
+                        o->socket_gid = g->gr_gid;
+                        break;
+                }
+                case O_TOKEN: o->token_file = optarg; break;
+                case O_READ_TOKEN: o->read_token_file = optarg; break;
+                case O_TLS_CERT: o->tls_cert = optarg; break;
+                case O_TLS_KEY: o->tls_key = optarg; break;
+                case O_TLS_CA: o->tls_client_ca = optarg; break;
+                case O_MAX_CONN:
+                        o->max_connections = parse_uint_arg("--max-connections", optarg, 65536);
+                        if (!o->max_connections)
+                                die_usage("--max-connections must be at least 1");
+                        break;
+                case O_CONN_TIMEOUT:
+                        o->connection_timeout_s = parse_uint_arg("--connection-timeout", optarg, 3600);
+                        if (!o->connection_timeout_s)
+                                die_usage("--connection-timeout must be at least 1 second");
+                        break;
                 case O_THREADS: o->threads_per_node = parse_uint_arg("--threads-per-node", optarg, 4096); break;
                 case O_MAX_POOL: o->max_pool_bytes = parse_bytes_arg("--max-pool-bytes", optarg); break;
                 case O_MAX_NODE: o->max_node_warm_bytes = parse_bytes_arg("--max-node-warm-bytes", optarg); break;
@@ -176,6 +234,10 @@ static void parse_args(int argc, char **argv, struct options *o)
                 die_usage("unexpected argument \"%s\"", argv[optind]);
         if (!o->listen && !o->socket_path)
                 o->socket_path = DEFAULT_SOCKET;
+        if (!o->tls_cert != !o->tls_key)
+                die_usage("--tls-cert and --tls-key go together");
+        if (o->tls_client_ca && !o->tls_cert)
+                die_usage("--tls-client-ca needs --tls-cert and --tls-key");
 }
 
 static int mkdir_parents(const char *path, mode_t mode)
@@ -192,6 +254,111 @@ static int mkdir_parents(const char *path, mode_t mode)
         }
         if (mkdir(buf, mode) < 0 && errno != EEXIST)
                 return -errno;
+        return 0;
+}
+
+/* Take <STATE_DIR>/hpwarmd.lock for the life of the process (the fd is
+ * never closed; the kernel drops the lock at exit, also after kill -9).
+ * -EBUSY with *RET_HOLDER (0 if unknown) when another process holds it. */
+static int take_lock(const char *state_dir, int *ret_fd, long *ret_holder)
+{
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/" LOCK_FILE, state_dir);
+        _cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                int r = -errno;
+                if (r != -EWOULDBLOCK)
+                        return r;
+                char buf[32] = "";
+                ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+                *ret_holder = n > 0 ? strtol(buf, NULL, 10) : 0;
+                return -EBUSY;
+        }
+        /* The pid is for the message above only; the lock is the truth. */
+        char buf[32];
+        int len = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+        if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)len, 0) != len)
+                return -errno;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+struct access {
+        struct auth *auth;
+        char *cert, *key, *client_ca;
+};
+
+static void access_done(struct access *a)
+{
+        auth_free(a->auth);
+        free(a->cert);
+        tls_free_secret(a->key);
+        free(a->client_ca);
+}
+
+static int load_pem(const char *flag, const char *path, char **ret)
+{
+        int r = tls_read_pem(path, ret);
+        if (r < 0)
+                log_err("%s %s: %s", flag, path,
+                        r == -EINVAL ? "not a PEM file" : r == -EFBIG ? "file too large" : strerror(-r));
+        return r;
+}
+
+/* Load tokens and TLS material, and refuse a TCP listener off loopback that
+ * nobody guards.  Returns 0, or -1 after logging why. */
+static int setup_access(const struct options *o, const int *fds, size_t n_fds, struct access *a)
+{
+        if (o->token_file || o->read_token_file) {
+                char why[1024];
+                int r = auth_new(o->token_file, o->read_token_file, &a->auth, why, sizeof(why));
+                if (r < 0) {
+                        log_err("cannot load tokens: %s", why[0] ? why : strerror(-r));
+                        return -1;
+                }
+                if (why[0])
+                        log_warn("tokens: %s", why);
+                size_t na, nr;
+                auth_count(a->auth, &na, &nr);
+                log_info("bearer tokens loaded: %zu admin, %zu read-only", na, nr);
+        }
+        if (o->tls_cert) {
+                if (load_pem("--tls-cert", o->tls_cert, &a->cert) < 0 ||
+                    load_pem("--tls-key", o->tls_key, &a->key) < 0)
+                        return -1;
+        }
+        if (o->tls_client_ca && load_pem("--tls-client-ca", o->tls_client_ca, &a->client_ca) < 0)
+                return -1;
+
+        if (a->auth || a->client_ca)
+                return 0;
+        /* Nobody is asked who they are on TCP: only loopback may listen. */
+        const char *exposed = NULL;
+        char desc[64];
+        if (n_fds) {
+                for (size_t i = 0; i < n_fds; i++)
+                        if (http_socket_is_loopback(fds[i]) == 0) {
+                                snprintf(desc, sizeof(desc), "passed socket %d", fds[i]);
+                                exposed = desc;
+                        }
+        } else if (o->listen) {
+                int r = http_listen_is_loopback(o->listen);
+                if (r < 0) {
+                        log_err("--listen %s: %s", o->listen,
+                                r == -EINVAL ? "expected HOST:PORT" : "cannot resolve the address");
+                        return -1;
+                }
+                if (r == 0)
+                        exposed = o->listen;
+        }
+        if (exposed) {
+                log_err("refusing to listen on %s without authentication: it is not a loopback address; "
+                        "give --token-file/--read-token-file or --tls-client-ca, or listen on 127.0.0.1",
+                        exposed);
+                return -1;
+        }
         return 0;
 }
 
@@ -220,6 +387,9 @@ int main(int argc, char **argv)
         struct engine *engine = NULL;
         struct pools *pools = NULL;
         struct http *http = NULL;
+        struct access acc = {0};
+        int listen_fds[2];
+        _cleanup_close_ int lock_fd = -1;
         int r, rc = 1;
 
         parse_args(argc, argv, &o);
@@ -231,7 +401,20 @@ int main(int argc, char **argv)
         sigaddset(&sigs, SIGTERM);
         sigaddset(&sigs, SIGINT);
         sigaddset(&sigs, SIGPIPE);
+        sigaddset(&sigs, SIGHUP);
         pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+        int n_fds = notify_listen_fds(listen_fds, ARRAY_SIZE(listen_fds));
+        if (n_fds < 0) {
+                log_err("socket activation: %s", n_fds == -E2BIG ? "at most one TCP and one unix socket"
+                                                                  : strerror(-n_fds));
+                rc = EXIT_CONFIG;
+                goto out;
+        }
+        if (setup_access(&o, listen_fds, (size_t)n_fds, &acc) < 0) {
+                rc = EXIT_CONFIG;
+                goto out;
+        }
 
         r = sysfs_open(o.sysfs_root, &fs);
         if (r < 0) {
@@ -246,6 +429,20 @@ int main(int argc, char **argv)
         r = mkdir_parents(o.state_dir, 0700);
         if (r < 0) {
                 log_err("cannot create state dir %s: %s", o.state_dir, strerror(-r));
+                goto out;
+        }
+        long holder = 0;
+        r = take_lock(o.state_dir, &lock_fd, &holder);
+        if (r == -EBUSY) {
+                if (holder > 0)
+                        log_err("another hpwarmd (pid %ld) is running with state dir %s; not starting", holder,
+                                o.state_dir);
+                else
+                        log_err("another hpwarmd is running with state dir %s; not starting", o.state_dir);
+                goto out;
+        }
+        if (r < 0) {
+                log_err("cannot lock %s/" LOCK_FILE ": %s", o.state_dir, strerror(-r));
                 goto out;
         }
         if (o.socket_path) {
@@ -304,25 +501,49 @@ int main(int argc, char **argv)
         if (r < 0)
                 goto out;
 
-        r = http_start(&(struct http_config){.listen = o.listen, .socket_path = o.socket_path}, &app, &http);
+        struct http_config hc = {
+                .listen = o.listen, .socket_path = o.socket_path, .socket_gid = o.socket_gid,
+                .connection_limit = o.max_connections, .connection_timeout_s = o.connection_timeout_s,
+                .auth = acc.auth, .tls_cert_pem = acc.cert, .tls_key_pem = acc.key,
+                .tls_client_ca_pem = acc.client_ca, .n_listen_fds = (size_t)n_fds,
+        };
+        memcpy(hc.listen_fds, listen_fds, sizeof(listen_fds));
+        r = http_start(&hc, &app, &http);
         if (r < 0)
                 goto out;
 
         char topo_desc[512], listeners[512] = "";
         describe_topology(topo, topo_desc, sizeof(topo_desc));
-        if (o.listen) {
-                char host[256];
-                snprintf(host, sizeof(host), "%s", o.listen);
-                char *colon = strrchr(host, ':');
-                if (colon)
-                        *colon = '\0';
-                snprintf(listeners, sizeof(listeners), "http://%s:%u", host, http_tcp_port(http));
+        const char *scheme = acc.cert ? "https" : "http";
+        if (n_fds > 0) {
+                snprintf(listeners, sizeof(listeners), "%zu socket(s) from the service manager", (size_t)n_fds);
+                if (http_tcp_port(http))
+                        snprintf(listeners + strlen(listeners), sizeof(listeners) - strlen(listeners),
+                                 " (TCP port %u, %s)", http_tcp_port(http), scheme);
+        } else {
+                if (o.listen) {
+                        char host[256];
+                        snprintf(host, sizeof(host), "%s", o.listen);
+                        char *colon = strrchr(host, ':');
+                        if (colon)
+                                *colon = '\0';
+                        snprintf(listeners, sizeof(listeners), "%s://%s:%u", scheme, host, http_tcp_port(http));
+                }
+                if (o.socket_path)
+                        snprintf(listeners + strlen(listeners), sizeof(listeners) - strlen(listeners),
+                                 "%sunix:%s", listeners[0] ? " " : "", o.socket_path);
         }
-        if (o.socket_path)
-                snprintf(listeners + strlen(listeners), sizeof(listeners) - strlen(listeners), "%sunix:%s",
-                         listeners[0] ? " " : "", o.socket_path);
         log_notice("hpwarmd %s listening on %s; %s; %zu pool dir(s)", HPW_VERSION, listeners, topo_desc,
                    o.n_mounts);
+        char status[600];
+        snprintf(status, sizeof(status), "Serving on %s", listeners);
+        notify_ready(status);
+        unsigned long long wd_usec = 0;
+        r = notify_watchdog_start(&wd_usec);
+        if (r < 0)
+                log_warn("cannot start the watchdog pings: %s", strerror(-r));
+        else if (wd_usec)
+                log_info("watchdog: pinging every %llu ms", wd_usec / 2000);
 
         for (;;) {
                 int sig;
@@ -330,17 +551,44 @@ int main(int argc, char **argv)
                         continue;
                 if (sig == SIGPIPE)
                         continue;
+                if (sig == SIGHUP) {
+                        if (!acc.auth) {
+                                log_info("SIGHUP: no token files to reload");
+                                continue;
+                        }
+                        char why[1024];
+                        r = auth_reload(acc.auth, why, sizeof(why));
+                        if (r < 0) {
+                                log_err("SIGHUP: token reload failed, keeping the old tokens: %s",
+                                        why[0] ? why : strerror(-r));
+                                continue;
+                        }
+                        if (why[0])
+                                log_warn("tokens: %s", why);
+                        size_t na, nr;
+                        auth_count(acc.auth, &na, &nr);
+                        log_notice("SIGHUP: tokens reloaded: %zu admin, %zu read-only", na, nr);
+                        continue;
+                }
                 log_notice("received %s, stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
                 break;
         }
+        /* Mutations that still arrive on open connections answer 503 from
+         * here on; no new connections are accepted. */
         atomic_store(&app.stopping, true);
+        notify_stopping("Stopping: finishing requests, stopping workers, saving the journal");
+        http_quiesce(http);
         rc = 0;
 out:
+        notify_watchdog_stop();
         http_stop(http);
         pools_free(pools);
         engine_free(engine);
         counter_vec_free(app.http_requests);
         topo_free(topo);
         sysfs_close(fs);
+        access_done(&acc);
+        if (rc == 0)
+                log_notice("stopped");
         return rc;
 }
