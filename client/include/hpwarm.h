@@ -55,7 +55,7 @@ enum hpw_error {
         HPW_E_FORBIDDEN = 10,     /* 403 */
         HPW_E_NOT_FOUND = 11,     /* 404 */
         HPW_E_CONFLICT = 12,      /* 409 (other than insufficient hugepages) */
-        HPW_E_INSUFFICIENT = 13,  /* 409 "insufficient-hugepages" or reserve shortfall */
+        HPW_E_INSUFFICIENT = 13,  /* 409 insufficient-hugepages/-memory, reserve-shortfall */
         HPW_E_RATE_LIMITED = 14,  /* 429 after retries ran out */
         HPW_E_UNAVAILABLE = 15,   /* 502/503/504 after retries ran out */
         HPW_E_SERVER = 16,        /* other 5xx */

@@ -71,6 +71,7 @@ enum hpw_error hpw_status_error(long status, const char *slug)
                 return HPW_E_NOT_FOUND;
         case 409:
                 if (slug && (strcmp(slug, "insufficient-hugepages") == 0 ||
+                             strcmp(slug, "insufficient-memory") == 0 ||
                              strcmp(slug, "reserve-shortfall") == 0))
                         return HPW_E_INSUFFICIENT;
                 return HPW_E_CONFLICT;

@@ -80,6 +80,8 @@ static void test_status_error(void)
         CHECK_INT(hpw_status_error(409, "pool-conflict"), ==, HPW_E_CONFLICT);
         CHECK_INT(hpw_status_error(409, NULL), ==, HPW_E_CONFLICT);
         CHECK_INT(hpw_status_error(409, "insufficient-hugepages"), ==, HPW_E_INSUFFICIENT);
+        CHECK_INT(hpw_status_error(409, "insufficient-memory"), ==, HPW_E_INSUFFICIENT);
+        CHECK_INT(hpw_status_error(409, "reserve-shortfall"), ==, HPW_E_INSUFFICIENT);
         CHECK_INT(hpw_status_error(429, NULL), ==, HPW_E_RATE_LIMITED);
         CHECK_INT(hpw_status_error(503, NULL), ==, HPW_E_UNAVAILABLE);
         CHECK_INT(hpw_status_error(500, NULL), ==, HPW_E_SERVER);
