@@ -430,4 +430,9 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        rc = main()
+    finally:
+        import shutil
+        shutil.rmtree(TMP, ignore_errors=True)
+    sys.exit(rc)
