@@ -184,6 +184,27 @@ class RealKernel(TestCase):
         self.assertIn("hpwarmd_orphan_files_removed_total 1", self.d.get("/metrics").body.decode())
         self.assertEqual(node0("free_hugepages"), free0 - 40)
 
+    def test_cli_hook_recipe(self):
+        # The "done when": warm --wait, then handoff, with exit codes a script trusts.
+        cli = os.environ.get("HPWARM_CLI")
+        if not cli:
+            self.skipTest("CLI not built")
+        self.start_with_pages(16)
+        url = ["--url", "http://127.0.0.1:%d" % self.d.port]
+        run = lambda *a: subprocess.run([cli, *a, *url], capture_output=True, text=True, timeout=90)
+        r = run("warm", "vm-42", "--node", "0", "--size", "16M", "--wait", "--timeout", "60")
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        r = run("handoff", "vm-42", "--vmm", "qemu")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout.strip(), r"^-object memory-backend-file,id=mem-vm-42,mem-path=\S+/vm-42,"
+                                           r"size=16777216,share=on,prealloc=on,host-nodes=0,policy=bind$")
+        # Too big for the node: exit 5 (insufficient hugepages), nothing left.
+        r = run("warm", "vm-big", "--node", "0", "--size", "1G", "--wait", "--timeout", "30")
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertEqual(run("release", "vm-42").returncode, 0)
+        self.assertEqual(run("status", "vm-42").returncode, 1)
+        self.assertEqual(os.listdir(self.pool_dir), [])
+
     def test_handoff_to_qemu_uses_warm_pages(self):
         if not QEMU:
             self.skipTest("qemu-system-x86_64 not installed")
