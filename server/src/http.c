@@ -521,7 +521,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         *con_cls = NULL;
 }
 
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+static __attribute__((format(printf, 2, 0))) void mhd_log(void *cls, const char *fmt, va_list ap)
 {
         char buf[512];
         vsnprintf(buf, sizeof(buf), fmt, ap);
