@@ -17,10 +17,13 @@ QEMU timing method.  QEMU's prealloc time is its spawn-to-exit wall time
 (stdin "quit") minus the median spawn-to-exit time of the same command with a
 2 MiB backend (one page: startup, monitor and exit, with a negligible
 prealloc), measured in the same rounds.  For a warm pool that difference is
-close to the baseline's noise, so the ratio (c)/(d) is given as a lower bound
-when it falls below it, and it is cross-checked by a second, independent
-method: the same QEMU runs under `strace -f -T -e madvise`, taking the window
-from the first MADV_POPULATE_WRITE call's start to the last one's end.
+close to the baseline's noise (its median absolute deviation), so when it
+falls below that the ratio (c)/(d) is given as a lower bound, cold/noise.  It
+is cross-checked by a second, independent method: the same QEMU runs under
+`strace --seccomp-bpf -f -T -e madvise`, taking the window from the first
+MADV_POPULATE_WRITE call's start to the last one's end.  (QEMU 7.2 populates
+with one MADV_POPULATE_WRITE per prealloc thread, and below 64 MiB per thread
+it uses fewer threads.)
 
 Rounds interleave the contenders (the order rotates every round) so that noise
 hits all alike; the table gives medians.  Before measuring, every reserved
