@@ -10,7 +10,7 @@ set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR [SECONDS_PER_TARGET]}
 seconds=${2:-60}
 here=$(cd "$(dirname "$0")" && pwd)
-targets=(journal json_decode)
+targets=(journal json_decode http)
 max_len=4096
 
 scratch=$(mktemp -d)
