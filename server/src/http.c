@@ -16,7 +16,15 @@
  * their peer credentials; TCP callers need a verified client certificate when
  * a client CA is configured, and a bearer token when tokens are, except for
  * GET /v1/health.  A read-only token may not mutate (403).  Every mutation,
- * refused or not, leaves one audit line when its response is queued. */
+ * refused or not, leaves one audit line when its response is queued.
+ *
+ * libmicrohttpd's timeout only notices silence, so a client that sends its
+ * headers one byte a second (slowloris) would hold a connection forever.  We
+ * track every connection and give each request a deadline, the same number
+ * of seconds, to arrive in full; a reaper thread shuts down the socket of a
+ * connection past it, and libmicrohttpd then closes it as if the peer had.
+ * The reaper and libmicrohttpd's close notification share a lock, so the
+ * reaper never touches a descriptor that was already closed (and reused). */
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -69,8 +77,23 @@ struct listener {
         bool quiesced;
 };
 
+/* One per open connection, from libmicrohttpd's start to its close
+ * notification; in http->conns under http->conns_lock. */
+struct conn_track {
+        int fd;
+        uint64_t deadline_ns;   /* 0: no request being received */
+        struct conn_track *prev, *next;
+};
+
 struct http {
         struct app *app;
+        pthread_mutex_t conns_lock;
+        pthread_cond_t reaper_cond;
+        struct conn_track *conns;   /* conns_lock */
+        bool reaper_stop;           /* conns_lock */
+        bool reaper_running;
+        pthread_t reaper;
+        uint64_t request_deadline_ns;
         struct listener tcp, unix_;
         uint16_t tcp_port;
         char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -272,6 +295,116 @@ static void workq_stop(struct workq *q)
 
 /* ---------------------------------------------------------- libmicrohttpd */
 
+/* -------------------------------------------------------- request deadline */
+
+static struct conn_track *conn_track_of(struct MHD_Connection *conn)
+{
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        return ci ? ci->socket_context : NULL;
+}
+
+/* T is looked up from the connection each time (never cached in the
+ * request): after the close notification it is gone and the lookup says so. */
+static void set_deadline(struct http *h, struct conn_track *t, bool arm)
+{
+        if (!t)
+                return;
+        pthread_mutex_lock(&h->conns_lock);
+        t->deadline_ns = arm ? now_mono_ns() + h->request_deadline_ns : 0;
+        pthread_mutex_unlock(&h->conns_lock);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+        struct listener *l = cls;
+        struct http *h = l->http;
+        if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+                const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+                struct conn_track *t = calloc(1, sizeof(*t));
+                if (!t || !ci) {
+                        free(t);
+                        *socket_context = NULL;
+                        return; /* untracked: only the idle timeout applies */
+                }
+                t->fd = ci->connect_fd;
+                pthread_mutex_lock(&h->conns_lock);
+                t->deadline_ns = now_mono_ns() + h->request_deadline_ns;
+                t->next = h->conns;
+                if (h->conns)
+                        h->conns->prev = t;
+                h->conns = t;
+                pthread_mutex_unlock(&h->conns_lock);
+                *socket_context = t;
+                return;
+        }
+        struct conn_track *t = *socket_context;
+        if (!t)
+                return;
+        pthread_mutex_lock(&h->conns_lock);
+        if (t->prev)
+                t->prev->next = t->next;
+        else
+                h->conns = t->next;
+        if (t->next)
+                t->next->prev = t->prev;
+        pthread_mutex_unlock(&h->conns_lock);
+        free(t);
+        *socket_context = NULL;
+}
+
+/* How often the reaper looks; a late client may get up to this much extra. */
+#define REAPER_PERIOD_NS (250 * 1000 * 1000)
+
+static void *reaper_main(void *arg)
+{
+        struct http *h = arg;
+        pthread_mutex_lock(&h->conns_lock);
+        while (!h->reaper_stop) {
+                uint64_t now = now_mono_ns();
+                for (struct conn_track *t = h->conns; t; t = t->next)
+                        if (t->deadline_ns && now > t->deadline_ns) {
+                                shutdown(t->fd, SHUT_RDWR);
+                                t->deadline_ns = 0;
+                        }
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                uint64_t until = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + REAPER_PERIOD_NS;
+                ts.tv_sec = (time_t)(until / 1000000000u);
+                ts.tv_nsec = (long)(until % 1000000000u);
+                pthread_cond_timedwait(&h->reaper_cond, &h->conns_lock, &ts);
+        }
+        pthread_mutex_unlock(&h->conns_lock);
+        return NULL;
+}
+
+static int reaper_start(struct http *h)
+{
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&h->reaper_cond, &ca);
+        pthread_condattr_destroy(&ca);
+        int r = pthread_create(&h->reaper, NULL, reaper_main, h);
+        if (r != 0)
+                return -r;
+        h->reaper_running = true;
+        return 0;
+}
+
+static void reaper_stop(struct http *h)
+{
+        if (!h->reaper_running)
+                return;
+        pthread_mutex_lock(&h->conns_lock);
+        h->reaper_stop = true;
+        pthread_cond_broadcast(&h->reaper_cond);
+        pthread_mutex_unlock(&h->conns_lock);
+        pthread_join(h->reaper, NULL);
+        h->reaper_running = false;
+}
+
+
 static const char *query_mhd(const struct req *r, const char *key)
 {
         return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
@@ -279,6 +412,7 @@ static const char *query_mhd(const struct req *r, const char *key)
 
 static enum MHD_Result queue(struct hreq *h)
 {
+        set_deadline(h->http, conn_track_of(h->conn), false);
         char *body;
         const char *ct;
         int status = h->resp.status;
@@ -495,6 +629,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 return queue(h);
 
         struct workq *q = h->resp.work_kind == WORK_WAIT ? &l->http->wait : &l->http->blocking;
+        set_deadline(l->http, conn_track_of(conn), false); /* received in full; the work may take its time */
         h->deferred = true;
         MHD_suspend_connection(conn);
         if (!workq_push(q, h)) {
@@ -515,6 +650,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         struct hreq *h = *con_cls;
         if (!h)
                 return;
+        /* Keep-alive: the next request on this connection gets a new deadline. */
+        set_deadline(h->http, conn_track_of(h->conn), true);
         resp_cleanup(&h->resp);
         free(h->body);
         free(h);
@@ -704,6 +841,7 @@ static int start_listener(struct http *h, struct listener *l, int fd, const stru
                 flags, 0, NULL, NULL, on_request, l,
                 MHD_OPTION_LISTEN_SOCKET, fd,
                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
+                MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
                 MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit ? cfg->connection_limit : 256u,
                 MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout_s ? cfg->connection_timeout_s : 30u,
@@ -725,6 +863,9 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
         h->app = app;
         h->tcp.fd = h->unix_.fd = -1;
         h->auth = cfg->auth;
+        pthread_mutex_init(&h->conns_lock, NULL);
+        h->request_deadline_ns = (uint64_t)(cfg->connection_timeout_s ? cfg->connection_timeout_s : 30u) *
+                                 1000000000u;
         h->client_ca = cfg->tls_client_ca_pem != NULL;
         if ((cfg->tls_cert_pem || cfg->tls_key_pem) && !MHD_is_feature_supported(MHD_FEATURE_TLS)) {
                 log_err("this libmicrohttpd has no TLS support");
@@ -732,7 +873,9 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
                 return -EOPNOTSUPP;
         }
 
-        r = workq_start(&h->blocking, BLOCKING_THREADS);
+        r = reaper_start(h);
+        if (r == 0)
+                r = workq_start(&h->blocking, BLOCKING_THREADS);
         if (r == 0)
                 r = workq_start(&h->wait, WAIT_THREADS);
         if (r < 0)
@@ -833,8 +976,10 @@ void http_stop(struct http *h)
         workq_stop(&h->wait);
         stop_listener(&h->tcp);
         stop_listener(&h->unix_);
+        reaper_stop(h);
         if (h->socket_path[0])
                 unlink(h->socket_path);
+        pthread_mutex_destroy(&h->conns_lock);
         free(h);
 }
 

@@ -85,7 +85,8 @@ static void usage(FILE *f)
                 "  --tls-key FILE            its private key (PEM)\n"
                 "  --tls-client-ca FILE      require client certificates signed by these CAs\n"
                 "  --max-connections N       open connections per listener (default 256)\n"
-                "  --connection-timeout SEC  close connections idle this long (default 30)\n"
+                "  --connection-timeout SEC  close connections idle this long, or whose request\n"
+                "                            takes longer to arrive (default 30)\n"
                 "  --log-level LEVEL         err, warn, notice, info (default) or debug\n"
                 "  --version, --help\n");
 }

@@ -54,7 +54,7 @@ class Daemon:
     on exit, and the process is killed if it is still running."""
 
     def __init__(self, fixture="two-node", sysfs_root=None, args=(), preload=True, state_dir=None,
-                 socket_path=None, listen=True, env=None):
+                 socket_path=None, listen=True, env=None, ssl_context=None):
         self.tmp = tempfile.mkdtemp(prefix="hpwarm-it-")
         if sysfs_root is None:
             sysfs_root = os.path.join(self.tmp, "sys")
@@ -66,6 +66,7 @@ class Daemon:
         self.args = list(args)
         self.preload = preload
         self.extra_env = env or {}
+        self.ssl_context = ssl_context  # ssl.SSLContext: talk HTTPS to the TCP listener
         self.proc = None
         self.port = None
         self.log = []
@@ -94,7 +95,7 @@ class Daemon:
         if line is None:
             self.kill()
             raise AssertionError("hpwarmd did not start:\n" + "\n".join(self.log))
-        m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        m = re.search(r"https?://127\.0\.0\.1:(\d+)", line)
         if self.listen:
             assert m, line
             self.port = int(m.group(1))
@@ -152,7 +153,9 @@ class Daemon:
 
     # -- HTTP --
     def request(self, method, path, body=None, ctype="application/json", headers=None, timeout=30):
-        if self.listen:
+        if self.listen and self.ssl_context:
+            conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout, context=self.ssl_context)
+        elif self.listen:
             conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         else:
             conn = UnixHTTPConnection(self.socket_path, timeout=timeout)
