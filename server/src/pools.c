@@ -20,6 +20,8 @@
  * it busy, puts the new record in `pending` (which the journal snapshot
  * uses), saves, and only then copies it into `rec`, the record every reader
  * sees, and wakes waiters.  Busy pools are left alone by everybody else.
+ * The one exception is warming -> ready (see finish_job): redoing a finished
+ * populate after a crash is free, so it is shown first and saved after.
  *
  * One reaper thread does the slow follow-up work of finished jobs (close,
  * unlink on failure, job_free, save) and releases ready pools whose TTL ran
@@ -550,6 +552,18 @@ static void finish_job(struct pools *p, struct pool *pool, bool shutdown)
                 log_err("pools: cannot remove %s of failed pool: %m", pool->path);
         if (st.state == JOB_FAILED)
                 log_warn("pools: pool %s failed: %s", pool->rec.name, next.error_detail);
+        if (next.state == POOL_READY) {
+                /* The one change shown before it is saved: a crash in between
+                 * leaves "warming" in the journal, and the restart resumes the
+                 * job, which finds every page present and finishes at once.
+                 * Nothing is lost, and the scheduler waiting for "ready" does
+                 * not pay for two fsyncs (0.7 ms on an idle ext4, far more on
+                 * a busy disk). */
+                pthread_mutex_lock(&p->lock);
+                pool->rec = next;
+                pthread_cond_broadcast(&p->changed);
+                pthread_mutex_unlock(&p->lock);
+        }
         r = commit(p, pool, &next);
         if (r < 0)
                 log_err("pools: saving state for pool %s: %s", pool->rec.name, strerror(-r));
