@@ -758,8 +758,8 @@ static int listen_tcp(const char *spec, int *ret_fd, uint16_t *ret_port)
         if (r < 0)
                 return r;
         r = -EADDRNOTAVAIL;
-        for (struct addrinfo *a = ai; a; a = a->ai_next) {
-                _cleanup_close_ int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
+        for (struct addrinfo *a = ai; a && r < 0; a = a->ai_next) {
+                int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
                 if (fd < 0) {
                         r = -errno;
                         continue;
@@ -768,12 +768,12 @@ static int listen_tcp(const char *spec, int *ret_fd, uint16_t *ret_port)
                 setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
                 if (bind(fd, a->ai_addr, a->ai_addrlen) < 0 || listen(fd, 128) < 0) {
                         r = -errno;
+                        close(fd);
                         continue;
                 }
                 *ret_port = socket_port(fd);
-                *ret_fd = TAKE_FD(fd);
+                *ret_fd = fd;
                 r = 0;
-                break;
         }
         freeaddrinfo(ai);
         return r;
@@ -900,7 +900,7 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
                 }
         }
         if (cfg->listen && !cfg->n_listen_fds) {
-                int fd;
+                int fd = -1;
                 r = listen_tcp(cfg->listen, &fd, &h->tcp_port);
                 if (r < 0) {
                         log_err("cannot listen on %s: %s", cfg->listen, strerror(-r));
@@ -914,7 +914,7 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
                 }
         }
         if (cfg->socket_path && !cfg->n_listen_fds) {
-                int fd;
+                int fd = -1;
                 r = listen_unix(cfg->socket_path, cfg->socket_gid, &fd);
                 if (r < 0) {
                         log_err("cannot listen on %s: %s", cfg->socket_path, strerror(-r));
