@@ -1,0 +1,265 @@
+"""Lifecycle of hpwarmd (issue 5, "Lifecycle"): one instance per state
+directory, clean SIGTERM, the service manager protocol (READY, STATUS,
+WATCHDOG, STOPPING through a fake NOTIFY_SOCKET) and socket activation
+(LISTEN_FDS), all without systemd."""
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+from hpwtest import FIXTURES, HPWARMD, Daemon, TestCase, UnixHTTPConnection, main
+
+
+class FakeNotify:
+    """An AF_UNIX datagram socket standing in for systemd's notify socket."""
+
+    def __init__(self, tmp):
+        self.path = os.path.join(tmp, "notify.sock")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+        self.sock.settimeout(0.2)
+        self.messages = []
+        self.cond = threading.Condition()
+        self.stop = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stop:
+            try:
+                data = self.sock.recv(4096)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            with self.cond:
+                self.messages.append((time.monotonic(), data.decode()))
+                self.cond.notify_all()
+
+    def wait_for(self, pred, timeout=10):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                hits = [m for m in self.messages if pred(m[1])]
+                if hits:
+                    return hits
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return []
+                self.cond.wait(left)
+
+    def count(self, line):
+        with self.cond:
+            return sum(1 for _, m in self.messages if line in m.split("\n"))
+
+    def close(self):
+        self.stop = True
+        self.thread.join()
+        self.sock.close()
+
+
+class Lock(TestCase):
+    def test_second_instance_refused(self):
+        with Daemon() as first:
+            second = Daemon(state_dir=first.state_dir)
+            try:
+                second.start(expect_ok=False)
+                rc = second.proc.wait(15)
+                line = second.wait_log(r"another hpwarmd", timeout=2)
+            finally:
+                second.__exit__()
+            self.assertEqual(rc, 1)
+            self.assertIsNotNone(line, second.log)
+            self.assertIn("(pid %d)" % first.proc.pid, line)
+            self.assertIn(first.state_dir, line)
+            # The first one is unharmed.
+            self.assertEqual(first.get("/v1/health").status, 200)
+            self.assertEqual(first.stop(), 0)
+            # Once it is gone, a new one starts on the same state dir.
+            third = Daemon(state_dir=first.state_dir)
+            try:
+                third.start()
+                self.assertEqual(third.get("/v1/health").status, 200)
+                self.assertEqual(third.stop(), 0)
+            finally:
+                third.__exit__()
+
+    def test_lock_survives_kill(self):
+        # flock is released by the kernel: a SIGKILLed daemon does not block
+        # its successor.
+        with Daemon() as d:
+            d.kill()
+            nxt = Daemon(state_dir=d.state_dir)
+            try:
+                nxt.start()
+                self.assertEqual(nxt.stop(), 0)
+            finally:
+                nxt.__exit__()
+
+
+class Stop(TestCase):
+    def test_sigterm_fast_and_clean(self):
+        tmp = tempfile.mkdtemp(prefix="hpwarm-life-")
+        try:
+            path = os.path.join(tmp, "api.sock")
+            with Daemon(socket_path=path) as d:
+                # A keep-alive client that stays connected must not delay the stop.
+                s = socket.create_connection(("127.0.0.1", d.port))
+                s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+                s.recv(1000)
+                t0 = time.monotonic()
+                self.assertEqual(d.stop(), 0)
+                self.assertLess(time.monotonic() - t0, 5)
+                s.close()
+                self.assertIsNotNone(d.wait_log(r"received SIGTERM"))
+                self.assertIsNotNone(d.wait_log(r"<5>stopped$"))
+            self.assertFalse(os.path.exists(path))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class Notify(TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="hpwarm-life-")
+        self.n = FakeNotify(self.tmp)
+
+    def tearDown(self):
+        self.n.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_ready_watchdog_stopping(self):
+        env = {"NOTIFY_SOCKET": self.n.path, "WATCHDOG_USEC": "300000"}
+        with Daemon(env=env) as d:
+            ready = self.n.wait_for(lambda m: "READY=1" in m.split("\n"))
+            self.assertTrue(ready, self.n.messages)
+            msg = ready[0][1]
+            self.assertRegex(msg, r"STATUS=Serving on http://127\.0\.0\.1:%d" % d.port)
+            # Listeners are up by the time READY=1 is sent.
+            self.assertEqual(d.get("/v1/health").status, 200)
+            # Pings at half the period: about 6 in 1 s; at least 3.
+            time.sleep(1.0)
+            self.assertGreaterEqual(self.n.count("WATCHDOG=1"), 3, self.n.messages)
+            self.assertEqual(d.stop(), 0)
+            stopping = self.n.wait_for(lambda m: "STOPPING=1" in m.split("\n"), timeout=2)
+            self.assertTrue(stopping, self.n.messages)
+            ready_t = ready[0][0]
+            self.assertGreater(stopping[0][0], ready_t)
+            # READY exactly once, even across the stop.
+            self.assertEqual(self.n.count("READY=1"), 1)
+
+    def test_watchdog_for_another_pid_is_ignored(self):
+        env = {"NOTIFY_SOCKET": self.n.path, "WATCHDOG_USEC": "200000", "WATCHDOG_PID": "1"}
+        with Daemon(env=env) as d:
+            self.assertTrue(self.n.wait_for(lambda m: "READY=1" in m.split("\n")))
+            time.sleep(0.6)
+            self.assertEqual(self.n.count("WATCHDOG=1"), 0)
+            self.assertEqual(d.stop(), 0)
+
+    def test_without_notify_socket(self):
+        # Not under systemd: nothing is sent anywhere, everything works.
+        with Daemon(env={"WATCHDOG_USEC": "200000"}) as d:
+            self.assertEqual(d.get("/v1/health").status, 200)
+            self.assertEqual(d.stop(), 0)
+        self.assertEqual(self.n.messages, [])
+
+
+class SocketActivation(TestCase):
+    """LISTEN_FDS/LISTEN_PID as systemd sets them: fds from 3 on."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="hpwarm-life-")
+        self.sysfs = os.path.join(self.tmp, "sys")
+        shutil.copytree(os.path.join(FIXTURES, "two-node"), self.sysfs)
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def spawn(self, socks, args=()):
+        fds = [s.fileno() for s in socks]
+        n = len(fds)
+
+        def child():
+            # Move the sockets to 3, 4, ... (via high numbers, so no dup2
+            # overwrites a socket not yet moved), then name ourselves.
+            tmp = [os.dup2(fd, 100 + i) for i, fd in enumerate(fds)]
+            for i, fd in enumerate(tmp):
+                os.dup2(fd, 3 + i)
+                os.close(fd)
+            os.environ["LISTEN_PID"] = str(os.getpid())
+            os.environ["LISTEN_FDS"] = str(n)
+
+        cmd = [HPWARMD, "--sysfs-root", self.sysfs, "--state-dir", os.path.join(self.tmp, "state")] + list(args)
+        # close_fds=False: Popen would close 3.. after preexec_fn; every other
+        # descriptor of ours is close-on-exec anyway (PEP 446).
+        p = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, preexec_fn=child,
+                             close_fds=False, env=None)
+        self.procs.append(p)
+        return p
+
+    def read_until(self, p, rx, timeout=20):
+        lines = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = p.stderr.readline().decode(errors="replace")
+            if not line:
+                break
+            lines.append(line.rstrip("\n"))
+            if re.search(rx, line):
+                return line, lines
+        return None, lines
+
+    def test_tcp_and_unix(self):
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        tcp.bind(("127.0.0.1", 0))
+        tcp.listen(16)
+        port = tcp.getsockname()[1]
+        path = os.path.join(self.tmp, "api.sock")
+        ux = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        ux.bind(path)
+        ux.listen(16)
+        p = self.spawn([tcp, ux])
+        line, lines = self.read_until(p, r"listening on")
+        self.assertIsNotNone(line, lines)
+        self.assertIn("2 socket(s) from the service manager (TCP port %d, http)" % port, line)
+        tcp.close()
+        ux.close()
+        import http.client
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        c.request("GET", "/v1/health")
+        self.assertEqual(c.getresponse().status, 200)
+        c.close()
+        u = UnixHTTPConnection(path)
+        u.request("GET", "/v1/nodes")
+        self.assertEqual(u.getresponse().status, 200)
+        u.close()
+        p.send_signal(signal.SIGTERM)
+        self.assertEqual(p.wait(15), 0)
+        p.stderr.close()
+        # The socket belongs to the service manager: left in place.
+        self.assertTrue(os.path.exists(path))
+
+    def test_passed_non_loopback_refused(self):
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        tcp.bind(("0.0.0.0", 0))
+        tcp.listen(16)
+        p = self.spawn([tcp])
+        tcp.close()
+        rc = p.wait(15)
+        err = p.stderr.read().decode()
+        p.stderr.close()
+        self.assertEqual(rc, 2, err)
+        self.assertIn("refusing to listen on passed socket 3 without authentication", err)
+
+
+if __name__ == "__main__":
+    main()
