@@ -4,7 +4,12 @@
  * and move_pages reports a chosen placement.  Covers success, error with its
  * offset, EINTR retry and its bound, cancellation while workers are inside a
  * chunk, round-robin fairness on one node, jobs on two nodes of a hand-built
- * topology (one memory-only), and engine_free with a job still running. */
+ * topology (one memory-only), and engine_free with a job still running.
+ *
+ * Chunk sizes depend on the job's size and worker count (see plan.c), so
+ * every expectation about chunks (error offsets, call counts, what a cancel
+ * may have finished) comes from plan_make() called exactly as engine_submit
+ * calls it, and each test checks that the plan has the shape it needs. */
 #include <errno.h>
 #include <numaif.h>
 #include <pthread.h>
@@ -17,12 +22,13 @@
 
 #include "check.h"
 #include "engine.h"
+#include "plan.h"
 #include "topo.h"
 #include "util.h"
 
 #define PAGE (2 * MIB)
-#define CHUNK (64 * MIB) /* the planner's chunk for 2 MiB pages */
 #define MAX_CALLS 4096
+#define MAX_CHUNKS 64 /* per_chunk arrays in the tests */
 
 /* What the fakes do, and what they saw.  Guarded by fk.lock. */
 static struct {
@@ -43,6 +49,8 @@ static struct {
         int max_inside;
         unsigned calls;
         uint8_t *call_addr[MAX_CALLS];
+        size_t call_len[MAX_CALLS];
+        uint8_t *last_map;        /* what the latest mmap returned */
         unsigned mmaps, munmaps, mbinds;
         int mbind_node;
         int mmap_flags;
@@ -63,6 +71,7 @@ static void fake_reset(void)
         fk.calls = fk.mmaps = fk.munmaps = fk.mbinds = 0;
         fk.mbind_node = -1;
         fk.mmap_flags = 0;
+        fk.last_map = NULL;
         pthread_mutex_unlock(&fk.lock);
 }
 
@@ -73,6 +82,7 @@ static void *fake_mmap(void *addr, size_t len, int prot, int flags, int fd, off_
         pthread_mutex_lock(&fk.lock);
         fk.mmaps++;
         fk.mmap_flags = flags;
+        fk.last_map = p == MAP_FAILED ? NULL : p;
         pthread_mutex_unlock(&fk.lock);
         return p;
 }
@@ -113,11 +123,13 @@ static int fake_madvise(void *addr, size_t len, int advice)
         int r = 0;
 
         CHECK_INT(advice, ==, MADV_POPULATE_WRITE);
+        /* Start and length against the job's plan: chunk_calls(). */
         CHECK_U64(len % PAGE, ==, 0);
-        CHECK_U64(len, <=, CHUNK);
         pthread_mutex_lock(&fk.lock);
-        if (fk.calls < MAX_CALLS)
+        if (fk.calls < MAX_CALLS) {
                 fk.call_addr[fk.calls] = a;
+                fk.call_len[fk.calls] = len;
+        }
         fk.calls++;
         fk.inside++;
         while (fk.inside_addr[slot])
@@ -245,12 +257,25 @@ static unsigned done_calls(struct done *d)
         return c;
 }
 
-/* A hand-built topology: node 0 with CPU 0 (and CPU 1 when the machine has
- * it), node 2 memory-only. */
+/* A hand-built topology: node 0 with the first one or two CPUs we may run
+ * on (so its worker count is its CPU count also under taskset or a cpuset),
+ * node 2 memory-only. */
 static struct topo *make_topo(bool with_memory_only_node)
 {
         struct topo *t = calloc(1, sizeof(*t));
-        unsigned ncpu = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
+        static char cpulist[32];
+        unsigned cpu[2], ncpu = 0;
+        cpu_set_t allowed;
+
+        CHECK_INT(sched_getaffinity(0, sizeof(allowed), &allowed), ==, 0);
+        for (unsigned c = 0; c < 64 && ncpu < 2; c++)
+                if (CPU_ISSET(c, &allowed))
+                        cpu[ncpu++] = c;
+        CHECK_INT(ncpu, >, 0);
+        if (ncpu == 2)
+                snprintf(cpulist, sizeof(cpulist), "%u,%u", cpu[0], cpu[1]);
+        else
+                snprintf(cpulist, sizeof(cpulist), "%u", cpu[0]);
 
         CHECK(t);
         t->n_nodes = with_memory_only_node ? 2 : 1;
@@ -266,9 +291,9 @@ static struct topo *make_topo(bool with_memory_only_node)
                 CPU_ZERO_S(n->cpus_size, n->cpus);
                 if (i == 0) {
                         for (unsigned c = 0; c < ncpu; c++)
-                                CPU_SET_S(c, n->cpus_size, n->cpus);
+                                CPU_SET_S(cpu[c], n->cpus_size, n->cpus);
                         n->cpu_count = ncpu;
-                        n->cpulist = ncpu == 2 ? "0-1" : "0";
+                        n->cpulist = cpulist;
                 } else
                         n->cpulist = "";
         }
@@ -308,12 +333,72 @@ static struct job *submit(struct engine *e, int node, uint64_t size, unsigned th
         return j;
 }
 
+/* The plan engine_submit makes for such a job: the same size and page size,
+ * the node's worker count and the requested threads. */
+static struct plan plan_for(const struct engine *e, int node, uint64_t size, unsigned threads)
+{
+        struct plan p;
+
+        CHECK_INT(plan_make(size, PAGE, engine_node_workers(e, node), threads, &p), ==, 0);
+        return p;
+}
+
+/* The mapping the latest submit got (the test thread is the only one that
+ * submits, so it is the one just made). */
+static uint8_t *last_map(void)
+{
+        pthread_mutex_lock(&fk.lock);
+        uint8_t *m = fk.last_map;
+        pthread_mutex_unlock(&fk.lock);
+        CHECK(m);
+        return m;
+}
+
+/* The madvise calls that fell in the mapping [BASE, BASE + SIZE): each must
+ * be exactly one of P's chunks (starts on a chunk boundary; full length,
+ * only the last one shorter).  Counts them per chunk into PER_CHUNK (NULL, or
+ * MAX_CHUNKS entries) and returns the total. */
+static unsigned chunk_calls(const uint8_t *base, uint64_t size, const struct plan *p, unsigned *per_chunk)
+{
+        unsigned total = 0;
+
+        if (per_chunk) {
+                CHECK_U64(p->n_chunks, <=, MAX_CHUNKS);
+                memset(per_chunk, 0, MAX_CHUNKS * sizeof(*per_chunk));
+        }
+        pthread_mutex_lock(&fk.lock);
+        CHECK_INT(fk.calls, <=, MAX_CALLS);
+        for (unsigned i = 0; i < fk.calls; i++) {
+                const uint8_t *a = fk.call_addr[i];
+                uint64_t off, k;
+
+                if (a < base || a >= base + size)
+                        continue;
+                off = (uint64_t)(a - base);
+                k = off / p->chunk_bytes;
+                CHECK_U64(off % p->chunk_bytes, ==, 0);
+                CHECK_U64(k, <, p->n_chunks);
+                CHECK_U64(fk.call_len[i], ==, size - off < p->chunk_bytes ? size - off : p->chunk_bytes);
+                if (per_chunk)
+                        per_chunk[k]++;
+                total++;
+        }
+        pthread_mutex_unlock(&fk.lock);
+        return total;
+}
+
 static void test_success(const struct topo *t)
 {
         struct engine *e = make_engine(t, 0);
         struct done d = DONE_INIT;
         struct job_status st;
-        uint64_t size = 10 * CHUNK + 3 * PAGE;
+        unsigned per[MAX_CHUNKS];
+        uint64_t size = 323 * PAGE;
+        struct plan p = plan_for(e, 0, size, 0);
+
+        /* Several chunks, and a short last one. */
+        CHECK_U64(p.n_chunks, >, 1);
+        CHECK_U64(size % p.chunk_bytes, !=, 0);
 
         fake_reset();
         pthread_mutex_lock(&fk.lock);
@@ -321,6 +406,7 @@ static void test_success(const struct topo *t)
         pthread_mutex_unlock(&fk.lock);
 
         struct job *j = submit(e, 0, size, 0, &d);
+        uint8_t *base = last_map();
         wait_done(&d);
         job_get_status(j, &st);
         CHECK_INT(st.state, ==, JOB_DONE);
@@ -329,9 +415,14 @@ static void test_success(const struct topo *t)
         CHECK(st.verified);
         CHECK_U64(st.pages_off_node, ==, 0);
         CHECK_INT(st.threads, ==, engine_node_workers(e, 0));
+        CHECK_INT(st.threads, ==, p.threads);
         CHECK(st.finished_ns >= st.started_ns);
+        /* Every chunk populated exactly once, nothing else. */
+        CHECK_INT(chunk_calls(base, size, &p, per), ==, p.n_chunks);
+        for (uint64_t k = 0; k < p.n_chunks; k++)
+                CHECK_INT(per[k], ==, 1);
         pthread_mutex_lock(&fk.lock);
-        CHECK_INT(fk.calls, ==, 11);
+        CHECK_INT(fk.calls, ==, p.n_chunks);
         CHECK_INT(fk.mmaps, ==, 1);
         CHECK_INT(fk.munmaps, ==, 1);
         CHECK_INT(fk.mbinds, ==, 1);
@@ -353,7 +444,7 @@ static void test_placement(const struct topo *t)
         struct engine *e = make_engine(t, 0);
         struct done d1 = DONE_INIT, d2 = DONE_INIT;
         struct job_status st;
-        uint64_t size = 2 * CHUNK; /* 64 pages */
+        uint64_t size = 64 * PAGE;
 
         fake_reset();
         pthread_mutex_lock(&fk.lock);
@@ -382,20 +473,33 @@ static void test_placement(const struct topo *t)
         engine_free(e);
 }
 
-static void test_failure(const struct topo *t, int err)
+/* A byte in the middle of a middle chunk fails: the job fails with the
+ * offset of the chunk holding it, having done exactly the chunks before it. */
+static void test_failure(const struct topo *t, int err, uint64_t size)
 {
         struct engine *e = make_engine(t, 1); /* one worker: chunks run in order */
         struct done d = DONE_INIT;
         struct job_status st;
-        uint64_t size = 8 * CHUNK;
+        struct plan p = plan_for(e, 0, size, 0);
+        uint64_t fail_chunk = p.n_chunks / 2;
+        uint64_t fail_byte = fail_chunk * p.chunk_bytes + p.chunk_bytes / 2 + 4096;
+
+        /* Neither the first chunk nor the last: chunks before it are done,
+         * chunks after it are skipped.  Not on a chunk start: the reported
+         * offset must be rounded down to one. */
+        CHECK_U64(p.n_chunks, >=, 3);
+        CHECK_U64(fail_byte / p.chunk_bytes, ==, fail_chunk);
+        CHECK_U64(fail_byte % p.chunk_bytes, !=, 0);
 
         fake_reset();
         gate(true);
         struct job *j = submit(e, 0, size, 0, &d);
+        uint8_t *base = last_map();
         wait_inside(1);
         pthread_mutex_lock(&fk.lock);
-        fk.fail_base = fk.call_addr[0];
-        fk.fail_off = 3 * CHUNK + 5 * PAGE;
+        CHECK(fk.call_addr[0] == base);
+        fk.fail_base = base;
+        fk.fail_off = fail_byte;
         fk.fail_errno = err;
         pthread_mutex_unlock(&fk.lock);
         gate(false);
@@ -403,11 +507,15 @@ static void test_failure(const struct topo *t, int err)
         job_get_status(j, &st);
         CHECK_INT(st.state, ==, JOB_FAILED);
         CHECK_INT(st.error, ==, -err);
-        CHECK_U64(st.error_offset, ==, 3 * CHUNK);
-        CHECK_U64(st.bytes_done, ==, 3 * CHUNK);
+        CHECK_U64(st.error_offset, ==, fail_chunk * p.chunk_bytes);
+        CHECK_U64(st.bytes_done, ==, fail_chunk * p.chunk_bytes);
         CHECK(!st.verified);
+        /* Chunks 0..fail_chunk in order, the rest skipped. */
+        CHECK_INT(chunk_calls(base, size, &p, NULL), ==, fail_chunk + 1);
         pthread_mutex_lock(&fk.lock);
-        CHECK_INT(fk.calls, ==, 4); /* the rest was skipped */
+        CHECK_INT(fk.calls, ==, fail_chunk + 1);
+        for (uint64_t k = 0; k <= fail_chunk; k++)
+                CHECK(fk.call_addr[k] == base + k * p.chunk_bytes);
         CHECK_INT(fk.munmaps, ==, 1);
         pthread_mutex_unlock(&fk.lock);
         CHECK_INT(done_calls(&d), ==, 1);
@@ -420,32 +528,51 @@ static void test_eintr(const struct topo *t)
         struct engine *e = make_engine(t, 0);
         struct done d = DONE_INIT, d2 = DONE_INIT;
         struct job_status st;
+        unsigned per[MAX_CHUNKS], twice = 0;
+        uint64_t size = 128 * PAGE;
+        struct plan p = plan_for(e, 0, size, 0);
 
-        /* Once: retried, the job succeeds. */
+        CHECK_U64(p.n_chunks, >, 1);
+
+        /* Once: retried, the job succeeds; only the interrupted chunk is
+         * asked for twice. */
         fake_reset();
         pthread_mutex_lock(&fk.lock);
         fk.eintr_left = 1;
         pthread_mutex_unlock(&fk.lock);
-        struct job *j = submit(e, 0, 4 * CHUNK, 0, &d);
+        struct job *j = submit(e, 0, size, 0, &d);
+        uint8_t *base = last_map();
         wait_done(&d);
         job_get_status(j, &st);
         CHECK_INT(st.state, ==, JOB_DONE);
-        CHECK_U64(st.bytes_done, ==, 4 * CHUNK);
+        CHECK_U64(st.bytes_done, ==, size);
+        CHECK_INT(chunk_calls(base, size, &p, per), ==, p.n_chunks + 1);
+        for (uint64_t k = 0; k < p.n_chunks; k++) {
+                CHECK_INT(per[k], >=, 1);
+                CHECK_INT(per[k], <=, 2);
+                twice += per[k] == 2;
+        }
+        CHECK_INT(twice, ==, 1);
         pthread_mutex_lock(&fk.lock);
-        CHECK_INT(fk.calls, ==, 5);
+        CHECK_INT(fk.calls, ==, p.n_chunks + 1);
         pthread_mutex_unlock(&fk.lock);
         job_free(j);
 
-        /* For ever: the retry is bounded and the job fails with EINTR. */
+        /* For ever: the retry is bounded and the job fails with EINTR.  A
+         * one-chunk job, so a single worker retries and nothing is done. */
+        size = PAGE;
+        p = plan_for(e, 0, size, 0);
+        CHECK_U64(p.n_chunks, ==, 1);
         fake_reset();
         pthread_mutex_lock(&fk.lock);
         fk.eintr_forever = true;
         pthread_mutex_unlock(&fk.lock);
-        j = submit(e, 0, 1 * CHUNK, 0, &d2);
+        j = submit(e, 0, size, 0, &d2);
         wait_done(&d2);
         job_get_status(j, &st);
         CHECK_INT(st.state, ==, JOB_FAILED);
         CHECK_INT(st.error, ==, -EINTR);
+        CHECK_U64(st.error_offset, ==, 0);
         CHECK_U64(st.bytes_done, ==, 0);
         pthread_mutex_lock(&fk.lock);
         CHECK_INT(fk.calls, >, 1);
@@ -480,11 +607,19 @@ static void test_cancel(const struct topo *t)
         struct done d = DONE_INIT;
         struct canceller c = { 0 };
         struct job_status st;
+        unsigned per[MAX_CHUNKS];
+        uint64_t size = 64 * PAGE;
+        struct plan p = plan_for(e, 0, size, 0);
         pthread_t th;
+
+        /* Every worker takes part and chunks are left over for after the cancel. */
+        CHECK_INT(p.threads, ==, w);
+        CHECK_U64(p.n_chunks, >, w);
 
         fake_reset();
         gate(true);
-        c.j = submit(e, 0, 32 * CHUNK, 0, &d);
+        c.j = submit(e, 0, size, 0, &d);
+        uint8_t *base = last_map();
         wait_inside((int)w); /* every worker blocked inside a chunk */
         CHECK_INT(pthread_create(&th, NULL, cancel_thread, &c), ==, 0);
         usleep(100 * 1000);
@@ -498,8 +633,12 @@ static void test_cancel(const struct topo *t)
         CHECK_INT(done_calls(&d), ==, 1);
         job_get_status(c.j, &st);
         CHECK_INT(st.state, ==, JOB_CANCELLED);
-        CHECK_U64(st.bytes_done, <=, (uint64_t)w * CHUNK);
+        /* The chunks that were in flight count (they finished); none more. */
+        CHECK_U64(st.bytes_done, ==, (uint64_t)w * p.chunk_bytes);
         CHECK(st.finished_ns != 0);
+        CHECK_INT(chunk_calls(base, size, &p, per), ==, w);
+        for (uint64_t k = 0; k < p.n_chunks; k++)
+                CHECK_INT(per[k], ==, k < w); /* handed out in order */
         pthread_mutex_lock(&fk.lock);
         CHECK_INT(fk.calls, ==, w); /* no chunk started after the cancel */
         CHECK_INT(fk.munmaps, ==, 1);
@@ -515,12 +654,18 @@ static void test_cancel(const struct topo *t)
 static void test_cancel_race(const struct topo *t)
 {
         struct engine *e = make_engine(t, 0);
+        /* The smallest chunk the planner makes (a one-page job's). */
+        uint64_t min_chunk = plan_for(e, 0, PAGE, 0).chunk_bytes;
 
         fake_reset();
         for (int i = 0; i < 200; i++) {
                 struct done d = DONE_INIT;
                 struct job_status st;
-                struct job *j = submit(e, 0, (uint64_t)(1 + i % 3) * CHUNK, 0, &d);
+                uint64_t size = (uint64_t)(1 + i % 3) * min_chunk;
+
+                /* Jobs of one to three chunks, so they often finish mid-cancel. */
+                CHECK_U64(plan_for(e, 0, size, 0).n_chunks, ==, 1 + i % 3);
+                struct job *j = submit(e, 0, size, 0, &d);
 
                 if (i % 2)
                         sched_yield();
@@ -541,23 +686,38 @@ static void test_fairness(const struct topo *t)
 {
         struct engine *e = make_engine(t, 1);
         struct done da = DONE_INIT, db = DONE_INIT;
-        uint8_t *a_base;
-        unsigned a = 0, b = 0;
+        unsigned per[MAX_CHUNKS], a = 0, b = 0;
+        uint64_t size = 25 * PAGE; /* a short last chunk too */
+        struct plan p = plan_for(e, 0, size, 0);
+        uint64_t n = p.n_chunks;
+
+        /* Enough chunks per job for a real alternation. */
+        CHECK_U64(n, >=, 3);
 
         fake_reset();
         gate(true);
-        struct job *ja = submit(e, 0, 6 * CHUNK, 0, &da);
+        struct job *ja = submit(e, 0, size, 0, &da);
+        uint8_t *a_base = last_map();
         wait_inside(1);
-        struct job *jb = submit(e, 0, 6 * CHUNK, 0, &db);
+        struct job *jb = submit(e, 0, size, 0, &db);
+        uint8_t *b_base = last_map();
         gate(false);
         wait_done(&da);
         wait_done(&db);
 
+        /* Each job: every chunk once. */
+        CHECK_INT(chunk_calls(a_base, size, &p, per), ==, n);
+        for (uint64_t k = 0; k < n; k++)
+                CHECK_INT(per[k], ==, 1);
+        CHECK_INT(chunk_calls(b_base, size, &p, per), ==, n);
+        for (uint64_t k = 0; k < n; k++)
+                CHECK_INT(per[k], ==, 1);
+
         pthread_mutex_lock(&fk.lock);
-        CHECK_INT(fk.calls, ==, 12);
-        a_base = fk.call_addr[0];
-        for (unsigned i = 0; i < 12; i++) {
-                bool is_a = fk.call_addr[i] >= a_base && fk.call_addr[i] < a_base + 6 * CHUNK;
+        CHECK_INT(fk.calls, ==, 2 * n);
+        CHECK(fk.call_addr[0] == a_base);
+        for (unsigned i = 0; i < 2 * n; i++) {
+                bool is_a = fk.call_addr[i] >= a_base && fk.call_addr[i] < a_base + size;
 
                 if (is_a)
                         a++;
@@ -568,8 +728,8 @@ static void test_fairness(const struct topo *t)
         }
         CHECK_INT(fk.max_inside, ==, 1);
         pthread_mutex_unlock(&fk.lock);
-        CHECK_INT(a, ==, 6);
-        CHECK_INT(b, ==, 6);
+        CHECK_INT(a, ==, n);
+        CHECK_INT(b, ==, n);
         job_free(ja);
         job_free(jb);
         engine_free(e);
@@ -592,10 +752,12 @@ static void test_two_nodes(void)
         CHECK_INT(engine_node_tids(e, 2, tids, 8), ==, 1);
         CHECK(tids[0] > 0 && tids[0] != getpid());
 
+        uint64_t size = 128 * PAGE;
+
         fake_reset();
         gate(true);
-        struct job *j0 = submit(e, 0, 4 * CHUNK, 1, &d0);
-        struct job *j2 = submit(e, 2, 4 * CHUNK, 0, &d2);
+        struct job *j0 = submit(e, 0, size, 1, &d0);
+        struct job *j2 = submit(e, 2, size, 0, &d2);
         wait_inside(2); /* both nodes inside a chunk at once */
         gate(false);
         wait_done(&d0);
@@ -604,7 +766,7 @@ static void test_two_nodes(void)
         CHECK_INT(st.state, ==, JOB_DONE);
         job_get_status(j2, &st);
         CHECK_INT(st.state, ==, JOB_DONE);
-        CHECK_U64(st.bytes_done, ==, 4 * CHUNK);
+        CHECK_U64(st.bytes_done, ==, size);
         job_free(j0);
         job_free(j2);
         engine_free(e);
@@ -652,7 +814,7 @@ static void test_free_running(const struct topo *t)
 
         fake_reset();
         gate(true);
-        struct job *j = submit(e, 0, 16 * CHUNK, 0, &d);
+        struct job *j = submit(e, 0, 512 * PAGE, 0, &d);
         wait_inside(1);
         gate(false);
         engine_free(e);
@@ -681,8 +843,10 @@ int main(void)
         test_causes();
         test_success(t);
         test_placement(t);
-        test_failure(t, EFAULT);
-        test_failure(t, EHWPOISON);
+        /* 1 GiB: chunks of the full size; 62 MiB: smaller ones, and a
+         * short last one. */
+        test_failure(t, EFAULT, 512 * PAGE);
+        test_failure(t, EHWPOISON, 31 * PAGE);
         test_eintr(t);
         test_cancel(t);
         test_cancel_race(t);

@@ -17,22 +17,24 @@ struct row {
 
 static const struct row rows[] = {
         /* 2 MiB pages: 64 MiB chunks, last one may be short. */
-        { 2 * MIB, 2 * MIB, 4, 0, 0, 64 * MIB, 1, 1 },
-        { 64 * MIB, 2 * MIB, 4, 0, 0, 64 * MIB, 1, 1 },
-        { 66 * MIB, 2 * MIB, 4, 0, 0, 64 * MIB, 2, 2 },
-        { 128 * MIB, 2 * MIB, 4, 0, 0, 64 * MIB, 2, 2 },
+        { 2 * MIB, 2 * MIB, 4, 0, 0, 2 * MIB, 1, 1 },
+        { 64 * MIB, 2 * MIB, 4, 0, 0, 4 * MIB, 16, 4 },      /* small pool: every worker busy */
+        { 66 * MIB, 2 * MIB, 4, 0, 0, 4 * MIB, 17, 4 },      /* short last chunk */
+        { 128 * MIB, 2 * MIB, 4, 0, 0, 8 * MIB, 16, 4 },
+        { 64 * MIB, 2 * MIB, 2, 0, 0, 8 * MIB, 8, 2 },
+        { 8 * MIB, 2 * MIB, 8, 0, 0, 2 * MIB, 4, 4 },        /* capped by chunks */
         { 4 * GIB, 2 * MIB, 2, 0, 0, 64 * MIB, 64, 2 },
         { 4 * GIB, 2 * MIB, 2, 1, 0, 64 * MIB, 64, 1 },
         { 4 * GIB, 2 * MIB, 2, 8, 0, 64 * MIB, 64, 2 },     /* capped by workers */
-        { 4 * GIB, 2 * MIB, 128, 0, 0, 64 * MIB, 64, 64 },  /* capped by chunks */
+        { 4 * GIB, 2 * MIB, 128, 0, 0, 8 * MIB, 512, 128 },
         { 64 * GIB + 2 * MIB, 2 * MIB, 16, 0, 0, 64 * MIB, 1025, 16 },
         /* 1 GiB pages: a chunk is one page. */
         { 1 * GIB, 1 * GIB, 4, 0, 0, 1 * GIB, 1, 1 },
         { 3 * GIB, 1 * GIB, 4, 0, 0, 1 * GIB, 3, 3 },
         { 64 * GIB, 1 * GIB, 8, 3, 0, 1 * GIB, 64, 3 },
         /* 4 KiB pages (not hugetlb, but the arithmetic must hold). */
-        { 4 * KIB, 4 * KIB, 1, 0, 0, 64 * MIB, 1, 1 },
-        { 64 * MIB + 4 * KIB, 4 * KIB, 1, 0, 0, 64 * MIB, 2, 1 },
+        { 4 * KIB, 4 * KIB, 1, 0, 0, 2 * MIB, 1, 1 },        /* at least the minimum chunk */
+        { 64 * MIB + 4 * KIB, 4 * KIB, 1, 0, 0, 16 * MIB, 5, 1 },
         /* Huge sizes: no overflow in the chunk count. */
         { UINT64_MAX - (2 * MIB - 1), 2 * MIB, 8, 0, 0, 64 * MIB, UINT64_C(274877906944), 8 },
         { UINT64_MAX - (GIB - 1), 1 * GIB, 8, 0, 0, 1 * GIB, UINT64_C(17179869184) - 1, 8 },
