@@ -1,8 +1,8 @@
 /* problem: fill and encode RFC 9457 problem details.  problem_set describes
  * the problem itself (status, slug, title, detail); the extension members
  * (counts, Allow, Retry-After) are left as the caller set them, before or
- * after, so a handler can add them in any order.  Encoding goes through the
- * json builder, never cJSON directly. */
+ * after, so a handler can add them in any order.  Details are forced to
+ * valid UTF-8.  Encoding goes through the json builder, never cJSON directly. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,8 +12,27 @@
 
 #define PROBLEM_TYPE_PREFIX "urn:hpwarm:problem:"
 
+/* Length of the valid UTF-8 sequence at S (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF), or 0 if the bytes there are not one. */
+static size_t utf8_seq_len(const unsigned char *s)
+{
+        unsigned char c = s[0];
+        if (c < 0x80)
+                return 1;
+        size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        if (!n)
+                return 0;
+        for (size_t i = 1; i < n; i++)
+                if ((s[i] & 0xc0) != 0x80) /* also stops at the NUL */
+                        return 0;
+        if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) || (c == 0xf0 && s[1] < 0x90) ||
+            (c == 0xf4 && s[1] > 0x8f))
+                return 0;
+        return n;
+}
+
 /* A truncated detail may end inside a multi-byte UTF-8 sequence; drop that
- * partial sequence so the detail stays valid UTF-8 on the wire. */
+ * partial sequence rather than mark it invalid below. */
 static void trim_partial_utf8(char *s)
 {
         size_t len = strlen(s), k = len, need;
@@ -25,17 +44,32 @@ static void trim_partial_utf8(char *s)
                 return;
         lead = (unsigned char)s[k - 1];
         if (lead < 0xc0)
-                return; /* ASCII or stray continuation bytes: leave as is */
+                return;
         need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
         if (len - (k - 1) < need)
                 s[k - 1] = '\0';
+}
+
+/* Details quote what clients sent (a path segment, a key), which may be any
+ * bytes; JSON text must be UTF-8 (RFC 8259 section 8.1).  Replace each byte
+ * that does not start a valid sequence with '?', in place; this also drops
+ * a sequence that vsnprintf cut in half. */
+static void make_utf8(char *s)
+{
+        for (unsigned char *p = (unsigned char *)s; *p;) {
+                size_t n = utf8_seq_len(p);
+                if (n) {
+                        p += n;
+                } else {
+                        *p++ = '?';
+                }
+        }
 }
 
 void problem_set(struct problem *p, int status, const char *slug, const char *title,
                  const char *fmt, ...)
 {
         va_list ap;
-        int n;
 
         if (!p)
                 return;
@@ -43,10 +77,11 @@ void problem_set(struct problem *p, int status, const char *slug, const char *ti
         p->slug = slug;
         p->title = title;
         va_start(ap, fmt);
-        n = vsnprintf(p->detail, sizeof(p->detail), fmt, ap);
+        int n = vsnprintf(p->detail, sizeof(p->detail), fmt, ap);
         va_end(ap);
         if (n >= (int)sizeof(p->detail))
                 trim_partial_utf8(p->detail);
+        make_utf8(p->detail);
 }
 
 char *problem_to_json(const struct problem *p)

@@ -39,6 +39,11 @@ static void test_set(void)
         big[508] = '\0';
         problem_set(&p, 400, "s", "t", "%s\xf0\x9f\x98\x80", big);
         CHECK_U64(strlen(p.detail), ==, 508);
+
+        /* Client bytes quoted in a detail come out as valid UTF-8: each byte
+         * that starts no valid sequence becomes '?'; valid ones stay. */
+        problem_set(&p, 404, "s", "t", "no node \"%s\"", "a\xff\xc3\xa9\xed\xa0\x80\xc0\xafz\xe2\x82");
+        CHECK_STR(p.detail, "no node \"a?\xc3\xa9???\?\?z??\"");
 }
 
 static void test_to_json(void)
