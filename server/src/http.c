@@ -816,6 +816,16 @@ static int listen_unix(const char *path, gid_t gid, int *ret_fd)
         return 0;
 }
 
+/* Leave the URL as the client sent it.  libmicrohttpd's own unescaping turns
+ * "%00" into a NUL that silently cuts "/v1/pools/a%00b" to pool "a"; the
+ * router decodes each path capture itself and refuses NUL and '/'.  Query
+ * values stay raw too: ours ("ready", whole seconds) need no escapes, and an
+ * escaped one fails validation with 422 rather than being guessed at. */
+static size_t keep_escaped(void *cls, struct MHD_Connection *c, char *s)
+{
+        return strlen(s);
+}
+
 static int start_listener(struct http *h, struct listener *l, int fd, const struct http_config *cfg, bool tcp)
 {
         l->http = h;
@@ -842,6 +852,7 @@ static int start_listener(struct http *h, struct listener *l, int fd, const stru
                 MHD_OPTION_LISTEN_SOCKET, fd,
                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
+                MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
                 MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit ? cfg->connection_limit : 256u,
                 MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout_s ? cfg->connection_timeout_s : 30u,

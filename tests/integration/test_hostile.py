@@ -434,15 +434,11 @@ class Hostile(TestCase):
 
 
 class PercentNul(TestCase):
-    """KNOWN BUG (http.c, reported to its owner): libmicrohttpd percent-
-    decodes the path before the router sees it, so a %00 ends the path
-    early: "/v1/nodes/0/hugepages/2M%00" reaches the reserve handler for
-    2M and changes node 0's pool; "/v1/pools/a%00b" acts on pool "a".  The
-    router's own rule (a capture with NUL after decoding never matches) is
-    bypassed.  Each case runs on its own daemon, since today it mutates the
-    fixture.  Drop expectedFailure once http.c keeps the path escaped for
-    the router (identity MHD_OPTION_UNESCAPE_CALLBACK) or refuses a decoded
-    NUL; unittest then reports the unexpected success as a failure."""
+    """A %00 in a path capture must never end the path early: libmicrohttpd's
+    own unescaping would turn "/v1/nodes/0/hugepages/2M%00" into a reserve
+    of 2M on node 0 and "/v1/pools/a%00b" into pool "a".  http.c keeps the
+    URL escaped and the router refuses a capture that decodes to NUL.  Each
+    case runs on its own daemon, so a regression cannot leak into others."""
 
     def check(self, method, path, body=None):
         with Daemon("two-node") as d:
@@ -452,32 +448,28 @@ class PercentNul(TestCase):
             self.assertProblem(r, r.status)
             self.assertEqual(snapshot(d.sysfs), before)
 
-    @unittest.expectedFailure
     def test_reserve_size(self):
         self.check("PUT", "/v1/nodes/0/hugepages/2M%00", '{"count": 1}')
 
-    @unittest.expectedFailure
     def test_pool_name(self):
         self.check("PUT", "/v1/pools/a%00b", '{"node": 0, "size": "2M"}')
 
-    @unittest.expectedFailure
     def test_node_id(self):
         self.check("GET", "/v1/nodes/0%00")
 
 
 class ProblemUtf8(TestCase):
-    """KNOWN BUG (found by fuzz_http, reported): a problem's detail echoes
-    the decoded path capture, so "/v1/nodes/%ff" answers a problem body
-    with a raw 0xff byte: not UTF-8, so not JSON (RFC 8259 8.1), and strict
-    clients fail to parse the error.  Drop expectedFailure once problem.c
-    (or the router) makes every detail valid UTF-8."""
+    """A problem's detail echoes the decoded path capture; "/v1/nodes/%ff"
+    must still answer valid UTF-8 JSON (RFC 8259 8.1), or strict clients
+    fail to parse the error (found by fuzz_http)."""
 
-    @unittest.expectedFailure
     def test_detail_is_utf8(self):
         with Daemon("two-node") as d:
-            for path in ("/v1/nodes/%ff", "/v1/nodes/0/hugepages/%ad", "/v1/pools/%c3"):
+            # 405: that route is PUT-only; 422: not a valid pool name.
+            for path, status in (("/v1/nodes/%ff", 404), ("/v1/nodes/0/hugepages/%ad", 405),
+                                 ("/v1/pools/%c3", 422), ("/v1/nodes/%c3%28", 404)):
                 r = d.get(path, timeout=ANSWER_TIMEOUT)  # Response() decodes the JSON
-                self.assertProblem(r, 404)
+                self.assertProblem(r, status)
 
 
 if __name__ == "__main__":
