@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 struct plan {
-        uint64_t chunk_bytes;   /* multiple of the page size (64 MiB, or one page if larger); last chunk may be shorter */
+        uint64_t chunk_bytes;   /* multiple of the page size (size / (threads x 4) within [2 MiB, 64 MiB], or one page if larger); last chunk may be shorter */
         uint64_t n_chunks;
         unsigned threads;       /* workers that take part: min(requested or available, available, n_chunks) */
 };

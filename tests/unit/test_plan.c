@@ -16,7 +16,7 @@ struct row {
 };
 
 static const struct row rows[] = {
-        /* 2 MiB pages: 64 MiB chunks, last one may be short. */
+        /* 2 MiB pages: about four chunks per worker, 2 to 64 MiB each; the last may be short. */
         { 2 * MIB, 2 * MIB, 4, 0, 0, 2 * MIB, 1, 1 },
         { 64 * MIB, 2 * MIB, 4, 0, 0, 4 * MIB, 16, 4 },      /* small pool: every worker busy */
         { 66 * MIB, 2 * MIB, 4, 0, 0, 4 * MIB, 17, 4 },      /* short last chunk */
