@@ -10,7 +10,7 @@ command -v dpkg-deb >/dev/null || { echo "SKIP: no dpkg-deb"; exit 77; }
 deb=$(ls "$out"/*.deb)
 contents=$(dpkg-deb -c "$deb")
 for f in ./usr/sbin/hpwarmd ./usr/bin/hpwarm ./usr/include/hpwarm.h ./usr/share/man/man8/hpwarmd.8 \
-         ./usr/share/man/man1/hpwarm.1 hpwarm.pc hpwarmd.service libhpwarm.so; do
+         ./usr/share/man/man1/hpwarm.1 hpwarm.pc hpwarmd.service hpwarmd.socket libhpwarm.so; do
   grep -qF -- "$f" <<<"$contents" || { echo "missing from $(basename "$deb"): $f"; exit 1; }
 done
 dpkg-deb -f "$deb" Depends | grep -q libmicrohttpd || { echo "Depends lacks libmicrohttpd"; exit 1; }

@@ -27,11 +27,11 @@ fi
 
 tmp=$(mktemp -d /tmp/hpwarm-units.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-cp "$unit_dir"/*.service "$unit_dir"/*.mount "$tmp"/
+cp "$unit_dir"/*.service "$unit_dir"/*.socket "$unit_dir"/*.mount "$tmp"/
 sed -i "s#/usr/sbin/hpwarmd#$binary#g" "$tmp"/*.service
 
 rc=0
-units=("$tmp"/*.service "$tmp"/*.mount)
+units=("$tmp"/*.service "$tmp"/*.socket "$tmp"/*.mount)
 # --man=no: man pages are installed by `cmake --install`, not present here.
 out=$(systemd-analyze verify --man=no "${units[@]}" 2>&1) || rc=1
 if [ -n "$out" ]; then
