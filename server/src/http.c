@@ -996,20 +996,20 @@ void http_stop(struct http *h)
 
 /* ------------------------------------------------------- socketless entry */
 
+/* The query string split at '&' into NUL-terminated "key=value" entries;
+ * values stay escaped, as on the socket path (see keep_escaped). */
 struct local_query {
         char buf[1024];
+        size_t len;
 };
 
 static const char *query_local(const struct req *r, const char *key)
 {
-        struct local_query *q = r->conn;
+        const struct local_query *q = r->conn;
         size_t kl = strlen(key);
-        for (char *p = q->buf; p && *p;) {
-                char *amp = strchr(p, '&');
+        for (const char *p = q->buf; p < q->buf + q->len; p += strlen(p) + 1)
                 if (strncmp(p, key, kl) == 0 && p[kl] == '=')
                         return p + kl + 1;
-                p = amp ? amp + 1 : NULL;
-        }
         return NULL;
 }
 
@@ -1019,7 +1019,7 @@ int http_handle_local(struct app *app, const char *method, const char *url, cons
 {
         struct req req = {0};
         struct resp resp = {0};
-        struct local_query q = {{0}};
+        struct local_query q = {.len = 0};
         char path[1024];
         const char *qm = strchr(url, '?');
         size_t pl = qm ? (size_t)(qm - url) : strlen(url);
@@ -1027,8 +1027,12 @@ int http_handle_local(struct app *app, const char *method, const char *url, cons
                 pl = sizeof(path) - 1;
         memcpy(path, url, pl);
         path[pl] = '\0';
-        if (qm)
+        if (qm) {
                 snprintf(q.buf, sizeof(q.buf), "%s", qm + 1);
+                q.len = strlen(q.buf);
+                for (char *amp = q.buf; (amp = strchr(amp, '&'));)
+                        *amp++ = '\0';
+        }
         _cleanup_free_ char *copy = malloc(body_len + 1);
         if (!copy)
                 return -ENOMEM;
