@@ -69,6 +69,7 @@ struct pool {
         struct job *job;              /* running, or finished and not yet freed */
         int fd;                       /* open while job is set (the engine borrows it) */
         struct job_status last;       /* status of the last job, once freed */
+        uint64_t present_at_start;    /* bytes already in the file when its job (re)started */
         bool have_last;
         char path[PATH_MAX];
 };
@@ -289,6 +290,10 @@ static uint64_t pages_still_needed(struct pools *p, int node, uint64_t page_size
                 } else {
                         continue; /* not running: takes nothing now */
                 }
+                /* A resumed job re-walks pages its file already holds (they
+                 * are not free any more); the job's own count starts at 0. */
+                if (done < o->present_at_start)
+                        done = o->present_at_start;
                 if (done < r->size_bytes)
                         pages += (r->size_bytes - done) / page_size;
         }
@@ -1321,6 +1326,7 @@ static void reconcile(struct pools *p, struct pool *pool)
         r->state = POOL_WARMING;
         r->finished_at = 0;
         pool->fd = fd;
+        pool->present_at_start = present < r->size_bytes ? present : r->size_bytes;
 
         /* Pages already in the file are ours; only the rest must be free. */
         struct problem err = {0};

@@ -35,8 +35,6 @@ ITERATIONS = 12
 TIME_BUDGET_S = 60
 MIN_POOL_MIB, MAX_POOL_MIB = 8, 64
 READY_TIMEOUT_S = 30
-# See Loop.known_resume_bug.
-KNOWN_RESUME_BUG = True
 
 
 def node0(leaf):
@@ -66,7 +64,6 @@ class Loop:
         self.state = tempfile.mkdtemp(prefix="hpwarm-crash-state-")
         self.d = None
         self.kills = self.mid_warm_kills = self.created = self.refused = 0
-        self.known_bug_pools = set()
 
     # -- daemon --
     def start(self):
@@ -123,35 +120,8 @@ class Loop:
         pools = self.check_consistent(when)
         for p in pools.values():
             check(p["state"] in ("ready", "failed", "cancelled"), "%s: %s still %s" % (when, p["name"], p["state"]))
-            if p["state"] == "failed" and self.known_resume_bug(p):
-                continue
             check(p["state"] != "failed", "%s: pool %s failed after restart: %s" % (when, p["name"], p.get("error")))
         return pools
-
-    def known_resume_bug(self, p):
-        """KNOWN BUG (pools.c, reported): at start each resumed pool is
-        admitted against free pages minus what other warming pools "still
-        need", and pages_still_needed() takes a just-resumed job's need as
-        size - bytes_done with bytes_done starting at 0, although most of its
-        pages already sit in its file.  With two pools resuming, the second
-        can fail with insufficient-hugepages while the node has the pages.
-        Tolerated (the pool fails cleanly, its file is removed, nothing
-        leaks) unless HPW_CRASH_STRICT=1; set KNOWN_RESUME_BUG = False once
-        fixed."""
-        if not KNOWN_RESUME_BUG or os.environ.get("HPW_CRASH_STRICT") == "1":
-            return False
-        err = p.get("error") or {}
-        m = re.search(r"needs (\d+) free pages of \d+ bytes; it has (\d+) free, of which (\d+) are still",
-                      err.get("detail", ""))
-        if not (err.get("type", "").endswith(":insufficient-hugepages") and m):
-            return False
-        need, free, others = (int(x) for x in m.groups())
-        if free < need or others == 0:
-            return False
-        if p["name"] not in self.known_bug_pools:
-            self.known_bug_pools.add(p["name"])
-            print("crash_loop: KNOWN BUG hit: resumed pool %s failed: %s" % (p["name"], err["detail"]), flush=True)
-        return True
 
     def check_pages(self, pools, free0, when):
         held = sum(p["size_bytes"] // PAGE for p in pools.values() if p["state"] == "ready")
@@ -256,9 +226,8 @@ def main():
         check(free == free0, "node 0 free_hugepages %d after deleting every pool, was %d" % (free, free0))
         check(loop.d.stop() == 0, "hpwarmd did not exit 0 on SIGTERM")
         print("crash_loop: ok: %d rounds, %d kill -9 (%d while a pool was warming), %d pools created, "
-              "%d refused near the limit, %d resumed pools lost to the known admission bug, %.1fs"
-              % (rounds, loop.kills, loop.mid_warm_kills, loop.created, loop.refused, len(loop.known_bug_pools),
-                 time.monotonic() - t0))
+              "%d refused near the limit, %.1fs"
+              % (rounds, loop.kills, loop.mid_warm_kills, loop.created, loop.refused, time.monotonic() - t0))
         rc = 0
     except Failure as e:
         print("crash_loop: FAIL (seed %d): %s" % (seed, e), file=sys.stderr)
