@@ -198,8 +198,5 @@ void api_node_reserve(const struct req *req, struct resp *resp)
         w->app = req->app;
         w->rq = (struct reserve_req){.node = n->id, .page_size = page_size, .count = count,
                                      .allow_partial = allow_partial, .floor_bytes = req->app->memory_floor};
-        resp->work = reserve_work;
-        resp->ctx = w;
-        resp->ctx_free = free;
-        resp->work_kind = WORK_BLOCKING;
+        resp_defer(resp, reserve_work, w, WORK_BLOCKING);
 }

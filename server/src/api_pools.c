@@ -196,10 +196,7 @@ void api_pool_get(const struct req *req, struct resp *resp)
         w->app = req->app;
         snprintf(w->name, sizeof(w->name), "%s", name);
         w->deadline_ns = now_mono_ns() + timeout_s * 1000000000ull;
-        resp->work = wait_work;
-        resp->ctx = w;
-        resp->ctx_free = free;
-        resp->work_kind = WORK_WAIT;
+        resp_defer(resp, wait_work, w, WORK_WAIT);
 }
 
 static void create_work(struct resp *resp, void *ctx)
@@ -284,10 +281,7 @@ void api_pool_put(const struct req *req, struct resp *resp)
         w->rq.threads = (unsigned)threads;
         w->rq.ttl_seconds = ttl;
         w->rq.reserve = reserve;
-        resp->work = create_work;
-        resp->ctx = w;
-        resp->ctx_free = free;
-        resp->work_kind = WORK_BLOCKING;
+        resp_defer(resp, create_work, w, WORK_BLOCKING);
 }
 
 static void delete_work(struct resp *resp, void *ctx)
@@ -322,10 +316,7 @@ void api_pool_delete(const struct req *req, struct resp *resp)
         }
         w->app = req->app;
         snprintf(w->name, sizeof(w->name), "%s", name);
-        resp->work = delete_work;
-        resp->ctx = w;
-        resp->ctx_free = free;
-        resp->work_kind = WORK_BLOCKING;
+        resp_defer(resp, delete_work, w, WORK_BLOCKING);
 }
 
 void api_pool_claim(const struct req *req, struct resp *resp)

@@ -136,3 +136,11 @@ void resp_problem(struct resp *r, const struct problem *p)
         r->problem = *p;
         r->status = p->status;
 }
+
+void resp_defer(struct resp *r, void (*work)(struct resp *r, void *ctx), void *ctx, enum work_kind kind)
+{
+        r->work = work;
+        r->ctx = ctx;
+        r->ctx_free = free;
+        r->work_kind = kind;
+}

@@ -73,3 +73,5 @@ enum route_match route_match(const char *method, const char *path, struct req *r
 /* Helpers for handlers. */
 void resp_json(struct resp *r, int status, char *body);  /* takes BODY */
 void resp_problem(struct resp *r, const struct problem *p);
+/* Run WORK off the HTTP thread; CTX is malloc'd and freed after the response. */
+void resp_defer(struct resp *r, void (*work)(struct resp *r, void *ctx), void *ctx, enum work_kind kind);
