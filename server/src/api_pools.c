@@ -53,13 +53,7 @@ static struct json *encode_pool(const struct pool_view *v)
         if (p->error_slug[0]) {
                 struct problem e = {0};
                 problem_set(&e, 500, p->error_slug, "Warming failed", "%s", p->error_detail);
-                char *txt = problem_to_json(&e);
-                struct json *ej = NULL;
-                if (txt && json_parse(txt, strlen(txt), &ej) == 0)
-                        json_add_value(o, "error", ej);
-                else
-                        json_add_null(o, "error");
-                free(txt);
+                json_add_value(o, "error", problem_to_value(&e));
         } else {
                 json_add_null(o, "error");
         }

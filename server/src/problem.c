@@ -84,11 +84,10 @@ void problem_set(struct problem *p, int status, const char *slug, const char *ti
         make_utf8(p->detail);
 }
 
-char *problem_to_json(const struct problem *p)
+struct json *problem_to_value(const struct problem *p)
 {
         struct json *o;
         char type[128];
-        char *text;
 
         if (!p)
                 return NULL;
@@ -106,7 +105,13 @@ char *problem_to_json(const struct problem *p)
                 json_add_u64(o, "requested", p->requested);
                 json_add_u64(o, "achieved", p->achieved);
         }
-        text = json_print(o);
+        return o;
+}
+
+char *problem_to_json(const struct problem *p)
+{
+        struct json *o = problem_to_value(p);
+        char *text = json_print(o);
         json_free(o);
         return text;
 }

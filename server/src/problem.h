@@ -20,5 +20,9 @@ struct problem {
 void problem_set(struct problem *p, int status, const char *slug, const char *title,
                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+struct json;
 /* Encode as JSON; the caller frees the string.  NULL on allocation failure. */
 char *problem_to_json(const struct problem *p);
+/* The same as a JSON value, to embed in another document (a pool's "error");
+ * the caller owns it (json_free, or json_add_value into a parent). */
+struct json *problem_to_value(const struct problem *p);
