@@ -698,13 +698,19 @@ static int resolve_listen(const char *spec, struct addrinfo **ret)
 
 static bool sockaddr_is_loopback(const struct sockaddr *sa)
 {
-        if (sa->sa_family == AF_INET)
-                return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+        /* Copied out: a struct sockaddr * need not be aligned for the
+         * family's own struct. */
+        if (sa->sa_family == AF_INET) {
+                struct sockaddr_in in;
+                memcpy(&in, sa, sizeof(in));
+                return (ntohl(in.sin_addr.s_addr) >> 24) == 127;
+        }
         if (sa->sa_family == AF_INET6) {
-                const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-                if (IN6_IS_ADDR_V4MAPPED(a))
-                        return a->s6_addr[12] == 127;
-                return IN6_IS_ADDR_LOOPBACK(a);
+                struct sockaddr_in6 in6;
+                memcpy(&in6, sa, sizeof(in6));
+                if (IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr))
+                        return in6.sin6_addr.s6_addr[12] == 127;
+                return IN6_IS_ADDR_LOOPBACK(&in6.sin6_addr);
         }
         return sa->sa_family == AF_UNIX;
 }
