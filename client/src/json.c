@@ -127,6 +127,70 @@ static char *dup_body(const char *body, size_t len)
         return s;
 }
 
+/* What parse_items() needs to know about one kind of result: the size of one
+ * item, how to fill a zeroed item from a JSON object, and how to release what
+ * a fill (finished or not) left in an item without freeing the item itself. */
+struct item_kind {
+        size_t size;
+        enum hpw_error (*from)(const cJSON *o, void *item);
+        void (*clear)(void *item);
+};
+
+/* The one parse -> allocate -> fill -> keep-the-body path behind every
+ * answer that has a ->json member.  With LIST_KEY NULL the top-level object is
+ * one item; otherwise the array member LIST_KEY holds one object per item.
+ * On success the caller owns *ret_items (a calloc'd array of *ret_n items,
+ * NULL when the list is empty) and *ret_json (the body, NUL-terminated).  On
+ * failure nothing stays allocated and nothing is written. */
+static enum hpw_error parse_items(const char *body, size_t len, const char *list_key,
+                                  const struct item_kind *k, void **ret_items, size_t *ret_n,
+                                  char **ret_json)
+{
+        cJSON *root = parse(body, len);
+        const cJSON *arr = NULL, *e;
+        char *items = NULL, *json = NULL;
+        enum hpw_error err = HPW_OK;
+        size_t n = 1, i = 0;
+
+        if (!root)
+                return HPW_E_PROTOCOL;
+        if (list_key) {
+                arr = get(root, list_key);
+                if (!cJSON_IsArray(arr)) {
+                        cJSON_Delete(root);
+                        return HPW_E_PROTOCOL;
+                }
+                n = (size_t)cJSON_GetArraySize(arr);
+        }
+        if (n && !(items = calloc(n, k->size))) {
+                cJSON_Delete(root);
+                return HPW_E_NOMEM;
+        }
+        if (!list_key) {
+                err = k->from(root, items);
+        } else {
+                cJSON_ArrayForEach(e, arr) {
+                        err = k->from(e, items + i++ * k->size);
+                        if (err != HPW_OK)
+                                break;
+                }
+        }
+        cJSON_Delete(root);
+        if (err == HPW_OK && !(json = dup_body(body, len)))
+                err = HPW_E_NOMEM;
+        if (err != HPW_OK) {
+                /* calloc'd items that were never reached clear as no-ops. */
+                for (i = 0; i < n; i++)
+                        k->clear(items + i * k->size);
+                free(items);
+                return err;
+        }
+        *ret_items = items;
+        *ret_n = n;
+        *ret_json = json;
+        return HPW_OK;
+}
+
 /* ---- problem ---- */
 
 void hpw_problem_free(struct hpw_problem *p)
@@ -184,40 +248,52 @@ enum hpw_error hpw_json_problem(const char *body, size_t len, struct hpw_problem
 
 /* ---- health ---- */
 
+static void health_clear(void *item)
+{
+        struct hpw_health *x = item;
+
+        free(x->status);
+        free(x->version);
+        free(x->json);
+}
+
 void hpw_health_free(struct hpw_health *x)
 {
         if (!x)
                 return;
-        free(x->status);
-        free(x->version);
-        free(x->json);
+        health_clear(x);
         free(x);
 }
 
+static enum hpw_error health_from(const cJSON *o, void *item)
+{
+        struct hpw_health *x = item;
+
+        if (!cJSON_IsString(get(o, "status")))
+                return HPW_E_PROTOCOL;
+        x->status = opt_str(o, "status");
+        x->version = opt_str(o, "version");
+        return x->status && x->version ? HPW_OK : HPW_E_NOMEM;
+}
+
+static const struct item_kind health_kind = {
+        .size = sizeof(struct hpw_health),
+        .from = health_from,
+        .clear = health_clear,
+};
+
 enum hpw_error hpw_json_health(const char *body, size_t len, struct hpw_health **ret)
 {
-        cJSON *root = parse(body, len);
-        struct hpw_health *x;
+        void *item;
+        char *json;
+        size_t n;
+        enum hpw_error err = parse_items(body, len, NULL, &health_kind, &item, &n, &json);
 
-        if (!root)
-                return HPW_E_PROTOCOL;
-        if (!cJSON_IsString(get(root, "status"))) {
-                cJSON_Delete(root);
-                return HPW_E_PROTOCOL;
+        if (err == HPW_OK) {
+                *ret = item;
+                (*ret)->json = json;
         }
-        x = calloc(1, sizeof(*x));
-        if (x) {
-                x->status = opt_str(root, "status");
-                x->version = opt_str(root, "version");
-                x->json = dup_body(body, len);
-        }
-        cJSON_Delete(root);
-        if (!x || !x->status || !x->version || !x->json) {
-                hpw_health_free(x);
-                return HPW_E_NOMEM;
-        }
-        *ret = x;
-        return HPW_OK;
+        return err;
 }
 
 /* ---- nodes ---- */
@@ -251,8 +327,9 @@ void hpw_node_list_free(struct hpw_node_list *x)
 
 /* Fill *N from object O.  On failure *N may hold partial allocations that
  * hpw_node_clear() releases. */
-static enum hpw_error node_from(const cJSON *o, struct hpw_node *n)
+static enum hpw_error node_from(const cJSON *o, void *item)
 {
+        struct hpw_node *n = item;
         const cJSON *hp = get(o, "hugepages"), *e, *mem = get(o, "memory");
         size_t i = 0;
         uint64_t cc = 0;
@@ -287,66 +364,45 @@ static enum hpw_error node_from(const cJSON *o, struct hpw_node *n)
         return HPW_OK;
 }
 
+static void node_clear(void *item)
+{
+        hpw_node_clear(item);
+}
+
+static const struct item_kind node_kind = {
+        .size = sizeof(struct hpw_node),
+        .from = node_from,
+        .clear = node_clear,
+};
+
 enum hpw_error hpw_json_node(const char *body, size_t len, struct hpw_node **ret)
 {
-        cJSON *root = parse(body, len);
-        struct hpw_node *x;
-        enum hpw_error err;
+        void *item;
+        char *json;
+        size_t n;
+        enum hpw_error err = parse_items(body, len, NULL, &node_kind, &item, &n, &json);
 
-        if (!root)
-                return HPW_E_PROTOCOL;
-        x = calloc(1, sizeof(*x));
-        err = x ? node_from(root, x) : HPW_E_NOMEM;
-        cJSON_Delete(root);
-        if (err == HPW_OK && !(x->json = dup_body(body, len)))
-                err = HPW_E_NOMEM;
-        if (err != HPW_OK) {
-                hpw_node_free(x);
-                return err;
+        if (err == HPW_OK) {
+                *ret = item;
+                (*ret)->json = json;
         }
-        *ret = x;
-        return HPW_OK;
+        return err;
 }
 
 enum hpw_error hpw_json_node_list(const char *body, size_t len, struct hpw_node_list **ret)
 {
-        cJSON *root = parse(body, len);
-        const cJSON *arr, *e;
-        struct hpw_node_list *x = NULL;
-        enum hpw_error err = HPW_OK;
-        size_t i = 0;
+        struct hpw_node_list *x = calloc(1, sizeof(*x));
+        void *items;
+        enum hpw_error err;
 
-        if (!root)
-                return HPW_E_PROTOCOL;
-        arr = get(root, "nodes");
-        if (!cJSON_IsArray(arr)) {
-                err = HPW_E_PROTOCOL;
-                goto out;
-        }
-        x = calloc(1, sizeof(*x));
-        if (!x) {
-                err = HPW_E_NOMEM;
-                goto out;
-        }
-        x->n = (size_t)cJSON_GetArraySize(arr);
-        if (x->n && !(x->nodes = calloc(x->n, sizeof(*x->nodes)))) {
-                x->n = 0;
-                err = HPW_E_NOMEM;
-                goto out;
-        }
-        cJSON_ArrayForEach(e, arr) {
-                err = node_from(e, &x->nodes[i++]);
-                if (err != HPW_OK)
-                        goto out;
-        }
-        if (!(x->json = dup_body(body, len)))
-                err = HPW_E_NOMEM;
-out:
-        cJSON_Delete(root);
+        if (!x)
+                return HPW_E_NOMEM;
+        err = parse_items(body, len, "nodes", &node_kind, &items, &x->n, &x->json);
         if (err != HPW_OK) {
-                hpw_node_list_free(x);
+                free(x);
                 return err;
         }
+        x->nodes = items;
         *ret = x;
         return HPW_OK;
 }
@@ -361,35 +417,45 @@ void hpw_reserve_result_free(struct hpw_reserve_result *x)
         free(x);
 }
 
+static enum hpw_error reserve_from(const cJSON *o, void *item)
+{
+        struct hpw_reserve_result *x = item;
+
+        if (!get_int(o, "node", &x->node) || !get_u64(o, "total", &x->total))
+                return HPW_E_PROTOCOL;
+        x->page_size_bytes = opt_u64(o, "page_size_bytes");
+        x->requested = opt_u64(o, "requested");
+        x->free = opt_u64(o, "free");
+        /* Absent "complete" means the server had nothing to report short. */
+        x->complete = get(o, "complete") ? opt_bool(o, "complete") : true;
+        return HPW_OK;
+}
+
+/* A reserve result owns nothing but its ->json, which parse_items() sets only
+ * on success. */
+static void reserve_clear(void *item)
+{
+        (void)item;
+}
+
+static const struct item_kind reserve_kind = {
+        .size = sizeof(struct hpw_reserve_result),
+        .from = reserve_from,
+        .clear = reserve_clear,
+};
+
 enum hpw_error hpw_json_reserve(const char *body, size_t len, struct hpw_reserve_result **ret)
 {
-        cJSON *root = parse(body, len);
-        struct hpw_reserve_result *x;
-        enum hpw_error err = HPW_OK;
+        void *item;
+        char *json;
+        size_t n;
+        enum hpw_error err = parse_items(body, len, NULL, &reserve_kind, &item, &n, &json);
 
-        if (!root)
-                return HPW_E_PROTOCOL;
-        x = calloc(1, sizeof(*x));
-        if (!x) {
-                err = HPW_E_NOMEM;
-        } else if (!get_int(root, "node", &x->node) || !get_u64(root, "total", &x->total)) {
-                err = HPW_E_PROTOCOL;
-        } else {
-                x->page_size_bytes = opt_u64(root, "page_size_bytes");
-                x->requested = opt_u64(root, "requested");
-                x->free = opt_u64(root, "free");
-                /* Absent "complete" means the server had nothing to report short. */
-                x->complete = get(root, "complete") ? opt_bool(root, "complete") : true;
-                if (!(x->json = dup_body(body, len)))
-                        err = HPW_E_NOMEM;
+        if (err == HPW_OK) {
+                *ret = item;
+                (*ret)->json = json;
         }
-        cJSON_Delete(root);
-        if (err != HPW_OK) {
-                hpw_reserve_result_free(x);
-                return err;
-        }
-        *ret = x;
-        return HPW_OK;
+        return err;
 }
 
 /* ---- pools ---- */
@@ -438,8 +504,9 @@ void hpw_pool_list_free(struct hpw_pool_list *x)
         free(x);
 }
 
-static enum hpw_error pool_from(const cJSON *o, struct hpw_pool *p)
+static enum hpw_error pool_from(const cJSON *o, void *item)
 {
+        struct hpw_pool *p = item;
         const cJSON *err, *pl = get(o, "placement"), *ho = get(o, "handoff");
         uint64_t th = 0;
 
@@ -477,66 +544,45 @@ static enum hpw_error pool_from(const cJSON *o, struct hpw_pool *p)
         return HPW_OK;
 }
 
+static void pool_clear(void *item)
+{
+        hpw_pool_clear(item);
+}
+
+static const struct item_kind pool_kind = {
+        .size = sizeof(struct hpw_pool),
+        .from = pool_from,
+        .clear = pool_clear,
+};
+
 enum hpw_error hpw_json_pool(const char *body, size_t len, struct hpw_pool **ret)
 {
-        cJSON *root = parse(body, len);
-        struct hpw_pool *x;
-        enum hpw_error err;
+        void *item;
+        char *json;
+        size_t n;
+        enum hpw_error err = parse_items(body, len, NULL, &pool_kind, &item, &n, &json);
 
-        if (!root)
-                return HPW_E_PROTOCOL;
-        x = calloc(1, sizeof(*x));
-        err = x ? pool_from(root, x) : HPW_E_NOMEM;
-        cJSON_Delete(root);
-        if (err == HPW_OK && !(x->json = dup_body(body, len)))
-                err = HPW_E_NOMEM;
-        if (err != HPW_OK) {
-                hpw_pool_free(x);
-                return err;
+        if (err == HPW_OK) {
+                *ret = item;
+                (*ret)->json = json;
         }
-        *ret = x;
-        return HPW_OK;
+        return err;
 }
 
 enum hpw_error hpw_json_pool_list(const char *body, size_t len, struct hpw_pool_list **ret)
 {
-        cJSON *root = parse(body, len);
-        const cJSON *arr, *e;
-        struct hpw_pool_list *x = NULL;
-        enum hpw_error err = HPW_OK;
-        size_t i = 0;
+        struct hpw_pool_list *x = calloc(1, sizeof(*x));
+        void *items;
+        enum hpw_error err;
 
-        if (!root)
-                return HPW_E_PROTOCOL;
-        arr = get(root, "pools");
-        if (!cJSON_IsArray(arr)) {
-                err = HPW_E_PROTOCOL;
-                goto out;
-        }
-        x = calloc(1, sizeof(*x));
-        if (!x) {
-                err = HPW_E_NOMEM;
-                goto out;
-        }
-        x->n = (size_t)cJSON_GetArraySize(arr);
-        if (x->n && !(x->pools = calloc(x->n, sizeof(*x->pools)))) {
-                x->n = 0;
-                err = HPW_E_NOMEM;
-                goto out;
-        }
-        cJSON_ArrayForEach(e, arr) {
-                err = pool_from(e, &x->pools[i++]);
-                if (err != HPW_OK)
-                        goto out;
-        }
-        if (!(x->json = dup_body(body, len)))
-                err = HPW_E_NOMEM;
-out:
-        cJSON_Delete(root);
+        if (!x)
+                return HPW_E_NOMEM;
+        err = parse_items(body, len, "pools", &pool_kind, &items, &x->n, &x->json);
         if (err != HPW_OK) {
-                hpw_pool_list_free(x);
+                free(x);
                 return err;
         }
+        x->pools = items;
         *ret = x;
         return HPW_OK;
 }
