@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "cli.h"
+#include "internal.h"
 
 const char cli_usage[] =
 "Usage: hpwarm [OPTIONS] COMMAND [ARGS] [OPTIONS]\n"
@@ -289,21 +290,6 @@ static int apply_opt(struct cli *c, const struct opt *o, const char *v, char *er
         return 0;
 }
 
-static bool valid_name(const char *s)
-{
-        size_t n = strlen(s);
-
-        if (n == 0 || n > 64)
-                return false;
-        for (size_t i = 0; i < n; i++) {
-                char ch = s[i];
-                bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
-                if (!alnum && (i == 0 || (ch != '.' && ch != '_' && ch != '-')))
-                        return false;
-        }
-        return true;
-}
-
 int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_token_file,
               struct cli *ret, char *err, size_t errlen)
 {
@@ -410,7 +396,7 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
         case CMD_RELEASE:
         case CMD_HANDOFF:
                 c.name = pos[1];
-                if (!valid_name(c.name))
+                if (!hpw_name_valid(c.name))
                         return usage_err(err, errlen,
                                          "%s: invalid pool name '%s' ([A-Za-z0-9][A-Za-z0-9._-]{0,63})",
                                          pos[0], c.name);
@@ -444,7 +430,7 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
                                 c.page_size = CLI_DEFAULT_PAGE_SIZE;
                         if (c.size % c.page_size)
                                 return usage_err(err, errlen, "fleet place: --size must be a multiple of --page-size");
-                        if (c.warm_name && !valid_name(c.warm_name))
+                        if (c.warm_name && !hpw_name_valid(c.warm_name))
                                 return usage_err(err, errlen, "fleet place: invalid pool name '%s'", c.warm_name);
                         if (c.wait && !c.warm_name)
                                 return usage_err(err, errlen, "fleet place: --wait needs --warm NAME");
