@@ -412,17 +412,15 @@ static uint64_t call_deadline(const struct hpw *h)
         return h->total_ms ? now_ms() + h->total_ms : 0;
 }
 
-/* Parse the answer in h->last with PARSE; a shape error is a protocol error
- * with a message. */
-#define PARSE_LAST(h, fn, out)                                                          \
-        ({                                                                              \
-                enum hpw_error e_ = (h)->last.body ? fn((h)->last.body, (h)->last.len, out) \
-                                                   : HPW_E_PROTOCOL;                    \
-                if (e_ == HPW_E_PROTOCOL)                                               \
-                        snprintf((h)->message, sizeof((h)->message),                    \
-                                 "answer is not the expected JSON (HTTP %ld)", (h)->last.status); \
-                e_;                                                                     \
-        })
+/* ERR is what a hpw_json_*() parser said of the answer in h->last (they all
+ * answer HPW_E_PROTOCOL for a missing body); a shape error gets a message. */
+static enum hpw_error parsed(struct hpw *h, enum hpw_error err)
+{
+        if (err == HPW_E_PROTOCOL)
+                snprintf(h->message, sizeof(h->message), "answer is not the expected JSON (HTTP %ld)",
+                         h->last.status);
+        return err;
+}
 
 enum hpw_error hpw_health(struct hpw *h, struct hpw_health **ret)
 {
@@ -431,7 +429,7 @@ enum hpw_error hpw_health(struct hpw *h, struct hpw_health **ret)
         if (!h || !ret)
                 return HPW_E_INVALID;
         err = request(h, "GET", "/v1/health", NULL, true, call_deadline(h), 0);
-        return err ? err : PARSE_LAST(h, hpw_json_health, ret);
+        return err ? err : parsed(h, hpw_json_health(h->last.body, h->last.len, ret));
 }
 
 enum hpw_error hpw_nodes(struct hpw *h, struct hpw_node_list **ret)
@@ -441,7 +439,7 @@ enum hpw_error hpw_nodes(struct hpw *h, struct hpw_node_list **ret)
         if (!h || !ret)
                 return HPW_E_INVALID;
         err = request(h, "GET", "/v1/nodes", NULL, true, call_deadline(h), 0);
-        return err ? err : PARSE_LAST(h, hpw_json_node_list, ret);
+        return err ? err : parsed(h, hpw_json_node_list(h->last.body, h->last.len, ret));
 }
 
 enum hpw_error hpw_node(struct hpw *h, int node, struct hpw_node **ret)
@@ -453,7 +451,7 @@ enum hpw_error hpw_node(struct hpw *h, int node, struct hpw_node **ret)
                 return HPW_E_INVALID;
         snprintf(path, sizeof(path), "/v1/nodes/%d", node);
         err = request(h, "GET", path, NULL, true, call_deadline(h), 0);
-        return err ? err : PARSE_LAST(h, hpw_json_node, ret);
+        return err ? err : parsed(h, hpw_json_node(h->last.body, h->last.len, ret));
 }
 
 enum hpw_error hpw_reserve(struct hpw *h, int node, uint64_t page_size, uint64_t count, bool allow_partial,
@@ -472,7 +470,7 @@ enum hpw_error hpw_reserve(struct hpw *h, int node, uint64_t page_size, uint64_t
                 return HPW_E_NOMEM;
         err = request(h, "PUT", path, body, true, call_deadline(h), 0);
         free(body);
-        return err ? err : PARSE_LAST(h, hpw_json_reserve, ret);
+        return err ? err : parsed(h, hpw_json_reserve(h->last.body, h->last.len, ret));
 }
 
 enum hpw_error hpw_pools(struct hpw *h, struct hpw_pool_list **ret)
@@ -482,7 +480,7 @@ enum hpw_error hpw_pools(struct hpw *h, struct hpw_pool_list **ret)
         if (!h || !ret)
                 return HPW_E_INVALID;
         err = request(h, "GET", "/v1/pools", NULL, true, call_deadline(h), 0);
-        return err ? err : PARSE_LAST(h, hpw_json_pool_list, ret);
+        return err ? err : parsed(h, hpw_json_pool_list(h->last.body, h->last.len, ret));
 }
 
 enum hpw_error hpw_pool(struct hpw *h, const char *name, struct hpw_pool **ret)
@@ -494,7 +492,7 @@ enum hpw_error hpw_pool(struct hpw *h, const char *name, struct hpw_pool **ret)
                 return HPW_E_INVALID;
         snprintf(path, sizeof(path), "/v1/pools/%s", name);
         err = request(h, "GET", path, NULL, true, call_deadline(h), 0);
-        return err ? err : PARSE_LAST(h, hpw_json_pool, ret);
+        return err ? err : parsed(h, hpw_json_pool(h->last.body, h->last.len, ret));
 }
 
 enum hpw_error hpw_warm(struct hpw *h, const char *name, const struct hpw_warm_request *req,
@@ -515,7 +513,7 @@ enum hpw_error hpw_warm(struct hpw *h, const char *name, const struct hpw_warm_r
         err = request(h, "PUT", path, body, true, call_deadline(h), 0);
         free(body);
         if (err == HPW_OK)
-                err = PARSE_LAST(h, hpw_json_pool, ret);
+                err = parsed(h, hpw_json_pool(h->last.body, h->last.len, ret));
         if (err == HPW_OK && ret_created)
                 *ret_created = h->last.status == 201;
         return err;
@@ -547,7 +545,7 @@ enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t timeout_ms, hp
                          (unsigned long long)poll_s);
                 err = request(h, "GET", path, NULL, true, deadline, poll_s * 1000 + HPW_LONGPOLL_SLACK_MS);
                 if (err == HPW_OK)
-                        err = PARSE_LAST(h, hpw_json_pool, &p);
+                        err = parsed(h, hpw_json_pool(h->last.body, h->last.len, &p));
                 if (err != HPW_OK) {
                         if (err == HPW_E_TIMEOUT && pool) {
                                 *ret = pool;
@@ -609,7 +607,7 @@ enum hpw_error hpw_claim(struct hpw *h, const char *name, struct hpw_pool **ret)
                 return HPW_E_INVALID;
         snprintf(path, sizeof(path), "/v1/pools/%s/claim", name);
         err = request(h, "POST", path, NULL, false, call_deadline(h), 0);
-        return err ? err : PARSE_LAST(h, hpw_json_pool, ret);
+        return err ? err : parsed(h, hpw_json_pool(h->last.body, h->last.len, ret));
 }
 
 enum hpw_error hpw_release(struct hpw *h, const char *name)
