@@ -16,11 +16,11 @@ pc=$(find "$tmp/prefix" -name hpwarm.pc)
 [ -x "$tmp/prefix/bin/hpwarm" ] || { echo "hpwarm CLI not installed"; exit 1; }
 PKG_CONFIG_PATH=$(dirname "$pc")
 export PKG_CONFIG_PATH
-# shellcheck disable=SC2046
-cc -Wall -Wextra -Werror -o "$tmp/consumer" "$src/consumer.c" $(pkg-config --cflags --libs hpwarm)
+# shellcheck disable=SC2046,SC2086
+cc ${CONSUMER_CFLAGS:-} -Wall -Wextra -Werror -o "$tmp/consumer" "$src/consumer.c" $(pkg-config --cflags --libs hpwarm)
 LD_LIBRARY_PATH=$(pkg-config --variable=libdir hpwarm) "$tmp/consumer"
-# shellcheck disable=SC2046
-cc -o "$tmp/consumer_static" "$src/consumer.c" $(pkg-config --cflags hpwarm) \
+# shellcheck disable=SC2046,SC2086
+cc ${CONSUMER_CFLAGS:-} -o "$tmp/consumer_static" "$src/consumer.c" $(pkg-config --cflags hpwarm) \
         "$(pkg-config --variable=libdir hpwarm)/libhpwarm.a" $(pkg-config --libs libcurl libcjson) -lm
 "$tmp/consumer_static"
 # Only hpw_* symbols leave the shared library.
