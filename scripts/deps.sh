@@ -8,7 +8,7 @@ pkgs=(
   clang libclang-rt-14-dev           # sanitizers and libFuzzer
   python3 python3-yaml curl          # integration tests, OpenAPI check
   qemu-system-x86 busybox-static cpio # two-node guest test (issue 6)
-  wrk                                # load test
+  wrk strace                         # load test; the bench cross-checks QEMU with strace
   systemd                            # systemd-analyze verify of the units
 )
 missing=()
