@@ -32,10 +32,10 @@ TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -R 
 
 if [ -x tests/fuzz/run-fuzz.sh ]; then
   step "libFuzzer smoke run"
-  # libFuzzer needs clang; -Werror stays with the gcc builds above.
-  CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DHPW_SANITIZE=address,undefined -DHPW_FUZZ=ON \
-    -DHPW_WERROR=OFF >/dev/null
-  cmake --build build-fuzz -j"$jobs"
+  # libFuzzer needs clang; -Werror stays with the gcc builds above.  The
+  # fuzz targets carry their own fuzzer+ASan+UBSan flags (tests/fuzz).
+  CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DHPW_FUZZ=ON -DHPW_WERROR=OFF >/dev/null
+  cmake --build build-fuzz -j"$jobs" --target fuzz_journal fuzz_json_decode fuzz_http
   tests/fuzz/run-fuzz.sh build-fuzz "${HPW_FUZZ_SECONDS:-60}"
 fi
 step "all test stages passed"
