@@ -12,11 +12,13 @@
  *
  * A chunk is one MADV_POPULATE_WRITE, done with no lock held and no memory
  * allocated.  The lock is only taken to pick a chunk and to account for it.
- * Whoever finishes the job (the worker that completes its last chunk, or the
- * thread in job_cancel) does the rest outside the lock: placement check
- * (move_pages in query mode, in batches), munmap, on_done.  `finishing` makes
- * sure exactly one of them does, and `complete` tells job_cancel/job_free
- * that no engine thread will touch the job again.
+ * After populating a chunk the worker checks where its pages are
+ * (move_pages in query mode, in batches), so the placement check runs beside
+ * other chunks' populates rather than as a serial tail.  Whoever finishes the
+ * job (the worker that completes its last chunk, or the thread in job_cancel)
+ * does the rest outside the lock: sum the checks, munmap, on_done.
+ * `finishing` makes sure exactly one of them does, and `complete` tells
+ * job_cancel/job_free that no engine thread will touch the job again.
  *
  * The mapping is MAP_SHARED without MAP_NORESERVE, on purpose: hugetlbfs then
  * reserves every page of the file at mmap time, so a pool that cannot be had
@@ -101,6 +103,8 @@ struct job {
         uint64_t error_offset;
         bool verified;
         uint64_t pages_off_node;
+        uint64_t off_node_seen;   /* summed over checked chunks */
+        bool check_failed;        /* a chunk's placement query failed */
         uint64_t started_ns, finished_ns;
 };
 
@@ -168,29 +172,33 @@ static int populate(const struct engine *e, void *addr, size_t len)
         }
 }
 
-/* Ask the kernel where every page of the mapping is.  Pages not present
- * (status -ENOENT) count as off the node: the pool is short of them. */
-static int verify_placement(const struct engine *e, const struct job *j, uint64_t *ret_off)
+/* Ask the kernel where every page of [OFF, OFF+LEN) of the mapping is.
+ * Pages not present (status -ENOENT) count as off the node: the pool is
+ * short of them.  Each worker checks the chunk it just populated, so the
+ * check runs in parallel with other chunks' populates instead of as a serial
+ * tail after the last one. */
+static int check_placement(const struct engine *e, const struct job *j, uint64_t off, uint64_t len,
+                           uint64_t *ret_off_node)
 {
         void *pages[VERIFY_BATCH];
         int status[VERIFY_BATCH];
-        uint64_t n_pages = j->spec.size_bytes / j->spec.page_size, off = 0;
+        uint64_t first = off / j->spec.page_size, n_pages = len / j->spec.page_size, bad = 0;
 
         for (uint64_t i = 0; i < n_pages;) {
                 unsigned long k = n_pages - i < VERIFY_BATCH ? (unsigned long)(n_pages - i) : VERIFY_BATCH;
 
                 for (unsigned long m = 0; m < k; m++) {
-                        pages[m] = j->map + (i + m) * j->spec.page_size;
+                        pages[m] = j->map + (first + i + m) * j->spec.page_size;
                         status[m] = -ENOENT;
                 }
                 if (e->ops.move_pages(0, k, pages, NULL, status, 0) < 0)
                         return errno > 0 ? -errno : -EIO;
                 for (unsigned long m = 0; m < k; m++)
                         if (status[m] != j->spec.node)
-                                off++;
+                                bad++;
                 i += k;
         }
-        *ret_off = off;
+        *ret_off_node = bad;
         return 0;
 }
 
@@ -215,13 +223,14 @@ static void job_finish(struct job *j)
         bool verified = false;
         int error;
 
-        /* No worker writes `error` any more: all chunks are accounted for. */
+        /* No worker writes `error` or the placement sums any more: all
+         * chunks are accounted for. */
         pthread_mutex_lock(&j->n->lock);
         error = j->error;
+        verified = error == 0 && !j->check_failed;
+        off = j->off_node_seen;
         pthread_mutex_unlock(&j->n->lock);
 
-        if (error == 0)
-                verified = verify_placement(e, j, &off) >= 0;
         e->ops.munmap(j->map, j->spec.size_bytes);
 
         pthread_mutex_lock(&j->n->lock);
@@ -304,10 +313,18 @@ static void *worker_main(void *arg)
                                                                       : j->plan.chunk_bytes;
                 pthread_mutex_unlock(&n->lock);
 
+                uint64_t off_node = 0;
+                int check = -1;
                 r = populate(e, j->map + off, len);
+                if (r == 0)
+                        check = check_placement(e, j, off, len, &off_node);
 
                 pthread_mutex_lock(&n->lock);
                 j->active--;
+                if (check < 0)
+                        j->check_failed = true;
+                else
+                        j->off_node_seen += off_node;
                 if (r < 0) {
                         if (j->error == 0) {
                                 j->error = r;
