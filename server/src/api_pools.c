@@ -247,8 +247,8 @@ void api_pool_put(const struct req *req, struct resp *resp)
                 api_invalid(resp, "\"size\" must be a byte count such as \"64G\", \"512M\" or \"1073741824\"");
                 return;
         }
-        if (threads > 4096 || ttl > 366ull * 24 * 3600) {
-                api_invalid(resp, "\"threads\" is at most 4096 and \"ttl_seconds\" at most a year");
+        if (threads > 4096) {
+                api_invalid(resp, "\"threads\" is at most 4096");
                 return;
         }
         char node_s[24];
@@ -313,6 +313,35 @@ void api_pool_delete(const struct req *req, struct resp *resp)
         resp_defer(resp, delete_work, w, WORK_BLOCKING);
 }
 
+/* Claiming saves the journal (an fsync) and may wait for a pool another
+ * request is busy with: deferred, like DELETE. */
+static void claim_work(struct resp *resp, void *ctx)
+{
+        struct pool_work *w = ctx;
+        struct pool_view v;
+        struct problem p = {0};
+        int r = pools_claim(w->app->pools, w->name, &v);
+
+        if (r == 0) {
+                send_pool(resp, 200, &v);
+                return;
+        }
+        if (r == -ENOENT) {
+                pool_not_found(resp, w->name);
+                return;
+        }
+        if (r == -EBUSY) {
+                const char *state = pools_get(w->app->pools, w->name, &v) == 0 ? pool_state_name(v.rec.state)
+                                                                                : "gone";
+                problem_set(&p, 409, "pool-not-ready", "Pool not ready",
+                            "pool \"%s\" is %s; only a ready pool can be claimed", w->name, state);
+        } else {
+                problem_set(&p, 500, "state-error", "Cannot record the claim", "pool \"%s\": %s", w->name,
+                            strerror(-r));
+        }
+        resp_problem(resp, &p);
+}
+
 void api_pool_claim(const struct req *req, struct resp *resp)
 {
         const char *name = req->params[0];
@@ -322,26 +351,12 @@ void api_pool_claim(const struct req *req, struct resp *resp)
         }
         if (!check_name(name, resp))
                 return;
-        struct pool_view v;
-        int r = pools_claim(req->app->pools, name, &v);
-        if (r == -ENOENT) {
-                pool_not_found(resp, name);
+        struct pool_work *w = calloc(1, sizeof(*w));
+        if (!w) {
+                api_oom(resp);
                 return;
         }
-        if (r < 0 && r != -EBUSY) {
-                struct problem p = {0};
-                problem_set(&p, 500, "state-error", "Cannot record the claim", "pool \"%s\": %s", name,
-                            strerror(-r));
-                resp_problem(resp, &p);
-                return;
-        }
-        if (r < 0) {
-                struct problem p = {0};
-                const char *state = pools_get(req->app->pools, name, &v) == 0 ? pool_state_name(v.rec.state) : "gone";
-                problem_set(&p, 409, "pool-not-ready", "Pool not ready",
-                            "pool \"%s\" is %s; only a ready pool can be claimed", name, state);
-                resp_problem(resp, &p);
-                return;
-        }
-        send_pool(resp, 200, &v);
+        w->app = req->app;
+        snprintf(w->name, sizeof(w->name), "%s", name);
+        resp_defer(resp, claim_work, w, WORK_BLOCKING);
 }

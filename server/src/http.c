@@ -51,9 +51,12 @@
 
 /* Threads for short blocking work (sysfs writes, cancels). */
 #define BLOCKING_THREADS 2
-/* Threads for long-polls: each holds one waiting client. */
-#define WAIT_THREADS 16
-/* Pending items per queue beyond which we answer 503. */
+/* Threads for long-polls: each holds one waiting client for up to its
+ * timeout, so a long-poll is only accepted when a thread is idle to take it
+ * at once; otherwise 503 with Retry-After (a queued wait could sit behind
+ * others far past its own timeout). */
+#define WAIT_THREADS 64
+/* Pending blocking items beyond which we answer 503. */
 #define QUEUE_MAX_PENDING 256
 
 struct hreq;
@@ -63,6 +66,8 @@ struct workq {
         pthread_cond_t cond;
         struct hreq *head, *tail;
         size_t pending;
+        size_t idle;            /* threads waiting for an item */
+        bool only_if_idle;      /* accept an item only when a thread is idle for it */
         bool stopping;
         size_t n_threads;
         pthread_t threads[WAIT_THREADS];
@@ -227,8 +232,10 @@ static void *workq_thread(void *arg)
         struct workq *q = arg;
         for (;;) {
                 pthread_mutex_lock(&q->lock);
+                q->idle++;
                 while (!q->head && !q->stopping)
                         pthread_cond_wait(&q->cond, &q->lock);
+                q->idle--;
                 struct hreq *h = q->head;
                 if (!h) {
                         pthread_mutex_unlock(&q->lock);
@@ -247,8 +254,9 @@ static void *workq_thread(void *arg)
         }
 }
 
-static int workq_start(struct workq *q, size_t n_threads)
+static int workq_start(struct workq *q, size_t n_threads, bool only_if_idle)
 {
+        q->only_if_idle = only_if_idle;
         pthread_mutex_init(&q->lock, NULL);
         pthread_cond_init(&q->cond, NULL);
         for (size_t i = 0; i < n_threads; i++) {
@@ -263,7 +271,7 @@ static int workq_start(struct workq *q, size_t n_threads)
 static bool workq_push(struct workq *q, struct hreq *h)
 {
         pthread_mutex_lock(&q->lock);
-        if (q->stopping || q->pending >= QUEUE_MAX_PENDING) {
+        if (q->stopping || q->pending >= (q->only_if_idle ? q->idle : QUEUE_MAX_PENDING)) {
                 pthread_mutex_unlock(&q->lock);
                 return false;
         }
@@ -892,9 +900,9 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
 
         r = reaper_start(h);
         if (r == 0)
-                r = workq_start(&h->blocking, BLOCKING_THREADS);
+                r = workq_start(&h->blocking, BLOCKING_THREADS, false);
         if (r == 0)
-                r = workq_start(&h->wait, WAIT_THREADS);
+                r = workq_start(&h->wait, WAIT_THREADS, true);
         if (r < 0)
                 goto fail;
 
