@@ -336,7 +336,7 @@ static void claim_work(struct resp *resp, void *ctx)
                 problem_set(&p, 409, "pool-not-ready", "Pool not ready",
                             "pool \"%s\" is %s; only a ready pool can be claimed", w->name, state);
         } else {
-                problem_set(&p, 500, "state-error", "Cannot record the claim", "pool \"%s\": %s", w->name,
+                problem_set(&p, 500, "state-write-failed", "Cannot save state", "pool \"%s\": %s", w->name,
                             strerror(-r));
         }
         resp_problem(resp, &p);

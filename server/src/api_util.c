@@ -49,7 +49,7 @@ void api_invalid(struct resp *resp, const char *detail)
 void api_oom(struct resp *resp)
 {
         struct problem p = {0};
-        problem_set(&p, 500, "internal", "Internal error", "out of memory");
+        problem_set(&p, 500, "internal-error", "Internal error", "out of memory");
         resp_problem(resp, &p);
 }
 

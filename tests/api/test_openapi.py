@@ -13,6 +13,7 @@ Usage: test_openapi.py API_YAML ROUTER_C
 Exit 0 on success, 1 on any failure (never 77: a missing router.c or a
 missing YAML module is a failure, not a skip).
 """
+import os
 import re
 import sys
 
@@ -176,6 +177,21 @@ def server_routes(path):
     return routes
 
 
+SLUG_RE = re.compile(r'problem_set\(\s*[^,]+,\s*\d+,\s*"([a-z0-9-]+)"')
+
+
+def server_slugs(router_c):
+    """Every problem slug the server can send: problem_set(..., STATUS, "slug", ...)
+    anywhere in server/src."""
+    slugs = set()
+    src_dir = os.path.dirname(router_c)
+    for name in sorted(os.listdir(src_dir)):
+        if name.endswith(".c"):
+            with open(os.path.join(src_dir, name), encoding="utf-8") as f:
+                slugs |= set(SLUG_RE.findall(f.read()))
+    return slugs
+
+
 def main(argv):
     if len(argv) != 3:
         print(__doc__)
@@ -192,6 +208,15 @@ def main(argv):
         fail(f"served but not in {argv[1]}: {method} {template}")
     for method, template in sorted(documented - served):
         fail(f"in {argv[1]} but not served: {method} {template}")
+
+    # Every problem type the server sends is documented (scripts match slugs).
+    text = open(argv[1], encoding="utf-8").read()
+    slugs = server_slugs(argv[2])
+    if len(slugs) < 10:
+        fail(f"found only {len(slugs)} problem slugs in the server sources; the scan is broken")
+    for slug in sorted(slugs):
+        if slug not in text:
+            fail(f"problem type {slug!r} is sent by the server but not documented in {argv[1]}")
 
     for e in ERRORS:
         print("FAIL:", e)
