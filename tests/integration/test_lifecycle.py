@@ -123,6 +123,39 @@ class Stop(TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+    def test_draining_refuses_mutations(self):
+        # While SIGTERM drains a slow reserve (a 2 s nr_hugepages write), a
+        # mutation on a connection that is still open gets 503 "stopping",
+        # the slow reserve finishes and is answered, and the exit is 0.
+        import http.client
+        from hpwtest import node_hp
+        with Daemon("two-node") as d:
+            d.write_file(node_hp(0, 1048576, "nr_hugepages.delay_ms"), "2000\n")
+            keep = http.client.HTTPConnection("127.0.0.1", d.port, timeout=10)
+            keep.request("GET", "/v1/health")
+            keep.getresponse().read()
+            out = {}
+            slow = threading.Thread(target=lambda: out.setdefault(
+                "r", d.put("/v1/nodes/0/hugepages/1G", {"count": 2})))
+            slow.start()
+            time.sleep(0.4)
+            d.proc.send_signal(signal.SIGTERM)
+            self.assertIsNotNone(d.wait_log(r"received SIGTERM", timeout=5))
+            keep.request("PUT", "/v1/nodes/1/hugepages/2M", body=b'{"count": 9}',
+                         headers={"Content-Type": "application/json"})
+            r = keep.getresponse()
+            body = r.read()
+            self.assertEqual(r.status, 503, body)
+            self.assertIn(b"urn:hpwarm:problem:stopping", body)
+            self.assertEqual(r.getheader("Retry-After"), "1")
+            keep.close()
+            slow.join(10)
+            self.assertEqual(out["r"].status, 200, out["r"])
+            self.assertEqual(d.proc.wait(10), 0)
+            self.assertEqual(d.read_u64(node_hp(1, 2048, "nr_hugepages")), 8)  # refused PUT changed nothing
+            self.assertEqual(d.read_u64(node_hp(0, 1048576, "nr_hugepages")), 2)  # the drained one landed
+
+
 class Notify(TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="hpwarm-life-")
