@@ -997,10 +997,14 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
                 problem_set(err, 500, "state-write-failed", "Cannot save state",
                             "saving %s/state.json: %s (the pool was not created)", p->state_dir,
                             strerror(-r));
+                /* A save in another thread reads pool->job under `lock`:
+                 * take the job out there first, then stop and free it. */
+                pthread_mutex_lock(&p->lock);
                 struct job *job = pool->job;
+                pool->job = NULL;
+                pthread_mutex_unlock(&p->lock);
                 job_cancel(job);
                 job_free(job);
-                pool->job = NULL;
                 goto out_drop;
         }
 

@@ -605,6 +605,42 @@ static void test_failure_and_cancel(void)
         env_fini(&e);
 }
 
+/* The journal cannot be written: the create is refused, and its job, file
+ * and record are gone (the job is taken out of the registry under its lock
+ * before it is freed, so a concurrent save never reads a freed job). */
+static void test_save_failure(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("nosave", 0, 4);
+        char tmp[256];
+
+        env_init(&e);
+        p = start(&e);
+        /* Root ignores file modes; a directory where the temp file goes
+         * makes journal_save fail. */
+        snprintf(tmp, sizeof(tmp), "%s/state.json.tmp", e.state);
+        CHECK_INT(mkdir(tmp, 0700), ==, 0);
+        /* The job is held mid-chunk; the cancel waits for it. */
+        gate(true);
+        pthread_t t = open_gate_soon();
+        CHECK(create(p, &r, &v, &err) < 0);
+        pthread_join(t, NULL);
+        CHECK_INT(err.status, ==, 500);
+        CHECK_STR(err.slug, "state-write-failed");
+        CHECK(!file_exists(&e, "nosave"));
+        CHECK_INT(pools_get(p, "nosave", &v), ==, -ENOENT);
+
+        CHECK_INT(rmdir(tmp), ==, 0);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "nosave", POOL_READY);
+        CHECK_INT(pools_delete(p, "nosave"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
 static void test_ttl(void)
 {
         struct env e;
@@ -810,6 +846,7 @@ int main(void)
         test_lifecycle();
         test_admission();
         test_failure_and_cancel();
+        test_save_failure();
         test_ttl();
         test_restart();
         test_reboot_and_reservations();
