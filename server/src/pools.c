@@ -141,7 +141,78 @@ static int make_dir(const char *dir, gid_t gid)
         return 0;
 }
 
-int pools_check_mount(const char *dir, uint64_t page_size, gid_t gid)
+/* 1 if DIR is the root of a mount (its own, or a bind mount), 0 if not. */
+static int is_mount_root(const char *dir)
+{
+        _cleanup_free_ char *parent = NULL;
+        struct statx sx, px;
+
+        if (statx(AT_FDCWD, dir, 0, STATX_BASIC_STATS, &sx) < 0)
+                return -errno;
+        if (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)
+                return !!(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+        /* Kernels before 5.8: another device than its parent's, or "/". */
+        if (asprintf(&parent, "%s/..", dir) < 0)
+                return -ENOMEM;
+        if (statx(AT_FDCWD, parent, 0, STATX_BASIC_STATS, &px) < 0)
+                return -errno;
+        return sx.stx_dev_major != px.stx_dev_major || sx.stx_dev_minor != px.stx_dev_minor ||
+               sx.stx_ino == px.stx_ino;
+}
+
+static int dir_is_empty(int dfd)
+{
+        int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct dirent *de;
+        int r = 1;
+        DIR *d;
+
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -errno;
+        }
+        while ((de = readdir(d)))
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+                        r = 0;
+                        break;
+                }
+        closedir(d);
+        return r;
+}
+
+/* Make sure DIR is ours: it holds our marker, or it is empty and gets one
+ * now.  A non-empty directory without it is refused (-ENOTEMPTY): its files
+ * may be another program's, and start-up removes files we have no record of. */
+static int claim_dir(const char *dir)
+{
+        _cleanup_close_ int dfd = -1, fd = -1;
+        struct stat st;
+        int r;
+
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        if (fstatat(dfd, POOLS_DIR_MARKER, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                return S_ISREG(st.st_mode) ? 0 : -ENOTEMPTY;
+        if (errno != ENOENT)
+                return -errno;
+        r = dir_is_empty(dfd);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENOTEMPTY;
+        fd = openat(dfd, POOLS_DIR_MARKER, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0440);
+        if (fd < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+/* pools_check_mount; CHECK_FS false skips only the filesystem type checks
+ * (unit tests stand a tmpfs directory in), never the ownership checks. */
+static int prepare_dir(const char *dir, uint64_t page_size, gid_t gid, bool check_fs)
 {
         struct stat st;
         int r;
@@ -166,7 +237,7 @@ int pools_check_mount(const char *dir, uint64_t page_size, gid_t gid)
                         parent[1] = '\0';
                 else
                         *slash = '\0';
-                r = check_statfs(parent, page_size);
+                r = check_fs ? check_statfs(parent, page_size) : 0;
                 if (r < 0)
                         return r;
                 r = make_dir(dir, gid);
@@ -177,7 +248,22 @@ int pools_check_mount(const char *dir, uint64_t page_size, gid_t gid)
         }
         if (!S_ISDIR(st.st_mode))
                 return -ENOTDIR;
-        return check_statfs(dir, page_size);
+        r = check_fs ? check_statfs(dir, page_size) : 0;
+        if (r < 0)
+                return r;
+        /* Start-up removes files no record owns: never in a mount's root
+         * (QEMU, libvirt and DPDK keep their files there). */
+        r = is_mount_root(dir);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                return -EBUSY;
+        return claim_dir(dir);
+}
+
+int pools_check_mount(const char *dir, uint64_t page_size, gid_t gid)
+{
+        return prepare_dir(dir, page_size, gid, true);
 }
 
 /* ---- registry helpers (lock held) ---- */
@@ -1217,15 +1303,23 @@ static void remove_orphans(struct pools *p)
                 const char *dir = p->mount_dirs[m];
                 DIR *d = opendir(dir);
                 struct dirent *de;
+                struct stat st;
 
                 if (!d) {
                         log_warn("pools: cannot list %s: %m", dir);
                         continue;
                 }
+                /* pools_new checked the marker; never sweep a directory
+                 * that lost it since. */
+                if (fstatat(dirfd(d), POOLS_DIR_MARKER, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        log_warn("pools: %s has no %s; not removing unrecorded files", dir, POOLS_DIR_MARKER);
+                        closedir(d);
+                        continue;
+                }
                 while ((de = readdir(d))) {
-                        struct stat st;
-
-                        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        /* Only names a pool can have: never the marker, nor
+                         * anything else we could not have created. */
+                        if (!pool_name_valid(de->d_name))
                                 continue;
                         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
                             !S_ISREG(st.st_mode) || has_record(p, dir, de->d_name))
@@ -1463,9 +1557,8 @@ int pools_new(const struct pools_config *cfg, struct pools **ret)
                         r = -EINVAL;
                         goto fail;
                 }
-                r = cfg->skip_mount_check ? make_dir(p->mount_dirs[i], cfg->pool_gid)
-                                          : pools_check_mount(p->mount_dirs[i], cfg->mounts[i].page_size,
-                                                              cfg->pool_gid);
+                r = prepare_dir(p->mount_dirs[i], cfg->mounts[i].page_size, cfg->pool_gid,
+                                !cfg->skip_mount_check);
                 if (r < 0)
                         goto fail;
         }

@@ -50,17 +50,32 @@ struct pools_config {
         uint64_t max_node_warm_bytes; /* per node cap on warming+ready bytes; 0 = none */
         unsigned max_pools;        /* 0 = default 1024 */
         /* Unit tests only: accept mount dirs that are not hugetlbfs (a temp
-         * dir stands in), creating them if missing.  Never set in the daemon. */
+         * dir stands in), creating them if missing.  The mount-root and
+         * marker checks still apply.  Never set in the daemon. */
         bool skip_mount_check;
 };
 
+/* The file that marks a pool directory as ours.  Start-up removes files no
+ * pool record owns, so it only ever does that in a directory holding this
+ * marker (and never removes the marker itself). */
+#define POOLS_DIR_MARKER ".hpwarm-pool-dir"
+
 /* Check that DIR is (or, when missing, can be created as) a directory on a
- * hugetlbfs mount whose page size is PAGE_SIZE; creates it (mode 0750, group
- * GID unless (gid_t)-1) inside the mount when missing.  main.c calls it at
- * start for a clear error; pools_new() calls it again.  Returns 0,
- * -EMEDIUMTYPE when DIR (or its parent, if DIR is missing) is not on
- * hugetlbfs, -EXDEV when it is hugetlbfs of another page size, -ENOTDIR, or
- * the -errno of stat/statfs/mkdir. */
+ * hugetlbfs mount whose page size is PAGE_SIZE, and that it is ours; creates
+ * it (mode 0750, group GID unless (gid_t)-1) inside the mount when missing.
+ * DIR is ours when it holds POOLS_DIR_MARKER; a missing or empty DIR gets
+ * the marker now.  main.c calls it at start for a clear error; pools_new()
+ * calls it again.  Returns 0,
+ *   -EMEDIUMTYPE  DIR (or its parent, if DIR is missing) is not on hugetlbfs;
+ *   -EXDEV        it is hugetlbfs of another page size;
+ *   -ENOTDIR      DIR is not a directory;
+ *   -EBUSY        DIR is the root of a mount (or a bind mount): the mount is
+ *                 shared with other software (QEMU, libvirt, DPDK), use a
+ *                 directory of ours inside it, e.g. /dev/hugepages/hpwarm;
+ *   -ENOTEMPTY    DIR exists, is not empty and has no marker: it is not
+ *                 ours (its files could be another program's), use a new
+ *                 or empty directory;
+ *   or the -errno of stat/statfs/mkdir/open. */
 int pools_check_mount(const char *dir, uint64_t page_size, gid_t gid);
 
 struct pools;

@@ -15,7 +15,8 @@
  *  - restart with a ready pool: still ready, no page moved;
  *  - restart with a pool cut off half way (the worker stops after half its
  *    chunk, as a crash would leave it): resumes to ready, exactly 16 taken;
- *  - an orphan file in our directory: removed at start, counted, pages back.
+ *  - an orphan file in our directory: removed at start, counted, pages back;
+ *  - the pool directory is ours (marker); the mount's root is refused.
  *
  * Only madvise is wrapped (to slow or cut a chunk on request); every other
  * kernel call is real.  guard.sh cleans up after a failed check. */
@@ -449,6 +450,16 @@ int main(void)
         CHECK(mkdtemp(statedir));
         CHECK_INT(pools_check_mount(pooldir, PAGE, (gid_t)-1), ==, 0);
         CHECK_INT(pools_check_mount(pooldir, GIB, (gid_t)-1), ==, -EXDEV);
+        /* Created, so ours: it carries the marker. */
+        char marker[4096];
+        snprintf(marker, sizeof(marker), "%s/" POOLS_DIR_MARKER, pooldir);
+        CHECK_INT(access(marker, F_OK), ==, 0);
+        /* The mount's root is shared with other software (start-up would
+         * remove their files): refused, and nothing written into it. */
+        CHECK_INT(pools_check_mount(mnt, PAGE, (gid_t)-1), ==, -EBUSY);
+        char rootmarker[4096];
+        snprintf(rootmarker, sizeof(rootmarker), "%s/" POOLS_DIR_MARKER, mnt);
+        CHECK(access(rootmarker, F_OK) < 0);
         cfg = (struct pools_config){
                 .fs = fs,
                 .topo = topo,
@@ -482,7 +493,8 @@ int main(void)
 
         pools_free(p);
         engine_free(engine);
-        rmdir(pooldir);
+        unlink(marker);
+        CHECK_INT(rmdir(pooldir), ==, 0);
         char sj[128];
         snprintf(sj, sizeof(sj), "%s/state.json", statedir);
         unlink(sj);

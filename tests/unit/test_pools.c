@@ -814,6 +814,70 @@ static void test_reboot_and_reservations(void)
         env_fini(&e);
 }
 
+/* Start-up removes files no record owns, so the pool directory must be ours:
+ * never a mount's root, never a directory with someone else's files. */
+static void test_pool_dir(void)
+{
+        struct env e;
+        struct pools *p = NULL;
+        struct pools_stats s;
+        struct stat st, root;
+        char path[256], marker[256];
+
+        env_init(&e);
+        snprintf(marker, sizeof(marker), "%s/" POOLS_DIR_MARKER, e.mount);
+
+        /* A mount's root is refused before anything is looked at (/proc: its
+         * files cannot be unlinked, so a broken check harms nothing). */
+        if (stat("/proc", &st) == 0 && stat("/", &root) == 0 && st.st_dev != root.st_dev) {
+                struct pools_config c = e.cfg;
+                c.mounts[0].dir = "/proc";
+                CHECK_INT(pools_new(&c, &p), ==, -EBUSY);
+                CHECK(p == NULL);
+        }
+
+        /* An existing non-empty directory without our marker is not ours:
+         * refused, and its files stay. */
+        CHECK_INT(mkdir(e.mount, 0750), ==, 0);
+        snprintf(path, sizeof(path), "%s/qemu_back_mem.pc.ram", e.mount);
+        write_file(path, "guest");
+        CHECK_INT(pools_new(&e.cfg, &p), ==, -ENOTEMPTY);
+        CHECK(p == NULL);
+        CHECK(access(path, F_OK) == 0);
+        CHECK(access(marker, F_OK) < 0);
+        CHECK_INT(unlink(path), ==, 0);
+
+        /* An empty one is adopted: it gets the marker. */
+        p = start(&e);
+        CHECK_INT(stat(marker, &st), ==, 0);
+        CHECK(S_ISREG(st.st_mode));
+        pools_free(p);
+
+        /* In ours, files with pool names and no record go; the marker and
+         * names a pool cannot have stay. */
+        snprintf(path, sizeof(path), "%s/stranger", e.mount);
+        write_file(path, "x");
+        char dot[256];
+        snprintf(dot, sizeof(dot), "%s/.keep", e.mount);
+        write_file(dot, "x");
+        p = start(&e);
+        CHECK(!file_exists(&e, "stranger"));
+        CHECK(access(dot, F_OK) == 0);
+        CHECK(access(marker, F_OK) == 0);
+        pools_get_stats(p, &s);
+        CHECK_U64(s.orphan_files_removed, ==, 1);
+        /* pools_check_mount agrees (apart from the filesystem type). */
+        CHECK_INT(pools_check_mount(e.mount, PAGE, (gid_t)-1), ==, -EMEDIUMTYPE);
+        pools_free(p);
+
+        /* The marker gone and files present: no longer ours, nothing removed. */
+        CHECK_INT(unlink(marker), ==, 0);
+        write_file(path, "x");
+        CHECK_INT(pools_new(&e.cfg, &p), ==, -ENOTEMPTY);
+        CHECK(file_exists(&e, "stranger"));
+        env_fini(&e);
+}
+
 static void test_bad_config(void)
 {
         struct env e;
@@ -850,6 +914,7 @@ int main(void)
         test_ttl();
         test_restart();
         test_reboot_and_reservations();
+        test_pool_dir();
         test_bad_config();
         printf("ok\n");
         return 0;
