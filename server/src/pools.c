@@ -367,11 +367,16 @@ static uint64_t pages_still_needed(struct pools *p, int node, uint64_t page_size
                 if (o->removing || r->node != node || r->page_size != page_size ||
                     r->state != POOL_WARMING)
                         continue;
-                if (o->job && !pool_job_done(p, o)) {
+                if (o->job) {
                         struct job_status st;
                         job_get_status(o->job, &st);
+                        /* Finished, not yet reaped (the reaper is busy, or
+                         * not started yet at start-up): it takes nothing
+                         * more; its pages are already out of `free`. */
+                        if (st.state != JOB_RUNNING)
+                                continue;
                         done = st.bytes_done;
-                } else if (o->job || o->creating) {
+                } else if (o->creating) {
                         done = 0;
                 } else {
                         continue; /* not running: takes nothing now */
@@ -835,17 +840,19 @@ static int admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, 
         int r;
 
         for (int attempt = 0;; attempt++) {
-                /* Free first, then progress: a page faulted in between is at
-                 * worst counted twice, never missed. */
+                /* Progress first, then free: a page faulted in between is
+                 * at worst counted twice (still needed, and gone from free),
+                 * never missed.  The other order would count a page that a
+                 * job took in between as free and as no longer needed. */
+                pthread_mutex_lock(&p->lock);
+                others = pages_still_needed(p, node, page_size);
+                pthread_mutex_unlock(&p->lock);
                 r = topo_read_hugepages(p->cfg.fs, node, page_size, &hp);
                 if (r < 0) {
                         problem_set(err, 500, "sysfs-error", "Cannot read hugepage counters",
                                     "reading node %d hugepage counters: %s", node, strerror(-r));
                         return r;
                 }
-                pthread_mutex_lock(&p->lock);
-                others = pages_still_needed(p, node, page_size);
-                pthread_mutex_unlock(&p->lock);
                 avail = hp.free > others ? hp.free - others : 0;
                 if (avail >= pages)
                         return 0;

@@ -760,6 +760,95 @@ static void test_restart(void)
         env_fini(&e);
 }
 
+/* Sysfs read hook: at the Nth read of node 0's free counter, wait until the
+ * file WAIT_PATH holds WAIT_BYTES (a job populated it) and its job is done. */
+static struct {
+        int reads, at;
+        const char *wait_path;
+        uint64_t wait_bytes;
+} hk;
+
+static int hook_read(const struct sysfs *fs, const char *path, uint64_t *ret, void *userdata)
+{
+        if (strcmp(path, HP_DIR(0) "free_hugepages") == 0 && ++hk.reads == hk.at) {
+                struct stat st;
+                for (int i = 0; i < 10000; i++) {
+                        CHECK_INT(stat(hk.wait_path, &st), ==, 0);
+                        if ((uint64_t)st.st_blocks * 512 >= hk.wait_bytes)
+                                break;
+                        usleep(1000);
+                }
+                CHECK_U64((uint64_t)st.st_blocks * 512, >=, hk.wait_bytes);
+                usleep(200 * 1000); /* placement check, munmap, on_done */
+        }
+        return sysfs_default_ops.read_u64(fs, path, ret, userdata);
+}
+
+static const struct sysfs_ops hook_ops = { .read_u64 = hook_read };
+
+static void make_pool_file(const struct env *e, const char *name, uint64_t size, uint64_t present)
+{
+        char path[256];
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/%s", e->mount, name);
+        fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0660);
+        CHECK(fd >= 0);
+        CHECK_INT(ftruncate(fd, (off_t)size), ==, 0);
+        if (present)
+                CHECK_INT(fallocate(fd, 0, 0, (off_t)present), ==, 0);
+        close(fd);
+}
+
+/* At start the reaper is not running yet: a resumed pool whose job already
+ * finished takes no more pages, so it must not make the next one fail. */
+static void test_resume_after_finished(void)
+{
+        struct env e;
+        struct pools *p;
+        char a_path[256];
+
+        env_init(&e);
+        /* 8 free: either 6-page pool fits, not both at once. */
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "8\n");
+        fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "8\n");
+        p = start(&e);
+        pools_free(p);
+
+        /* Journal: A and B warming with empty files, X between them warming
+         * with every page present (it needs none; its admission is where the
+         * hook lets A finish). */
+        struct journal_pool recs[3] = {0};
+        const char *names[3] = { "A", "X", "B" };
+        const uint64_t pages[3] = { 6, 1, 6 };
+        for (int i = 0; i < 3; i++) {
+                snprintf(recs[i].name, sizeof(recs[i].name), "%s", names[i]);
+                recs[i].page_size = PAGE;
+                recs[i].size_bytes = pages[i] * PAGE;
+                recs[i].state = POOL_WARMING;
+                recs[i].created_at = recs[i].started_at = 1;
+                make_pool_file(&e, names[i], pages[i] * PAGE, i == 1 ? PAGE : 0);
+        }
+        struct journal j = { .n_pools = 3, .pools = recs };
+        snprintf(j.boot_id, sizeof(j.boot_id), "11111111-2222-3333-4444-555555555555");
+        CHECK_INT(journal_save(e.state, &j), ==, 0);
+
+        snprintf(a_path, sizeof(a_path), "%s/A", e.mount);
+        hk = (typeof(hk)){ .at = 2, .wait_path = a_path, .wait_bytes = 6 * PAGE };
+        sysfs_set_ops(e.fs, &hook_ops, NULL);
+        p = start(&e);
+        wait_state(p, "A", POOL_READY);
+        wait_state(p, "X", POOL_READY);
+        wait_state(p, "B", POOL_READY);
+        CHECK_INT(hk.reads, >=, 3);
+        CHECK_INT(pools_delete(p, "A"), ==, 0);
+        CHECK_INT(pools_delete(p, "X"), ==, 0);
+        CHECK_INT(pools_delete(p, "B"), ==, 0);
+        pools_free(p);
+        sysfs_set_ops(e.fs, NULL, NULL);
+        env_fini(&e);
+}
+
 static void test_reboot_and_reservations(void)
 {
         struct env e;
@@ -913,6 +1002,7 @@ int main(void)
         test_save_failure();
         test_ttl();
         test_restart();
+        test_resume_after_finished();
         test_reboot_and_reservations();
         test_pool_dir();
         test_bad_config();
