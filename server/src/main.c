@@ -464,6 +464,10 @@ int main(int argc, char **argv)
                         log_err("--hugetlbfs %s=%s: %s", s, o.mounts[i].dir,
                                 r == -EMEDIUMTYPE ? "not inside a hugetlbfs mount"
                                 : r == -EXDEV     ? "that hugetlbfs mount has another page size (mount with -o pagesize=)"
+                                : r == -EBUSY     ? "is the mount's root; give a directory of hpwarmd's own inside it "
+                                                    "(e.g. .../hpwarm), since unrecorded files there are removed"
+                                : r == -ENOTEMPTY ? "holds files but is not an hpwarmd pool directory (no "
+                                                    ".hpwarm-pool-dir marker); give an empty or new directory"
                                                   : strerror(-r));
                         goto out;
                 }
