@@ -785,13 +785,20 @@ static int record_reservation(struct pools *p, int node, uint64_t page_size, uin
         return 0;
 }
 
-/* reserve_apply + record + save; admit_lock held. */
-static int reserve_locked(struct pools *p, const struct reserve_req *req, struct reserve_result *ret)
+/* reserve_apply + record + save; admit_lock held.  ASKED is the count the
+ * caller asked for when REQ->count is a clamped one (the result then says
+ * what was asked and that it is incomplete). */
+static int reserve_locked(struct pools *p, const struct reserve_req *req, uint64_t asked,
+                          struct reserve_result *ret)
 {
         struct reserve_result res;
         int r, q;
 
         r = reserve_apply(p->cfg.fs, req, &res);
+        if (r == 0 && asked != req->count) {
+                res.requested = asked;
+                res.complete = false;
+        }
         count_reservation(p, r, &res);
         if (r < 0) {
                 if (r == -EAGAIN || r == -ENOMEM)
@@ -812,12 +819,36 @@ static int reserve_locked(struct pools *p, const struct reserve_req *req, struct
         return 0;
 }
 
+/* Shrinking frees only free pages, but pages that warming jobs on the node
+ * have yet to fault still count as free there (hugetlb reservations are
+ * global, so the kernel may free this node's pages and the job's node-bound
+ * faults then fail with EFAULT).  So a shrink stops at the pages in use plus
+ * those still needed, and says it is incomplete. */
 int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve_result *ret)
 {
+        struct reserve_req rq = *req;
+        struct hp_counts hp;
+        uint64_t needed, keep;
         int r;
 
         pthread_mutex_lock(&p->admit_lock);
-        r = reserve_locked(p, req, ret);
+        /* Progress before counts, as in admit(). */
+        pthread_mutex_lock(&p->lock);
+        needed = pages_still_needed(p, req->node, req->page_size);
+        pthread_mutex_unlock(&p->lock);
+        r = needed > 0 ? topo_read_hugepages(p->cfg.fs, req->node, req->page_size, &hp) : 0;
+        if (r < 0) {
+                pthread_mutex_unlock(&p->admit_lock);
+                return r;
+        }
+        if (needed > 0 && req->count < hp.total) {
+                keep = (hp.total > hp.free ? hp.total - hp.free : 0) + needed;
+                if (keep > hp.total)
+                        keep = hp.total;
+                if (req->count < keep)
+                        rq.count = keep;
+        }
+        r = reserve_locked(p, &rq, req->count, ret);
         pthread_mutex_unlock(&p->admit_lock);
         return r;
 }
@@ -873,7 +904,7 @@ static int admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, 
                         .floor_bytes = p->cfg.memory_floor,
                 };
                 struct reserve_result res = {0};
-                r = reserve_locked(p, &rq, &res);
+                r = reserve_locked(p, &rq, rq.count, &res);
                 if (r < 0) {
                         problem_set(err, 409, "insufficient-hugepages", "Not enough free hugepages",
                                     "node %d needs %" PRIu64 " free pages; it has %" PRIu64

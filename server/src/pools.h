@@ -147,7 +147,10 @@ int pools_claim(struct pools *p, const char *name, struct pool_view *ret);
 
 /* Set a node's persistent pool through reserve.c, serialised with pool
  * creation, and record it in the journal on success.  Same returns as
- * reserve_apply(). */
+ * reserve_apply().  A shrink never goes below the node's pages in use plus
+ * the pages its warming pools have yet to take (they count as free until
+ * faulted, and the kernel would free them under the jobs): the count is
+ * clamped there and *ret says complete=false, requested = REQ->count. */
 int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve_result *ret);
 
 /* Pages of (NODE, PAGE_SIZE) held by ready pools and by warming pools (for

@@ -540,6 +540,58 @@ static void test_admission(void)
         env_fini(&e);
 }
 
+/* Shrinking a node's pool keeps the pages a warming pool there still needs. */
+static void test_shrink_keeps_warming(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("w", 0, 8);
+        struct reserve_result res;
+        struct pools_stats s;
+        char buf[64];
+
+        env_init(&e);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "12\n");
+        fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "16\n");
+        p = start(&e);
+        gate(true);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_inside();
+
+        /* 4 in use + 8 still to be taken by "w": 12 stay, not 4. */
+        struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = 4 };
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK(!res.complete);
+        CHECK_U64(res.requested, ==, 4);
+        CHECK_U64(res.total, ==, 12);
+        fixture_read(e.sys, HP_DIR(0) "nr_hugepages", buf, sizeof(buf));
+        CHECK_STR(buf, "12\n");
+        pools_get_stats(p, &s);
+        CHECK_U64(s.reservations_partial, ==, 1);
+        struct journal *j = load(&e);
+        CHECK_U64(j->n_reservations, ==, 1);
+        CHECK_U64(j->reservations[0].count, ==, 12);
+        journal_free(j);
+        /* Other nodes are not held back by it. */
+        rq = (struct reserve_req){ .node = 1, .page_size = PAGE, .count = 2 };
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK(res.complete);
+
+        /* Once it is ready, it needs nothing more: the shrink goes through. */
+        gate(false);
+        wait_state(p, "w", POOL_READY);
+        rq = (struct reserve_req){ .node = 0, .page_size = PAGE, .count = 4 };
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK(res.complete);
+        fixture_read(e.sys, HP_DIR(0) "nr_hugepages", buf, sizeof(buf));
+        CHECK_STR(buf, "4\n");
+        CHECK_INT(pools_delete(p, "w"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
 static void test_failure_and_cancel(void)
 {
         struct env e;
@@ -999,6 +1051,7 @@ int main(void)
         test_lifecycle();
         test_admission();
         test_failure_and_cancel();
+        test_shrink_keeps_warming();
         test_save_failure();
         test_ttl();
         test_restart();
