@@ -1003,8 +1003,14 @@ static int validate(struct pools *p, const struct pool_req *req, struct problem 
 static int check_registry(struct pools *p, const struct pool_req *req, struct pool_view *ret,
                           struct problem *err)
 {
-        struct pool *o = find_pool(p, req->name);
         uint64_t node_bytes = 0;
+        struct pool *o;
+
+        /* A busy pool may be on its way out (DELETE or TTL: the file is
+         * unlinked before the record goes): wait, as grab_pool does, and
+         * look again.  Its holder never takes admit_lock, which we hold. */
+        while ((o = find_pool(p, req->name)) && o->busy && !o->creating)
+                pthread_cond_wait(&p->changed, &p->lock);
 
         if (o) {
                 const struct journal_pool *r = o->has_pending ? &o->pending : &o->rec;

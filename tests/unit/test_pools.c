@@ -657,6 +657,61 @@ static void test_failure_and_cancel(void)
         env_fini(&e);
 }
 
+struct call {
+        struct pools *p;
+        struct pool_req r;
+        struct pool_view v;
+        struct problem err;
+        int rc;
+};
+
+static void *delete_thread(void *arg)
+{
+        struct call *c = arg;
+
+        c->rc = pools_delete(c->p, c->r.name);
+        return NULL;
+}
+
+static void *create_thread(void *arg)
+{
+        struct call *c = arg;
+
+        c->rc = create(c->p, &c->r, &c->v, &c->err);
+        return NULL;
+}
+
+/* An identical PUT while a DELETE removes the pool must not answer 200 for
+ * the pool whose file is going away: it waits, then creates anew (201). */
+static void test_put_during_delete(void)
+{
+        struct env e;
+        struct call del = {0}, put = {0};
+        pthread_t td, tp;
+
+        env_init(&e);
+        del.p = put.p = start(&e);
+        del.r = put.r = req("again", 0, 4);
+        gate(true);
+        CHECK_INT(create(put.p, &put.r, &put.v, &put.err), ==, 201);
+        wait_inside();
+        /* The DELETE holds the pool busy while its cancel waits at the gate. */
+        CHECK_INT(pthread_create(&td, NULL, delete_thread, &del), ==, 0);
+        usleep(100 * 1000);
+        CHECK_INT(pthread_create(&tp, NULL, create_thread, &put), ==, 0);
+        usleep(100 * 1000);
+        gate(false);
+        pthread_join(td, NULL);
+        pthread_join(tp, NULL);
+        CHECK_INT(del.rc, ==, 0);
+        CHECK_INT(put.rc, ==, 201);
+        CHECK(file_exists(&e, "again"));
+        wait_state(put.p, "again", POOL_READY);
+        CHECK_INT(pools_delete(put.p, "again"), ==, 0);
+        pools_free(put.p);
+        env_fini(&e);
+}
+
 /* The journal cannot be written: the create is refused, and its job, file
  * and record are gone (the job is taken out of the registry under its lock
  * before it is freed, so a concurrent save never reads a freed job). */
@@ -1053,6 +1108,7 @@ int main(void)
         test_failure_and_cancel();
         test_shrink_keeps_warming();
         test_save_failure();
+        test_put_during_delete();
         test_ttl();
         test_restart();
         test_resume_after_finished();
