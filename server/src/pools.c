@@ -1456,6 +1456,16 @@ static void reconcile(struct pools *p, struct pool *pool)
                 close(fd);
                 return;
         }
+        if (r->state == POOL_READY && r->claimed) {
+                /* A VM took it and may still map it; fewer pages mean the
+                 * guest gave some back (balloon, discard).  Never re-warm,
+                 * resize or unlink a file under a running VM. */
+                close(fd);
+                log_notice("pools: claimed pool %s holds %" PRIu64 " of %" PRIu64
+                           " bytes (its VM released some); left as it is",
+                           r->name, present, r->size_bytes);
+                return;
+        }
         if (r->state == POOL_READY)
                 log_warn("pools: ready pool %s holds %" PRIu64 " of %" PRIu64 " bytes; warming it again",
                          r->name, present, r->size_bytes);

@@ -14,7 +14,8 @@
  *
  * On start it reconciles the journal with the files really present: pools
  * that were warming resume (populate skips present pages), ready pools whose
- * file holds all its pages (st_blocks) stay ready, records whose file is gone
+ * file holds all its pages (st_blocks) stay ready (claimed ones stay ready
+ * whatever their file holds: a VM may map it), records whose file is gone
  * become failed, files in our directories with no record are removed and
  * counted.  A journal from another boot (boot_id) is dropped, except its
  * reservations, which are re-applied. */

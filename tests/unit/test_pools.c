@@ -867,6 +867,50 @@ static void test_restart(void)
         env_fini(&e);
 }
 
+/* A claimed pool's VM may have given pages back (balloon, discard) and may
+ * still map the file: a restart keeps it ready and never re-warms or
+ * unlinks it, even when re-warming could not be admitted. */
+static void test_restart_claimed(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("vm", 0, 4);
+        struct pools_stats s;
+        char path[256];
+        struct stat st;
+        int fd;
+
+        env_init(&e);
+        p = start(&e);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "vm", POOL_READY);
+        CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
+        pools_free(p);
+
+        snprintf(path, sizeof(path), "%s/vm", e.mount);
+        fd = open(path, O_RDWR | O_CLOEXEC);
+        CHECK(fd >= 0);
+        CHECK_INT(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, PAGE, 2 * PAGE), ==, 0);
+        close(fd);
+        /* No free pages: a re-warm would be refused and the file removed. */
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+
+        p = start(&e);
+        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK_STR(pool_state_name(v.rec.state), "ready");
+        CHECK(v.rec.claimed);
+        CHECK_INT(stat(path, &st), ==, 0);
+        CHECK_U64((uint64_t)st.st_blocks * 512, ==, 2 * PAGE);
+        CHECK_U64(st.st_size, ==, 4 * PAGE);
+        pools_get_stats(p, &s);
+        CHECK_U64(s.jobs_started, ==, 0);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
 /* Sysfs read hook: at the Nth read of node 0's free counter, wait until the
  * file WAIT_PATH holds WAIT_BYTES (a job populated it) and its job is done. */
 static struct {
@@ -1111,6 +1155,7 @@ int main(void)
         test_put_during_delete();
         test_ttl();
         test_restart();
+        test_restart_claimed();
         test_resume_after_finished();
         test_reboot_and_reservations();
         test_pool_dir();
