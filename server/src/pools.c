@@ -56,6 +56,9 @@
 #define POOL_FILE_MODE 0660
 #define POOL_DIR_MODE 0750
 #define NS_PER_SEC UINT64_C(1000000000)
+/* A TTL release whose unlink failed waits this long before it is tried
+ * again, so it neither spins nor starves other work. */
+#define POOLS_RELEASE_RETRY_SECONDS 5
 
 struct pool {
         struct pools *owner;
@@ -71,6 +74,7 @@ struct pool {
         struct job_status last;       /* status of the last job, once freed */
         uint64_t present_at_start;    /* bytes already in the file when its job (re)started */
         bool have_last;
+        int64_t retry_at;             /* unix s: a failed TTL release is not retried before */
         char path[PATH_MAX];
 };
 
@@ -668,7 +672,9 @@ static void finish_job(struct pools *p, struct pool *pool, bool shutdown)
 /* ---- reaper ---- */
 
 /* Handle one finished job or one expired pool; false when there is none.
- * *next_expiry gets the earliest expiry still ahead (0 = none). */
+ * Finished jobs come first, and a pool whose release failed waits for its
+ * retry_at, so one stuck pool cannot starve the others.  *next_expiry gets
+ * the earliest expiry (or retry) still ahead (0 = none). */
 static bool reap_one(struct pools *p, int64_t *next_expiry)
 {
         int64_t now = now_unix();
@@ -677,17 +683,22 @@ static bool reap_one(struct pools *p, int64_t *next_expiry)
 
         *next_expiry = 0;
         pthread_mutex_lock(&p->lock);
+        for (size_t i = 0; i < p->n_pools; i++) {
+                struct pool *o = p->pools[i];
+                if (!o->busy && !o->creating && !o->removing && o->job && pool_job_done(p, o)) {
+                        pool = o;
+                        break;
+                }
+        }
         for (size_t i = 0; i < p->n_pools && !pool; i++) {
                 struct pool *o = p->pools[i];
                 int64_t exp;
 
                 if (o->busy || o->creating || o->removing)
                         continue;
-                if (o->job && pool_job_done(p, o)) {
-                        pool = o;
-                        break;
-                }
                 exp = rec_expires_at(&o->rec);
+                if (exp && o->retry_at > exp)
+                        exp = o->retry_at;
                 if (exp && exp <= now) {
                         pool = o;
                         expire = true;
@@ -710,10 +721,12 @@ static bool reap_one(struct pools *p, int64_t *next_expiry)
                         pthread_mutex_unlock(&p->lock);
                         return true;
                 }
-                /* Could not unlink: retry no sooner than in a second. */
+                /* Could not unlink: others first, this one again later. */
+                pthread_mutex_lock(&p->lock);
+                pool->retry_at = now + POOLS_RELEASE_RETRY_SECONDS;
+                pthread_mutex_unlock(&p->lock);
                 release_pool(p, pool);
-                *next_expiry = now + 1;
-                return false;
+                return true;
         }
         finish_job(p, pool, false);
         release_pool(p, pool);

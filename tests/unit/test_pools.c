@@ -787,6 +787,49 @@ static void test_ttl(void)
         env_fini(&e);
 }
 
+/* A pool whose TTL release keeps failing (its path became a directory, so
+ * unlink fails) must not starve the reaper: other pools still finish, and
+ * the release is retried a few seconds later. */
+static void test_ttl_release_fails(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r;
+        char path[256];
+
+        env_init(&e);
+        p = start(&e);
+        r = req("stuck", 0, 2);
+        r.ttl_seconds = 1;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "stuck", POOL_READY);
+        snprintf(path, sizeof(path), "%s/stuck", e.mount);
+        CHECK_INT(unlink(path), ==, 0);
+        CHECK_INT(mkdir(path, 0700), ==, 0);
+        usleep(2200 * 1000); /* expired, and its release failed */
+        CHECK_INT(pools_get(p, "stuck", &v), ==, 0);
+
+        r = req("later", 0, 2);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        struct pool_view w;
+        CHECK_INT(pools_wait(p, "later", deadline_in(3), &w), ==, 0);
+        CHECK_STR(pool_state_name(w.rec.state), "ready");
+
+        /* Unstuck: released on the retry, within its delay. */
+        CHECK_INT(rmdir(path), ==, 0);
+        for (int i = 0; i < 160 && pools_get(p, "stuck", &v) == 0; i++)
+                usleep(50 * 1000);
+        CHECK_INT(pools_get(p, "stuck", &v), ==, -ENOENT);
+        struct pools_stats s;
+        pools_get_stats(p, &s);
+        CHECK_U64(s.pools_expired, ==, 1);
+        CHECK_INT(pools_delete(p, "later"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
 static void test_restart(void)
 {
         struct env e;
@@ -1154,6 +1197,7 @@ int main(void)
         test_save_failure();
         test_put_during_delete();
         test_ttl();
+        test_ttl_release_fails();
         test_restart();
         test_restart_claimed();
         test_resume_after_finished();
