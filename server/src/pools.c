@@ -485,7 +485,8 @@ static void release_pool(struct pools *p, struct pool *pool)
 
 /* Stop POOL's job if any, remove its file and its record; POOL is busy and
  * freed on success.  Only fails when the file cannot be removed (then the
- * record stays so the pages remain accounted for). */
+ * record stays so the pages remain accounted for; a warming one whose job
+ * was stopped becomes failed, "pool-file-error"). */
 static int remove_pool(struct pools *p, struct pool *pool)
 {
         struct job *job;
@@ -515,6 +516,19 @@ static int remove_pool(struct pools *p, struct pool *pool)
         if (pool->path[0] && unlink(pool->path) < 0 && errno != ENOENT) {
                 r = -errno;
                 log_err("pools: cannot remove %s: %s", pool->path, strerror(-r));
+                if (job && pool->rec.state == POOL_WARMING) {
+                        /* Its job is gone and will never finish: say so,
+                         * rather than "warming" forever.  DELETE retries. */
+                        struct journal_pool next = pool->rec;
+                        next.state = POOL_FAILED;
+                        next.finished_at = now_unix();
+                        snprintf(next.error_slug, sizeof(next.error_slug), "pool-file-error");
+                        snprintf(next.error_detail, sizeof(next.error_detail),
+                                 "its warm job was stopped, but removing its file failed: %s", strerror(-r));
+                        int q = commit(p, pool, &next);
+                        if (q < 0)
+                                log_err("pools: saving state for pool %s: %s", pool->rec.name, strerror(-q));
+                }
                 return r;
         }
         pthread_mutex_lock(&p->lock);

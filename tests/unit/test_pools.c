@@ -644,6 +644,31 @@ static void test_failure_and_cancel(void)
         CHECK_U64(s.jobs_ready, ==, 1);
         CHECK_U64(s.jobs_started, ==, 3);
 
+        /* Delete while warming, and the file cannot be removed (its path
+         * became a directory): the job is stopped and the record says so
+         * (failed, not "warming" with no job); a later DELETE works. */
+        gate(true);
+        r = req("nounlink", 0, 4);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_inside();
+        char path[256];
+        snprintf(path, sizeof(path), "%s/nounlink", e.mount);
+        CHECK_INT(unlink(path), ==, 0);
+        CHECK_INT(mkdir(path, 0700), ==, 0);
+        t = open_gate_soon();
+        CHECK_INT(pools_delete(p, "nounlink"), ==, -EISDIR);
+        pthread_join(t, NULL);
+        CHECK_INT(pools_get(p, "nounlink", &v), ==, 0);
+        CHECK_STR(pool_state_name(v.rec.state), "failed");
+        CHECK_STR(v.rec.error_slug, "pool-file-error");
+        j = load(&e);
+        CHECK_STR(pool_state_name(jpool(j, "nounlink")->state), "failed");
+        journal_free(j);
+        CHECK_INT(rmdir(path), ==, 0);
+        CHECK_INT(pools_delete(p, "nounlink"), ==, 0);
+        CHECK_INT(pools_get(p, "nounlink", &v), ==, -ENOENT);
+        r = req("mid", 0, 8);
+
         /* A waiter sees the delete as -ENOENT. */
         gate(true);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
