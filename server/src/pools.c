@@ -49,9 +49,6 @@
 #define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
 /* A registry bigger than this is a runaway scheduler, not a workload. */
 #define POOLS_DEFAULT_MAX 1024
-/* Longer TTLs are a mistake, and the cap keeps finished_at + ttl far from
- * int64 overflow: ten years. */
-#define POOLS_TTL_MAX (UINT64_C(10) * 366 * 24 * 3600)
 /* Pool files and our directory: the VMM's group may open them, nobody else. */
 #define POOL_FILE_MODE 0660
 #define POOL_DIR_MODE 0750

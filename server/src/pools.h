@@ -89,13 +89,18 @@ int pools_new(const struct pools_config *cfg, struct pools **ret);
  * layer stopped (no pools_* call may be in flight) and before engine_free. */
 void pools_free(struct pools *p);
 
+/* The largest ttl_seconds pools_create accepts (422 invalid-field above):
+ * longer TTLs are a mistake, and the cap keeps finished_at + ttl far from
+ * int64 overflow.  Ten years; the one place that checks it. */
+#define POOLS_TTL_MAX (UINT64_C(10) * 366 * 24 * 3600)
+
 struct pool_req {
         char name[JOURNAL_NAME_MAX + 1];
         int node;
         uint64_t size_bytes;
         uint64_t page_size;
         unsigned threads;          /* 0 = node default */
-        uint64_t ttl_seconds;      /* 0 = none */
+        uint64_t ttl_seconds;      /* 0 = none; at most POOLS_TTL_MAX */
         bool reserve;              /* grow the node's pool first if short */
 };
 
@@ -125,7 +130,7 @@ struct pool_view {
  * as it is, so a retrying scheduler sees why (DELETE, then retry); threads,
  * ttl_seconds and reserve are not part of the identity.  Errnos:
  * -EEXIST pool-conflict; -ENOMEM insufficient-hugepages; -ENOENT unknown node
- * or page size; -EINVAL invalid-field (also ttl_seconds over ten years);
+ * or page size; -EINVAL invalid-field (also ttl_seconds over POOLS_TTL_MAX);
  * -ENODEV no-hugetlbfs; -EFBIG 413 pool-too-large; -ENOSPC 429
  * too-many-pools; -EDQUOT 429 node-warm-limit (max_node_warm_bytes: 429,
  * not 409, because ready pools are claimed or expire, so a retry can pass);

@@ -314,6 +314,20 @@ static void test_validation(void)
         r = req("ttl", 0, 1);
         r.ttl_seconds = UINT64_MAX;
         CHECK_INT(create(p, &r, &v, &err), ==, -EINVAL);
+        CHECK_INT(err.status, ==, 422);
+        CHECK_STR(err.slug, "invalid-field");
+        CHECK(strstr(err.detail, "ttl_seconds"));
+        r.ttl_seconds = POOLS_TTL_MAX + 1;
+        CHECK_INT(create(p, &r, &v, &err), ==, -EINVAL);
+        CHECK_INT(err.status, ==, 422);
+        CHECK_STR(err.slug, "invalid-field");
+        CHECK(!file_exists(&e, "ttl"));
+        r.ttl_seconds = POOLS_TTL_MAX;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "ttl", POOL_READY);
+        CHECK_INT(pools_get(p, "ttl", &v), ==, 0);
+        CHECK_INT(v.expires_at, ==, v.rec.finished_at + (int64_t)POOLS_TTL_MAX);
+        CHECK_INT(pools_delete(p, "ttl"), ==, 0);
 
         /* Nothing of the refused ones exists. */
         CHECK(!file_exists(&e, "n5") && !file_exists(&e, "big") && !file_exists(&e, "odd"));
