@@ -357,7 +357,8 @@ static void check_dir_empty(const char *dir)
         if (!d)
                 return; /* not created yet: no pool ever used it */
         while ((e = readdir(d)))
-                if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+                if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+                    strcmp(e->d_name, POOLS_DIR_MARKER) != 0) {
                         fprintf(stderr, "fuzz_http: %s/%s left behind after deleting every pool\n", dir,
                                 e->d_name);
                         remove_root();

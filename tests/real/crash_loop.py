@@ -28,6 +28,9 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from hpwtest import HPWARMD, Daemon  # noqa: E402
 
+# hpwarmd marks its pool directories with this file (pools.h POOLS_DIR_MARKER).
+DIR_MARKER = ".hpwarm-pool-dir"
+
 NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
 PAGE = 2 * 1024 * 1024
 PAGES = 128               # reserved on node 0 for the test (256 MiB)
@@ -92,7 +95,7 @@ class Loop:
                 except ValueError as e:
                     raise Failure("%s: state.json does not parse: %s" % (when, e))
         pools = self.pools()
-        files = set(os.listdir(self.pool_dir)) if os.path.isdir(self.pool_dir) else set()
+        files = set(os.listdir(self.pool_dir)) - {DIR_MARKER} if os.path.isdir(self.pool_dir) else set()
         by_path = {p["path"]: p for p in pools.values()}
         for f in files:
             full = os.path.join(self.pool_dir, f)
@@ -220,7 +223,7 @@ def main():
             r = loop.d.request("DELETE", "/v1/pools/" + name)
             check(r.status == 204, "final DELETE %s: %r" % (name, r))
         check(loop.pools() == {}, "pools left after deleting every pool")
-        left = os.listdir(loop.pool_dir) if os.path.isdir(loop.pool_dir) else []
+        left = [f for f in os.listdir(loop.pool_dir) if f != DIR_MARKER] if os.path.isdir(loop.pool_dir) else []
         check(left == [], "files left in the pool dir: %s" % left)
         free = node0("free_hugepages")
         check(free == free0, "node 0 free_hugepages %d after deleting every pool, was %d" % (free, free0))
