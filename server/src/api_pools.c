@@ -131,6 +131,20 @@ struct pool_work {
         struct pool_req rq;
 };
 
+/* Work about the pool named in the path ({name}, already checked); NULL
+ * with a 500 in RESP when out of memory. */
+static struct pool_work *new_work(const struct req *req, struct resp *resp)
+{
+        struct pool_work *w = calloc(1, sizeof(*w));
+        if (!w) {
+                api_oom(resp);
+                return NULL;
+        }
+        w->app = req->app;
+        snprintf(w->name, sizeof(w->name), "%s", req->params[0]);
+        return w;
+}
+
 static void wait_work(struct resp *resp, void *ctx)
 {
         struct pool_work *w = ctx;
@@ -182,13 +196,9 @@ void api_pool_get(const struct req *req, struct resp *resp)
                 send_pool(resp, 200, &v);
                 return;
         }
-        struct pool_work *w = calloc(1, sizeof(*w));
-        if (!w) {
-                api_oom(resp);
+        struct pool_work *w = new_work(req, resp);
+        if (!w)
                 return;
-        }
-        w->app = req->app;
-        snprintf(w->name, sizeof(w->name), "%s", name);
         w->deadline_ns = now_mono_ns() + timeout_s * 1000000000ull;
         resp_defer(resp, wait_work, w, WORK_WAIT);
 }
@@ -262,12 +272,9 @@ void api_pool_put(const struct req *req, struct resp *resp)
                 return;
         }
 
-        struct pool_work *w = calloc(1, sizeof(*w));
-        if (!w) {
-                api_oom(resp);
+        struct pool_work *w = new_work(req, resp);
+        if (!w)
                 return;
-        }
-        w->app = app;
         snprintf(w->rq.name, sizeof(w->rq.name), "%.*s", JOURNAL_NAME_MAX, name);
         w->rq.node = n->id;
         w->rq.size_bytes = size_bytes;
@@ -303,14 +310,9 @@ void api_pool_delete(const struct req *req, struct resp *resp)
         const char *name = req->params[0];
         if (!check_name(name, resp))
                 return;
-        struct pool_work *w = calloc(1, sizeof(*w));
-        if (!w) {
-                api_oom(resp);
-                return;
-        }
-        w->app = req->app;
-        snprintf(w->name, sizeof(w->name), "%s", name);
-        resp_defer(resp, delete_work, w, WORK_BLOCKING);
+        struct pool_work *w = new_work(req, resp);
+        if (w)
+                resp_defer(resp, delete_work, w, WORK_BLOCKING);
 }
 
 /* Claiming saves the journal (an fsync) and may wait for a pool another
@@ -351,12 +353,7 @@ void api_pool_claim(const struct req *req, struct resp *resp)
         }
         if (!check_name(name, resp))
                 return;
-        struct pool_work *w = calloc(1, sizeof(*w));
-        if (!w) {
-                api_oom(resp);
-                return;
-        }
-        w->app = req->app;
-        snprintf(w->name, sizeof(w->name), "%s", name);
-        resp_defer(resp, claim_work, w, WORK_BLOCKING);
+        struct pool_work *w = new_work(req, resp);
+        if (w)
+                resp_defer(resp, claim_work, w, WORK_BLOCKING);
 }
