@@ -114,6 +114,12 @@ static int load_file(struct token_set *s, const char *path, enum auth_role role,
                 say(why, why_len, "%s: not a regular file", path);
                 goto out;
         }
+        if (st.st_uid != 0 && st.st_uid != geteuid()) {
+                r = -EPERM;
+                say(why, why_len, "%s: token file is owned by uid %u; only root or the daemon's own user may "
+                    "hold its tokens", path, (unsigned)st.st_uid);
+                goto out;
+        }
         if (st.st_mode & S_IRWXO) {
                 r = -EPERM;
                 say(why, why_len, "%s: token file is accessible to other users (mode %04o); chmod o-rwx it",

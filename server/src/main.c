@@ -340,7 +340,7 @@ static int setup_access(const struct options *o, const int *fds, size_t n_fds, s
         char desc[64];
         if (n_fds) {
                 for (size_t i = 0; i < n_fds; i++)
-                        if (http_socket_is_loopback(fds[i]) == 0) {
+                        if (http_socket_is_loopback(fds[i]) != 1) { /* an error counts as exposed */
                                 snprintf(desc, sizeof(desc), "passed socket %d", fds[i]);
                                 exposed = desc;
                         }

@@ -169,6 +169,15 @@ class TokenFiles(TestCase):
         self.assertIn("accessible to other users", log)
         self.assertNotIn(ADMIN[0], log)
 
+    def test_foreign_owner_refused(self):
+        # A 0600 file that another user owns could be rewritten by that user,
+        # and SIGHUP would load their tokens.
+        a = write_secret(os.path.join(self.tmp, "a"), ADMIN[0] + "\n", 0o600)
+        os.chown(a, 65534, 65534)
+        rc, log = run_daemon_expect_fail(["--listen", "127.0.0.1:0", "--token-file", a])
+        self.assertEqual(rc, 2, log)
+        self.assertIn("owned by uid 65534", log)
+
     def test_group_readable_warns(self):
         a = write_secret(os.path.join(self.tmp, "a"), ADMIN[0] + "\n", 0o640)
         with Daemon(args=["--token-file", a]) as d:
