@@ -22,6 +22,9 @@
  * independent.  The library never logs; hpw_set_log() installs a callback.
  *
  * Targets: "http://host:port", "https://host:port" and "unix:///path/to.sock".
+ * The library always connects to the target itself: proxies named in the
+ * environment (http_proxy, https_proxy, all_proxy) are ignored, so the bearer
+ * token goes to hpwarmd and nowhere else.
  */
 #ifndef HPWARM_H
 #define HPWARM_H

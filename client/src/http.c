@@ -188,6 +188,10 @@ static enum hpw_error setup(CURL *easy, const struct hpw_conn *c, const char *me
         SET(CURLOPT_WRITEDATA, b);
         SET(CURLOPT_PROTOCOLS_STR, "http,https");
         SET(CURLOPT_USERAGENT, "hpwarm/" HPW_VERSION_STRING);
+        /* hpwarmd is reached directly: an empty proxy overrides http_proxy,
+         * https_proxy and all_proxy, so the bearer token never goes to a
+         * proxy the environment happens to name. */
+        SET(CURLOPT_PROXY, "");
         if (c->socket_path)
                 SET(CURLOPT_UNIX_SOCKET_PATH, c->socket_path);
         if (c->connect_ms)

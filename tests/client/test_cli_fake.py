@@ -264,6 +264,54 @@ def test_hook(srv):
     check(hook_run("x").returncode == 2, "hook usage -> 2")
 
 
+class RecordingListener:
+    """A loopback listener that records whatever is sent to it and closes:
+    stands in for a proxy that must never see a request."""
+
+    def __init__(self):
+        import socket
+        import threading
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.seen = []
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def _loop(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            c.settimeout(1)
+            try:
+                self.seen.append(c.recv(65536))
+            except OSError:
+                self.seen.append(b"")
+            c.close()
+
+    def close(self):
+        self.sock.close()
+
+
+def test_proxy(srv):
+    """Proxies from the environment are ignored: the token goes to the
+    daemon, never to a proxy."""
+    proxy = RecordingListener()
+    try:
+        u = ["--url", srv.url, "--token-file", TOKEN, "--timeout", "3"]
+        before = len(srv.state.log)
+        env = {"http_proxy": proxy.url, "HTTP_PROXY": proxy.url, "https_proxy": proxy.url,
+               "all_proxy": proxy.url, "ALL_PROXY": proxy.url, "no_proxy": "", "NO_PROXY": ""}
+        p = run("health", "--json", *u, env=env)
+        expect(p, 0, "health with http_proxy set goes direct")
+        check(len(srv.state.log) > before, "the daemon got the request")
+        check(proxy.seen == [], "the proxy saw nothing: %r" % proxy.seen[:1])
+    finally:
+        proxy.close()
+
+
 def test_unix(path):
     srv = fs.start_unix(path, token="s3cret")
     try:
@@ -406,7 +454,7 @@ def main():
         return 1
     srv = fs.start_tcp(token="s3cret")
     try:
-        for t in (test_basic, test_pools, test_tty_progress, test_retries, test_hook):
+        for t in (test_basic, test_pools, test_tty_progress, test_retries, test_hook, test_proxy):
             t0 = time.monotonic()
             t(srv)
             print("%-20s %.2fs" % (t.__name__, time.monotonic() - t0))
