@@ -2,8 +2,9 @@
  *
  * Parse (cli_core.c), make one handle, run one command, print, and turn the
  * library's error into the documented exit code.  Output goes to stdout
- * (tables, or the server's JSON verbatim with --json); diagnostics go to
- * stderr, once, here where the error is handled.  Fleet commands use the
+ * (tables, or with --json the server's JSON verbatim once it parsed as one
+ * whole object; fleet documents embed each host's answer re-printed from its
+ * parsed tree, never raw); diagnostics go to stderr, once, here where the error is handled.  Fleet commands use the
  * library's concurrent fleet call so a dead host costs one timeout, not one
  * per host. */
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "internal.h"
 
 struct ctx {
         const struct cli *cli;
@@ -61,6 +63,23 @@ static void print_json(const char *json)
         fputs(json, stdout);
         if (n == 0 || json[n - 1] != '\n')
                 fputc('\n', stdout);
+}
+
+/* S as a JSON string, quotes included: everything we put into JSON that did
+ * not come out of cJSON (URLs from the hosts file, handoff arguments) goes
+ * through here. */
+static void print_json_string(const char *s, FILE *f)
+{
+        fputc('"', f);
+        for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+                if (*c == '"' || *c == '\\')
+                        fprintf(f, "\\%c", *c);
+                else if (*c < 0x20 || *c == 0x7f)
+                        fprintf(f, "\\u%04x", *c);
+                else
+                        fputc(*c, f);
+        }
+        fputc('"', f);
 }
 
 static void fmt_ps(uint64_t ps, char *buf, size_t len)
@@ -440,16 +459,8 @@ static int cmd_handoff(struct ctx *x)
                 rc = CLI_EXIT_FAILED;
         } else if (x->cli->json) {
                 /* A JSON string, so it survives any quoting in a script. */
-                putchar('"');
-                for (const char *c = args; *c; c++) {
-                        if (*c == '"' || *c == '\\')
-                                printf("\\%c", *c);
-                        else if ((unsigned char)*c < 0x20)
-                                printf("\\u%04x", *c);
-                        else
-                                putchar(*c);
-                }
-                printf("\"\n");
+                print_json_string(args, stdout);
+                putchar('\n');
         } else {
                 printf("%s\n", args);
         }
@@ -489,23 +500,28 @@ static void print_unreachable(const struct hpw_fleet *f)
                                 f->hosts[i].message);
 }
 
+/* One document for the whole fleet.  Each host's answer goes in as cJSON
+ * printed it again from the parsed tree, never as the raw body, so a host
+ * cannot add or alter anything outside its own "nodes"/"pools" member. */
 static void fleet_json(const struct hpw_fleet *f, enum cli_fleet what)
 {
         printf("{\"hosts\":[");
         for (size_t i = 0; i < f->n; i++) {
                 const struct hpw_fleet_host *fh = &f->hosts[i];
-                const char *body = fh->nodes ? fh->nodes->json : fh->pools ? fh->pools->json : NULL;
-                /* URLs come from the operator's file; escape the two JSON
-                 * specials anyway. */
-                printf("%s{\"url\":\"", i ? "," : "");
-                for (const char *c = fh->url; *c; c++)
-                        printf((*c == '"' || *c == '\\') ? "\\%c" : "%c", *c);
-                printf("\",\"ok\":%s", fh->err == HPW_OK ? "true" : "false");
-                if (body)
+                const char *raw = fh->nodes ? fh->nodes->json : fh->pools ? fh->pools->json : NULL;
+                char *body = raw ? hpw_json_reprint(raw, strlen(raw)) : NULL;
+                bool ok = fh->err == HPW_OK && body;
+
+                printf("%s{\"url\":", i ? "," : "");
+                print_json_string(fh->url, stdout);
+                printf(",\"ok\":%s", ok ? "true" : "false");
+                if (ok)
                         printf(",\"%s\":%s", what == FLEET_POOLS ? "pools" : "nodes", body);
                 else
-                        printf(",\"error\":\"%s\"", hpw_strerror(fh->err));
+                        printf(",\"error\":\"%s\"",
+                               hpw_strerror(fh->err != HPW_OK ? fh->err : HPW_E_NOMEM));
                 printf("}");
+                free(body);
         }
         printf("]}\n");
 }
@@ -604,10 +620,14 @@ static int cmd_fleet(struct ctx *x)
                 uint64_t fr = cand[best].free;
 
                 free(cand);
-                if (c->json)
-                        printf("{\"url\":\"%s\",\"node\":%d,\"free\":%llu}\n", url, node, (unsigned long long)fr);
-                else
+                if (c->json) {
+                        printf("{\"url\":");
+                        print_json_string(url, stdout);
+                        printf(",\"node\":%d,\"free\":%llu}\n", node, (unsigned long long)fr);
+                }
+                else {
                         printf("%s node %d (%llu free pages)\n", url, node, (unsigned long long)fr);
+                }
                 if (c->warm_name) {
                         struct hpw *h2 = NULL;
                         struct ctx x2 = *x;

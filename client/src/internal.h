@@ -86,13 +86,18 @@ void hpw_http_global_cleanup(void);
 
 /* Parsers of server answers: HPW_E_PROTOCOL when the body is not the shape
  * the API promises, HPW_E_NOMEM.  Unknown members are ignored (the API may
- * grow); lookups are case-sensitive.  The verbatim body is kept in ->json. */
+ * grow); lookups are case-sensitive; the body must be one JSON object with
+ * nothing but whitespace after it.  The verbatim body is kept in ->json. */
 enum hpw_error hpw_json_health(const char *body, size_t len, struct hpw_health **ret);
 enum hpw_error hpw_json_node(const char *body, size_t len, struct hpw_node **ret);
 enum hpw_error hpw_json_node_list(const char *body, size_t len, struct hpw_node_list **ret);
 enum hpw_error hpw_json_reserve(const char *body, size_t len, struct hpw_reserve_result **ret);
 enum hpw_error hpw_json_pool(const char *body, size_t len, struct hpw_pool **ret);
 enum hpw_error hpw_json_pool_list(const char *body, size_t len, struct hpw_pool_list **ret);
+/* BODY parsed (one object, only whitespace after it) and printed again by
+ * cJSON, compact: what may be embedded in a larger JSON document.  NULL if
+ * BODY is not such an object or on allocation failure; caller frees. */
+char *hpw_json_reprint(const char *body, size_t len);
 /* A problem+json body; NULL-safe fields are "" when absent. */
 enum hpw_error hpw_json_problem(const char *body, size_t len, struct hpw_problem **ret);
 void hpw_problem_free(struct hpw_problem *p);

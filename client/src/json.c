@@ -27,11 +27,31 @@ static cJSON *parse(const char *body, size_t len)
         if (!body || len == 0)
                 return NULL;
         root = cJSON_ParseWithLengthOpts(body, len, &end, false);
-        if (root && !cJSON_IsObject(root)) {
+        if (!root)
+                return NULL;
+        /* One value and nothing after it but whitespace: a body with bytes
+         * after its object is not an answer, and pasting it into a larger
+         * document (fleet --json) would let it forge siblings. */
+        for (; end && end < body + len; end++)
+                if (!strchr(" \t\r\n", *end) || *end == '\0')
+                        break;
+        if (!end || end != body + len || !cJSON_IsObject(root)) {
                 cJSON_Delete(root);
                 return NULL;
         }
         return root;
+}
+
+char *hpw_json_reprint(const char *body, size_t len)
+{
+        cJSON *root = parse(body, len);
+        char *s;
+
+        if (!root)
+                return NULL;
+        s = cJSON_PrintUnformatted(root);
+        cJSON_Delete(root);
+        return s;
 }
 
 static const cJSON *get(const cJSON *o, const char *key)

@@ -105,6 +105,7 @@ class State:
     def __init__(self, token=None, nodes=None):
         self.token = token
         self.nodes = nodes if nodes is not None else default_nodes()
+        self.raw = {}          # path -> bytes answered verbatim with 200 (hostile hosts)
         self.pools = {}
         self.log = []
         self.counts = {}
@@ -142,6 +143,13 @@ class Handler(BaseHTTPRequestHandler):
         if data:
             self.wfile.write(data)
 
+    def send_raw(self, data):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def body(self):
         n = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(n) if n else b""
@@ -155,6 +163,9 @@ class Handler(BaseHTTPRequestHandler):
     def handle_any(self, method):
         st = self.server.state
         path, _, query = self.path.partition("?")
+        # A host URL with a path (http://h:p/prefix) reaches us as /prefix/v1/...
+        if "/v1/" in path and not path.startswith("/v1/"):
+            path = path[path.index("/v1/"):]
         q = dict(kv.split("=", 1) for kv in query.split("&") if "=" in kv)
         with st.lock:
             st.log.append((method, self.path))
@@ -173,6 +184,8 @@ class Handler(BaseHTTPRequestHandler):
         if body == "malformed":
             return self.send(*problem(400, "malformed-json", "Malformed JSON", "cannot parse"))
         parts = [p for p in path.split("/") if p]
+        if path in st.raw:
+            return self.send_raw(st.raw[path])
         try:
             return self.route(method, parts, q, body)
         except (BrokenPipeError, ConnectionResetError):

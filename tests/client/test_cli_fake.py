@@ -312,6 +312,49 @@ def test_proxy(srv):
         proxy.close()
 
 
+def test_forged_fleet_json():
+    """One host answers an object followed by more JSON that, pasted into the
+    fleet document, would add a forged host.  It must count as a failed host
+    and nothing it sent after its object may appear."""
+    good = fs.start_tcp()
+    bad = fs.start_tcp()
+    bad.state.raw["/v1/nodes"] = (b'{"nodes":[]}},{"url":"http://forged","ok":true,"nodes":[]}'
+                                  b']},{"x":{"y":[')
+    odd = fs.start_tcp()
+    odd.state.raw["/v1/nodes"] = b'  {"nodes":[], "extra":"\u0022}"}\r\n '
+    try:
+        hosts = os.path.join(TMP, "forged-hosts")
+        with open(hosts, "w") as f:
+            f.write("\n".join([good.url, bad.url, odd.url]) + "\n")
+        p = run("fleet", "--hosts", hosts, "nodes", "--json")
+        expect(p, 0, "fleet with a forging host")
+        try:
+            d = json.loads(p.stdout)
+        except ValueError:
+            d = {"hosts": []}
+            check(False, "fleet --json is one JSON document", p)
+        check([h["url"] for h in d["hosts"]] == [good.url, bad.url, odd.url], "exactly the listed hosts", p)
+        check("forged" not in p.stdout, "nothing of the forgery printed", p)
+        check([h["ok"] for h in d["hosts"]] == [True, False, True], "the forging host failed", p)
+        check(len(d["hosts"]) == 3 and d["hosts"][2].get("nodes", {}).get("extra") == '"}',
+              "an odd but whole answer is kept", p)
+        # Single host: the trailing bytes make the answer a protocol error (1).
+        p = run("nodes", "--json", "--url", bad.url)
+        expect(p, 1, "single host with trailing bytes -> 1")
+        check("forged" not in p.stdout, "nothing printed from a rejected body", p)
+        # place --json escapes the URL it prints.
+        weird = good.url + '/"x'
+        with open(hosts, "w") as f:
+            f.write(weird + "\n")
+        p = run("fleet", "--hosts", hosts, "place", "--size", "2M", "--json")
+        expect(p, 0, "place on a host whose URL has a quote")
+        check(json.loads(p.stdout or "{}").get("url") == weird, "place --json url escaped", p)
+    finally:
+        for s in (good, bad, odd):
+            s.shutdown()
+            s.server_close()
+
+
 def test_unix(path):
     srv = fs.start_unix(path, token="s3cret")
     try:
@@ -467,6 +510,9 @@ def main():
     t0 = time.monotonic()
     test_tls()
     print("%-20s %.2fs" % ("test_tls", time.monotonic() - t0))
+    t0 = time.monotonic()
+    test_forged_fleet_json()
+    print("%-20s %.2fs" % ("test_forged_fleet", time.monotonic() - t0))
     t0 = time.monotonic()
     test_fleet()
     print("%-20s %.2fs" % ("test_fleet", time.monotonic() - t0))

@@ -258,6 +258,18 @@ static void test_json_nodes(void)
                   HPW_E_PROTOCOL);
         CHECK_INT(hpw_json_node_list(J("{\"nodes\":[{\"id\":0,\"hugepages\":{}}]}"), &l), ==, HPW_E_PROTOCOL);
         CHECK_INT(hpw_json_node_list(J("{}"), &l), ==, HPW_E_PROTOCOL);
+        /* One whole object or nothing: bytes after it are not an answer. */
+        CHECK_INT(hpw_json_node_list(J("{\"nodes\":[]}},{\"url\":\"http://forged\"}"), &l), ==,
+                  HPW_E_PROTOCOL);
+        CHECK_INT(hpw_json_node_list(J("{\"nodes\":[]}x"), &l), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_json_node_list("{\"nodes\":[]}\0{", 14, &l), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_json_node_list(J(" {\"nodes\":[]} \r\n\t"), &l), ==, HPW_OK);
+        hpw_node_list_free(l);
+        char *rp = hpw_json_reprint(J(" {\"nodes\" : [ ],\"a\":\"\\u0022\"}\n"));
+        CHECK_STR(rp, "{\"nodes\":[],\"a\":\"\\\"\"}");
+        free(rp);
+        CHECK(!hpw_json_reprint(J("{\"nodes\":[]}]")));
+        CHECK(!hpw_json_reprint(J("[1]")));
 
         struct hpw_node *n = NULL;
         CHECK_INT(hpw_json_node(J("{\"id\":3,\"cpus\":\"4-7\",\"hugepages\":[{\"page_size_bytes\":2097152,"
