@@ -27,6 +27,11 @@ struct hpw_retry_policy {
  * out but never collapse to zero.  Pure. */
 uint64_t hpw_backoff_ms(const struct hpw_retry_policy *p, unsigned attempt, uint64_t rnd);
 
+/* Largest Retry-After we honour, in seconds: longer ones are taken as this
+ * (a minute is as long as any retry of ours should sleep; the caller's
+ * deadline still decides whether to wait at all). */
+#define HPW_RETRY_AFTER_MAX_S 60
+
 /* Decide whether to try again after a failed attempt.  ATTEMPTS_DONE >= 1;
  * TRANSPORT is the curl-level outcome (HPW_OK when an HTTP answer came);
  * STATUS the HTTP status; RETRY_AFTER_S the Retry-After header in seconds or

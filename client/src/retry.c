@@ -4,7 +4,7 @@
  * time left and a random number, so the rules are table-tested exactly.
  * Only idempotent requests (GET, PUT, DELETE in this API) are retried, and
  * only for failures that say "try later": no connection, 502/503/504, 429.
- * Retry-After is honoured as a lower bound; a wait that would end past the
+ * Retry-After is honoured as a lower bound, up to HPW_RETRY_AFTER_MAX_S; a wait that would end past the
  * caller's deadline means giving up now rather than sleeping in vain. */
 #include <string.h>
 
@@ -13,6 +13,11 @@
 /* An attempt needs some time to be worth starting at all. */
 #define HPW_MIN_ATTEMPT_MS 20
 
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+        return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 uint64_t hpw_backoff_ms(const struct hpw_retry_policy *p, unsigned attempt, uint64_t rnd)
 {
         uint64_t step = p->base_ms;
@@ -20,7 +25,7 @@ uint64_t hpw_backoff_ms(const struct hpw_retry_policy *p, unsigned attempt, uint
         if (attempt == 0)
                 attempt = 1;
         for (unsigned i = 1; i < attempt && step < p->cap_ms; i++)
-                step *= 2;
+                step = step > UINT64_MAX / 2 ? UINT64_MAX : step * 2;
         if (step > p->cap_ms)
                 step = p->cap_ms;
         uint64_t half = step / 2;
@@ -47,11 +52,17 @@ int64_t hpw_retry_delay(const struct hpw_retry_policy *p, unsigned attempts_done
 
         uint64_t delay = hpw_backoff_ms(p, attempts_done, rnd);
         if (transport == HPW_OK && retry_after_s >= 0) {
-                uint64_t ra = (uint64_t)retry_after_s * 1000;
+                /* Clamped before it is multiplied: a hostile or confused
+                 * server must not overflow the product or park us for days. */
+                uint64_t ra = (uint64_t)(retry_after_s < HPW_RETRY_AFTER_MAX_S ? retry_after_s
+                                                                               : HPW_RETRY_AFTER_MAX_S);
+                ra *= 1000;
                 if (ra > delay)
                         delay = ra;
         }
-        if (remaining_ms != UINT64_MAX && delay + HPW_MIN_ATTEMPT_MS > remaining_ms)
+        if (delay > INT64_MAX)
+                delay = INT64_MAX;
+        if (remaining_ms != UINT64_MAX && sat_add(delay, HPW_MIN_ATTEMPT_MS) > remaining_ms)
                 return -1;
         return (int64_t)delay;
 }

@@ -57,6 +57,23 @@ static void test_retry_delay(void)
         /* Retry-After is a lower bound... */
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 429, 2, none, 0), ==, 2000);
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 503, 0, none, 0), ==, 50);
+        /* ...up to HPW_RETRY_AFTER_MAX_S, also for values that would
+         * overflow when turned into milliseconds... */
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 503, HPW_RETRY_AFTER_MAX_S, none, 0), ==,
+                  HPW_RETRY_AFTER_MAX_S * 1000);
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 503, HPW_RETRY_AFTER_MAX_S + 1, none, 0), ==,
+                  HPW_RETRY_AFTER_MAX_S * 1000);
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 429, INT64_MAX, none, 0), ==,
+                  HPW_RETRY_AFTER_MAX_S * 1000);
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 429, INT64_MAX / 1000 + 1, none, 0), ==,
+                  HPW_RETRY_AFTER_MAX_S * 1000);
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 429, INT64_MAX, 120000, 0), ==,
+                  HPW_RETRY_AFTER_MAX_S * 1000);
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 429, INT64_MAX, 30000, 0), ==, -1);
+        /* A huge backoff cap saturates instead of wrapping to "give up". */
+        struct hpw_retry_policy huge = { 6, 1ull << 62, UINT64_MAX };
+        CHECK_INT(hpw_retry_delay(&huge, 3, true, HPW_OK, 503, -1, none, 0), >, 0);
+        CHECK_INT(hpw_retry_delay(&huge, 3, true, HPW_OK, 503, -1, INT64_MAX, 0), ==, -1);
         /* ...and ignored without an HTTP answer. */
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_E_UNREACHABLE, 0, 7, none, 0), ==, 50);
         /* The deadline wins: a wait that would end past it means give up. */
