@@ -245,7 +245,9 @@ HPW_EXPORT enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t tim
 
 /* Mark the pool taken by a VM.  Never retried (not idempotent). */
 HPW_EXPORT enum hpw_error hpw_claim(struct hpw *h, const char *name, struct hpw_pool **ret);
-/* Cancel and delete the pool; its pages return to the node's free pool. */
+/* Cancel and delete the pool; its pages return to the node's free pool.
+ * HPW_E_NOT_FOUND if there is no such pool, except when the DELETE was
+ * retried: a 404 then means an earlier attempt did it, and is HPW_OK. */
 HPW_EXPORT enum hpw_error hpw_release(struct hpw *h, const char *name);
 
 /* ---- fleet: one request to many hosts at once ---- */

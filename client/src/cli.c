@@ -433,8 +433,14 @@ static int cmd_release(struct ctx *x)
         if (err)
                 return fail(x, "release", err);
         if (x->cli->json) {
+                /* The server's answer when it is one whole JSON object and a
+                 * 2xx (a retried release that found the pool gone got 404). */
                 const char *b = hpw_last_body(x->h);
-                print_json(b[0] ? b : "{}");
+                int st = hpw_last_status(x->h);
+                char *whole = st >= 200 && st < 300 && b[0] ? hpw_json_reprint(b, strlen(b)) : NULL;
+
+                print_json(whole ? b : "{}");
+                free(whole);
         } else {
                 printf("%s: released\n", x->cli->name);
         }

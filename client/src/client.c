@@ -49,6 +49,7 @@ struct hpw {
         struct hpw_http_resp last;
         struct hpw_problem *problem;
         char message[512];
+        unsigned attempts;       /* attempts the last request() made */
 };
 
 const char *hpw_version(void)
@@ -369,6 +370,7 @@ static enum hpw_error request(struct hpw *h, const char *method, const char *pat
         unsigned attempt = 0;
 
         conn_of(h, &c);
+        h->attempts = 0;
         for (;;) {
                 uint64_t now = now_ms(), remaining = UINT64_MAX, tmo = 0;
                 int64_t delay;
@@ -389,7 +391,7 @@ static enum hpw_error request(struct hpw *h, const char *method, const char *pat
                 err = hpw_http_perform(h->http, &c, method, path, body, tmo, &h->last);
                 if (err != HPW_OK)
                         return err;
-                attempt++;
+                h->attempts = ++attempt;
                 err = classify(h, method, path);
                 if (err == HPW_OK)
                         return HPW_OK;
@@ -610,14 +612,26 @@ enum hpw_error hpw_claim(struct hpw *h, const char *name, struct hpw_pool **ret)
         return err ? err : parsed(h, hpw_json_pool(h->last.body, h->last.len, ret));
 }
 
+/* A DELETE retried after a lost answer may find its own work done: 404 on
+ * any attempt after the first is success.  When the first attempt really
+ * never arrived (the pool did not exist at all) this still ends where the
+ * caller wanted, with no such pool. */
 enum hpw_error hpw_release(struct hpw *h, const char *name)
 {
         char path[128];
+        enum hpw_error err;
 
         if (!h || !hpw_name_valid(name))
                 return HPW_E_INVALID;
         snprintf(path, sizeof(path), "/v1/pools/%s", name);
-        return request(h, "DELETE", path, NULL, true, call_deadline(h), 0);
+        err = request(h, "DELETE", path, NULL, true, call_deadline(h), 0);
+        if (err == HPW_E_NOT_FOUND && h->attempts > 1) {
+                hpw_problem_free(h->problem);
+                h->problem = NULL;
+                h->message[0] = '\0';
+                return HPW_OK;
+        }
+        return err;
 }
 
 void hpw_fleet_free(struct hpw_fleet *x)

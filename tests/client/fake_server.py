@@ -7,6 +7,7 @@ canned data and scripted misbehaviour chosen by the pool name:
   ratelimited   GET answers 429 with Retry-After: 1 once, then the pool
   hang          GET never answers (well, not for 60 s): timeout test
   flakyclaim    POST .../claim answers 503 once (must NOT be retried)
+  dropdelete    the first DELETE deletes, then closes without answering
   conflict      PUT answers 409 pool-conflict
   doomed        PUT succeeds, warming ends "failed"
   size > 1 TiB  PUT answers 409 insufficient-hugepages
@@ -293,6 +294,10 @@ class Handler(BaseHTTPRequestHandler):
         if method == "DELETE":
             with st.lock:
                 p = st.pools.pop(name, None)
+            if name == "dropdelete" and st.once("delete-" + name):
+                # Done, but the answer is lost: close without a word.
+                self.close_connection = True
+                return
             if not p:
                 return self.send(*problem(404, "unknown-pool", "Unknown pool", name))
             return self.send(204)

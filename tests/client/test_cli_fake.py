@@ -218,6 +218,20 @@ def test_retries(srv):
     expect(p, 1, "429 with Retry-After past the deadline -> 1")
     check(p.elapsed < 0.5, "gave up without sleeping (%.2fs)" % p.elapsed, p)
 
+    # A DELETE whose answer is lost is retried; the retry's 404 means done.
+    expect(run("warm", "dropdelete", "--node", "0", "--size", "2M", *u), 0, "warm dropdelete")
+    p = run("release", "dropdelete", *u)
+    expect(p, 0, "release whose answer was lost -> retried 404 is success")
+    n = sum(1 for x in srv.state.log if x == ("DELETE", "/v1/pools/dropdelete"))
+    check(n == 2, "DELETE sent twice (%d)" % n)
+    check("dropdelete" not in srv.state.pools, "pool gone")
+    expect(run("release", "dropdelete", *u), 1, "a first-attempt 404 is still not found -> 1")
+    expect(run("warm", "dropdelete", "--node", "0", "--size", "2M", *u), 0, "warm dropdelete again")
+    srv.state.counts.pop("delete-dropdelete", None)
+    p = run("release", "dropdelete", "--json", *u)
+    expect(p, 0, "release --json whose answer was lost")
+    check(json.loads(p.stdout or "null") == {}, "release --json prints {} not the 404 problem", p)
+
     # POST is never retried.
     run("warm", "flakyclaim", "--node", "0", "--size", "2M", "--wait", *u)
     p = run("claim", "flakyclaim", *u)
