@@ -3,9 +3,11 @@
 #
 # Warms a hugepage pool for a VM on the chosen host and NUMA node, waits for
 # it within a deadline, and prints the QEMU arguments that use it on stdout
-# (nothing else goes to stdout).  If warming fails or the deadline passes,
-# the pool is released so no hugepages are stranded, and the hook exits with
-# hpwarm's code so the scheduler can tell why:
+# (nothing else goes to stdout).  The PUT and the wait are separate steps,
+# both within DEADLINE: if the PUT itself fails nothing is released (the name
+# may be someone else's pool); if warming fails or the deadline passes, the
+# pool is released unless it is claimed, so no hugepages are stranded.  The
+# hook exits with hpwarm's code so the scheduler can tell why:
 #   0 ok, 1 failed, 2 usage, 3 unreachable, 4 timed out,
 #   5 conflict / insufficient hugepages, 6 unauthorized.
 #
@@ -33,36 +35,62 @@ deadline=${4:-120}
 page_size=${HPWARM_PAGE_SIZE:-2M}
 ttl=${HPWARM_TTL:-600}
 
-release() {
-        # Best effort, bounded: a release that cannot reach the daemon is
-        # covered by the pool's TTL.
+# Seconds left of DEADLINE since START (both may have fractions); 0 stays
+# 0 (no limit), anything else stays above zero so it never reads "none".
+left() {
+        awk -v s="$1" -v d="$deadline" -v n="$(date +%s.%N)" \
+                'BEGIN { if (d == 0) { print 0; exit }
+                         l = d - (n - s); if (l < 0.001) l = 0.001; printf "%.3f\n", l }'
+}
+
+# Release only a pool whose wait failed, and only when the daemon says it is
+# not claimed: a claimed pool belongs to a running VM, and a pool we cannot
+# look at is left to its TTL.  Best effort and bounded.
+release_unclaimed() {
+        st=$("$hpwarm" status "$name" --timeout 10 2>/dev/null) || {
+                echo "prewarm: $name: cannot check it; leaving it to its TTL" >&2
+                return 0
+        }
+        if printf '%s\n' "$st" | grep -q '^claimed: *yes$'; then
+                echo "prewarm: $name is claimed; not releasing" >&2
+                return 0
+        fi
         "$hpwarm" release "$name" --timeout 10 >&2 || true
 }
 
+# The PUT alone: if it fails, nothing of ours exists (a 409 or a 4xx may be
+# about someone else's pool of this name), so nothing is released.
+start=$(date +%s.%N)
 "$hpwarm" warm "$name" --node "$node" --size "$size" --page-size "$page_size" \
-        --ttl "$ttl" --wait --timeout "$deadline" >&2
+        --ttl "$ttl" --timeout "$deadline" >&2
+rc=$?
+if [ $rc -ne 0 ]; then
+        echo "prewarm: $name: warm failed (exit $rc)" >&2
+        exit $rc
+fi
+
+"$hpwarm" wait "$name" --timeout "$(left "$start")" >&2
 rc=$?
 case $rc in
 0) ;;
 1|4)
         # Failed or still warming at the deadline: give the memory back.
         echo "prewarm: $name not ready (exit $rc); releasing" >&2
-        release
+        release_unclaimed
         exit $rc ;;
 *)
-        # 5: a different pool has this name (not ours to delete); 2, 3, 6:
-        # nothing was created, or we cannot reach or use the daemon.
-        echo "prewarm: $name: warm failed (exit $rc)" >&2
+        # 2, 3, 6: we cannot reach or use the daemon; the TTL covers the pool.
+        echo "prewarm: $name: wait failed (exit $rc)" >&2
         exit $rc ;;
 esac
 
 args=$("$hpwarm" handoff "$name" --vmm qemu) || {
         rc=$?
         echo "prewarm: $name: no handoff arguments (exit $rc); releasing" >&2
-        release
+        release_unclaimed
         exit $rc
 }
 if [ "${HPWARM_CLAIM:-0}" = 1 ]; then
-        "$hpwarm" claim "$name" >&2 || { rc=$?; release; exit $rc; }
+        "$hpwarm" claim "$name" >&2 || { rc=$?; release_unclaimed; exit $rc; }
 fi
 printf '%s\n' "$args"

@@ -276,6 +276,26 @@ def test_hook(srv):
     check(p.returncode == 5 and ("DELETE", "/v1/pools/conflict") not in srv.state.log,
           "hook does not release someone else's pool on 409")
     check(hook_run("x").returncode == 2, "hook usage -> 2")
+    # Bad input for a name that is someone else's pool: the PUT fails (404
+    # unknown page size -> 1) and the hook must not delete that pool.
+    u = ["--url", srv.url, "--token-file", TOKEN]
+    expect(run("warm", "someone-else", "--node", "0", "--size", "8M", *u), 0, "someone else's pool")
+    env["HPWARM_PAGE_SIZE"] = "4M"
+    p = hook_run("someone-else", "0", "8M", "5")
+    del env["HPWARM_PAGE_SIZE"]
+    check(p.returncode == 1 and p.stdout == "", "hook bad page size rc=%d out=%r" % (p.returncode, p.stdout))
+    check(("DELETE", "/v1/pools/someone-else") not in srv.state.log and "someone-else" in srv.state.pools,
+          "hook does not release a pool after its own PUT failed")
+    p = hook_run("bad name!", "0", "8M", "5")
+    check(p.returncode == 2 and not any(x[0] == "DELETE" and "bad" in x[1] for x in srv.state.log),
+          "hook with an invalid name -> 2, nothing released")
+    # A pool whose wait fails but that a VM has claimed is not released.
+    srv.state.pools["someone-else"].claimed = True
+    srv.state.pools["someone-else"].doomed = True
+    p = hook_run("someone-else", "0", "8M", "5")
+    check(p.returncode == 1 and "someone-else" in srv.state.pools, "hook leaves a claimed pool rc=%d %r"
+          % (p.returncode, p.stderr[-300:]))
+    check(("DELETE", "/v1/pools/someone-else") not in srv.state.log, "no DELETE of a claimed pool")
 
 
 class RecordingListener:
