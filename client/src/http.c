@@ -128,8 +128,16 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
         return n;
 }
 
-static enum hpw_error transport_error(CURLcode rc)
+/* CONNECTED says whether the attempt ever had a connection: a timeout
+ * before that (a SYN dropped by a firewall, a host that is down) is the same
+ * as "unreachable" and worth another attempt, while a timeout after it means
+ * the server took too long and retrying would only double the wait. */
+enum hpw_error hpw_transport_error(int curl_code, bool connected)
 {
+        CURLcode rc = (CURLcode)curl_code;
+
+        if (rc == CURLE_OPERATION_TIMEDOUT && !connected)
+                return HPW_E_UNREACHABLE;
         switch (rc) {
         case CURLE_OK:
                 return HPW_OK;
@@ -258,9 +266,11 @@ static void finish(CURL *easy, CURLcode rc, struct buf *b, const char *errbuf,
                    struct hpw_http_resp *resp)
 {
         long status = 0;
-        curl_off_t ra = -1;
+        curl_off_t ra = -1, connect_us = 0;
 
-        resp->transport = transport_error(rc);
+        if (curl_easy_getinfo(easy, CURLINFO_CONNECT_TIME_T, &connect_us) != CURLE_OK)
+                connect_us = 0;
+        resp->transport = hpw_transport_error(rc, connect_us > 0);
         if (rc == CURLE_WRITE_ERROR && !b->too_big)
                 resp->transport = HPW_E_NOMEM;
         if (resp->transport != HPW_OK) {

@@ -68,6 +68,11 @@ struct hpw_http_resp {
 };
 void hpw_http_resp_clear(struct hpw_http_resp *r);
 
+/* A curl result (CURLcode) as the public enum.  CONNECTED: the attempt got
+ * a connection (curl's connect time is not 0); a timeout without one is
+ * HPW_E_UNREACHABLE (retryable), with one HPW_E_TIMEOUT. */
+enum hpw_error hpw_transport_error(int curl_code, bool connected);
+
 /* Split URL into the base URL curl should use and the unix socket path.
  * Accepts http://, https://, unix:///abs/path.  Caller frees both. */
 enum hpw_error hpw_url_split(const char *url, char **ret_base, char **ret_socket);

@@ -1,6 +1,7 @@
 /* Unit tests of libhpwarm's pure parts: backoff and retry decisions, status
  * mapping, URL splitting, JSON decoding of server answers (including hostile
  * and wrong-shaped ones), request bodies.  No network. */
+#include <curl/curl.h>
 #include <errno.h>
 #include <string.h>
 
@@ -82,6 +83,24 @@ static void test_retry_delay(void)
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 503, -1, 60, 0), ==, -1);
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 503, -1, 0, 0), ==, -1);
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 503, -1, 100, 0), ==, 50);
+}
+
+static void test_transport_error(void)
+{
+        /* A connect that timed out (SYN dropped) is unreachable, and retried. */
+        CHECK_INT(hpw_transport_error(CURLE_OPERATION_TIMEDOUT, false), ==, HPW_E_UNREACHABLE);
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, hpw_transport_error(CURLE_OPERATION_TIMEDOUT, false), 0, -1,
+                                  UINT64_MAX, 0), >=, 0);
+        /* A server that was reached and then too slow is a timeout, not retried. */
+        CHECK_INT(hpw_transport_error(CURLE_OPERATION_TIMEDOUT, true), ==, HPW_E_TIMEOUT);
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, hpw_transport_error(CURLE_OPERATION_TIMEDOUT, true), 0, -1,
+                                  UINT64_MAX, 0), ==, -1);
+        CHECK_INT(hpw_transport_error(CURLE_OK, true), ==, HPW_OK);
+        CHECK_INT(hpw_transport_error(CURLE_COULDNT_CONNECT, false), ==, HPW_E_UNREACHABLE);
+        CHECK_INT(hpw_transport_error(CURLE_GOT_NOTHING, true), ==, HPW_E_UNREACHABLE);
+        CHECK_INT(hpw_transport_error(CURLE_PEER_FAILED_VERIFICATION, true), ==, HPW_E_TLS);
+        CHECK_INT(hpw_transport_error(CURLE_URL_MALFORMAT, false), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_transport_error(CURLE_WRITE_ERROR, true), ==, HPW_E_PROTOCOL);
 }
 
 static void test_status_error(void)
@@ -379,6 +398,7 @@ int main(void)
 {
         test_backoff();
         test_retry_delay();
+        test_transport_error();
         test_status_error();
         test_names_and_errors();
         test_url_split();
