@@ -578,8 +578,8 @@ static int cmd_fleet(struct ctx *x)
                 }
                 print_unreachable(f);
                 /* Partial answers are still answers; only "nobody answered"
-                 * is unreachable. */
-                rc = ok ? 0 : CLI_EXIT_UNREACHABLE;
+                 * fails, with the reason all hosts share. */
+                rc = cli_fleet_exit(f);
                 goto out;
         }
 
@@ -617,7 +617,7 @@ static int cmd_fleet(struct ctx *x)
                 fmt_ps(c->page_size, ps, sizeof(ps));
                 fprintf(stderr, "hpwarm: fleet place: no host has %s free in %s pages\n", sz, ps);
                 free(cand);
-                rc = ok ? CLI_EXIT_CONFLICT : CLI_EXIT_UNREACHABLE;
+                rc = ok ? CLI_EXIT_CONFLICT : cli_fleet_exit(f);
                 goto out;
         }
         {
@@ -647,7 +647,7 @@ static int cmd_fleet(struct ctx *x)
                                 err = hpw_set_tls(h2, c->cacert, c->cert, c->key);
                         if (!err)
                                 err = hpw_set_timeouts(h2, c->connect_timeout_ms,
-                                                       CLI_DEFAULT_TIMEOUT_MS);
+                                                       cli_timeout_ms(c, false));
                         if (err) {
                                 fprintf(stderr, "hpwarm: fleet place: %s: %s\n", url, hpw_strerror(err));
                                 hpw_free(h2);
@@ -705,10 +705,7 @@ int main(int argc, char **argv)
                 hpw_free(x.h);
                 return CLI_EXIT_FAILED;
         }
-        if (c.cmd == CMD_FLEET)
-                total = c.timeout_set ? c.timeout_ms : CLI_DEFAULT_FLEET_TIMEOUT_MS;
-        else
-                total = c.timeout_set ? c.timeout_ms : CLI_DEFAULT_TIMEOUT_MS;
+        total = cli_timeout_ms(&c, c.cmd == CMD_FLEET);
         hpw_set_timeouts(x.h, c.connect_timeout_ms, total);
 
         switch (c.cmd) {

@@ -76,6 +76,19 @@ int cli_parse_seconds(const char *s, uint64_t *ret_ms);
 
 int cli_exit_code(enum hpw_error err);
 
+/* The handle's total timeout for C's command.  FLEET_QUERY: the per-host
+ * bound of a fleet query, --timeout or CLI_DEFAULT_FLEET_TIMEOUT_MS, also for
+ * --timeout 0 (a fleet query never waits without limit).  Otherwise one
+ * request's deadline, retries included: --timeout (0 = none) or
+ * CLI_DEFAULT_TIMEOUT_MS; this is also what the PUT of `fleet place --warm`
+ * gets, exactly as `hpwarm warm` would. */
+uint64_t cli_timeout_ms(const struct cli *c, bool fleet_query);
+
+/* Exit code of a fleet query: 0 when any host answered; when none did, the
+ * code every host's error shares (all 401/403 -> 6, all timed out -> 4), or
+ * CLI_EXIT_UNREACHABLE when they differ. */
+int cli_fleet_exit(const struct hpw_fleet *f);
+
 /* "1.5 GiB", "512 MiB", "4 KiB", "17 B". */
 void cli_format_bytes(uint64_t bytes, char *buf, size_t len);
 

@@ -48,8 +48,9 @@ const char cli_usage[] =
 "  --cacert F          CA bundle to verify the server\n"
 "  --cert F --key F    client certificate and key (mutual TLS)\n"
 "  --timeout S         deadline in seconds, retries included (default 30;\n"
-"                      600 for wait and --wait; per host for fleet, default 1.5;\n"
-"                      0 = none)\n"
+"                      600 for wait and --wait; 0 = none).  For fleet: per host\n"
+"                      (default 1.5; 0 = 1.5); with place --warm it also bounds\n"
+"                      the warm on the chosen host as for warm (PUT 30, --wait 600)\n"
 "  --connect-timeout S per connection attempt (default 5)\n"
 "  --json              print the server's JSON instead of tables\n"
 "  -h, --help          this text;  --version  client version\n"
@@ -467,6 +468,31 @@ int cli_exit_code(enum hpw_error err)
         default:
                 return CLI_EXIT_FAILED;
         }
+}
+
+uint64_t cli_timeout_ms(const struct cli *c, bool fleet_query)
+{
+        if (fleet_query)
+                return c->timeout_set && c->timeout_ms ? c->timeout_ms : CLI_DEFAULT_FLEET_TIMEOUT_MS;
+        return c->timeout_set ? c->timeout_ms : CLI_DEFAULT_TIMEOUT_MS;
+}
+
+int cli_fleet_exit(const struct hpw_fleet *f)
+{
+        int code = -1;
+
+        for (size_t i = 0; i < f->n; i++) {
+                int c;
+
+                if (f->hosts[i].err == HPW_OK)
+                        return CLI_EXIT_OK;
+                c = cli_exit_code(f->hosts[i].err);
+                if (code >= 0 && c != code)
+                        code = CLI_EXIT_UNREACHABLE;
+                else if (code < 0)
+                        code = c;
+        }
+        return code < 0 ? CLI_EXIT_UNREACHABLE : code;
 }
 
 void cli_format_bytes(uint64_t bytes, char *buf, size_t len)

@@ -7,6 +7,7 @@ canned data and scripted misbehaviour chosen by the pool name:
   ratelimited   GET answers 429 with Retry-After: 1 once, then the pool
   hang          GET never answers (well, not for 60 s): timeout test
   flakyclaim    POST .../claim answers 503 once (must NOT be retried)
+  hangput       PUT never answers (not for 60 s)
   dropdelete    the first DELETE deletes, then closes without answering
   conflict      PUT answers 409 pool-conflict
   doomed        PUT succeeds, warming ends "failed"
@@ -273,6 +274,9 @@ class Handler(BaseHTTPRequestHandler):
             if not isinstance(body, dict) or set(body) - allowed or not isinstance(body.get("node"), int) \
                     or not isinstance(body.get("size_bytes"), int):
                 return self.send(*problem(422, "invalid-field", "Invalid field", repr(body)))
+            if name == "hangput":
+                time.sleep(60)
+                return
             if name == "conflict":
                 return self.send(*problem(409, "pool-conflict", "Pool exists", "different pool named " + name))
             if body["size_bytes"] > (1 << 40):

@@ -236,6 +236,39 @@ static void test_exit_codes(void)
         }
 }
 
+static void test_timeouts_and_fleet_exit(void)
+{
+        struct cli c = { 0 };
+
+        CHECK_U64(cli_timeout_ms(&c, true), ==, CLI_DEFAULT_FLEET_TIMEOUT_MS);
+        CHECK_U64(cli_timeout_ms(&c, false), ==, CLI_DEFAULT_TIMEOUT_MS);
+        c.timeout_set = true;
+        c.timeout_ms = 0;
+        /* fleet --timeout 0 must not mean "wait for a silent host forever". */
+        CHECK_U64(cli_timeout_ms(&c, true), ==, CLI_DEFAULT_FLEET_TIMEOUT_MS);
+        CHECK_U64(cli_timeout_ms(&c, false), ==, 0);
+        c.timeout_ms = 4200;
+        CHECK_U64(cli_timeout_ms(&c, true), ==, 4200);
+        CHECK_U64(cli_timeout_ms(&c, false), ==, 4200);
+
+        struct hpw_fleet_host hs[3] = { 0 };
+        struct hpw_fleet f = { .n = 3, .hosts = hs };
+        hs[0].err = HPW_E_UNAUTHORIZED;
+        hs[1].err = HPW_E_FORBIDDEN;
+        hs[2].err = HPW_E_UNAUTHORIZED;
+        CHECK_INT(cli_fleet_exit(&f), ==, CLI_EXIT_AUTH);
+        hs[1].err = HPW_E_UNREACHABLE;
+        CHECK_INT(cli_fleet_exit(&f), ==, CLI_EXIT_UNREACHABLE);
+        hs[1].err = HPW_E_PROTOCOL;
+        CHECK_INT(cli_fleet_exit(&f), ==, CLI_EXIT_UNREACHABLE);
+        hs[0].err = hs[1].err = hs[2].err = HPW_E_TIMEOUT;
+        CHECK_INT(cli_fleet_exit(&f), ==, CLI_EXIT_TIMEOUT);
+        hs[2].err = HPW_OK;
+        CHECK_INT(cli_fleet_exit(&f), ==, CLI_EXIT_OK);
+        f.n = 0;
+        CHECK_INT(cli_fleet_exit(&f), ==, CLI_EXIT_UNREACHABLE);
+}
+
 static void test_place(void)
 {
         const uint64_t M2 = 2ull << 20, G1 = 1ull << 30;
@@ -307,6 +340,7 @@ int main(void)
         test_parse_errors();
         test_sizes();
         test_exit_codes();
+        test_timeouts_and_fleet_exit();
         test_place();
         test_hosts_and_table();
         printf("ok\n");

@@ -516,6 +516,33 @@ def test_fleet():
         check(p.elapsed < 1.8, "silent host bounded by per-host timeout (%.2fs)" % p.elapsed, p)
         check(fleet.silent[0] in p.stderr, "silent host listed", p)
 
+        # --timeout 0 is the default per-host timeout, not "wait forever".
+        p = run("fleet", "--hosts", hosts, "nodes", "--timeout", "0", timeout=10)
+        expect(p, 0, "fleet --timeout 0 with a silent host")
+        check(p.elapsed < 2.5, "fleet --timeout 0 bounded (%.2fs)" % p.elapsed, p)
+
+        # place --warm: --timeout bounds the PUT on the chosen host too.
+        with open(hosts, "w") as f:
+            f.write(urls[20] + "\n")
+        p = run("fleet", "--hosts", hosts, "place", "--size", "2M", "--warm", "hangput", "--timeout", "1",
+                timeout=20)
+        expect(p, 4, "place --warm with a hanging PUT -> 4")
+        check(p.elapsed < 3, "place --warm PUT bounded by --timeout (%.2fs)" % p.elapsed, p)
+
+        # Every host refuses the token -> 6, not "unreachable".
+        authed = [fs.start_tcp(token="other") for _ in range(2)]
+        try:
+            with open(hosts, "w") as f:
+                f.write("\n".join(s.url for s in authed) + "\n")
+            p = run("fleet", "--hosts", hosts, "nodes", "--token-file", TOKEN)
+            expect(p, 6, "fleet where every host says 401 -> 6")
+            p = run("fleet", "--hosts", hosts, "place", "--size", "2M", "--token-file", TOKEN)
+            expect(p, 6, "fleet place where every host says 401 -> 6")
+        finally:
+            for s in authed:
+                s.shutdown()
+                s.server_close()
+
         # All dead -> 3.
         with open(hosts, "w") as f:
             f.write("\n".join(fleet.dead) + "\n")
