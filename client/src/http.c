@@ -15,9 +15,6 @@
 
 #include "internal.h"
 
-/* Bodies we accept from a server; ours are a few KiB, a fleet node list is
- * small too.  Anything bigger is not our API. */
-#define HPW_MAX_BODY (16u << 20)
 
 struct hpw_http {
         CURL *easy;

@@ -50,6 +50,11 @@ bool hpw_name_valid(const char *name);
 
 /* ---- http.c (libcurl) ---- */
 
+/* Bodies we accept from a server: ours are a few KiB, a node list or a long
+ * pool list some hundred KiB at most.  A bigger answer is not our API (or is
+ * hostile) and is HPW_E_PROTOCOL before it costs us memory. */
+#define HPW_MAX_BODY (1u << 20)
+
 struct hpw_conn {
         const char *base_url;    /* "http://host:port" (for unix sockets "http://localhost") */
         const char *socket_path; /* NULL unless unix:// */
@@ -104,6 +109,10 @@ enum hpw_error hpw_json_node_list(const char *body, size_t len, struct hpw_node_
 enum hpw_error hpw_json_reserve(const char *body, size_t len, struct hpw_reserve_result **ret);
 enum hpw_error hpw_json_pool(const char *body, size_t len, struct hpw_pool **ret);
 enum hpw_error hpw_json_pool_list(const char *body, size_t len, struct hpw_pool_list **ret);
+/* Most items in any array of an answer (nodes, pools, page sizes); more is
+ * HPW_E_PROTOCOL, so a hostile answer cannot make us allocate for it. */
+#define HPW_MAX_ITEMS 65536
+
 /* BODY parsed (one object, only whitespace after it) and printed again by
  * cJSON, compact: what may be embedded in a larger JSON document.  NULL if
  * BODY is not such an object or on allocation failure; caller frees. */

@@ -181,6 +181,10 @@ static enum hpw_error parse_items(const char *body, size_t len, const char *list
                         return HPW_E_PROTOCOL;
                 }
                 n = (size_t)cJSON_GetArraySize(arr);
+                if (n > HPW_MAX_ITEMS) {
+                        cJSON_Delete(root);
+                        return HPW_E_PROTOCOL;
+                }
         }
         if (n && !(items = calloc(n, k->size))) {
                 cJSON_Delete(root);
@@ -366,6 +370,10 @@ static enum hpw_error node_from(const cJSON *o, void *item)
         if (hp && !cJSON_IsArray(hp))
                 return HPW_E_PROTOCOL;
         n->n_hugepages = (size_t)cJSON_GetArraySize(hp);
+        if (n->n_hugepages > HPW_MAX_ITEMS) {
+                n->n_hugepages = 0;
+                return HPW_E_PROTOCOL;
+        }
         if (n->n_hugepages == 0)
                 return HPW_OK;
         n->hugepages = calloc(n->n_hugepages, sizeof(*n->hugepages));

@@ -376,6 +376,16 @@ def test_forged_fleet_json():
         p = run("nodes", "--json", "--url", bad.url)
         expect(p, 1, "single host with trailing bytes -> 1")
         check("forged" not in p.stdout, "nothing printed from a rejected body", p)
+        # An answer over 1 MiB is refused (1), however well-formed.
+        big = fs.start_tcp()
+        big.state.raw["/v1/nodes"] = b'{"nodes":[],"pad":"' + b"x" * (1 << 20) + b'"}'
+        try:
+            p = run("nodes", "--json", "--url", big.url)
+            expect(p, 1, "answer over 1 MiB -> 1")
+            check(p.stdout == "" and "too large" in p.stderr, "says the answer is too large", p)
+        finally:
+            big.shutdown()
+            big.server_close()
         # place --json escapes the URL it prints.
         weird = good.url + '/"x'
         with open(hosts, "w") as f:

@@ -316,6 +316,47 @@ static void test_json_nodes(void)
         hpw_node_free(n);
 }
 
+/* An answer with more than HPW_MAX_ITEMS items in an array is refused. */
+static void test_json_caps(void)
+{
+        const char *item = "{\"id\":0},";
+        size_t cap = strlen("{\"nodes\":[]}") + (HPW_MAX_ITEMS + 1) * strlen(item) + 1, len;
+        char *b = malloc(cap), *p;
+        struct hpw_node_list *l = NULL;
+
+        CHECK(b);
+        for (size_t want = HPW_MAX_ITEMS; want <= HPW_MAX_ITEMS + 1; want++) {
+                p = b + sprintf(b, "{\"nodes\":[");
+                for (size_t i = 0; i < want; i++)
+                        p += sprintf(p, "%s", item);
+                p[-1] = ']';
+                *p++ = '}';
+                *p = '\0';
+                len = (size_t)(p - b);
+                if (want == HPW_MAX_ITEMS) {
+                        CHECK_INT(hpw_json_node_list(b, len, &l), ==, HPW_OK);
+                        CHECK_U64(l->n, ==, HPW_MAX_ITEMS);
+                        hpw_node_list_free(l);
+                } else {
+                        CHECK_INT(hpw_json_node_list(b, len, &l), ==, HPW_E_PROTOCOL);
+                }
+        }
+        /* The same for a node's page sizes. */
+        free(b);
+        item = "{\"page_size_bytes\":2097152},";
+        b = malloc(64 + (HPW_MAX_ITEMS + 1) * strlen(item));
+        CHECK(b);
+        p = b + sprintf(b, "{\"id\":0,\"hugepages\":[");
+        for (size_t i = 0; i <= HPW_MAX_ITEMS; i++)
+                p += sprintf(p, "%s", item);
+        p[-1] = ']';
+        *p++ = '}';
+        *p = '\0';
+        struct hpw_node *n = NULL;
+        CHECK_INT(hpw_json_node(b, (size_t)(p - b), &n), ==, HPW_E_PROTOCOL);
+        free(b);
+}
+
 static void test_json_misc(void)
 {
         struct hpw_problem *p = NULL;
@@ -404,6 +445,7 @@ int main(void)
         test_url_split();
         test_json_pool();
         test_json_nodes();
+        test_json_caps();
         test_json_misc();
         test_handle();
         printf("ok\n");
