@@ -8,6 +8,7 @@
  * case-sensitive: cJSON's default lookup is not.  Times arrive as unix seconds
  * or RFC 3339 strings; both are accepted. */
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,7 +111,8 @@ static char *opt_str(const cJSON *o, const char *key)
         return strdup(cJSON_IsString(v) && v->valuestring ? v->valuestring : "");
 }
 
-/* Unix seconds from a number or an RFC 3339 UTC/offset string; 0 if absent. */
+/* Unix seconds from a number or an RFC 3339 UTC/offset string; 0 if absent
+ * or not a time (out of range, malformed offset, trailing junk). */
 static int64_t opt_time(const cJSON *o, const char *key)
 {
         const cJSON *v = get(o, key);
@@ -118,8 +120,14 @@ static int64_t opt_time(const cJSON *o, const char *key)
         const char *p;
         int64_t t;
 
-        if (cJSON_IsNumber(v))
-                return (int64_t)v->valuedouble;
+        if (cJSON_IsNumber(v)) {
+                /* Converting a double outside int64_t is undefined: a number
+                 * that no double carries exactly is not a time of ours. */
+                double d = v->valuedouble;
+                if (!isfinite(d) || d > JSON_MAX_EXACT || d < -JSON_MAX_EXACT)
+                        return 0;
+                return (int64_t)d;
+        }
         if (!cJSON_IsString(v) || !v->valuestring)
                 return 0;
         p = strptime(v->valuestring, "%Y-%m-%dT%H:%M:%S", &tm);
@@ -129,12 +137,20 @@ static int64_t opt_time(const cJSON *o, const char *key)
         if (*p == '.')
                 while (*++p >= '0' && *p <= '9')
                         ;
-        if ((*p == '+' || *p == '-') && strlen(p) >= 6) {
+        if (*p == 'Z' || *p == 'z')
+                return p[1] ? 0 : t;
+        if (*p == '+' || *p == '-') {
+                /* Exactly "+HH:MM", nothing after. */
+                if (!isdigit((unsigned char)p[1]) || !isdigit((unsigned char)p[2]) || p[3] != ':' ||
+                    !isdigit((unsigned char)p[4]) || !isdigit((unsigned char)p[5]) || p[6])
+                        return 0;
                 int hh = (p[1] - '0') * 10 + (p[2] - '0'), mm = (p[4] - '0') * 10 + (p[5] - '0');
+                if (hh > 23 || mm > 59)
+                        return 0;
                 int64_t off = (int64_t)hh * 3600 + mm * 60;
-                t += *p == '+' ? -off : off;
+                return *p == '+' ? t - off : t + off;
         }
-        return t;
+        return *p ? 0 : t;
 }
 
 static char *dup_body(const char *body, size_t len)

@@ -316,6 +316,43 @@ static void test_json_nodes(void)
         hpw_node_free(n);
 }
 
+/* Times: numbers only within what a double carries exactly (a cast of 1e300
+ * to int64_t is undefined), RFC 3339 offsets only as +HH:MM digits. */
+static void test_json_times(void)
+{
+        static const struct { const char *v; int64_t want; } t[] = {
+                { "1700000000", 1700000000 },
+                { "1e300", 0 },
+                { "-1e300", 0 },
+                { "9007199254740993e3", 0 },
+                { "\"2023-11-14T22:13:20Z\"", 1700000000 },
+                { "\"2023-11-14T22:13:20.250Z\"", 1700000000 },
+                { "\"2023-11-14T23:13:20+01:00\"", 1700000000 },
+                { "\"2023-11-14T21:43:20-00:30\"", 1700000000 },
+                { "\"2023-11-14T22:13:20\"", 1700000000 },
+                { "\"2023-11-14T23:13:20+0a:00\"", 0 },
+                { "\"2023-11-14T23:13:20+01:0\"", 0 },
+                { "\"2023-11-14T23:13:20+01-00\"", 0 },
+                { "\"2023-11-14T23:13:20+99:00\"", 0 },
+                { "\"2023-11-14T23:13:20+01:00x\"", 0 },
+                { "\"2023-11-14T23:13:20Zjunk\"", 0 },
+                { "\"2023-11-14T23:13:20+\\u0000\"", 0 },
+                { "\"not a time\"", 0 },
+                { "true", 0 },
+        };
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+                char body[256];
+                struct hpw_pool *p = NULL;
+
+                snprintf(body, sizeof(body), "{\"name\":\"x\",\"state\":\"ready\",\"started_at\":%s}", t[i].v);
+                CHECK_INT(hpw_json_pool(J(body), &p), ==, HPW_OK);
+                if (p->started_at != t[i].want)
+                        fprintf(stderr, "time %s\n", t[i].v);
+                CHECK_INT(p->started_at, ==, t[i].want);
+                hpw_pool_free(p);
+        }
+}
+
 /* An answer with more than HPW_MAX_ITEMS items in an array is refused. */
 static void test_json_caps(void)
 {
@@ -445,6 +482,7 @@ int main(void)
         test_url_split();
         test_json_pool();
         test_json_nodes();
+        test_json_times();
         test_json_caps();
         test_json_misc();
         test_handle();
