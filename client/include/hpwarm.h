@@ -89,8 +89,11 @@ HPW_EXPORT void hpw_free(struct hpw *h);
 /* Timeouts in milliseconds.  TOTAL bounds a whole call including retries;
  * 0 means no limit.  CONNECT bounds each connection attempt (0 = curl default). */
 HPW_EXPORT enum hpw_error hpw_set_timeouts(struct hpw *h, uint64_t connect_ms, uint64_t total_ms);
-/* Read a bearer token from PATH (surrounding whitespace is stripped);
- * NULL removes it.  HPW_E_IO if the file cannot be read or is empty. */
+/* Read a bearer token from PATH, in hpwarmd's token-file format: blank lines
+ * and lines starting with '#' are skipped, the first other line (trimmed) is
+ * the token, one word of visible ASCII.  NULL removes it.  HPW_E_IO if the
+ * file cannot be read, is over 64 KiB or holds no such token;
+ * hpw_last_message() then says which. */
 HPW_EXPORT enum hpw_error hpw_set_token_file(struct hpw *h, const char *path);
 /* Bearer token given directly; NULL removes it. */
 HPW_EXPORT enum hpw_error hpw_set_token(struct hpw *h, const char *token);
@@ -112,8 +115,9 @@ HPW_EXPORT void hpw_set_log(struct hpw *h, hpw_log_fn fn, void *userdata);
 /* The problem detail of the last failed call, or NULL when the server sent
  * none (e.g. connection failure). */
 HPW_EXPORT const struct hpw_problem *hpw_last_problem(const struct hpw *h);
-/* A one-line human description of the last failure (curl's message or the
- * problem's title/detail), "" after success. */
+/* A one-line human description of the last failure (curl's message, the
+ * problem's title/detail, or why hpw_set_token_file refused a file), "" after
+ * success. */
 HPW_EXPORT const char *hpw_last_message(const struct hpw *h);
 /* HTTP status of the last answer, 0 if none. */
 HPW_EXPORT int hpw_last_status(const struct hpw *h);

@@ -696,7 +696,10 @@ int main(int argc, char **argv)
                 return e == HPW_E_INVALID ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
         }
         if (c.token_file && (e = hpw_set_token_file(x.h, c.token_file))) {
-                fprintf(stderr, "hpwarm: --token-file %s: %s\n", c.token_file, hpw_strerror(e));
+                if (hpw_last_message(x.h)[0])
+                        fprintf(stderr, "hpwarm: --token-file: %s (%s)\n", hpw_strerror(e), hpw_last_message(x.h));
+                else
+                        fprintf(stderr, "hpwarm: --token-file %s: %s\n", c.token_file, hpw_strerror(e));
                 hpw_free(x.h);
                 return CLI_EXIT_USAGE;
         }

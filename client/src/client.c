@@ -31,6 +31,9 @@
 /* A server that answers a long-poll at once while still warming would make
  * us spin; never ask again sooner than this. */
 #define HPW_POLL_MIN_INTERVAL_MS 200
+/* Largest token file read: hpwarmd's own token files (up to 1024 tokens of
+ * up to 4 KiB, with comments) are what people will point us at. */
+#define HPW_TOKEN_FILE_MAX (64u << 10)
 
 struct hpw {
         char *url;
@@ -237,38 +240,70 @@ enum hpw_error hpw_set_token(struct hpw *h, const char *token)
         return set_str(&h->token, token);
 }
 
+/* Same format as hpwarmd's token files, so one file can serve both: blank
+ * lines and lines starting with '#' are skipped, surrounding whitespace is
+ * trimmed, and the first remaining line is the token (one word of visible
+ * ASCII).  The file is read whole into a buffer one byte larger than the
+ * limit, so a full buffer means "too big" and a file of exactly the limit
+ * still loads. */
 enum hpw_error hpw_set_token_file(struct hpw *h, const char *path)
 {
-        char buf[4096];
-        size_t n, start = 0;
+        char *buf, *line, *tok = NULL;
+        const char *why = NULL;
+        size_t n;
         FILE *f;
-        enum hpw_error err;
+        enum hpw_error err = HPW_E_IO;
 
         if (!h)
                 return HPW_E_INVALID;
+        h->message[0] = '\0';
         if (!path)
                 return hpw_set_token(h, NULL);
+        buf = malloc(HPW_TOKEN_FILE_MAX + 1);
+        if (!buf)
+                return HPW_E_NOMEM;
         f = fopen(path, "re");
-        if (!f)
-                return HPW_E_IO;
-        n = fread(buf, 1, sizeof(buf) - 1, f);
-        if (ferror(f) || !feof(f)) {
-                fclose(f);
-                explicit_bzero(buf, sizeof(buf));
+        if (!f) {
+                snprintf(h->message, sizeof(h->message), "%s: %s", path, strerror(errno));
+                free(buf);
                 return HPW_E_IO;
         }
+        n = fread(buf, 1, HPW_TOKEN_FILE_MAX + 1, f);
+        if (ferror(f))
+                why = "read error";
+        else if (n > HPW_TOKEN_FILE_MAX)
+                why = "file too big for a token file";
+        else if (memchr(buf, '\0', n))
+                why = "file holds a NUL byte";
         fclose(f);
-        buf[n] = '\0';
-        while (n > 0 && strchr(" \t\r\n", buf[n - 1]))
-                buf[--n] = '\0';
-        while (buf[start] && strchr(" \t\r\n", buf[start]))
-                start++;
-        if (!buf[start] || strpbrk(buf + start, "\r\n")) {
-                explicit_bzero(buf, sizeof(buf));
-                return HPW_E_IO;
+        if (!why) {
+                buf[n] = '\0';
+                for (line = buf; line && !tok; ) {
+                        char *next = strchr(line, '\n'), *e;
+
+                        if (next)
+                                *next++ = '\0';
+                        while (*line && strchr(" \t\r\v\f", *line))
+                                line++;
+                        e = line + strlen(line);
+                        while (e > line && strchr(" \t\r\v\f", e[-1]))
+                                *--e = '\0';
+                        if (*line && *line != '#')
+                                tok = line;
+                        line = next;
+                }
+                if (!tok)
+                        why = "no token in file (only blank lines and # comments)";
         }
-        err = hpw_set_token(h, buf + start);
-        explicit_bzero(buf, sizeof(buf));
+        for (const char *c = tok; !why && c && *c; c++)
+                if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f)
+                        why = "the token must be one word of visible ASCII";
+        if (why)
+                snprintf(h->message, sizeof(h->message), "%s: %s", path, why);
+        else
+                err = hpw_set_token(h, tok);
+        explicit_bzero(buf, HPW_TOKEN_FILE_MAX + 1);
+        free(buf);
         return err;
 }
 

@@ -101,6 +101,16 @@ def test_basic(srv):
     expect(run("release", "x", "--url", srv.url, "--token-file", ROTOKEN), 6, "read-only token write -> 6")
     expect(run("health", "--url", srv.url, "--token-file", os.path.join(TMP, "missing")), 2,
            "missing token file -> 2")
+    # hpwarmd's token-file format: comments and blank lines before the token.
+    commented = os.path.join(TMP, "commented-token")
+    with open(commented, "w") as f:
+        f.write("# admin token\n\n  s3cret  \n# retired: old-token\n")
+    expect(run("health", "--url", srv.url, "--token-file", commented), 0, "token file with comments")
+    with open(commented, "w") as f:
+        f.write("# nothing here\n")
+    p = run("health", "--url", srv.url, "--token-file", commented)
+    expect(p, 2, "token file without a token -> 2")
+    check("no token" in p.stderr, "says why the token file was refused", p)
 
     # Usage errors -> 2.
     expect(run("warm", "x", "--size", "1G", *u), 2, "warm without --node")

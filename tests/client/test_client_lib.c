@@ -4,6 +4,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "internal.h"
@@ -445,6 +446,59 @@ static void test_json_misc(void)
         free(s);
 }
 
+static void write_file(const char *path, const char *data, size_t len)
+{
+        FILE *f = fopen(path, "we");
+
+        CHECK(f);
+        CHECK_U64(fwrite(data, 1, len, f), ==, len);
+        CHECK_INT(fclose(f), ==, 0);
+}
+
+/* Token files in hpwarmd's format; sizes at and past the limit. */
+static void test_token_files(struct hpw *h)
+{
+        char dir[] = "/tmp/hpw-token-XXXXXX", path[64];
+        char *big = malloc((64u << 10) + 2);
+        static const struct { const char *data; enum hpw_error want; const char *why; } t[] = {
+                { "s3cret\n", HPW_OK, NULL },
+                { "  s3cret  \r\n", HPW_OK, NULL },
+                { "# admin token for host a\n\n   \n\ts3cret\nsecond-token\n", HPW_OK, NULL },
+                { "# only a comment\n\n", HPW_E_IO, "no token" },
+                { "", HPW_E_IO, "no token" },
+                { "two words\n", HPW_E_IO, "one word" },
+                { "caf\xc3\xa9\n", HPW_E_IO, "one word" },
+        };
+
+        CHECK(big);
+        CHECK(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/token", dir);
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+                write_file(path, t[i].data, strlen(t[i].data));
+                CHECK_INT(hpw_set_token_file(h, path), ==, t[i].want);
+                if (t[i].why)
+                        CHECK(strstr(hpw_last_message(h), t[i].why) != NULL);
+                else
+                        CHECK_STR(hpw_last_message(h), "");
+        }
+        /* A 4095-byte file (the old buffer's edge), exactly 64 KiB, one more. */
+        static const size_t sizes[] = { 4095, 4096, 64u << 10, (64u << 10) + 1 };
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+                memset(big, 'a', sizes[i]);
+                big[sizes[i] - 1] = '\n';
+                write_file(path, big, sizes[i]);
+                CHECK_INT(hpw_set_token_file(h, path), ==, sizes[i] <= (64u << 10) ? HPW_OK : HPW_E_IO);
+        }
+        CHECK(strstr(hpw_last_message(h), "too big") != NULL);
+        write_file(path, "ab\0cd\n", 6);
+        CHECK_INT(hpw_set_token_file(h, path), ==, HPW_E_IO);
+        unlink(path);
+        rmdir(dir);
+        free(big);
+        /* Leave the handle as a fresh one. */
+        CHECK_INT(hpw_set_token_file(h, NULL), ==, HPW_OK);
+}
+
 static void test_handle(void)
 {
         struct hpw *h = NULL;
@@ -453,6 +507,8 @@ static void test_handle(void)
         CHECK(h == NULL);
         CHECK_INT(hpw_new(NULL, &h), ==, HPW_OK);
         CHECK_INT(hpw_set_token_file(h, "/nonexistent/token"), ==, HPW_E_IO);
+        CHECK(strstr(hpw_last_message(h), "/nonexistent/token") != NULL);
+        test_token_files(h);
         CHECK_INT(hpw_set_token(h, "a\r\nX-Evil: 1"), ==, HPW_E_INVALID);
         CHECK_INT(hpw_set_token(h, "abc"), ==, HPW_OK);
         CHECK_INT(hpw_set_retry(h, 0, 100, 1000), ==, HPW_E_INVALID);
