@@ -241,7 +241,8 @@ typedef void (*hpw_progress_fn)(const struct hpw_pool *pool, void *userdata);
  * limit; the handle's total timeout does not apply).  With PROGRESS set the
  * server is asked about once a second, else at most every 30 s.
  * Returns HPW_OK (ready), HPW_E_POOL_FAILED (failed or cancelled; the problem
- * is the pool's error), HPW_E_TIMEOUT, or a request error.  *ret receives the
+ * is the pool's error), HPW_E_TIMEOUT, HPW_E_PROTOCOL for a state this
+ * library does not know (HPW_POOL_UNKNOWN), or a request error.  *ret receives the
  * last pool seen on HPW_OK and HPW_E_POOL_FAILED, and on HPW_E_TIMEOUT when
  * any answer came before the deadline; otherwise it is left alone. */
 HPW_EXPORT enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t timeout_ms,

@@ -595,7 +595,16 @@ enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t timeout_ms, hp
                 pool = p;
                 if (progress)
                         progress(pool, userdata);
-                if (pool->state != HPW_POOL_WARMING && pool->state != HPW_POOL_UNKNOWN)
+                if (pool->state == HPW_POOL_UNKNOWN) {
+                        /* Not a state we could wait out: without knowing
+                         * whether it ends, waiting would only run to the
+                         * deadline (or forever without one). */
+                        snprintf(h->message, sizeof(h->message), "pool %s is in unknown state '%s'",
+                                 name, pool->state_name);
+                        hpw_pool_free(pool);
+                        return HPW_E_PROTOCOL;
+                }
+                if (pool->state != HPW_POOL_WARMING)
                         break;
                 if (deadline && now_ms() >= deadline) {
                         snprintf(h->message, sizeof(h->message), "pool %s still %s at the deadline",

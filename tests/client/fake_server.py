@@ -7,6 +7,7 @@ canned data and scripted misbehaviour chosen by the pool name:
   ratelimited   GET answers 429 with Retry-After: 1 once, then the pool
   hang          GET never answers (well, not for 60 s): timeout test
   flakyclaim    POST .../claim answers 503 once (must NOT be retried)
+  weirdstate    GET answers a pool in state "frobbing"
   hangput       PUT never answers (not for 60 s)
   dropdelete    the first DELETE deletes, then closes without answering
   conflict      PUT answers 409 pool-conflict
@@ -258,6 +259,8 @@ class Handler(BaseHTTPRequestHandler):
             if name == "hang":
                 time.sleep(60)
                 return
+            if name == "weirdstate":
+                return self.send(200, Pool(name, 0, M2, M2, 1, 0).to_json() | {"state": "frobbing"})
             if name in ("flaky503", "ratelimited"):
                 return self.send(200, Pool(name, 0, M2, M2, 1, 0).to_json() | {"state": "ready"})
             with st.lock:

@@ -168,6 +168,12 @@ def test_pools(srv):
     p = run("wait", "doomed", "--json", *u)
     check(json.loads(p.stdout)["state"] == "failed", "wait --json prints the pool", p)
 
+    # A state the client does not know is a protocol error at once (1),
+    # not a wait until the deadline.
+    p = run("wait", "weirdstate", "--timeout", "5", *u)
+    expect(p, 1, "wait on an unknown state -> 1")
+    check(p.elapsed < 2 and "frobbing" in p.stderr, "unknown state reported at once (%.2fs)" % p.elapsed, p)
+
     # Wait with a deadline shorter than the warm: exit 4, quickly.
     run("warm", "slow", "--node", "0", "--size", "8M", *u)
     p = run("wait", "slow", "--timeout", "0.3", *u)
