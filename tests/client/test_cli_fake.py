@@ -232,7 +232,7 @@ def test_retries(srv):
     srv.state.counts.pop("get-ratelimited", None)
     p = run("status", "ratelimited", "--timeout", "0.5", *u)
     expect(p, 1, "429 with Retry-After past the deadline -> 1")
-    check(p.elapsed < 0.5, "gave up without sleeping (%.2fs)" % p.elapsed, p)
+    check(p.elapsed < 0.9, "gave up without sleeping 1 s (%.2fs)" % p.elapsed, p)
 
     # A DELETE whose answer is lost is retried; the retry's 404 means done.
     expect(run("warm", "dropdelete", "--node", "0", "--size", "2M", *u), 0, "warm dropdelete")
@@ -264,7 +264,7 @@ def test_retries(srv):
     dead = "http://127.0.0.1:%d" % fs.dead_port()
     p = run("health", "--url", dead, "--timeout", "1")
     expect(p, 3, "dead port -> 3")
-    check(p.elapsed < 1.5, "dead port bounded by deadline (%.2fs)" % p.elapsed, p)
+    check(p.elapsed < 2.5, "dead port bounded by deadline (%.2fs)" % p.elapsed, p)
     p = run("health", "--url", "unix://" + os.path.join(TMP, "nosock"), "--timeout", "0.5")
     expect(p, 3, "missing unix socket -> 3")
 
@@ -534,18 +534,20 @@ def test_fleet():
         expect(p, 0, "fleet pools")
         check("fleet-vm" in p.stdout, "fleet pools lists the pool", p)
 
-        # A host that accepts and never answers costs one per-host timeout.
+        # A host that accepts and never answers costs one per-host timeout.  Time
+        # bounds in this file are generous (CI machines are shared and noisy):
+        # they tell "bounded" from "sleeps/hangs", they are not benchmarks.
         with open(hosts, "a") as f:
             f.write(fleet.silent[0] + "\n")
         p = run("fleet", "--hosts", hosts, "nodes", "--timeout", "1")
         expect(p, 0, "fleet with a silent host")
-        check(p.elapsed < 1.8, "silent host bounded by per-host timeout (%.2fs)" % p.elapsed, p)
+        check(p.elapsed < 2.5, "silent host bounded by per-host timeout (%.2fs)" % p.elapsed, p)
         check(fleet.silent[0] in p.stderr, "silent host listed", p)
 
         # --timeout 0 is the default per-host timeout, not "wait forever".
         p = run("fleet", "--hosts", hosts, "nodes", "--timeout", "0", timeout=10)
         expect(p, 0, "fleet --timeout 0 with a silent host")
-        check(p.elapsed < 2.5, "fleet --timeout 0 bounded (%.2fs)" % p.elapsed, p)
+        check(p.elapsed < 3.0, "fleet --timeout 0 bounded (%.2fs)" % p.elapsed, p)
 
         # place --warm: --timeout bounds the PUT on the chosen host too.
         with open(hosts, "w") as f:
