@@ -63,16 +63,17 @@ static void pool_gauges(struct app *app, struct prom *p)
         prom_header(p, "hpwarmd_pool_bytes", "Bytes of warm pools by NUMA node, page size and state.", "gauge");
         static const enum pool_state states[] = {POOL_WARMING, POOL_READY, POOL_FAILED, POOL_CANCELLED};
         for (size_t i = 0; i < t->n_nodes; i++) {
+                char node[16];
+                snprintf(node, sizeof(node), "%d", t->nodes[i].id);
                 for (size_t j = 0; j < t->n_page_sizes; j++) {
+                        char psz[24];
+                        snprintf(psz, sizeof(psz), "%" PRIu64, t->page_sizes[j]);
                         for (size_t s = 0; s < ARRAY_SIZE(states); s++) {
                                 uint64_t bytes = 0;
                                 for (size_t k = 0; k < n; k++)
                                         if (v[k].rec.node == t->nodes[i].id &&
                                             v[k].rec.page_size == t->page_sizes[j] && v[k].rec.state == states[s])
                                                 bytes += v[k].rec.size_bytes;
-                                char node[16], psz[24];
-                                snprintf(node, sizeof(node), "%d", t->nodes[i].id);
-                                snprintf(psz, sizeof(psz), "%" PRIu64, t->page_sizes[j]);
                                 prom_sample_u64(p, "hpwarmd_pool_bytes",
                                                 (struct prom_label[]){{"numa_node", node},
                                                                       {"page_size_bytes", psz},
