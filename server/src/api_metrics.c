@@ -10,7 +10,6 @@
 #include "api.h"
 #include "api_util.h"
 #include "app.h"
-#include "journal.h"
 #include "metrics.h"
 #include "pools.h"
 #include "topo.h"
@@ -71,9 +70,9 @@ static void pool_gauges(struct app *app, struct prom *p)
                         for (size_t s = 0; s < ARRAY_SIZE(states); s++) {
                                 uint64_t bytes = 0;
                                 for (size_t k = 0; k < n; k++)
-                                        if (v[k].rec.node == t->nodes[i].id &&
-                                            v[k].rec.page_size == t->page_sizes[j] && v[k].rec.state == states[s])
-                                                bytes += v[k].rec.size_bytes;
+                                        if (v[k].node == t->nodes[i].id &&
+                                            v[k].page_size == t->page_sizes[j] && v[k].state == states[s])
+                                                bytes += v[k].size_bytes;
                                 prom_sample_u64(p, "hpwarmd_pool_bytes",
                                                 (struct prom_label[]){{"numa_node", node},
                                                                       {"page_size_bytes", psz},

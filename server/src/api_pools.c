@@ -9,7 +9,6 @@
 #include "api.h"
 #include "api_util.h"
 #include "app.h"
-#include "journal.h"
 #include "json.h"
 #include "pools.h"
 #include "topo.h"
@@ -37,7 +36,7 @@ static void add_time(struct json *o, const char *key, int64_t unix_s)
 
 static struct json *encode_pool(const struct pool_view *v)
 {
-        const struct journal_pool *p = &v->rec;
+        const struct pool_view *p = v;
         struct json *o = json_new_object();
         json_add_str(o, "name", p->name);
         json_add_u64(o, "node", (uint64_t)p->node);
@@ -158,7 +157,7 @@ static void wait_work(struct resp *resp, void *ctx)
                         pool_not_found(resp, w->name);
                         return;
                 }
-                if (v.rec.state != POOL_WARMING || now_mono_ns() >= w->deadline_ns ||
+                if (v.state != POOL_WARMING || now_mono_ns() >= w->deadline_ns ||
                     atomic_load(&w->app->stopping))
                         break;
         }
@@ -192,7 +191,7 @@ void api_pool_get(const struct req *req, struct resp *resp)
                 pool_not_found(resp, name);
                 return;
         }
-        if (!wait || v.rec.state != POOL_WARMING || timeout_s == 0) {
+        if (!wait || v.state != POOL_WARMING || timeout_s == 0) {
                 send_pool(resp, 200, &v);
                 return;
         }
@@ -275,7 +274,7 @@ void api_pool_put(const struct req *req, struct resp *resp)
         struct pool_work *w = new_work(req, resp);
         if (!w)
                 return;
-        snprintf(w->rq.name, sizeof(w->rq.name), "%.*s", JOURNAL_NAME_MAX, name);
+        snprintf(w->rq.name, sizeof(w->rq.name), "%.*s", POOL_NAME_MAX, name);
         w->rq.node = n->id;
         w->rq.size_bytes = size_bytes;
         w->rq.page_size = ps;
@@ -333,7 +332,7 @@ static void claim_work(struct resp *resp, void *ctx)
                 return;
         }
         if (r == -EBUSY) {
-                const char *state = pools_get(w->app->pools, w->name, &v) == 0 ? pool_state_name(v.rec.state)
+                const char *state = pools_get(w->app->pools, w->name, &v) == 0 ? pool_state_name(v.state)
                                                                                 : "gone";
                 problem_set(&p, 409, "pool-not-ready", "Pool not ready",
                             "pool \"%s\" is %s; only a ready pool can be claimed", w->name, state);

@@ -42,52 +42,6 @@
  * larger is not ours. */
 #define JOURNAL_MAX_BYTES (16 * MIB)
 
-static const char *const state_names[] = {
-        [POOL_WARMING] = "warming",
-        [POOL_READY] = "ready",
-        [POOL_FAILED] = "failed",
-        [POOL_CANCELLED] = "cancelled",
-};
-
-const char *pool_state_name(enum pool_state s)
-{
-        if ((unsigned)s >= ARRAY_SIZE(state_names))
-                return NULL;
-        return state_names[s];
-}
-
-int pool_state_parse(const char *s, enum pool_state *ret)
-{
-        if (!s)
-                return -EINVAL;
-        for (size_t i = 0; i < ARRAY_SIZE(state_names); i++)
-                if (strcmp(s, state_names[i]) == 0) {
-                        *ret = (enum pool_state)i;
-                        return 0;
-                }
-        return -EINVAL;
-}
-
-static bool name_char(char c, bool first)
-{
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
-                return true;
-        return !first && (c == '.' || c == '_' || c == '-');
-}
-
-bool pool_name_valid(const char *name)
-{
-        size_t i;
-
-        if (!name)
-                return false;
-        for (i = 0; name[i]; i++) {
-                if (i >= JOURNAL_NAME_MAX || !name_char(name[i], i == 0))
-                        return false;
-        }
-        return i > 0;
-}
-
 void journal_free(struct journal *j)
 {
         if (!j)

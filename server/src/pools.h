@@ -1,7 +1,8 @@
 /* pools: the registry of warm pools and the daemon's durable state.
  *
  * A pool is a named hugetlbfs file on one node, populated by the engine.
- * State machine:  (create) -> warming -> ready | failed | cancelled;
+ * Its states and the moves between them are in pool.h:
+ * (create) -> warming -> ready | failed | cancelled;
  * ready -(claim)-> ready+claimed; ready unclaimed past its TTL -> released.
  * DELETE removes the file in every state.  A pool that fails or is cancelled
  * has its file removed at once (no hugepages leak); the record stays so a
@@ -24,7 +25,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "journal.h"
+#include "pool.h"
 #include "problem.h"
 #include "reserve.h"
 #include "topo.h"
@@ -82,7 +83,8 @@ int pools_check_mount(const char *dir, uint64_t page_size, gid_t gid);
 struct pools;
 
 /* Loads and reconciles the journal, re-applies reservations, resumes warming
- * pools, starts the TTL reaper.  Caller owns *ret. */
+ * pools, starts the upkeep thread (finished jobs, TTL expiry).  Caller owns
+ * *ret. */
 int pools_new(const struct pools_config *cfg, struct pools **ret);
 /* Stops jobs at a chunk boundary (they stay "warming" in the journal and
  * resume at next start), saves, frees.  Accepts NULL.  Call it after the HTTP
@@ -95,7 +97,7 @@ void pools_free(struct pools *p);
 #define POOLS_TTL_MAX (UINT64_C(10) * 366 * 24 * 3600)
 
 struct pool_req {
-        char name[JOURNAL_NAME_MAX + 1];
+        char name[POOL_NAME_MAX + 1];
         int node;
         uint64_t size_bytes;
         uint64_t page_size;
@@ -106,7 +108,18 @@ struct pool_req {
 
 /* A snapshot of one pool, plain data. */
 struct pool_view {
-        struct journal_pool rec;   /* name, node, sizes, state, claimed, times, error */
+        char name[POOL_NAME_MAX + 1];
+        int node;
+        uint64_t page_size;
+        uint64_t size_bytes;
+        enum pool_state state;
+        bool claimed;
+        uint64_t ttl_seconds;      /* 0 = none */
+        int64_t created_at;        /* unix seconds */
+        int64_t started_at;        /* unix seconds */
+        int64_t finished_at;       /* unix seconds, 0 = not finished */
+        char error_slug[POOL_ERROR_SLUG_MAX];     /* "" = none */
+        char error_detail[POOL_ERROR_DETAIL_MAX];
         char path[4096];
         uint64_t bytes_done;
         double rate_bytes_per_second;
@@ -174,3 +187,22 @@ struct pools_stats {
                 reservations_refused, reservations_error;
 };
 void pools_get_stats(struct pools *p, struct pools_stats *ret);
+
+/* Change notification, for callers that wait for a pool without a thread
+ * each (long-polls suspended in the HTTP layer).  FN(ARG, name) is called
+ * after every committed change of a pool's state or existence: created,
+ * warming -> ready/failed/cancelled, claimed, removed (DELETE, TTL expiry).
+ * It may be called more than once for one change (warming -> ready is shown
+ * before it is saved, and told both times) and for changes a waiter does not
+ * care about: it says "look again", and the caller re-reads with pools_get.
+ *
+ * FN runs in whichever thread made the change (an HTTP work thread, the
+ * upkeep thread), with none of the registry's locks held, so it may call
+ * pools_get, pools_list and pools_wait; it must not block, nor call
+ * pools_set_observer or any pools_* function that changes a pool.  Calls are
+ * serialised.  One observer at a time: a new call replaces the old one, and
+ * FN = NULL removes it; when pools_set_observer returns, the old FN is not
+ * running and will not be called again.  NAME is valid only during the
+ * call.  Changes made by pools_new (start-up) happen before any observer
+ * can be set and are not told. */
+void pools_set_observer(struct pools *p, void (*fn)(void *arg, const char *name), void *arg);

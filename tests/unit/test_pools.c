@@ -219,7 +219,7 @@ static void wait_state(struct pools *p, const char *name, enum pool_state want)
         struct pool_view v;
 
         CHECK_INT(pools_wait(p, name, deadline_in(20), &v), ==, 0);
-        CHECK_STR(pool_state_name(v.rec.state), pool_state_name(want));
+        CHECK_STR(pool_state_name(v.state), pool_state_name(want));
 }
 
 static bool file_exists(const struct env *e, const char *name)
@@ -326,7 +326,7 @@ static void test_validation(void)
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_state(p, "ttl", POOL_READY);
         CHECK_INT(pools_get(p, "ttl", &v), ==, 0);
-        CHECK_INT(v.expires_at, ==, v.rec.finished_at + (int64_t)POOLS_TTL_MAX);
+        CHECK_INT(v.expires_at, ==, v.finished_at + (int64_t)POOLS_TTL_MAX);
         CHECK_INT(pools_delete(p, "ttl"), ==, 0);
 
         /* Nothing of the refused ones exists. */
@@ -351,8 +351,8 @@ static void test_lifecycle(void)
 
         gate(true);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
-        CHECK_STR(pool_state_name(v.rec.state), "warming");
-        CHECK_U64(v.rec.size_bytes, ==, 8 * PAGE);
+        CHECK_STR(pool_state_name(v.state), "warming");
+        CHECK_U64(v.size_bytes, ==, 8 * PAGE);
         snprintf(path, sizeof(path), "%s/vm1", e.mount);
         CHECK_STR(v.path, path);
         CHECK_INT(stat(path, &st), ==, 0);
@@ -371,7 +371,7 @@ static void test_lifecycle(void)
         uint64_t t0 = now_mono_ns();
         CHECK_INT(pools_wait(p, "vm1", deadline_in(0.2), &v), ==, 0);
         CHECK_U64(now_mono_ns() - t0, >=, 150 * 1000 * 1000);
-        CHECK_STR(pool_state_name(v.rec.state), "warming");
+        CHECK_STR(pool_state_name(v.state), "warming");
 
         uint64_t warm, warming;
         pools_node_usage(p, 0, PAGE, &warm, &warming);
@@ -387,7 +387,7 @@ static void test_lifecycle(void)
         CHECK(v.placement_verified);
         CHECK_U64(v.pages_off_node, ==, 0);
         CHECK_INT(v.expires_at, ==, 0);
-        CHECK(v.rec.finished_at > 0);
+        CHECK(v.finished_at > 0);
         pools_node_usage(p, 0, PAGE, &warm, &warming);
         CHECK_U64(warm, ==, 8);
         CHECK_U64(warming, ==, 0);
@@ -408,8 +408,8 @@ static void test_lifecycle(void)
         r.ttl_seconds = 77;
         r.threads = 1;
         CHECK_INT(create(p, &r, &v, &err), ==, 200);
-        CHECK_STR(pool_state_name(v.rec.state), "ready");
-        CHECK_INT(v.rec.ttl_seconds, ==, 0);
+        CHECK_STR(pool_state_name(v.state), "ready");
+        CHECK_INT(v.ttl_seconds, ==, 0);
 
         /* Same name, different pool. */
         struct pool_req other = req("vm1", 0, 4);
@@ -420,7 +420,7 @@ static void test_lifecycle(void)
         CHECK_INT(create(p, &other, &v, &err), ==, -EEXIST);
 
         CHECK_INT(pools_claim(p, "vm1", &v), ==, 0);
-        CHECK(v.rec.claimed);
+        CHECK(v.claimed);
         CHECK_INT(pools_claim(p, "vm1", &v), ==, 0);
         j = load(&e);
         CHECK(jpool(j, "vm1")->claimed);
@@ -430,7 +430,7 @@ static void test_lifecycle(void)
         size_t n;
         CHECK_INT(pools_list(p, &list, &n), ==, 0);
         CHECK_U64(n, ==, 1);
-        CHECK_STR(list[0].rec.name, "vm1");
+        CHECK_STR(list[0].name, "vm1");
         free(list);
 
         CHECK_INT(pools_delete(p, "vm1"), ==, 0);
@@ -626,8 +626,8 @@ static void test_failure_and_cancel(void)
         fail_with(0);
         CHECK(!file_exists(&e, "bad"));
         CHECK_INT(pools_get(p, "bad", &v), ==, 0);
-        CHECK_STR(v.rec.error_slug, "hugepages-exhausted");
-        CHECK(strstr(v.rec.error_detail, "ran out of free hugepages"));
+        CHECK_STR(v.error_slug, "hugepages-exhausted");
+        CHECK(strstr(v.error_detail, "ran out of free hugepages"));
         struct journal *j = load(&e);
         CHECK_STR(pool_state_name(jpool(j, "bad")->state), "failed");
         CHECK_STR(jpool(j, "bad")->error_slug, "hugepages-exhausted");
@@ -635,7 +635,7 @@ static void test_failure_and_cancel(void)
         /* The same spec again shows the failure as it is (200), so a
          * retrying scheduler learns why; DELETE clears it. */
         CHECK_INT(create(p, &r, &v, &err), ==, 200);
-        CHECK_STR(pool_state_name(v.rec.state), "failed");
+        CHECK_STR(pool_state_name(v.state), "failed");
         CHECK_INT(pools_claim(p, "bad", &v), ==, -EBUSY);
         CHECK_INT(pools_delete(p, "bad"), ==, 0);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
@@ -673,8 +673,8 @@ static void test_failure_and_cancel(void)
         CHECK_INT(pools_delete(p, "nounlink"), ==, -EISDIR);
         pthread_join(t, NULL);
         CHECK_INT(pools_get(p, "nounlink", &v), ==, 0);
-        CHECK_STR(pool_state_name(v.rec.state), "failed");
-        CHECK_STR(v.rec.error_slug, "pool-file-error");
+        CHECK_STR(pool_state_name(v.state), "failed");
+        CHECK_STR(v.error_slug, "pool-file-error");
         j = load(&e);
         CHECK_STR(pool_state_name(jpool(j, "nounlink")->state), "failed");
         journal_free(j);
@@ -807,7 +807,7 @@ static void test_ttl(void)
         wait_state(p, "short", POOL_READY);
         wait_state(p, "kept", POOL_READY);
         CHECK_INT(pools_get(p, "short", &v), ==, 0);
-        CHECK_INT(v.expires_at, ==, v.rec.finished_at + 1);
+        CHECK_INT(v.expires_at, ==, v.finished_at + 1);
         CHECK_INT(pools_claim(p, "kept", &v), ==, 0);
         CHECK_INT(v.expires_at, ==, 0);
 
@@ -827,7 +827,7 @@ static void test_ttl(void)
 }
 
 /* A pool whose TTL release keeps failing (its path became a directory, so
- * unlink fails) must not starve the reaper: other pools still finish, and
+ * unlink fails) must not starve the upkeep thread: other pools still finish, and
  * the release is retried a few seconds later. */
 static void test_ttl_release_fails(void)
 {
@@ -854,7 +854,7 @@ static void test_ttl_release_fails(void)
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         struct pool_view w;
         CHECK_INT(pools_wait(p, "later", deadline_in(3), &w), ==, 0);
-        CHECK_STR(pool_state_name(w.rec.state), "ready");
+        CHECK_STR(pool_state_name(w.state), "ready");
 
         /* Unstuck: released on the retry, within its delay. */
         CHECK_INT(rmdir(path), ==, 0);
@@ -913,10 +913,10 @@ static void test_restart(void)
 
         p = start(&e);
         CHECK_INT(pools_get(p, "ready", &v), ==, 0);
-        CHECK_STR(pool_state_name(v.rec.state), "ready");
+        CHECK_STR(pool_state_name(v.state), "ready");
         CHECK_INT(pools_get(p, "gone", &v), ==, 0);
-        CHECK_STR(pool_state_name(v.rec.state), "failed");
-        CHECK_STR(v.rec.error_slug, "file-missing");
+        CHECK_STR(pool_state_name(v.state), "failed");
+        CHECK_STR(v.error_slug, "file-missing");
         wait_state(p, "warm", POOL_READY);
         wait_state(p, "half", POOL_READY);
         snprintf(path, sizeof(path), "%s/half", e.mount);
@@ -981,8 +981,8 @@ static void test_restart_claimed(void)
 
         p = start(&e);
         CHECK_INT(pools_get(p, "vm", &v), ==, 0);
-        CHECK_STR(pool_state_name(v.rec.state), "ready");
-        CHECK(v.rec.claimed);
+        CHECK_STR(pool_state_name(v.state), "ready");
+        CHECK(v.claimed);
         CHECK_INT(stat(path, &st), ==, 0);
         CHECK_U64((uint64_t)st.st_blocks * 512, ==, 2 * PAGE);
         CHECK_U64(st.st_size, ==, 4 * PAGE);
@@ -1033,7 +1033,7 @@ static void make_pool_file(const struct env *e, const char *name, uint64_t size,
         close(fd);
 }
 
-/* At start the reaper is not running yet: a resumed pool whose job already
+/* At start the upkeep thread is not running yet: a resumed pool whose job already
  * finished takes no more pages, so it must not make the next one fail. */
 static void test_resume_after_finished(void)
 {
@@ -1226,6 +1226,178 @@ static void test_bad_config(void)
         env_fini(&e);
 }
 
+/* ---- the change observer ---- */
+
+/* What an observer saw: each call's name and what pools_get returned for it
+ * from inside the call (which also proves no registry lock is held then). */
+static struct {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        struct pools *p;
+        int calls;
+        char last_name[POOL_NAME_MAX + 1];
+        char seen[64][32];       /* "name:state", "name:claimed", "name:gone" */
+        int n_seen;
+} ob = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static void observer(void *arg, const char *name)
+{
+        struct pool_view v;
+        int r = pools_get(ob.p, name, &v);
+
+        CHECK(arg == &ob);
+        pthread_mutex_lock(&ob.lock);
+        ob.calls++;
+        snprintf(ob.last_name, sizeof(ob.last_name), "%s", name);
+        if (ob.n_seen < (int)ARRAY_SIZE(ob.seen))
+                snprintf(ob.seen[ob.n_seen++], sizeof(ob.seen[0]), "%s:%s", name,
+                         r < 0 ? "gone" : v.claimed ? "claimed" : pool_state_name(v.state));
+        pthread_cond_broadcast(&ob.cond);
+        pthread_mutex_unlock(&ob.lock);
+}
+
+static void ob_reset(struct pools *p)
+{
+        pthread_mutex_lock(&ob.lock);
+        ob.p = p;
+        ob.calls = 0;
+        ob.n_seen = 0;
+        ob.last_name[0] = '\0';
+        pthread_mutex_unlock(&ob.lock);
+}
+
+static int ob_calls(void)
+{
+        pthread_mutex_lock(&ob.lock);
+        int n = ob.calls;
+        pthread_mutex_unlock(&ob.lock);
+        return n;
+}
+
+/* Wait up to 10 s until the observer saw WHAT ("name:state"). */
+static void ob_wait_seen(const char *what)
+{
+        struct timespec until;
+
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 10;
+        pthread_mutex_lock(&ob.lock);
+        for (;;) {
+                for (int i = 0; i < ob.n_seen; i++)
+                        if (strcmp(ob.seen[i], what) == 0) {
+                                pthread_mutex_unlock(&ob.lock);
+                                return;
+                        }
+                if (pthread_cond_timedwait(&ob.cond, &ob.lock, &until) != 0) {
+                        fprintf(stderr, "observer never saw %s (%d calls, last %s)\n", what, ob.calls,
+                                ob.last_name);
+                        CHECK(false);
+                }
+        }
+}
+
+/* Told of creation, of warming -> ready, of claim and of removal, each
+ * time after the change is visible. */
+static void test_observer_lifecycle(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("obs", 0, 2);
+
+        env_init(&e);
+        p = start(&e);
+        ob_reset(p);
+        pools_set_observer(p, observer, &ob);
+
+        gate(true);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        ob_wait_seen("obs:warming");
+        gate(false);
+        wait_state(p, "obs", POOL_READY);
+        ob_wait_seen("obs:ready");
+        CHECK_INT(pools_claim(p, "obs", &v), ==, 0);
+        ob_wait_seen("obs:claimed");
+        CHECK_INT(pools_delete(p, "obs"), ==, 0);
+        ob_wait_seen("obs:gone");
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Changes that do not happen are not told: refused creates, a claim of a
+ * pool that is not ready, a delete of a pool that does not exist. */
+static void test_observer_quiet_on_refusals(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("q", 0, 2);
+
+        env_init(&e);
+        p = start(&e);
+        gate(true);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_inside();
+        ob_reset(p);
+        pools_set_observer(p, observer, &ob);
+
+        struct pool_req bad = req("-bad", 0, 1);
+        CHECK_INT(create(p, &bad, &v, &err), ==, -EINVAL);
+        bad = req("q", 0, 4);
+        CHECK_INT(create(p, &bad, &v, &err), ==, -EEXIST);
+        bad = req("huge", 0, 1000);
+        CHECK_INT(create(p, &bad, &v, &err), ==, -ENOMEM);
+        CHECK_INT(pools_claim(p, "q", &v), ==, -EBUSY);
+        CHECK_INT(pools_delete(p, "nope"), ==, -ENOENT);
+        CHECK_INT(create(p, &r, &v, &err), ==, 200);
+        CHECK_INT(ob_calls(), ==, 0);
+
+        gate(false);
+        ob_wait_seen("q:ready");
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* The upkeep thread tells of failures and TTL expiry; a removed observer
+ * hears nothing more. */
+static void test_observer_upkeep_and_removal(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r;
+
+        env_init(&e);
+        p = start(&e);
+        ob_reset(p);
+        pools_set_observer(p, observer, &ob);
+
+        fail_with(EFAULT);
+        r = req("f", 0, 2);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        ob_wait_seen("f:failed");
+        fail_with(0);
+
+        r = req("t", 0, 1);
+        r.ttl_seconds = 1;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        ob_wait_seen("t:ready");
+        ob_wait_seen("t:gone");         /* expired within about a second */
+
+        pools_set_observer(p, NULL, NULL);
+        int before = ob_calls();
+        CHECK_INT(pools_delete(p, "f"), ==, 0);
+        r = req("after", 0, 1);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "after", POOL_READY);
+        CHECK_INT(ob_calls(), ==, before);
+        pools_free(p);
+        env_fini(&e);
+}
+
 int main(void)
 {
         test_validation();
@@ -1243,6 +1415,9 @@ int main(void)
         test_reboot_and_reservations();
         test_pool_dir();
         test_bad_config();
+        test_observer_lifecycle();
+        test_observer_quiet_on_refusals();
+        test_observer_upkeep_and_removal();
         printf("ok\n");
         return 0;
 }
