@@ -102,6 +102,16 @@ static void registry_counters(struct app *app, struct prom *p)
                 (const uint64_t[]){s.jobs_started, s.jobs_ready, s.jobs_failed, s.jobs_cancelled}, 4);
         counter(p, "hpwarmd_pools_expired_total", "Ready pools released because their TTL passed unclaimed.",
                 NULL, NULL, &s.pools_expired, 1);
+        counter(p, "hpwarmd_pools_released_total",
+                "Pools released (file removed, pages back) by reason: DELETE, TTL passed unclaimed, owner "
+                "process exited, unmapped past --release-unmapped-after.",
+                "reason", (const char *const[]){"delete", "ttl", "owner-exited", "unmapped"},
+                (const uint64_t[]){s.released_delete, s.pools_expired, s.released_owner_exited,
+                                   s.released_unmapped},
+                4);
+        prom_header(p, "hpwarmd_pools_unmapped", "Claimed pools without an owner pid that no process maps.",
+                    "gauge");
+        prom_sample_u64(p, "hpwarmd_pools_unmapped", NULL, 0, s.pools_unmapped);
         counter(p, "hpwarmd_orphan_files_removed_total",
                 "Files found in pool directories with no journal record, removed at start.", NULL, NULL,
                 &s.orphan_files_removed, 1);

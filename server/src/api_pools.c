@@ -19,6 +19,8 @@
 #define WAIT_TIMEOUT_DEFAULT_S 30
 /* A long-poll re-checks for shutdown this often, so SIGTERM never waits on it. */
 #define WAIT_SLICE_NS (500ull * 1000 * 1000)
+/* The kernel's largest pid_max (PID_MAX_LIMIT on 64-bit). */
+#define PID_MAX 4194304
 
 static void add_time(struct json *o, const char *key, int64_t unix_s)
 {
@@ -63,6 +65,11 @@ static struct json *encode_pool(const struct pool_view *v)
         json_add_bool(o, "claimed", p->claimed);
         json_add_u64(o, "ttl_seconds", p->ttl_seconds);
         add_time(o, "expires_at", v->expires_at);
+        if (v->owner_pid > 0)
+                json_add_u64(o, "owner_pid", (uint64_t)v->owner_pid);
+        else
+                json_add_null(o, "owner_pid");
+        add_time(o, "unmapped_since", v->unmapped_since);
 
         /* Ready-to-paste VMM arguments.  share=on / shared=on is what makes
          * the VMM map our already-zeroed pages instead of fresh ones;
@@ -128,6 +135,7 @@ struct pool_work {
         char name[ROUTE_PARAM_MAX];
         uint64_t deadline_ns;
         struct pool_req rq;
+        pid_t pid;                 /* claim: the owner process, 0 = none */
 };
 
 /* Work about the pool named in the path ({name}, already checked); NULL
@@ -321,7 +329,7 @@ static void claim_work(struct resp *resp, void *ctx)
         struct pool_work *w = ctx;
         struct pool_view v;
         struct problem p = {0};
-        int r = pools_claim(w->app->pools, w->name, &v);
+        int r = pools_claim_pid(w->app->pools, w->name, w->pid, &v);
 
         if (r == 0) {
                 send_pool(resp, 200, &v);
@@ -336,6 +344,18 @@ static void claim_work(struct resp *resp, void *ctx)
                                                                                 : "gone";
                 problem_set(&p, 409, "pool-not-ready", "Pool not ready",
                             "pool \"%s\" is %s; only a ready pool can be claimed", w->name, state);
+        } else if (r == -ESRCH) {
+                problem_set(&p, 422, "invalid-field", "Invalid field",
+                            "\"pid\": there is no process %d on this host (give the pid of the running "
+                            "VMM that maps the pool)", (int)w->pid);
+        } else if (r == -EEXIST) {
+                int owner = pools_get(w->app->pools, w->name, &v) == 0 ? v.owner_pid : 0;
+                problem_set(&p, 409, "pool-conflict", "A different pool has that name",
+                            "pool \"%s\" is claimed by another process (pid %d) that still runs", w->name,
+                            owner);
+        } else if (r == -ENOSYS) {
+                problem_set(&p, 500, "internal-error", "Internal error",
+                            "this kernel has no pidfd_open (Linux 5.3 or later is needed to claim with a pid)");
         } else {
                 problem_set(&p, 500, "state-write-failed", "Cannot save state", "pool \"%s\": %s", w->name,
                             strerror(-r));
@@ -343,16 +363,36 @@ static void claim_work(struct resp *resp, void *ctx)
         resp_problem(resp, &p);
 }
 
+/* The body is optional: none (or {}) claims as before; {"pid": N} binds the
+ * pool to that process's life. */
 void api_pool_claim(const struct req *req, struct resp *resp)
 {
         const char *name = req->params[0];
+        uint64_t pid = 0;
+        bool has_pid = false;
+
         if (atomic_load(&req->app->stopping)) {
                 api_refuse_stopping(resp);
                 return;
         }
         if (!check_name(name, resp))
                 return;
+        if (req->body_len > 0) {
+                const struct jfield fields[] = {
+                        {"pid", JF_U64, &pid, 0, &has_pid},
+                };
+                if (json_decode(req->body, req->body_len, fields, ARRAY_SIZE(fields), &resp->problem) < 0) {
+                        resp->status = resp->problem.status;
+                        return;
+                }
+                if (has_pid && (pid == 0 || pid > PID_MAX)) {
+                        api_invalid(resp, "\"pid\" must be a process id from 1 to 4194304");
+                        return;
+                }
+        }
         struct pool_work *w = new_work(req, resp);
-        if (w)
-                resp_defer(resp, claim_work, w, WORK_BLOCKING);
+        if (!w)
+                return;
+        w->pid = (pid_t)pid;
+        resp_defer(resp, claim_work, w, WORK_BLOCKING);
 }

@@ -169,7 +169,7 @@ static bool dispatch(struct app *app, struct req *req, bool too_large, struct re
         case ROUTE_FOUND:
                 break;
         }
-        if (route->has_body) {
+        if (route->has_body && (req->body_len > 0 || too_large || route->has_body != ROUTE_BODY_OPTIONAL)) {
                 if (too_large) {
                         set_problem(resp, 413, "body-too-large", "Request body too large",
                                     "request bodies are limited to 64 KiB");
@@ -180,7 +180,7 @@ static bool dispatch(struct app *app, struct req *req, bool too_large, struct re
                                     "send the body as application/json");
                         return false;
                 }
-        } else if (req->body_len > 0 || too_large) {
+        } else if (!route->has_body && (req->body_len > 0 || too_large)) {
                 set_problem(resp, 400, "unexpected-body", "Unexpected body", "this request takes no body");
                 return false;
         }

@@ -30,6 +30,8 @@ struct journal_pool {
         int64_t started_at;      /* unix seconds */
         int64_t finished_at;     /* unix seconds, 0 = not finished */
         uint64_t bytes_done;     /* at last save */
+        int owner_pid;           /* claimed by this process (the VMM); 0 = none */
+        uint64_t owner_start;    /* its start time, /proc/PID/stat field 22 */
         char error_slug[POOL_ERROR_SLUG_MAX];     /* "" = none */
         char error_detail[POOL_ERROR_DETAIL_MAX];
 };

@@ -16,12 +16,17 @@
 #include <time.h>
 
 #include "log.h"
+#include "owner.h"
 #include "pools_internal.h"
 #include "util.h"
 
 #define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
 /* A registry bigger than this is a runaway scheduler, not a workload. */
 #define POOLS_DEFAULT_MAX 1024
+/* How often claimed pools without an owner pid are checked for mappers: a
+ * walk over every process's maps, so rarely; the answer is for operators
+ * and a release measured in minutes. */
+#define POOLS_UNMAPPED_SWEEP_MS_DEFAULT 60000
 
 int64_t pools_now_unix(void) { return (int64_t)(now_real_ns() / NS_PER_SEC); }
 
@@ -137,6 +142,8 @@ void pools_fill_view(struct pool *pool, struct pool_view *v)
         if (v->elapsed_seconds > 0 && r->state != POOL_FAILED)
                 v->rate_bytes_per_second = (double)v->bytes_done / v->elapsed_seconds;
         v->expires_at = pools_rec_expires_at(r);
+        v->owner_pid = r->owner_pid;
+        v->unmapped_since = pool->unmapped_since;
 }
 
 /* ---- commits ---- */
@@ -283,6 +290,7 @@ int pools_remove(struct pools *p, struct pool *pool)
         pthread_cond_broadcast(&p->changed);
         pthread_mutex_unlock(&p->lock);
         free(pool);
+        owner_watch_remove(p->owners, name);
         pools_notify(p, name);
         return 0;
 }
@@ -376,21 +384,54 @@ int pools_delete(struct pools *p, const char *name)
         if (!pool)
                 return -ENOENT;
         r = pools_remove(p, pool);
-        if (r < 0)
+        if (r < 0) {
                 pools_release(p, pool);
-        return r;
+                return r;
+        }
+        pthread_mutex_lock(&p->lock);
+        p->stats.released_delete++;
+        pthread_mutex_unlock(&p->lock);
+        return 0;
 }
 
 int pools_claim(struct pools *p, const char *name, struct pool_view *ret)
 {
-        struct journal_pool next;
+        return pools_claim_pid(p, name, 0, ret);
+}
+
+int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_view *ret)
+{
+        _cleanup_close_ int pidfd = -1;
+        struct journal_pool next, before;
         struct pool *pool;
+        uint64_t start = 0;
         int r;
+
+        if (pid < 0)
+                return -EINVAL;
+        /* Who the owner is, before touching the pool: bad input changes
+         * nothing. */
+        if (pid > 0) {
+                r = owner_open(pid, &pidfd, &start);
+                if (r < 0)
+                        return r;
+        }
 
         pthread_mutex_lock(&p->lock);
         pool = grab_pool(p, name);
-        if (pool && (pool->rec.state != POOL_READY || pool->rec.claimed)) {
-                r = pool->rec.state != POOL_READY ? -EBUSY : 0;
+        if (!pool) {
+                pthread_mutex_unlock(&p->lock);
+                return -ENOENT;
+        }
+        r = 1;  /* 1: go on and commit */
+        if (pool->rec.state != POOL_READY)
+                r = -EBUSY;
+        else if (pool->rec.claimed && (pid == 0 || (pool->rec.owner_pid == pid &&
+                                                    pool->rec.owner_start == start)))
+                r = 0;          /* claimed as asked already */
+        else if (pool->rec.claimed && pool->rec.owner_pid != 0)
+                r = -EEXIST;    /* bound to another process */
+        if (r <= 0) {
                 if (r == 0)
                         pools_fill_view(pool, ret);
                 pools_set_hold(pool, POOL_FREE);
@@ -398,26 +439,63 @@ int pools_claim(struct pools *p, const char *name, struct pool_view *ret)
                 pthread_mutex_unlock(&p->lock);
                 return r;
         }
+        before = next = pool->rec;
         pthread_mutex_unlock(&p->lock);
-        if (!pool)
-                return -ENOENT;
 
-        next = pool->rec;
         next.claimed = true;
+        next.owner_pid = pid;
+        next.owner_start = start;
         r = pools_commit(p, pool, &next);
+        if (r == 0 && pid > 0)
+                /* After the commit: an exit from now on finds the owner in
+                 * the record.  One before it is reported at once (a pidfd
+                 * stays readable). */
+                r = owner_watch_add(p->owners, name, pid, start, TAKE_FD(pidfd));
         if (r < 0) {
-                /* Not durable: undo, so a restart cannot contradict us. */
-                next.claimed = false;
-                (void)pools_commit(p, pool, &next);
+                /* Not durable or not watched: undo, so a restart cannot
+                 * contradict us and no pool is bound to an unwatched pid. */
+                (void)pools_commit(p, pool, &before);
                 pools_release(p, pool);
                 return r;
         }
         pthread_mutex_lock(&p->lock);
+        if (pid > 0) {
+                /* Bound to a process now: the sweep and its release are
+                 * for pools without one. */
+                pool->unmapped_since = 0;
+                if (pool->release_due == RELEASE_UNMAPPED)
+                        pool->release_due = RELEASE_NONE;
+        }
         pools_fill_view(pool, ret);
         pools_set_hold(pool, POOL_FREE);
         pthread_cond_broadcast(&p->changed);
         pthread_mutex_unlock(&p->lock);
+        if (pid > 0)
+                log_info("pools: pool %s is bound to process %d", name, (int)pid);
         return 0;
+}
+
+void pools_on_owner_exit(void *arg, const char *name, pid_t pid, uint64_t start)
+{
+        struct pools *p = arg;
+        struct pool *pool;
+        bool due = false;
+
+        pthread_mutex_lock(&p->lock);
+        pool = pools_find(p, name);
+        if (pool) {
+                const struct journal_pool *r = pools_latest(pool);
+                if (r->claimed && r->owner_pid == pid && r->owner_start == start) {
+                        pool->release_due = RELEASE_OWNER_EXITED;
+                        pool->retry_at = 0;
+                        due = true;
+                }
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (due) {
+                log_info("pools: process %d, owner of pool %s, exited", (int)pid, name);
+                pools_kick(p);
+        }
 }
 
 void pools_node_usage(struct pools *p, int node, uint64_t page_size, uint64_t *ret_warm,
@@ -448,6 +526,10 @@ void pools_get_stats(struct pools *p, struct pools_stats *ret)
 {
         pthread_mutex_lock(&p->lock);
         *ret = p->stats;
+        ret->pools_unmapped = 0;
+        for (size_t i = 0; i < p->n_pools; i++)
+                if (p->pools[i]->unmapped_since && p->pools[i]->hold != POOL_REMOVING)
+                        ret->pools_unmapped++;
         pthread_mutex_unlock(&p->lock);
 }
 
@@ -483,8 +565,12 @@ int pools_new(const struct pools_config *cfg, struct pools **ret)
                 p->mount_dirs[i] = strdup_or_null(cfg->mounts[i].dir, &oom);
                 p->cfg.mounts[i].dir = p->mount_dirs[i];
         }
+        p->proc_root = strdup_or_null(cfg->proc_root ? cfg->proc_root : "/proc", &oom);
         p->cfg.state_dir = p->state_dir;
         p->cfg.boot_id_path = p->boot_id_path;
+        p->cfg.proc_root = p->proc_root;
+        p->sweep_interval_ns = (cfg->unmapped_sweep_ms ? cfg->unmapped_sweep_ms : POOLS_UNMAPPED_SWEEP_MS_DEFAULT) *
+                               UINT64_C(1000000);
         p->max_pools = cfg->max_pools ? cfg->max_pools : POOLS_DEFAULT_MAX;
         pthread_mutex_init(&p->admit_lock, NULL);
         pthread_mutex_init(&p->save_lock, NULL);
@@ -511,6 +597,9 @@ int pools_new(const struct pools_config *cfg, struct pools **ret)
                 if (r < 0)
                         goto fail;
         }
+        r = owner_watch_new(pools_on_owner_exit, p, &p->owners);
+        if (r < 0)
+                goto fail;
         r = pools_recover(p);
         if (r < 0)
                 goto fail_jobs;
@@ -541,6 +630,8 @@ void pools_free(struct pools *p)
         /* The observer's owner may be gone already (the HTTP layer stops
          * first): the shutdown saves below are not told. */
         pools_set_observer(p, NULL, NULL);
+        owner_watch_free(p->owners);
+        p->owners = NULL;
         pools_stop_upkeep(p);
 
         /* No other thread touches the registry now (the caller stopped the
@@ -581,5 +672,6 @@ void pools_free(struct pools *p)
                 free(p->mount_dirs[i]);
         free(p->state_dir);
         free(p->boot_id_path);
+        free(p->proc_root);
         free(p);
 }

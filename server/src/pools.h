@@ -51,6 +51,12 @@ struct pools_config {
         uint64_t max_pool_bytes;   /* 0 = no limit */
         uint64_t max_node_warm_bytes; /* per node cap on warming+ready bytes; 0 = none */
         unsigned max_pools;        /* 0 = default 1024 */
+        /* Claimed pools without an owner pid: how often to look whether any
+         * process still maps their file (0 = default, 60 s), and after how
+         * long unmapped to release them (0 = never: only reported). */
+        uint64_t unmapped_sweep_ms;
+        uint64_t release_unmapped_after; /* seconds */
+        const char *proc_root;     /* NULL = /proc; tests point it elsewhere */
         /* Unit tests only: accept mount dirs that are not hugetlbfs (a temp
          * dir stands in), creating them if missing.  The mount-root and
          * marker checks still apply.  Never set in the daemon. */
@@ -128,6 +134,8 @@ struct pool_view {
         bool placement_verified;
         uint64_t pages_off_node;
         int64_t expires_at;        /* unix seconds; 0 = none (claimed or no TTL) */
+        int owner_pid;             /* claimed with this VMM pid; 0 = none */
+        int64_t unmapped_since;    /* unix s: claimed, no owner pid, no process maps it; 0 = no */
 };
 
 /* Create and start warming.  Returns 201 (created) or 200 (an identical pool
@@ -163,6 +171,17 @@ int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct p
 int pools_delete(struct pools *p, const char *name);
 /* Mark claimed (clears the TTL).  -ENOENT; -EBUSY (409) if not ready. */
 int pools_claim(struct pools *p, const char *name, struct pool_view *ret);
+/* The same, binding the pool to the life of process PID (the VMM that maps
+ * it; 0 = no owner, as pools_claim): the pool is released (file removed,
+ * pages back) when that process exits, also when it exits while the daemon
+ * is down; a process is told from a later one with the same pid by its
+ * start time.  A pool with a live owner is never released by anything but
+ * DELETE.  Claiming a pool claimed without owner binds it; claiming again
+ * with the same process, or without a pid, is 0 as it is.  Returns 0,
+ * -ENOENT, -EBUSY (not ready), -EINVAL (PID < 0), -ESRCH (no process PID),
+ * -EEXIST (claimed by another live process), or -errno (a failed save, or
+ * pidfds unsupported: -ENOSYS); nothing changes on failure. */
+int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_view *ret);
 
 /* Set a node's persistent pool through reserve.c, serialised with pool
  * creation, and record it in the journal on success.  Same returns as
@@ -178,7 +197,12 @@ void pools_node_usage(struct pools *p, int node, uint64_t page_size, uint64_t *r
                       uint64_t *ret_warming);
 
 struct pools_stats {
-        uint64_t jobs_started, jobs_ready, jobs_failed, jobs_cancelled, pools_expired;
+        uint64_t jobs_started, jobs_ready, jobs_failed, jobs_cancelled;
+        /* Pools released (file removed), by why: DELETE, TTL passed
+         * unclaimed, owner process exited, unmapped past
+         * release_unmapped_after. */
+        uint64_t pools_expired, released_delete, released_owner_exited, released_unmapped;
+        uint64_t pools_unmapped;           /* gauge: claimed, no owner, mapped by no process */
         uint64_t orphan_files_removed;
         uint64_t bytes_warmed_total;       /* counter: bytes populated by finished jobs */
         double job_seconds_sum;            /* over finished (ready) jobs */

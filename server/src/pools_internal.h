@@ -4,7 +4,8 @@
  *
  *   pools.c          the registry: lookup, holds, commits, views, queries,
  *                    claim, delete, start and stop, the observer
- *   pools_jobs.c     warm jobs and the upkeep thread (finished jobs, TTL expiry)
+ *   pools_jobs.c     warm jobs and the upkeep thread (finished jobs, TTL expiry,
+ *                    owner exits, the unmapped sweep)
  *   pools_admit.c    admission, reservations and pools_create
  *   pools_dir.c      pool directories: mount checks, marker, orphans
  *   pools_recover.c  start-up: journal load, reconcile, re-applied reservations
@@ -26,6 +27,9 @@
  *   lock           the registry itself.  Held only for memory work and
  *                  job_get_status(); never across job_cancel, engine_submit,
  *                  reservation writes, unlink or fsync.
+ *   (owner.c's)    the owner watch's own leaf lock; pools calls
+ *                  owner_watch_add/remove with none of ours held, and the
+ *                  watch calls pools_on_owner_exit with none of its held.
  *   done_lock      a leaf taken by the engine's on_done callback (which must
  *                  not block) and by the upkeep thread to sleep; nothing is
  *                  called under it.
@@ -59,6 +63,14 @@
 
 #define NS_PER_SEC UINT64_C(1000000000)
 
+/* Why the upkeep thread is to release a pool (TTL expiry is worked out from
+ * the record instead).  Not a state: the pool is ready until it is gone. */
+enum pool_release {
+        RELEASE_NONE,
+        RELEASE_OWNER_EXITED,   /* its owner process exited (or was gone at start) */
+        RELEASE_UNMAPPED,       /* no process mapped it for release_unmapped_after */
+};
+
 struct pool {
         struct pools *owner;
         struct journal_pool rec;      /* lock: committed, saved and visible */
@@ -70,7 +82,9 @@ struct pool {
         struct job_status last;       /* lock: status of the last job, once freed */
         bool have_last;               /* lock */
         uint64_t present_at_start;    /* bytes already in the file when its job (re)started */
-        int64_t retry_at;             /* lock: unix s, a failed TTL release is not retried before */
+        int64_t retry_at;             /* lock: unix s, a failed release is not retried before */
+        enum pool_release release_due; /* lock: set by the owner watch or the sweep */
+        int64_t unmapped_since;       /* lock: unix s, 0 = mapped, not swept, or has an owner */
         char path[PATH_MAX];          /* set before the pool is added, then constant */
 };
 
@@ -78,6 +92,7 @@ struct pools {
         struct pools_config cfg;      /* strings below are our copies */
         char *state_dir;
         char *boot_id_path;
+        char *proc_root;
         char *mount_dirs[TOPO_MAX_PAGE_SIZES];
         char boot_id[40];
         unsigned max_pools;
@@ -92,6 +107,11 @@ struct pools {
         bool kicked, stopping;        /* done_lock */
         pthread_t upkeep;
         bool upkeep_started;
+
+        struct owner_watch *owners;   /* pidfds of owner processes (owner.h) */
+        uint64_t next_sweep_ns;       /* upkeep thread: CLOCK_MONOTONIC of the next unmapped sweep */
+        uint64_t sweep_interval_ns;
+        bool warned_unreadable;       /* upkeep thread */
 
         void (*observer)(void *arg, const char *name); /* observer_lock */
         void *observer_arg;           /* observer_lock */
@@ -152,3 +172,8 @@ void pools_remove_orphans(struct pools *p);
 
 /* ---- start-up (pools_recover.c), single-threaded apart from engine callbacks ---- */
 int pools_recover(struct pools *p);
+
+/* ---- owners (pools.c) ---- */
+/* The owner watch's callback: marks NAME's pool for release if it is still
+ * bound to (PID, START), and kicks the upkeep thread. */
+void pools_on_owner_exit(void *arg, const char *name, pid_t pid, uint64_t start);

@@ -4,16 +4,22 @@
  * ends, on_done — in an engine thread that must not block — only marks it
  * done and kicks the upkeep thread, which does the slow follow-up: close,
  * unlink on failure, job_free, the state change and the save.  The same
- * thread releases ready pools whose TTL ran out.  It sleeps on a condition
- * variable until the next expiry or until on_done kicks it, never polling. */
+ * thread releases pools: ready ones whose TTL ran out, claimed ones whose
+ * owner process exited (the owner watch, owner.c, marks them and kicks it),
+ * and, when asked to, claimed ones that no process mapped for a while (a
+ * sweep over /proc, every unmapped_sweep_ms).  It sleeps on a condition
+ * variable until the next expiry or sweep or until something kicks it,
+ * never polling. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "log.h"
+#include "owner.h"
 #include "pools_internal.h"
 #include "util.h"
 
@@ -174,15 +180,29 @@ void pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
 
 /* ---- the upkeep thread ---- */
 
-/* Handle one finished job or one expired pool; false when there is none.
- * Finished jobs come first, and a pool whose release failed waits for its
- * retry_at, so one stuck pool cannot starve the others.  *next_expiry gets
- * the earliest expiry (or retry) still ahead (0 = none). */
+static const char *release_reason(enum pool_release why)
+{
+        switch (why) {
+        case RELEASE_OWNER_EXITED:
+                return "its owner process exited";
+        case RELEASE_UNMAPPED:
+                return "no process mapped it for --release-unmapped-after";
+        case RELEASE_NONE:
+                break;
+        }
+        return "it was not claimed within its TTL";
+}
+
+/* Handle one finished job or one pool due for release; false when there is
+ * none.  Finished jobs come first, and a pool whose release failed waits
+ * for its retry_at, so one stuck pool cannot starve the others.
+ * *next_expiry gets the earliest expiry (or retry) still ahead (0 = none). */
 static bool upkeep_one(struct pools *p, int64_t *next_expiry)
 {
         int64_t now = pools_now_unix();
+        enum pool_release why = RELEASE_NONE;
         struct pool *pool = NULL;
-        bool expire = false;
+        bool release = false;
 
         *next_expiry = 0;
         pthread_mutex_lock(&p->lock);
@@ -199,12 +219,13 @@ static bool upkeep_one(struct pools *p, int64_t *next_expiry)
 
                 if (o->hold != POOL_FREE)
                         continue;
-                exp = pools_rec_expires_at(&o->rec);
+                exp = o->release_due != RELEASE_NONE ? 1 : pools_rec_expires_at(&o->rec);
                 if (exp && o->retry_at > exp)
                         exp = o->retry_at;
                 if (exp && exp <= now) {
                         pool = o;
-                        expire = true;
+                        release = true;
+                        why = o->release_due;
                 } else if (exp && (!*next_expiry || exp < *next_expiry)) {
                         *next_expiry = exp;
                 }
@@ -215,12 +236,17 @@ static bool upkeep_one(struct pools *p, int64_t *next_expiry)
         if (!pool)
                 return false;
 
-        if (expire) {
-                log_info("pools: pool %s was not claimed within %" PRIu64 " s, releasing it",
-                         pool->rec.name, pool->rec.ttl_seconds);
+        if (release) {
+                log_notice("pools: releasing pool %s (%" PRIu64 " bytes on node %d): %s", pool->rec.name,
+                           pool->rec.size_bytes, pool->rec.node, release_reason(why));
                 if (pools_remove(p, pool) == 0) {
                         pthread_mutex_lock(&p->lock);
-                        p->stats.pools_expired++;
+                        if (why == RELEASE_OWNER_EXITED)
+                                p->stats.released_owner_exited++;
+                        else if (why == RELEASE_UNMAPPED)
+                                p->stats.released_unmapped++;
+                        else
+                                p->stats.pools_expired++;
                         pthread_mutex_unlock(&p->lock);
                         return true;
                 }
@@ -236,31 +262,125 @@ static bool upkeep_one(struct pools *p, int64_t *next_expiry)
         return true;
 }
 
-/* Collects finished jobs and releases expired pools until pools_free. */
+/* ---- the unmapped sweep ---- */
+
+struct sweep_item {
+        char name[POOL_NAME_MAX + 1];
+        char path[PATH_MAX];
+};
+
+/* Claimed pools without an owner pid: is any process still mapping their
+ * file?  Sets or clears unmapped_since, and marks those unmapped for
+ * release_unmapped_after (when set) for release. */
+static void sweep_unmapped(struct pools *p)
+{
+        _cleanup_free_ struct sweep_item *items = NULL;
+        _cleanup_free_ struct owner_file *files = NULL;
+        size_t n = 0;
+        int64_t now = pools_now_unix();
+        bool due = false;
+
+        pthread_mutex_lock(&p->lock);
+        if (p->n_pools) {
+                items = calloc(p->n_pools, sizeof(*items));
+                files = calloc(p->n_pools, sizeof(*files));
+        }
+        for (size_t i = 0; items && files && i < p->n_pools; i++) {
+                struct pool *o = p->pools[i];
+                if (o->hold == POOL_REMOVING || o->rec.state != POOL_READY || !o->rec.claimed ||
+                    o->rec.owner_pid != 0) {
+                        o->unmapped_since = 0;
+                        continue;
+                }
+                snprintf(items[n].name, sizeof(items[n].name), "%s", o->rec.name);
+                snprintf(items[n].path, sizeof(items[n].path), "%s", o->path);
+                n++;
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (n == 0)
+                return;
+
+        for (size_t i = 0; i < n; i++) {
+                struct stat st;
+                if (stat(items[i].path, &st) < 0) {
+                        /* Gone or unreadable: not ours to judge here. */
+                        files[i].dev = 0;
+                        files[i].ino = 0;
+                        continue;
+                }
+                files[i].dev = st.st_dev;
+                files[i].ino = st.st_ino;
+        }
+        unsigned unreadable;
+        int r = owner_scan_mapped(p->proc_root, files, n, &unreadable);
+        if (r < 0) {
+                log_warn("pools: cannot list processes in %s: %s", p->proc_root, strerror(-r));
+                return;
+        }
+        if (unreadable && !p->warned_unreadable) {
+                /* Said once: it is how the host is set up, not an event. */
+                p->warned_unreadable = true;
+                log_warn("pools: the mappings of %u processes cannot be read (CAP_SYS_PTRACE is needed "
+                         "for other users' processes); a pool only they map is reported unmapped",
+                         unreadable);
+        }
+
+        pthread_mutex_lock(&p->lock);
+        for (size_t i = 0; i < n; i++) {
+                struct pool *o = pools_find(p, items[i].name);
+                bool mapped = files[i].mapped || files[i].ino == 0;
+
+                if (!o || o->rec.state != POOL_READY || !o->rec.claimed || o->rec.owner_pid != 0)
+                        continue;
+                if (mapped) {
+                        o->unmapped_since = 0;
+                        continue;
+                }
+                if (!o->unmapped_since) {
+                        o->unmapped_since = now;
+                        log_info("pools: claimed pool %s is mapped by no process", o->rec.name);
+                }
+                if (p->cfg.release_unmapped_after && o->release_due == RELEASE_NONE &&
+                    now - o->unmapped_since >= (int64_t)p->cfg.release_unmapped_after) {
+                        o->release_due = RELEASE_UNMAPPED;
+                        due = true;
+                }
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (due)
+                pools_kick(p);
+}
+
+/* Collects finished jobs, releases pools that are due and sweeps for
+ * unmapped ones, until pools_free. */
 static void *upkeep_thread(void *arg)
 {
         struct pools *p = arg;
 
         pthread_setname_np(pthread_self(), UPKEEP_THREAD_NAME);
+        p->next_sweep_ns = now_mono_ns() + p->sweep_interval_ns;
         for (;;) {
                 int64_t next_expiry;
 
+                if (now_mono_ns() >= p->next_sweep_ns) {
+                        sweep_unmapped(p);
+                        p->next_sweep_ns = now_mono_ns() + p->sweep_interval_ns;
+                }
                 while (upkeep_one(p, &next_expiry))
                         ;
-                pthread_mutex_lock(&p->done_lock);
-                if (!p->kicked && !p->stopping) {
-                        if (next_expiry) {
-                                /* The condvar runs on CLOCK_MONOTONIC; convert the
-                                 * wall-clock expiry to a monotonic deadline. */
-                                uint64_t exp_ns = (uint64_t)next_expiry * NS_PER_SEC, real = now_real_ns();
-                                uint64_t at = now_mono_ns() + (exp_ns > real ? exp_ns - real : 0);
-                                struct timespec ts = { .tv_sec = (time_t)(at / NS_PER_SEC),
-                                                       .tv_nsec = (long)(at % NS_PER_SEC) };
-                                pthread_cond_timedwait(&p->kick, &p->done_lock, &ts);
-                        } else {
-                                pthread_cond_wait(&p->kick, &p->done_lock);
-                        }
+                /* The condvar runs on CLOCK_MONOTONIC; convert the
+                 * wall-clock expiry to a monotonic deadline. */
+                uint64_t at = p->next_sweep_ns;
+                if (next_expiry) {
+                        uint64_t exp_ns = (uint64_t)next_expiry * NS_PER_SEC, real = now_real_ns();
+                        uint64_t exp_at = now_mono_ns() + (exp_ns > real ? exp_ns - real : 0);
+                        if (exp_at < at)
+                                at = exp_at;
                 }
+                struct timespec ts = { .tv_sec = (time_t)(at / NS_PER_SEC), .tv_nsec = (long)(at % NS_PER_SEC) };
+                pthread_mutex_lock(&p->done_lock);
+                if (!p->kicked && !p->stopping)
+                        pthread_cond_timedwait(&p->kick, &p->done_lock, &ts);
                 p->kicked = false;
                 bool stop = p->stopping;
                 pthread_mutex_unlock(&p->done_lock);

@@ -7,6 +7,9 @@
  * (a VM may map it), records whose file is gone become failed — and last the
  * files no record owns are removed (pools_dir.c).  A journal from another
  * boot (boot_id) is dropped, except its reservations, which are re-applied.
+ * Last, claimed pools bound to an owner process are watched again if that
+ * very process (pid and start time) still runs, and marked for release if
+ * it is gone or its pid now names another process.
  * Runs inside pools_new, before the upkeep thread exists; only engine
  * callbacks run beside it. */
 #include <errno.h>
@@ -18,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "log.h"
+#include "owner.h"
 #include "pools_internal.h"
 #include "util.h"
 
@@ -214,6 +218,40 @@ static int load_journal(struct pools *p)
         return 0;
 }
 
+/* Watch POOL's owner again, or mark the pool for release if it is gone. */
+static void reattach_owner(struct pools *p, struct pool *pool)
+{
+        const struct journal_pool *r = &pool->rec;
+        uint64_t start = 0;
+        int fd = -1, q;
+
+        q = owner_open(r->owner_pid, &fd, &start);
+        if (q == 0 && start == r->owner_start) {
+                q = owner_watch_add(p->owners, r->name, r->owner_pid, start, fd);
+                if (q < 0)
+                        log_err("pools: cannot watch process %d, owner of pool %s: %s; the pool "
+                                "stays claimed", r->owner_pid, r->name, strerror(-q));
+                else
+                        log_info("pools: pool %s: owner process %d still runs, watching it", r->name,
+                                 r->owner_pid);
+                return;
+        }
+        if (fd >= 0)
+                close(fd);
+        if (q == 0 || q == -ESRCH) {
+                log_notice("pools: pool %s: its owner process %d %s; releasing it", r->name, r->owner_pid,
+                           q == 0 ? "is gone (its pid now names another process)" : "is gone");
+                pthread_mutex_lock(&p->lock);
+                pool->release_due = RELEASE_OWNER_EXITED;
+                pthread_mutex_unlock(&p->lock);
+                return;
+        }
+        /* Cannot tell (no pidfds, no /proc): never release a pool whose VM
+         * may still run. */
+        log_err("pools: cannot check process %d, owner of pool %s: %s; the pool stays claimed",
+                r->owner_pid, r->name, strerror(-q));
+}
+
 int pools_recover(struct pools *p)
 {
         int r;
@@ -229,5 +267,9 @@ int pools_recover(struct pools *p)
         for (size_t i = 0; i < p->n_pools; i++)
                 reconcile(p, p->pools[i]);
         pools_remove_orphans(p);
+        for (size_t i = 0; i < p->n_pools; i++)
+                if (p->pools[i]->rec.state == POOL_READY && p->pools[i]->rec.claimed &&
+                    p->pools[i]->rec.owner_pid > 0)
+                        reattach_owner(p, p->pools[i]);
         return 0;
 }

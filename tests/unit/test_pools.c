@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "child.h"
 #include "engine.h"
 #include "fixture.h"
 #include "journal.h"
@@ -1398,6 +1399,322 @@ static void test_observer_upkeep_and_removal(void)
         env_fini(&e);
 }
 
+/* ---- pools bound to their owner process ---- */
+
+/* Wait up to SECONDS until NAME is gone; true if it went. */
+static bool gone_within(struct pools *p, const char *name, double seconds)
+{
+        struct pool_view v;
+        uint64_t until = deadline_in(seconds);
+
+        while (now_mono_ns() < until) {
+                if (pools_get(p, name, &v) == -ENOENT)
+                        return true;
+                usleep(10 * 1000);
+        }
+        return pools_get(p, name, &v) == -ENOENT;
+}
+
+static void ready_pool(struct pools *p, const char *name)
+{
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req(name, 0, 2);
+
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, name, POOL_READY);
+}
+
+/* Claimed with a pid: shown and saved with it; released (file removed,
+ * counted) within a second of that process exiting, and not before. */
+static void test_owner_exit_releases(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct pools_stats s;
+        pid_t vmm = child_spawn();
+
+        env_init(&e);
+        p = start(&e);
+        ready_pool(p, "vm");
+        CHECK_INT(pools_claim_pid(p, "vm", vmm, &v), ==, 0);
+        CHECK(v.claimed);
+        CHECK_INT(v.owner_pid, ==, vmm);
+        struct journal *j = load(&e);
+        CHECK_INT(jpool(j, "vm")->owner_pid, ==, vmm);
+        CHECK(jpool(j, "vm")->owner_start > 0);
+        journal_free(j);
+
+        CHECK(!gone_within(p, "vm", 0.3));      /* alive: kept */
+        child_kill(vmm);
+        CHECK(gone_within(p, "vm", 1.0));
+        CHECK(!file_exists(&e, "vm"));
+        pools_get_stats(p, &s);
+        CHECK_U64(s.released_owner_exited, ==, 1);
+        CHECK_U64(s.released_delete, ==, 0);
+        CHECK_U64(s.pools_expired, ==, 0);
+        j = load(&e);
+        CHECK(!jpool(j, "vm"));
+        journal_free(j);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Bad pids change nothing; a pool bound to one process cannot be taken by
+ * another; claiming again as it is, or without a pid, is fine; a pool
+ * claimed without a pid can be bound later. */
+static void test_owner_claim_rules(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        pid_t a = child_spawn(), b = child_spawn();
+
+        env_init(&e);
+        p = start(&e);
+        ready_pool(p, "vm");
+        CHECK_INT(pools_claim_pid(p, "vm", child_dead_pid(), &v), ==, -ESRCH);
+        CHECK_INT(pools_claim_pid(p, "vm", -1, &v), ==, -EINVAL);
+        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK(!v.claimed);
+        CHECK_INT(v.owner_pid, ==, 0);
+        CHECK_INT(pools_claim_pid(p, "nope", a, &v), ==, -ENOENT);
+
+        CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
+        CHECK_INT(v.owner_pid, ==, 0);
+        CHECK_INT(pools_claim_pid(p, "vm", a, &v), ==, 0);      /* bound now */
+        CHECK_INT(v.owner_pid, ==, a);
+        CHECK_INT(pools_claim_pid(p, "vm", a, &v), ==, 0);
+        CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
+        CHECK_INT(v.owner_pid, ==, a);
+        CHECK_INT(pools_claim_pid(p, "vm", b, &v), ==, -EEXIST);
+        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK_INT(v.owner_pid, ==, a);
+
+        /* b exiting does nothing to a's pool. */
+        child_kill(b);
+        CHECK(!gone_within(p, "vm", 0.3));
+
+        /* A warming pool cannot be claimed, with a pid or without. */
+        struct pool_req r = req("warm", 0, 2);
+        struct problem err;
+        gate(true);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(pools_claim_pid(p, "warm", a, &v), ==, -EBUSY);
+        gate(false);
+        wait_state(p, "warm", POOL_READY);
+        CHECK_INT(pools_get(p, "warm", &v), ==, 0);
+        CHECK(!v.claimed);
+
+        /* DELETE of a bound pool stops watching it: a's exit then releases
+         * nothing else. */
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        CHECK_INT(pools_claim_pid(p, "warm", a, &v), ==, 0);
+        CHECK_INT(pools_delete(p, "warm"), ==, 0);
+        child_kill(a);
+        struct pools_stats s;
+        usleep(200 * 1000);
+        pools_get_stats(p, &s);
+        CHECK_U64(s.released_owner_exited, ==, 0);
+        CHECK_U64(s.released_delete, ==, 2);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Across a restart: the same live process is watched again (and its exit
+ * releases the pool); a process that died while the daemon was down, or a
+ * pid that now names another process, releases it at start. */
+static void test_owner_restart(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct pools_stats s;
+        pid_t live = child_spawn(), dies = child_spawn(), reused = child_spawn();
+
+        env_init(&e);
+        p = start(&e);
+        ready_pool(p, "live");
+        ready_pool(p, "dies");
+        ready_pool(p, "reused");
+        CHECK_INT(pools_claim_pid(p, "live", live, &v), ==, 0);
+        CHECK_INT(pools_claim_pid(p, "dies", dies, &v), ==, 0);
+        CHECK_INT(pools_claim_pid(p, "reused", reused, &v), ==, 0);
+        pools_free(p);
+
+        child_kill(dies);
+        /* Make the journal say "reused" was started at another time: its pid
+         * now names another process, as after pid reuse. */
+        char path[PATH_MAX], buf[1 << 16], key[64];
+        snprintf(path, sizeof(path), "%s/state.json", e.state);
+        FILE *f = fopen(path, "re");
+        CHECK(f);
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        snprintf(key, sizeof(key), "\"owner_pid\":%d,\"owner_start_time\":", (int)reused);
+        char *at = strstr(buf, key);
+        CHECK(at);
+        at += strlen(key);
+        *at = *at == '9' ? '1' : (char)(*at + 1);  /* another start time, same length */
+        f = fopen(path, "we");
+        CHECK(f);
+        CHECK(fwrite(buf, 1, n, f) == n);
+        CHECK_INT(fclose(f), ==, 0);
+
+        p = start(&e);
+        CHECK(gone_within(p, "dies", 1.0));
+        CHECK(gone_within(p, "reused", 1.0));
+        CHECK(!file_exists(&e, "dies"));
+        CHECK(!file_exists(&e, "reused"));
+        CHECK_INT(pools_get(p, "live", &v), ==, 0);
+        CHECK(v.claimed);
+        CHECK_INT(v.owner_pid, ==, live);
+        CHECK(!gone_within(p, "live", 0.3));
+        child_kill(live);
+        CHECK(gone_within(p, "live", 1.0));
+        pools_get_stats(p, &s);
+        CHECK_U64(s.released_owner_exited, ==, 3);
+        /* The reused pid's process was left alone. */
+        CHECK_INT(kill(reused, 0), ==, 0);
+        child_kill(reused);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A journal written before owners existed loads: no owner, claimed as it
+ * was. */
+static void test_owner_old_journal(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        char path[PATH_MAX];
+
+        env_init(&e);
+        snprintf(path, sizeof(path), "%s/state.json", e.state);
+        write_file(path, "{\"version\":1,\"boot_id\":\"11111111-2222-3333-4444-555555555555\","
+                         "\"reservations\":[],\"pools\":[{\"name\":\"old\",\"node\":0,"
+                         "\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"state\":\"ready\","
+                         "\"threads\":0,\"ttl_seconds\":0,\"claimed\":true,\"created_at\":1,"
+                         "\"started_at\":1,\"finished_at\":2,\"bytes_done\":2097152,"
+                         "\"error_slug\":\"\",\"error_detail\":\"\"}]}");
+        CHECK_INT(mkdir(e.mount, 0750), ==, 0);
+        snprintf(path, sizeof(path), "%s/%s", e.mount, POOLS_DIR_MARKER);
+        write_file(path, "");
+        make_pool_file(&e, "old", PAGE, PAGE);
+        p = start(&e);
+        CHECK_INT(pools_get(p, "old", &v), ==, 0);
+        CHECK(v.claimed);
+        CHECK_INT(v.owner_pid, ==, 0);
+        CHECK_STR(pool_state_name(v.state), "ready");
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Wait up to SECONDS until NAME's unmapped_since is set (WANT) or not. */
+static bool unmapped_within(struct pools *p, const char *name, bool want, double seconds)
+{
+        struct pool_view v;
+        uint64_t until = deadline_in(seconds);
+
+        do {
+                CHECK_INT(pools_get(p, name, &v), ==, 0);
+                if ((v.unmapped_since != 0) == want)
+                        return true;
+                usleep(10 * 1000);
+        } while (now_mono_ns() < until);
+        return false;
+}
+
+/* The sweep: a claimed pool without a pid that no process maps gets
+ * unmapped_since (and counts in the gauge); mapped again, it is cleared;
+ * pools with an owner or not claimed are never swept. */
+static void test_unmapped_sweep(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct pools_stats s;
+        char path[256];
+        pid_t vmm = child_spawn();
+
+        env_init(&e);
+        e.cfg.unmapped_sweep_ms = 50;
+        p = start(&e);
+        ready_pool(p, "loose");
+        ready_pool(p, "bound");
+        ready_pool(p, "free");
+        CHECK_INT(pools_claim_pid(p, "bound", vmm, &v), ==, 0);
+
+        snprintf(path, sizeof(path), "%s/loose", e.mount);
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        CHECK(fd >= 0);
+        void *m = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        CHECK(m != MAP_FAILED);
+        close(fd);
+        CHECK_INT(pools_claim(p, "loose", &v), ==, 0);
+        CHECK(!unmapped_within(p, "loose", true, 0.3));      /* mapped by us */
+
+        CHECK_INT(munmap(m, 2 * PAGE), ==, 0);
+        CHECK(unmapped_within(p, "loose", true, 2.0));
+        CHECK_INT(pools_get(p, "loose", &v), ==, 0);
+        CHECK_INT(v.unmapped_since, >=, (int64_t)time(NULL) - 3);
+        pools_get_stats(p, &s);
+        CHECK_U64(s.pools_unmapped, ==, 1);
+        CHECK_INT(pools_get(p, "bound", &v), ==, 0);
+        CHECK_INT(v.unmapped_since, ==, 0);
+        CHECK_INT(pools_get(p, "free", &v), ==, 0);
+        CHECK_INT(v.unmapped_since, ==, 0);
+
+        /* Mapped again: cleared.  Without --release-unmapped-after it is
+         * only reported, never released. */
+        fd = open(path, O_RDWR | O_CLOEXEC);
+        m = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        CHECK(m != MAP_FAILED);
+        close(fd);
+        CHECK(unmapped_within(p, "loose", false, 2.0));
+        CHECK_INT(munmap(m, 2 * PAGE), ==, 0);
+        CHECK(unmapped_within(p, "loose", true, 2.0));
+        CHECK(!gone_within(p, "loose", 1.5));
+
+        /* Binding it to a process ends the sweep's interest. */
+        CHECK_INT(pools_claim_pid(p, "loose", vmm, &v), ==, 0);
+        CHECK_INT(v.unmapped_since, ==, 0);
+        CHECK(!unmapped_within(p, "loose", true, 0.3));
+        child_kill(vmm);
+        CHECK(gone_within(p, "loose", 1.0));
+        CHECK(gone_within(p, "bound", 1.0));
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* --release-unmapped-after: released once unmapped that long, counted. */
+static void test_release_unmapped(void)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct pools_stats s;
+
+        env_init(&e);
+        e.cfg.unmapped_sweep_ms = 50;
+        e.cfg.release_unmapped_after = 1;
+        p = start(&e);
+        ready_pool(p, "loose");
+        ready_pool(p, "unclaimed");
+        CHECK_INT(pools_claim(p, "loose", &v), ==, 0);
+        CHECK(gone_within(p, "loose", 4.0));
+        CHECK(!file_exists(&e, "loose"));
+        CHECK_INT(pools_get(p, "unclaimed", &v), ==, 0);      /* not claimed: not swept */
+        pools_get_stats(p, &s);
+        CHECK_U64(s.released_unmapped, ==, 1);
+        CHECK_U64(s.pools_unmapped, ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
 int main(void)
 {
         test_validation();
@@ -1418,6 +1735,12 @@ int main(void)
         test_observer_lifecycle();
         test_observer_quiet_on_refusals();
         test_observer_upkeep_and_removal();
+        test_owner_exit_releases();
+        test_owner_claim_rules();
+        test_owner_restart();
+        test_owner_old_journal();
+        test_unmapped_sweep();
+        test_release_unmapped();
         printf("ok\n");
         return 0;
 }
