@@ -350,9 +350,9 @@ static void claim_work(struct resp *resp, void *ctx)
                             "VMM that maps the pool)", (int)w->pid);
         } else if (r == -EEXIST) {
                 int owner = pools_get(w->app->pools, w->name, &v) == 0 ? v.owner_pid : 0;
-                problem_set(&p, 409, "pool-conflict", "A different pool has that name",
-                            "pool \"%s\" is claimed by another process (pid %d) that still runs", w->name,
-                            owner);
+                problem_set(&p, 409, "pool-owned", "Pool bound to another process",
+                            "pool \"%s\" is claimed by process %d, which still runs; it is released when "
+                            "that process exits", w->name, owner);
         } else if (r == -ENOSYS) {
                 problem_set(&p, 500, "internal-error", "Internal error",
                             "this kernel has no pidfd_open (Linux 5.3 or later is needed to claim with a pid)");
