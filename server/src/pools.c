@@ -233,7 +233,7 @@ void pools_release(struct pools *p, struct pool *pool)
 /* Only fails when the file cannot be removed (then the record stays so the
  * pages remain accounted for; a warming one whose job was stopped becomes
  * failed, "pool-file-error"). */
-int pools_remove(struct pools *p, struct pool *pool)
+int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
 {
         char name[POOL_NAME_MAX + 1];
         struct job *job;
@@ -280,6 +280,15 @@ int pools_remove(struct pools *p, struct pool *pool)
         }
         pthread_mutex_lock(&p->lock);
         pools_set_hold(pool, POOL_REMOVING);
+        /* Counted as it turns invisible: whoever sees it gone sees it
+         * counted. */
+        switch (why) {
+        case RELEASE_DELETE: p->stats.released_delete++; break;
+        case RELEASE_TTL: p->stats.pools_expired++; break;
+        case RELEASE_OWNER_EXITED: p->stats.released_owner_exited++; break;
+        case RELEASE_UNMAPPED: p->stats.released_unmapped++; break;
+        case RELEASE_NONE: break;
+        }
         pthread_mutex_unlock(&p->lock);
         r = pools_save(p);
         if (r < 0)
@@ -287,6 +296,7 @@ int pools_remove(struct pools *p, struct pool *pool)
         snprintf(name, sizeof(name), "%s", pool->rec.name);
         pthread_mutex_lock(&p->lock);
         pools_drop(p, pool);
+
         pthread_cond_broadcast(&p->changed);
         pthread_mutex_unlock(&p->lock);
         free(pool);
@@ -383,15 +393,10 @@ int pools_delete(struct pools *p, const char *name)
         pthread_mutex_unlock(&p->lock);
         if (!pool)
                 return -ENOENT;
-        r = pools_remove(p, pool);
-        if (r < 0) {
+        r = pools_remove(p, pool, RELEASE_DELETE);
+        if (r < 0)
                 pools_release(p, pool);
-                return r;
-        }
-        pthread_mutex_lock(&p->lock);
-        p->stats.released_delete++;
-        pthread_mutex_unlock(&p->lock);
-        return 0;
+        return r;
 }
 
 int pools_claim(struct pools *p, const char *name, struct pool_view *ret)

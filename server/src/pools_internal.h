@@ -63,10 +63,14 @@
 
 #define NS_PER_SEC UINT64_C(1000000000)
 
-/* Why the upkeep thread is to release a pool (TTL expiry is worked out from
- * the record instead).  Not a state: the pool is ready until it is gone. */
+/* Why a pool is released (its file removed, its record forgotten).  Not a
+ * state: the pool is what it was until it is gone.  A pool's release_due
+ * holds the last two, set by the owner watch or the sweep for the upkeep
+ * thread; TTL expiry is worked out from the record. */
 enum pool_release {
         RELEASE_NONE,
+        RELEASE_DELETE,         /* DELETE /v1/pools/{name} */
+        RELEASE_TTL,            /* ready, unclaimed past its TTL */
         RELEASE_OWNER_EXITED,   /* its owner process exited (or was gone at start) */
         RELEASE_UNMAPPED,       /* no process mapped it for release_unmapped_after */
 };
@@ -146,8 +150,9 @@ int pools_commit(struct pools *p, struct pool *pool, const struct journal_pool *
 /* Make POOL free again and wake waiters (takes `lock`). */
 void pools_release(struct pools *p, struct pool *pool);
 /* Stop POOL's job if any, remove its file and its record; POOL is busy and
- * freed on success (takes `lock` itself).  See pools.c. */
-int pools_remove(struct pools *p, struct pool *pool);
+ * freed on success (takes `lock` itself), and the release is counted under
+ * WHY in the same step that makes it invisible.  See pools.c. */
+int pools_remove(struct pools *p, struct pool *pool, enum pool_release why);
 /* Tell the observer NAME changed; no lock of ours held. */
 void pools_notify(struct pools *p, const char *name);
 

@@ -187,6 +187,8 @@ static const char *release_reason(enum pool_release why)
                 return "its owner process exited";
         case RELEASE_UNMAPPED:
                 return "no process mapped it for --release-unmapped-after";
+        case RELEASE_TTL:
+        case RELEASE_DELETE:
         case RELEASE_NONE:
                 break;
         }
@@ -200,7 +202,7 @@ static const char *release_reason(enum pool_release why)
 static bool upkeep_one(struct pools *p, int64_t *next_expiry)
 {
         int64_t now = pools_now_unix();
-        enum pool_release why = RELEASE_NONE;
+        enum pool_release why = RELEASE_TTL;
         struct pool *pool = NULL;
         bool release = false;
 
@@ -225,7 +227,8 @@ static bool upkeep_one(struct pools *p, int64_t *next_expiry)
                 if (exp && exp <= now) {
                         pool = o;
                         release = true;
-                        why = o->release_due;
+                        if (o->release_due != RELEASE_NONE)
+                                why = o->release_due;
                 } else if (exp && (!*next_expiry || exp < *next_expiry)) {
                         *next_expiry = exp;
                 }
@@ -239,17 +242,8 @@ static bool upkeep_one(struct pools *p, int64_t *next_expiry)
         if (release) {
                 log_notice("pools: releasing pool %s (%" PRIu64 " bytes on node %d): %s", pool->rec.name,
                            pool->rec.size_bytes, pool->rec.node, release_reason(why));
-                if (pools_remove(p, pool) == 0) {
-                        pthread_mutex_lock(&p->lock);
-                        if (why == RELEASE_OWNER_EXITED)
-                                p->stats.released_owner_exited++;
-                        else if (why == RELEASE_UNMAPPED)
-                                p->stats.released_unmapped++;
-                        else
-                                p->stats.pools_expired++;
-                        pthread_mutex_unlock(&p->lock);
+                if (pools_remove(p, pool, why) == 0)
                         return true;
-                }
                 /* Could not unlink: others first, this one again later. */
                 pthread_mutex_lock(&p->lock);
                 pool->retry_at = now + POOLS_RELEASE_RETRY_SECONDS;
