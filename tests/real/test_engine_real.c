@@ -13,8 +13,8 @@
  *    pages of the chunks it finished in the file, and nothing changes after
  *    job_cancel returned; warming the file again (resume) completes it.
  *
- * Everything it creates it removes; when a failed check aborts it, guard.sh
- * removes the files left behind and restores the counts. */
+ * Everything it creates it removes; when a failed check ends a test early,
+ * guard.sh removes the files left behind and restores the counts. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -36,6 +36,7 @@
 #define WANT_FREE 120 /* pages this test needs free on node 0 */
 
 static char dir[4096];
+static struct engine *engine_; /* made by main for every test */
 
 static uint64_t read_u64(const char *path)
 {
@@ -113,8 +114,9 @@ static int submit(struct engine *e, int fd, uint64_t size, unsigned threads, str
         return engine_submit(e, &spec, ret);
 }
 
-static void test_warm(struct engine *e)
+TEST(warm)
 {
+        struct engine *e = engine_;
         struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
         struct done d2 = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
         const uint64_t pages = 32, size = pages * PAGE;
@@ -164,8 +166,9 @@ static void test_warm(struct engine *e)
         CHECK_U64(resv(), ==, resv0);
 }
 
-static void test_exhaustion(struct engine *e)
+TEST(exhaustion)
 {
+        struct engine *e = engine_;
         struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
         uint64_t free0 = node_free(), resv0 = resv();
         const uint64_t size = (free0 + 8) * PAGE;
@@ -188,8 +191,9 @@ static void test_exhaustion(struct engine *e)
         CHECK_U64(node_free(), ==, free0);
 }
 
-static void test_cancel(struct engine *e)
+TEST(cancel)
 {
+        struct engine *e = engine_;
         struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
         struct done d2 = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
         const uint64_t pages = 96, size = pages * PAGE;
@@ -281,11 +285,10 @@ int main(void)
                 engine_node_pinned(e, 0), engine_node_mem_bound(e, 0));
         CHECK(engine_node_workers(e, 0) >= 1);
 
-        test_warm(e);
-        test_exhaustion(e);
-        test_cancel(e);
+        engine_ = e;
+        int r = test_run_all();
 
         engine_free(e);
         CPU_FREE(node.cpus);
-        return 0;
+        return r;
 }

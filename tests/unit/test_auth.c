@@ -34,7 +34,7 @@ static enum auth_role check(struct auth *a, const char *hdr, char *id, bool *sen
         return auth_check_bearer(a, hdr, id, sent);
 }
 
-static void test_load_and_check(void)
+TEST(load_and_check)
 {
         const char *adm = put("adm", "# comment\n\n  first-admin-token-0001 \r\nsecond-admin-token-02\n\t\n", 0600);
         const char *rd = put("rd", "read-only-token-00001", 0640); /* no final newline, group ok */
@@ -89,7 +89,7 @@ static void test_load_and_check(void)
         auth_free(NULL);
 }
 
-static void test_refusals(void)
+TEST(refusals)
 {
         struct auth *a = (struct auth *)0x1;
         char why[512];
@@ -113,7 +113,7 @@ static void test_refusals(void)
         auth_free(a);
 }
 
-static void test_audit_format(void)
+TEST(audit_format)
 {
         char buf[1024];
         CHECK_STR(audit_format(buf, sizeof(buf), "uid=0 gid=0 pid=1", "PUT", "/v1/pools/a", 201),
@@ -128,7 +128,7 @@ static void test_audit_format(void)
         CHECK(!audit_is_mutation("GET") && !audit_is_mutation("HEAD") && !audit_is_mutation("OPTIONS"));
 }
 
-static void test_pem(void)
+TEST(pem)
 {
         char *s = NULL;
         CHECK_INT(tls_read_pem(put("notpem", "hello\n", 0600), &s), ==, -EINVAL);
@@ -150,12 +150,9 @@ static void test_pem(void)
 int main(void)
 {
         CHECK(mkdtemp(dir));
-        test_load_and_check();
-        test_refusals();
-        test_audit_format();
-        test_pem();
+        int r = test_run_all();
         char cmd[300];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
         CHECK_INT(system(cmd), ==, 0);
-        return 0;
+        return r;
 }

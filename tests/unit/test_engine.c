@@ -302,6 +302,9 @@ static struct topo *make_topo(bool with_memory_only_node)
         return t;
 }
 
+/* The one-node topology most tests use; made by main. */
+static struct topo *topo_;
+
 static void free_topo(struct topo *t)
 {
         for (size_t i = 0; i < t->n_nodes; i++)
@@ -387,8 +390,9 @@ static unsigned chunk_calls(const uint8_t *base, uint64_t size, const struct pla
         return total;
 }
 
-static void test_success(const struct topo *t)
+TEST(success)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 0);
         struct done d = DONE_INIT;
         struct job_status st;
@@ -439,8 +443,9 @@ static void test_success(const struct topo *t)
         engine_free(e);
 }
 
-static void test_placement(const struct topo *t)
+TEST(placement)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 0);
         struct done d1 = DONE_INIT, d2 = DONE_INIT;
         struct job_status st;
@@ -475,7 +480,7 @@ static void test_placement(const struct topo *t)
 
 /* A byte in the middle of a middle chunk fails: the job fails with the
  * offset of the chunk holding it, having done exactly the chunks before it. */
-static void test_failure(const struct topo *t, int err, uint64_t size)
+static void check_failure(const struct topo *t, int err, uint64_t size)
 {
         struct engine *e = make_engine(t, 1); /* one worker: chunks run in order */
         struct done d = DONE_INIT;
@@ -523,8 +528,21 @@ static void test_failure(const struct topo *t, int err, uint64_t size)
         engine_free(e);
 }
 
-static void test_eintr(const struct topo *t)
+/* 1 GiB: chunks of the full size. */
+TEST(failure_efault_full_chunks)
 {
+        check_failure(topo_, EFAULT, 512 * PAGE);
+}
+
+/* 62 MiB: smaller chunks, and a short last one. */
+TEST(failure_ehwpoison_short_last_chunk)
+{
+        check_failure(topo_, EHWPOISON, 31 * PAGE);
+}
+
+TEST(eintr)
+{
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 0);
         struct done d = DONE_INIT, d2 = DONE_INIT;
         struct job_status st;
@@ -600,8 +618,9 @@ static void *cancel_thread(void *arg)
         return NULL;
 }
 
-static void test_cancel(const struct topo *t)
+TEST(cancel)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 0);
         unsigned w = engine_node_workers(e, 0);
         struct done d = DONE_INIT;
@@ -651,8 +670,9 @@ static void test_cancel(const struct topo *t)
 
 /* A job that finishes while it is being cancelled: one on_done only, and
  * the state is whichever won. */
-static void test_cancel_race(const struct topo *t)
+TEST(cancel_race)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 0);
         /* The smallest chunk the planner makes (a one-page job's). */
         uint64_t min_chunk = plan_for(e, 0, PAGE, 0).chunk_bytes;
@@ -682,8 +702,9 @@ static void test_cancel_race(const struct topo *t)
 }
 
 /* One worker, two jobs: once both are queued, chunks alternate. */
-static void test_fairness(const struct topo *t)
+TEST(fairness)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 1);
         struct done da = DONE_INIT, db = DONE_INIT;
         unsigned per[MAX_CHUNKS], a = 0, b = 0;
@@ -736,7 +757,7 @@ static void test_fairness(const struct topo *t)
 }
 
 /* Node 0 and memory-only node 2 run jobs at the same time. */
-static void test_two_nodes(void)
+TEST(two_nodes)
 {
         struct topo *t = make_topo(true);
         struct engine *e = make_engine(t, 0);
@@ -773,8 +794,9 @@ static void test_two_nodes(void)
         free_topo(t);
 }
 
-static void test_bad_submit(const struct topo *t)
+TEST(bad_submit)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 2);
         struct job_spec spec = { .node = 0, .fd = 0, .size_bytes = 4 * PAGE, .page_size = PAGE };
         struct job *j = (struct job *)0x1;
@@ -807,8 +829,9 @@ static void test_bad_submit(const struct topo *t)
 
 /* engine_free with a job blocked in a chunk: cancels it (on_done runs) and
  * the job can still be freed afterwards. */
-static void test_free_running(const struct topo *t)
+TEST(free_running)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 0);
         struct done d = DONE_INIT;
 
@@ -822,7 +845,7 @@ static void test_free_running(const struct topo *t)
         job_free(j);
 }
 
-static void test_causes(void)
+TEST(causes)
 {
         CHECK_STR(engine_error_slug(-EFAULT), "hugepages-exhausted");
         CHECK_STR(engine_error_slug(EFAULT), "hugepages-exhausted");
@@ -838,22 +861,8 @@ static void test_causes(void)
 
 int main(void)
 {
-        struct topo *t = make_topo(false);
-
-        test_causes();
-        test_success(t);
-        test_placement(t);
-        /* 1 GiB: chunks of the full size; 62 MiB: smaller ones, and a
-         * short last one. */
-        test_failure(t, EFAULT, 512 * PAGE);
-        test_failure(t, EHWPOISON, 31 * PAGE);
-        test_eintr(t);
-        test_cancel(t);
-        test_cancel_race(t);
-        test_fairness(t);
-        test_two_nodes();
-        test_bad_submit(t);
-        test_free_running(t);
-        free_topo(t);
-        return 0;
+        topo_ = make_topo(false);
+        int r = test_run_all();
+        free_topo(topo_);
+        return r;
 }

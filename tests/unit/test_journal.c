@@ -84,7 +84,7 @@ static void check_equal(const struct journal *a, const struct journal *b)
         }
 }
 
-static void test_round_trip(void)
+TEST(round_trip)
 {
         struct journal j, *back = NULL;
         char *text;
@@ -128,7 +128,7 @@ static void corrupt(const char *from, const char *to)
         free(text);
 }
 
-static void test_corrupt(void)
+TEST(corrupt)
 {
         corrupt("\"version\":1", "\"version\":2");
         corrupt("\"version\":1", "\"version\":\"1\"");
@@ -220,7 +220,7 @@ static void cleanup_dir(void)
         rmdir(dir);
 }
 
-static void test_files(void)
+TEST(files)
 {
         struct journal j, *back = NULL;
         char *text;
@@ -295,7 +295,7 @@ static void test_files(void)
         CHECK_INT(journal_save("/nonexistent/dir", &j), <, 0);
 }
 
-static void test_helpers(void)
+TEST(helpers)
 {
         enum pool_state s;
         char longest[JOURNAL_NAME_MAX + 2];
@@ -330,11 +330,4 @@ static void test_helpers(void)
         CHECK_INT(s, ==, POOL_READY);
 }
 
-int main(void)
-{
-        test_round_trip();
-        test_corrupt();
-        test_files();
-        test_helpers();
-        return 0;
-}
+TEST_MAIN()

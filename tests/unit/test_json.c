@@ -45,7 +45,7 @@ static void refused(const char *body, int status, const char *detail_part)
         CHECK(!r.has_count && !r.has_allow && !r.has_name);
 }
 
-static void test_decode_ok(void)
+TEST(decode_ok)
 {
         struct req r = {};
         struct problem p;
@@ -77,7 +77,7 @@ static void test_decode_ok(void)
         CHECK_STR(r.name, "\xe2\x82\xac\xf0\x9f\x98\x80");
 }
 
-static void test_decode_refused(void)
+TEST(decode_refused)
 {
         /* Syntax. */
         refused("", 400, "empty");
@@ -130,7 +130,7 @@ static void test_decode_refused(void)
         refused("{\"name\": \"ok\", \"count\": 1, \"allow_partial\": 3}", 422, "allow_partial");
 }
 
-static void test_depth_limit_edge(void)
+TEST(depth_limit_edge)
 {
         char buf[200] = "";
         struct json *v = NULL;
@@ -148,7 +148,7 @@ static void test_depth_limit_edge(void)
         CHECK_INT(json_parse(buf, strlen(buf), &v), ==, -EINVAL);
 }
 
-static void test_parse_and_getters(void)
+TEST(parse_and_getters)
 {
         const char *doc = "{\"a\": 1, \"A\": 2, \"neg\": -5, \"big\": 9007199254740993,"
                           " \"f\": 2.5, \"t\": true, \"s\": \"str\", \"arr\": [1, {\"x\": 3}],"
@@ -209,7 +209,7 @@ static void test_parse_and_getters(void)
         json_free(v);
 }
 
-static void test_builder(void)
+TEST(builder)
 {
         struct json *o = json_new_object();
         struct json *arr, *inner, *parsed = NULL;
@@ -257,12 +257,4 @@ static void test_builder(void)
         json_free(o);
 }
 
-int main(void)
-{
-        test_decode_ok();
-        test_decode_refused();
-        test_depth_limit_edge();
-        test_parse_and_getters();
-        test_builder();
-        return 0;
-}
+TEST_MAIN()

@@ -258,7 +258,7 @@ static const struct journal_pool *jpool(const struct journal *j, const char *nam
 
 /* ---- tests ---- */
 
-static void test_validation(void)
+TEST(validation)
 {
         struct env e;
         struct pools *p;
@@ -336,7 +336,7 @@ static void test_validation(void)
         env_fini(&e);
 }
 
-static void test_lifecycle(void)
+TEST(lifecycle)
 {
         struct env e;
         struct pools *p;
@@ -453,7 +453,7 @@ static void test_lifecycle(void)
         env_fini(&e);
 }
 
-static void test_admission(void)
+TEST(admission)
 {
         struct env e;
         struct pools *p;
@@ -555,7 +555,7 @@ static void test_admission(void)
 }
 
 /* Shrinking a node's pool keeps the pages a warming pool there still needs. */
-static void test_shrink_keeps_warming(void)
+TEST(shrink_keeps_warming)
 {
         struct env e;
         struct pools *p;
@@ -606,7 +606,7 @@ static void test_shrink_keeps_warming(void)
         env_fini(&e);
 }
 
-static void test_failure_and_cancel(void)
+TEST(failure_and_cancel)
 {
         struct env e;
         struct pools *p;
@@ -722,7 +722,7 @@ static void *create_thread(void *arg)
 
 /* An identical PUT while a DELETE removes the pool must not answer 200 for
  * the pool whose file is going away: it waits, then creates anew (201). */
-static void test_put_during_delete(void)
+TEST(put_during_delete)
 {
         struct env e;
         struct call del = {0}, put = {0};
@@ -754,7 +754,7 @@ static void test_put_during_delete(void)
 /* The journal cannot be written: the create is refused, and its job, file
  * and record are gone (the job is taken out of the registry under its lock
  * before it is freed, so a concurrent save never reads a freed job). */
-static void test_save_failure(void)
+TEST(save_failure)
 {
         struct env e;
         struct pools *p;
@@ -787,7 +787,7 @@ static void test_save_failure(void)
         env_fini(&e);
 }
 
-static void test_ttl(void)
+TEST(ttl)
 {
         struct env e;
         struct pools *p;
@@ -829,7 +829,7 @@ static void test_ttl(void)
 /* A pool whose TTL release keeps failing (its path became a directory, so
  * unlink fails) must not starve the reaper: other pools still finish, and
  * the release is retried a few seconds later. */
-static void test_ttl_release_fails(void)
+TEST(ttl_release_fails)
 {
         struct env e;
         struct pools *p;
@@ -869,7 +869,7 @@ static void test_ttl_release_fails(void)
         env_fini(&e);
 }
 
-static void test_restart(void)
+TEST(restart)
 {
         struct env e;
         struct pools *p;
@@ -952,7 +952,7 @@ static void test_restart(void)
 /* A claimed pool's VM may have given pages back (balloon, discard) and may
  * still map the file: a restart keeps it ready and never re-warms or
  * unlinks it, even when re-warming could not be admitted. */
-static void test_restart_claimed(void)
+TEST(restart_claimed)
 {
         struct env e;
         struct pools *p;
@@ -1035,7 +1035,7 @@ static void make_pool_file(const struct env *e, const char *name, uint64_t size,
 
 /* At start the reaper is not running yet: a resumed pool whose job already
  * finished takes no more pages, so it must not make the next one fail. */
-static void test_resume_after_finished(void)
+TEST(resume_after_finished)
 {
         struct env e;
         struct pools *p;
@@ -1082,7 +1082,7 @@ static void test_resume_after_finished(void)
         env_fini(&e);
 }
 
-static void test_reboot_and_reservations(void)
+TEST(reboot_and_reservations)
 {
         struct env e;
         struct pools *p;
@@ -1138,7 +1138,7 @@ static void test_reboot_and_reservations(void)
 
 /* Start-up removes files no record owns, so the pool directory must be ours:
  * never a mount's root, never a directory with someone else's files. */
-static void test_pool_dir(void)
+TEST(pool_dir)
 {
         struct env e;
         struct pools *p = NULL;
@@ -1200,7 +1200,7 @@ static void test_pool_dir(void)
         env_fini(&e);
 }
 
-static void test_bad_config(void)
+TEST(bad_config)
 {
         struct env e;
         struct pools *p = NULL;
@@ -1226,23 +1226,4 @@ static void test_bad_config(void)
         env_fini(&e);
 }
 
-int main(void)
-{
-        test_validation();
-        test_lifecycle();
-        test_admission();
-        test_failure_and_cancel();
-        test_shrink_keeps_warming();
-        test_save_failure();
-        test_put_during_delete();
-        test_ttl();
-        test_ttl_release_fails();
-        test_restart();
-        test_restart_claimed();
-        test_resume_after_finished();
-        test_reboot_and_reservations();
-        test_pool_dir();
-        test_bad_config();
-        printf("ok\n");
-        return 0;
-}
+TEST_MAIN()

@@ -8,7 +8,7 @@
 #include "engine.h"
 #include "problem.h"
 
-static void test_set(void)
+TEST(set)
 {
         struct problem p = { .has_counts = true, .requested = 3, .retry_after = 5 };
         char big[2000];
@@ -50,7 +50,7 @@ static void test_set(void)
         CHECK_STR(p.detail, "no node \"a?\xc3\xa9???\?\?z??\"");
 }
 
-static void test_to_json(void)
+TEST(to_json)
 {
         struct problem p = {};
         char *s;
@@ -81,7 +81,7 @@ static void test_to_json(void)
 
 /* Every id has a row: a slug of lower-case words joined by '-', an error
  * status, a non-empty title; no slug twice; lookups go both ways. */
-static void test_catalog_rows(void)
+TEST(catalog_rows)
 {
         for (int id = PROBLEM_NONE + 1; id < PROBLEM__COUNT; id++) {
                 const struct problem_type *t = problem_type((enum problem_id)id);
@@ -100,7 +100,7 @@ static void test_catalog_rows(void)
 }
 
 /* Out-of-range ids and unknown slugs have no row. */
-static void test_catalog_misses(void)
+TEST(catalog_misses)
 {
         CHECK(problem_type(PROBLEM_NONE) == NULL);
         CHECK(problem_type(PROBLEM__COUNT) == NULL);
@@ -114,7 +114,7 @@ static void test_catalog_misses(void)
 
 /* A stored slug (a pool's error) gets its catalog row; one the catalog does
  * not know keeps its slug with status 500 and the unknown title. */
-static void test_raise_slug(void)
+TEST(raise_slug)
 {
         struct problem p = {0};
 
@@ -139,7 +139,7 @@ static void test_raise_slug(void)
 
 /* problem_set (kept for pools.c until it is converted) takes status and
  * title from the catalog, whatever it is given. */
-static void test_set_follows_catalog(void)
+TEST(set_follows_catalog)
 {
         struct problem p = {0};
 
@@ -152,7 +152,7 @@ static void test_set_follows_catalog(void)
 }
 
 /* Every slug the engine stores as a pool's error is in the catalog. */
-static void test_engine_slugs_in_catalog(void)
+TEST(engine_slugs_in_catalog)
 {
         static const int errs[] = { EFAULT, ENOMEM, EINTR, EHWPOISON, EINVAL, EIO, 0 };
 
@@ -163,14 +163,4 @@ static void test_engine_slugs_in_catalog(void)
         }
 }
 
-int main(void)
-{
-        test_catalog_rows();
-        test_catalog_misses();
-        test_raise_slug();
-        test_set_follows_catalog();
-        test_engine_slugs_in_catalog();
-        test_set();
-        test_to_json();
-        return 0;
-}
+TEST_MAIN()

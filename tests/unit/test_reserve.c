@@ -124,7 +124,7 @@ static void check_untouched(const struct reserve_result *r)
         CHECK(r->complete == poison.complete);
 }
 
-static void test_full(void)
+TEST(full)
 {
         struct reserve_req req = { .node = 0, .page_size = 2 * MIB, .count = 20 };
         struct reserve_result res = poison;
@@ -154,7 +154,7 @@ static void test_full(void)
         env_close(&e);
 }
 
-static void test_partial_allowed(void)
+TEST(partial_allowed)
 {
         struct reserve_req req = { .node = 0, .page_size = 2 * MIB, .count = 24, .allow_partial = true };
         struct reserve_result res = poison;
@@ -174,7 +174,7 @@ static void test_partial_allowed(void)
         env_close(&e);
 }
 
-static void test_shortfall_restores(void)
+TEST(shortfall_restores)
 {
         struct reserve_req req = { .node = 0, .page_size = 2 * MIB, .count = 24 };
         struct reserve_result res = poison;
@@ -214,7 +214,7 @@ static void test_shortfall_restores(void)
         env_close(&e);
 }
 
-static void test_floor(void)
+TEST(floor)
 {
         struct reserve_req req = { .node = 0, .page_size = 2 * MIB, .count = 20 };
         struct reserve_result res = poison;
@@ -272,7 +272,7 @@ static void test_floor(void)
         env_close(&e);
 }
 
-static void test_shrink_in_use(void)
+TEST(shrink_in_use)
 {
         /* two-node node0 2M: 16 pages, 12 free, so 4 in use. */
         struct reserve_req req = { .node = 0, .page_size = 2 * MIB, .count = 10 };
@@ -308,7 +308,7 @@ static void test_shrink_in_use(void)
         env_close(&e);
 }
 
-static void test_errors(void)
+TEST(errors)
 {
         struct reserve_req req = { .node = 0, .page_size = 2 * MIB, .count = 20 };
         struct reserve_result res = poison;
@@ -348,7 +348,7 @@ static void test_errors(void)
         env_close(&e);
 }
 
-static void test_unknown(void)
+TEST(unknown)
 {
         struct reserve_req req = { .node = 1, .page_size = 2 * MIB, .count = 1 };
         struct reserve_result res = poison;
@@ -384,7 +384,7 @@ static void test_unknown(void)
 }
 
 /* Without any hook: the real file calls on a plain tree. */
-static void test_default_ops(void)
+TEST(default_ops)
 {
         struct reserve_req req = { .node = 1, .page_size = 2 * MIB, .count = 40 };
         struct reserve_result res = poison;
@@ -402,15 +402,4 @@ static void test_default_ops(void)
         fixture_remove(dir);
 }
 
-int main(void)
-{
-        test_full();
-        test_partial_allowed();
-        test_shortfall_restores();
-        test_floor();
-        test_shrink_in_use();
-        test_errors();
-        test_unknown();
-        test_default_ops();
-        return 0;
-}
+TEST_MAIN()
