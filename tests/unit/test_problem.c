@@ -8,10 +8,11 @@
 #include "engine.h"
 #include "problem.h"
 
-TEST(set)
+/* problem_raise fills status, slug and title from the row, the detail
+ * from the format; extension members are the caller's. */
+TEST(raise_fills_row_and_detail)
 {
         struct problem p = { .has_counts = true, .requested = 3, .retry_after = 5 };
-        char big[2000];
 
         problem_raise(&p, PROBLEM_UNKNOWN_NODE, "no node %d (have %s)", 7, "0-1");
         CHECK_INT(p.id, ==, PROBLEM_UNKNOWN_NODE);
@@ -23,14 +24,20 @@ TEST(set)
         CHECK(p.has_counts);
         CHECK_U64(p.requested, ==, 3);
         CHECK_INT(p.retry_after, ==, 5);
+        problem_raise(NULL, PROBLEM_MALFORMED_JSON, "ignored");
+}
+
+/* A long detail is cut to fit, never leaving half a UTF-8 sequence. */
+TEST(detail_cut_at_whole_utf8_sequence)
+{
+        struct problem p = {0};
+        char big[2000];
 
         memset(big, 'x', sizeof(big) - 1);
         big[sizeof(big) - 1] = '\0';
         problem_raise(&p, PROBLEM_MALFORMED_JSON, "%s", big);
         CHECK_U64(strlen(p.detail), ==, sizeof(p.detail) - 1);
-        problem_raise(NULL, PROBLEM_MALFORMED_JSON, "ignored");
 
-        /* Truncation never leaves half a UTF-8 sequence behind. */
         big[510] = '\0';
         problem_raise(&p, PROBLEM_MALFORMED_JSON, "%s\xc3\xa9", big);
         CHECK_U64(strlen(p.detail), ==, 510);
@@ -43,9 +50,14 @@ TEST(set)
         big[508] = '\0';
         problem_raise(&p, PROBLEM_MALFORMED_JSON, "%s\xf0\x9f\x98\x80", big);
         CHECK_U64(strlen(p.detail), ==, 508);
+}
 
-        /* Client bytes quoted in a detail come out as valid UTF-8: each byte
-         * that starts no valid sequence becomes '?'; valid ones stay. */
+/* Client bytes quoted in a detail come out as valid UTF-8: each byte that
+ * starts no valid sequence becomes '?'; valid ones stay. */
+TEST(detail_forced_to_utf8)
+{
+        struct problem p = {0};
+
         problem_raise(&p, PROBLEM_UNKNOWN_NODE, "no node \"%s\"", "a\xff\xc3\xa9\xed\xa0\x80\xc0\xafz\xe2\x82");
         CHECK_STR(p.detail, "no node \"a?\xc3\xa9???\?\?z??\"");
 }
