@@ -44,7 +44,7 @@ static inline void fixture_run_(char *const argv[])
 }
 
 #define FIXTURE_MAX_LIVE 16
-static char fixture_live_[FIXTURE_MAX_LIVE][32];
+static char fixture_live_[FIXTURE_MAX_LIVE][64];
 
 /* Only async-signal-safe calls (fork, execve, waitpid): also run from the
  * SIGABRT handler. */
