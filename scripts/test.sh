@@ -35,7 +35,7 @@ if [ -x tests/fuzz/run-fuzz.sh ]; then
   # libFuzzer needs clang; -Werror stays with the gcc builds above.  The
   # fuzz targets carry their own fuzzer+ASan+UBSan flags (tests/fuzz).
   CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DHPW_FUZZ=ON -DHPW_WERROR=OFF >/dev/null
-  cmake --build build-fuzz -j"$jobs" --target fuzz_journal fuzz_json_decode fuzz_http
+  cmake --build build-fuzz -j"$jobs" --target $(sed -n "s/^\([a-z0-9_]*\)$/fuzz_\1/p" tests/fuzz/targets)
   tests/fuzz/run-fuzz.sh build-fuzz "${HPW_FUZZ_SECONDS:-60}"
 fi
 step "all test stages passed"
