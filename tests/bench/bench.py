@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The warm benchmark of issue 3: one command, one machine, one size and one
+"""The warm benchmark (README "Measured"): one command, one machine, one size and one
 thread count for every contender.
 
   (a) hpwarmd warm: client-observed wall time from PUT /v1/pools/NAME to the
@@ -59,7 +59,7 @@ GUARD = os.path.join(REPO, "tests", "real", "guard.sh")
 NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
 PAGE = 2 << 20
 GIB = float(1 << 30)
-# Targets of issue 3 on this 2-core machine.
+# The targets README "Measured" states, on this 2-core machine.
 TARGET_A_OVER_B = 0.95
 TARGET_A_OVER_C = 1.0
 TARGET_D_SPEEDUP = 20.0
