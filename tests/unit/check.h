@@ -44,7 +44,11 @@ static pid_t check_pid_;
 static jmp_buf check_jmp_;
 
 /* How a test ended; the values longjmp carries are not 0. */
-enum { TEST_PASSED_, TEST_FAILED_, TEST_SKIPPED_ };
+enum {
+        TEST_PASSED_,
+        TEST_FAILED_,
+        TEST_SKIPPED_
+};
 
 static inline void test_register_(const char *name, void (*fn)(void), int line)
 {
@@ -56,18 +60,15 @@ static inline void test_register_(const char *name, void (*fn)(void), int line)
 }
 
 /* Register test_NAME (static) before main runs. */
-#define TEST(name)                                                                                 \
-        static void test_##name(void);                                                             \
-        __attribute__((constructor)) static void test_register_##name##_(void)                    \
-        {                                                                                          \
-                test_register_(#name, test_##name, __LINE__);                                      \
-        }                                                                                          \
+#define TEST(name)                                                             \
+        static void test_##name(void);                                         \
+        __attribute__((constructor)) static void test_register_##name##_(void) \
+        {                                                                      \
+                test_register_(#name, test_##name, __LINE__);                  \
+        }                                                                      \
         static void test_##name(void)
 
-static inline bool check_in_test_(void)
-{
-        return check_runner_ && test_current_ && getpid() == check_pid_;
-}
+static inline bool check_in_test_(void) { return check_runner_ && test_current_ && getpid() == check_pid_; }
 
 /* End the running test with OUTCOME, or the process when not inside one. */
 static inline void check_end_(int outcome)
@@ -79,46 +80,44 @@ static inline void check_end_(int outcome)
         abort();
 }
 
-#define CHECK_FAIL_(fmt, ...)                                                                      \
-        do {                                                                                       \
-                fprintf(stderr, "%s:%d: [%s] " fmt "\n", __FILE__, __LINE__,                       \
-                        test_current_ ? test_current_ : "-", __VA_ARGS__);                         \
-                check_end_(TEST_FAILED_);                                                          \
+#define CHECK_FAIL_(fmt, ...)                                                                                     \
+        do {                                                                                                      \
+                fprintf(stderr, "%s:%d: [%s] " fmt "\n", __FILE__, __LINE__, test_current_ ? test_current_ : "-", \
+                        __VA_ARGS__);                                                                             \
+                check_end_(TEST_FAILED_);                                                                         \
         } while (0)
 
-#define CHECK(expr)                                                                                \
-        do {                                                                                       \
-                if (!(expr))                                                                       \
-                        CHECK_FAIL_("CHECK(%s) failed", #expr);                                    \
+#define CHECK(expr)                                             \
+        do {                                                    \
+                if (!(expr))                                    \
+                        CHECK_FAIL_("CHECK(%s) failed", #expr); \
         } while (0)
 
-#define CHECK_INT(a, op, b)                                                                        \
-        do {                                                                                       \
-                long long a_ = (long long)(a), b_ = (long long)(b);                                \
-                if (!(a_ op b_))                                                                   \
-                        CHECK_FAIL_("%s %s %s: %lld vs %lld", #a, #op, #b, a_, b_);                \
+#define CHECK_INT(a, op, b)                                                         \
+        do {                                                                        \
+                long long a_ = (long long)(a), b_ = (long long)(b);                 \
+                if (!(a_ op b_))                                                    \
+                        CHECK_FAIL_("%s %s %s: %lld vs %lld", #a, #op, #b, a_, b_); \
         } while (0)
 
-#define CHECK_U64(a, op, b)                                                                        \
-        do {                                                                                       \
-                uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                                   \
-                if (!(a_ op b_))                                                                   \
-                        CHECK_FAIL_("%s %s %s: %" PRIu64 " vs %" PRIu64, #a, #op, #b, a_, b_);     \
+#define CHECK_U64(a, op, b)                                                                    \
+        do {                                                                                   \
+                uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                               \
+                if (!(a_ op b_))                                                               \
+                        CHECK_FAIL_("%s %s %s: %" PRIu64 " vs %" PRIu64, #a, #op, #b, a_, b_); \
         } while (0)
 
-#define CHECK_STR(a, b)                                                                            \
-        do {                                                                                       \
-                const char *a_ = (a), *b_ = (b);                                                   \
-                if (!a_ || !b_ || strcmp(a_, b_) != 0)                                             \
-                        CHECK_FAIL_("%s == %s: \"%s\" vs \"%s\"", #a, #b, a_ ? a_ : "(null)",      \
-                                    b_ ? b_ : "(null)");                                           \
+#define CHECK_STR(a, b)                                                                                            \
+        do {                                                                                                       \
+                const char *a_ = (a), *b_ = (b);                                                                   \
+                if (!a_ || !b_ || strcmp(a_, b_) != 0)                                                             \
+                        CHECK_FAIL_("%s == %s: \"%s\" vs \"%s\"", #a, #b, a_ ? a_ : "(null)", b_ ? b_ : "(null)"); \
         } while (0)
 
-#define SKIP(why)                                                                                  \
-        do {                                                                                       \
-                fprintf(stderr, "SKIP%s%s: %s\n", test_current_ ? " " : "",                        \
-                        test_current_ ? test_current_ : "", why);                                  \
-                check_end_(TEST_SKIPPED_);                                                         \
+#define SKIP(why)                                                                                                     \
+        do {                                                                                                          \
+                fprintf(stderr, "SKIP%s%s: %s\n", test_current_ ? " " : "", test_current_ ? test_current_ : "", why); \
+                check_end_(TEST_SKIPPED_);                                                                            \
         } while (0)
 
 /* Whether NAME is in the comma-separated list LIST. */
@@ -150,15 +149,9 @@ static inline int test_run_one_(const struct test_entry_ *t)
         test_current_ = t->name;
         fflush(NULL);
         switch (setjmp(check_jmp_)) {
-        case 0:
-                t->fn();
-                break;
-        case TEST_FAILED_:
-                outcome = TEST_FAILED_;
-                break;
-        default:
-                outcome = TEST_SKIPPED_;
-                break;
+        case 0: t->fn(); break;
+        case TEST_FAILED_: outcome = TEST_FAILED_; break;
+        default: outcome = TEST_SKIPPED_; break;
         }
         test_current_ = NULL;
         fflush(NULL);
@@ -187,8 +180,7 @@ static inline int test_run_all(void)
                 for (const char *p = filter; *p;) {
                         size_t len = strcspn(p, ","), i;
                         for (i = 0; i < test_count_; i++)
-                                if (strlen(test_table_[i].name) == len &&
-                                    strncmp(test_table_[i].name, p, len) == 0)
+                                if (strlen(test_table_[i].name) == len && strncmp(test_table_[i].name, p, len) == 0)
                                         break;
                         if (len && i == test_count_) {
                                 fprintf(stderr, "check.h: no test named \"%.*s\"\n", (int)len, p);
@@ -219,9 +211,7 @@ static inline int test_run_all(void)
                         failed++;
                         fprintf(stderr, "FAILED %s\n", t->name);
                         break;
-                default:
-                        skipped++;
-                        break;
+                default: skipped++; break;
                 }
         }
         check_runner_ = false;
@@ -233,8 +223,5 @@ static inline int test_run_all(void)
         return 0;
 }
 
-#define TEST_MAIN()                                                                                \
-        int main(void)                                                                             \
-        {                                                                                          \
-                return test_run_all();                                                             \
-        }
+#define TEST_MAIN() \
+        int main(void) { return test_run_all(); }

@@ -25,10 +25,7 @@ TEST(fails_str)
         fprintf(stderr, "NOT REACHED after a failed check\n");
 }
 
-static void helper_that_fails(void)
-{
-        CHECK_U64(5, <, 4);
-}
+static void helper_that_fails(void) { CHECK_U64(5, <, 4); }
 
 TEST(fails_in_helper)
 {
@@ -36,10 +33,7 @@ TEST(fails_in_helper)
         fprintf(stderr, "NOT REACHED after a failed check\n");
 }
 
-TEST(after_failures)
-{
-        CHECK(1);
-}
+TEST(after_failures) { CHECK(1); }
 
 TEST(skips)
 {

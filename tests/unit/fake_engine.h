@@ -37,10 +37,7 @@ static inline long fake_engine_move_pages_node0(int pid, unsigned long count, vo
         return 0;
 }
 
-static inline int fake_engine_madvise_nothing(void *addr, size_t len, int advice)
-{
-        return 0;
-}
+static inline int fake_engine_madvise_nothing(void *addr, size_t len, int advice) { return 0; }
 
 static inline const struct engine_ops *fake_engine_stub_ops(void)
 {
@@ -58,8 +55,8 @@ static struct {
         pthread_mutex_t lock;
         pthread_cond_t cond;
         bool closed;
-        int inside;           /* workers in madvise (at the gate or past it) */
-        int fail_errno;       /* next madvise calls fail with this */
+        int inside;     /* workers in madvise (at the gate or past it) */
+        int fail_errno; /* next madvise calls fail with this */
 } fake_gate_ = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
 static inline int fake_gate_madvise(void *addr, size_t len, int advice)
