@@ -21,13 +21,17 @@
  * A chunk is one MADV_POPULATE_WRITE, done with no lock held and no memory
  * allocated; in a zero job (recycle) it is followed by non-temporal zeroing
  * of the chunk (zero.c).  The populate is there on purpose: on pages that are
- * present it only maps them (about a microsecond per 2 MiB page), it means
- * the stores never fault, and a page that has gone missing (the file was
- * truncated behind our back) comes back as EFAULT instead of a SIGBUS that
- * would kill the daemon.  A zero job must never take a page from the
+ * present it only maps them (no allocation, no clearing: one page-table
+ * entry per hugepage, the fault the first store would take anyway), the
+ * stores then never fault, and a page that has gone missing before the
+ * chunk (the file was truncated behind our back) comes back as EFAULT
+ * instead of a SIGBUS that would kill the daemon (a guard, not a lock: the
+ * daemon owns its files).  A zero job must never take a page from the
  * kernel, so engine_submit refuses a file with a hole (st_blocks short of
- * st_size) before mapping it.  The lock is only taken to pick a chunk and to account for it.
- * After populating a chunk the worker checks where its pages are
+ * st_size) before mapping it.
+ *
+ * The lock is only taken to pick a chunk and to account for it.  After
+ * populating a chunk the worker checks where its pages are
  * (move_pages in query mode, in batches), so the placement check runs beside
  * other chunks' populates rather than as a serial tail.  Whoever finishes the
  * job (the worker that completes its last chunk, or the thread in job_cancel)

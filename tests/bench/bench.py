@@ -489,12 +489,12 @@ def measure(args, mnt, res):
         recycle_file = os.path.join(mnt, "bench-recycle")
         try:
             res["recycle"] = run_helper("recycle_bench", [args.recycle_bench, recycle_file, str(size),
-                                                          str(threads), str(args.rounds)])
+                                                          str(threads), str(args.rounds)] + args.recycle_routines)
         finally:
             rm(recycle_file)
+        first = next(iter(res["recycle"]["r1"]))
         log("recycle: r1 %s %.3fs, r2 truncate+populate %.3fs (medians)" % (
-            res["recycle"]["best"], median(res["recycle"]["r1"][res["recycle"]["best"]]),
-            median(res["recycle"]["r2"])))
+            first, median(res["recycle"]["r1"][first]), median(res["recycle"]["r2"])))
     if not args.no_prio:
         res["prio"] = run_helper("prio_bench", [args.prio_bench, mnt, str(size), str(threads), str(args.rounds)])
         log("priority: populate alone %.3fs, beside low-priority zero %.3fs (medians)" % (
@@ -546,9 +546,11 @@ def report(args, res, cmdline):
     extra = []  # (name, seconds, bytes) rows of other sizes
     rc = res.get("recycle")
     if rc:
-        best = rc["best"]
+        # (r1) is the first routine asked for (by default the best one here).
+        best = next(iter(rc["r1"]))
         r1, r2 = median(rc["r1"][best]), median(rc["r2"])
-        rows.append(("(r1) recycle: zero in place, %s streaming stores" % best, r1))
+        rows.append(("(r1) recycle: zero in place, %s%s" % (
+            best, " streaming stores" if best == rc["best"] else ""), r1))
         for name, xs in rc["r1"].items():
             if name != best:
                 rows.append(("(r1') recycle: zero in place, %s" % name, median(xs)))
@@ -626,6 +628,9 @@ def main():
     ap.add_argument("--prio-bench")
     ap.add_argument("--no-recycle", action="store_true", help="leave out the recycle phase (issue 12)")
     ap.add_argument("--no-prio", action="store_true", help="leave out the priority phase (issue 12)")
+    ap.add_argument("--recycle-routines", type=lambda t: [x for x in t.split(",") if x], default=[],
+                    help="zero routines for (r1), comma-separated, best first (default: the best one here and "
+                         "memset); nopop:NAME zeroes without populating first")
     ap.add_argument("--qemu", default="qemu-system-x86_64")
     ap.add_argument("--no-qemu", action="store_true")
     ap.add_argument("--no-strace", action="store_true", help="skip the strace cross-check of QEMU")

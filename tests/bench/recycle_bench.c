@@ -18,7 +18,9 @@
  * after it every 4 KiB of it is checked for zero (sampled, untimed); r1 must
  * leave HugePages_Free exactly as it was.  ROUNDS rounds run the contenders
  * in an order that rotates each round, after one untimed warm-up round.
- * ROUTINE defaults to the best one zero.c picks here, plus memset.
+ * ROUTINE defaults to the best one zero.c picks here, plus memset;
+ * "nopop:ROUTINE" zeroes without the MADV_POPULATE_WRITE first (the stores
+ * then take the page faults), to see what the engine's populate-first costs.
  *
  * Prints one line of JSON with every round's seconds.  It creates FILE and
  * never unlinks it: the bench script decides. */
@@ -41,7 +43,14 @@
 #define MAX_ROUTINES 8
 #define DIRT 0x5a
 
-enum op { OP_POPULATE, OP_ZERO, OP_DIRTY, OP_EXIT };
+enum op { OP_POPULATE, OP_ZERO, OP_ZERO_NOPOP, OP_DIRTY, OP_EXIT };
+
+/* A contender of r1: a routine, with or without populate first. */
+struct contender {
+        const struct zero_routine *r;
+        bool nopop;
+        char label[40];
+};
 
 struct worker {
         pthread_t thread;
@@ -83,6 +92,9 @@ static void *worker_main(void *arg)
                         w->err = populate(w->addr, w->len);
                         if (!w->err)
                                 g.routine->fn(w->addr, w->len);
+                        break;
+                case OP_ZERO_NOPOP:
+                        g.routine->fn(w->addr, w->len);
                         break;
                 case OP_DIRTY:
                         memset(w->addr, DIRT, w->len);
@@ -182,7 +194,7 @@ static void check_zero(int fd, uint64_t size, const char *who)
         munmap((void *)m, size);
 }
 
-static double r1(int fd, uint64_t size, uint64_t page, const struct zero_routine *r)
+static double r1(int fd, uint64_t size, uint64_t page, const struct contender *c)
 {
         uint64_t free0 = hugepages_free();
         double t0, t1;
@@ -191,11 +203,11 @@ static double r1(int fd, uint64_t size, uint64_t page, const struct zero_routine
         dirty(fd, size, page);
         t0 = now_s();
         m = map_file(fd, size);
-        g.routine = r;
-        run(OP_ZERO, m, size / page, page);
+        g.routine = c->r;
+        run(c->nopop ? OP_ZERO_NOPOP : OP_ZERO, m, size / page, page);
         munmap(m, size);
         t1 = now_s();
-        check_zero(fd, size, r->name);
+        check_zero(fd, size, c->label);
         if (hugepages_free() != free0)
                 die("zeroing in place moved pages between the file and the kernel", EIO);
         return t1 - t0;
@@ -220,7 +232,7 @@ static double r2(int fd, uint64_t size, uint64_t page)
 
 int main(int argc, char **argv)
 {
-        const struct zero_routine *routines[MAX_ROUTINES];
+        struct contender routines[MAX_ROUTINES];
         unsigned long long size, threads, rounds;
         unsigned n_routines = 0;
         struct statfs sfs;
@@ -243,7 +255,8 @@ int main(int argc, char **argv)
         if (errno || *end || rounds == 0 || rounds > 10000)
                 die("bad ROUNDS", EINVAL);
         for (int i = 5; i < argc; i++) {
-                const struct zero_routine *r = zero_find(argv[i]);
+                bool nopop = strncmp(argv[i], "nopop:", 6) == 0;
+                const struct zero_routine *r = zero_find(argv[i] + (nopop ? 6 : 0));
 
                 if (!r) {
                         printf("{\"error\":\"routine %s is unknown or not supported here\"}\n", argv[i]);
@@ -251,12 +264,18 @@ int main(int argc, char **argv)
                 }
                 if (n_routines == MAX_ROUTINES)
                         die("too many routines", EINVAL);
-                routines[n_routines++] = r;
+                routines[n_routines].r = r;
+                routines[n_routines].nopop = nopop;
+                snprintf(routines[n_routines].label, sizeof(routines[n_routines].label), "%s%s",
+                         nopop ? "nopop:" : "", r->name);
+                n_routines++;
         }
         if (n_routines == 0) {
-                routines[n_routines++] = zero_best();
+                routines[n_routines++] = (struct contender){ .r = zero_best() };
                 if (zero_best() != zero_find("memset"))
-                        routines[n_routines++] = zero_find("memset");
+                        routines[n_routines++] = (struct contender){ .r = zero_find("memset") };
+                for (unsigned k = 0; k < n_routines; k++)
+                        snprintf(routines[k].label, sizeof(routines[k].label), "%s", routines[k].r->name);
         }
 
         fd = open(argv[1], O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -291,7 +310,7 @@ int main(int argc, char **argv)
         run(OP_POPULATE, m, size / page, page);
         munmap(m, size);
         for (unsigned k = 0; k < n_routines; k++)
-                r1(fd, size, page, routines[k]);
+                r1(fd, size, page, &routines[k]);
         r2(fd, size, page);
 
         unsigned n_c = n_routines + 1;
@@ -302,7 +321,7 @@ int main(int argc, char **argv)
                 for (unsigned i = 0; i < n_c; i++) {
                         unsigned c = (unsigned)((i + rnd) % n_c);
 
-                        t[rnd * n_c + c] = c < n_routines ? r1(fd, size, page, routines[c]) : r2(fd, size, page);
+                        t[rnd * n_c + c] = c < n_routines ? r1(fd, size, page, &routines[c]) : r2(fd, size, page);
                 }
 
         g.op = OP_EXIT;
@@ -317,7 +336,7 @@ int main(int argc, char **argv)
                 if (c == n_routines)
                         printf("},\"r2\":[");
                 else
-                        printf("%s\"%s\":[", c ? "," : "", routines[c]->name);
+                        printf("%s\"%s\":[", c ? "," : "", routines[c].label);
                 for (unsigned long long rnd = 0; rnd < rounds; rnd++)
                         printf("%s%.6f", rnd ? "," : "", t[rnd * n_c + c]);
                 printf("]");
