@@ -9,7 +9,8 @@
  * reports a chosen page count, for holes refused before mapping, zeroing
  * chunk by chunk after each populate, and cancellation; priorities: a
  * low-priority job gets no chunk while a normal job has chunks left (one
- * worker; and with an idle worker beside a normal job at its thread cap);
+ * worker; and with an idle worker beside a normal job at its thread cap),
+ * and one that never got a chunk cancels at once;
  * the offset of a tail-range job.
  *
  * Chunk sizes depend on the job's size and worker count (see plan.c), so
@@ -1162,6 +1163,49 @@ static void test_priority_one_worker(const struct topo *t)
         engine_free(e);
 }
 
+/* A low-priority job that never got a chunk (a normal job holds the only
+ * worker) can be cancelled at once: CANCELLED, nothing done, nothing
+ * touched; the normal job then runs to the end as if it had been alone. */
+static void test_priority_cancel_starved(const struct topo *t)
+{
+        struct engine *e = make_engine(t, 1);
+        struct done da = DONE_INIT, dl = DONE_INIT;
+        struct job_status st;
+        uint64_t size = 25 * PAGE;
+        struct plan pa = plan_for(e, 0, size, 0);
+
+        fake_reset();
+        fake_file((off_t)size, (off_t)size);
+        gate(true);
+        struct job *a = submit(e, 0, size, 0, &da);
+        uint8_t *a_base = last_map();
+        wait_inside(1);
+        struct job *l = submit_spec(e, (struct job_spec){ .node = 0, .size_bytes = size, .kind = JOB_ZERO,
+                                                          .prio = JOB_PRIO_LOW }, &dl);
+        uint8_t *l_base = last_map();
+        job_cancel(l); /* returns with the worker still blocked inside A */
+        CHECK_INT(done_calls(&dl), ==, 1);
+        job_get_status(l, &st);
+        CHECK_INT(st.state, ==, JOB_CANCELLED);
+        CHECK_U64(st.bytes_done, ==, 0);
+        job_get_status(a, &st);
+        CHECK_INT(st.state, ==, JOB_RUNNING);
+        gate(false);
+        wait_done(&da);
+        job_get_status(a, &st);
+        CHECK_INT(st.state, ==, JOB_DONE);
+        CHECK_INT(chunk_calls(a_base, size, &pa, NULL), ==, pa.n_chunks);
+        CHECK_INT(first_call_in(l_base, size), ==, -1);
+        pthread_mutex_lock(&fk.lock);
+        CHECK_INT(fk.calls, ==, pa.n_chunks);
+        CHECK_INT(fk.zcalls, ==, 0);
+        CHECK_INT(fk.munmaps, ==, 2);
+        pthread_mutex_unlock(&fk.lock);
+        job_free(a);
+        job_free(l);
+        engine_free(e);
+}
+
 /* Two workers, a normal job capped at one thread: the idle worker does not
  * take the low-priority job while the normal job has chunks left (strict
  * priority, not work-conserving: the stock must not compete with a pool
@@ -1292,6 +1336,7 @@ int main(void)
         test_zero_refuses_holes(t);
         test_zero_cancel(t);
         test_priority_one_worker(t);
+        test_priority_cancel_starved(t);
         test_priority_idle_worker(t);
         test_offset(t);
         free_topo(t);
