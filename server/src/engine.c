@@ -113,7 +113,7 @@ struct job {
         /* Everything below is guarded by n->lock. */
         struct link run;          /* in n->run[spec.prio] while chunks are left to hand out */
         struct link all;          /* in n->jobs until job_free or engine_free */
-        bool queued;              /* in n->run */
+        bool queued;              /* in n->run[spec.prio] */
         uint64_t next_chunk;      /* next chunk to hand out */
         unsigned active;          /* workers inside a chunk of this job */
         bool cancel;              /* job_cancel asked to stop */
