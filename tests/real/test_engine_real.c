@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "meminfo.h"
 #include "engine.h"
 #include "plan.h"
 #include "topo.h"
@@ -69,24 +70,6 @@ static void write_u64(const char *path, uint64_t v)
 
 static uint64_t node_free(void) { return read_u64(NODE_HP "free_hugepages"); }
 
-/* HugePages_Free from /proc/meminfo (all nodes). */
-static uint64_t meminfo_free(void)
-{
-        FILE *f = fopen("/proc/meminfo", "re");
-        char line[256];
-        unsigned long long v = 0;
-        bool found = false;
-
-        CHECK(f);
-        while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "HugePages_Free: %llu", &v) == 1) {
-                        found = true;
-                        break;
-                }
-        fclose(f);
-        CHECK(found);
-        return v;
-}
 static uint64_t resv(void) { return read_u64(GLOBAL_HP "resv_hugepages"); }
 
 struct done {

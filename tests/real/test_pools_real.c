@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "meminfo.h"
 #include "engine.h"
 #include "journal.h"
 #include "plan.h"
@@ -151,24 +152,6 @@ static uint64_t node_free(void)
 
         CHECK_INT(topo_read_hugepages(fs, 0, PAGE, &hp), ==, 0);
         return hp.free;
-}
-
-static uint64_t meminfo_free(void)
-{
-        FILE *f = fopen("/proc/meminfo", "re");
-        char line[256];
-        unsigned long long v = 0;
-        bool found = false;
-
-        CHECK(f);
-        while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "HugePages_Free: %llu", &v) == 1) {
-                        found = true;
-                        break;
-                }
-        fclose(f);
-        CHECK(found);
-        return v;
 }
 
 static struct pools *start(void)
