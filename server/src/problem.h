@@ -7,8 +7,9 @@
  * title} indexed by enum problem_id, and is raised through it
  * (problem_raise), so a slug always answers with the same status and title.
  * api/openapi.yaml lists the same rows; tests/api/test_openapi.py reads the
- * table in problem.c and checks both agree.  The enum only grows: a slug is
- * a published contract, scripts match it. */
+ * table in problem.c and checks both agree.  The ids never leave the
+ * process; the slugs are the published contract (scripts match them): a
+ * slug is added, never renamed or removed. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
