@@ -189,20 +189,20 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                 pthread_mutex_unlock(&p->lock);
                 r = topo_read_hugepages(p->cfg.fs, node, page_size, &hp);
                 if (r < 0) {
-                        problem_set(err, 500, "sysfs-error", "Cannot read hugepage counters",
-                                    "reading node %d hugepage counters: %s", node, strerror(-r));
+                        problem_raise(err, PROBLEM_SYSFS_ERROR, "reading node %d hugepage counters: %s", node,
+                                      strerror(-r));
                         return r;
                 }
                 avail = hp.free > others ? hp.free - others : 0;
                 if (avail >= pages)
                         return 0;
                 if (!reserve || attempt > 0) {
-                        problem_set(err, 409, "insufficient-hugepages", "Not enough free hugepages",
-                                    "node %d needs %" PRIu64 " free pages of %" PRIu64
-                                    " bytes; it has %" PRIu64 " free, of which %" PRIu64
-                                    " are still to be taken by other warming pools%s",
-                                    node, pages, page_size, hp.free, others,
-                                    reserve ? " (even after growing the pool)" : "; retry with \"reserve\": true to grow the pool");
+                        problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
+                                      "node %d needs %" PRIu64 " free pages of %" PRIu64 " bytes; it has %" PRIu64
+                                      " free, of which %" PRIu64 " are still to be taken by other warming pools%s",
+                                      node, pages, page_size, hp.free, others,
+                                      reserve ? " (even after growing the pool)"
+                                              : "; retry with \"reserve\": true to grow the pool");
                         return -ENOMEM;
                 }
 
@@ -215,14 +215,14 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                 struct reserve_result res = {0};
                 r = reserve_locked(p, &rq, rq.count, &res);
                 if (r < 0) {
-                        problem_set(err, 409, "insufficient-hugepages", "Not enough free hugepages",
-                                    "node %d needs %" PRIu64 " free pages; it has %" PRIu64
-                                    " free, %" PRIu64 " still to be taken by other warming pools; "
-                                    "growing its pool from %" PRIu64 " to %" PRIu64 " pages failed: %s",
-                                    node, pages, hp.free, others, hp.total, rq.count,
-                                    r == -EAGAIN ? "the kernel gave fewer pages (count restored)" :
-                                    r == -ENOMEM ? "it would go below the memory floor (nothing written)" :
-                                    strerror(-r));
+                        problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
+                                      "node %d needs %" PRIu64 " free pages; it has %" PRIu64 " free, %" PRIu64
+                                      " still to be taken by other warming pools; "
+                                      "growing its pool from %" PRIu64 " to %" PRIu64 " pages failed: %s",
+                                      node, pages, hp.free, others, hp.total, rq.count,
+                                      r == -EAGAIN           ? "the kernel gave fewer pages (count restored)"
+                                              : r == -ENOMEM ? "it would go below the memory floor (nothing written)"
+                                                             : strerror(-r));
                         if (r == -EAGAIN) {
                                 err->has_counts = true;
                                 err->requested = rq.count;
@@ -242,11 +242,9 @@ static int create_file(struct pools *p, const char *path, uint64_t size, struct 
         if (fd < 0) {
                 r = -errno;
                 if (r == -EEXIST)
-                        problem_set(err, 409, "pool-conflict", "A different pool has that name",
-                                    "a file %s exists that no pool record owns", path);
+                        problem_raise(err, PROBLEM_POOL_CONFLICT, "a file %s exists that no pool record owns", path);
                 else
-                        problem_set(err, 500, "pool-file-error", "Cannot create the pool file",
-                                    "creating %s: %s", path, strerror(-r));
+                        problem_raise(err, PROBLEM_POOL_FILE_ERROR, "creating %s: %s", path, strerror(-r));
                 return r;
         }
         if (p->cfg.pool_gid != (gid_t)-1 && fchown(fd, (uid_t)-1, p->cfg.pool_gid) < 0)
@@ -259,8 +257,7 @@ static int create_file(struct pools *p, const char *path, uint64_t size, struct 
         return TAKE_FD(fd);
 fail:
         r = -errno;
-        problem_set(err, 500, "pool-file-error", "Cannot set up the pool file", "setting up %s: %s", path,
-                    strerror(-r));
+        problem_raise(err, PROBLEM_POOL_FILE_ERROR, "setting up %s: %s", path, strerror(-r));
         unlink(path);
         return r;
 }
@@ -268,40 +265,35 @@ fail:
 static int validate(struct pools *p, const struct pool_req *req, struct problem *err)
 {
         if (!pool_name_valid(req->name)) {
-                problem_set(err, 422, "invalid-field", "Invalid field",
-                            "pool name must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+                problem_raise(err, PROBLEM_INVALID_FIELD, "pool name must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
                 return -EINVAL;
         }
         if (!topo_node(p->cfg.topo, req->node)) {
-                problem_set(err, 404, "unknown-node", "No such NUMA node", "there is no node %d", req->node);
+                problem_raise(err, PROBLEM_UNKNOWN_NODE, "there is no node %d", req->node);
                 return -ENOENT;
         }
         if (!topo_has_page_size(p->cfg.topo, req->page_size)) {
-                problem_set(err, 404, "unknown-page-size", "No such hugepage size",
-                            "the kernel offers no %" PRIu64 "-byte hugepages", req->page_size);
+                problem_raise(err, PROBLEM_UNKNOWN_PAGE_SIZE, "the kernel offers no %" PRIu64 "-byte hugepages",
+                              req->page_size);
                 return -ENOENT;
         }
         if (req->size_bytes == 0 || req->size_bytes % req->page_size != 0) {
-                problem_set(err, 422, "invalid-field", "Invalid field",
-                            "size must be a positive multiple of the page size (%" PRIu64 " bytes)",
-                            req->page_size);
+                problem_raise(err, PROBLEM_INVALID_FIELD,
+                              "size must be a positive multiple of the page size (%" PRIu64 " bytes)", req->page_size);
                 return -EINVAL;
         }
         if (req->ttl_seconds > POOLS_TTL_MAX) {
-                problem_set(err, 422, "invalid-field", "Invalid field",
-                            "ttl_seconds must be at most %" PRIu64, POOLS_TTL_MAX);
+                problem_raise(err, PROBLEM_INVALID_FIELD, "ttl_seconds must be at most %" PRIu64, POOLS_TTL_MAX);
                 return -EINVAL;
         }
         if (!pools_mount_dir(p, req->page_size)) {
-                problem_set(err, 503, "no-hugetlbfs", "No hugetlbfs for that page size",
-                            "no --hugetlbfs directory is configured for %" PRIu64 "-byte pages",
-                            req->page_size);
+                problem_raise(err, PROBLEM_NO_HUGETLBFS,
+                              "no --hugetlbfs directory is configured for %" PRIu64 "-byte pages", req->page_size);
                 return -ENODEV;
         }
         if (p->cfg.max_pool_bytes && req->size_bytes > p->cfg.max_pool_bytes) {
-                problem_set(err, 413, "pool-too-large", "Pool too large",
-                            "%" PRIu64 " bytes is over the limit of %" PRIu64, req->size_bytes,
-                            p->cfg.max_pool_bytes);
+                problem_raise(err, PROBLEM_POOL_TOO_LARGE, "%" PRIu64 " bytes is over the limit of %" PRIu64,
+                              req->size_bytes, p->cfg.max_pool_bytes);
                 return -EFBIG;
         }
         return 0;
@@ -324,18 +316,17 @@ static int check_registry(struct pools *p, const struct pool_req *req, struct po
         if (o) {
                 const struct journal_pool *r = pools_latest(o);
                 if (!same_spec(r, req)) {
-                        problem_set(err, 409, "pool-conflict", "A different pool has that name",
-                                    "pool %s exists on node %d with %" PRIu64 " bytes of %" PRIu64
-                                    "-byte pages",
-                                    r->name, r->node, r->size_bytes, r->page_size);
+                        problem_raise(err, PROBLEM_POOL_CONFLICT,
+                                      "pool %s exists on node %d with %" PRIu64 " bytes of %" PRIu64 "-byte pages",
+                                      r->name, r->node, r->size_bytes, r->page_size);
                         return -EEXIST;
                 }
                 pools_fill_view(o, ret);
                 return 1;
         }
         if (p->n_pools >= p->max_pools) {
-                problem_set(err, 429, "too-many-pools", "Too many pools",
-                            "the daemon holds %zu pools, its limit; delete some first", p->n_pools);
+                problem_raise(err, PROBLEM_TOO_MANY_POOLS, "the daemon holds %zu pools, its limit; delete some first",
+                              p->n_pools);
                 err->retry_after = 60;
                 return -ENOSPC;
         }
@@ -347,11 +338,11 @@ static int check_registry(struct pools *p, const struct pool_req *req, struct po
                                 node_bytes += r->size_bytes;
                 }
                 if (node_bytes + req->size_bytes > p->cfg.max_node_warm_bytes) {
-                        problem_set(err, 429, "node-warm-limit", "Too much warm memory on the node",
-                                    "node %d holds %" PRIu64 " bytes in warming and ready pools; "
-                                    "%" PRIu64 " more would pass its limit of %" PRIu64
-                                    " (claim, delete or let pools expire first)",
-                                    req->node, node_bytes, req->size_bytes, p->cfg.max_node_warm_bytes);
+                        problem_raise(err, PROBLEM_NODE_WARM_LIMIT,
+                                      "node %d holds %" PRIu64 " bytes in warming and ready pools; "
+                                      "%" PRIu64 " more would pass its limit of %" PRIu64
+                                      " (claim, delete or let pools expire first)",
+                                      req->node, node_bytes, req->size_bytes, p->cfg.max_node_warm_bytes);
                         err->retry_after = 60;
                         return -EDQUOT;
                 }
@@ -384,7 +375,7 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         pool = calloc(1, sizeof(*pool));
         if (!pool) {
                 r = -ENOMEM;
-                problem_set(err, 500, "internal-error", "Internal error", "out of memory");
+                problem_raise(err, PROBLEM_INTERNAL_ERROR, "out of memory");
                 goto out_unlock;
         }
         pool->owner = p;
@@ -399,7 +390,7 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         if ((size_t)snprintf(pool->path, sizeof(pool->path), "%s/%s", pools_mount_dir(p, req->page_size),
                              req->name) >= sizeof(pool->path)) {
                 r = -ENAMETOOLONG;
-                problem_set(err, 500, "pool-file-error", "Cannot create the pool file", "path too long");
+                problem_raise(err, PROBLEM_POOL_FILE_ERROR, "path too long");
                 goto out_free;
         }
 
@@ -414,7 +405,7 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         r = pools_add(p, pool);
         pthread_mutex_unlock(&p->lock);
         if (r < 0) {
-                problem_set(err, 500, "internal-error", "Internal error", "out of memory");
+                problem_raise(err, PROBLEM_INTERNAL_ERROR, "out of memory");
                 goto out_unlink;
         }
 
@@ -422,20 +413,18 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         if (r < 0) {
                 if (r == -ENOMEM)
                         /* mmap of a hugetlbfs file reserves its pages globally. */
-                        problem_set(err, 409, "insufficient-hugepages", "Not enough free hugepages",
-                                    "the kernel refused to reserve %" PRIu64 " hugepages for the pool",
-                                    req->size_bytes / req->page_size);
+                        problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
+                                      "the kernel refused to reserve %" PRIu64 " hugepages for the pool",
+                                      req->size_bytes / req->page_size);
                 else
-                        problem_set(err, r == -EINVAL ? 422 : 500, "warm-start-failed",
-                                    "Cannot start warming", "starting the warm job: %s", strerror(-r));
+                        problem_raise(err, PROBLEM_WARM_START_FAILED, "starting the warm job: %s", strerror(-r));
                 goto out_drop;
         }
 
         r = pools_save(p);
         if (r < 0) {
-                problem_set(err, 500, "state-write-failed", "Cannot save state",
-                            "saving %s/state.json: %s (the pool was not created)", p->state_dir,
-                            strerror(-r));
+                problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving %s/state.json: %s (the pool was not created)",
+                              p->state_dir, strerror(-r));
                 /* A save in another thread reads pool->job under `lock`:
                  * take the job out there first, then stop and free it. */
                 pthread_mutex_lock(&p->lock);

@@ -20,7 +20,7 @@
 #include "owner.h"
 #include "util.h"
 
-static void test_open_self(void)
+TEST(open_self)
 {
         uint64_t start = 0, again = 0;
         int fd = -1;
@@ -33,7 +33,7 @@ static void test_open_self(void)
         close(fd);
 }
 
-static void test_open_refuses_bad_pids(void)
+TEST(open_refuses_bad_pids)
 {
         uint64_t start = 7;
         int fd = -1;
@@ -48,7 +48,7 @@ static void test_open_refuses_bad_pids(void)
 
 /* Two processes started at different times differ in start time (the
  * second child is started after a pause longer than a clock tick). */
-static void test_start_times_differ(void)
+TEST(start_times_differ)
 {
         pid_t a = child_spawn(), b;
         uint64_t sa, sb;
@@ -109,7 +109,7 @@ static int ex_wait(int n, double seconds)
 }
 
 /* An exit is reported within a second, once, with who it was. */
-static void test_watch_reports_exit(void)
+TEST(watch_reports_exit)
 {
         struct owner_watch *w;
         pid_t child = child_spawn();
@@ -134,7 +134,7 @@ static void test_watch_reports_exit(void)
 
 /* A process that exited before it was added (a zombie, not reaped) is
  * reported at once. */
-static void test_watch_reports_earlier_exit(void)
+TEST(watch_reports_earlier_exit)
 {
         struct owner_watch *w;
         pid_t child = child_spawn();
@@ -154,7 +154,7 @@ static void test_watch_reports_earlier_exit(void)
 }
 
 /* Removed before the exit: no callback; others still reported. */
-static void test_watch_remove(void)
+TEST(watch_remove)
 {
         struct owner_watch *w;
         pid_t a = child_spawn(), b = child_spawn();
@@ -180,7 +180,7 @@ static void test_watch_remove(void)
 
 /* Freed with processes still watched: their pidfds are closed, no callback
  * after free returns. */
-static void test_watch_free_with_entries(void)
+TEST(watch_free_with_entries)
 {
         struct owner_watch *w;
         pid_t child = child_spawn();
@@ -197,7 +197,7 @@ static void test_watch_free_with_entries(void)
         CHECK_INT(ex_wait(1, 0.2), ==, 0);
 }
 
-static void test_watch_refuses_long_name(void)
+TEST(watch_refuses_long_name)
 {
         struct owner_watch *w;
         char name[100];
@@ -249,7 +249,7 @@ static void rm_proc(void)
 /* Device numbers are matched as major:minor in hex, the inode in decimal;
  * a file mapped by one process is found, others are not; names that are
  * not pids are skipped. */
-static void test_scan_fake_proc(void)
+TEST(scan_fake_proc)
 {
         struct owner_file f[3] = {
                 { .dev = makedev(0, 0x2d), .ino = 4242 },
@@ -288,7 +288,7 @@ static void test_scan_fake_proc(void)
 
 /* The real /proc: a file this process maps shared is found; once unmapped
  * it is not. */
-static void test_scan_real_proc(void)
+TEST(scan_real_proc)
 {
         char path[] = "/dev/shm/test_owner_map.XXXXXX";
         struct owner_file f;
@@ -314,18 +314,4 @@ static void test_scan_real_proc(void)
         unlink(path);
 }
 
-int main(void)
-{
-        test_open_self();
-        test_open_refuses_bad_pids();
-        test_start_times_differ();
-        test_watch_reports_exit();
-        test_watch_reports_earlier_exit();
-        test_watch_remove();
-        test_watch_free_with_entries();
-        test_watch_refuses_long_name();
-        test_scan_fake_proc();
-        test_scan_real_proc();
-        printf("test_owner: ok\n");
-        return 0;
-}
+TEST_MAIN()

@@ -50,7 +50,7 @@ static struct journal_pool record(enum pool_state s)
 static int64_t now_s(void) { return (int64_t)time(NULL); }
 
 /* Every (from, to) pair: allowed exactly when expected. */
-static void test_matrix(void)
+TEST(matrix)
 {
         for (int f = 0; f < _POOL_STATE_MAX; f++)
                 for (int t = 0; t < _POOL_STATE_MAX; t++) {
@@ -70,7 +70,7 @@ static void test_matrix(void)
 
 /* pool_transition agrees with the table for every pair; a refused move
  * leaves the record exactly as it was. */
-static void test_transition_follows_table(void)
+TEST(transition_follows_table)
 {
         for (int f = 0; f < _POOL_STATE_MAX; f++)
                 for (int t = 0; t < _POOL_STATE_MAX; t++) {
@@ -88,7 +88,7 @@ static void test_transition_follows_table(void)
                 }
 }
 
-static void test_final_needs_cause(void)
+TEST(final_needs_cause)
 {
         struct journal_pool r = record(POOL_WARMING), before = r;
 
@@ -98,7 +98,7 @@ static void test_final_needs_cause(void)
         CHECK(memcmp(&r, &before, sizeof(r)) == 0);
 }
 
-static void test_nonfinal_takes_no_cause(void)
+TEST(nonfinal_takes_no_cause)
 {
         struct journal_pool r = record(POOL_WARMING), before = r;
 
@@ -106,7 +106,7 @@ static void test_nonfinal_takes_no_cause(void)
         CHECK(memcmp(&r, &before, sizeof(r)) == 0);
 }
 
-static void test_out_of_range_refused(void)
+TEST(out_of_range_refused)
 {
         struct journal_pool r = record(POOL_WARMING), before = r;
 
@@ -115,7 +115,7 @@ static void test_out_of_range_refused(void)
         CHECK(memcmp(&r, &before, sizeof(r)) == 0);
 }
 
-static void test_failure_records_cause_and_time(void)
+TEST(failure_records_cause_and_time)
 {
         struct journal_pool r = record(POOL_WARMING);
         int64_t t0 = now_s();
@@ -128,7 +128,7 @@ static void test_failure_records_cause_and_time(void)
         CHECK_INT(r.finished_at, <=, now_s());
 }
 
-static void test_cancel_records_cause(void)
+TEST(cancel_records_cause)
 {
         struct journal_pool r = record(POOL_WARMING);
 
@@ -140,7 +140,7 @@ static void test_cancel_records_cause(void)
 }
 
 /* A ready pool that fails at start keeps the time its warm finished. */
-static void test_failure_keeps_finish_time(void)
+TEST(failure_keeps_finish_time)
 {
         struct journal_pool r = record(POOL_READY);
 
@@ -150,7 +150,7 @@ static void test_failure_keeps_finish_time(void)
 }
 
 /* A detail longer than the record holds is cut, not overrun. */
-static void test_long_detail_truncated(void)
+TEST(long_detail_truncated)
 {
         struct journal_pool r = record(POOL_WARMING);
         char big[2 * POOL_ERROR_DETAIL_MAX];
@@ -161,7 +161,7 @@ static void test_long_detail_truncated(void)
         CHECK_INT(strlen(r.error_detail), ==, POOL_ERROR_DETAIL_MAX - 1);
 }
 
-static void test_ready_sets_finish_time(void)
+TEST(ready_sets_finish_time)
 {
         struct journal_pool r = record(POOL_WARMING);
         int64_t t0 = now_s();
@@ -171,7 +171,7 @@ static void test_ready_sets_finish_time(void)
         CHECK_STR(r.error_slug, "");
 }
 
-static void test_rewarm_clears_finish_time(void)
+TEST(rewarm_clears_finish_time)
 {
         struct journal_pool r = record(POOL_READY);
 
@@ -180,7 +180,7 @@ static void test_rewarm_clears_finish_time(void)
         CHECK_INT(r.finished_at, ==, 0);
 }
 
-static void test_final_states_are_final(void)
+TEST(final_states_are_final)
 {
         for (int t = 0; t < _POOL_STATE_MAX; t++) {
                 CHECK(!pool_transition_allowed(POOL_FAILED, (enum pool_state)t));
@@ -188,7 +188,7 @@ static void test_final_states_are_final(void)
         }
 }
 
-static void test_names(void)
+TEST(names)
 {
         enum pool_state s;
 
@@ -204,7 +204,7 @@ static void test_names(void)
 }
 
 /* "new" is never saved: a journal that says so is not ours. */
-static void test_parse_refuses_unsaved_and_unknown(void)
+TEST(parse_refuses_unsaved_and_unknown)
 {
         enum pool_state s = POOL_READY;
 
@@ -215,7 +215,7 @@ static void test_parse_refuses_unsaved_and_unknown(void)
         CHECK_INT(s, ==, POOL_READY);
 }
 
-static void test_hold_table(void)
+TEST(hold_table)
 {
         static const struct {
                 enum pool_hold from, to;
@@ -242,7 +242,7 @@ static void test_hold_table(void)
         CHECK(pool_hold_name(_POOL_HOLD_MAX) == NULL);
 }
 
-static void test_name_rule(void)
+TEST(name_rule)
 {
         char longest[POOL_NAME_MAX + 2];
 
@@ -257,24 +257,4 @@ static void test_name_rule(void)
         CHECK(!pool_name_valid(longest));
 }
 
-int main(void)
-{
-        test_matrix();
-        test_transition_follows_table();
-        test_final_needs_cause();
-        test_nonfinal_takes_no_cause();
-        test_out_of_range_refused();
-        test_failure_records_cause_and_time();
-        test_cancel_records_cause();
-        test_failure_keeps_finish_time();
-        test_long_detail_truncated();
-        test_ready_sets_finish_time();
-        test_rewarm_clears_finish_time();
-        test_final_states_are_final();
-        test_names();
-        test_parse_refuses_unsaved_and_unknown();
-        test_hold_table();
-        test_name_rule();
-        printf("test_pool_state: ok\n");
-        return 0;
-}
+TEST_MAIN()

@@ -1,10 +1,10 @@
-/* Unit tests for pools.c without the kernel's hugetlbfs: a copy of the
- * two-node sysfs fixture stands in for /sys, a directory in /dev/shm (tmpfs)
- * stands in for the hugetlbfs mount (skip_mount_check), and the real engine
- * runs with injected ops: mmap/munmap/madvise are the real calls on the tmpfs
- * file (so st_blocks tells the truth at restart) behind a gate the test opens
- * and closes, with injectable populate errors; mbind and move_pages are fakes
- * (the fixture's node 1 does not exist on this machine). */
+/* Unit tests for pools.c without the kernel's hugetlbfs, in pools_env.h's
+ * environment: a copy of the two-node sysfs fixture stands in for /sys, a
+ * directory in /dev/shm (tmpfs) for the hugetlbfs mount, and the real engine
+ * runs with fake_engine.h's gated ops: mmap/munmap/madvise are the real calls
+ * on the tmpfs file (so st_blocks tells the truth at restart) behind a gate
+ * the test opens and closes, with injectable populate errors; mbind and
+ * move_pages are fakes (the fixture's node 1 does not exist on this machine). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,247 +19,18 @@
 #include "check.h"
 #include "child.h"
 #include "engine.h"
+#include "fake_engine.h"
 #include "fixture.h"
 #include "journal.h"
 #include "pools.h"
+#include "pools_env.h"
 #include "sysfs.h"
 #include "topo.h"
 #include "util.h"
 
-#define PAGE (2 * MIB)
-#define HP_DIR(node) "devices/system/node/node" #node "/hugepages/hugepages-2048kB/"
-
-/* ---- injected engine ops ---- */
-
-static struct {
-        pthread_mutex_t lock;
-        pthread_cond_t cond;
-        bool gate_closed;
-        int inside;
-        int fail_errno;       /* next madvise calls fail with this */
-} fk = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
-
-static int fake_madvise(void *addr, size_t len, int advice)
-{
-        int err;
-
-        pthread_mutex_lock(&fk.lock);
-        fk.inside++;
-        pthread_cond_broadcast(&fk.cond);
-        while (fk.gate_closed)
-                pthread_cond_wait(&fk.cond, &fk.lock);
-        fk.inside--;
-        err = fk.fail_errno;
-        pthread_mutex_unlock(&fk.lock);
-        if (err) {
-                errno = err;
-                return -1;
-        }
-        return madvise(addr, len, advice);
-}
-
-static long fake_mbind(void *addr, unsigned long len, int mode, const unsigned long *nodemask,
-                       unsigned long maxnode, unsigned flags)
-{
-        return 0;
-}
-
-static long fake_move_pages(int pid, unsigned long count, void **pages, const int *nodes, int *status,
-                            int flags)
-{
-        for (unsigned long i = 0; i < count; i++)
-                status[i] = 0;
-        return 0;
-}
-
-static const struct engine_ops ops = {
-        .madvise = fake_madvise,
-        .mbind = fake_mbind,
-        .move_pages = fake_move_pages,
-};
-
-static void gate(bool closed)
-{
-        pthread_mutex_lock(&fk.lock);
-        fk.gate_closed = closed;
-        pthread_cond_broadcast(&fk.cond);
-        pthread_mutex_unlock(&fk.lock);
-}
-
-static void fail_with(int err)
-{
-        pthread_mutex_lock(&fk.lock);
-        fk.fail_errno = err;
-        pthread_mutex_unlock(&fk.lock);
-}
-
-/* Wait until a worker sits at the closed gate. */
-static void wait_inside(void)
-{
-        struct timespec until;
-
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 10;
-        pthread_mutex_lock(&fk.lock);
-        while (fk.inside < 1)
-                CHECK_INT(pthread_cond_timedwait(&fk.cond, &fk.lock, &until), ==, 0);
-        pthread_mutex_unlock(&fk.lock);
-}
-
-static void *open_gate_thread(void *arg)
-{
-        usleep(100 * 1000);
-        gate(false);
-        return NULL;
-}
-
-/* Cancelling waits for the worker at the gate: open it a little later, from
- * another thread, so the cancel is requested while the chunk is in flight. */
-static pthread_t open_gate_soon(void)
-{
-        pthread_t t;
-
-        CHECK_INT(pthread_create(&t, NULL, open_gate_thread, NULL), ==, 0);
-        return t;
-}
-
-/* ---- environment ---- */
-
-struct env {
-        char *sys;              /* fixture copy */
-        char root[64];          /* /dev/shm/hpw-pools.XXXXXX */
-        char mount[128], state[128], boot[128];
-        struct sysfs *fs;
-        struct topo *topo;
-        struct engine *engine;
-        struct pools_config cfg;
-};
-
-static void write_file(const char *path, const char *text)
-{
-        FILE *f = fopen(path, "w");
-        CHECK(f);
-        CHECK(fputs(text, f) >= 0);
-        CHECK(fclose(f) == 0);
-}
-
-static void env_init(struct env *e)
-{
-        memset(e, 0, sizeof(*e));
-        e->sys = fixture_copy("two-node");
-        snprintf(e->root, sizeof(e->root), "/dev/shm/hpw-pools.XXXXXX");
-        if (!mkdtemp(e->root))
-                SKIP("no /dev/shm");
-        snprintf(e->mount, sizeof(e->mount), "%s/mnt", e->root);
-        snprintf(e->state, sizeof(e->state), "%s/state", e->root);
-        snprintf(e->boot, sizeof(e->boot), "%s/boot_id", e->root);
-        CHECK_INT(mkdir(e->state, 0700), ==, 0);
-        write_file(e->boot, "11111111-2222-3333-4444-555555555555\n");
-        /* Plenty of free pages on node 0 unless a test says otherwise. */
-        fixture_write(e->sys, HP_DIR(0) "free_hugepages", "64\n");
-        fixture_write(e->sys, HP_DIR(0) "nr_hugepages", "64\n");
-
-        CHECK_INT(sysfs_open(e->sys, &e->fs), ==, 0);
-        CHECK_INT(topo_load(e->fs, &e->topo), ==, 0);
-        struct engine_config ec = { .topo = e->topo, .threads_per_node = 1, .ops = &ops };
-        CHECK_INT(engine_new(&ec, &e->engine), ==, 0);
-
-        e->cfg = (struct pools_config){
-                .fs = e->fs,
-                .topo = e->topo,
-                .engine = e->engine,
-                .state_dir = e->state,
-                .boot_id_path = e->boot,
-                .mounts = { { .page_size = PAGE, .dir = e->mount } },
-                .n_mounts = 1,
-                .pool_gid = (gid_t)-1,
-                .skip_mount_check = true,
-        };
-        gate(false);
-        fail_with(0);
-}
-
-static void env_fini(struct env *e)
-{
-        char *argv[] = { "rm", "-rf", e->root, NULL };
-
-        engine_free(e->engine);
-        topo_free(e->topo);
-        sysfs_close(e->fs);
-        fixture_remove(e->sys);
-        fixture_run_(argv);
-}
-
-static struct pools *start(struct env *e)
-{
-        struct pools *p = NULL;
-
-        CHECK_INT(pools_new(&e->cfg, &p), ==, 0);
-        CHECK(p);
-        return p;
-}
-
-static struct pool_req req(const char *name, int node, uint64_t pages)
-{
-        struct pool_req r = { .node = node, .size_bytes = pages * PAGE, .page_size = PAGE };
-
-        snprintf(r.name, sizeof(r.name), "%s", name);
-        return r;
-}
-
-static int create(struct pools *p, const struct pool_req *r, struct pool_view *v, struct problem *err)
-{
-        memset(err, 0, sizeof(*err));
-        return pools_create(p, r, v, err);
-}
-
-static uint64_t deadline_in(double s) { return now_mono_ns() + (uint64_t)(s * 1e9); }
-
-static void wait_state(struct pools *p, const char *name, enum pool_state want)
-{
-        struct pool_view v;
-
-        CHECK_INT(pools_wait(p, name, deadline_in(20), &v), ==, 0);
-        CHECK_STR(pool_state_name(v.state), pool_state_name(want));
-}
-
-static bool file_exists(const struct env *e, const char *name)
-{
-        char path[256];
-
-        snprintf(path, sizeof(path), "%s/%s", e->mount, name);
-        return access(path, F_OK) == 0;
-}
-
-/* Read the journal as it is on disk now.  Not journal_load(): that removes a
- * stale state.json.tmp, which is right at start-up but would race with a
- * save still running in the daemon under test. */
-static struct journal *load(const struct env *e)
-{
-        struct journal *j = NULL;
-        char path[PATH_MAX], buf[1 << 16];
-
-        snprintf(path, sizeof(path), "%s/state.json", e->state);
-        FILE *f = fopen(path, "re");
-        CHECK(f);
-        size_t n = fread(buf, 1, sizeof(buf), f);
-        fclose(f);
-        CHECK(n < sizeof(buf));
-        CHECK_INT(journal_parse(buf, n, &j), ==, 0);
-        return j;
-}
-
-static const struct journal_pool *jpool(const struct journal *j, const char *name)
-{
-        for (size_t i = 0; i < j->n_pools; i++)
-                if (strcmp(j->pools[i].name, name) == 0)
-                        return &j->pools[i];
-        return NULL;
-}
-
 /* ---- tests ---- */
 
-static void test_validation(void)
+TEST(validation)
 {
         struct env e;
         struct pools *p;
@@ -337,7 +108,7 @@ static void test_validation(void)
         env_fini(&e);
 }
 
-static void test_lifecycle(void)
+TEST(lifecycle)
 {
         struct env e;
         struct pools *p;
@@ -350,7 +121,7 @@ static void test_lifecycle(void)
         env_init(&e);
         p = start(&e);
 
-        gate(true);
+        fake_gate_set(true);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         CHECK_STR(pool_state_name(v.state), "warming");
         CHECK_U64(v.size_bytes, ==, 8 * PAGE);
@@ -381,7 +152,7 @@ static void test_lifecycle(void)
         /* Claim is refused while warming. */
         CHECK_INT(pools_claim(p, "vm1", &v), ==, -EBUSY);
 
-        gate(false);
+        fake_gate_set(false);
         wait_state(p, "vm1", POOL_READY);
         CHECK_INT(pools_get(p, "vm1", &v), ==, 0);
         CHECK_U64(v.bytes_done, ==, 8 * PAGE);
@@ -454,7 +225,7 @@ static void test_lifecycle(void)
         env_fini(&e);
 }
 
-static void test_admission(void)
+TEST(admission)
 {
         struct env e;
         struct pools *p;
@@ -471,7 +242,7 @@ static void test_admission(void)
         p = start(&e);
 
         /* 8 of 12 free pages go to a warming pool ... */
-        gate(true);
+        fake_gate_set(true);
         r = req("a", 0, 8);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_inside();
@@ -510,7 +281,7 @@ static void test_admission(void)
         pools_get_stats(p, &s);
         CHECK_U64(s.reservations_ok, ==, 1);
 
-        gate(false);
+        fake_gate_set(false);
         wait_state(p, "a", POOL_READY);
         wait_state(p, "c", POOL_READY);
 
@@ -556,7 +327,7 @@ static void test_admission(void)
 }
 
 /* Shrinking a node's pool keeps the pages a warming pool there still needs. */
-static void test_shrink_keeps_warming(void)
+TEST(shrink_keeps_warming)
 {
         struct env e;
         struct pools *p;
@@ -571,7 +342,7 @@ static void test_shrink_keeps_warming(void)
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "12\n");
         fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "16\n");
         p = start(&e);
-        gate(true);
+        fake_gate_set(true);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_inside();
 
@@ -595,7 +366,7 @@ static void test_shrink_keeps_warming(void)
         CHECK(res.complete);
 
         /* Once it is ready, it needs nothing more: the shrink goes through. */
-        gate(false);
+        fake_gate_set(false);
         wait_state(p, "w", POOL_READY);
         rq = (struct reserve_req){ .node = 0, .page_size = PAGE, .count = 4 };
         CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
@@ -607,7 +378,7 @@ static void test_shrink_keeps_warming(void)
         env_fini(&e);
 }
 
-static void test_failure_and_cancel(void)
+TEST(failure_and_cancel)
 {
         struct env e;
         struct pools *p;
@@ -620,11 +391,11 @@ static void test_failure_and_cancel(void)
         p = start(&e);
 
         /* A populate error: failed, file gone at once, cause named. */
-        fail_with(EFAULT);
+        fake_gate_fail_with(EFAULT);
         r = req("bad", 0, 4);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_state(p, "bad", POOL_FAILED);
-        fail_with(0);
+        fake_gate_fail_with(0);
         CHECK(!file_exists(&e, "bad"));
         CHECK_INT(pools_get(p, "bad", &v), ==, 0);
         CHECK_STR(v.error_slug, "hugepages-exhausted");
@@ -644,7 +415,7 @@ static void test_failure_and_cancel(void)
         CHECK_INT(pools_delete(p, "bad"), ==, 0);
 
         /* Delete while warming: cancelled, file and record gone. */
-        gate(true);
+        fake_gate_set(true);
         r = req("mid", 0, 8);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_inside();
@@ -662,7 +433,7 @@ static void test_failure_and_cancel(void)
         /* Delete while warming, and the file cannot be removed (its path
          * became a directory): the job is stopped and the record says so
          * (failed, not "warming" with no job); a later DELETE works. */
-        gate(true);
+        fake_gate_set(true);
         r = req("nounlink", 0, 4);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_inside();
@@ -685,7 +456,7 @@ static void test_failure_and_cancel(void)
         r = req("mid", 0, 8);
 
         /* A waiter sees the delete as -ENOENT. */
-        gate(true);
+        fake_gate_set(true);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_inside();
         t = open_gate_soon();
@@ -723,7 +494,7 @@ static void *create_thread(void *arg)
 
 /* An identical PUT while a DELETE removes the pool must not answer 200 for
  * the pool whose file is going away: it waits, then creates anew (201). */
-static void test_put_during_delete(void)
+TEST(put_during_delete)
 {
         struct env e;
         struct call del = {0}, put = {0};
@@ -732,7 +503,7 @@ static void test_put_during_delete(void)
         env_init(&e);
         del.p = put.p = start(&e);
         del.r = put.r = req("again", 0, 4);
-        gate(true);
+        fake_gate_set(true);
         CHECK_INT(create(put.p, &put.r, &put.v, &put.err), ==, 201);
         wait_inside();
         /* The DELETE holds the pool busy while its cancel waits at the gate. */
@@ -740,7 +511,7 @@ static void test_put_during_delete(void)
         usleep(100 * 1000);
         CHECK_INT(pthread_create(&tp, NULL, create_thread, &put), ==, 0);
         usleep(100 * 1000);
-        gate(false);
+        fake_gate_set(false);
         pthread_join(td, NULL);
         pthread_join(tp, NULL);
         CHECK_INT(del.rc, ==, 0);
@@ -755,7 +526,7 @@ static void test_put_during_delete(void)
 /* The journal cannot be written: the create is refused, and its job, file
  * and record are gone (the job is taken out of the registry under its lock
  * before it is freed, so a concurrent save never reads a freed job). */
-static void test_save_failure(void)
+TEST(save_failure)
 {
         struct env e;
         struct pools *p;
@@ -771,7 +542,7 @@ static void test_save_failure(void)
         snprintf(tmp, sizeof(tmp), "%s/state.json.tmp", e.state);
         CHECK_INT(mkdir(tmp, 0700), ==, 0);
         /* The job is held mid-chunk; the cancel waits for it. */
-        gate(true);
+        fake_gate_set(true);
         pthread_t t = open_gate_soon();
         CHECK(create(p, &r, &v, &err) < 0);
         pthread_join(t, NULL);
@@ -788,7 +559,7 @@ static void test_save_failure(void)
         env_fini(&e);
 }
 
-static void test_ttl(void)
+TEST(ttl)
 {
         struct env e;
         struct pools *p;
@@ -830,7 +601,7 @@ static void test_ttl(void)
 /* A pool whose TTL release keeps failing (its path became a directory, so
  * unlink fails) must not starve the upkeep thread: other pools still finish, and
  * the release is retried a few seconds later. */
-static void test_ttl_release_fails(void)
+TEST(ttl_release_fails)
 {
         struct env e;
         struct pools *p;
@@ -870,7 +641,7 @@ static void test_ttl_release_fails(void)
         env_fini(&e);
 }
 
-static void test_restart(void)
+TEST(restart)
 {
         struct env e;
         struct pools *p;
@@ -891,7 +662,7 @@ static void test_restart(void)
         r = req("half", 0, 2);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_state(p, "half", POOL_READY);
-        gate(true);
+        fake_gate_set(true);
         r = req("warm", 0, 6);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_inside();
@@ -953,7 +724,7 @@ static void test_restart(void)
 /* A claimed pool's VM may have given pages back (balloon, discard) and may
  * still map the file: a restart keeps it ready and never re-warms or
  * unlinks it, even when re-warming could not be admitted. */
-static void test_restart_claimed(void)
+TEST(restart_claimed)
 {
         struct env e;
         struct pools *p;
@@ -1036,7 +807,7 @@ static void make_pool_file(const struct env *e, const char *name, uint64_t size,
 
 /* At start the upkeep thread is not running yet: a resumed pool whose job already
  * finished takes no more pages, so it must not make the next one fail. */
-static void test_resume_after_finished(void)
+TEST(resume_after_finished)
 {
         struct env e;
         struct pools *p;
@@ -1083,7 +854,7 @@ static void test_resume_after_finished(void)
         env_fini(&e);
 }
 
-static void test_reboot_and_reservations(void)
+TEST(reboot_and_reservations)
 {
         struct env e;
         struct pools *p;
@@ -1139,7 +910,7 @@ static void test_reboot_and_reservations(void)
 
 /* Start-up removes files no record owns, so the pool directory must be ours:
  * never a mount's root, never a directory with someone else's files. */
-static void test_pool_dir(void)
+TEST(pool_dir)
 {
         struct env e;
         struct pools *p = NULL;
@@ -1201,7 +972,7 @@ static void test_pool_dir(void)
         env_fini(&e);
 }
 
-static void test_bad_config(void)
+TEST(bad_config)
 {
         struct env e;
         struct pools *p = NULL;
@@ -1299,7 +1070,7 @@ static void ob_wait_seen(const char *what)
 
 /* Told of creation, of warming -> ready, of claim and of removal, each
  * time after the change is visible. */
-static void test_observer_lifecycle(void)
+TEST(observer_lifecycle)
 {
         struct env e;
         struct pools *p;
@@ -1312,10 +1083,10 @@ static void test_observer_lifecycle(void)
         ob_reset(p);
         pools_set_observer(p, observer, &ob);
 
-        gate(true);
+        fake_gate_set(true);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         ob_wait_seen("obs:warming");
-        gate(false);
+        fake_gate_set(false);
         wait_state(p, "obs", POOL_READY);
         ob_wait_seen("obs:ready");
         CHECK_INT(pools_claim(p, "obs", &v), ==, 0);
@@ -1328,7 +1099,7 @@ static void test_observer_lifecycle(void)
 
 /* Changes that do not happen are not told: refused creates, a claim of a
  * pool that is not ready, a delete of a pool that does not exist. */
-static void test_observer_quiet_on_refusals(void)
+TEST(observer_quiet_on_refusals)
 {
         struct env e;
         struct pools *p;
@@ -1338,7 +1109,7 @@ static void test_observer_quiet_on_refusals(void)
 
         env_init(&e);
         p = start(&e);
-        gate(true);
+        fake_gate_set(true);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_inside();
         ob_reset(p);
@@ -1355,7 +1126,7 @@ static void test_observer_quiet_on_refusals(void)
         CHECK_INT(create(p, &r, &v, &err), ==, 200);
         CHECK_INT(ob_calls(), ==, 0);
 
-        gate(false);
+        fake_gate_set(false);
         ob_wait_seen("q:ready");
         pools_free(p);
         env_fini(&e);
@@ -1363,7 +1134,7 @@ static void test_observer_quiet_on_refusals(void)
 
 /* The upkeep thread tells of failures and TTL expiry; a removed observer
  * hears nothing more. */
-static void test_observer_upkeep_and_removal(void)
+TEST(observer_upkeep_and_removal)
 {
         struct env e;
         struct pools *p;
@@ -1376,11 +1147,11 @@ static void test_observer_upkeep_and_removal(void)
         ob_reset(p);
         pools_set_observer(p, observer, &ob);
 
-        fail_with(EFAULT);
+        fake_gate_fail_with(EFAULT);
         r = req("f", 0, 2);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         ob_wait_seen("f:failed");
-        fail_with(0);
+        fake_gate_fail_with(0);
 
         r = req("t", 0, 1);
         r.ttl_seconds = 1;
@@ -1427,7 +1198,7 @@ static void ready_pool(struct pools *p, const char *name)
 
 /* Claimed with a pid: shown and saved with it; released (file removed,
  * counted) within a second of that process exiting, and not before. */
-static void test_owner_exit_releases(void)
+TEST(owner_exit_releases)
 {
         struct env e;
         struct pools *p;
@@ -1464,7 +1235,7 @@ static void test_owner_exit_releases(void)
 /* Bad pids change nothing; a pool bound to one process cannot be taken by
  * another; claiming again as it is, or without a pid, is fine; a pool
  * claimed without a pid can be bound later. */
-static void test_owner_claim_rules(void)
+TEST(owner_claim_rules)
 {
         struct env e;
         struct pools *p;
@@ -1499,10 +1270,10 @@ static void test_owner_claim_rules(void)
         /* A warming pool cannot be claimed, with a pid or without. */
         struct pool_req r = req("warm", 0, 2);
         struct problem err;
-        gate(true);
+        fake_gate_set(true);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         CHECK_INT(pools_claim_pid(p, "warm", a, &v), ==, -EBUSY);
-        gate(false);
+        fake_gate_set(false);
         wait_state(p, "warm", POOL_READY);
         CHECK_INT(pools_get(p, "warm", &v), ==, 0);
         CHECK(!v.claimed);
@@ -1525,7 +1296,7 @@ static void test_owner_claim_rules(void)
 /* Across a restart: the same live process is watched again (and its exit
  * releases the pool); a process that died while the daemon was down, or a
  * pid that now names another process, releases it at start. */
-static void test_owner_restart(void)
+TEST(owner_restart)
 {
         struct env e;
         struct pools *p;
@@ -1585,7 +1356,7 @@ static void test_owner_restart(void)
 
 /* A journal written before owners existed loads: no owner, claimed as it
  * was. */
-static void test_owner_old_journal(void)
+TEST(owner_old_journal)
 {
         struct env e;
         struct pools *p;
@@ -1631,7 +1402,7 @@ static bool unmapped_within(struct pools *p, const char *name, bool want, double
 /* The sweep: a claimed pool without a pid that no process maps gets
  * unmapped_since (and counts in the gauge); mapped again, it is cleared;
  * pools with an owner or not claimed are never swept. */
-static void test_unmapped_sweep(void)
+TEST(unmapped_sweep)
 {
         struct env e;
         struct pools *p;
@@ -1691,7 +1462,7 @@ static void test_unmapped_sweep(void)
 }
 
 /* --release-unmapped-after: released once unmapped that long, counted. */
-static void test_release_unmapped(void)
+TEST(release_unmapped)
 {
         struct env e;
         struct pools *p;
@@ -1715,32 +1486,4 @@ static void test_release_unmapped(void)
         env_fini(&e);
 }
 
-int main(void)
-{
-        test_validation();
-        test_lifecycle();
-        test_admission();
-        test_failure_and_cancel();
-        test_shrink_keeps_warming();
-        test_save_failure();
-        test_put_during_delete();
-        test_ttl();
-        test_ttl_release_fails();
-        test_restart();
-        test_restart_claimed();
-        test_resume_after_finished();
-        test_reboot_and_reservations();
-        test_pool_dir();
-        test_bad_config();
-        test_observer_lifecycle();
-        test_observer_quiet_on_refusals();
-        test_observer_upkeep_and_removal();
-        test_owner_exit_releases();
-        test_owner_claim_rules();
-        test_owner_restart();
-        test_owner_old_journal();
-        test_unmapped_sweep();
-        test_release_unmapped();
-        printf("ok\n");
-        return 0;
-}
+TEST_MAIN()
