@@ -9,7 +9,7 @@ struct sysfs;
 struct topo;
 struct engine;
 struct pools;
-struct counter_vec;
+struct http_metrics;
 
 struct app {
         struct sysfs *fs;
@@ -17,6 +17,6 @@ struct app {
         struct engine *engine;          /* NULL when no hugetlbfs is configured */
         struct pools *pools;            /* NULL when no hugetlbfs is configured */
         uint64_t memory_floor;          /* bytes per node */
-        struct counter_vec *http_requests; /* route, method, code */
+        struct http_metrics *http_metrics; /* requests by route, method, code; latency */
         atomic_bool stopping;           /* SIGTERM seen: mutations answer 503 */
 };
