@@ -68,7 +68,11 @@ def exported_metrics(server_src):
     names = set()
     for path in glob.glob(os.path.join(server_src, "*.c")):
         with open(path, encoding="utf-8", errors="replace") as f:
-            names.update(re.findall(r'"(hpwarmd_[a-z0-9_]+)"', f.read()))
+            text = f.read()
+        names.update(re.findall(r'"(hpwarmd_[a-z0-9_]+)"', text))
+        # Histogram families are exposed as NAME_bucket, NAME_sum, NAME_count.
+        for h in re.findall(r'(?:histogram_vec_new|prom_histogram)\(\s*(?:p,\s*)?"(hpwarmd_[a-z0-9_]+)"', text):
+            names.update(h + s for s in ("_bucket", "_sum", "_count"))
     return names
 
 
