@@ -10,6 +10,8 @@ pkgs=(
   qemu-system-x86 busybox-static cpio # two-node guest test (issue 6)
   wrk strace                         # load test; the bench cross-checks QEMU with strace
   systemd                            # systemd-analyze verify of the units
+  debhelper dpkg-dev fakeroot lintian # package.deb: build the .debs (debian/) and lint them
+  prometheus                         # promtool: deploy.prometheus checks the alert rules and their tests
 )
 missing=()
 for p in "${pkgs[@]}"; do
