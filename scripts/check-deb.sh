@@ -37,6 +37,9 @@ purge() {
 cleanup() {
         if [ "$installed" = 1 ]; then
                 purge || echo "WARNING: could not purge ${pkgs[*]}: purge them by hand" >&2
+                if [ "${group_existed:-1}" = 0 ] && getent group hpwarm >/dev/null; then
+                        groupdel hpwarm || echo "WARNING: could not remove the group hpwarm" >&2
+                fi
         fi
         rm -rf "$work"
 }
@@ -180,6 +183,8 @@ else
         if [ -n "$extra" ]; then
                 fail "installing the packages would also install: $extra (run scripts/deps.sh)"
         else
+                group_existed=0
+                getent group hpwarm >/dev/null && group_existed=1
                 installed=1
                 if ! apt-get install -y -qq -o DPkg::Lock::Timeout=600 --no-install-recommends "${debs[@]}" \
                         >"$work/install.log" 2>&1; then
@@ -194,6 +199,7 @@ else
                 [ "$(/usr/bin/hpwarm --version 2>&1)" = "hpwarm $upstream" ] || fail "installed hpwarm --version"
                 [ "$(pkg-config --modversion hpwarm 2>&1)" = "$upstream" ] || fail "pkg-config does not find the installed hpwarm"
                 [ -f /etc/default/hpwarmd ] || fail "/etc/default/hpwarmd not installed"
+                getent group hpwarm >/dev/null || fail "postinst did not create the group hpwarm (SocketGroup= of hpwarmd.socket)"
                 # deb-systemd-helper enables the units even where systemd is not
                 # running, so they start at the next boot under systemd.
                 [ -L /etc/systemd/system/multi-user.target.wants/hpwarmd.service ] ||
@@ -215,6 +221,11 @@ else
                         /etc/systemd/system/sysinit.target.wants/dev-hugepages1G.mount; do
                         [ -e "$f" ] || [ -L "$f" ] && fail "$f left behind after purge"
                 done
+                # The group stays on purge (Debian practice); this test made it, so
+                # this test removes it again.
+                if [ "$group_existed" = 0 ] && getent group hpwarm >/dev/null; then
+                        delgroup --quiet --system hpwarm >/dev/null 2>&1 || groupdel hpwarm
+                fi
                 [ "$failures" = 0 ] && echo "ok: installed with apt-get (no systemd running: units enabled, not started), ran, purged clean"
         fi
 fi
