@@ -53,6 +53,18 @@ if git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
 else
         tar -C "$src" --exclude='./build*' --exclude=./.git -cf - . | tar -xf - -C "$work/src"
 fi
+# The version's one place is CMakeLists.txt: a changelog naming another one
+# must stop the build before it compiles anything.
+cp -a "$work/src" "$work/skew"
+sed -i '1s/(\([^)]*\))/(99.0.0)/' "$work/skew/debian/changelog"
+if skew=$(cd "$work/skew" && debian/rules override_dh_auto_configure 2>&1); then
+        fail "debian/rules accepted a changelog version (99.0.0) that CMakeLists.txt does not have"
+elif ! grep -q "debian/changelog says 99.0.0, CMakeLists.txt says" <<<"$skew"; then
+        fail "version skew stopped the build without saying why: $skew"
+else
+        echo "ok: a changelog version other than CMakeLists.txt's stops the build"
+fi
+rm -rf "$work/skew"
 echo "building packages in $work"
 if ! (cd "$work/src" && DEB_BUILD_OPTIONS="nocheck parallel=2" dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1; then
         tail -n 40 "$work/build.log"

@@ -32,8 +32,8 @@ if ! ver=$(JOBS=2 "$dir/build-stage.sh" "$src" "$out" 2>&1); then
 fi
 echo "ok: build stage: $ver"
 bin=$out/usr/sbin/hpwarmd
-file_out=$(file -b "$bin" 2>/dev/null || true)
-case $file_out in *"not stripped"*) fail "build-stage.sh left hpwarmd unstripped" ;; esac
+sections=$(objdump -h "$bin")
+grep -q '\.debug_info' <<<"$sections" && fail "build-stage.sh left debug info in hpwarmd (not stripped)"
 
 listed=$(grep -v '^#' "$dir/runtime-packages.txt" | grep -v '^$' | sort -u)
 libs=$(ldd "$bin" | awk '$2=="=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}')
