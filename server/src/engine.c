@@ -63,8 +63,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine.h"
-#include "plan.h"
+#include "engine_internal.h"
 #include "topo.h"
 #include "util.h"
 #include "zero.h"
@@ -76,93 +75,6 @@
 /* move_pages query batch: 512 pages of addresses and statuses (6 KiB of
  * stack) per syscall; big enough that the syscall cost is noise. */
 #define VERIFY_BATCH 512
-/* Node masks for mbind/set_mempolicy: the kernel allows at most 1 << 10
- * nodes (CONFIG_NODES_SHIFT). */
-#define NODEMASK_BITS 1024
-#define NODEMASK_LONGS (NODEMASK_BITS / (8 * sizeof(unsigned long)))
-
-struct link {
-        struct link *prev, *next;
-};
-
-static void link_init(struct link *l) { l->prev = l->next = l; }
-static bool link_empty(const struct link *head) { return head->next == head; }
-static void link_del(struct link *l)
-{
-        l->prev->next = l->next;
-        l->next->prev = l->prev;
-        link_init(l);
-}
-static void link_add_tail(struct link *head, struct link *l)
-{
-        l->prev = head->prev;
-        l->next = head;
-        head->prev->next = l;
-        head->prev = l;
-}
-
-struct node_ctx;
-
-struct job {
-        struct node_ctx *n;
-        struct job_spec spec;
-        struct plan plan;
-        uint8_t *map;             /* the range [spec.offset, spec.size_bytes) of the file */
-        uint64_t len;             /* its length */
-
-        /* Everything below is guarded by n->lock. */
-        struct link run;          /* in n->run[spec.prio] while chunks are left to hand out */
-        struct link all;          /* in n->jobs until job_free or engine_free */
-        bool queued;              /* in n->run[spec.prio] */
-        uint64_t next_chunk;      /* next chunk to hand out */
-        unsigned active;          /* workers inside a chunk of this job */
-        bool cancel;              /* job_cancel asked to stop */
-        bool finishing;           /* one thread owns the final phase */
-        bool complete;            /* on_done returned; the engine is done with the job */
-        enum job_state state;
-        uint64_t bytes_done;
-        int error;
-        uint64_t error_offset;
-        bool verified;
-        uint64_t pages_off_node;
-        uint64_t off_node_seen;   /* summed over checked chunks */
-        bool check_failed;        /* a chunk's placement query failed */
-        uint64_t started_ns, finished_ns;
-};
-
-struct worker {
-        struct node_ctx *n;
-        pthread_t thread;
-        pid_t tid;
-        bool pinned, mem_bound;
-};
-
-struct node_ctx {
-        struct engine *e;
-        int id;
-        cpu_set_t *cpus;          /* the node's CPUs we may run on; NULL if none */
-        size_t cpus_size;
-        unsigned n_workers;
-        unsigned n_created;       /* threads to join */
-        struct worker *workers;
-
-        pthread_mutex_t lock;
-        pthread_cond_t work;      /* a chunk may be available, or stop */
-        pthread_cond_t changed;   /* a job went quiet or complete; a worker started */
-        struct link run[2];       /* jobs with chunks left to hand out, by job_priority */
-        struct link jobs;         /* every job not yet freed */
-        unsigned started;
-        bool stop;
-        bool locks_ready;
-};
-
-struct engine {
-        struct engine_ops ops;
-        const char *zero_name;    /* of ops.zero */
-        bool numa;                /* libnuma says the kernel has NUMA calls */
-        size_t n_nodes;
-        struct node_ctx *nodes;
-};
 
 /* libnuma calls these on errors and prints by default; library code here
  * does not log, and every call we make reports its failure by return value. */
