@@ -129,3 +129,18 @@ struct engine {
         size_t n_nodes;
         struct node_ctx *nodes;
 };
+
+/* engine_kernel.c */
+
+/* Set E's ops to the real calls, each replaced by OVERRIDE's member where
+ * that is set (OVERRIDE may be NULL), and name the zeroing routine. */
+void engine_ops_init(struct engine *e, const struct engine_ops *override);
+/* MASK = { NODE }, for mbind and set_mempolicy. */
+void nodemask_set(unsigned long mask[static NODEMASK_LONGS], int node);
+/* One chunk of J at OFF (within the mapping), LEN bytes: populate, and for a
+ * zero job zero.  No lock held.  0 or -errno. */
+int job_do_chunk(const struct engine *e, const struct job *j, uint64_t off, uint64_t len);
+/* How many pages of that chunk are not on J's node (not present counts as
+ * off the node).  No lock held.  0 or the move_pages -errno. */
+int job_check_placement(const struct engine *e, const struct job *j, uint64_t off, uint64_t len,
+                        uint64_t *ret_off_node);
