@@ -2,6 +2,18 @@
  * files and by nothing else (as sd-event shares its own through
  * event-source.h).  Callers see only engine.h.
  *
+ *   engine.c         the engine and its nodes: workers created once, pinned
+ *                    and bound to their node; the per-node run queues; the
+ *                    worker loop that hands out chunks and accounts for them
+ *   engine_job.c     a job's life: submit (check, plan, map, bind), status,
+ *                    the final phase, cancel, free
+ *   engine_kernel.c  the kernel touch points: engine_ops and its defaults,
+ *                    one chunk, the placement check, libnuma's error hooks,
+ *                    what an errno means
+ *
+ * Only these files call madvise, mbind, move_pages or set_mempolicy, and
+ * the calls on a pool mapping all go through engine_ops.
+ *
  * Locking.  Each node has one mutex, node_ctx.lock, and it is the only lock
  * in the engine: nodes share nothing, so jobs on different nodes never
  * contend.  It guards what is marked so below, in the node and in each of
@@ -91,8 +103,9 @@ struct job {
         uint64_t started_ns, finished_ns;
 };
 
-/* Written by the worker itself before it counts as started, so constant
- * (and read without the lock) once engine_new has returned. */
+/* tid, pinned and mem_bound are written by the worker itself before it
+ * counts as started, the rest by engine_new: all constant (and read without
+ * the lock) once engine_new has returned. */
 struct worker {
         struct node_ctx *n;
         pthread_t thread;
@@ -110,15 +123,17 @@ struct node_ctx {
         unsigned n_created;       /* threads to join */
         struct worker *workers;
 
+        /* The node's only lock, and the conditions waited on with it.
+         * run, jobs, started and stop are guarded by it; locks_ready is
+         * written by engine_new and engine_free only. */
         pthread_mutex_t lock;
-        /* Everything below is guarded by lock (locks_ready: engine_new/engine_free only). */
         pthread_cond_t work;      /* a chunk may be available, or stop */
         pthread_cond_t changed;   /* a job went quiet or complete; a worker started */
         struct link run[2];       /* jobs with chunks left to hand out, by job_priority */
         struct link jobs;         /* every job not yet freed */
-        unsigned started;
-        bool stop;
-        bool locks_ready;
+        unsigned started;         /* workers set up (pinned, bound) so far */
+        bool stop;                /* workers must exit */
+        bool locks_ready;         /* lock and conditions initialised */
 };
 
 /* Constant once engine_new has returned. */
@@ -129,6 +144,20 @@ struct engine {
         size_t n_nodes;
         struct node_ctx *nodes;
 };
+
+/* engine.c */
+
+/* NODE's context, or NULL if E has no such node. */
+struct node_ctx *node_find(const struct engine *e, int id);
+/* Take J out of its run queue (lock held); wakes idle workers when that
+ * lets low-priority jobs run. */
+void node_unqueue(struct node_ctx *n, struct job *j);
+
+/* engine_job.c */
+
+/* The final phase of a job whose chunks are all accounted for: unlocked, by
+ * the one thread that set `finishing`.  Runs on_done. */
+void job_finish(struct job *j);
 
 /* engine_kernel.c */
 
