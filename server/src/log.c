@@ -8,6 +8,7 @@
  * 3339 UTC timestamp with milliseconds, so logs collected off the host can
  * be ordered and correlated.  The choice is made once, at the first line or
  * by log_init(). */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -89,6 +90,21 @@ void log_msg(enum log_level level, const char *fmt, ...)
         va_end(ap);
         /* One fprintf per line so concurrent threads never interleave. */
         fprintf(stderr, "%s%s\n", prefix, line);
+}
+
+int log_errno(enum log_level level, int err, const char *fmt, ...)
+{
+        int e = err < 0 ? -err : err ? err : EIO;
+
+        if (level <= max_level) {
+                char what[768];
+                va_list ap;
+                va_start(ap, fmt);
+                vsnprintf(what, sizeof(what), fmt, ap);
+                va_end(ap);
+                log_msg(level, "%s: %s", what, strerror(e));
+        }
+        return -e;
 }
 
 static uint64_t clock_ns(clockid_t id)

@@ -1,5 +1,5 @@
-"""hpwarmd against sysfs fixture trees: every report, reserve and error class of
-issue 2, driven over HTTP on a loopback port."""
+"""hpwarmd against sysfs fixture trees: every node report, reserve and their
+error classes, driven over HTTP on a loopback port."""
 import os
 import re
 import time
@@ -34,6 +34,7 @@ class Report(TestCase):
             self.assertIn("hpwarmd ", line)
             self.assertRegex(line, r"nodes 0\(cpus 0-1\),1\(cpus 2-3\)")
             self.assertRegex(line, r"page sizes 2M,1G")
+            self.assertRegex(line, r"; zeroing routine (avx512|avx2|sse2|memset)$")
 
     def check_nodes_match_files(self, d, ids, sizes):
         r = d.get("/v1/nodes")

@@ -8,7 +8,7 @@
 #include "check.h"
 #include "metrics.h"
 
-static void test_exact_output(void)
+TEST(exact_output)
 {
         struct prom *p = prom_new();
         const struct prom_label l0[] = { { "numa_node", "0" }, { "page_size_bytes", "2097152" } };
@@ -53,7 +53,7 @@ static void test_exact_output(void)
         prom_free(NULL);
 }
 
-static void test_escaping(void)
+TEST(escaping)
 {
         struct prom *p = prom_new();
         const struct prom_label l[] = { { "path", "a\\b\"c\nd" }, { "empty", "" } };
@@ -65,7 +65,7 @@ static void test_escaping(void)
         free(text);
 }
 
-static void test_invalid_names(void)
+TEST(invalid_names)
 {
         const char *bad_metrics[] = { "", "1abc", "a-b", "a b", "a{b}" };
         const char *bad_labels[] = { "", "__reserved", "a:b", "9", "a-b" };
@@ -95,7 +95,7 @@ static void test_invalid_names(void)
         CHECK(prom_finish(p) == NULL);
 }
 
-static void test_counter_vec_basic(void)
+TEST(counter_vec_basic)
 {
         const char *names[] = { "route", "method", "code" };
         const char *bad[] = { "ok", "__no" };
@@ -144,7 +144,7 @@ static void test_counter_vec_basic(void)
         counter_vec_free(NULL);
 }
 
-static void test_counter_vec_cap(void)
+TEST(counter_vec_cap)
 {
         const char *names[] = { "n" };
         struct counter_vec *cv = NULL;
@@ -185,7 +185,7 @@ static void *hammer(void *arg)
         return NULL;
 }
 
-static void test_counter_vec_threads(void)
+TEST(counter_vec_threads)
 {
         const char *names[] = { "route", "method", "code" };
         struct counter_vec *cv = NULL;
@@ -210,7 +210,7 @@ static void test_counter_vec_threads(void)
 
 /* Bucket boundaries are inclusive upper bounds ("le"); beyond the last one
  * is +Inf; NaN never lands in a finite bucket. */
-static void test_histogram_bucket(void)
+TEST(histogram_bucket)
 {
         const double b[] = { 0.001, 0.01, 1 };
         CHECK_U64(histogram_bucket(b, 3, 0), ==, 0);
@@ -223,7 +223,7 @@ static void test_histogram_bucket(void)
 }
 
 /* The duration layout covers 1 ms to 10 min, strictly increasing. */
-static void test_duration_bounds(void)
+TEST(duration_bounds)
 {
         CHECK(METRICS_DURATION_BOUNDS[0] == 0.001);
         CHECK(METRICS_DURATION_BOUNDS[METRICS_DURATION_BUCKETS - 1] == 600);
@@ -234,7 +234,7 @@ static void test_duration_bounds(void)
 }
 
 /* prom_histogram: cumulative buckets, +Inf equal to _count, le last. */
-static void test_histogram_exact(void)
+TEST(histogram_exact)
 {
         const double b[] = { 0.005, 0.5 };
         const uint64_t counts[] = { 2, 0, 1 };
@@ -257,7 +257,7 @@ static void test_histogram_exact(void)
 
 /* metrics_observe_request: one count per request by {route, method, code},
  * one latency sample by {route, method}; odd methods fold into "other". */
-static void test_http_metrics(void)
+TEST(http_metrics)
 {
         struct http_metrics m;
         uint64_t counts[METRICS_DURATION_BUCKETS + 1];
@@ -295,7 +295,7 @@ static void test_http_metrics(void)
 
 /* Histograms refuse bounds that are not finite and strictly increasing,
  * and a label called "le". */
-static void test_histogram_invalid(void)
+TEST(histogram_invalid)
 {
         struct histogram_vec *hv = NULL;
         const char *const l[] = { "route" }, *const le[] = { "le" };
@@ -311,18 +311,4 @@ static void test_histogram_invalid(void)
         histogram_vec_free(hv);
 }
 
-int main(void)
-{
-        test_histogram_bucket();
-        test_duration_bounds();
-        test_histogram_exact();
-        test_http_metrics();
-        test_histogram_invalid();
-        test_exact_output();
-        test_escaping();
-        test_invalid_names();
-        test_counter_vec_basic();
-        test_counter_vec_cap();
-        test_counter_vec_threads();
-        return 0;
-}
+TEST_MAIN()
