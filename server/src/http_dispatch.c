@@ -1,0 +1,179 @@
+/* http_dispatch: from a parsed request to an encoded response, with no
+ * socket in sight.  Routes, applies the body rules every route shares
+ * (size, content type, no body where none is taken), calls the handler, and
+ * turns its struct resp into (status, body, content type).  The socket path
+ * (http.c) and the socketless entry below, used by tests and the fuzzer, go
+ * through the same code. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "app.h"
+#include "http.h"
+#include "http_internal.h"
+#include "metrics.h"
+#include "router.h"
+#include "util.h"
+
+void http_set_problem(struct resp *r, int status, const char *slug, const char *title, const char *detail)
+{
+        struct problem p = {0};
+        problem_set(&p, status, slug, title, "%s", detail);
+        resp_problem(r, &p);
+}
+
+static bool content_type_is_json(const char *ct)
+{
+        if (!ct)
+                return false;
+        size_t n = strlen("application/json");
+        if (strncasecmp(ct, "application/json", n) != 0)
+                return false;
+        return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
+}
+
+/* Route REQ and run the handler.  Returns true when RESP carries deferred
+ * work that must run before the response can be sent. */
+bool http_dispatch(struct app *app, struct req *req, bool too_large, struct resp *resp)
+{
+        const struct route *route = NULL;
+        char allow[64];
+
+        resp->status = 0;
+        switch (route_match(req->method, req->path, req, &route, allow, sizeof(allow))) {
+        case ROUTE_NO_PATH:
+                req->route = NULL;
+                http_set_problem(resp, 404, "not-found", "Not found", "no such resource");
+                return false;
+        case ROUTE_BAD_METHOD: {
+                req->route = NULL;
+                struct problem p = {0};
+                problem_set(&p, 405, "method-not-allowed", "Method not allowed",
+                            "%s is not allowed here; allowed: %s", req->method, allow);
+                resp_problem(resp, &p);
+                snprintf(resp->allow, sizeof(resp->allow), "%s", allow);
+                return false;
+        }
+        case ROUTE_FOUND:
+                break;
+        }
+        if (route->has_body) {
+                if (too_large) {
+                        http_set_problem(resp, 413, "body-too-large", "Request body too large",
+                                    "request bodies are limited to 64 KiB");
+                        return false;
+                }
+                if (!content_type_is_json(req->content_type)) {
+                        http_set_problem(resp, 415, "unsupported-media-type", "Unsupported media type",
+                                    "send the body as application/json");
+                        return false;
+                }
+        } else if (req->body_len > 0 || too_large) {
+                http_set_problem(resp, 400, "unexpected-body", "Unexpected body", "this request takes no body");
+                return false;
+        }
+        route->handler(req, resp);
+        return resp->work != NULL;
+}
+
+void http_count_request(struct app *app, const struct req *req, int status)
+{
+        char code[8];
+        snprintf(code, sizeof(code), "%d", status);
+        /* Unknown methods would let a client grow the label table: fold them. */
+        static const char *const known[] = {"GET", "PUT", "POST", "DELETE", "HEAD", "PATCH", "OPTIONS"};
+        const char *method = "other";
+        for (size_t i = 0; i < ARRAY_SIZE(known); i++)
+                if (strcmp(req->method, known[i]) == 0)
+                        method = known[i];
+        if (app->http_requests)
+                counter_vec_inc(app->http_requests, req->route ? req->route : "unmatched", method, code);
+}
+
+/* Encode RESP into (status, body, content type); takes the body. */
+void http_finish_resp(struct resp *resp, char **ret_body, const char **ret_ct)
+{
+        if (resp->status >= 400 && !resp->body) {
+                resp->body = problem_to_json(&resp->problem);
+                resp->content_type = "application/problem+json";
+        }
+        if (!resp->content_type)
+                resp->content_type = "application/json";
+        *ret_body = TAKE_PTR(resp->body);
+        *ret_ct = resp->content_type;
+}
+
+void http_resp_cleanup(struct resp *resp)
+{
+        free(resp->body);
+        resp->body = NULL;
+        if (resp->ctx_free)
+                resp->ctx_free(resp->ctx);
+        resp->ctx = NULL;
+        resp->ctx_free = NULL;
+}
+
+/* ------------------------------------------------------- socketless entry */
+
+/* The query string split at '&' into NUL-terminated "key=value" entries;
+ * values stay escaped, as on the socket path (see keep_escaped). */
+struct local_query {
+        char buf[1024];
+        size_t len;
+};
+
+static const char *query_local(const struct req *r, const char *key)
+{
+        const struct local_query *q = r->conn;
+        size_t kl = strlen(key);
+        for (const char *p = q->buf; p < q->buf + q->len; p += strlen(p) + 1)
+                if (strncmp(p, key, kl) == 0 && p[kl] == '=')
+                        return p + kl + 1;
+        return NULL;
+}
+
+int http_handle_local(struct app *app, const char *method, const char *url, const char *content_type,
+                      const char *body, size_t body_len, int *ret_status, char **ret_body,
+                      const char **ret_content_type)
+{
+        struct req req = {0};
+        struct resp resp = {0};
+        struct local_query q = {.len = 0};
+        char path[1024];
+        const char *qm = strchr(url, '?');
+        size_t pl = qm ? (size_t)(qm - url) : strlen(url);
+        if (pl >= sizeof(path))
+                pl = sizeof(path) - 1;
+        memcpy(path, url, pl);
+        path[pl] = '\0';
+        if (qm) {
+                snprintf(q.buf, sizeof(q.buf), "%s", qm + 1);
+                q.len = strlen(q.buf);
+                for (char *amp = q.buf; (amp = strchr(amp, '&'));)
+                        *amp++ = '\0';
+        }
+        _cleanup_free_ char *copy = malloc(body_len + 1);
+        if (!copy)
+                return -ENOMEM;
+        if (body_len)
+                memcpy(copy, body, body_len);
+        copy[body_len] = '\0';
+
+        req.method = method;
+        req.path = path;
+        req.query = query_local;
+        req.conn = &q;
+        req.content_type = content_type;
+        req.body = copy;
+        req.body_len = body_len;
+        req.app = app;
+        if (http_dispatch(app, &req, body_len > HTTP_BODY_MAX, &resp)) {
+                resp.work(&resp, resp.ctx);
+                resp.work = NULL;
+        }
+        http_count_request(app, &req, resp.status);
+        *ret_status = resp.status;
+        http_finish_resp(&resp, ret_body, ret_content_type);
+        http_resp_cleanup(&resp);
+        return 0;
+}

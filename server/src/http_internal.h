@@ -1,0 +1,90 @@
+/* http_internal: what the http*.c files share, and nothing else may use.
+ *
+ *   http.c          libmicrohttpd glue: listeners' daemons, per-request
+ *                   state, access, suspend/resume (the only file that
+ *                   includes <microhttpd.h>)
+ *   http_dispatch.c routing, handler call, response encoding; the
+ *                   socketless entry for tests and the fuzzer
+ *   http_listen.c   listening sockets
+ *   authz.c         the access decision (pure)
+ *   workq.c         bounded deferred-work queues
+ *   deadline.c      per-request arrival limit and its thread
+ *
+ * Threads (each named): per listener one libmicrohttpd polling thread
+ * ("http-tcp", "http-unix": named from its first callback, libmicrohttpd
+ * gives no hook at creation), "http-deadline", and the work queues' threads
+ * ("http-blk-N", "http-wait-N").  Handlers run on a polling thread. */
+#pragma once
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "auth.h"
+#include "deadline.h"
+#include "router.h"
+#include "workq.h"
+
+struct MHD_Daemon;
+struct MHD_Connection;
+struct app;
+struct http;
+
+struct listener {
+        struct MHD_Daemon *mhd;
+        struct http *http;
+        int fd;
+        bool tcp;
+        bool tls;
+        bool quiesced;
+        atomic_bool thread_named;
+        const char *thread_name;
+};
+
+struct http {
+        struct app *app;
+        struct deadlines deadlines;
+        struct listener tcp, unix_;
+        uint16_t tcp_port;
+        char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+        struct workq blocking, wait;
+        struct auth *auth;
+        bool client_ca;
+};
+
+/* One per request, from the first access-handler call to the completion
+ * notification (libmicrohttpd's con_cls). */
+struct hreq {
+        struct http *http;
+        struct MHD_Connection *conn;
+        char *body;
+        size_t body_len, body_cap;
+        bool too_large;
+        bool deferred;
+        bool www_authenticate;   /* 401: add the challenge */
+        bool invalid_token;      /* ... with error="invalid_token" */
+        atomic_bool work_done;
+        char who[320];           /* caller, for the audit line */
+        struct req req;
+        struct resp resp;
+        char method[16];
+        char path[1024];
+        struct workq_item item;  /* in a work queue */
+};
+
+/* http_dispatch.c */
+void http_set_problem(struct resp *r, int status, const char *slug, const char *title, const char *detail);
+/* Route REQ and run the handler.  True when RESP carries deferred work that
+ * must run before the response can be sent. */
+bool http_dispatch(struct app *app, struct req *req, bool too_large, struct resp *resp);
+void http_count_request(struct app *app, const struct req *req, int status);
+/* Encode RESP into (body, content type); takes the body. */
+void http_finish_resp(struct resp *resp, char **ret_body, const char **ret_ct);
+void http_resp_cleanup(struct resp *resp);
+
+/* http_listen.c */
+int http_socket_family(int fd);
+uint16_t http_socket_port(int fd);
+int http_listen_tcp(const char *spec, int *ret_fd, uint16_t *ret_port);
+int http_listen_unix(const char *path, gid_t gid, int *ret_fd);
