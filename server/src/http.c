@@ -18,6 +18,15 @@
  * and address.  Every mutation, refused or not, leaves one audit line when
  * its response is queued.
  *
+ * Each listener runs libmicrohttpd in poll mode, not epoll: 0.9.75's epoll
+ * loop drains its 128-event buffer by calling epoll_wait() again with the
+ * full timeout while the events it already collected wait unprocessed, so
+ * when exactly a buffer's worth of connections is ready at once (a burst of
+ * keep-alive requests on a loaded machine) their answers are held until
+ * another event or the connection timeout arrives: 20-30 s.  poll() costs a
+ * walk over the open connections per round, which at our connection limits
+ * is nothing; suspended connections are not polled at all.
+ *
  * Each connection is tracked by deadline.c from libmicrohttpd's start
  * notification to its close notification, so a request that trickles in is
  * cut at its deadline. */
@@ -392,7 +401,7 @@ static int start_listener(struct http *h, struct listener *l, int fd, const stru
         l->tcp = tcp;
         l->tls = tcp && cfg->tls_cert_pem && cfg->tls_key_pem;
         l->thread_name = tcp ? "http-tcp" : "http-unix";
-        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+        unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
                          MHD_USE_ERROR_LOG;
         /* TLS options only on the TCP listener; MHD_OPTION_ARRAY lets the
          * list depend on the configuration. */
