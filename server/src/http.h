@@ -45,6 +45,9 @@ struct http_config {
 int http_listen_is_loopback(const char *spec);
 /* Same for a bound socket: 1 for loopback TCP and for AF_UNIX, 0 otherwise. */
 int http_socket_is_loopback(int fd);
+/* 1 when FD is a TCP (IPv4/IPv6) socket, 0 when not, -errno when it cannot
+ * be told. */
+int http_socket_is_tcp(int fd);
 /* Stop accepting new connections; requests on open connections are still
  * answered (mutations with 503 once app->stopping is set).  Accepts NULL. */
 void http_quiesce(struct http *h);

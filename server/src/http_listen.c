@@ -173,3 +173,11 @@ int http_listen_unix(const char *path, gid_t gid, int *ret_fd)
         *ret_fd = TAKE_FD(fd);
         return 0;
 }
+
+int http_socket_is_tcp(int fd)
+{
+        int fam = http_socket_family(fd);
+        if (fam < 0)
+                return fam;
+        return fam == AF_INET || fam == AF_INET6;
+}
