@@ -6,10 +6,13 @@
  * the last call.  We answer 413 on the first call when Content-Length is over
  * the limit, collect the body otherwise, and route on the last call.
  *
- * Deferred work goes to one of two fixed queues, so long-polls (which may
- * sit for their whole timeout) never starve short blocking work (reserve,
- * delete).  Each queue has a bound on pending items; past it the request is
- * answered 503 with Retry-After rather than queued without limit.
+ * Deferred work (reserve, delete) goes to a fixed queue with a bound on
+ * pending items; past it the request is answered 503 with Retry-After
+ * rather than queued without limit.  Long-polls hold no thread: the
+ * connection is suspended and parked in waiters.c, which re-runs the
+ * handler's check when pools.c tells that pool changed (the observer),
+ * at the deadline, and drops the wait when the client hangs up; each
+ * caller may park a bounded number (429 past it).
  *
  * Access is decided on the first call, before routing, so an unauthenticated
  * caller learns nothing about which paths exist: this file gathers the
@@ -47,6 +50,7 @@
 #include "http.h"
 #include "http_internal.h"
 #include "log.h"
+#include "pools.h"
 #include "metrics.h"
 #include "router.h"
 #include "tls.h"
@@ -54,11 +58,10 @@
 
 /* Threads for short blocking work (sysfs writes, cancels). */
 #define BLOCKING_THREADS 2
-/* Threads for long-polls: each holds one waiting client for up to its
- * timeout, so a long-poll is only accepted when a thread is idle to take it
- * at once; otherwise 503 with Retry-After (a queued wait could sit behind
- * others far past its own timeout). */
-#define WAIT_THREADS 64
+/* Retry-After for a caller over its long-poll cap: long enough for one of
+ * its waits to end, short enough that a client which backs off is not
+ * starved. */
+#define PARK_RETRY_AFTER_S 5
 /* Pending blocking items beyond which we answer 503. */
 #define QUEUE_MAX_PENDING 256
 
@@ -111,6 +114,63 @@ static void run_deferred(struct workq_item *it)
         h->resp.work = NULL;
         atomic_store(&h->work_done, true);
         MHD_resume_connection(h->conn);
+}
+
+/* ---------------------------------------------------------------- parking */
+
+static bool park_check(struct waiter *w, bool expired)
+{
+        struct hreq *h = container_of(w, struct hreq, waiter);
+        return h->resp.park_check(&h->resp, h->resp.ctx, expired || atomic_load(&h->http->app->stopping));
+}
+
+static void park_done(struct waiter *w, bool gone)
+{
+        struct hreq *h = container_of(w, struct hreq, waiter);
+        h->client_gone = gone;
+        atomic_store(&h->work_done, true);
+        MHD_resume_connection(h->conn);
+}
+
+/* pools.c's observer: the pool NAME changed, look at its waiters again. */
+static void pool_changed(void *arg, const char *name)
+{
+        struct http *h = arg;
+        waiters_notify(&h->waiters, name);
+}
+
+/* Suspend H's connection and park it; on refusal answer at once. */
+static void park(struct hreq *h, struct MHD_Connection *conn)
+{
+        struct waiter *w = &h->waiter;
+        snprintf(w->topic, sizeof(w->topic), "%s", h->resp.park_topic);
+        snprintf(w->caller, sizeof(w->caller), "%s", h->caller);
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        w->fd = ci ? ci->connect_fd : -1;
+        w->deadline_ns = h->resp.park_deadline_ns;
+        w->check = park_check;
+        w->done = park_done;
+
+        set_deadline(h->http, conn, false); /* received in full; the wait may take its time */
+        h->deferred = true;
+        MHD_suspend_connection(conn);
+        int r = waiters_add(&h->http->waiters, w);
+        if (r == 0)
+                return;
+        struct problem p = {0};
+        if (r == -EUSERS) {
+                problem_set(&p, 429, "too-many-waits", "Too many long-polls",
+                            "this caller already has %u long-polls waiting; retry when one has ended",
+                            h->http->waiters.per_caller_max);
+                p.retry_after = PARK_RETRY_AFTER_S;
+        } else {
+                problem_set(&p, 503, "busy", "Too busy", "too many requests are waiting; retry later");
+                p.retry_after = 1;
+        }
+        h->resp.park_check = NULL;
+        resp_problem(&h->resp, &p);
+        atomic_store(&h->work_done, true);
+        MHD_resume_connection(conn);
 }
 
 static const char *query_mhd(const struct req *r, const char *key)
@@ -174,7 +234,7 @@ static void client_ip(struct MHD_Connection *conn, char *buf, size_t len)
                 snprintf(buf, len, "?");
 }
 
-static void unix_peer(struct MHD_Connection *conn, char *buf, size_t len)
+static void unix_peer(struct MHD_Connection *conn, char *buf, size_t len, char *caller, size_t caller_len)
 {
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         pid_t pid;
@@ -182,9 +242,11 @@ static void unix_peer(struct MHD_Connection *conn, char *buf, size_t len)
         gid_t gid;
         if (!ci || auth_peer_cred(ci->connect_fd, &pid, &uid, &gid) < 0) {
                 snprintf(buf, len, "unix peer=unknown");
+                snprintf(caller, caller_len, "unix peer=unknown");
                 return;
         }
         snprintf(buf, len, "uid=%u gid=%u pid=%d", (unsigned)uid, (unsigned)gid, (int)pid);
+        snprintf(caller, caller_len, "uid=%u", (unsigned)uid);
 }
 
 /* Fill H's refusal for decision D (not AUTHZ_ALLOW). */
@@ -236,7 +298,7 @@ static bool authorize(struct listener *l, struct hreq *h, struct MHD_Connection 
         };
 
         if (!l->tcp) {
-                unix_peer(conn, h->who, sizeof(h->who));
+                unix_peer(conn, h->who, sizeof(h->who), h->caller, sizeof(h->caller));
         } else {
                 char ip[INET6_ADDRSTRLEN + 8], cert[200] = "", token[AUTH_ID_MAX] = "";
                 client_ip(conn, ip, sizeof(ip));
@@ -260,6 +322,14 @@ static bool authorize(struct listener *l, struct hreq *h, struct MHD_Connection 
                          token[0] ? " " : "", cert[0] ? "cert:" : "", cert, cert[0] ? " " : "", ip);
                 if (!token[0] && http->auth && in.token_sent)
                         snprintf(h->who, sizeof(h->who), "bad-token%s%s ip=%s", cert[0] ? " cert:" : "", cert, ip);
+                /* Whose long-polls these are: the token, else the
+                 * certificate, else the address. */
+                if (token[0])
+                        snprintf(h->caller, sizeof(h->caller), "%s", token);
+                else if (cert[0])
+                        snprintf(h->caller, sizeof(h->caller), "cert:%.70s", cert);
+                else
+                        snprintf(h->caller, sizeof(h->caller), "ip=%s", ip);
         }
         enum authz_decision d = authz_decide(&in);
         refuse(h, d);
@@ -306,6 +376,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 if (!atomic_load(&h->work_done))
                         return MHD_YES;
                 h->deferred = false;
+                if (h->client_gone)
+                        return MHD_NO; /* nobody to answer: close */
                 return queue(h);
         }
 
@@ -342,8 +414,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
         if (!http_dispatch(req->app, req, h->too_large, &h->resp))
                 return queue(h);
+        if (h->resp.park_check) {
+                park(h, conn);
+                return MHD_YES;
+        }
 
-        struct workq *q = h->resp.work_kind == WORK_WAIT ? &l->http->wait : &l->http->blocking;
+        struct workq *q = &l->http->blocking;
         set_deadline(l->http, conn, false); /* received in full; the work may take its time */
         h->deferred = true;
         MHD_suspend_connection(conn);
@@ -455,7 +531,7 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
         if (r == 0)
                 r = workq_start(&h->blocking, "http-blk", BLOCKING_THREADS, QUEUE_MAX_PENDING, false);
         if (r == 0)
-                r = workq_start(&h->wait, "http-wait", WAIT_THREADS, WAIT_THREADS, true);
+                r = waiters_start(&h->waiters, cfg->max_waits_per_caller, cfg->max_waits);
         if (r < 0)
                 goto fail;
 
@@ -506,6 +582,8 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
                         goto fail;
                 }
         }
+        if (app->pools)
+                pools_set_observer(app->pools, pool_changed, h);
         *ret = h;
         return 0;
 fail:
@@ -529,6 +607,14 @@ void http_quiesce(struct http *h)
                 return;
         quiesce_listener(&h->tcp);
         quiesce_listener(&h->unix_);
+        /* Parked long-polls answer now with what they have (the checks see
+         * app->stopping). */
+        waiters_notify_all(&h->waiters);
+}
+
+size_t http_parked(struct http *h)
+{
+        return h ? waiters_count(&h->waiters) : 0;
 }
 
 static void stop_listener(struct listener *l)
@@ -549,9 +635,11 @@ void http_stop(struct http *h)
         /* Stop accepting first, then let queued work finish (it resumes its
          * connections), then stop the daemons: libmicrohttpd must not be
          * stopped with connections still suspended. */
+        if (h->app->pools)
+                pools_set_observer(h->app->pools, NULL, NULL);
         http_quiesce(h);
         workq_stop(&h->blocking);
-        workq_stop(&h->wait);
+        waiters_stop(&h->waiters);
         stop_listener(&h->tcp);
         stop_listener(&h->unix_);
         deadlines_stop(&h->deadlines);

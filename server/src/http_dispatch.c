@@ -33,7 +33,7 @@ static bool content_type_is_json(const char *ct)
 }
 
 /* Route REQ and run the handler.  Returns true when RESP carries deferred
- * work that must run before the response can be sent. */
+ * work, or a parked long-poll, to finish before the response can be sent. */
 bool http_dispatch(struct app *app, struct req *req, bool too_large, struct resp *resp)
 {
         const struct route *route = NULL;
@@ -73,7 +73,7 @@ bool http_dispatch(struct app *app, struct req *req, bool too_large, struct resp
                 return false;
         }
         route->handler(req, resp);
-        return resp->work != NULL;
+        return resp->work != NULL || resp->park_check != NULL;
 }
 
 void http_count_request(struct app *app, const struct req *req, int status)
@@ -114,6 +114,9 @@ void http_resp_cleanup(struct resp *resp)
 }
 
 /* ------------------------------------------------------- socketless entry */
+
+/* How often the socketless entry re-checks a long-poll (no observer here). */
+#define LOCAL_PARK_POLL_US 2000
 
 /* The query string split at '&' into NUL-terminated "key=value" entries;
  * values stay escaped, as on the socket path (see keep_escaped). */
@@ -168,8 +171,15 @@ int http_handle_local(struct app *app, const char *method, const char *url, cons
         req.body_len = body_len;
         req.app = app;
         if (http_dispatch(app, &req, body_len > HTTP_BODY_MAX, &resp)) {
-                resp.work(&resp, resp.ctx);
-                resp.work = NULL;
+                if (resp.work) {
+                        resp.work(&resp, resp.ctx);
+                        resp.work = NULL;
+                }
+                /* A long-poll: look again every few ms until it answers. */
+                while (resp.park_check &&
+                       !resp.park_check(&resp, resp.ctx, now_mono_ns() >= resp.park_deadline_ns))
+                        usleep(LOCAL_PARK_POLL_US);
+                resp.park_check = NULL;
         }
         http_count_request(app, &req, resp.status);
         *ret_status = resp.status;

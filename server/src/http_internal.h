@@ -7,13 +7,15 @@
  *                   socketless entry for tests and the fuzzer
  *   http_listen.c   listening sockets
  *   authz.c         the access decision (pure)
- *   workq.c         bounded deferred-work queues
+ *   workq.c         bounded deferred-work queue
+ *   waiters.c       parked long-polls and the thread that serves them
  *   deadline.c      per-request arrival limit and its thread
  *
  * Threads (each named): per listener one libmicrohttpd polling thread
  * ("http-tcp", "http-unix": named from its first callback, libmicrohttpd
- * gives no hook at creation), "http-deadline", and the work queues' threads
- * ("http-blk-N", "http-wait-N").  Handlers run on a polling thread. */
+ * gives no hook at creation), "http-deadline", "http-waits" (every parked
+ * long-poll) and the work queue's threads ("http-blk-N").  Handlers run on
+ * a polling thread; long-poll checks on "http-waits". */
 #pragma once
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -24,6 +26,7 @@
 #include "auth.h"
 #include "deadline.h"
 #include "router.h"
+#include "waiters.h"
 #include "workq.h"
 
 struct MHD_Daemon;
@@ -48,7 +51,8 @@ struct http {
         struct listener tcp, unix_;
         uint16_t tcp_port;
         char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-        struct workq blocking, wait;
+        struct workq blocking;
+        struct waiters waiters;
         struct auth *auth;
         bool client_ca;
 };
@@ -65,12 +69,15 @@ struct hreq {
         bool www_authenticate;   /* 401: add the challenge */
         bool invalid_token;      /* ... with error="invalid_token" */
         atomic_bool work_done;
+        bool client_gone;        /* a parked request whose client hung up */
         char who[320];           /* caller, for the audit line */
+        char caller[WAITERS_CALLER_MAX]; /* whose long-poll cap it counts against */
         struct req req;
         struct resp resp;
         char method[16];
         char path[1024];
         struct workq_item item;  /* in a work queue */
+        struct waiter waiter;    /* parked (long-poll) */
 };
 
 /* http_dispatch.c */

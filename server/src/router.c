@@ -144,3 +144,12 @@ void resp_defer(struct resp *r, void (*work)(struct resp *r, void *ctx), void *c
         r->ctx_free = free;
         r->work_kind = kind;
 }
+
+void resp_park(struct resp *r, park_check_fn check, void *ctx, const char *topic, uint64_t deadline_ns)
+{
+        r->park_check = check;
+        r->ctx = ctx;
+        r->ctx_free = free;
+        snprintf(r->park_topic, sizeof(r->park_topic), "%s", topic);
+        r->park_deadline_ns = deadline_ns;
+}
