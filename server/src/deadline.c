@@ -1,4 +1,4 @@
-/* deadline: per-request arrival limit (see deadline.h). */
+/* deadline: connection time limits and the unvouched bound (see deadline.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -30,9 +30,11 @@ static void *deadline_thread(void *arg)
         return NULL;
 }
 
-int deadlines_start(struct deadlines *d, uint64_t request_ns)
+int deadlines_start(struct deadlines *d, uint64_t header_ns, size_t bound, size_t unvouched_bound)
 {
-        d->request_ns = request_ns;
+        d->header_ns = header_ns;
+        d->bound = bound;
+        d->unvouched_bound = unvouched_bound;
         pthread_mutex_init(&d->lock, NULL);
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
@@ -61,18 +63,53 @@ void deadlines_stop(struct deadlines *d)
         pthread_cond_destroy(&d->cond);
 }
 
-struct conn_track *deadlines_add(struct deadlines *d, int fd)
+/* Lock held.  Stop counting T and shut its socket down. */
+static void evict(struct deadlines *d, struct conn_track *t)
+{
+        t->evicted = true;
+        t->deadline_ns = 0;
+        d->n_bounded--;
+        if (!t->vouched)
+                d->n_unvouched--;
+        d->evictions++;
+        shutdown(t->fd, SHUT_RDWR);
+}
+
+/* Lock held.  The oldest bounded, unvouched, live connection, or NULL. */
+static struct conn_track *oldest_unvouched(struct deadlines *d)
+{
+        struct conn_track *found = NULL;
+        for (struct conn_track *t = d->conns; t; t = t->next)
+                if (t->bounded && !t->vouched && !t->evicted)
+                        found = t;
+        return found;
+}
+
+struct conn_track *deadlines_add(struct deadlines *d, int fd, bool bounded)
 {
         struct conn_track *t = calloc(1, sizeof(*t));
         if (!t)
                 return NULL;
         t->fd = fd;
+        t->bounded = bounded;
         pthread_mutex_lock(&d->lock);
-        t->deadline_ns = now_mono_ns() + d->request_ns;
+        t->deadline_ns = now_mono_ns() + d->header_ns;
         t->next = d->conns;
         if (d->conns)
                 d->conns->prev = t;
         d->conns = t;
+        if (bounded) {
+                d->n_bounded++;
+                d->n_unvouched++;
+                if ((d->bound && d->n_bounded > d->bound) ||
+                    (d->unvouched_bound && d->n_unvouched > d->unvouched_bound)) {
+                        /* T is the newest, so it is chosen only when it is the
+                         * only unvouched one. */
+                        struct conn_track *victim = oldest_unvouched(d);
+                        if (victim)
+                                evict(d, victim);
+                }
+        }
         pthread_mutex_unlock(&d->lock);
         return t;
 }
@@ -88,15 +125,44 @@ void deadlines_remove(struct deadlines *d, struct conn_track *t)
                 d->conns = t->next;
         if (t->next)
                 t->next->prev = t->prev;
+        if (t->bounded && !t->evicted) {
+                d->n_bounded--;
+                if (!t->vouched)
+                        d->n_unvouched--;
+        }
         pthread_mutex_unlock(&d->lock);
         free(t);
 }
 
-void deadlines_arm(struct deadlines *d, struct conn_track *t, bool arm)
+void deadlines_arm(struct deadlines *d, struct conn_track *t, uint64_t ns)
 {
         if (!t)
                 return;
         pthread_mutex_lock(&d->lock);
-        t->deadline_ns = arm ? now_mono_ns() + d->request_ns : 0;
+        if (!t->evicted)
+                t->deadline_ns = ns ? now_mono_ns() + ns : 0;
         pthread_mutex_unlock(&d->lock);
+}
+
+void deadlines_vouch(struct deadlines *d, struct conn_track *t)
+{
+        if (!t)
+                return;
+        pthread_mutex_lock(&d->lock);
+        if (!t->vouched) {
+                t->vouched = true;
+                if (t->bounded && !t->evicted)
+                        d->n_unvouched--;
+        }
+        pthread_mutex_unlock(&d->lock);
+}
+
+uint64_t deadlines_evictions(struct deadlines *d)
+{
+        if (!d->running)
+                return 0;
+        pthread_mutex_lock(&d->lock);
+        uint64_t n = d->evictions;
+        pthread_mutex_unlock(&d->lock);
+        return n;
 }

@@ -64,6 +64,16 @@
 #define PARK_RETRY_AFTER_S 5
 /* Pending blocking items beyond which we answer 503. */
 #define QUEUE_MAX_PENDING 256
+/* A header must arrive within this many seconds of its connection or its
+ * request line (never more than the connection timeout): a client that is
+ * not trickling on purpose sends it at once. */
+#define HEADER_TIMEOUT_S 5
+/* Share of a TCP listener's connections that may be unvouched (no request
+ * yet allowed by access control); past it the oldest is evicted. */
+#define UNVOUCHED_SHARE_PCT 75
+/* libmicrohttpd's TCP connection limit above ours, so that a newcomer
+ * reaches our eviction instead of being refused outright. */
+#define EVICTION_SLACK 16u
 
 /* libmicrohttpd creates the polling thread and offers no hook there; name
  * it from the first callback it runs. */
@@ -82,10 +92,11 @@ static struct conn_track *conn_track_of(struct MHD_Connection *conn)
 }
 
 /* The track is looked up from the connection each time (never cached in the
- * request): after the close notification it is gone and the lookup says so. */
-static void set_deadline(struct http *h, struct MHD_Connection *conn, bool arm)
+ * request): after the close notification it is gone and the lookup says so.
+ * NS: how long from now, 0 for no deadline. */
+static void set_deadline(struct http *h, struct MHD_Connection *conn, uint64_t ns)
 {
-        deadlines_arm(&h->deadlines, conn_track_of(conn), arm);
+        deadlines_arm(&h->deadlines, conn_track_of(conn), ns);
 }
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -96,7 +107,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         name_polling_thread(l);
         if (code == MHD_CONNECTION_NOTIFY_STARTED) {
                 const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-                *socket_context = ci ? deadlines_add(&h->deadlines, ci->connect_fd) : NULL;
+                *socket_context = ci ? deadlines_add(&h->deadlines, ci->connect_fd, l->tcp) : NULL;
                 return;
         }
         deadlines_remove(&h->deadlines, *socket_context);
@@ -151,7 +162,7 @@ static void park(struct hreq *h, struct MHD_Connection *conn)
         w->check = park_check;
         w->done = park_done;
 
-        set_deadline(h->http, conn, false); /* received in full; the wait may take its time */
+        set_deadline(h->http, conn, 0); /* received in full; the wait may take its time */
         h->deferred = true;
         MHD_suspend_connection(conn);
         int r = waiters_add(&h->http->waiters, w);
@@ -173,14 +184,45 @@ static void park(struct hreq *h, struct MHD_Connection *conn)
         MHD_resume_connection(conn);
 }
 
-static const char *query_mhd(const struct req *r, const char *key)
+static struct hreq *hreq_new(struct http *http, struct MHD_Connection *conn)
 {
-        return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+        struct hreq *h = calloc(1, sizeof(*h));
+        if (!h)
+                return NULL;
+        h->http = http;
+        h->conn = conn;
+        return h;
+}
+
+/* libmicrohttpd's URI log callback: the request line has arrived, the
+ * headers have not.  Its return value is the request's con_cls.
+ *
+ * Two things happen here, before libmicrohttpd parses the query string:
+ * the header deadline starts (a keep-alive connection's next request has
+ * as little time for its headers as a new connection), and the query
+ * string is copied into the request and cut from libmicrohttpd's buffer.
+ * In 0.9.75 the URI handed here is the connection's own writable line
+ * buffer and the arguments are parsed from it right after this returns;
+ * with the query cut they find nothing.  Left to libmicrohttpd, each
+ * argument takes a header record from the 32 KiB connection pool: a URI of
+ * 600 arguments exhausted it and the client got no answer at all. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+        struct listener *l = cls;
+        struct hreq *h = hreq_new(l->http, conn);
+        set_deadline(l->http, conn, l->http->header_ns);
+        char *qm = strchr(uri, '?');
+        if (!qm)
+                return h;
+        if (h)
+                h->query_err = http_query_parse(&h->query, qm + 1, strlen(qm + 1));
+        qm[1] = '\0';
+        return h;
 }
 
 static enum MHD_Result queue(struct hreq *h)
 {
-        set_deadline(h->http, h->conn, false);
+        set_deadline(h->http, h->conn, 0);
         char *body;
         const char *ct;
         int status = h->resp.status;
@@ -333,6 +375,12 @@ static bool authorize(struct listener *l, struct hreq *h, struct MHD_Connection 
         }
         enum authz_decision d = authz_decide(&in);
         refuse(h, d);
+        /* A connection that proved who it is (or a listener that asks for
+         * nothing, once a request of it is allowed) is no longer the first
+         * to be evicted. */
+        if (d == AUTHZ_ALLOW && !in.open_route &&
+            (authz_authenticated(&in) || (!in.tokens_configured && in.cert == AUTHZ_CERT_NOT_REQUIRED)))
+                deadlines_vouch(&http->deadlines, conn_track_of(conn));
         return d == AUTHZ_ALLOW;
 }
 
@@ -343,13 +391,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         struct listener *l = cls;
         struct hreq *h = *con_cls;
 
-        if (!h) {
-                h = calloc(1, sizeof(*h));
-                if (!h)
+        if (!h || !h->started) {
+                if (!h && !(h = hreq_new(l->http, conn)))
                         return MHD_NO;
-                h->http = l->http;
-                h->conn = conn;
                 *con_cls = h;
+                h->started = true;
+                /* Headers in; the body has the request limit to arrive. */
+                set_deadline(l->http, conn, l->http->request_ns);
                 snprintf(h->method, sizeof(h->method), "%s", method);
                 h->req.method = h->method;
                 h->req.path = "";
@@ -357,6 +405,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 snprintf(h->path, sizeof(h->path), "%s", url);
                 if (!authorize(l, h, conn, url))
                         return queue(h);
+                if (h->query_err < 0) {
+                        http_query_refuse(&h->resp, h->query_err);
+                        return queue(h);
+                }
                 if (strlen(url) >= sizeof(h->path)) {
                         http_set_problem(&h->resp, 414, "uri-too-long", "URI too long", "the request path is too long");
                         return queue(h);
@@ -405,8 +457,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
 
         struct req *req = &h->req;
-        req->query = query_mhd;
-        req->conn = conn;
+        req->query = http_query_get;
+        req->conn = &h->query;
         req->content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         req->body = h->body ? h->body : "";
         req->body_len = h->body_len;
@@ -420,7 +472,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
 
         struct workq *q = &l->http->blocking;
-        set_deadline(l->http, conn, false); /* received in full; the work may take its time */
+        set_deadline(l->http, conn, 0); /* received in full; the work may take its time */
         h->deferred = true;
         MHD_suspend_connection(conn);
         h->item.run = run_deferred;
@@ -442,8 +494,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         struct hreq *h = *con_cls;
         if (!h)
                 return;
-        /* Keep-alive: the next request on this connection gets a new deadline. */
-        set_deadline(h->http, h->conn, true);
+        /* Keep-alive: the connection may idle this long before its next
+         * request line. */
+        set_deadline(h->http, h->conn, h->http->request_ns);
         http_resp_cleanup(&h->resp);
         free(h->body);
         free(h);
@@ -492,14 +545,19 @@ static int start_listener(struct http *h, struct listener *l, int fd, const stru
                                                            (void *)cfg->tls_client_ca_pem};
         }
         tls[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+        /* On TCP deadline.c enforces the connection limit by evicting the
+         * oldest unvouched connection, so libmicrohttpd's own limit (which
+         * refuses the newcomer) sits a little above it. */
+        unsigned limit = cfg->connection_limit ? cfg->connection_limit : 256u;
         l->mhd = MHD_start_daemon(
                 flags, 0, NULL, NULL, on_request, l,
+                MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
                 MHD_OPTION_LISTEN_SOCKET, fd,
                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
+                MHD_OPTION_URI_LOG_CALLBACK, on_uri, l,
                 MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
-                MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
-                MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit ? cfg->connection_limit : 256u,
+                MHD_OPTION_CONNECTION_LIMIT, tcp ? limit + EVICTION_SLACK : limit,
                 MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout_s ? cfg->connection_timeout_s : 30u,
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, tcp ? (cfg->per_ip_limit ? cfg->per_ip_limit : 64u) : 0u,
@@ -526,8 +584,14 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
                 return -EOPNOTSUPP;
         }
 
-        r = deadlines_start(&h->deadlines,
-                            (uint64_t)(cfg->connection_timeout_s ? cfg->connection_timeout_s : 30u) * 1000000000u);
+        unsigned timeout_s = cfg->connection_timeout_s ? cfg->connection_timeout_s : 30u;
+        unsigned header_s = cfg->header_timeout_s ? cfg->header_timeout_s : HEADER_TIMEOUT_S;
+        if (header_s > timeout_s)
+                header_s = timeout_s;
+        h->request_ns = (uint64_t)timeout_s * 1000000000u;
+        h->header_ns = (uint64_t)header_s * 1000000000u;
+        unsigned limit = cfg->connection_limit ? cfg->connection_limit : 256u;
+        r = deadlines_start(&h->deadlines, h->header_ns, limit, limit * UNVOUCHED_SHARE_PCT / 100);
         if (r == 0)
                 r = workq_start(&h->blocking, "http-blk", BLOCKING_THREADS, QUEUE_MAX_PENDING, false);
         if (r == 0)

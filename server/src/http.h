@@ -25,6 +25,7 @@ struct http_config {
         const char *socket_path; /* unix socket path or NULL */
         unsigned connection_limit;
         unsigned connection_timeout_s;
+        unsigned header_timeout_s; /* 0: 5 s (at most connection_timeout_s) */
         unsigned per_ip_limit;
         /* Long-polls parked at once per caller (token, unix uid or TCP
          * address; 0: 256) and in all (0: 16384); past them 429. */

@@ -4,6 +4,7 @@
  * turns its struct resp into (status, body, content type).  The socket path
  * (http.c) and the socketless entry below, used by tests and the fuzzer, go
  * through the same code. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -118,21 +119,46 @@ void http_resp_cleanup(struct resp *resp)
 /* How often the socketless entry re-checks a long-poll (no observer here). */
 #define LOCAL_PARK_POLL_US 2000
 
-/* The query string split at '&' into NUL-terminated "key=value" entries;
- * values stay escaped, as on the socket path (see keep_escaped). */
-struct local_query {
-        char buf[1024];
-        size_t len;
-};
-
-static const char *query_local(const struct req *r, const char *key)
+int http_query_parse(struct http_query *q, const char *raw, size_t len)
 {
-        const struct local_query *q = r->conn;
+        q->len = 0;
+        q->buf[0] = '\0';
+        if (len >= sizeof(q->buf))
+                return -E2BIG;
+        size_t args = len ? 1 : 0;
+        for (size_t i = 0; i < len; i++)
+                if (raw[i] == '&')
+                        args++;
+        if (args > HTTP_QUERY_ARGS_MAX)
+                return -EMSGSIZE;
+        memcpy(q->buf, raw, len);
+        q->buf[len] = '\0';
+        q->len = len;
+        for (char *amp = q->buf; (amp = strchr(amp, '&'));)
+                *amp++ = '\0';
+        return 0;
+}
+
+const char *http_query_get(const struct req *r, const char *key)
+{
+        const struct http_query *q = r->conn;
         size_t kl = strlen(key);
         for (const char *p = q->buf; p < q->buf + q->len; p += strlen(p) + 1)
                 if (strncmp(p, key, kl) == 0 && p[kl] == '=')
                         return p + kl + 1;
         return NULL;
+}
+
+void http_query_refuse(struct resp *resp, int err)
+{
+        struct problem p = {0};
+        if (err == -EMSGSIZE)
+                problem_set(&p, 414, "uri-too-long", "URI too long",
+                            "at most %d query arguments are accepted", HTTP_QUERY_ARGS_MAX);
+        else
+                problem_set(&p, 414, "uri-too-long", "URI too long",
+                            "the query string is limited to %d bytes", HTTP_QUERY_MAX - 1);
+        resp_problem(resp, &p);
 }
 
 int http_handle_local(struct app *app, const char *method, const char *url, const char *content_type,
@@ -141,7 +167,7 @@ int http_handle_local(struct app *app, const char *method, const char *url, cons
 {
         struct req req = {0};
         struct resp resp = {0};
-        struct local_query q = {.len = 0};
+        struct http_query q;
         char path[1024];
         const char *qm = strchr(url, '?');
         size_t pl = qm ? (size_t)(qm - url) : strlen(url);
@@ -149,12 +175,7 @@ int http_handle_local(struct app *app, const char *method, const char *url, cons
                 pl = sizeof(path) - 1;
         memcpy(path, url, pl);
         path[pl] = '\0';
-        if (qm) {
-                snprintf(q.buf, sizeof(q.buf), "%s", qm + 1);
-                q.len = strlen(q.buf);
-                for (char *amp = q.buf; (amp = strchr(amp, '&'));)
-                        *amp++ = '\0';
-        }
+        int query_err = http_query_parse(&q, qm ? qm + 1 : "", qm ? strlen(qm + 1) : 0);
         _cleanup_free_ char *copy = malloc(body_len + 1);
         if (!copy)
                 return -ENOMEM;
@@ -164,13 +185,15 @@ int http_handle_local(struct app *app, const char *method, const char *url, cons
 
         req.method = method;
         req.path = path;
-        req.query = query_local;
+        req.query = http_query_get;
         req.conn = &q;
         req.content_type = content_type;
         req.body = copy;
         req.body_len = body_len;
         req.app = app;
-        if (http_dispatch(app, &req, body_len > HTTP_BODY_MAX, &resp)) {
+        if (query_err < 0) {
+                http_query_refuse(&resp, query_err);
+        } else if (http_dispatch(app, &req, body_len > HTTP_BODY_MAX, &resp)) {
                 if (resp.work) {
                         resp.work(&resp, resp.ctx);
                         resp.work = NULL;

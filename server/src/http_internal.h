@@ -29,6 +29,19 @@
 #include "waiters.h"
 #include "workq.h"
 
+/* Query strings are ours to parse (libmicrohttpd's parser would spend its
+ * per-connection memory on each argument: 600 of them exhausted it, and the
+ * client got no answer).  Beyond these: 414 uri-too-long. */
+#define HTTP_QUERY_MAX 1024
+#define HTTP_QUERY_ARGS_MAX 32
+
+/* The query string split at '&' into NUL-terminated "key=value" entries;
+ * values stay escaped (see keep_escaped in http.c). */
+struct http_query {
+        char buf[HTTP_QUERY_MAX];
+        size_t len;
+};
+
 struct MHD_Daemon;
 struct MHD_Connection;
 struct app;
@@ -53,6 +66,8 @@ struct http {
         char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
         struct workq blocking;
         struct waiters waiters;
+        uint64_t header_ns;         /* a header must arrive within this */
+        uint64_t request_ns;        /* a body, and an idle keep-alive gap, within this */
         struct auth *auth;
         bool client_ca;
 };
@@ -69,7 +84,10 @@ struct hreq {
         bool www_authenticate;   /* 401: add the challenge */
         bool invalid_token;      /* ... with error="invalid_token" */
         atomic_bool work_done;
+        bool started;            /* the access handler has seen the headers */
         bool client_gone;        /* a parked request whose client hung up */
+        int query_err;           /* http_query_parse's, for the first call */
+        struct http_query query;
         char who[320];           /* caller, for the audit line */
         char caller[WAITERS_CALLER_MAX]; /* whose long-poll cap it counts against */
         struct req req;
@@ -89,6 +107,14 @@ void http_count_request(struct app *app, const struct req *req, int status);
 /* Encode RESP into (body, content type); takes the body. */
 void http_finish_resp(struct resp *resp, char **ret_body, const char **ret_ct);
 void http_resp_cleanup(struct resp *resp);
+/* Parse RAW (LEN bytes, after the '?') into Q: -E2BIG when it is longer than
+ * HTTP_QUERY_MAX - 1, -EMSGSIZE when it has more than HTTP_QUERY_ARGS_MAX
+ * arguments (Q then holds nothing). */
+int http_query_parse(struct http_query *q, const char *raw, size_t len);
+/* req->query for a struct http_query in req->conn. */
+const char *http_query_get(const struct req *r, const char *key);
+/* The 414 for a query that http_query_parse refused with ERR. */
+void http_query_refuse(struct resp *resp, int err);
 
 /* http_listen.c */
 int http_socket_family(int fd);
