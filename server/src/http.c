@@ -74,6 +74,15 @@
 /* libmicrohttpd's TCP connection limit above ours, so that a newcomer
  * reaches our eviction instead of being refused outright. */
 #define EVICTION_SLACK 16u
+/* Memory libmicrohttpd may use per connection (request line, headers, its
+ * records of them).  Past it libmicrohttpd answers by itself, in HTML, so
+ * it is well above our own limits below, which answer problem+json.  Only
+ * the pages a request really fills are touched. */
+#define CONNECTION_MEMORY (64 * 1024)
+/* Our limits on the header: bytes (names, values and separators) and
+ * fields.  Far above what our clients send (a few hundred bytes). */
+#define HEADER_BYTES_MAX (8 * 1024)
+#define HEADER_FIELDS_MAX 64
 
 /* libmicrohttpd creates the polling thread and offers no hook there; name
  * it from the first callback it runs. */
@@ -182,6 +191,33 @@ static void park(struct hreq *h, struct MHD_Connection *conn)
         resp_problem(&h->resp, &p);
         atomic_store(&h->work_done, true);
         MHD_resume_connection(conn);
+}
+
+struct header_size {
+        size_t bytes, fields;
+};
+
+static enum MHD_Result add_header_size(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+        struct header_size *hs = cls;
+        hs->bytes += strlen(key) + (value ? strlen(value) : 0) + 4; /* ": " and CRLF */
+        hs->fields++;
+        return MHD_YES;
+}
+
+/* Whether the header is within our limits; a 431 problem in H otherwise. */
+static bool header_within_limits(struct hreq *h, struct MHD_Connection *conn)
+{
+        struct header_size hs = {0, 0};
+        MHD_get_connection_values(conn, MHD_HEADER_KIND, add_header_size, &hs);
+        if (hs.bytes <= HEADER_BYTES_MAX && hs.fields <= HEADER_FIELDS_MAX)
+                return true;
+        struct problem p = {0};
+        problem_set(&p, 431, "headers-too-large", "Request header too large",
+                    "the request header is limited to %d fields and %d bytes", HEADER_FIELDS_MAX,
+                    HEADER_BYTES_MAX);
+        resp_problem(&h->resp, &p);
+        return false;
 }
 
 static struct hreq *hreq_new(struct http *http, struct MHD_Connection *conn)
@@ -334,7 +370,8 @@ static bool authorize(struct listener *l, struct hreq *h, struct MHD_Connection 
                 .cert = AUTHZ_CERT_NOT_REQUIRED,
                 .tokens_configured = http->auth != NULL,
                 .token_role = AUTH_NONE,
-                .open_route = strcmp(h->method, "GET") == 0 && strcmp(url, "/v1/health") == 0,
+                .open_route = (strcmp(h->method, "GET") == 0 || strcmp(h->method, "HEAD") == 0) &&
+                              strcmp(url, "/v1/health") == 0,
                 .mutation = audit_is_mutation(h->method),
                 .stopping = atomic_load(&http->app->stopping),
         };
@@ -403,6 +440,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 h->req.path = "";
                 /* Truncated for the audit line until the length is checked. */
                 snprintf(h->path, sizeof(h->path), "%s", url);
+                if (!header_within_limits(h, conn))
+                        return queue(h);
                 if (!authorize(l, h, conn, url))
                         return queue(h);
                 if (h->query_err < 0) {
@@ -559,7 +598,7 @@ static int start_listener(struct http *h, struct listener *l, int fd, const stru
                 MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
                 MHD_OPTION_CONNECTION_LIMIT, tcp ? limit + EVICTION_SLACK : limit,
                 MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout_s ? cfg->connection_timeout_s : 30u,
-                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, tcp ? (cfg->per_ip_limit ? cfg->per_ip_limit : 64u) : 0u,
                 MHD_OPTION_ARRAY, tls,
                 MHD_OPTION_END);

@@ -77,9 +77,9 @@ extern const struct route routes[];
 
 enum route_match { ROUTE_FOUND, ROUTE_NO_PATH, ROUTE_BAD_METHOD };
 
-/* Match METHOD and PATH.  On ROUTE_FOUND fills *ret_route and the captures in
- * REQ.  On ROUTE_BAD_METHOD writes the Allow header value (e.g. "GET, PUT")
- * into ALLOW.  Captures are percent-decoded; a capture with '/' or NUL after
+/* Match METHOD and PATH; HEAD matches GET routes.  On ROUTE_FOUND fills
+ * *ret_route and the captures in REQ.  On ROUTE_BAD_METHOD writes the Allow
+ * header value (e.g. "GET, HEAD, PUT") into ALLOW.  Captures are percent-decoded; a capture with '/' or NUL after
  * decoding never matches. */
 enum route_match route_match(const char *method, const char *path, struct req *req,
                              const struct route **ret_route, char *allow, size_t allow_len);
