@@ -218,6 +218,34 @@ class TokenFiles(TestCase):
             self.assertIsNotNone(d.wait_log(r"token reload failed"), d.log)
             self.assertEqual(d.get("/v1/nodes", headers=bearer(new)).status, 200)
 
+    def test_sighup_fifo_does_not_block(self):
+        """A FIFO at a token path: the reload is refused at once, and SIGTERM
+        still stops the daemon (a blocking open held the signal thread)."""
+        a, r = token_files(self.tmp)
+        with Daemon(args=["--token-file", a, "--read-token-file", r]) as d:
+            os.unlink(r)
+            os.mkfifo(r, 0o600)
+            d.proc.send_signal(signal.SIGHUP)
+            line = d.wait_log(r"token reload failed", timeout=10)
+            self.assertIsNotNone(line, d.log)
+            self.assertIn("not a regular file", line)
+            self.assertEqual(d.get("/v1/nodes", headers=bearer(READ[0])).status, 200)
+            t0 = time.monotonic()
+            self.assertEqual(d.stop(timeout=15), 0)
+            self.assertLess(time.monotonic() - t0, 10)
+
+    def test_sighup_empty_role_refused(self):
+        """An emptied admin file would drop all admin access: refused, old set kept, logged."""
+        a, r = token_files(self.tmp)
+        with Daemon(args=["--token-file", a, "--read-token-file", r]) as d:
+            write_secret(a, "# nobody\n")
+            d.proc.send_signal(signal.SIGHUP)
+            line = d.wait_log(r"token reload failed", timeout=10)
+            self.assertIsNotNone(line, d.log)
+            self.assertIn("holds no admin token", line)
+            self.assertEqual(d.get("/v1/nodes", headers=bearer(ADMIN[0])).status, 200)
+            self.assertEqual(d.request("PUT", RESERVE, {"count": 0}, headers=bearer(READ[0])).status, 403)
+
 
 class Exposure(TestCase):
     """A TCP listener needs tokens or mTLS; without, only on loopback and
