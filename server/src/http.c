@@ -58,10 +58,6 @@
 
 /* Threads for short blocking work (sysfs writes, cancels). */
 #define BLOCKING_THREADS 2
-/* Retry-After for a caller over its long-poll cap: long enough for one of
- * its waits to end, short enough that a client which backs off is not
- * starved. */
-#define PARK_RETRY_AFTER_S 5
 /* Pending blocking items beyond which we answer 503. */
 #define QUEUE_MAX_PENDING 256
 /* A header must arrive within this many seconds of its connection or its
@@ -79,10 +75,7 @@
  * it is well above our own limits below, which answer problem+json.  Only
  * the pages a request really fills are touched. */
 #define CONNECTION_MEMORY (64 * 1024)
-/* Our limits on the header: bytes (names, values and separators) and
- * fields.  Far above what our clients send (a few hundred bytes). */
-#define HEADER_BYTES_MAX (8 * 1024)
-#define HEADER_FIELDS_MAX 64
+
 
 /* libmicrohttpd creates the polling thread and offers no hook there; name
  * it from the first callback it runs. */
@@ -177,18 +170,8 @@ static void park(struct hreq *h, struct MHD_Connection *conn)
         int r = waiters_add(&h->http->waiters, w);
         if (r == 0)
                 return;
-        struct problem p = {0};
-        if (r == -EUSERS) {
-                problem_set(&p, 429, "too-many-waits", "Too many long-polls",
-                            "this caller already has %u long-polls waiting; retry when one has ended",
-                            h->http->waiters.per_caller_max);
-                p.retry_after = PARK_RETRY_AFTER_S;
-        } else {
-                problem_set(&p, 503, "busy", "Too busy", "too many requests are waiting; retry later");
-                p.retry_after = 1;
-        }
         h->resp.park_check = NULL;
-        resp_problem(&h->resp, &p);
+        http_park_refuse(&h->resp, r, h->http->waiters.per_caller_max);
         atomic_store(&h->work_done, true);
         MHD_resume_connection(conn);
 }
@@ -210,13 +193,9 @@ static bool header_within_limits(struct hreq *h, struct MHD_Connection *conn)
 {
         struct header_size hs = {0, 0};
         MHD_get_connection_values(conn, MHD_HEADER_KIND, add_header_size, &hs);
-        if (hs.bytes <= HEADER_BYTES_MAX && hs.fields <= HEADER_FIELDS_MAX)
+        if (hs.bytes <= HTTP_HEADER_BYTES_MAX && hs.fields <= HTTP_HEADER_FIELDS_MAX)
                 return true;
-        struct problem p = {0};
-        problem_set(&p, 431, "headers-too-large", "Request header too large",
-                    "the request header is limited to %d fields and %d bytes", HEADER_FIELDS_MAX,
-                    HEADER_BYTES_MAX);
-        resp_problem(&h->resp, &p);
+        http_header_refuse(&h->resp);
         return false;
 }
 
@@ -327,39 +306,6 @@ static void unix_peer(struct MHD_Connection *conn, char *buf, size_t len, char *
         snprintf(caller, caller_len, "uid=%u", (unsigned)uid);
 }
 
-/* Fill H's refusal for decision D (not AUTHZ_ALLOW). */
-static void refuse(struct hreq *h, enum authz_decision d)
-{
-        switch (d) {
-        case AUTHZ_ALLOW:
-                return;
-        case AUTHZ_CERT_REQUIRED:
-                http_set_problem(&h->resp, 401, "unauthorized", "Unauthorized",
-                                 "a client certificate signed by a trusted CA is required");
-                break;
-        case AUTHZ_CERT_REJECTED:
-                http_set_problem(&h->resp, 401, "unauthorized", "Unauthorized",
-                                 "the client certificate did not verify against the trusted CAs");
-                break;
-        case AUTHZ_TOKEN_REQUIRED:
-                http_set_problem(&h->resp, 401, "unauthorized", "Unauthorized",
-                                 "send Authorization: Bearer <token>");
-                break;
-        case AUTHZ_TOKEN_REJECTED:
-                h->invalid_token = true;
-                http_set_problem(&h->resp, 401, "unauthorized", "Unauthorized", "the bearer token is not valid");
-                break;
-        case AUTHZ_READ_ONLY:
-                http_set_problem(&h->resp, 403, "forbidden", "Forbidden",
-                                 "a read-only token may not change anything");
-                break;
-        case AUTHZ_STOPPING:
-                api_refuse_stopping(&h->resp);
-                break;
-        }
-        h->www_authenticate = authz_status(d) == 401;
-}
-
 /* Gather what the caller presented, let authz.c decide; false when a
  * refusal is in H->resp.  Fills H->who in any case. */
 static bool authorize(struct listener *l, struct hreq *h, struct MHD_Connection *conn, const char *url)
@@ -411,7 +357,7 @@ static bool authorize(struct listener *l, struct hreq *h, struct MHD_Connection 
                         snprintf(h->caller, sizeof(h->caller), "ip=%s", ip);
         }
         enum authz_decision d = authz_decide(&in);
-        refuse(h, d);
+        http_refuse(&h->resp, d, &h->www_authenticate, &h->invalid_token);
         /* A connection that proved who it is (or a listener that asks for
          * nothing, once a request of it is allowed) is no longer the first
          * to be evicted. */

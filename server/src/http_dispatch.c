@@ -9,7 +9,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "api.h"
 #include "app.h"
+#include "authz.h"
 #include "http.h"
 #include "http_internal.h"
 #include "metrics.h"
@@ -112,6 +114,64 @@ void http_resp_cleanup(struct resp *resp)
                 resp->ctx_free(resp->ctx);
         resp->ctx = NULL;
         resp->ctx_free = NULL;
+}
+
+/* ---------------------------------------------------------------- refusals */
+
+void http_refuse(struct resp *resp, enum authz_decision d, bool *ret_www_authenticate, bool *ret_invalid_token)
+{
+        switch (d) {
+        case AUTHZ_ALLOW:
+                return;
+        case AUTHZ_CERT_REQUIRED:
+                http_set_problem(resp, 401, "unauthorized", "Unauthorized",
+                                 "a client certificate signed by a trusted CA is required");
+                break;
+        case AUTHZ_CERT_REJECTED:
+                http_set_problem(resp, 401, "unauthorized", "Unauthorized",
+                                 "the client certificate did not verify against the trusted CAs");
+                break;
+        case AUTHZ_TOKEN_REQUIRED:
+                http_set_problem(resp, 401, "unauthorized", "Unauthorized",
+                                 "send Authorization: Bearer <token>");
+                break;
+        case AUTHZ_TOKEN_REJECTED:
+                *ret_invalid_token = true;
+                http_set_problem(resp, 401, "unauthorized", "Unauthorized", "the bearer token is not valid");
+                break;
+        case AUTHZ_READ_ONLY:
+                http_set_problem(resp, 403, "forbidden", "Forbidden",
+                                 "a read-only token may not change anything");
+                break;
+        case AUTHZ_STOPPING:
+                api_refuse_stopping(resp);
+                break;
+        }
+        *ret_www_authenticate = authz_status(d) == 401;
+}
+
+void http_park_refuse(struct resp *resp, int err, unsigned per_caller_max)
+{
+        struct problem p = {0};
+        if (err == -EUSERS) {
+                problem_set(&p, 429, "too-many-waits", "Too many long-polls",
+                            "this caller already has %u long-polls waiting; retry when one has ended",
+                            per_caller_max);
+                p.retry_after = PARK_RETRY_AFTER_S;
+        } else {
+                problem_set(&p, 503, "busy", "Too busy", "too many requests are waiting; retry later");
+                p.retry_after = 1;
+        }
+        resp_problem(resp, &p);
+}
+
+void http_header_refuse(struct resp *resp)
+{
+        struct problem p = {0};
+        problem_set(&p, 431, "headers-too-large", "Request header too large",
+                    "the request header is limited to %d fields and %d bytes", HTTP_HEADER_FIELDS_MAX,
+                    HTTP_HEADER_BYTES_MAX);
+        resp_problem(resp, &p);
 }
 
 /* ------------------------------------------------------- socketless entry */

@@ -24,6 +24,7 @@
 #include <sys/un.h>
 
 #include "auth.h"
+#include "authz.h"
 #include "deadline.h"
 #include "router.h"
 #include "waiters.h"
@@ -41,6 +42,15 @@ struct http_query {
         char buf[HTTP_QUERY_MAX];
         size_t len;
 };
+
+/* Our limits on the header: bytes (names, values and separators) and
+ * fields.  Far above what our clients send (a few hundred bytes). */
+#define HTTP_HEADER_BYTES_MAX (8 * 1024)
+#define HTTP_HEADER_FIELDS_MAX 64
+/* Retry-After for a caller over its long-poll cap: long enough for one of
+ * its waits to end, short enough that a client which backs off is not
+ * starved. */
+#define PARK_RETRY_AFTER_S 5
 
 struct MHD_Daemon;
 struct MHD_Connection;
@@ -115,6 +125,14 @@ int http_query_parse(struct http_query *q, const char *raw, size_t len);
 const char *http_query_get(const struct req *r, const char *key);
 /* The 414 for a query that http_query_parse refused with ERR. */
 void http_query_refuse(struct resp *resp, int err);
+/* The refusal for access decision D (not AUTHZ_ALLOW); sets
+ * *RET_WWW_AUTHENTICATE for a 401 and *RET_INVALID_TOKEN for a wrong token. */
+void http_refuse(struct resp *resp, enum authz_decision d, bool *ret_www_authenticate, bool *ret_invalid_token);
+/* The answer to a long-poll waiters_add refused with ERR (429 over the
+ * caller's cap, else 503). */
+void http_park_refuse(struct resp *resp, int err, unsigned per_caller_max);
+/* 431 headers-too-large. */
+void http_header_refuse(struct resp *resp);
 
 /* http_listen.c */
 int http_socket_family(int fd);
