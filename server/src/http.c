@@ -395,14 +395,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         return queue(h);
                 }
                 if (strlen(url) >= sizeof(h->path)) {
-                        http_set_problem(&h->resp, 414, "uri-too-long", "URI too long", "the request path is too long");
+                        http_set_problem(&h->resp, PROBLEM_URI_TOO_LONG, "the request path is too long");
                         return queue(h);
                 }
                 h->req.path = h->path;
                 const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
                 if (cl && strtoull(cl, NULL, 10) > HTTP_BODY_MAX) {
-                        http_set_problem(&h->resp, 413, "body-too-large", "Request body too large",
-                                    "request bodies are limited to 64 KiB");
+                        http_set_problem(&h->resp, PROBLEM_BODY_TOO_LARGE, "request bodies are limited to 64 KiB");
                         return queue(h);
                 }
                 return MHD_YES;
@@ -464,7 +463,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!workq_push(q, &h->item)) {
                 h->resp.work = NULL;
                 struct problem p = {0};
-                problem_set(&p, 503, "busy", "Too busy", "too many requests are waiting; retry later");
+                problem_raise(&p, PROBLEM_BUSY, "too many requests are waiting; retry later");
                 p.retry_after = 1;
                 resp_problem(&h->resp, &p);
                 atomic_store(&h->work_done, true);

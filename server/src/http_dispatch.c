@@ -18,10 +18,10 @@
 #include "router.h"
 #include "util.h"
 
-void http_set_problem(struct resp *r, int status, const char *slug, const char *title, const char *detail)
+void http_set_problem(struct resp *r, enum problem_id id, const char *detail)
 {
-        struct problem p = {0};
-        problem_set(&p, status, slug, title, "%s", detail);
+        struct problem p = { 0 };
+        problem_raise(&p, id, "%s", detail);
         resp_problem(r, &p);
 }
 
@@ -46,33 +46,29 @@ bool http_dispatch(struct app *app, struct req *req, bool too_large, struct resp
         switch (route_match(req->method, req->path, req, &route, allow, sizeof(allow))) {
         case ROUTE_NO_PATH:
                 req->route = NULL;
-                http_set_problem(resp, 404, "not-found", "Not found", "no such resource");
+                http_set_problem(resp, PROBLEM_NOT_FOUND, "no such resource");
                 return false;
         case ROUTE_BAD_METHOD: {
                 req->route = NULL;
-                struct problem p = {0};
-                problem_set(&p, 405, "method-not-allowed", "Method not allowed",
-                            "%s is not allowed here; allowed: %s", req->method, allow);
+                struct problem p = { 0 };
+                problem_raise(&p, PROBLEM_METHOD_NOT_ALLOWED, "%s is not allowed here; allowed: %s", req->method, allow);
                 resp_problem(resp, &p);
                 snprintf(resp->allow, sizeof(resp->allow), "%s", allow);
                 return false;
         }
-        case ROUTE_FOUND:
-                break;
+        case ROUTE_FOUND: break;
         }
         if (route->has_body) {
                 if (too_large) {
-                        http_set_problem(resp, 413, "body-too-large", "Request body too large",
-                                    "request bodies are limited to 64 KiB");
+                        http_set_problem(resp, PROBLEM_BODY_TOO_LARGE, "request bodies are limited to 64 KiB");
                         return false;
                 }
                 if (!content_type_is_json(req->content_type)) {
-                        http_set_problem(resp, 415, "unsupported-media-type", "Unsupported media type",
-                                    "send the body as application/json");
+                        http_set_problem(resp, PROBLEM_UNSUPPORTED_MEDIA_TYPE, "send the body as application/json");
                         return false;
                 }
         } else if (req->body_len > 0 || too_large) {
-                http_set_problem(resp, 400, "unexpected-body", "Unexpected body", "this request takes no body");
+                http_set_problem(resp, PROBLEM_UNEXPECTED_BODY, "this request takes no body");
                 return false;
         }
         route->handler(req, resp);
@@ -84,7 +80,7 @@ void http_count_request(struct app *app, const struct req *req, int status)
         char code[8];
         snprintf(code, sizeof(code), "%d", status);
         /* Unknown methods would let a client grow the label table: fold them. */
-        static const char *const known[] = {"GET", "PUT", "POST", "DELETE", "HEAD", "PATCH", "OPTIONS"};
+        static const char *const known[] = { "GET", "PUT", "POST", "DELETE", "HEAD", "PATCH", "OPTIONS" };
         const char *method = "other";
         for (size_t i = 0; i < ARRAY_SIZE(known); i++)
                 if (strcmp(req->method, known[i]) == 0)
@@ -121,45 +117,38 @@ void http_resp_cleanup(struct resp *resp)
 void http_refuse(struct resp *resp, enum authz_decision d, bool *ret_www_authenticate, bool *ret_invalid_token)
 {
         switch (d) {
-        case AUTHZ_ALLOW:
-                return;
+        case AUTHZ_ALLOW: return;
         case AUTHZ_CERT_REQUIRED:
-                http_set_problem(resp, 401, "unauthorized", "Unauthorized",
-                                 "a client certificate signed by a trusted CA is required");
+                http_set_problem(resp, PROBLEM_UNAUTHORIZED, "a client certificate signed by a trusted CA is required");
                 break;
         case AUTHZ_CERT_REJECTED:
-                http_set_problem(resp, 401, "unauthorized", "Unauthorized",
+                http_set_problem(resp, PROBLEM_UNAUTHORIZED,
                                  "the client certificate did not verify against the trusted CAs");
                 break;
         case AUTHZ_TOKEN_REQUIRED:
-                http_set_problem(resp, 401, "unauthorized", "Unauthorized",
-                                 "send Authorization: Bearer <token>");
+                http_set_problem(resp, PROBLEM_UNAUTHORIZED, "send Authorization: Bearer <token>");
                 break;
         case AUTHZ_TOKEN_REJECTED:
                 *ret_invalid_token = true;
-                http_set_problem(resp, 401, "unauthorized", "Unauthorized", "the bearer token is not valid");
+                http_set_problem(resp, PROBLEM_UNAUTHORIZED, "the bearer token is not valid");
                 break;
         case AUTHZ_READ_ONLY:
-                http_set_problem(resp, 403, "forbidden", "Forbidden",
-                                 "a read-only token may not change anything");
+                http_set_problem(resp, PROBLEM_FORBIDDEN, "a read-only token may not change anything");
                 break;
-        case AUTHZ_STOPPING:
-                api_refuse_stopping(resp);
-                break;
+        case AUTHZ_STOPPING: api_refuse_stopping(resp); break;
         }
         *ret_www_authenticate = authz_status(d) == 401;
 }
 
 void http_park_refuse(struct resp *resp, int err, unsigned per_caller_max)
 {
-        struct problem p = {0};
+        struct problem p = { 0 };
         if (err == -EUSERS) {
-                problem_set(&p, 429, "too-many-waits", "Too many long-polls",
-                            "this caller already has %u long-polls waiting; retry when one has ended",
-                            per_caller_max);
+                problem_raise(&p, PROBLEM_TOO_MANY_WAITS,
+                              "this caller already has %u long-polls waiting; retry when one has ended", per_caller_max);
                 p.retry_after = PARK_RETRY_AFTER_S;
         } else {
-                problem_set(&p, 503, "busy", "Too busy", "too many requests are waiting; retry later");
+                problem_raise(&p, PROBLEM_BUSY, "too many requests are waiting; retry later");
                 p.retry_after = 1;
         }
         resp_problem(resp, &p);
@@ -167,10 +156,9 @@ void http_park_refuse(struct resp *resp, int err, unsigned per_caller_max)
 
 void http_header_refuse(struct resp *resp)
 {
-        struct problem p = {0};
-        problem_set(&p, 431, "headers-too-large", "Request header too large",
-                    "the request header is limited to %d fields and %d bytes", HTTP_HEADER_FIELDS_MAX,
-                    HTTP_HEADER_BYTES_MAX);
+        struct problem p = { 0 };
+        problem_raise(&p, PROBLEM_HEADERS_TOO_LARGE, "the request header is limited to %d fields and %d bytes",
+                      HTTP_HEADER_FIELDS_MAX, HTTP_HEADER_BYTES_MAX);
         resp_problem(resp, &p);
 }
 
@@ -211,22 +199,19 @@ const char *http_query_get(const struct req *r, const char *key)
 
 void http_query_refuse(struct resp *resp, int err)
 {
-        struct problem p = {0};
+        struct problem p = { 0 };
         if (err == -EMSGSIZE)
-                problem_set(&p, 414, "uri-too-long", "URI too long",
-                            "at most %d query arguments are accepted", HTTP_QUERY_ARGS_MAX);
+                problem_raise(&p, PROBLEM_URI_TOO_LONG, "at most %d query arguments are accepted", HTTP_QUERY_ARGS_MAX);
         else
-                problem_set(&p, 414, "uri-too-long", "URI too long",
-                            "the query string is limited to %d bytes", HTTP_QUERY_MAX - 1);
+                problem_raise(&p, PROBLEM_URI_TOO_LONG, "the query string is limited to %d bytes", HTTP_QUERY_MAX - 1);
         resp_problem(resp, &p);
 }
 
-int http_handle_local(struct app *app, const char *method, const char *url, const char *content_type,
-                      const char *body, size_t body_len, int *ret_status, char **ret_body,
-                      const char **ret_content_type)
+int http_handle_local(struct app *app, const char *method, const char *url, const char *content_type, const char *body,
+                      size_t body_len, int *ret_status, char **ret_body, const char **ret_content_type)
 {
-        struct req req = {0};
-        struct resp resp = {0};
+        struct req req = { 0 };
+        struct resp resp = { 0 };
         struct http_query q;
         char path[1024];
         const char *qm = strchr(url, '?');
@@ -259,8 +244,7 @@ int http_handle_local(struct app *app, const char *method, const char *url, cons
                         resp.work = NULL;
                 }
                 /* A long-poll: look again every few ms until it answers. */
-                while (resp.park_check &&
-                       !resp.park_check(&resp, resp.ctx, now_mono_ns() >= resp.park_deadline_ns))
+                while (resp.park_check && !resp.park_check(&resp, resp.ctx, now_mono_ns() >= resp.park_deadline_ns))
                         usleep(LOCAL_PARK_POLL_US);
                 resp.park_check = NULL;
         }

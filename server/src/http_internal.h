@@ -109,7 +109,7 @@ struct hreq {
 };
 
 /* http_dispatch.c */
-void http_set_problem(struct resp *r, int status, const char *slug, const char *title, const char *detail);
+void http_set_problem(struct resp *r, enum problem_id id, const char *detail);
 /* Route REQ and run the handler.  True when RESP carries deferred work that
  * must run before the response can be sent. */
 bool http_dispatch(struct app *app, struct req *req, bool too_large, struct resp *resp);
