@@ -17,8 +17,6 @@
 /* Longest long-poll we hold a connection for; clients loop for more. */
 #define WAIT_TIMEOUT_MAX_S 300
 #define WAIT_TIMEOUT_DEFAULT_S 30
-/* A long-poll re-checks for shutdown this often, so SIGTERM never waits on it. */
-#define WAIT_SLICE_NS (500ull * 1000 * 1000)
 /* The kernel's largest pid_max (PID_MAX_LIMIT on 64-bit). */
 #define PID_MAX 4194304
 
@@ -134,7 +132,6 @@ void api_pools_list(const struct req *req, struct resp *resp)
 struct pool_work {
         struct app *app;
         char name[ROUTE_PARAM_MAX];
-        uint64_t deadline_ns;
         struct pool_req rq;
         pid_t pid;                 /* claim: the owner process, 0 = none */
 };
@@ -153,24 +150,20 @@ static struct pool_work *new_work(const struct req *req, struct resp *resp)
         return w;
 }
 
-static void wait_work(struct resp *resp, void *ctx)
+/* A parked long-poll looks again (the pool changed, its time is up, or the
+ * daemon is stopping): answer once the pool has left "warming" or is gone. */
+static bool wait_check(struct resp *resp, void *ctx, bool expired)
 {
         struct pool_work *w = ctx;
         struct pool_view v;
-        for (;;) {
-                uint64_t now = now_mono_ns();
-                uint64_t until = w->deadline_ns;
-                if (until > now + WAIT_SLICE_NS)
-                        until = now + WAIT_SLICE_NS;
-                if (pools_wait(w->app->pools, w->name, until, &v) < 0) {
-                        pool_not_found(resp, w->name);
-                        return;
-                }
-                if (v.state != POOL_WARMING || now_mono_ns() >= w->deadline_ns ||
-                    atomic_load(&w->app->stopping))
-                        break;
+        if (pools_get(w->app->pools, w->name, &v) < 0) {
+                pool_not_found(resp, w->name);
+                return true;
         }
+        if (v.state == POOL_WARMING && !expired && !atomic_load(&w->app->stopping))
+                return false;
         send_pool(resp, 200, &v);
+        return true;
 }
 
 void api_pool_get(const struct req *req, struct resp *resp)
@@ -207,8 +200,7 @@ void api_pool_get(const struct req *req, struct resp *resp)
         struct pool_work *w = new_work(req, resp);
         if (!w)
                 return;
-        w->deadline_ns = now_mono_ns() + timeout_s * 1000000000ull;
-        resp_defer(resp, wait_work, w, WORK_WAIT);
+        resp_park(resp, wait_check, w, w->name, now_mono_ns() + timeout_s * 1000000000ull);
 }
 
 static void create_work(struct resp *resp, void *ctx)

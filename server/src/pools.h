@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "metrics.h"
 #include "pool.h"
 #include "problem.h"
 #include "reserve.h"
@@ -207,6 +208,8 @@ struct pools_stats {
         uint64_t bytes_warmed_total;       /* counter: bytes populated by finished jobs */
         double job_seconds_sum;            /* over finished (ready) jobs */
         uint64_t job_seconds_count;
+        /* The same jobs per METRICS_DURATION_BOUNDS bucket (last: +Inf). */
+        uint64_t job_seconds_buckets[METRICS_DURATION_BUCKETS + 1];
         uint64_t reservations_ok, reservations_partial, reservations_shortfall,
                 reservations_refused, reservations_error;
 };
@@ -215,14 +218,15 @@ void pools_get_stats(struct pools *p, struct pools_stats *ret);
 /* Change notification, for callers that wait for a pool without a thread
  * each (long-polls suspended in the HTTP layer).  FN(ARG, name) is called
  * after every committed change of a pool's state or existence: created,
- * warming -> ready/failed/cancelled, claimed, removed (DELETE, TTL expiry).
+ * warming -> ready/failed/cancelled, claimed, removed (DELETE, TTL expiry,
+ * owner exit, unmapped release).
  * It may be called more than once for one change (warming -> ready is shown
  * before it is saved, and told both times) and for changes a waiter does not
  * care about: it says "look again", and the caller re-reads with pools_get.
  *
  * FN runs in whichever thread made the change (an HTTP work thread, the
  * upkeep thread), with none of the registry's locks held, so it may call
- * pools_get, pools_list and pools_wait; it must not block, nor call
+ * pools_get and pools_list; it must not block (so not pools_wait), nor call
  * pools_set_observer or any pools_* function that changes a pool.  Calls are
  * serialised.  One observer at a time: a new call replaces the old one, and
  * FN = NULL removes it; when pools_set_observer returns, the old FN is not

@@ -237,7 +237,7 @@ def rm(path):
 class Daemon:
     def __init__(self, binary, pool_dir, threads):
         self.state = tempfile.mkdtemp(prefix="hpwarm-bench-state-")
-        cmd = [binary, "--listen", "127.0.0.1:0", "--state-dir", self.state,
+        cmd = [binary, "--listen", "127.0.0.1:0", "--allow-unauthenticated-tcp", "--state-dir", self.state,
                "--hugetlbfs", "2M=" + pool_dir, "--threads-per-node", str(threads)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.log = []

@@ -34,6 +34,7 @@ class Report(TestCase):
             self.assertIn("hpwarmd ", line)
             self.assertRegex(line, r"nodes 0\(cpus 0-1\),1\(cpus 2-3\)")
             self.assertRegex(line, r"page sizes 2M,1G")
+            self.assertRegex(line, r"; zeroing routine (avx512|avx2|sse2|memset)$")
 
     def check_nodes_match_files(self, d, ids, sizes):
         r = d.get("/v1/nodes")
@@ -179,11 +180,11 @@ class BadInput(TestCase):
     def test_wrong_method(self):
         r = self.d.request("POST", "/v1/nodes")
         self.assertProblem(r, 405, "method-not-allowed")
-        self.assertEqual(r.headers["allow"], "GET")
+        self.assertEqual(r.headers["allow"], "GET, HEAD")
         r = self.d.request("DELETE", "/v1/nodes/0/hugepages/2M")
         self.assertEqual(r.headers["allow"], "PUT")
         r = self.d.request("PATCH", "/v1/pools/x")
-        self.assertEqual(r.headers["allow"], "GET, PUT, DELETE")
+        self.assertEqual(r.headers["allow"], "GET, HEAD, PUT, DELETE")
 
     def test_body_too_large(self):
         big = '{"count": 1, "pad": "' + "x" * (70 * 1024) + '"}'

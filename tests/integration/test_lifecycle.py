@@ -117,7 +117,7 @@ class Stop(TestCase):
                 self.assertLess(time.monotonic() - t0, 5)
                 s.close()
                 self.assertIsNotNone(d.wait_log(r"received SIGTERM"))
-                self.assertIsNotNone(d.wait_log(r"<5>stopped$"))
+                self.assertIsNotNone(d.wait_log(r"notice: stopped$"))
             self.assertFalse(os.path.exists(path))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -260,7 +260,7 @@ class SocketActivation(TestCase):
         ux = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         ux.bind(path)
         ux.listen(16)
-        p = self.spawn([tcp, ux])
+        p = self.spawn([tcp, ux], args=["--allow-unauthenticated-tcp"])
         line, lines = self.read_until(p, r"listening on")
         self.assertIsNotNone(line, lines)
         self.assertIn("2 socket(s) from the service manager (TCP port %d, http)" % port, line)
