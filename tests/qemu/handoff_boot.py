@@ -8,7 +8,8 @@ private 2 MiB hugetlbfs mount in HPW_TEST_HUGETLBFS).  On this host's kernel:
  1. hpwarmd (the real daemon) with its pool directory in the private mount,
     under a name with a comma, a blank and a quote, so QEMU's option
     escaping and the shell quoting are exercised for real;
- 2. `hpwarm reserve`, `hpwarm warm vm-one --size 256M --wait`;
+ 2. `hpwarm reserve`, then README's recipe: `hpwarm warm vm-one --size 256M
+    --ttl 600 --wait`, `hpwarm handoff vm-one --vmm qemu`, `hpwarm claim`;
  3. QEMU (TCG, q35) started by /bin/sh from a command line that ends with
     the `hpwarm handoff vm-one --vmm qemu` string verbatim; added only: -m
     equal to the pool size, -smp, -kernel/-initrd/-append, -nographic,
@@ -177,12 +178,14 @@ def main():
         cli.ok("reserve", "0", "2M", str(want))
         free_start = host_free()
         check("reserved", free_start[0] >= 256 * MIB // PAGE, "node0 free %s" % (free_start,))
-        cli.ok("warm", ONE[0], "--node", "0", "--size", "256M", "--wait", "--timeout", "120")
+        # The README's recipe: warm --wait, handoff, claim, QEMU with -m = the pool size.
+        cli.ok("warm", ONE[0], "--node", "0", "--size", "256M", "--ttl", "600", "--wait", "--timeout", "120")
         args = cli.ok("handoff", ONE[0], "--vmm", "qemu").rstrip("\n")
         words = cli.ok("handoff", ONE[0], "--vmm", "qemu", "--argv").splitlines()
         print("handoff:", args, flush=True)
         check("one-shell-string-is-the-argv", shlex.split(args) == words, "%r vs %r" % (args, words))
         check("one-handoff-names-the-backend", words[-2:] == ["-machine", "memory-backend=mem-vm-one"], words)
+        cli.ok("claim", ONE[0])
 
         # -- 3, 4: boot from the shell string, verbatim ---------------------
         free_before = host_free()
