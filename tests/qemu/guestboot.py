@@ -14,6 +14,7 @@ outside, for tests/qemu/handoff_boot.py and tests/bench/bench.py.
   pool's size, and no anonymous pc.ram).
 
 Python 3 standard library only."""
+import gzip
 import json
 import os
 import re
@@ -76,6 +77,7 @@ def fetch(guest_dir):
         raise Skip("guest kernel: " + r.stderr.strip()[-300:])
     if r.returncode != 0:
         raise Fail("prepare.sh --fetch-only failed (%d): %s" % (r.returncode, r.stderr[-500:]))
+    guest_dir = os.path.abspath(guest_dir)
     return os.path.join(guest_dir, "vmlinuz"), os.path.join(guest_dir, "busybox")
 
 
@@ -89,12 +91,17 @@ def build_initramfs(busybox, out_path):
         f.write(INIT)
     os.chmod(os.path.join(root, "init"), 0o755)
     os.chmod(os.path.join(root, "bin", "busybox"), 0o755)
-    # busybox's own cpio writes newc; -R 0:0 makes every file root's.
-    r = subprocess.run("cd %s && find . | %s cpio -o -H newc -R 0:0 2>/dev/null | gzip -1 > %s.tmp" % (
-        sh_quote(root), sh_quote(busybox), sh_quote(out_path)), shell=True)
+    # busybox's own cpio writes newc; -R 0:0 makes every file root's.  Each
+    # step is checked: an empty archive would boot to a kernel panic.
+    names = subprocess.run(["find", "."], cwd=root, capture_output=True, check=True).stdout
+    cpio = subprocess.run([os.path.abspath(busybox), "cpio", "-o", "-H", "newc", "-R", "0:0"], cwd=root,
+                          input=names, capture_output=True)
     shutil.rmtree(root, ignore_errors=True)
-    if r.returncode != 0:
-        raise Fail("cannot build the initramfs")
+    if cpio.returncode != 0 or b"TRAILER!!!" not in cpio.stdout or b"HPWARM-GUEST-READY" not in cpio.stdout:
+        raise Fail("cannot build the initramfs: busybox cpio exited %d: %s"
+                   % (cpio.returncode, cpio.stderr.decode(errors="replace")[-300:]))
+    with gzip.open(out_path + ".tmp", "wb", compresslevel=1) as f:
+        f.write(cpio.stdout)
     os.replace(out_path + ".tmp", out_path)
     return out_path
 
