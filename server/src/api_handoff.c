@@ -112,31 +112,31 @@ static int parse_pool_list(const char *s, char names[][JOURNAL_NAME_MAX + 1], si
                 char name[JOURNAL_NAME_MAX + 2];
                 size_t len = (size_t)(end - p);
                 if (n == HANDOFF_MAX_POOLS) {
-                        problem_set(&resp->problem, 422, "invalid-field", "Invalid request",
-                                    "pools: at most %d pools per guest", HANDOFF_MAX_POOLS);
-                        resp->status = 422;
+                        problem_raise(&resp->problem, PROBLEM_INVALID_FIELD,
+                                      "pools: at most %d pools per guest", HANDOFF_MAX_POOLS);
+                        resp->status = resp->problem.status;
                         return -1;
                 }
                 if (len == 0 || len > JOURNAL_NAME_MAX) {
-                        problem_set(&resp->problem, 422, "invalid-field", "Invalid request",
-                                    "pools: item %zu is %s; give pool names separated by commas, e.g. pools=vm-a,vm-b",
-                                    n + 1, len ? "too long" : "empty");
-                        resp->status = 422;
+                        problem_raise(&resp->problem, PROBLEM_INVALID_FIELD,
+                                      "pools: item %zu is %s; give pool names separated by commas, e.g. pools=vm-a,vm-b",
+                                      n + 1, len ? "too long" : "empty");
+                        resp->status = resp->problem.status;
                         return -1;
                 }
                 memcpy(name, p, len);
                 name[len] = '\0';
                 if (!pool_name_valid(name)) {
-                        problem_set(&resp->problem, 422, "invalid-field", "Invalid request",
-                                    "pools: \"%.64s\" is not a pool name ([A-Za-z0-9][A-Za-z0-9._-]{0,63})", name);
-                        resp->status = 422;
+                        problem_raise(&resp->problem, PROBLEM_INVALID_FIELD,
+                                      "pools: \"%.64s\" is not a pool name ([A-Za-z0-9][A-Za-z0-9._-]{0,63})", name);
+                        resp->status = resp->problem.status;
                         return -1;
                 }
                 for (size_t i = 0; i < n; i++)
                         if (strcmp(names[i], name) == 0) {
-                                problem_set(&resp->problem, 422, "invalid-field", "Invalid request",
-                                            "pools: \"%s\" is named twice; one pool backs one guest node", name);
-                                resp->status = 422;
+                                problem_raise(&resp->problem, PROBLEM_INVALID_FIELD,
+                                              "pools: \"%s\" is named twice; one pool backs one guest node", name);
+                                resp->status = resp->problem.status;
                                 return -1;
                         }
                 memcpy(names[n++], name, len + 1);
@@ -174,15 +174,15 @@ void api_handoff(const struct req *req, struct resp *resp)
         for (size_t i = 0; i < n; i++) {
                 struct problem p = {0};
                 if (pools_get(req->app->pools, names[i], &views[i]) < 0) {
-                        problem_set(&p, 404, "pool-not-found", "No such pool", "there is no pool \"%s\"", names[i]);
+                        problem_raise(&p, PROBLEM_POOL_NOT_FOUND, "there is no pool \"%s\"", names[i]);
                         resp_problem(resp, &p);
                         return;
                 }
                 /* Claimed pools are ready too: a VM being restarted on its pool. */
                 if (views[i].rec.state != POOL_READY) {
-                        problem_set(&p, 409, "pool-not-ready", "Pool not ready",
-                                    "pool \"%s\" is %s; only ready pools can be handed to a VMM", names[i],
-                                    pool_state_name(views[i].rec.state));
+                        problem_raise(&p, PROBLEM_POOL_NOT_READY,
+                                      "pool \"%s\" is %s; only ready pools can be handed to a VMM", names[i],
+                                      pool_state_name(views[i].rec.state));
                         resp_problem(resp, &p);
                         return;
                 }
@@ -197,8 +197,8 @@ void api_handoff(const struct req *req, struct resp *resp)
                         api_oom(resp);
                         return;
                 }
-                problem_set(&p, 500, "internal-error", "Internal error",
-                            "the pool paths cannot be written for %s (a control character in a path?)", vmm_s);
+                problem_raise(&p, PROBLEM_INTERNAL_ERROR,
+                              "the pool paths cannot be written for %s (a control character in a path?)", vmm_s);
                 resp_problem(resp, &p);
                 return;
         }

@@ -288,7 +288,7 @@ static const struct handoff_pool TWO[] = {
 
 /* ---- tests, one rule each ---- */
 
-static void test_qemu_one_pool_is_guest_ram(void)
+TEST(qemu_one_pool_is_guest_ram)
 {
         struct handoff *h = compose(HANDOFF_QEMU, &ONE, 1);
         const char *const want[] = {
@@ -307,7 +307,7 @@ static void test_qemu_one_pool_is_guest_ram(void)
         handoff_free(h);
 }
 
-static void test_qemu_pools_become_numa_nodes_in_order(void)
+TEST(qemu_pools_become_numa_nodes_in_order)
 {
         struct handoff *h = compose(HANDOFF_QEMU, TWO, 2);
         const char *const want[] = {
@@ -336,7 +336,7 @@ static void test_qemu_pools_become_numa_nodes_in_order(void)
         handoff_free(h);
 }
 
-static void test_cloud_hypervisor_one_pool(void)
+TEST(cloud_hypervisor_one_pool)
 {
         struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, &ONE, 1);
         const char *const want[] = {
@@ -352,7 +352,7 @@ static void test_cloud_hypervisor_one_pool(void)
         handoff_free(h);
 }
 
-static void test_cloud_hypervisor_pools_become_numa_nodes(void)
+TEST(cloud_hypervisor_pools_become_numa_nodes)
 {
         struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, TWO, 2);
         const char *const want[] = {
@@ -412,7 +412,7 @@ static void check_ch_grammar(const struct handoff *h, const struct handoff_pool 
         CHECK_INT(numa, ==, n > 1 ? n : 0);
 }
 
-static void test_cloud_hypervisor_grammar(void)
+TEST(cloud_hypervisor_grammar)
 {
         struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, &ONE, 1);
         check_ch_grammar(h, &ONE, 1);
@@ -422,7 +422,7 @@ static void test_cloud_hypervisor_grammar(void)
         handoff_free(h);
 }
 
-static void test_libvirt_fragment(void)
+TEST(libvirt_fragment)
 {
         struct handoff *h = compose(HANDOFF_LIBVIRT, &ONE, 1);
         CHECK_STR(h->xml, "<qemu:commandline>\n"
@@ -452,7 +452,7 @@ static void test_libvirt_fragment(void)
 /* A path with every character that means something to one of the layers. */
 static const char AWKWARD[] = "/mnt/h p,o'l\"d&<x>[1]=$HOME`id`*/a,,b/vm-1";
 
-static void test_escaping_round_trips_through_every_layer(void)
+TEST(escaping_round_trips_through_every_layer)
 {
         const struct handoff_pool p[] = {
                 { "vm-1", AWKWARD, 0, 64 * MIB, M2 },
@@ -496,7 +496,7 @@ static void test_escaping_round_trips_through_every_layer(void)
         handoff_free(h);
 }
 
-static void test_sizes_are_exact(void)
+TEST(sizes_are_exact)
 {
         const struct handoff_pool odd = { "o", "/p/o", 0, 3 * M2, 64 * KIB };
         struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, &odd, 1);
@@ -513,7 +513,7 @@ static void test_sizes_are_exact(void)
         handoff_free(h);
 }
 
-static void test_max_pools(void)
+TEST(max_pools)
 {
         struct handoff_pool p[HANDOFF_MAX_POOLS + 1];
         char names[HANDOFF_MAX_POOLS + 1][16];
@@ -557,7 +557,7 @@ static const struct bad BAD[] = {
         { "unknown vmm", (enum handoff_vmm)7, { { "a", "/p/a", 0, M2, M2 } }, 1 },
 };
 
-static void test_refusals(void)
+TEST(refusals)
 {
         for (size_t i = 0; i < ARRAY_SIZE(BAD); i++) {
                 struct handoff *h = (struct handoff *)0x1;
@@ -576,7 +576,7 @@ static void test_refusals(void)
         handoff_free(NULL);
 }
 
-static void test_vmm_names(void)
+TEST(vmm_names)
 {
         enum handoff_vmm v = HANDOFF_QEMU;
         const char *names[] = { "qemu", "cloud-hypervisor", "libvirt" };
@@ -595,24 +595,4 @@ static void test_vmm_names(void)
         CHECK_STR(handoff_vmm_name((enum handoff_vmm)9), "unknown");
 }
 
-#define RUN(t)                                                                 \
-        do {                                                                   \
-                fprintf(stderr, "%s\n", #t);                                   \
-                t();                                                           \
-        } while (0)
-
-int main(void)
-{
-        RUN(test_qemu_one_pool_is_guest_ram);
-        RUN(test_qemu_pools_become_numa_nodes_in_order);
-        RUN(test_cloud_hypervisor_one_pool);
-        RUN(test_cloud_hypervisor_pools_become_numa_nodes);
-        RUN(test_cloud_hypervisor_grammar);
-        RUN(test_libvirt_fragment);
-        RUN(test_escaping_round_trips_through_every_layer);
-        RUN(test_sizes_are_exact);
-        RUN(test_max_pools);
-        RUN(test_refusals);
-        RUN(test_vmm_names);
-        return 0;
-}
+TEST_MAIN()
