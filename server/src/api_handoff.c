@@ -24,17 +24,23 @@ static void write_note(enum handoff_vmm vmm, const char *total, char *buf, size_
 {
         switch (vmm) {
         case HANDOFF_QEMU:
-                snprintf(buf, len, "add -m %s (exactly the pools' total: QEMU refuses any other size), -smp and "
-                         "the rest of the machine; with several pools, guest NUMA node i is the i-th pool", total);
+                snprintf(buf, len,
+                         "add -m %s (exactly the pools' total: QEMU refuses any other size), -smp and "
+                         "the rest of the machine; with several pools, guest NUMA node i is the i-th pool",
+                         total);
                 break;
         case HANDOFF_CLOUD_HYPERVISOR:
-                snprintf(buf, len, "add --cpus, --kernel and the rest of the VM; guest memory is the pools' "
-                         "total (%s) and needs nothing else; untested on a live cloud-hypervisor", total);
+                snprintf(buf, len,
+                         "add --cpus, --kernel and the rest of the VM; guest memory is the pools' "
+                         "total (%s) and needs nothing else; untested on a live cloud-hypervisor",
+                         total);
                 break;
         case HANDOFF_LIBVIRT:
-                snprintf(buf, len, "put xml inside <domain> and namespace on the <domain> element; <memory> must "
+                snprintf(buf, len,
+                         "put xml inside <domain> and namespace on the <domain> element; <memory> must "
                          "be %s (the pools' total); with several pools the domain must not declare <numa> "
-                         "cells (these words do)", total);
+                         "cells (these words do)",
+                         total);
                 break;
         }
 }
@@ -42,7 +48,10 @@ static void write_note(enum handoff_vmm vmm, const char *total, char *buf, size_
 /* Bytes as QEMU's -m reads them: the largest binary unit that divides. */
 static void qemu_size(uint64_t v, char *buf, size_t len)
 {
-        static const struct { char suffix; unsigned shift; } u[] = { { 'T', 40 }, { 'G', 30 }, { 'M', 20 }, { 'K', 10 } };
+        static const struct {
+                char suffix;
+                unsigned shift;
+        } u[] = { { 'T', 40 }, { 'G', 30 }, { 'M', 20 }, { 'K', 10 } };
         for (size_t i = 0; i < ARRAY_SIZE(u); i++)
                 if (v % (UINT64_C(1) << u[i].shift) == 0) {
                         snprintf(buf, len, "%" PRIu64 "%c", v >> u[i].shift, u[i].suffix);
@@ -112,8 +121,8 @@ static int parse_pool_list(const char *s, char names[][JOURNAL_NAME_MAX + 1], si
                 char name[JOURNAL_NAME_MAX + 2];
                 size_t len = (size_t)(end - p);
                 if (n == HANDOFF_MAX_POOLS) {
-                        problem_raise(&resp->problem, PROBLEM_INVALID_FIELD,
-                                      "pools: at most %d pools per guest", HANDOFF_MAX_POOLS);
+                        problem_raise(&resp->problem, PROBLEM_INVALID_FIELD, "pools: at most %d pools per guest",
+                                      HANDOFF_MAX_POOLS);
                         resp->status = resp->problem.status;
                         return -1;
                 }
@@ -172,7 +181,7 @@ void api_handoff(const struct req *req, struct resp *resp)
                 return;
         }
         for (size_t i = 0; i < n; i++) {
-                struct problem p = {0};
+                struct problem p = { 0 };
                 if (pools_get(req->app->pools, names[i], &views[i]) < 0) {
                         problem_raise(&p, PROBLEM_POOL_NOT_FOUND, "there is no pool \"%s\"", names[i]);
                         resp_problem(resp, &p);
@@ -192,7 +201,7 @@ void api_handoff(const struct req *req, struct resp *resp)
         struct handoff *h = NULL;
         int r = handoff_compose(vmm, hp, n, &h);
         if (r < 0) {
-                struct problem p = {0};
+                struct problem p = { 0 };
                 if (r == -ENOMEM) {
                         api_oom(resp);
                         return;

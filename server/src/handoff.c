@@ -45,15 +45,9 @@ static void sb_putn(struct sbuf *b, const char *s, size_t n)
         b->s[b->len] = '\0';
 }
 
-static void sb_puts(struct sbuf *b, const char *s)
-{
-        sb_putn(b, s, strlen(s));
-}
+static void sb_puts(struct sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
 
-static void sb_putc(struct sbuf *b, char c)
-{
-        sb_putn(b, &c, 1);
-}
+static void sb_putc(struct sbuf *b, char c) { sb_putn(b, &c, 1); }
 
 static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sb_printf(struct sbuf *b, const char *fmt, ...)
@@ -81,7 +75,7 @@ static char *sb_take(struct sbuf *b)
                 return NULL;
         }
         char *s = b->s;
-        *b = (struct sbuf){0};
+        *b = (struct sbuf){ 0 };
         return s;
 }
 
@@ -115,17 +109,14 @@ static void words_add(struct words *w, char *s)
         w->v[w->n] = NULL;
 }
 
-static void words_add_str(struct words *w, const char *s)
-{
-        words_add(w, strdup(s));
-}
+static void words_add_str(struct words *w, const char *s) { words_add(w, strdup(s)); }
 
 static void words_free(struct words *w)
 {
         for (size_t i = 0; i < w->n; i++)
                 free(w->v[i]);
         free(w->v);
-        *w = (struct words){0};
+        *w = (struct words){ 0 };
 }
 
 /* ---- escaping, one function per layer ---- */
@@ -149,7 +140,7 @@ static void put_ch_value(struct sbuf *b, const char *v)
 {
         size_t n = strlen(v);
         bool quote = n == 0 || strpbrk(v, ",\"[]") || v[0] == ' ' || v[0] == '\t' || v[n - 1] == ' ' ||
-                     v[n - 1] == '\t' || v[0] == '\n' || v[n - 1] == '\n' || v[0] == '\r' || v[n - 1] == '\r';
+                v[n - 1] == '\t' || v[0] == '\n' || v[n - 1] == '\n' || v[0] == '\r' || v[n - 1] == '\r';
         if (!quote) {
                 sb_puts(b, v);
                 return;
@@ -219,7 +210,10 @@ static int put_xml_attr(struct sbuf *b, const char *v)
 /* cloud-hypervisor sizes take a K, M or G suffix (binary) or plain bytes. */
 static void put_ch_size(struct sbuf *b, uint64_t v)
 {
-        static const struct { char suffix; unsigned shift; } units[] = { { 'G', 30 }, { 'M', 20 }, { 'K', 10 } };
+        static const struct {
+                char suffix;
+                unsigned shift;
+        } units[] = { { 'G', 30 }, { 'M', 20 }, { 'K', 10 } };
         for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
                 uint64_t unit = UINT64_C(1) << units[i].shift;
                 if (v % unit == 0) {
@@ -265,18 +259,17 @@ static void qemu_words(struct words *w, const struct handoff_pool *pools, size_t
 {
         for (size_t i = 0; i < n; i++) {
                 const struct handoff_pool *p = &pools[i];
-                struct sbuf b = {0};
+                struct sbuf b = { 0 };
                 sb_printf(&b, "memory-backend-file,id=mem-");
                 sb_puts(&b, p->name);
                 sb_puts(&b, ",mem-path=");
                 put_qemu_value(&b, p->path);
-                sb_printf(&b, ",size=%" PRIu64 ",share=on,prealloc=on,host-nodes=%d,policy=bind", p->size_bytes,
-                          p->node);
+                sb_printf(&b, ",size=%" PRIu64 ",share=on,prealloc=on,host-nodes=%d,policy=bind", p->size_bytes, p->node);
                 words_add_str(w, "-object");
                 words_add(w, sb_take(&b));
         }
         if (n == 1) {
-                struct sbuf b = {0};
+                struct sbuf b = { 0 };
                 sb_puts(&b, "memory-backend=mem-");
                 sb_puts(&b, pools[0].name);
                 words_add_str(w, "-machine");
@@ -284,7 +277,7 @@ static void qemu_words(struct words *w, const struct handoff_pool *pools, size_t
                 return;
         }
         for (size_t i = 0; i < n; i++) {
-                struct sbuf b = {0};
+                struct sbuf b = { 0 };
                 sb_printf(&b, "node,nodeid=%zu,memdev=mem-", i);
                 sb_puts(&b, pools[i].name);
                 words_add_str(w, "-numa");
@@ -298,7 +291,7 @@ static void ch_words(struct words *w, const struct handoff_pool *pools, size_t n
         words_add_str(w, "size=0");
         for (size_t i = 0; i < n; i++) {
                 const struct handoff_pool *p = &pools[i];
-                struct sbuf b = {0};
+                struct sbuf b = { 0 };
                 sb_puts(&b, "id=");
                 put_ch_value(&b, p->name);
                 sb_printf(&b, ",size=%" PRIu64 ",file=", p->size_bytes);
@@ -314,7 +307,7 @@ static void ch_words(struct words *w, const struct handoff_pool *pools, size_t n
         for (size_t i = 0; i < n; i++) {
                 /* memory_zones is a list that cloud-hypervisor does not
                  * unquote; pool names never need quoting. */
-                struct sbuf b = {0};
+                struct sbuf b = { 0 };
                 sb_printf(&b, "guest_numa_id=%zu,memory_zones=", i);
                 sb_puts(&b, pools[i].name);
                 words_add_str(w, "--numa");
@@ -324,7 +317,7 @@ static void ch_words(struct words *w, const struct handoff_pool *pools, size_t n
 
 static char *render_shell(const struct words *w)
 {
-        struct sbuf b = {0};
+        struct sbuf b = { 0 };
         for (size_t i = 0; i < w->n; i++) {
                 if (i)
                         sb_putc(&b, ' ');
@@ -335,7 +328,7 @@ static char *render_shell(const struct words *w)
 
 static int render_xml(const struct words *w, char **ret)
 {
-        struct sbuf b = {0};
+        struct sbuf b = { 0 };
         sb_puts(&b, "<qemu:commandline>\n");
         for (size_t i = 0; i < w->n; i++) {
                 sb_puts(&b, "  <qemu:arg value=\"");
@@ -366,20 +359,15 @@ void handoff_free(struct handoff *h)
 int handoff_compose(enum handoff_vmm vmm, const struct handoff_pool *pools, size_t n, struct handoff **ret)
 {
         uint64_t total;
-        struct words w = {0};
+        struct words w = { 0 };
         int r = check_pools(pools, n, &total);
         if (r < 0)
                 return r;
         switch (vmm) {
         case HANDOFF_QEMU:
-        case HANDOFF_LIBVIRT:
-                qemu_words(&w, pools, n);
-                break;
-        case HANDOFF_CLOUD_HYPERVISOR:
-                ch_words(&w, pools, n);
-                break;
-        default:
-                return -EINVAL;
+        case HANDOFF_LIBVIRT: qemu_words(&w, pools, n); break;
+        case HANDOFF_CLOUD_HYPERVISOR: ch_words(&w, pools, n); break;
+        default: return -EINVAL;
         }
         if (w.oom) {
                 words_free(&w);

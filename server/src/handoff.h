@@ -26,7 +26,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum handoff_vmm { HANDOFF_QEMU, HANDOFF_CLOUD_HYPERVISOR, HANDOFF_LIBVIRT };
+enum handoff_vmm {
+        HANDOFF_QEMU,
+        HANDOFF_CLOUD_HYPERVISOR,
+        HANDOFF_LIBVIRT
+};
 
 /* Most pools one composition takes: a guest with more NUMA nodes than this
  * is not a machine anyone boots, and the bound keeps a request cheap. */
@@ -37,18 +41,18 @@ enum handoff_vmm { HANDOFF_QEMU, HANDOFF_CLOUD_HYPERVISOR, HANDOFF_LIBVIRT };
 #define HANDOFF_LIBVIRT_NAMESPACE "xmlns:qemu=\"http://libvirt.org/schemas/domain/qemu/1.0\""
 
 struct handoff_pool {
-        const char *name;     /* [A-Za-z0-9._-]+, unique within one composition */
-        const char *path;     /* the pool file, non-empty */
-        int node;             /* host NUMA node, >= 0 */
-        uint64_t size_bytes;  /* > 0 */
-        uint64_t page_size;   /* bytes, > 0 */
+        const char *name;    /* [A-Za-z0-9._-]+, unique within one composition */
+        const char *path;    /* the pool file, non-empty */
+        int node;            /* host NUMA node, >= 0 */
+        uint64_t size_bytes; /* > 0 */
+        uint64_t page_size;  /* bytes, > 0 */
 };
 
 struct handoff {
-        char **argv;          /* argc words, NULL-terminated: what to exec (for libvirt: QEMU's words) */
+        char **argv; /* argc words, NULL-terminated: what to exec (for libvirt: QEMU's words) */
         size_t argc;
-        char *shell;          /* the same words, shell-quoted where needed, joined by single spaces */
-        char *xml;            /* libvirt: the <qemu:commandline> element; NULL for the others */
+        char *shell;           /* the same words, shell-quoted where needed, joined by single spaces */
+        char *xml;             /* libvirt: the <qemu:commandline> element; NULL for the others */
         uint64_t memory_bytes; /* sum of the pools' sizes: QEMU's -m */
 };
 

@@ -20,14 +20,25 @@
 
 #define M2 (2 * MIB)
 
-static const char *const CH_MEMORY_KEYS[] = { "size", "file", "mergeable", "hotplug_method", "hotplug_size",
-                                              "hotplugged_size", "shared", "hugepages", "hugepage_size",
-                                              "prefault", "reserve", "thp", NULL };
-static const char *const CH_ZONE_KEYS[] = { "id", "size", "file", "shared", "hugepages", "hugepage_size",
-                                            "host_numa_node", "hotplug_size", "hotplugged_size", "prefault",
-                                            "reserve", "mergeable", NULL };
-static const char *const CH_NUMA_KEYS[] = { "guest_numa_id", "cpus", "distances", "memory_zones", "device_id",
+static const char *const CH_MEMORY_KEYS[] = {
+        "size",   "file",      "mergeable",     "hotplug_method", "hotplug_size", "hotplugged_size",
+        "shared", "hugepages", "hugepage_size", "prefault",       "reserve",      "thp",
+        NULL
+};
+static const char *const CH_ZONE_KEYS[] = { "id",
+                                            "size",
+                                            "file",
+                                            "shared",
+                                            "hugepages",
+                                            "hugepage_size",
+                                            "host_numa_node",
+                                            "hotplug_size",
+                                            "hotplugged_size",
+                                            "prefault",
+                                            "reserve",
+                                            "mergeable",
                                             NULL };
+static const char *const CH_NUMA_KEYS[] = { "guest_numa_id", "cpus", "distances", "memory_zones", "device_id", NULL };
 
 /* ---- readers of the consuming grammars ---- */
 
@@ -212,8 +223,11 @@ static void xml_args(const char *xml, struct list *out)
                 p += strlen(pre);
                 char v[8192];
                 size_t vl = 0;
-                static const struct { const char *ref; char c; } refs[] = {
-                        { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' },
+                static const struct {
+                        const char *ref;
+                        char c;
+                } refs[] = {
+                        { "&amp;", '&' },   { "&lt;", '<' },  { "&gt;", '>' },   { "&quot;", '"' },
                         { "&apos;", '\'' }, { "&#9;", '\t' }, { "&#10;", '\n' }, { "&#13;", '\r' },
                 };
                 while (*p != '"') {
@@ -295,12 +309,15 @@ TEST(qemu_one_pool_is_guest_ram)
                 "-object",
                 "memory-backend-file,id=mem-vm-42,mem-path=/dev/hugepages/hpwarm/vm-42,size=1073741824,"
                 "share=on,prealloc=on,host-nodes=0,policy=bind",
-                "-machine", "memory-backend=mem-vm-42", NULL,
+                "-machine",
+                "memory-backend=mem-vm-42",
+                NULL,
         };
         check_argv(h, want);
-        CHECK_STR(h->shell, "-object memory-backend-file,id=mem-vm-42,mem-path=/dev/hugepages/hpwarm/vm-42,"
-                            "size=1073741824,share=on,prealloc=on,host-nodes=0,policy=bind "
-                            "-machine memory-backend=mem-vm-42");
+        CHECK_STR(h->shell,
+                  "-object memory-backend-file,id=mem-vm-42,mem-path=/dev/hugepages/hpwarm/vm-42,"
+                  "size=1073741824,share=on,prealloc=on,host-nodes=0,policy=bind "
+                  "-machine memory-backend=mem-vm-42");
         CHECK(h->xml == NULL);
         CHECK_U64(h->memory_bytes, ==, GIB);
         check_renderings_agree(h);
@@ -317,8 +334,11 @@ TEST(qemu_pools_become_numa_nodes_in_order)
                 "-object",
                 "memory-backend-file,id=mem-vm-b,mem-path=/dev/hugepages1G/hpwarm/vm-b,size=2147483648,"
                 "share=on,prealloc=on,host-nodes=1,policy=bind",
-                "-numa", "node,nodeid=0,memdev=mem-vm-a",
-                "-numa", "node,nodeid=1,memdev=mem-vm-b", NULL,
+                "-numa",
+                "node,nodeid=0,memdev=mem-vm-a",
+                "-numa",
+                "node,nodeid=1,memdev=mem-vm-b",
+                NULL,
         };
         check_argv(h, want);
         /* -machine memory-backend and -numa memdev exclude each other in QEMU. */
@@ -340,7 +360,9 @@ TEST(cloud_hypervisor_one_pool)
 {
         struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, &ONE, 1);
         const char *const want[] = {
-                "--memory", "size=0", "--memory-zone",
+                "--memory",
+                "size=0",
+                "--memory-zone",
                 "id=vm-42,size=1073741824,file=/dev/hugepages/hpwarm/vm-42,shared=on,hugepages=on,"
                 "hugepage_size=2M,host_numa_node=0",
                 NULL,
@@ -356,15 +378,19 @@ TEST(cloud_hypervisor_pools_become_numa_nodes)
 {
         struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, TWO, 2);
         const char *const want[] = {
-                "--memory", "size=0",
+                "--memory",
+                "size=0",
                 "--memory-zone",
                 "id=vm-a,size=167772160,file=/dev/hugepages/hpwarm/vm-a,shared=on,hugepages=on,"
                 "hugepage_size=2M,host_numa_node=0",
                 "--memory-zone",
                 "id=vm-b,size=2147483648,file=/dev/hugepages1G/hpwarm/vm-b,shared=on,hugepages=on,"
                 "hugepage_size=1G,host_numa_node=1",
-                "--numa", "guest_numa_id=0,memory_zones=vm-a",
-                "--numa", "guest_numa_id=1,memory_zones=vm-b", NULL,
+                "--numa",
+                "guest_numa_id=0,memory_zones=vm-a",
+                "--numa",
+                "guest_numa_id=1,memory_zones=vm-b",
+                NULL,
         };
         check_argv(h, want);
         check_renderings_agree(h);
@@ -425,13 +451,14 @@ TEST(cloud_hypervisor_grammar)
 TEST(libvirt_fragment)
 {
         struct handoff *h = compose(HANDOFF_LIBVIRT, &ONE, 1);
-        CHECK_STR(h->xml, "<qemu:commandline>\n"
-                          "  <qemu:arg value=\"-object\"/>\n"
-                          "  <qemu:arg value=\"memory-backend-file,id=mem-vm-42,mem-path=/dev/hugepages/hpwarm/vm-42,"
-                          "size=1073741824,share=on,prealloc=on,host-nodes=0,policy=bind\"/>\n"
-                          "  <qemu:arg value=\"-machine\"/>\n"
-                          "  <qemu:arg value=\"memory-backend=mem-vm-42\"/>\n"
-                          "</qemu:commandline>");
+        CHECK_STR(h->xml,
+                  "<qemu:commandline>\n"
+                  "  <qemu:arg value=\"-object\"/>\n"
+                  "  <qemu:arg value=\"memory-backend-file,id=mem-vm-42,mem-path=/dev/hugepages/hpwarm/vm-42,"
+                  "size=1073741824,share=on,prealloc=on,host-nodes=0,policy=bind\"/>\n"
+                  "  <qemu:arg value=\"-machine\"/>\n"
+                  "  <qemu:arg value=\"memory-backend=mem-vm-42\"/>\n"
+                  "</qemu:commandline>");
         /* libvirt's words are QEMU's. */
         struct handoff *q = compose(HANDOFF_QEMU, &ONE, 1);
         CHECK_INT(h->argc, ==, q->argc);
@@ -551,8 +578,7 @@ static const struct bad BAD[] = {
         { "zero size", HANDOFF_QEMU, { { "a", "/p/a", 0, 0, M2 } }, 1 },
         { "zero page size", HANDOFF_QEMU, { { "a", "/p/a", 0, M2, 0 } }, 1 },
         { "negative node", HANDOFF_QEMU, { { "a", "/p/a", -1, M2, M2 } }, 1 },
-        { "total overflows", HANDOFF_QEMU,
-          { { "a", "/p/a", 0, UINT64_MAX - M2 + 1, M2 }, { "b", "/p/b", 0, M2, M2 } }, 2 },
+        { "total overflows", HANDOFF_QEMU, { { "a", "/p/a", 0, UINT64_MAX - M2 + 1, M2 }, { "b", "/p/b", 0, M2, M2 } }, 2 },
         { "control character in a libvirt path", HANDOFF_LIBVIRT, { { "a", "/p/\x01", 0, M2, M2 } }, 1 },
         { "unknown vmm", (enum handoff_vmm)7, { { "a", "/p/a", 0, M2, M2 } }, 1 },
 };
