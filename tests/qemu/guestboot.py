@@ -14,11 +14,13 @@ outside, for tests/qemu/handoff_boot.py and tests/bench/bench.py.
   pool's size, and no anonymous pc.ram).
 
 Python 3 standard library only."""
+import ctypes
 import gzip
 import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -144,6 +146,13 @@ def ram_problems(blocks, pools):
     return why
 
 
+def _die_with_parent():
+    """In the child before exec: SIGKILL when the test process dies, however
+    it dies (kill -9 or a ctest timeout included), so no QEMU outlives it."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
 class Guest:
     """One QEMU process: serial on a pipe (lines kept), QMP on a unix socket."""
 
@@ -161,7 +170,7 @@ class Guest:
         self.cond = threading.Condition()
         self.t0 = time.monotonic()
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         self.sock = None
         self.rfile = None
         threading.Thread(target=self._read, daemon=True).start()

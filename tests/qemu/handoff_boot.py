@@ -41,6 +41,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -152,6 +153,9 @@ def check_running_guest(tag, g, pools, free_before, info):
 
 
 def main():
+    # guard.sh (and a ctest timeout through it) ends us with SIGTERM: unwind
+    # through `finally` so QEMU and the daemon are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if not (MNT and HPWARMD and HPWARM and GUEST_DIR and WORK_DIR):
         print("SKIP: run under tests/real/guard.sh with HPWARMD, HPWARM_CLI, HPW_GUEST_DIR, HPW_HANDOFF_DIR")
         return 77
