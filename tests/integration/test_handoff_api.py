@@ -61,7 +61,7 @@ class HandoffApi(TestCase):
     def test_other_methods_405(self):
         r = self.d.request("POST", "/v1/handoff?vmm=qemu&pools=a")
         self.assertProblem(r, 405, "method-not-allowed")
-        self.assertEqual(r.headers.get("allow"), "GET")
+        self.assertEqual(r.headers.get("allow"), "GET, HEAD")
 
     def test_changes_nothing(self):
         before = self.d.get("/v1/pools").json
