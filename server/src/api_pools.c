@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "api.h"
+#include "api_handoff.h"
 #include "api_util.h"
 #include "app.h"
 #include "json.h"
@@ -70,22 +71,8 @@ static struct json *encode_pool(const struct pool_view *v)
                 json_add_null(o, "owner_pid");
         add_time(o, "unmapped_since", v->unmapped_since);
 
-        /* Ready-to-paste VMM arguments.  share=on / shared=on is what makes
-         * the VMM map our already-zeroed pages instead of fresh ones;
-         * prealloc=on then only walks present pages. */
-        char ps[16], buf[8192];
-        format_size(p->page_size, ps, sizeof(ps));
-        struct json *h = json_add_object(o, "handoff");
-        snprintf(buf, sizeof(buf),
-                 "-object memory-backend-file,id=mem-%s,mem-path=%s,size=%" PRIu64
-                 ",share=on,prealloc=on,host-nodes=%d,policy=bind",
-                 p->name, v->path, p->size_bytes, p->node);
-        json_add_str(h, "qemu", buf);
-        snprintf(buf, sizeof(buf),
-                 "--memory-zone id=%s,size=%" PRIu64 ",file=%s,shared=on,hugepages=on,hugepage_size=%s,"
-                 "host_numa_node=%d",
-                 p->name, p->size_bytes, v->path, ps, p->node);
-        json_add_str(h, "cloud_hypervisor", buf);
+        /* Ready-to-paste VMM arguments (api_handoff.c). */
+        api_add_pool_handoff(o, v);
         return o;
 }
 
