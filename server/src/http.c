@@ -152,6 +152,15 @@ static void pool_changed(void *arg, const char *name)
         waiters_notify(&h->waiters, name);
 }
 
+/* H is deferred (work queue or parked): count it until it completes. */
+static void answering_begin(struct hreq *h)
+{
+        if (!h->answering) {
+                h->answering = true;
+                atomic_fetch_add(&h->http->answering, 1);
+        }
+}
+
 /* Suspend H's connection and park it; on refusal answer at once. */
 static void park(struct hreq *h, struct MHD_Connection *conn)
 {
@@ -166,6 +175,7 @@ static void park(struct hreq *h, struct MHD_Connection *conn)
 
         set_deadline(h->http, conn, 0); /* received in full; the wait may take its time */
         h->deferred = true;
+        answering_begin(h);
         MHD_suspend_connection(conn);
         int r = waiters_add(&h->http->waiters, w);
         if (r == 0)
@@ -460,6 +470,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         struct workq *q = &l->http->blocking;
         set_deadline(l->http, conn, 0); /* received in full; the work may take its time */
         h->deferred = true;
+        answering_begin(h);
         MHD_suspend_connection(conn);
         h->item.run = run_deferred;
         if (!workq_push(q, &h->item)) {
@@ -480,6 +491,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         struct hreq *h = *con_cls;
         if (!h)
                 return;
+        if (h->answering)
+                atomic_fetch_sub(&h->http->answering, 1);
         /* Keep-alive: the connection may idle this long before its next
          * request line. */
         set_deadline(h->http, h->conn, h->http->request_ns);
@@ -690,6 +703,15 @@ void http_stop(struct http *h)
         http_quiesce(h);
         workq_stop(&h->blocking);
         waiters_stop(&h->waiters);
+        /* The finished work resumed its connections, but libmicrohttpd's
+         * threads send those answers: stopping them now would close the
+         * connections of requests that were drained for, unanswered.  Wait
+         * until each has completed; bounded, for a client that never reads. */
+        uint64_t until = now_mono_ns() + 10 * UINT64_C(1000000000);
+        while (atomic_load(&h->answering) > 0 && now_mono_ns() < until)
+                usleep(1000);
+        if (atomic_load(&h->answering) > 0)
+                log_warn("stopping with %u answers unsent", atomic_load(&h->answering));
         stop_listener(&h->tcp);
         stop_listener(&h->unix_);
         deadlines_stop(&h->deadlines);

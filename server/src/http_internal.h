@@ -80,6 +80,10 @@ struct http {
         uint64_t request_ns;        /* a body, and an idle keep-alive gap, within this */
         struct auth *auth;
         bool client_ca;
+        /* Requests deferred to the work queue or parked whose completion
+         * libmicrohttpd has not reported yet: http_stop lets them send their
+         * answers before it stops the listeners. */
+        atomic_uint answering;
 };
 
 /* One per request, from the first access-handler call to the completion
@@ -96,6 +100,7 @@ struct hreq {
         atomic_bool work_done;
         bool started;            /* the access handler has seen the headers */
         bool client_gone;        /* a parked request whose client hung up */
+        bool answering;          /* counted in http->answering */
         int query_err;           /* http_query_parse's, for the first call */
         struct http_query query;
         char who[320];           /* caller, for the audit line */
