@@ -12,7 +12,10 @@
  *  - free_hugepages follows nr_hugepages, and the global counters under
  *    kernel/mm/hugepages are the sums over the nodes;
  *  - growing a pool of 1 GiB pages can compact memory for seconds: a sibling
- *    "nr_hugepages.delay_ms" file makes each write take that long.
+ *    "nr_hugepages.delay_ms" file makes each write take that long;
+ *  - a test can hold a write for as long as it needs: while a sibling
+ *    "nr_hugepages.hold" exists the write waits, and "nr_hugepages.held"
+ *    exists while it does, so the test knows a write is in progress.
  *
  * Only write(2) on an fd whose /proc/self/fd link ends in "/nr_hugepages" is
  * simulated, and never on a real sysfs file (checked with fstatfs).  Because
@@ -302,6 +305,25 @@ static void update_globals(const char *path)
                 write_u64_path(p, sum_free);
 }
 
+/* While a sibling "nr_hugepages.hold" exists, wait; "nr_hugepages.held"
+ * marks a write waiting here (created before, removed after). */
+static void hold_while_asked(const char *path)
+{
+        char p_hold[PATH_MAX + 32], p_held[PATH_MAX + 32];
+        int fd;
+
+        sibling(path, "nr_hugepages.hold", p_hold, sizeof(p_hold));
+        if (access(p_hold, F_OK) != 0)
+                return;
+        sibling(path, "nr_hugepages.held", p_held, sizeof(p_held));
+        fd = real_open(p_held, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd >= 0)
+                close(fd);
+        while (access(p_hold, F_OK) == 0)
+                usleep(10 * 1000);
+        unlink(p_held);
+}
+
 static ssize_t simulate(int fd, const char *path, const void *buf, size_t count)
 {
         char p_free[PATH_MAX + 32], p_surp[PATH_MAX + 32], p_cap[PATH_MAX + 32], out[32];
@@ -333,6 +355,7 @@ static ssize_t simulate(int fd, const char *path, const void *buf, size_t count)
         sibling(path, "nr_hugepages.delay_ms", p_delay, sizeof(p_delay));
         if (read_u64_path(p_delay, &delay_ms) == 0 && delay_ms > 0)
                 usleep((useconds_t)(delay_ms * 1000));
+        hold_while_asked(path);
         if (read_u64_path(p_free, &free_) < 0)
                 free_ = prev;
         in_use = prev > free_ ? prev - free_ : 0;

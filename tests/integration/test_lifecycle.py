@@ -124,34 +124,71 @@ class Stop(TestCase):
 
 
     def test_draining_refuses_mutations(self):
-        # While SIGTERM drains a slow reserve (a 2 s nr_hugepages write), a
-        # mutation on a connection that is still open gets 503 "stopping",
-        # the slow reserve finishes and is answered, and the exit is 0.
+        # While SIGTERM drains a slow reserve, a mutation on a connection that
+        # is still open gets 503 "stopping", the slow reserve finishes and is
+        # answered, and the exit is 0.  The reserve's nr_hugepages write is
+        # held (fakekernel's nr_hugepages.hold) until the refused mutation has
+        # been answered, so the window cannot close early under load; every
+        # step waits for its condition, never for a guessed time.
         import http.client
+        import json
         from hpwtest import node_hp
+
+        def wait_until(cond, what, timeout=30):
+            deadline = time.monotonic() + timeout
+            while not cond():
+                if time.monotonic() > deadline:
+                    self.fail("timed out waiting for " + what)
+                time.sleep(0.01)
+
         with Daemon("two-node") as d:
-            d.write_file(node_hp(0, 1048576, "nr_hugepages.delay_ms"), "2000\n")
-            keep = http.client.HTTPConnection("127.0.0.1", d.port, timeout=10)
-            keep.request("GET", "/v1/health")
-            keep.getresponse().read()
-            out = {}
-            slow = threading.Thread(target=lambda: out.setdefault(
-                "r", d.put("/v1/nodes/0/hugepages/1G", {"count": 2})))
-            slow.start()
-            time.sleep(0.4)
-            d.proc.send_signal(signal.SIGTERM)
-            self.assertIsNotNone(d.wait_log(r"received SIGTERM", timeout=5))
-            keep.request("PUT", "/v1/nodes/1/hugepages/2M", body=b'{"count": 9}',
-                         headers={"Content-Type": "application/json"})
-            r = keep.getresponse()
-            body = r.read()
-            self.assertEqual(r.status, 503, body)
-            self.assertIn(b"urn:hpwarm:problem:stopping", body)
-            self.assertEqual(r.getheader("Retry-After"), "1")
-            keep.close()
-            slow.join(10)
+            hold = d.sysfs_path(node_hp(0, 1048576, "nr_hugepages.hold"))
+            held = d.sysfs_path(node_hp(0, 1048576, "nr_hugepages.held"))
+            open(hold, "w").close()
+            try:
+                keep = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30)
+                keep.request("GET", "/v1/health")
+                keep.getresponse().read()
+                out = {}
+
+                def slow_put():
+                    try:
+                        out["r"] = d.put("/v1/nodes/0/hugepages/1G", {"count": 2})
+                    except Exception as e:  # shown by the assertion below
+                        out["e"] = e
+                slow = threading.Thread(target=slow_put)
+                slow.start()
+                # The reserve is inside its nr_hugepages write: accepted, and
+                # in flight when the signal comes.
+                wait_until(lambda: os.path.exists(held), "the reserve's write to start")
+                d.proc.send_signal(signal.SIGTERM)
+                self.assertIsNotNone(d.wait_log(r"received SIGTERM", timeout=30))
+
+                # The log line comes just before the daemon refuses
+                # mutations; /v1/health on the open connection says when.
+                def stopping():
+                    keep.request("GET", "/v1/health")
+                    return json.loads(keep.getresponse().read())["status"] == "stopping"
+                wait_until(stopping, "health to say stopping")
+                keep.request("PUT", "/v1/nodes/1/hugepages/2M", body=b'{"count": 9}',
+                             headers={"Content-Type": "application/json"})
+                r = keep.getresponse()
+                body = r.read()
+                self.assertEqual(r.status, 503, body)
+                self.assertIn(b"urn:hpwarm:problem:stopping", body)
+                self.assertEqual(r.getheader("Retry-After"), "1")
+                keep.close()
+                # The drain is waiting for the held reserve, not done without it.
+                self.assertTrue(slow.is_alive(), out)
+                self.assertIsNone(d.proc.poll())
+            finally:
+                os.unlink(hold)
+            slow.join(30)
+            self.assertFalse(slow.is_alive())
+            self.assertIn("r", out, out)
             self.assertEqual(out["r"].status, 200, out["r"])
-            self.assertEqual(d.proc.wait(10), 0)
+            self.assertEqual(d.proc.wait(30), 0)
+            self.assertFalse(os.path.exists(held))
             self.assertEqual(d.read_u64(node_hp(1, 2048, "nr_hugepages")), 8)  # refused PUT changed nothing
             self.assertEqual(d.read_u64(node_hp(0, 1048576, "nr_hugepages")), 2)  # the drained one landed
 
