@@ -10,7 +10,8 @@
  *    no page taken;
  *  - cancel mid-warm: DELETE of a pool whose worker is inside its chunk
  *    (a slowed madvise) leaves no file and gives every page back;
- *  - two pools warming at the same time, both ready;
+ *  - two pools warming at the same time (the second created while the
+ *    first's worker is held inside its populate), both ready;
  *  - TTL 1 s: released on its own, pages back;
  *  - restart with a ready pool: still ready, no page moved;
  *  - restart with a pool cut off half way (the worker stops after half its
@@ -52,6 +53,8 @@ static struct {
         bool at_gate;
         bool release;      /* let the held worker go */
         bool cut;          /* when released: return without the second half */
+        bool hold_start;   /* every populate waits at the gate before its first page */
+        int waiting;       /* populates waiting there */
 } mw = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
 static int populate(char *a, size_t len, bool slow)
@@ -73,6 +76,13 @@ static int wrap_madvise(void *addr, size_t len, int advice)
         size_t half = len / 2 / PAGE * PAGE;
 
         pthread_mutex_lock(&mw.lock);
+        if (advice == MADV_POPULATE_WRITE && mw.hold_start) {
+                mw.waiting++;
+                pthread_cond_broadcast(&mw.cond);
+                while (mw.hold_start)
+                        pthread_cond_wait(&mw.cond, &mw.lock);
+                mw.waiting--;
+        }
         slow = mw.slow;
         hold = mw.hold_half;
         pthread_mutex_unlock(&mw.lock);
@@ -117,6 +127,33 @@ static void wait_gate(void)
         while (!mw.at_gate)
                 CHECK_INT(pthread_cond_timedwait(&mw.cond, &mw.lock, &until), ==, 0);
         pthread_mutex_unlock(&mw.lock);
+}
+
+/* Hold every populate before its first page (true), or let them go. */
+static void hold_start(bool on)
+{
+        pthread_mutex_lock(&mw.lock);
+        mw.hold_start = on;
+        pthread_cond_broadcast(&mw.cond);
+        pthread_mutex_unlock(&mw.lock);
+}
+
+/* Whether a populate waits at the start gate within 20 s.  No check here:
+ * the caller opens the gate before it checks, so a failure leaves no worker
+ * held. */
+static bool wait_held(void)
+{
+        struct timespec until;
+        int r = 0;
+
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 20;
+        pthread_mutex_lock(&mw.lock);
+        while (mw.waiting < 1 && r == 0)
+                r = pthread_cond_timedwait(&mw.cond, &mw.lock, &until);
+        bool held = mw.waiting >= 1;
+        pthread_mutex_unlock(&mw.lock);
+        return held;
 }
 
 static void *release_thread(void *arg)
@@ -308,13 +345,21 @@ TEST(two_at_once)
         CHECK(p != NULL); /* an earlier test failed between stop and start */
         struct pool_view a, b;
 
-        set_mode(true, false, false);
+        /* Populates wait at the start gate until both pools exist: the
+         * second is created while the first is mid-warm (a worker holds its
+         * chunk), however slowly this machine runs. */
+        hold_start(true);
         struct pool_req ra = req("two-a", 8), rb = req("two-b", 8);
-        CHECK_INT(create(p, &ra, &a), ==, 201);
-        CHECK_INT(create(p, &rb, &b), ==, 201);
-        /* Page by page at 5 ms a page: both are still warming now. */
-        CHECK_INT(pools_get(p, "two-a", &a), ==, 0);
-        CHECK_INT(pools_get(p, "two-b", &b), ==, 0);
+        int rca = create(p, &ra, &a);
+        bool held = rca == 201 && wait_held();
+        int rcb = create(p, &rb, &b);
+        int ga = pools_get(p, "two-a", &a), gb = pools_get(p, "two-b", &b);
+        hold_start(false);
+        CHECK_INT(rca, ==, 201);
+        CHECK(held); /* two-a's worker reached its populate */
+        CHECK_INT(rcb, ==, 201);
+        CHECK_INT(ga, ==, 0);
+        CHECK_INT(gb, ==, 0);
         CHECK_STR(pool_state_name(a.state), "warming");
         CHECK_STR(pool_state_name(b.state), "warming");
         wait_ready(p, "two-a", &a);
