@@ -12,7 +12,9 @@ canned data and scripted misbehaviour chosen by the pool name:
   dropdelete    the first DELETE deletes, then closes without answering
   conflict      PUT answers 409 pool-conflict
   doomed        PUT succeeds, warming ends "failed"
-  stuck         PUT succeeds, warming never ends
+  stuck, slow, hook-slow
+                PUT succeeds, warming never ends (deadline tests: a warm
+                that outlasts any deadline, however loaded the machine)
   size > 1 TiB  PUT answers 409 insufficient-hugepages
 
 A bearer token is required when the server is given one (401 otherwise;
@@ -56,6 +58,9 @@ def default_nodes():
     ]
 
 
+NEVER_READY = ("stuck", "slow", "hook-slow")
+
+
 class Pool:
     WARM_SECONDS = 0.8   # how long a fake warm takes
 
@@ -70,7 +75,7 @@ class Pool:
     def state(self):
         if self.cancelled:
             return "cancelled"
-        if self.name == "stuck" or time.time() - self.started < self.WARM_SECONDS:
+        if self.name in NEVER_READY or time.time() - self.started < self.WARM_SECONDS:
             return "warming"
         return "failed" if self.doomed else "ready"
 
