@@ -186,6 +186,9 @@ exec libvirtd -p "$1/libvirtd.pid" >"$1/libvirtd.out" 2>&1
         return pid
 
     def stop_libvirt(self):
+        # QEMU outlives a libvirtd that dies: note every domain's pid first.
+        for f in glob.glob(os.path.join(self.ns, "run", "libvirt", "qemu", "*.pid")):
+            self.qemu_pid(os.path.basename(f)[:-4])
         for dom in list(self.domains):
             self.virsh("destroy", dom, timeout=60)
             self.virsh("undefine", dom, timeout=60)
@@ -201,8 +204,12 @@ exec libvirtd -p "$1/libvirtd.pid" >"$1/libvirtd.out" 2>&1
             pids.add(self.virtlogd_pid)
         for pid in pids:
             try:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    argv0 = f.read().split(b"\0")[0]
+                if not argv0.endswith((b"qemu-system-x86_64", b"virtlogd")):
+                    continue   # gone, and the pid maybe reused by another process
                 os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
+            except (OSError, ProcessLookupError):
                 continue
             for _ in range(50):
                 if not os.path.exists("/proc/%d" % pid):
@@ -236,6 +243,15 @@ def cleanup():
     if ENV is not None:
         env, ENV = ENV, None
         env.close()
+
+
+def on_sigterm(*_):
+    """guard.sh (or ctest through it) stops us with SIGTERM: stop everything
+    now, before guard restores nr_hugepages, and run no further test."""
+    try:
+        cleanup()
+    finally:
+        os._exit(143)
 
 
 def build_guest(dest):
@@ -555,7 +571,7 @@ def main():
         if not f or not os.path.exists(f):
             raise SystemExit(what + " is not set to a built binary")
     atexit.register(cleanup)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # guard.sh stops us with SIGTERM
+    signal.signal(signal.SIGTERM, on_sigterm)
     unittest.main(verbosity=2)
 
 
