@@ -514,6 +514,7 @@ class LibvirtBoot(TestCase):
         before = len(self.calls())
         r = self.env.virsh("start", name)
         self.assertNotEqual(r.returncode, 0, r.stdout)
+        print("virsh start said: " + r.stderr.strip(), file=sys.stderr)
         self.assertIn("differs from the domain's <memory>", r.stderr)
         self.assertIn("hpwarm hook: domain '%s'" % name, r.stderr)
         self.assertEqual(self.calls()[before:], [])
@@ -529,6 +530,7 @@ class LibvirtBoot(TestCase):
         try:
             r = self.env.virsh("start", name)
             self.assertNotEqual(r.returncode, 0, r.stdout)
+            print("virsh start said: " + r.stderr.strip(), file=sys.stderr)
             self.assertIn("hpwarmd is unreachable", r.stderr)
             self.assertIn("refusing to start", r.stderr)
             self.assertIn("shut off", self.env.virsh("domstate", name).stdout)
