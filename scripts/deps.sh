@@ -7,7 +7,7 @@ pkgs=(
   libmicrohttpd-dev libcjson-dev libnuma-dev libcurl4-openssl-dev libsystemd-dev libgnutls28-dev
   clang libclang-rt-14-dev           # sanitizers and libFuzzer
   python3 python3-yaml curl          # integration tests, OpenAPI check
-  qemu-system-x86 busybox-static cpio # two-node guest test (issue 6)
+  qemu-system-x86 busybox-static cpio # two-node QEMU guest test (qemu.numa)
   wrk strace                         # load test; the bench cross-checks QEMU with strace
   systemd                            # systemd-analyze verify of the units
   # libvirt test (issue 14): libvirtd, virtlogd, virsh and the QEMU driver; the

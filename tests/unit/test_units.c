@@ -5,7 +5,7 @@
 #include "units.h"
 #include "util.h"
 
-static void test_parse_page_size(void)
+TEST(parse_page_size)
 {
         static const struct {
                 const char *s;
@@ -65,7 +65,7 @@ static void test_parse_page_size(void)
         CHECK_INT(parse_page_size(NULL, NULL), ==, -EINVAL);
 }
 
-static void test_parse_size(void)
+TEST(parse_size)
 {
         static const struct {
                 const char *s;
@@ -116,7 +116,7 @@ static void test_parse_size(void)
         CHECK_INT(parse_size(NULL, NULL), ==, -EINVAL);
 }
 
-static void test_format_size(void)
+TEST(format_size)
 {
         static const struct {
                 uint64_t v;
@@ -155,10 +155,4 @@ static void test_format_size(void)
         }
 }
 
-int main(void)
-{
-        test_parse_page_size();
-        test_parse_size();
-        test_format_size();
-        return 0;
-}
+TEST_MAIN()
