@@ -237,6 +237,21 @@ class Hook(unittest.TestCase):
         self.assertIn("is at '/elsewhere/vm1'", r.stderr)
         self.assertEqual(self.calls()[-1], "release vm1 --timeout 10")
 
+    def test_status_failure_after_a_ready_warm_does_not_fail_the_start(self):
+        r = self.hook(domain(meta="node='0'", path=self.path()), FAKE_STATUS_RC=3)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("release", " ".join(self.calls()))
+
+    def test_stale_cold_note_does_not_stop_the_claim(self):
+        xml = domain(meta="node='0' required='no'", path=self.path())
+        self.assertEqual(self.hook(xml, FAKE_WARM_RC=3).returncode, 0)   # cold; release never runs
+        os.remove(self.path())
+        self.assertEqual(self.hook(xml, FAKE_PATH=self.path()).returncode, 0)   # warm works now
+        with open(os.path.join(self.rundir, "vm1.pid"), "w") as f:
+            f.write("77\n")
+        self.assertEqual(self.hook(xml, op="started").returncode, 0)
+        self.assertEqual(self.calls()[-1], "claim vm1 --pid 77 --timeout 30")
+
     def test_comma_in_pool_path_is_unescaped(self):
         d = os.path.join(self.tmp, "a,b")
         os.makedirs(d)
