@@ -489,6 +489,30 @@ class LibvirtBoot(TestCase):
         self.assertEqual(self.free_pages(), free0, "every page is back")
         self.assertEqual(meminfo("HugePages_Free"), meminfo("HugePages_Total"))
 
+    def test_prewarmed_pool_taken_as_is(self):
+        """README's recipe: the pool is warmed first (hpwarm warm ... --wait),
+        then the domain starts: the hook takes that ready pool, warms nothing
+        new, claims it; destroy releases it."""
+        name = "hpw-lv-prewarmed"
+        _, path = self.define(name, metadata=pool_meta())
+        free0 = self.free_pages()
+        r = run([CLI, "--url", "unix://" + self.env.sock, "warm", name, "--node", "0", "--size", "256M",
+                 "--ttl", "600", "--wait", "--timeout", "60"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        before = self.pool(name).json
+        r = self.env.virsh("start", name)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.env.qemu_pid(name)
+        after = self.pool(name).json
+        self.assertEqual(after["started_at"], before["started_at"], "the same pool, not a new one")
+        self.assertEqual(after["path"], path)
+        self.assertTrue(after["claimed"])
+        self.assertEqual(self.free_pages(), free0 - POOL_PAGES, "no second set of pages")
+        r = self.env.virsh("destroy", name)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.pool(name).status, 404)
+        self.assertEqual(self.free_pages(), free0)
+
     def test_no_metadata_untouched(self):
         """A domain without <hpwarm:pool> starts on libvirt's own RAM; the hook
         never calls hpwarm and no pool appears."""
