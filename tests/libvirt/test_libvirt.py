@@ -88,6 +88,7 @@ class Env:
         os.chmod(self.tmp, 0o755)   # QEMU (libvirt-qemu) reads the kernel and initrd here
         self.ns = os.path.join(self.tmp, "ns")
         self.pool_dir = os.path.join(MNT, "hpwarm")
+        self.mem_dir = os.path.join(MNT, "libvirt-mem")
         self.sock = os.path.join(self.tmp, "api.sock")
         self.calls = os.path.join(self.tmp, "hpwarm-calls.log")
         self.daemon = None
@@ -130,6 +131,11 @@ class Env:
         with open(wrapper, "w") as f:
             f.write('#!/bin/sh\necho "$*" >> %s\nexec %s "$@"\n' % (self.calls, CLI))
         os.chmod(wrapper, 0o755)
+        # File-backed NUMA cells (hook's cell mode): libvirt's memory files on
+        # the same hugetlbfs mount as hpwarmd's pool directory.
+        os.makedirs(self.mem_dir, exist_ok=True)
+        with open(os.path.join(d["etc"], "qemu.conf"), "a") as f:
+            f.write('\nmemory_backing_dir = "%s"\n' % self.mem_dir)
         self.write_hook_config()
         script = """set -e
 mount --bind "$1/run" /run
@@ -171,7 +177,8 @@ exec libvirtd -p "$1/libvirtd.pid" >"$1/libvirtd.out" 2>&1
     def write_hook_config(self, url=None):
         with open(os.path.join(self.ns, "default", "hpwarm-libvirt"), "w") as f:
             f.write("HPWARM=%s/hpwarm\nHPWARM_URL=%s\nHPWARM_LIBVIRT_TIMEOUT=60\n"
-                    % (self.tmp, url or "unix://" + self.sock))
+                    "HPWARM_LIBVIRT_MEMORY_BACKING_DIR=%s\n"
+                    % (self.tmp, url or "unix://" + self.sock, self.mem_dir))
 
     def virsh(self, *args, timeout=120):
         return run(["virsh", "-c", self.uri] + list(args), timeout=timeout)
@@ -488,6 +495,61 @@ class LibvirtBoot(TestCase):
         self.assertFalse(os.path.exists(path))
         self.assertEqual(self.free_pages(), free0, "every page is back")
         self.assertEqual(meminfo("HugePages_Free"), meminfo("HugePages_Total"))
+
+    def test_two_cells_boot_on_two_pools(self):
+        """A two-cell domain (file-backed, shared cells): each cell gets its
+        own pool, linked by the hook as libvirt's ram-node<i> file; both are
+        2 MiB-page RAM in info ramblock; free pages do not drop while the
+        guest boots; destroy releases both and every page is back."""
+        name = "hpw-lv-cells"
+        half = GUEST_MIB // 2
+        cells = ("<cpu><numa><cell id='0' cpus='0' memory='%d' unit='MiB' memAccess='shared'/>"
+                 "<cell id='1' cpus='1' memory='%d' unit='MiB' memAccess='shared'/></numa></cpu>"
+                 "<memoryBacking><source type='file'/><access mode='shared'/></memoryBacking>" % (half, half))
+        meta = ("<hpwarm:pools xmlns:hpwarm='%s'>" % HPW_NS
+                + "".join("<hpwarm:pool cell='%d' node='0' size='%dM'/>" % (c, half) for c in (0, 1))
+                + "</hpwarm:pools>")
+        serial = os.path.join(self.env.tmp, name + ".serial.log")
+        xml = domain_xml(name, self.kernel, self.initrd, serial, metadata=meta).replace(
+            "<vcpu>1</vcpu>", "<vcpu>2</vcpu>" + cells)
+        f = os.path.join(self.env.tmp, name + ".xml")
+        with open(f, "w") as out:
+            out.write(xml)
+        r = self.env.virsh("define", f)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.env.domains.add(name)
+        self.addCleanup(self.undefine, name)
+        free0 = self.free_pages()
+        r = self.env.virsh("start", name)
+        self.assertEqual(r.returncode, 0, r.stderr + self.env.read_ns("log/qemu/%s.log" % name))
+        qpid = self.env.qemu_pid(name)
+        pools = ["%s-cell%d" % (name, c) for c in (0, 1)]
+        for c, pname in enumerate(pools):
+            p = self.pool(pname)
+            self.assertEqual(p.status, 200, p)
+            self.assertEqual((p.json["state"], p.json["size_bytes"], p.json["claimed"]),
+                             ("ready", half * MIB, True), p.json)
+            links = glob.glob(os.path.join(self.env.mem_dir, "libvirt", "qemu", "*-" + name, "ram-node%d" % c))
+            self.assertEqual(len(links), 1, links)
+            self.assertEqual(os.stat(links[0]).st_ino, os.stat(p.json["path"]).st_ino,
+                             "cell %d's file is the pool" % c)
+        # One claim per pool naming QEMU's pid (a CLI without --pid is then
+        # asked again without it).
+        claims = [c for c in self.calls() if c.startswith("claim %s-cell" % name) and "--pid" in c]
+        self.assertEqual(sorted(c.split()[1] for c in claims), pools, self.calls())
+        self.assertTrue(all("--pid %d " % qpid in c for c in claims), claims)
+        self.wait_serial(serial, r"HPWARM-LIBVIRT-MEM MemTotal:\s+(\d+) kB")
+        r = self.env.virsh("qemu-monitor-command", name, "--hmp", "info ramblock")
+        print(r.stdout, file=sys.stderr)
+        rows = ramblocks(r.stdout)
+        for c in (0, 1):
+            self.assertEqual(rows.get("ram-node%d" % c), ("2 MiB", half * MIB), r.stdout)
+        self.assertEqual(self.free_pages(), free0 - POOL_PAGES, "the pools' pages and no others")
+        r = self.env.virsh("destroy", name)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for pname in pools:
+            self.assertEqual(self.pool(pname).status, 404)
+        self.assertEqual(self.free_pages(), free0, "every page is back")
 
     def test_prewarmed_pool_taken_as_is(self):
         """README's recipe: the pool is warmed first (hpwarm warm ... --wait),
