@@ -27,7 +27,9 @@ case " $* " in *" --pid "*) [ "${FAKE_NO_PID:-}" = 1 ] && { echo "hpwarm: unknow
 case " $* " in *" --ignore-missing "*) [ "${FAKE_NO_IGNORE:-}" = 1 ] && { echo "hpwarm: unknown option '--ignore-missing'" >&2; exit 2; } ;; esac
 case $cmd in
 warm) [ -n "${FAKE_WARM_ERR:-}" ] && echo "$FAKE_WARM_ERR" >&2; exit "${FAKE_WARM_RC:-0}" ;;
-status) [ -n "${FAKE_PATH:-}" ] && echo "path:       $FAKE_PATH"; exit "${FAKE_STATUS_RC:-0}" ;;
+status) [ -n "${FAKE_PATH:-}" ] && echo "path:       $FAKE_PATH"
+        [ -n "${FAKE_POOLDIR:-}" ] && echo "path:       $FAKE_POOLDIR/$2"
+        exit "${FAKE_STATUS_RC:-0}" ;;
 claim) exit "${FAKE_CLAIM_RC:-0}" ;;
 release) exit "${FAKE_RELEASE_RC:-0}" ;;
 esac
@@ -353,6 +355,110 @@ class Hook(unittest.TestCase):
         r = self.hook(xml, op="release", sub="end", FAKE_NO_IGNORE=1, FAKE_RELEASE_RC=3, FAKE_STATUS_RC=3)
         self.assertEqual(r.returncode, 0)
         self.assertIn("releasing pool 'vm1' failed (hpwarm exit 3)", r.stderr)
+
+    # -- NUMA cells on libvirt's memory files --
+    def cells_domain(self, pools, cells=((0, 128), (1, 128)), source="file", access="shared", cell_access="",
+                     dom_id="7"):
+        cx = "".join("<cell id='%d' cpus='%d' memory='%d' unit='MiB'%s/>" % (
+            c, c, m, " memAccess='%s'" % cell_access if cell_access else "") for c, m in cells)
+        mb = "<memoryBacking>%s%s</memoryBacking>" % (
+            "<source type='%s'/>" % source if source else "", "<access mode='%s'/>" % access if access else "")
+        meta = "<metadata><hpwarm:pools xmlns:hpwarm='%s'>%s</hpwarm:pools></metadata>" % (
+            NS, "".join("<hpwarm:pool %s/>" % p for p in pools))
+        return ("<domain type='qemu' id='%s'><name>vm1</name><memory unit='MiB'>256</memory>%s%s"
+                "<cpu><numa>%s</numa></cpu><os><type>hvm</type></os></domain>" % (dom_id, mb, meta, cx))
+
+    def cells_env(self):
+        mbd = os.path.join(self.tmp, "mbd")
+        memdir = os.path.join(mbd, "libvirt", "qemu", "7-vm1")
+        os.makedirs(memdir)
+        for c in (0, 1):
+            with open(os.path.join(self.pooldir, "vm1-cell%d" % c), "w") as f:
+                f.write("pool %d" % c)
+        return {"HPWARM_LIBVIRT_MEMORY_BACKING_DIR": mbd, "FAKE_POOLDIR": self.pooldir}, memdir
+
+    TWO = ("cell='0' node='0' size='128M'", "cell='1' node='1' size='128M'")
+
+    def test_cells_prepare_warms_one_pool_per_cell(self):
+        env, _ = self.cells_env()
+        r = self.hook(self.cells_domain(self.TWO), **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([c.split()[:5] for c in self.calls()],
+                         [["warm", "vm1-cell0", "--node", "0", "--size"], ["warm", "vm1-cell1", "--node", "1", "--size"]])
+        self.assertTrue(all("--size %d " % (128 * MIB) in c for c in self.calls()), self.calls())
+
+    def test_cells_start_links_each_pool_as_its_cells_file(self):
+        env, memdir = self.cells_env()
+        xml = self.cells_domain(self.TWO)
+        r = self.hook(xml, op="start", **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for c in (0, 1):
+            self.assertEqual(os.stat(os.path.join(memdir, "ram-node%d" % c)).st_ino,
+                             os.stat(os.path.join(self.pooldir, "vm1-cell%d" % c)).st_ino)
+        with open(os.path.join(self.rundir, "vm1.pid"), "w") as f:
+            f.write("99\n")
+        self.assertEqual(self.hook(xml, op="started", **env).returncode, 0)
+        self.assertEqual(self.hook(xml, op="release", sub="end", **env).returncode, 0)
+        self.assertEqual(self.calls()[-4:], ["claim vm1-cell0 --pid 99 --timeout 30", "claim vm1-cell1 --pid 99 --timeout 30",
+                                             "release vm1-cell0 --ignore-missing --timeout 30",
+                                             "release vm1-cell1 --ignore-missing --timeout 30"])
+
+    def test_cells_start_without_libvirts_directory_fails(self):
+        env, memdir = self.cells_env()
+        os.rmdir(memdir)
+        r = self.hook(self.cells_domain(self.TWO), op="start", **env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("libvirt made no memory directory", r.stderr)
+
+    def test_cells_link_failure_fails_the_start(self):
+        env, memdir = self.cells_env()
+        open(os.path.join(memdir, "ram-node0"), "w").close()   # ln refuses to replace it
+        r = self.hook(self.cells_domain(self.TWO), op="start", **env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("cannot link pool 'vm1-cell0'", r.stderr)
+
+    def test_cells_refusals(self):
+        env, _ = self.cells_env()
+        cases = [
+            (self.cells_domain(self.TWO, source=""), "needs <memoryBacking><source type='file'/>"),
+            (self.cells_domain(self.TWO, access=""), "cell 0 is not shared memory"),
+            (self.cells_domain(self.TWO, access="private", cell_access="private"), "cell 0 is not shared memory"),
+            (self.cells_domain(self.TWO[:1]), "has 2 <numa> cells but 1 <hpwarm:pool>"),
+            (self.cells_domain(("cell='0' node='0' size='128M'", "cell='0' node='1' size='128M'")),
+             "two <hpwarm:pool> elements for cell 0"),
+            (self.cells_domain(("cell='0' node='0' size='128M'", "cell='1' node='1' size='64M'")),
+             "differs from cell 1's memory"),
+            (self.cells_domain(("cell='0' node='0' size='128M'", "cell='2' node='1' size='128M'")),
+             "the domain has no <numa> cell with id 2"),
+            (self.cells_domain(("cell='0' node='0' size='128M'", "node='1' size='128M'")), "lacks cell="),
+        ]
+        for xml, msg in cases:
+            r = self.hook(xml, **env)
+            self.assertEqual(r.returncode, 1, msg)
+            self.assertIn(msg, r.stderr)
+        r = self.hook(self.cells_domain(self.TWO), FAKE_POOLDIR=self.pooldir)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("needs HPWARM_LIBVIRT_MEMORY_BACKING_DIR", r.stderr)
+        self.assertEqual(self.calls(), [])
+
+    def test_cells_shared_by_cell_attribute_is_enough(self):
+        env, _ = self.cells_env()
+        r = self.hook(self.cells_domain(self.TWO, access="", cell_access="shared"), **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_cells_not_required_start_cold_per_cell(self):
+        env, memdir = self.cells_env()
+        pools = ("cell='0' node='0' size='128M' required='no'", "cell='1' node='1' size='128M' required='no'")
+        xml = self.cells_domain(pools)
+        r = self.hook(xml, FAKE_WARM_RC=3, **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("cell 0 starts cold", r.stderr)
+        self.assertEqual(self.hook(xml, op="start", **env).returncode, 0)
+        self.assertEqual(os.listdir(memdir), [], "cold cells: libvirt's QEMU makes its own files")
+        self.assertEqual(self.hook(xml, op="started", **env).returncode, 0)
+        self.assertEqual(self.hook(xml, op="release", sub="end", **env).returncode, 0)
+        self.assertEqual([c.split()[0] for c in self.calls()], ["warm", "warm"])
+        self.assertEqual(os.listdir(self.statedir), [])
 
     # -- the script itself --
     def test_shellcheck_clean(self):
