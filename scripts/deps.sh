@@ -10,6 +10,9 @@ pkgs=(
   qemu-system-x86 busybox-static cpio # two-node QEMU guest test (qemu.numa)
   wrk strace                         # load test; the bench cross-checks QEMU with strace
   systemd                            # systemd-analyze verify of the units
+  debhelper dpkg-dev fakeroot lintian # package.deb: build the .debs (debian/) and lint them
+  adduser                            # package.deb installs hpwarmd, whose postinst adds a group
+  prometheus                         # promtool: deploy.prometheus checks the alert rules and their tests
   # libvirt test (issue 14): libvirtd, virtlogd, virsh and the QEMU driver; the
   # hook reads domain XML with xmllint; shellcheck lints the hook
   libvirt-daemon-system libvirt-clients libvirt-daemon-driver-qemu libxml2-utils shellcheck
