@@ -155,17 +155,23 @@ exec libvirtd -p "$1/libvirtd.pid" >"$1/libvirtd.out" 2>&1
         self.uri = "qemu+unix:///system?socket=%s/libvirt/libvirt-sock" % d["run"]
         deadline = time.monotonic() + 60
         while True:
-            if os.path.exists(os.path.join(self.ns, "virtlogd.child")) and self.virtlogd_pid is None:
-                with open(os.path.join(self.ns, "virtlogd.child")) as f:
-                    txt = f.read().strip()
-                    self.virtlogd_pid = int(txt) if txt else None
+            self.note_virtlogd()
             if self.libvirtd.poll() is not None:
                 raise AssertionError("libvirtd exited: " + self.read_ns("libvirtd.out"))
             if run(["virsh", "-c", self.uri, "version"], timeout=30).returncode == 0:
+                self.note_virtlogd()   # the shell wrote it before it became libvirtd
                 return
             if time.monotonic() > deadline:
                 raise AssertionError("libvirtd did not answer within 60 s: " + self.read_ns("libvirtd.out"))
             time.sleep(0.5)
+
+    def note_virtlogd(self):
+        """virtlogd's pid, as the namespace's shell noted it ($!) or, failing
+        that, from virtlogd's own pid file: virtlogd outlives libvirtd."""
+        for f in ("virtlogd.child", "virtlogd.pid"):
+            if self.virtlogd_pid is None:
+                txt = self.read_ns(f).strip()
+                self.virtlogd_pid = int(txt) if txt.isdigit() else None
 
     def read_ns(self, name):
         try:
@@ -206,6 +212,7 @@ exec libvirtd -p "$1/libvirtd.pid" >"$1/libvirtd.out" 2>&1
             except subprocess.TimeoutExpired:
                 self.libvirtd.kill()
                 self.libvirtd.wait()
+        self.note_virtlogd()
         pids = set(self.qemu_pids)
         if self.virtlogd_pid:
             pids.add(self.virtlogd_pid)
