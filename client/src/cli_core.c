@@ -33,8 +33,11 @@ const char cli_usage[] =
 "  pools                           all pools\n"
 "  claim NAME                      mark NAME as taken by a VM (clears its TTL)\n"
 "  release NAME                    cancel/delete NAME, returning its hugepages\n"
-"  handoff NAME --vmm qemu|cloud-hypervisor\n"
-"                                  print the VMM arguments for NAME\n"
+"  handoff NAME [NAME...] --vmm qemu|cloud-hypervisor|libvirt [--argv]\n"
+"                                  print the VMM arguments that make the pools\n"
+"                                  the guest's RAM (several: guest NUMA node i\n"
+"                                  = i-th NAME); --argv: one word per line.\n"
+"                                  QEMU also needs -m equal to the pools' total\n"
 "  fleet --hosts FILE nodes|pools  ask every host in FILE (one URL per line)\n"
 "  fleet --hosts FILE place --size SIZE [--page-size P] [--warm NAME]\n"
 "                                  pick the host and node with most free pages\n"
@@ -69,7 +72,7 @@ const char cli_usage[] =
 enum opt_id {
         O_URL, O_TOKEN_FILE, O_CACERT, O_CERT, O_KEY, O_TIMEOUT, O_CONNECT_TIMEOUT, O_JSON,
         O_HELP, O_VERSION, O_NODE, O_SIZE, O_PAGE_SIZE, O_THREADS, O_TTL, O_RESERVE, O_WAIT,
-        O_ALLOW_PARTIAL, O_VMM, O_HOSTS, O_WARM,
+        O_ALLOW_PARTIAL, O_VMM, O_HOSTS, O_WARM, O_ARGV,
 };
 
 #define C(x) (1u << (x))
@@ -102,6 +105,7 @@ static const struct opt {
         { "vmm", true, O_VMM, C(CMD_HANDOFF) },
         { "hosts", true, O_HOSTS, C(CMD_FLEET) },
         { "warm", true, O_WARM, C(CMD_FLEET) },
+        { "argv", false, O_ARGV, C(CMD_HANDOFF) },
 };
 
 static const struct {
@@ -118,7 +122,7 @@ static const struct {
         { "pools", CMD_POOLS, 0, 0 },
         { "claim", CMD_CLAIM, 1, 1 },
         { "release", CMD_RELEASE, 1, 1 },
-        { "handoff", CMD_HANDOFF, 1, 1 },
+        { "handoff", CMD_HANDOFF, 1, HPW_HANDOFF_MAX_POOLS },
         { "fleet", CMD_FLEET, 1, 1 },
 };
 
@@ -283,11 +287,15 @@ static int apply_opt(struct cli *c, const struct opt *o, const char *v, char *er
                         c->vmm = VMM_QEMU;
                 else if (strcmp(v, "cloud-hypervisor") == 0 || strcmp(v, "ch") == 0)
                         c->vmm = VMM_CLOUD_HYPERVISOR;
+                else if (strcmp(v, "libvirt") == 0)
+                        c->vmm = VMM_LIBVIRT;
                 else
-                        return usage_err(err, errlen, "--vmm: expected qemu or cloud-hypervisor, not '%s'", v);
+                        return usage_err(err, errlen, "--vmm: expected qemu, cloud-hypervisor or libvirt, not '%s'",
+                                         v);
                 break;
         case O_HOSTS: c->hosts = v; break;
         case O_WARM: c->warm_name = v; break;
+        case O_ARGV: c->argv_words = true; break;
         }
         return 0;
 }
@@ -301,7 +309,7 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
                 .url = env_url && env_url[0] ? env_url : CLI_DEFAULT_URL,
                 .token_file = env_token_file && env_token_file[0] ? env_token_file : NULL,
         };
-        const char *pos[8];
+        const char *pos[2 + HPW_HANDOFF_MAX_POOLS];
         size_t npos = 0;
         const struct opt *seen[64];
         size_t nseen = 0;
@@ -409,7 +417,19 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
                 if (c.cmd == CMD_WARM && c.page_size && c.size % c.page_size)
                         return usage_err(err, errlen, "warm: --size must be a multiple of --page-size");
                 if (c.cmd == CMD_HANDOFF && c.vmm == VMM_NONE)
-                        return usage_err(err, errlen, "handoff: --vmm qemu|cloud-hypervisor is required");
+                        return usage_err(err, errlen, "handoff: --vmm qemu|cloud-hypervisor|libvirt is required");
+                if (c.cmd == CMD_HANDOFF) {
+                        for (size_t i = 1; i < npos; i++) {
+                                if (!hpw_name_valid(pos[i]))
+                                        return usage_err(err, errlen, "handoff: invalid pool name '%s'", pos[i]);
+                                for (size_t j = 1; j < i; j++)
+                                        if (strcmp(pos[j], pos[i]) == 0)
+                                                return usage_err(err, errlen,
+                                                                 "handoff: '%s' named twice (one pool per guest node)",
+                                                                 pos[i]);
+                                c.names[c.n_names++] = pos[i];
+                        }
+                }
                 break;
         case CMD_FLEET:
                 if (!c.hosts)
