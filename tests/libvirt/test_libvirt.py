@@ -298,25 +298,6 @@ def build_guest(dest):
     return kernel, initrd
 
 
-# ---------------------------------------------------------------------------
-# The <qemu:commandline> fragment.  TEMPORARY: composed here until
-# `hpwarm handoff NAME --vmm libvirt` is in main; then the CLI's output is
-# used (cli_fragment below) and this composition goes away.
-def composed_fragment(pool, path, size, node):
-    obj = ("memory-backend-file,id=mem-%s,mem-path=%s,size=%d,share=on,prealloc=on,"
-           "host-nodes=%d,policy=bind" % (pool, path.replace(",", ",,"), size, node))
-    args = ["-object", obj, "-machine", "memory-backend=mem-" + pool]
-    return ("<qemu:commandline>"
-            + "".join("<qemu:arg value='%s'/>" % a for a in args)
-            + "</qemu:commandline>")
-# ---------------------------------------------------------------------------
-
-
-def cli_has_libvirt_handoff():
-    r = run([CLI, "--help"])
-    return re.search(r"handoff.*libvirt", r.stdout + r.stderr) is not None
-
-
 def domain_xml(name, kernel, initrd, serial, metadata=None, fragment="", memory_mib=GUEST_MIB):
     meta = "<metadata>%s</metadata>" % metadata if metadata else ""
     return """<domain type='qemu' xmlns:qemu='%s'>
@@ -375,13 +356,27 @@ class LibvirtBoot(TestCase):
         cleanup()
 
     # -- helpers --
-    def define(self, name, **kw):
+    def define(self, name, keep_pool=False, **kw):
+        """Define domain NAME; with metadata, its <qemu:commandline> is what
+        `hpwarm handoff NAME --vmm libvirt` prints, as README's recipe says.
+        The handoff describes a ready pool, so the pool is warmed first and,
+        unless KEEP_POOL, released again so that the hook warms it itself."""
         serial = os.path.join(self.env.tmp, name + ".serial.log")
         path = os.path.join(self.env.pool_dir, name)
-        frag = kw.pop("fragment", None)
-        if frag is None and kw.get("metadata"):
-            frag = self.fragment(name, path, GUEST_MIB * MIB, 0)
-        xml = domain_xml(name, self.kernel, self.initrd, serial, fragment=frag or "", **kw)
+        frag = ""
+        if kw.get("metadata"):
+            url = "unix://" + self.env.sock
+            r = run([CLI, "--url", url, "warm", name, "--node", "0", "--size", "%dM" % GUEST_MIB,
+                     "--ttl", "600", "--wait", "--timeout", "60"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            h = run([CLI, "--url", url, "handoff", name, "--vmm", "libvirt"])
+            if not keep_pool:
+                r = run([CLI, "--url", url, "release", name])
+                self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(h.returncode, 0, h.stderr)
+            frag = h.stdout
+            self.assertIn("mem-path=%s," % path, frag)
+        xml = domain_xml(name, self.kernel, self.initrd, serial, fragment=frag, **kw)
         f = os.path.join(self.env.tmp, name + ".xml")
         with open(f, "w") as out:
             out.write(xml)
@@ -390,18 +385,6 @@ class LibvirtBoot(TestCase):
         self.env.domains.add(name)
         self.addCleanup(self.undefine, name)
         return serial, path
-
-    def fragment(self, name, path, size, node):
-        if not cli_has_libvirt_handoff():
-            return composed_fragment(name, path, size, node)
-        # The CLI needs a ready pool to print its handoff: warm, ask, release.
-        url = "unix://" + self.env.sock
-        r = run([CLI, "--url", url, "warm", name, "--node", str(node), "--size", str(size), "--wait"])
-        self.assertEqual(r.returncode, 0, r.stderr)
-        h = run([CLI, "--url", url, "handoff", name, "--vmm", "libvirt"])
-        run([CLI, "--url", url, "release", name])
-        self.assertEqual(h.returncode, 0, h.stderr)
-        return h.stdout
 
     def undefine(self, name):
         self.env.virsh("destroy", name, timeout=60)
@@ -563,12 +546,11 @@ class LibvirtBoot(TestCase):
         then the domain starts: the hook takes that ready pool, warms nothing
         new, claims it; destroy releases it."""
         name = "hpw-lv-prewarmed"
-        _, path = self.define(name, metadata=pool_meta())
         free0 = self.free_pages()
-        r = run([CLI, "--url", "unix://" + self.env.sock, "warm", name, "--node", "0", "--size", "256M",
-                 "--ttl", "600", "--wait", "--timeout", "60"])
-        self.assertEqual(r.returncode, 0, r.stderr)
+        # README: warm, handoff, define with it, start.
+        _, path = self.define(name, keep_pool=True, metadata=pool_meta())
         before = self.pool(name).json
+        self.assertEqual(before["state"], "ready", before)
         r = self.env.virsh("start", name)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.env.qemu_pid(name)
