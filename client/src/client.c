@@ -644,16 +644,33 @@ enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t timeout_ms, hp
         return HPW_E_POOL_FAILED;
 }
 
-enum hpw_error hpw_claim(struct hpw *h, const char *name, struct hpw_pool **ret)
+/* BODY NULL: a claim as before pids existed (no body at all, which every
+ * server version takes). */
+static enum hpw_error claim(struct hpw *h, const char *name, const char *body, struct hpw_pool **ret)
 {
         char path[160];
         enum hpw_error err;
 
+        snprintf(path, sizeof(path), "/v1/pools/%s/claim", name);
+        err = request(h, "POST", path, body, false, call_deadline(h), 0);
+        return err ? err : parsed(h, hpw_json_pool(h->last.body, h->last.len, ret));
+}
+
+enum hpw_error hpw_claim(struct hpw *h, const char *name, struct hpw_pool **ret)
+{
         if (!h || !ret || !hpw_name_valid(name))
                 return HPW_E_INVALID;
-        snprintf(path, sizeof(path), "/v1/pools/%s/claim", name);
-        err = request(h, "POST", path, NULL, false, call_deadline(h), 0);
-        return err ? err : parsed(h, hpw_json_pool(h->last.body, h->last.len, ret));
+        return claim(h, name, NULL, ret);
+}
+
+enum hpw_error hpw_claim_pid(struct hpw *h, const char *name, int pid, struct hpw_pool **ret)
+{
+        char body[32];
+
+        if (!h || !ret || !hpw_name_valid(name) || pid <= 0)
+                return HPW_E_INVALID;
+        snprintf(body, sizeof(body), "{\"pid\":%d}", pid);
+        return claim(h, name, body, ret);
 }
 
 /* A DELETE retried after a lost answer may find its own work done: 404 on

@@ -521,6 +521,12 @@ static void test_handle(void)
         CHECK_INT(hpw_release(h, "a b"), ==, HPW_E_INVALID);
         struct hpw_warm_request w = { .node = 0, .size_bytes = 0 };
         CHECK_INT(hpw_warm(h, "x", &w, &p, NULL), ==, HPW_E_INVALID);
+        /* A claim's pid must name a process: no 0, no negative (the CLI
+         * test checks the body a valid one sends). */
+        CHECK_INT(hpw_claim_pid(h, "x", 0, &p), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_claim_pid(h, "x", -1, &p), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_claim_pid(h, "a b", 1, &p), ==, HPW_E_INVALID);
+        CHECK(p == NULL);
         hpw_free(h);
         hpw_free(NULL);
         hpw_pool_free(NULL);
