@@ -45,6 +45,7 @@
 #include "log.h"
 #include "pools.h"
 #include "util.h"
+#include "units.h"
 
 #define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
 /* A registry bigger than this is a runaway scheduler, not a workload. */
@@ -930,14 +931,27 @@ static int admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, 
                 struct reserve_result res = {0};
                 r = reserve_locked(p, &rq, rq.count, &res);
                 if (r < 0) {
+                        char why[160];
+
+                        if (r == -ENOMEM) {
+                                char fl[32];
+
+                                format_size(res.floor_bytes, fl, sizeof(fl));
+                                snprintf(why, sizeof(why), "it would go below the memory floor of %s (nothing "
+                                         "written; at most %" PRIu64 " pages fit)", fl, res.max_count);
+                                err->has_floor = true;
+                                err->floor_bytes = res.floor_bytes;
+                                err->mem_free_bytes = res.mem_free_bytes;
+                                err->max_count = res.max_count;
+                        } else {
+                                snprintf(why, sizeof(why), "%s", r == -EAGAIN ?
+                                         "the kernel gave fewer pages (count restored)" : strerror(-r));
+                        }
                         problem_set(err, 409, "insufficient-hugepages", "Not enough free hugepages",
                                     "node %d needs %" PRIu64 " free pages; it has %" PRIu64
                                     " free, %" PRIu64 " still to be taken by other warming pools; "
                                     "growing its pool from %" PRIu64 " to %" PRIu64 " pages failed: %s",
-                                    node, pages, hp.free, others, hp.total, rq.count,
-                                    r == -EAGAIN ? "the kernel gave fewer pages (count restored)" :
-                                    r == -ENOMEM ? "it would go below the memory floor (nothing written)" :
-                                    strerror(-r));
+                                    node, pages, hp.free, others, hp.total, rq.count, why);
                         if (r == -EAGAIN) {
                                 err->has_counts = true;
                                 err->requested = rq.count;
