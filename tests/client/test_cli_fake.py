@@ -118,6 +118,11 @@ def test_basic(srv):
     p = run("health", "--url", "ftp://x")
     expect(p, 2, "bad url")
     check("unsupported scheme 'ftp'" in p.stderr and "unix:///PATH" in p.stderr, "bad scheme explained", p)
+    # TLS to a plain listener: the message says to use http://.
+    p = run("health", "--url", "https://" + srv.url[len("http://"):], "--timeout", "3")
+    expect(p, 3, "https:// to a plain listener -> 3")
+    check("use http://" in p.stderr and srv.url[len("http://"):] in p.stderr,
+          "wrong scheme (TLS to plain) explained", p)
     # A URL without a scheme is HOST:PORT over http.
     p = run("health", "--json", "--url", srv.url[len("http://"):], "--token-file", TOKEN)
     expect(p, 0, "--url HOST:PORT means http://")
@@ -565,6 +570,10 @@ def test_tls():
         p = run("health", "--json", *u, "--cacert", c["ca"], "--cert", c["client"][0], "--key", c["client"][1])
         expect(p, 0, "mTLS health")
         check(json.loads(p.stdout or "{}").get("status") == "ok", "mTLS health json", p)
+        # Plain HTTP to a TLS listener: the message says to use https://.
+        p = run("health", "--url", "http://" + srv.url[len("https://"):], "--timeout", "3")
+        expect(p, 3, "http:// to a TLS listener -> 3")
+        check("use https://" in p.stderr, "wrong scheme (http to TLS) explained", p)
         expect(run("health", *u, "--cacert", c["ca"]), 3, "no client certificate -> 3")
         expect(run("health", *u, "--cert", c["client"][0], "--key", c["client"][1]), 3,
                "unknown server CA -> 3")
