@@ -10,9 +10,28 @@
  * one node get their chunks round-robin.  Nodes share nothing, so jobs on
  * different nodes run side by side.
  *
+ * Priority.  A node has one run queue per priority.  A worker takes a chunk
+ * of a low-priority job (stock refill, recycle) only when the normal queue is
+ * empty, i.e. no pool warm on the node has a chunk left to hand out, even if
+ * the pool warm is at its thread cap and a worker idles: the stock must not
+ * compete with a pool warm for memory bandwidth either.  Chunks in flight are
+ * never interrupted, so a pool warm that arrives waits for at most one
+ * low-priority chunk per worker; plan_make_low keeps those chunks small.
+ *
  * A chunk is one MADV_POPULATE_WRITE, done with no lock held and no memory
- * allocated.  The lock is only taken to pick a chunk and to account for it.
- * After populating a chunk the worker checks where its pages are
+ * allocated; in a zero job (recycle) it is followed by non-temporal zeroing
+ * of the chunk (zero.c).  The populate is there on purpose: on pages that are
+ * present it only maps them (no allocation, no clearing: one page-table
+ * entry per hugepage, the fault the first store would take anyway), the
+ * stores then never fault, and a page that has gone missing before the
+ * chunk (the file was truncated behind our back) comes back as EFAULT
+ * instead of a SIGBUS that would kill the daemon (a guard, not a lock: the
+ * daemon owns its files).  A zero job must never take a page from the
+ * kernel, so engine_submit refuses a file with a hole (st_blocks short of
+ * st_size) before mapping it.
+ *
+ * The lock is only taken to pick a chunk and to account for it.  After
+ * populating a chunk the worker checks where its pages are
  * (move_pages in query mode, in batches), so the placement check runs beside
  * other chunks' populates rather than as a serial tail.  Whoever finishes the
  * job (the worker that completes its last chunk, or the thread in job_cancel)
@@ -41,12 +60,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine.h"
 #include "plan.h"
 #include "topo.h"
 #include "util.h"
+#include "zero.h"
 
 /* EINTR from populate means a signal arrived mid-call; the pages done so far
  * stay done, so a retry only redoes the rest.  Workers block signals, so this
@@ -86,12 +107,13 @@ struct job {
         struct node_ctx *n;
         struct job_spec spec;
         struct plan plan;
-        uint8_t *map;
+        uint8_t *map;             /* the range [spec.offset, spec.size_bytes) of the file */
+        uint64_t len;             /* its length */
 
         /* Everything below is guarded by n->lock. */
-        struct link run;          /* in n->run while chunks are left to hand out */
+        struct link run;          /* in n->run[spec.prio] while chunks are left to hand out */
         struct link all;          /* in n->jobs until job_free or engine_free */
-        bool queued;              /* in n->run */
+        bool queued;              /* in n->run[spec.prio] */
         uint64_t next_chunk;      /* next chunk to hand out */
         unsigned active;          /* workers inside a chunk of this job */
         bool cancel;              /* job_cancel asked to stop */
@@ -127,7 +149,7 @@ struct node_ctx {
         pthread_mutex_t lock;
         pthread_cond_t work;      /* a chunk may be available, or stop */
         pthread_cond_t changed;   /* a job went quiet or complete; a worker started */
-        struct link run;          /* jobs with chunks left to hand out */
+        struct link run[2];       /* jobs with chunks left to hand out, by job_priority */
         struct link jobs;         /* every job not yet freed */
         unsigned started;
         bool stop;
@@ -136,6 +158,7 @@ struct node_ctx {
 
 struct engine {
         struct engine_ops ops;
+        const char *zero_name;    /* of ops.zero */
         bool numa;                /* libnuma says the kernel has NUMA calls */
         size_t n_nodes;
         struct node_ctx *nodes;
@@ -231,7 +254,7 @@ static void job_finish(struct job *j)
         off = j->off_node_seen;
         pthread_mutex_unlock(&j->n->lock);
 
-        e->ops.munmap(j->map, j->spec.size_bytes);
+        e->ops.munmap(j->map, j->len);
 
         pthread_mutex_lock(&j->n->lock);
         j->map = NULL;
@@ -246,20 +269,46 @@ static void job_finish(struct job *j)
         job_complete(j);
 }
 
-/* Round-robin: the first job in the queue that may take one more worker;
- * it moves to the tail so the next pick serves the job after it. */
+/* Round-robin within a priority: the first job in the queue that may take
+ * one more worker; it moves to the tail so the next pick serves the job
+ * after it.  Low-priority jobs only when no normal job has chunks left, even
+ * one at its thread cap (see the top of the file). */
 static struct job *pick_job(struct node_ctx *n)
 {
-        for (struct link *l = n->run.next; l != &n->run; l = l->next) {
+        struct link *q = !link_empty(&n->run[JOB_PRIO_NORMAL]) ? &n->run[JOB_PRIO_NORMAL] : &n->run[JOB_PRIO_LOW];
+
+        for (struct link *l = q->next; l != q; l = l->next) {
                 struct job *j = container_of(l, struct job, run);
 
                 if (j->active < j->plan.threads) {
                         link_del(&j->run);
-                        link_add_tail(&n->run, &j->run);
+                        link_add_tail(q, &j->run);
                         return j;
                 }
         }
         return NULL;
+}
+
+/* Take J out of its run queue (lock held).  When that empties the normal
+ * queue while low-priority jobs wait, idle workers may now serve them. */
+static void unqueue(struct node_ctx *n, struct job *j)
+{
+        link_del(&j->run);
+        j->queued = false;
+        if (j->spec.prio == JOB_PRIO_NORMAL && link_empty(&n->run[JOB_PRIO_NORMAL]) &&
+            !link_empty(&n->run[JOB_PRIO_LOW]))
+                pthread_cond_broadcast(&n->work);
+}
+
+/* One chunk of J at OFF (within the mapping).  Zero jobs populate first:
+ * see the top of the file. */
+static int do_chunk(const struct engine *e, const struct job *j, uint64_t off, uint64_t len)
+{
+        int r = populate(e, j->map + off, len);
+
+        if (r == 0 && j->spec.kind == JOB_ZERO)
+                e->ops.zero(j->map + off, len);
+        return r;
 }
 
 static void worker_setup(struct worker *w)
@@ -304,18 +353,15 @@ static void *worker_main(void *arg)
                         break;
 
                 off = j->next_chunk++ * j->plan.chunk_bytes;
-                if (j->next_chunk == j->plan.n_chunks) {
-                        link_del(&j->run);
-                        j->queued = false;
-                }
+                if (j->next_chunk == j->plan.n_chunks)
+                        unqueue(n, j);
                 j->active++;
-                len = j->spec.size_bytes - off < j->plan.chunk_bytes ? j->spec.size_bytes - off
-                                                                      : j->plan.chunk_bytes;
+                len = j->len - off < j->plan.chunk_bytes ? j->len - off : j->plan.chunk_bytes;
                 pthread_mutex_unlock(&n->lock);
 
                 uint64_t off_node = 0;
                 int check = -1;
-                r = populate(e, j->map + off, len);
+                r = do_chunk(e, j, off, len);
                 if (r == 0)
                         check = check_placement(e, j, off, len, &off_node);
 
@@ -330,10 +376,8 @@ static void *worker_main(void *arg)
                                 j->error = r;
                                 j->error_offset = off;
                         }
-                        if (j->queued) {
-                                link_del(&j->run);
-                                j->queued = false;
-                        }
+                        if (j->queued)
+                                unqueue(n, j);
                 } else
                         j->bytes_done += len;
 
@@ -438,7 +482,8 @@ static int node_start(struct engine *e, struct node_ctx *n, const struct topo_no
 
         n->e = e;
         n->id = tn->id;
-        link_init(&n->run);
+        link_init(&n->run[JOB_PRIO_NORMAL]);
+        link_init(&n->run[JOB_PRIO_LOW]);
         link_init(&n->jobs);
         r = node_cpus(tn, &n->cpus, &n->cpus_size, &cpu_count);
         if (r < 0)
@@ -498,7 +543,10 @@ int engine_new(const struct engine_config *cfg, struct engine **ret)
                 .madvise = madvise,
                 .mbind = mbind,
                 .move_pages = move_pages,
+                .fstat = fstat,
+                .zero = zero_best()->fn,
         };
+        e->zero_name = zero_best()->name;
         if (cfg->ops) {
                 if (cfg->ops->mmap)
                         e->ops.mmap = cfg->ops->mmap;
@@ -510,6 +558,12 @@ int engine_new(const struct engine_config *cfg, struct engine **ret)
                         e->ops.mbind = cfg->ops->mbind;
                 if (cfg->ops->move_pages)
                         e->ops.move_pages = cfg->ops->move_pages;
+                if (cfg->ops->fstat)
+                        e->ops.fstat = cfg->ops->fstat;
+                if (cfg->ops->zero) {
+                        e->ops.zero = cfg->ops->zero;
+                        e->zero_name = "injected";
+                }
         }
         e->numa = numa_available() >= 0;
 
@@ -615,11 +669,29 @@ bool engine_node_mem_bound(const struct engine *e, int node)
         return true;
 }
 
+const char *engine_zero_routine(const struct engine *e) { return e ? e->zero_name : NULL; }
+
+/* A zero job must not take pages from the kernel: every page of the file,
+ * up to the job's end at least, must be there already.  hugetlbfs counts
+ * the pages a file holds in st_blocks (512-byte units). */
+static int check_populated(const struct engine *e, const struct job_spec *spec)
+{
+        struct stat st;
+
+        if (e->ops.fstat(spec->fd, &st) < 0)
+                return errno > 0 ? -errno : -EIO;
+        if (st.st_size < 0 || (uint64_t)st.st_size < spec->size_bytes ||
+            (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size)
+                return -ENODATA;
+        return 0;
+}
+
 int engine_submit(struct engine *e, const struct job_spec *spec, struct job **ret)
 {
         unsigned long mask[NODEMASK_LONGS];
         struct node_ctx *n;
         struct job *j;
+        uint64_t len;
         void *map;
         int r;
 
@@ -628,23 +700,34 @@ int engine_submit(struct engine *e, const struct job_spec *spec, struct job **re
         n = node_find(e, spec->node);
         if (!n)
                 return -ENOENT;
-        if (spec->fd < 0 || spec->size_bytes > SIZE_MAX)
+        if (spec->fd < 0 || spec->size_bytes > SIZE_MAX || spec->offset >= spec->size_bytes ||
+            spec->size_bytes > INT64_MAX || (spec->kind != JOB_POPULATE && spec->kind != JOB_ZERO) ||
+            (spec->prio != JOB_PRIO_NORMAL && spec->prio != JOB_PRIO_LOW))
                 return -EINVAL;
+        /* The mapping starts at OFFSET, which must be on a page (the planner
+         * checks page_size and that the length is a multiple of it). */
+        if (spec->page_size == 0 || spec->offset % spec->page_size != 0)
+                return -EINVAL;
+        len = spec->size_bytes - spec->offset;
 
         j = calloc(1, sizeof(*j));
         if (!j)
                 return -ENOMEM;
-        r = plan_make(spec->size_bytes, spec->page_size, n->n_workers, spec->threads, &j->plan);
+        r = (spec->prio == JOB_PRIO_LOW ? plan_make_low : plan_make)(len, spec->page_size, n->n_workers,
+                                                                     spec->threads, &j->plan);
+        if (r == 0 && spec->kind == JOB_ZERO)
+                r = check_populated(e, spec);
         if (r < 0) {
                 free(j);
                 return r;
         }
         j->n = n;
         j->spec = *spec;
+        j->len = len;
         link_init(&j->run);
         link_init(&j->all);
 
-        map = e->ops.mmap(NULL, spec->size_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, spec->fd, 0);
+        map = e->ops.mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, spec->fd, (off_t)spec->offset);
         if (map == MAP_FAILED) {
                 r = errno > 0 ? -errno : -EIO;
                 free(j);
@@ -654,10 +737,9 @@ int engine_submit(struct engine *e, const struct job_spec *spec, struct job **re
          * what decides where hugetlb faults take their pages from.  Without
          * NUMA support in the kernel there is only one node: nothing to bind. */
         nodemask_set(mask, spec->node);
-        if (e->ops.mbind(map, spec->size_bytes, MPOL_BIND, mask, NODEMASK_BITS + 1, 0) < 0 &&
-            errno != ENOSYS) {
+        if (e->ops.mbind(map, len, MPOL_BIND, mask, NODEMASK_BITS + 1, 0) < 0 && errno != ENOSYS) {
                 r = errno > 0 ? -errno : -EIO;
-                e->ops.munmap(map, spec->size_bytes);
+                e->ops.munmap(map, len);
                 free(j);
                 return r;
         }
@@ -667,9 +749,10 @@ int engine_submit(struct engine *e, const struct job_spec *spec, struct job **re
 
         pthread_mutex_lock(&n->lock);
         link_add_tail(&n->jobs, &j->all);
-        /* At the head: the newcomer has had no chunk yet, so it is served
-         * next; from then on it takes its turn at the tail. */
-        link_add_tail(n->run.next, &j->run);
+        /* At the head of its queue: the newcomer has had no chunk yet, so it
+         * is served next among its priority; from then on it takes its turn
+         * at the tail. */
+        link_add_tail(n->run[spec->prio].next, &j->run);
         j->queued = true;
         pthread_cond_broadcast(&n->work);
         pthread_mutex_unlock(&n->lock);
@@ -713,16 +796,14 @@ void job_cancel(struct job *j)
         }
         j->cancel = true;
         j->finishing = true;
-        if (j->queued) {
-                link_del(&j->run);
-                j->queued = false;
-        }
+        if (j->queued)
+                unqueue(n, j);
         while (j->active > 0)
                 pthread_cond_wait(&n->changed, &n->lock);
         pthread_mutex_unlock(&n->lock);
 
         /* No worker is inside a chunk and none will enter one. */
-        n->e->ops.munmap(j->map, j->spec.size_bytes);
+        n->e->ops.munmap(j->map, j->len);
 
         pthread_mutex_lock(&n->lock);
         j->map = NULL;
@@ -763,6 +844,8 @@ static const struct {
         { EHWPOISON, "hardware-poison", "a hugepage of the pool is hardware-poisoned (memory error)" },
         { EINVAL, "populate-unsupported",
           "the kernel does not support MADV_POPULATE_WRITE on this mapping (needs Linux 5.14 or later)" },
+        { ENODATA, "file-not-populated",
+          "the file to zero in place is missing pages (a hole, or shorter than the job): zeroing it would take new pages from the kernel" },
 };
 
 const char *engine_error_cause(int err)

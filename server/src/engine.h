@@ -1,6 +1,6 @@
 /* engine: per-NUMA-node worker threads that prefault (populate and so zero)
- * hugetlbfs pool files.  The only module that calls mmap/madvise/mbind/
- * move_pages on pool memory.
+ * hugetlbfs pool files, or zero already populated ones in place (recycle).
+ * The only module that calls mmap/madvise/mbind/move_pages on pool memory.
  *
  * Workers are created once, at engine_new(), before any populate runs: a new
  * thread's stack mmap takes the mmap lock as a writer and would convoy with
@@ -10,11 +10,19 @@
  * mapping to the node, and its chunks (see plan.h) are pulled by that node's
  * workers, one MADV_POPULATE_WRITE per chunk; several jobs on one node share
  * its workers round-robin.  When the last chunk is done the mapping is
- * checked page by page with move_pages, unmapped, and on_done runs. */
+ * checked page by page with move_pages, unmapped, and on_done runs.
+ *
+ * A zero job (JOB_ZERO) has the same chunks, queue, cancellation, progress
+ * and on_done; each chunk is one MADV_POPULATE_WRITE (cheap on present pages,
+ * and a page that went missing is an error rather than a SIGBUS) followed by
+ * non-temporal zeroing (zero.h).  Low-priority jobs (JOB_PRIO_LOW: stock
+ * refills and recycles) get a chunk only while no normal job on their node
+ * has chunks left to hand out. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 struct topo;
@@ -30,6 +38,10 @@ struct engine_ops {
         /* Query form only (nodes == NULL): status[i] = node of pages[i] or -errno. */
         long (*move_pages)(int pid, unsigned long count, void **pages, const int *nodes, int *status,
                            int flags);
+        /* Zero jobs: the file's page count (st_blocks) and size before mapping it. */
+        int (*fstat)(int fd, struct stat *st);
+        /* Zero jobs: clear LEN bytes at ADDR (default: zero_best()->fn). */
+        void (*zero)(void *addr, size_t len);
 };
 
 struct engine_config {
@@ -56,13 +68,41 @@ size_t engine_node_tids(const struct engine *e, int node, pid_t *tids, size_t ma
 bool engine_node_pinned(const struct engine *e, int node);
 /* Whether every worker of NODE has its memory policy bound to the node. */
 bool engine_node_mem_bound(const struct engine *e, int node);
+/* Name of the routine zero jobs use ("avx512", "avx2", "sse2", "memset";
+ * "injected" with engine_ops.zero).  Static string. */
+const char *engine_zero_routine(const struct engine *e);
+
+enum job_kind {
+        JOB_POPULATE = 0,        /* fault the range in; the kernel zeroes new pages (a warm) */
+        JOB_ZERO,                /* zero an already populated file in place (a recycle) */
+};
+
+enum job_priority {
+        JOB_PRIO_NORMAL = 0,     /* pool warms */
+        /* Stock refills and recycles: served only while no normal job on
+         * the node has chunks left to hand out, in chunks of at most 16 MiB
+         * (plan_make_low), so a pool warm waits for at most one such chunk
+         * per worker. */
+        JOB_PRIO_LOW,
+};
 
 struct job_spec {
         int node;
         int fd;                  /* pool file, O_RDWR; borrowed: the engine never closes it */
-        uint64_t size_bytes;     /* multiple of page_size */
+        uint64_t size_bytes;     /* end of the range the job covers; multiple of page_size */
         uint64_t page_size;
         unsigned threads;        /* 0 = all the node's workers */
+        /* Start of the range: the job covers [offset, size_bytes) of the
+         * file (mapped, chunked, counted in bytes_done and checked for
+         * placement), e.g. only the part a grown stock file gained.  A
+         * multiple of page_size below size_bytes; 0 = the whole file. */
+        uint64_t offset;
+        /* JOB_ZERO: every page of the file must be present (st_blocks
+         * covers st_size, and st_size >= size_bytes), else engine_submit
+         * refuses with -ENODATA before touching anything: zeroing through a
+         * hole would take a new page from the kernel. */
+        enum job_kind kind;
+        enum job_priority prio;
         /* Called exactly once when the job leaves JOB_RUNNING: from a worker
          * when done or failed, from the thread in job_cancel (or job_free,
          * engine_free) when cancelled.  May run before engine_submit returns.
@@ -85,8 +125,8 @@ struct job_status {
         uint64_t started_ns, finished_ns; /* CLOCK_MONOTONIC; finished 0 while running */
 };
 
-/* Start warming.  -ENOENT unknown node, -EINVAL bad spec, -ENOMEM, or the
- * mmap/mbind error.  The caller ftruncates the file to size_bytes first.  On
+/* Start warming (or zeroing).  -ENOENT unknown node, -EINVAL bad spec,
+ * -ENODATA a zero job's file has a hole, -ENOMEM, or the fstat/mmap/mbind error.  The caller ftruncates the file to size_bytes first.  On
  * hugetlbfs, mmap reserves all the file's missing pages at once, so -ENOMEM
  * here means too few free hugepages (globally) for the pool: nothing was
  * touched.  Caller owns *ret and frees it with job_free after the job left
@@ -102,7 +142,7 @@ void job_cancel(struct job *j);
 /* Accepts NULL.  A job still running is cancelled first. */
 void job_free(struct job *j);
 
-/* What a populate errno means for the operator, e.g. EFAULT -> "the node ran
+/* What a populate (or zero) errno means for the operator, e.g. EFAULT -> "the node ran
  * out of free hugepages or hit a hugetlb cgroup limit".  Static string. */
 const char *engine_error_cause(int err);
 /* Short stable slug for the same, e.g. "hugepages-exhausted". */

@@ -14,3 +14,8 @@ struct plan {
  * -EINVAL on bad arguments. */
 int plan_make(uint64_t size_bytes, uint64_t page_size, unsigned workers, unsigned threads_requested,
               struct plan *ret);
+/* The same for a low-priority job (stock refill, recycle): chunks of at most
+ * 16 MiB (or one page if larger), so that a normal job arriving meanwhile
+ * waits for little (see PLAN_LOW_CHUNK_BYTES in plan.c). */
+int plan_make_low(uint64_t size_bytes, uint64_t page_size, unsigned workers, unsigned threads_requested,
+                  struct plan *ret);

@@ -5,13 +5,26 @@ thread count for every contender.
   (a) hpwarmd warm: client-observed wall time from PUT /v1/pools/NAME to the
       answer of GET ...?wait=ready (the long-poll), then DELETE (not timed);
   (b) populate_ideal: the same MADV_POPULATE_WRITE over a file of the same
-      size with the same threads and nothing else (its own mmap..munmap clock);
+      size with the same threads and nothing else (its own mmap..munmap
+      clock), the threads created and parked on a barrier before the clock
+      starts -- the strongest known form (issue 12);
+ (b0) the older populate_ideal --spawn (threads created inside the clock,
+      which convoy on the mmap lock with the populates already running),
+      an extra row for comparison;
   (c) QEMU cold: qemu-system-x86_64 -machine none with a memory-backend-file
       prealloc=on prealloc-threads=N on a fresh file in the same hugetlbfs;
   (d) QEMU on a pool hpwarmd has just warmed (its handoff.qemu string, with
       prealloc-threads=N added): the VM-boot memory phase after warm-up;
   plus GET /v1/pools/NAME latency from a keep-alive client loop and the
-  daemon's RSS while a warm of SIZE runs.
+  daemon's RSS while a warm of SIZE runs;
+  and two phases for issue 12's stock (after the daemon has stopped):
+  recycle_bench: (r1) a dirtied populated file zeroed in place in userspace
+      with zero.c's streaming stores (and (r1') with memset) against (r2)
+      truncate to 0 + ftruncate back + MADV_POPULATE_WRITE, same file, same
+      threads parked before any clock, its own interleaved rounds;
+  prio_bench: the real engine; a populate of SIZE alone (p0), beside a
+      low-priority zero job of SIZE/2 that is already running (p1), beside
+      the same at normal priority (p2, contrast), and the zero job alone.
 
 QEMU timing method.  QEMU's prealloc time is its spawn-to-exit wall time
 (stdin "quit") minus the median spawn-to-exit time of the same command with a
@@ -65,6 +78,9 @@ TARGET_A_OVER_C = 1.0
 TARGET_D_SPEEDUP = 20.0
 TARGET_P99_S = 0.010
 TARGET_RSS_BYTES = 16 << 20
+# Targets of issue 12.
+TARGET_RECYCLE = 1.2
+TARGET_LOW_SLOWDOWN = 1.10
 # A hugepage pool that is still growing (this VM adds memory to node 0 as it
 # is demanded) gets this long to reach the count we asked for.
 RESERVE_TIMEOUT_S = 60
@@ -123,9 +139,10 @@ def reserve_node0(pages):
 
 # -- processes ---------------------------------------------------------------
 
-def run_ideal(ideal, path, size, threads):
+def run_ideal(ideal, path, size, threads, spawn=False):
     t0 = time.perf_counter()
-    p = subprocess.run([ideal, path, str(size), str(threads)], capture_output=True, timeout=900)
+    p = subprocess.run([ideal] + (["--spawn"] if spawn else []) + [path, str(size), str(threads)],
+                       capture_output=True, timeout=900)
     wall = time.perf_counter() - t0
     try:
         out = json.loads(p.stdout.decode().strip().splitlines()[-1])
@@ -134,6 +151,18 @@ def run_ideal(ideal, path, size, threads):
     if p.returncode != 0 or "error" in out:
         raise BenchError("populate_ideal: %s" % out.get("error"))
     return out["elapsed_seconds"], wall
+
+
+def run_helper(name, argv):
+    """A helper that prints one line of JSON (recycle_bench, prio_bench)."""
+    p = subprocess.run(argv, capture_output=True, timeout=1800)
+    try:
+        out = json.loads(p.stdout.decode().strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        out = {"error": "no JSON: %r %r" % (p.stdout[-200:], p.stderr[-200:])}
+    if p.returncode != 0 or "error" in out:
+        raise BenchError("%s: %s" % (name, out.get("error")))
+    return out
 
 
 def madvise_window(trace):
@@ -362,9 +391,11 @@ def measure(args, mnt, res):
         raise BenchError("%s not found (use --no-qemu to leave QEMU out)" % args.qemu)
     strace = qemu and not args.no_strace and shutil.which("strace")
 
-    # Hugepages: the size, plus headroom, on top of pages in use elsewhere.
+    # Hugepages: the size (1.5 x for prio_bench: a populate beside a zero
+    # job of half the size), plus headroom, on top of pages in use elsewhere.
     in_use = node0("nr_hugepages") - node0("free_hugepages")
-    want = size // PAGE + args.headroom_pages + in_use
+    need = size + (size // 2 // PAGE * PAGE if not args.no_prio else 0)
+    want = need // PAGE + args.headroom_pages + in_use
     got = reserve_node0(want)
     log("node0 nr_hugepages=%d (asked %d), free=%d" % (got, want, node0("free_hugepages")))
     if got < want:
@@ -382,7 +413,7 @@ def measure(args, mnt, res):
 
     d = Daemon(args.hpwarmd, pool_dir, threads)
     try:
-        r = {k: [] for k in ("a", "a_server", "b", "b_wall", "c_wall", "d_wall", "base",
+        r = {k: [] for k in ("a", "a_server", "b", "b_wall", "b0", "c_wall", "d_wall", "base",
                                 "c_strace", "d_strace", "delete")}
 
         def do_a(rnd):
@@ -411,10 +442,15 @@ def measure(args, mnt, res):
             r["delete"].append(time.perf_counter() - t0)
 
         def do_b(rnd):
-            el, wall = run_ideal(args.ideal, scratch, size, threads)
-            rm(scratch)
-            r["b"].append(el)
-            r["b_wall"].append(wall)
+            # Parked and spawn alternate which goes first.
+            for spawn in ((False, True) if rnd % 2 == 0 else (True, False)):
+                el, wall = run_ideal(args.ideal, scratch, size, threads, spawn=spawn)
+                rm(scratch)
+                if spawn:
+                    r["b0"].append(el)
+                else:
+                    r["b"].append(el)
+                    r["b_wall"].append(wall)
 
         def do_c(rnd):
             if not qemu:
@@ -447,6 +483,23 @@ def measure(args, mnt, res):
             rm(f)
         shutil.rmtree(pool_dir, ignore_errors=True)
 
+    # Issue 12 phases, with the daemon gone: each helper interleaves its own
+    # contenders over ROUNDS rounds after an untimed warm-up round.
+    if not args.no_recycle:
+        recycle_file = os.path.join(mnt, "bench-recycle")
+        try:
+            res["recycle"] = run_helper("recycle_bench", [args.recycle_bench, recycle_file, str(size),
+                                                          str(threads), str(args.rounds)] + args.recycle_routines)
+        finally:
+            rm(recycle_file)
+        first = next(iter(res["recycle"]["r1"]))
+        log("recycle: r1 %s %.3fs, r2 truncate+populate %.3fs (medians)" % (
+            first, median(res["recycle"]["r1"][first]), median(res["recycle"]["r2"])))
+    if not args.no_prio:
+        res["prio"] = run_helper("prio_bench", [args.prio_bench, mnt, str(size), str(threads), str(args.rounds)])
+        log("priority: populate alone %.3fs, beside low-priority zero %.3fs (medians)" % (
+            median(res["prio"]["alone"]), median(res["prio"]["beside_low"])))
+
 
 # -- report ------------------------------------------------------------------
 
@@ -459,8 +512,9 @@ def report(args, res, cmdline):
     rows, checks, notes = [], [], list(res.get("notes", []))
     rows.append(("(a) hpwarmd PUT->ready (client wall)", a))
     rows.append(("    hpwarmd elapsed_seconds (server)", median(r["a_server"])))
-    rows.append(("(b) populate_ideal (mmap..munmap)", b))
+    rows.append(("(b) populate_ideal, threads parked (mmap..munmap)", b))
     rows.append(("    populate_ideal (process wall)", median(r["b_wall"])))
+    rows.append(("(b0) populate_ideal --spawn (threads made in clock)", median(r["b0"])))
     checks.append(("(a)/(b) throughput", b / a, TARGET_A_OVER_B, ">="))
     paired = median([y / x for x, y in zip(r["a"], r["b"])])
     checks.append(("(a)/(b) median of per-round ratios", paired, TARGET_A_OVER_B, ">="))
@@ -489,6 +543,33 @@ def report(args, res, cmdline):
     else:
         notes.append("QEMU left out (--no-qemu)")
     rows.append(("    DELETE of a ready pool (not in (a))", median(r["delete"])))
+    extra = []  # (name, seconds, bytes) rows of other sizes
+    rc = res.get("recycle")
+    if rc:
+        # (r1) is the first routine asked for (by default the best one here).
+        best = next(iter(rc["r1"]))
+        r1, r2 = median(rc["r1"][best]), median(rc["r2"])
+        rows.append(("(r1) recycle: zero in place, %s%s" % (
+            best, " streaming stores" if best == rc["best"] else ""), r1))
+        for name, xs in rc["r1"].items():
+            if name != best:
+                rows.append(("(r1') recycle: zero in place, %s" % name, median(xs)))
+        rows.append(("(r2) truncate + ftruncate + MADV_POPULATE_WRITE", r2))
+        checks.append(("(r2)/(r1) recycle vs kernel path", r2 / r1, TARGET_RECYCLE, ">="))
+        checks.append(("(r2)/(r1) median of per-round ratios",
+                       median([y / x for x, y in zip(rc["r1"][best], rc["r2"])]), TARGET_RECYCLE, ">="))
+    pr = res.get("prio")
+    if pr:
+        rows.append(("(p0) engine populate alone (submit..on_done)", median(pr["alone"])))
+        rows.append(("(p1) the same beside a low-priority zero job", median(pr["beside_low"])))
+        rows.append(("(p2) the same beside a normal-priority zero job", median(pr["beside_normal"])))
+        extra.append(("(z) engine zero job alone, low priority (%s)" % pr["zero_routine"],
+                      median(pr["zero_alone"]), pr["zero_size_bytes"]))
+        checks.append(("(p1)/(p0) populate slowed by a low-priority zero job",
+                       median([y / x for x, y in zip(pr["alone"], pr["beside_low"])]), TARGET_LOW_SLOWDOWN, "<="))
+        notes.append("(p2)/(p0), what priority saves: %.2fx; zero jobs restarted because they ended before "
+                     "the populate could start beside them: %d" % (
+                         median([y / x for x, y in zip(pr["alone"], pr["beside_normal"])]), pr["zero_restarts"]))
     lat = res.get("latency")
     if lat and lat["samples"]:
         checks.append(("GET pool p99 during warm (p50 %.2f, max %.2f ms)" % (lat["p50_s"] * 1e3, lat["max_s"] * 1e3),
@@ -507,17 +588,25 @@ def report(args, res, cmdline):
         out.append("%-52s %10s %9s" % (name, "%.4f" % s if s is not None else "-",
                                         "%.2f" % g if g is not None and "baseline (" not in name
                                         and "DELETE" not in name else "-"))
+    for name, s, nbytes in extra:
+        out.append("%-52s %10s %9s" % (name + " [%s]" % human(nbytes), "%.4f" % s, "%.2f" % (nbytes / GIB / s)))
     out += ["", "%-58s %10s %10s %5s" % ("ratio / figure", "measured", "target", "")]
     for chk in checks:
         name, val, tgt, op = chk[:4]
         unit = " " + chk[4] if len(chk) > 4 else "x"
-        ok = val >= tgt if op == ">=" else val < tgt
+        ok = val >= tgt if op == ">=" else val <= tgt if op == "<=" else val < tgt
         out.append("%-58s %10s %10s %5s" % (name, "%.2f%s" % (val, unit), "%s %g%s" % (op, tgt, unit),
                                              "PASS" if ok else "MISS"))
     out.append("")
     notes.append("warm-up (first touch) passes, GiB/s: " + ", ".join("%.2f" % x for x in res["warmup_gib_s"]))
     out += ["note: " + n for n in notes]
     out.append("per-round seconds: " + json.dumps({k: [round(x, 4) for x in v] for k, v in r.items() if v}))
+    if rc:
+        out.append("recycle per-round seconds: " + json.dumps(
+            {"r1 " + k: [round(x, 4) for x in v] for k, v in rc["r1"].items()} | {"r2": [round(x, 4) for x in rc["r2"]]}))
+    if pr:
+        out.append("priority per-round seconds: " + json.dumps(
+            {k: [round(x, 4) for x in pr[k]] for k in ("alone", "beside_low", "beside_normal", "zero_alone")}))
     print("\n".join(out), flush=True)
 
 
@@ -535,6 +624,13 @@ def main():
                     help="build dir holding server/hpwarmd and tests/bench/populate_ideal")
     ap.add_argument("--hpwarmd")
     ap.add_argument("--ideal")
+    ap.add_argument("--recycle-bench")
+    ap.add_argument("--prio-bench")
+    ap.add_argument("--no-recycle", action="store_true", help="leave out the recycle phase (issue 12)")
+    ap.add_argument("--no-prio", action="store_true", help="leave out the priority phase (issue 12)")
+    ap.add_argument("--recycle-routines", type=lambda t: [x for x in t.split(",") if x], default=[],
+                    help="zero routines for (r1), comma-separated, best first (default: the best one here and "
+                         "memset); nopop:NAME zeroes without populating first")
     ap.add_argument("--qemu", default="qemu-system-x86_64")
     ap.add_argument("--no-qemu", action="store_true")
     ap.add_argument("--no-strace", action="store_true", help="skip the strace cross-check of QEMU")
@@ -546,7 +642,10 @@ def main():
     args = ap.parse_args()
     args.hpwarmd = args.hpwarmd or os.path.join(args.build, "server", "hpwarmd")
     args.ideal = args.ideal or os.path.join(args.build, "tests", "bench", "populate_ideal")
-    for exe in (args.hpwarmd, args.ideal):
+    args.recycle_bench = args.recycle_bench or os.path.join(args.build, "tests", "bench", "recycle_bench")
+    args.prio_bench = args.prio_bench or os.path.join(args.build, "tests", "bench", "prio_bench")
+    for exe in [args.hpwarmd, args.ideal] + ([] if args.no_recycle else [args.recycle_bench]) + (
+            [] if args.no_prio else [args.prio_bench]):
         if not os.access(exe, os.X_OK):
             ap.error("%s is not built (cmake --build %s)" % (exe, args.build))
     if args.threads < 1 or args.rounds < 1:

@@ -11,7 +11,16 @@
  *    left reserved;
  *  - cancel: a multi-chunk warm cancelled after its first chunk stops with exactly the
  *    pages of the chunks it finished in the file, and nothing changes after
- *    job_cancel returned; warming the file again (resume) completes it.
+ *    job_cancel returned; warming the file again (resume) completes it;
+ *  - zero (recycle): every page of a warm file filled with a pattern, as a
+ *    guest would; a zero job leaves every byte zero, and HugePages_Free,
+ *    the file's page count and the reservations did not move (no page went
+ *    back to the kernel or came from it);
+ *  - a zero job on a file with a hole is refused (-ENODATA) and takes nothing;
+ *  - a cancelled one-thread zero job stops at a chunk boundary: the bytes
+ *    before bytes_done are zero, every byte after still holds the pattern;
+ *  - tail range: a warm file grown with ftruncate and populated from the old
+ *    end takes exactly the new pages; the old part keeps its content.
  *
  * Everything it creates it removes; when a failed check aborts it, guard.sh
  * removes the files left behind and restores the counts. */
@@ -58,6 +67,25 @@ static void write_u64(const char *path, uint64_t v)
 }
 
 static uint64_t node_free(void) { return read_u64(NODE_HP "free_hugepages"); }
+
+/* HugePages_Free from /proc/meminfo (all nodes). */
+static uint64_t meminfo_free(void)
+{
+        FILE *f = fopen("/proc/meminfo", "re");
+        char line[256];
+        unsigned long long v = 0;
+        bool found = false;
+
+        CHECK(f);
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "HugePages_Free: %llu", &v) == 1) {
+                        found = true;
+                        break;
+                }
+        fclose(f);
+        CHECK(found);
+        return v;
+}
 static uint64_t resv(void) { return read_u64(GLOBAL_HP "resv_hugepages"); }
 
 struct done {
@@ -103,14 +131,64 @@ static uint64_t file_pages(int fd)
         return (uint64_t)st.st_blocks * 512 / PAGE;
 }
 
+static int submit_spec(struct engine *e, struct job_spec spec, struct done *d, struct job **ret)
+{
+        spec.node = 0;
+        spec.page_size = PAGE;
+        spec.on_done = on_done;
+        spec.arg = d;
+        return engine_submit(e, &spec, ret);
+}
+
 static int submit(struct engine *e, int fd, uint64_t size, unsigned threads, struct done *d, struct job **ret)
 {
-        struct job_spec spec = {
-                .node = 0, .fd = fd, .size_bytes = size, .page_size = PAGE,
-                .threads = threads, .on_done = on_done, .arg = d,
-        };
+        return submit_spec(e, (struct job_spec){ .fd = fd, .size_bytes = size, .threads = threads }, d, ret);
+}
 
-        return engine_submit(e, &spec, ret);
+/* Warm a file of SIZE (created) and return its fd. */
+static int warm_file(struct engine *e, const char *name, uint64_t size, char *path, size_t path_size)
+{
+        struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+        struct job_status st;
+        struct job *j = NULL;
+        int fd = make_file(name, size, path, path_size);
+
+        CHECK_INT(submit(e, fd, size, 0, &d, &j), ==, 0);
+        wait_done(&d);
+        job_get_status(j, &st);
+        CHECK_INT(st.state, ==, JOB_DONE);
+        job_free(j);
+        CHECK_U64(file_pages(fd), ==, size / PAGE);
+        return fd;
+}
+
+/* The word at byte I of a file filled by fill(): never zero. */
+static uint64_t pattern(uint64_t i) { return UINT64_C(0xa5a5a5a55a5a5a5a) ^ (i / PAGE) ^ ((i % PAGE) << 24); }
+
+/* Write the pattern over [FROM, TO) of the file, as a guest would. */
+static void fill(int fd, uint64_t from, uint64_t to)
+{
+        uint8_t *p = mmap(NULL, to, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+        CHECK(p != MAP_FAILED);
+        for (uint64_t i = from; i < to; i += sizeof(uint64_t))
+                *(uint64_t *)(void *)(p + i) = pattern(i);
+        CHECK_INT(munmap(p, to), ==, 0);
+}
+
+/* Check every word of [FROM, TO): zero, or the pattern. */
+static void expect(int fd, uint64_t from, uint64_t to, bool zero, const char *what)
+{
+        const uint8_t *p = mmap(NULL, to, PROT_READ, MAP_SHARED, fd, 0);
+
+        CHECK(p != MAP_FAILED);
+        for (uint64_t i = from; i < to; i += sizeof(uint64_t)) {
+                uint64_t v = *(const uint64_t *)(const void *)(p + i), want = zero ? 0 : pattern(i);
+
+                if (v != want)
+                        CHECK_FAIL_("%s: word at byte %" PRIu64 " is %#" PRIx64 ", want %#" PRIx64, what, i, v, want);
+        }
+        CHECK_INT(munmap((void *)p, to), ==, 0);
 }
 
 static void test_warm(struct engine *e)
@@ -246,6 +324,162 @@ static void test_cancel(struct engine *e)
         CHECK_U64(resv(), ==, resv0);
 }
 
+
+/* Recycle: a guest-dirtied warm file comes back all zero, and no page moved
+ * between the file and the kernel. */
+static void test_zero(struct engine *e)
+{
+        struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+        const uint64_t pages = 64, size = pages * PAGE;
+        uint64_t free0 = node_free(), resv0 = resv(), mfree;
+        struct job_status st;
+        struct job *j = NULL;
+        char path[4200];
+        int fd = warm_file(e, "zero", size, path, sizeof(path));
+
+        fill(fd, 0, size);
+        expect(fd, 0, size, false, "pattern written");
+        CHECK_U64(free0 - node_free(), ==, pages);
+        free0 = node_free();
+        mfree = meminfo_free();
+
+        CHECK_INT(submit_spec(e, (struct job_spec){ .fd = fd, .size_bytes = size, .kind = JOB_ZERO }, &d, &j), ==, 0);
+        wait_done(&d);
+        job_get_status(j, &st);
+        CHECK_INT(st.state, ==, JOB_DONE);
+        CHECK_INT(st.error, ==, 0);
+        CHECK_U64(st.bytes_done, ==, size);
+        CHECK(st.verified);
+        CHECK_U64(st.pages_off_node, ==, 0);
+        fprintf(stderr, "zero: %" PRIu64 " MiB in %.1f ms with %u threads (%s)\n", size / MIB,
+                (double)(st.finished_ns - st.started_ns) / 1e6, st.threads, engine_zero_routine(e));
+        job_free(j);
+
+        CHECK_U64(node_free(), ==, free0);
+        CHECK_U64(meminfo_free(), ==, mfree);
+        CHECK_U64(resv(), ==, resv0);
+        CHECK_U64(file_pages(fd), ==, pages);
+        expect(fd, 0, size, true, "after the zero job");
+
+        CHECK_INT(close(fd), ==, 0);
+        CHECK_INT(unlink(path), ==, 0);
+        CHECK_U64(node_free(), ==, free0 + pages);
+}
+
+/* A hole: zeroing through it would fault in a fresh page; refused before
+ * anything is mapped, and nothing changes. */
+static void test_zero_hole(struct engine *e)
+{
+        struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+        const uint64_t pages = 16, size = pages * PAGE;
+        uint64_t free0 = node_free(), resv0 = resv();
+        struct job_status st;
+        struct job *j = NULL;
+        char path[4200];
+        int fd = make_file("hole", size, path, sizeof(path));
+
+        /* Populate the second half only: the first half is a hole. */
+        CHECK_INT(submit_spec(e, (struct job_spec){ .fd = fd, .size_bytes = size, .offset = size / 2 }, &d, &j), ==, 0);
+        wait_done(&d);
+        job_get_status(j, &st);
+        CHECK_INT(st.state, ==, JOB_DONE);
+        job_free(j);
+        CHECK_U64(file_pages(fd), ==, pages / 2);
+        CHECK_U64(free0 - node_free(), ==, pages / 2);
+
+        j = (struct job *)0x1;
+        CHECK_INT(submit_spec(e, (struct job_spec){ .fd = fd, .size_bytes = size, .kind = JOB_ZERO }, &d, &j), ==,
+                  -ENODATA);
+        CHECK(j == (struct job *)0x1);
+        /* Even a zero job of only the populated half: the rule is the whole file. */
+        CHECK_INT(submit_spec(e, (struct job_spec){ .fd = fd, .size_bytes = size, .offset = size / 2, .kind = JOB_ZERO },
+                              &d, &j), ==, -ENODATA);
+        CHECK_U64(file_pages(fd), ==, pages / 2);
+        CHECK_U64(free0 - node_free(), ==, pages / 2);
+        CHECK_U64(resv(), ==, resv0);
+
+        CHECK_INT(close(fd), ==, 0);
+        CHECK_INT(unlink(path), ==, 0);
+        CHECK_U64(node_free(), ==, free0);
+}
+
+/* A one-thread zero job cancelled midway stops at a chunk boundary: the
+ * bytes it reports done are zero, every byte after them is untouched. */
+static void test_zero_cancel(struct engine *e)
+{
+        struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+        const uint64_t pages = 96, size = pages * PAGE;
+        uint64_t free0;
+        struct job_status st;
+        struct job *j = NULL;
+        struct plan p;
+        char path[4200];
+        int fd = warm_file(e, "zero-cancel", size, path, sizeof(path));
+
+        /* Low priority: the finest chunks, so the cancel falls midway. */
+        CHECK_INT(plan_make_low(size, PAGE, engine_node_workers(e, 0), 1, &p), ==, 0);
+        CHECK_U64(p.n_chunks, >, 4);
+        fill(fd, 0, size);
+        free0 = node_free();
+        CHECK_INT(submit_spec(e, (struct job_spec){ .fd = fd, .size_bytes = size, .threads = 1, .kind = JOB_ZERO,
+                                                    .prio = JOB_PRIO_LOW }, &d, &j), ==, 0);
+        do {
+                sched_yield();
+                job_get_status(j, &st);
+        } while (st.state == JOB_RUNNING && st.bytes_done == 0);
+        job_cancel(j);
+        CHECK(d.called);
+        job_get_status(j, &st);
+        CHECK(st.state == JOB_CANCELLED || st.state == JOB_DONE);
+        fprintf(stderr, "zero cancel: state %d after %" PRIu64 " of %" PRIu64 " MiB (chunks of %" PRIu64 " MiB)\n",
+                st.state, st.bytes_done / MIB, size / MIB, p.chunk_bytes / MIB);
+        if (st.bytes_done != size)
+                CHECK_U64(st.bytes_done % p.chunk_bytes, ==, 0);
+        job_free(j);
+        expect(fd, 0, st.bytes_done, true, "zeroed before the cancel");
+        expect(fd, st.bytes_done, size, false, "left alone after the cancel");
+        CHECK_U64(node_free(), ==, free0);
+        CHECK_U64(file_pages(fd), ==, pages);
+
+        CHECK_INT(close(fd), ==, 0);
+        CHECK_INT(unlink(path), ==, 0);
+}
+
+/* Partial hand-out: a warm file grown with ftruncate and populated from its
+ * old end takes exactly the new pages; the old part keeps what it held. */
+static void test_tail(struct engine *e)
+{
+        struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+        const uint64_t old_pages = 16, new_pages = 24, old_size = old_pages * PAGE;
+        const uint64_t size = (old_pages + new_pages) * PAGE;
+        uint64_t free0, resv0 = resv();
+        struct job_status st;
+        struct job *j = NULL;
+        char path[4200];
+        int fd = warm_file(e, "tail", old_size, path, sizeof(path));
+
+        fill(fd, 0, old_size);
+        free0 = node_free();
+        CHECK_INT(ftruncate(fd, (off_t)size), ==, 0);
+        CHECK_INT(submit_spec(e, (struct job_spec){ .fd = fd, .size_bytes = size, .offset = old_size }, &d, &j), ==, 0);
+        wait_done(&d);
+        job_get_status(j, &st);
+        CHECK_INT(st.state, ==, JOB_DONE);
+        CHECK_U64(st.bytes_done, ==, size - old_size);
+        CHECK(st.verified);
+        CHECK_U64(st.pages_off_node, ==, 0);
+        job_free(j);
+        CHECK_U64(free0 - node_free(), ==, new_pages);
+        CHECK_U64(file_pages(fd), ==, old_pages + new_pages);
+        CHECK_U64(resv(), ==, resv0);
+        expect(fd, 0, old_size, false, "old part after growing");
+        expect(fd, old_size, size, true, "new part");
+
+        CHECK_INT(close(fd), ==, 0);
+        CHECK_INT(unlink(path), ==, 0);
+        CHECK_U64(node_free(), ==, free0 + old_pages);
+}
+
 int main(void)
 {
         const char *mnt = getenv("HPW_TEST_HUGETLBFS");
@@ -284,6 +518,10 @@ int main(void)
         test_warm(e);
         test_exhaustion(e);
         test_cancel(e);
+        test_zero(e);
+        test_zero_hole(e);
+        test_zero_cancel(e);
+        test_tail(e);
 
         engine_free(e);
         CPU_FREE(node.cpus);

@@ -5,6 +5,13 @@
  * offset, EINTR retry and its bound, cancellation while workers are inside a
  * chunk, round-robin fairness on one node, jobs on two nodes of a hand-built
  * topology (one memory-only), and engine_free with a job still running.
+ * Zero jobs (recycle): a fake zero routine records its calls and fstat
+ * reports a chosen page count, for holes refused before mapping, zeroing
+ * chunk by chunk after each populate, and cancellation; priorities: a
+ * low-priority job gets no chunk while a normal job has chunks left (one
+ * worker; and with an idle worker beside a normal job at its thread cap),
+ * and one that never got a chunk cancels at once;
+ * the offset of a tail-range job.
  *
  * Chunk sizes depend on the job's size and worker count (see plan.c), so
  * every expectation about chunks (error offsets, call counts, what a cancel
@@ -17,6 +24,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +33,7 @@
 #include "plan.h"
 #include "topo.h"
 #include "util.h"
+#include "zero.h"
 
 #define PAGE (2 * MIB)
 #define MAX_CALLS 4096
@@ -54,6 +63,16 @@ static struct {
         unsigned mmaps, munmaps, mbinds;
         int mbind_node;
         int mmap_flags;
+        off_t mmap_off;           /* file offset and length of the latest mmap */
+        size_t mmap_len;
+        /* zero jobs */
+        off_t file_size;          /* what fstat reports */
+        blkcnt_t file_blocks;
+        int fstat_errno;          /* fstat fails with it (0 = no) */
+        unsigned fstats;
+        unsigned zcalls;
+        uint8_t *zcall_addr[MAX_CALLS];
+        size_t zcall_len[MAX_CALLS];
 } fk = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
 static void fake_reset(void)
@@ -71,7 +90,13 @@ static void fake_reset(void)
         fk.calls = fk.mmaps = fk.munmaps = fk.mbinds = 0;
         fk.mbind_node = -1;
         fk.mmap_flags = 0;
+        fk.mmap_off = -1;
+        fk.mmap_len = 0;
         fk.last_map = NULL;
+        fk.file_size = 0;
+        fk.file_blocks = 0;
+        fk.fstat_errno = 0;
+        fk.fstats = fk.zcalls = 0;
         pthread_mutex_unlock(&fk.lock);
 }
 
@@ -82,6 +107,8 @@ static void *fake_mmap(void *addr, size_t len, int prot, int flags, int fd, off_
         pthread_mutex_lock(&fk.lock);
         fk.mmaps++;
         fk.mmap_flags = flags;
+        fk.mmap_off = off;
+        fk.mmap_len = len;
         fk.last_map = p == MAP_FAILED ? NULL : p;
         pthread_mutex_unlock(&fk.lock);
         return p;
@@ -183,12 +210,60 @@ static long fake_move_pages(int pid, unsigned long count, void **pages, const in
         return 0;
 }
 
+static int fake_fstat(int fd, struct stat *st)
+{
+        int err;
+
+        pthread_mutex_lock(&fk.lock);
+        fk.fstats++;
+        err = fk.fstat_errno;
+        memset(st, 0, sizeof(*st));
+        st->st_size = fk.file_size;
+        st->st_blocks = fk.file_blocks;
+        pthread_mutex_unlock(&fk.lock);
+        if (err) {
+                errno = err;
+                return -1;
+        }
+        return 0;
+}
+
+/* Zeroing happens right after the chunk's populate, by the same worker:
+ * the latest madvise call at this address must be there already. */
+static void fake_zero(void *addr, size_t len)
+{
+        bool populated = false;
+
+        pthread_mutex_lock(&fk.lock);
+        for (unsigned i = 0; i < fk.calls && i < MAX_CALLS; i++)
+                if (fk.call_addr[i] == addr && fk.call_len[i] == len)
+                        populated = true;
+        CHECK(populated);
+        if (fk.zcalls < MAX_CALLS) {
+                fk.zcall_addr[fk.zcalls] = addr;
+                fk.zcall_len[fk.zcalls] = len;
+        }
+        fk.zcalls++;
+        pthread_mutex_unlock(&fk.lock);
+}
+
+/* What fstat reports for the file of the next zero job. */
+static void fake_file(off_t size, off_t bytes_present)
+{
+        pthread_mutex_lock(&fk.lock);
+        fk.file_size = size;
+        fk.file_blocks = bytes_present / 512;
+        pthread_mutex_unlock(&fk.lock);
+}
+
 static const struct engine_ops fake_ops = {
         .mmap = fake_mmap,
         .munmap = fake_munmap,
         .madvise = fake_madvise,
         .mbind = fake_mbind,
         .move_pages = fake_move_pages,
+        .fstat = fake_fstat,
+        .zero = fake_zero,
 };
 
 /* Wait (bounded) until N callers sit inside madvise. */
@@ -320,17 +395,22 @@ static struct engine *make_engine(const struct topo *t, unsigned threads_per_nod
         return e;
 }
 
-static struct job *submit(struct engine *e, int node, uint64_t size, unsigned threads, struct done *d)
+static struct job *submit_spec(struct engine *e, struct job_spec spec, struct done *d)
 {
-        struct job_spec spec = {
-                .node = node, .fd = 0, .size_bytes = size, .page_size = PAGE,
-                .threads = threads, .on_done = on_done, .arg = d,
-        };
         struct job *j = NULL;
 
+        spec.fd = 0;
+        spec.page_size = PAGE;
+        spec.on_done = on_done;
+        spec.arg = d;
         CHECK_INT(engine_submit(e, &spec, &j), ==, 0);
         CHECK(j);
         return j;
+}
+
+static struct job *submit(struct engine *e, int node, uint64_t size, unsigned threads, struct done *d)
+{
+        return submit_spec(e, (struct job_spec){ .node = node, .size_bytes = size, .threads = threads }, d);
 }
 
 /* The plan engine_submit makes for such a job: the same size and page size,
@@ -791,6 +871,12 @@ static void test_bad_submit(const struct topo *t)
         spec.size_bytes = 4 * PAGE;
         spec.fd = -1;
         CHECK_INT(engine_submit(e, &spec, &j), ==, -EINVAL);
+        spec.fd = 0;
+        spec.kind = (enum job_kind)7;
+        CHECK_INT(engine_submit(e, &spec, &j), ==, -EINVAL);
+        spec.kind = JOB_POPULATE;
+        spec.prio = (enum job_priority)9;
+        CHECK_INT(engine_submit(e, &spec, &j), ==, -EINVAL);
         CHECK(j == (struct job *)0x1); /* untouched on failure */
         pthread_mutex_lock(&fk.lock);
         CHECK_INT(fk.mmaps, ==, 0);
@@ -820,6 +906,398 @@ static void test_free_running(const struct topo *t)
         engine_free(e);
         CHECK_INT(done_calls(&d), ==, 1);
         job_free(j);
+}
+
+
+/* Index in the madvise log of the K-th call (0-based) that fell in
+ * [BASE, BASE + SIZE), or -1. */
+static int nth_call_in(const uint8_t *base, uint64_t size, unsigned k)
+{
+        int found = -1;
+
+        pthread_mutex_lock(&fk.lock);
+        for (unsigned i = 0; i < fk.calls && i < MAX_CALLS && found < 0; i++)
+                if (fk.call_addr[i] >= base && fk.call_addr[i] < base + size && k-- == 0)
+                        found = (int)i;
+        pthread_mutex_unlock(&fk.lock);
+        return found;
+}
+
+/* Index of the first madvise call in [BASE, BASE + SIZE), -1 if none. */
+static int first_call_in(const uint8_t *base, uint64_t size) { return nth_call_in(base, size, 0); }
+
+static struct plan low_plan_for(const struct engine *e, int node, uint64_t size, unsigned threads)
+{
+        struct plan p;
+
+        CHECK_INT(plan_make_low(size, PAGE, engine_node_workers(e, node), threads, &p), ==, 0);
+        return p;
+}
+
+/* The zero calls that fell in [BASE, BASE + SIZE): each exactly one chunk
+ * of P, each chunk once.  Returns how many. */
+static unsigned zero_calls(const uint8_t *base, uint64_t size, const struct plan *p)
+{
+        unsigned per[MAX_CHUNKS] = { 0 }, total = 0;
+
+        CHECK_U64(p->n_chunks, <=, MAX_CHUNKS);
+        pthread_mutex_lock(&fk.lock);
+        for (unsigned i = 0; i < fk.zcalls && i < MAX_CALLS; i++) {
+                const uint8_t *a = fk.zcall_addr[i];
+                uint64_t off;
+
+                if (a < base || a >= base + size)
+                        continue;
+                off = (uint64_t)(a - base);
+                CHECK_U64(off % p->chunk_bytes, ==, 0);
+                CHECK_U64(fk.zcall_len[i], ==, size - off < p->chunk_bytes ? size - off : p->chunk_bytes);
+                per[off / p->chunk_bytes]++;
+                CHECK_INT(per[off / p->chunk_bytes], ==, 1);
+                total++;
+        }
+        pthread_mutex_unlock(&fk.lock);
+        return total;
+}
+
+/* A zero job on a fully populated file: every chunk is populated (which
+ * only maps present pages) and then zeroed, each exactly once; the job ends
+ * DONE with all its bytes, placement checked, the mapping shared and gone. */
+static void test_zero_job(const struct topo *t)
+{
+        struct engine *e = make_engine(t, 0);
+        struct done d = DONE_INIT;
+        struct job_status st;
+        unsigned per[MAX_CHUNKS];
+        uint64_t size = 77 * PAGE;
+        struct plan p = plan_for(e, 0, size, 0);
+
+        CHECK_U64(p.n_chunks, >, 1);
+        CHECK_STR(engine_zero_routine(e), "injected");
+        fake_reset();
+        fake_file((off_t)size, (off_t)size);
+        struct job *j = submit_spec(e, (struct job_spec){ .node = 0, .size_bytes = size, .kind = JOB_ZERO }, &d);
+        uint8_t *base = last_map();
+        wait_done(&d);
+        job_get_status(j, &st);
+        CHECK_INT(st.state, ==, JOB_DONE);
+        CHECK_U64(st.bytes_done, ==, size);
+        CHECK(st.verified);
+        CHECK_INT(chunk_calls(base, size, &p, per), ==, p.n_chunks);
+        for (uint64_t k = 0; k < p.n_chunks; k++)
+                CHECK_INT(per[k], ==, 1);
+        CHECK_INT(zero_calls(base, size, &p), ==, p.n_chunks);
+        pthread_mutex_lock(&fk.lock);
+        CHECK_INT(fk.zcalls, ==, p.n_chunks);
+        CHECK_INT(fk.fstats, ==, 1);
+        CHECK_INT(fk.mmaps, ==, 1);
+        CHECK_INT(fk.munmaps, ==, 1);
+        CHECK_INT(fk.mmap_flags, ==, MAP_SHARED);
+        CHECK_INT(fk.mmap_off, ==, 0);
+        pthread_mutex_unlock(&fk.lock);
+        CHECK_INT(done_calls(&d), ==, 1);
+        job_free(j);
+        engine_free(e);
+
+        /* Without an injected routine the engine uses the best one. */
+        struct engine_ops ops = fake_ops;
+        struct engine_config cfg = { .topo = t, .ops = &ops };
+
+        ops.zero = NULL;
+        CHECK_INT(engine_new(&cfg, &e), ==, 0);
+        CHECK_STR(engine_zero_routine(e), zero_best()->name);
+        engine_free(e);
+        CHECK(engine_zero_routine(NULL) == NULL);
+}
+
+/* Zeroing through a hole would take a new page from the kernel: refused
+ * with -ENODATA before anything is mapped.  The check is on the whole file
+ * (st_blocks covers st_size) and the file must reach the job's end. */
+static void test_zero_refuses_holes(const struct topo *t)
+{
+        struct engine *e = make_engine(t, 0);
+        struct job_spec spec = { .node = 0, .fd = 0, .size_bytes = 16 * PAGE, .page_size = PAGE, .kind = JOB_ZERO };
+        struct job *j = (struct job *)0x1;
+        struct done d = DONE_INIT;
+
+        fake_reset();
+        fake_file(16 * PAGE, 15 * PAGE); /* one page missing */
+        CHECK_INT(engine_submit(e, &spec, &j), ==, -ENODATA);
+        fake_file(0, 0); /* empty file */
+        CHECK_INT(engine_submit(e, &spec, &j), ==, -ENODATA);
+        fake_file(15 * PAGE, 15 * PAGE); /* full, but shorter than the job */
+        CHECK_INT(engine_submit(e, &spec, &j), ==, -ENODATA);
+        fake_file(20 * PAGE, 16 * PAGE); /* the job's range is there, a hole beyond it */
+        CHECK_INT(engine_submit(e, &spec, &j), ==, -ENODATA);
+        pthread_mutex_lock(&fk.lock);
+        fk.fstat_errno = EBADF;
+        pthread_mutex_unlock(&fk.lock);
+        CHECK_INT(engine_submit(e, &spec, &j), ==, -EBADF);
+        CHECK(j == (struct job *)0x1);
+        pthread_mutex_lock(&fk.lock);
+        CHECK_INT(fk.fstats, ==, 5);
+        CHECK_INT(fk.mmaps, ==, 0);
+        CHECK_INT(fk.zcalls, ==, 0);
+        fk.fstat_errno = 0;
+        pthread_mutex_unlock(&fk.lock);
+        CHECK_STR(engine_error_slug(-ENODATA), "file-not-populated");
+        CHECK(strstr(engine_error_cause(-ENODATA), "hole") != NULL);
+
+        /* A populate job does not look: filling holes is its purpose. */
+        fake_file(16 * PAGE, 0);
+        j = submit(e, 0, 16 * PAGE, 0, &d);
+        wait_done(&d);
+        pthread_mutex_lock(&fk.lock);
+        CHECK_INT(fk.fstats, ==, 5);
+        CHECK_INT(fk.zcalls, ==, 0);
+        pthread_mutex_unlock(&fk.lock);
+        job_free(j);
+        engine_free(e);
+}
+
+/* Cancelling a zero job: the chunks in flight finish (populate and zero),
+ * none starts after; bytes_done is exactly those chunks. */
+static void test_zero_cancel(const struct topo *t)
+{
+        struct engine *e = make_engine(t, 0);
+        unsigned w = engine_node_workers(e, 0);
+        struct done d = DONE_INIT;
+        struct canceller c = { 0 };
+        struct job_status st;
+        uint64_t size = 64 * PAGE;
+        struct plan p = plan_for(e, 0, size, 0);
+        pthread_t th;
+
+        CHECK_U64(p.n_chunks, >, w);
+        fake_reset();
+        fake_file((off_t)size, (off_t)size);
+        gate(true);
+        c.j = submit_spec(e, (struct job_spec){ .node = 0, .size_bytes = size, .kind = JOB_ZERO }, &d);
+        uint8_t *base = last_map();
+        wait_inside((int)w);
+        CHECK_INT(pthread_create(&th, NULL, cancel_thread, &c), ==, 0);
+        usleep(50 * 1000);
+        CHECK(!atomic_load(&c.returned));
+        pthread_mutex_lock(&fk.lock);
+        CHECK_INT(fk.zcalls, ==, 0); /* still inside the populate of each chunk */
+        pthread_mutex_unlock(&fk.lock);
+        gate(false);
+        CHECK_INT(pthread_join(th, NULL), ==, 0);
+        job_get_status(c.j, &st);
+        CHECK_INT(st.state, ==, JOB_CANCELLED);
+        CHECK_U64(st.bytes_done, ==, (uint64_t)w * p.chunk_bytes);
+        CHECK_INT(zero_calls(base, size, &p), ==, w);
+        pthread_mutex_lock(&fk.lock);
+        CHECK_INT(fk.calls, ==, w);
+        CHECK_INT(fk.zcalls, ==, w);
+        CHECK_INT(fk.munmaps, ==, 1);
+        pthread_mutex_unlock(&fk.lock);
+        CHECK_INT(done_calls(&d), ==, 1);
+        job_free(c.j);
+        engine_free(e);
+}
+
+/* One worker.  A low-priority job submitted while a normal one has chunks
+ * left gets none of them until the normal job's last chunk is handed out;
+ * and a normal job arriving while a low-priority chunk is in flight takes
+ * every chunk after that one before the low job gets its next. */
+static void test_priority_one_worker(const struct topo *t)
+{
+        struct engine *e = make_engine(t, 1);
+        struct done da = DONE_INIT, dl = DONE_INIT, da2 = DONE_INIT, dl2 = DONE_INIT;
+        struct job_status st;
+        uint64_t a_size = 25 * PAGE, l_size = 64 * PAGE;
+        struct plan pa = plan_for(e, 0, a_size, 0), pl = low_plan_for(e, 0, l_size, 0);
+
+        CHECK_U64(pa.n_chunks, >=, 3);
+        CHECK_U64(pl.n_chunks, >=, 3);
+        /* The low job is cut finer than the same job at normal priority. */
+        CHECK_U64(pl.chunk_bytes, <=, plan_for(e, 0, l_size, 0).chunk_bytes);
+
+        /* Normal first, low submitted while it runs. */
+        fake_reset();
+        gate(true);
+        struct job *a = submit(e, 0, a_size, 0, &da);
+        uint8_t *a_base = last_map();
+        wait_inside(1);
+        struct job *l = submit_spec(e, (struct job_spec){ .node = 0, .size_bytes = l_size, .prio = JOB_PRIO_LOW }, &dl);
+        uint8_t *l_base = last_map();
+        gate(false);
+        wait_done(&da);
+        wait_done(&dl);
+        CHECK_INT(chunk_calls(a_base, a_size, &pa, NULL), ==, pa.n_chunks);
+        CHECK_INT(chunk_calls(l_base, l_size, &pl, NULL), ==, pl.n_chunks);
+        /* Every call of A comes before the first of L. */
+        CHECK_INT(first_call_in(l_base, l_size), ==, (int)pa.n_chunks);
+        job_get_status(l, &st);
+        CHECK_INT(st.state, ==, JOB_DONE);
+        CHECK_U64(st.bytes_done, ==, l_size);
+        job_free(a);
+        job_free(l);
+
+        /* Low first, a chunk of it in flight; then a normal job arrives:
+         * L0, A0 .. A(n-1), L1 .. L(m-1).  The low one is a zero job. */
+        fake_reset();
+        fake_file((off_t)l_size, (off_t)l_size);
+        gate(true);
+        l = submit_spec(e, (struct job_spec){ .node = 0, .size_bytes = l_size, .kind = JOB_ZERO, .prio = JOB_PRIO_LOW },
+                        &dl2);
+        l_base = last_map();
+        wait_inside(1);
+        a = submit(e, 0, a_size, 0, &da2);
+        a_base = last_map();
+        gate(false);
+        wait_done(&da2);
+        /* When the normal job is done, the low one has had only the chunk
+         * that was in flight when it arrived. */
+        CHECK_INT(first_call_in(l_base, l_size), ==, 0);
+        CHECK_INT(first_call_in(a_base, a_size), ==, 1);
+        CHECK_INT(nth_call_in(l_base, l_size, 1) == -1 || nth_call_in(l_base, l_size, 1) > (int)pa.n_chunks, ==, 1);
+        wait_done(&dl2);
+        CHECK_INT(nth_call_in(l_base, l_size, 1), ==, (int)pa.n_chunks + 1);
+        CHECK_INT(zero_calls(l_base, l_size, &pl), ==, pl.n_chunks);
+        job_get_status(l, &st);
+        CHECK_INT(st.state, ==, JOB_DONE);
+        CHECK_U64(st.bytes_done, ==, l_size);
+        job_free(a);
+        job_free(l);
+        engine_free(e);
+}
+
+/* A low-priority job that never got a chunk (a normal job holds the only
+ * worker) can be cancelled at once: CANCELLED, nothing done, nothing
+ * touched; the normal job then runs to the end as if it had been alone. */
+static void test_priority_cancel_starved(const struct topo *t)
+{
+        struct engine *e = make_engine(t, 1);
+        struct done da = DONE_INIT, dl = DONE_INIT;
+        struct job_status st;
+        uint64_t size = 25 * PAGE;
+        struct plan pa = plan_for(e, 0, size, 0);
+
+        fake_reset();
+        fake_file((off_t)size, (off_t)size);
+        gate(true);
+        struct job *a = submit(e, 0, size, 0, &da);
+        uint8_t *a_base = last_map();
+        wait_inside(1);
+        struct job *l = submit_spec(e, (struct job_spec){ .node = 0, .size_bytes = size, .kind = JOB_ZERO,
+                                                          .prio = JOB_PRIO_LOW }, &dl);
+        uint8_t *l_base = last_map();
+        job_cancel(l); /* returns with the worker still blocked inside A */
+        CHECK_INT(done_calls(&dl), ==, 1);
+        job_get_status(l, &st);
+        CHECK_INT(st.state, ==, JOB_CANCELLED);
+        CHECK_U64(st.bytes_done, ==, 0);
+        job_get_status(a, &st);
+        CHECK_INT(st.state, ==, JOB_RUNNING);
+        gate(false);
+        wait_done(&da);
+        job_get_status(a, &st);
+        CHECK_INT(st.state, ==, JOB_DONE);
+        CHECK_INT(chunk_calls(a_base, size, &pa, NULL), ==, pa.n_chunks);
+        CHECK_INT(first_call_in(l_base, size), ==, -1);
+        pthread_mutex_lock(&fk.lock);
+        CHECK_INT(fk.calls, ==, pa.n_chunks);
+        CHECK_INT(fk.zcalls, ==, 0);
+        CHECK_INT(fk.munmaps, ==, 2);
+        pthread_mutex_unlock(&fk.lock);
+        job_free(a);
+        job_free(l);
+        engine_free(e);
+}
+
+/* Two workers, a normal job capped at one thread: the idle worker does not
+ * take the low-priority job while the normal job has chunks left (strict
+ * priority, not work-conserving: the stock must not compete with a pool
+ * warm for memory bandwidth), and does once they are all handed out. */
+static void test_priority_idle_worker(const struct topo *t)
+{
+        struct engine *e = make_engine(t, 0);
+        struct done da = DONE_INIT, dl = DONE_INIT;
+        uint64_t a_size = 32 * PAGE, l_size = 32 * PAGE;
+        struct plan pa = plan_for(e, 0, a_size, 1), pl = low_plan_for(e, 0, l_size, 0);
+
+        if (engine_node_workers(e, 0) < 2) {
+                fprintf(stderr, "priority with an idle worker: skipped (one CPU here)\n");
+                engine_free(e);
+                return;
+        }
+        CHECK_U64(pa.n_chunks, >=, 3);
+        CHECK_INT(pa.threads, ==, 1);
+        CHECK_INT(pl.threads, >=, 2);
+
+        fake_reset();
+        gate(true);
+        struct job *a = submit(e, 0, a_size, 1, &da);
+        uint8_t *a_base = last_map();
+        wait_inside(1);
+        struct job *l = submit_spec(e, (struct job_spec){ .node = 0, .size_bytes = l_size, .prio = JOB_PRIO_LOW }, &dl);
+        uint8_t *l_base = last_map();
+        usleep(100 * 1000);
+        pthread_mutex_lock(&fk.lock);
+        CHECK_INT(fk.inside, ==, 1);  /* the second worker stayed idle */
+        CHECK_INT(fk.calls, ==, 1);
+        pthread_mutex_unlock(&fk.lock);
+        gate(false);
+        wait_done(&da);
+        wait_done(&dl);
+        /* A's chunks run one after the other (one thread); its last is
+         * handed out only after its last-but-one returned, and no chunk of
+         * L before that. */
+        CHECK_INT(first_call_in(l_base, l_size), >, nth_call_in(a_base, a_size, (unsigned)pa.n_chunks - 2));
+        CHECK_INT(chunk_calls(l_base, l_size, &pl, NULL), ==, pl.n_chunks);
+        job_free(a);
+        job_free(l);
+        engine_free(e);
+}
+
+/* A tail-range job (a stock file grown with ftruncate): the mapping starts
+ * at the offset, chunks cover only [offset, size), bytes_done counts them. */
+static void test_offset(const struct topo *t)
+{
+        struct engine *e = make_engine(t, 0);
+        struct done d = DONE_INIT;
+        struct job_status st;
+        uint64_t size = 40 * PAGE, off = 8 * PAGE, len = size - off;
+        struct plan p = plan_for(e, 0, len, 0);
+        unsigned per[MAX_CHUNKS];
+        struct job_spec bad = { .node = 0, .fd = 0, .size_bytes = size, .page_size = PAGE };
+        struct job *j = (struct job *)0x1;
+
+        fake_reset();
+        j = submit_spec(e, (struct job_spec){ .node = 0, .size_bytes = size, .offset = off }, &d);
+        uint8_t *base = last_map();
+        pthread_mutex_lock(&fk.lock);
+        CHECK_INT(fk.mmap_off, ==, off);
+        CHECK_U64(fk.mmap_len, ==, len);
+        pthread_mutex_unlock(&fk.lock);
+        wait_done(&d);
+        job_get_status(j, &st);
+        CHECK_INT(st.state, ==, JOB_DONE);
+        CHECK_U64(st.bytes_done, ==, len);
+        CHECK(st.verified);
+        CHECK_INT(chunk_calls(base, len, &p, per), ==, p.n_chunks);
+        for (uint64_t k = 0; k < p.n_chunks; k++)
+                CHECK_INT(per[k], ==, 1);
+        pthread_mutex_lock(&fk.lock);
+        CHECK_INT(fk.calls, ==, p.n_chunks);
+        pthread_mutex_unlock(&fk.lock);
+        job_free(j);
+
+        /* Refused: not on a page, at or past the end. */
+        j = (struct job *)0x1;
+        fake_reset();
+        bad.offset = PAGE + 4096;
+        CHECK_INT(engine_submit(e, &bad, &j), ==, -EINVAL);
+        bad.offset = size;
+        CHECK_INT(engine_submit(e, &bad, &j), ==, -EINVAL);
+        bad.offset = size + PAGE;
+        CHECK_INT(engine_submit(e, &bad, &j), ==, -EINVAL);
+        CHECK(j == (struct job *)0x1);
+        pthread_mutex_lock(&fk.lock);
+        CHECK_INT(fk.mmaps, ==, 0);
+        pthread_mutex_unlock(&fk.lock);
+        engine_free(e);
 }
 
 static void test_causes(void)
@@ -854,6 +1332,13 @@ int main(void)
         test_two_nodes();
         test_bad_submit(t);
         test_free_running(t);
+        test_zero_job(t);
+        test_zero_refuses_holes(t);
+        test_zero_cancel(t);
+        test_priority_one_worker(t);
+        test_priority_cancel_starved(t);
+        test_priority_idle_worker(t);
+        test_offset(t);
         free_topo(t);
         return 0;
 }

@@ -49,14 +49,30 @@ static const struct row rows[] = {
         { UINT64_MAX, 2 * MIB, 4, 0, -EINVAL, 0, 0, 0 },
 };
 
-int main(void)
-{
-        for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
-                const struct row *r = &rows[i];
-                struct plan p = { .chunk_bytes = 7, .n_chunks = 7, .threads = 7 };
-                int ret = plan_make(r->size, r->page, r->workers, r->requested, &p);
+/* Low priority (stock refills, recycles): the same rules with chunks of at
+ * most 16 MiB, so a pool warm arriving meanwhile waits for little. */
+static const struct row low_rows[] = {
+        { 4 * GIB, 2 * MIB, 2, 0, 0, 16 * MIB, 256, 2 },
+        { 4 * GIB, 2 * MIB, 2, 1, 0, 16 * MIB, 256, 1 },
+        { 64 * MIB, 2 * MIB, 2, 0, 0, 8 * MIB, 8, 2 },       /* below the cap: as plan_make */
+        { 128 * MIB, 2 * MIB, 2, 0, 0, 16 * MIB, 8, 2 },
+        { 130 * MIB, 2 * MIB, 1, 0, 0, 16 * MIB, 9, 1 },     /* short last chunk */
+        { 2 * MIB, 2 * MIB, 4, 0, 0, 2 * MIB, 1, 1 },
+        { 3 * GIB, 1 * GIB, 4, 0, 0, 1 * GIB, 3, 3 },        /* a page larger than the cap: one page */
+        { 0, 2 * MIB, 4, 0, -EINVAL, 0, 0, 0 },
+        { 2 * MIB, 2 * MIB, 0, 0, -EINVAL, 0, 0, 0 },
+        { 3 * MIB, 2 * MIB, 4, 0, -EINVAL, 0, 0, 0 },
+};
 
-                fprintf(stderr, "row %zu\n", i);
+static void check_rows(const char *what, const struct row *rows_, size_t n,
+                       int (*make)(uint64_t, uint64_t, unsigned, unsigned, struct plan *))
+{
+        for (size_t i = 0; i < n; i++) {
+                const struct row *r = &rows_[i];
+                struct plan p = { .chunk_bytes = 7, .n_chunks = 7, .threads = 7 };
+                int ret = make(r->size, r->page, r->workers, r->requested, &p);
+
+                fprintf(stderr, "%s row %zu\n", what, i);
                 CHECK_INT(ret, ==, r->ret);
                 if (ret < 0) {
                         /* Out-parameter untouched on failure. */
@@ -75,5 +91,11 @@ int main(void)
                 CHECK_U64(r->size - (p.n_chunks - 1) * p.chunk_bytes, <=, p.chunk_bytes);
                 CHECK_U64(r->size - (p.n_chunks - 1) * p.chunk_bytes, >, 0);
         }
+}
+
+int main(void)
+{
+        check_rows("plan_make", rows, ARRAY_SIZE(rows), plan_make);
+        check_rows("plan_make_low", low_rows, ARRAY_SIZE(low_rows), plan_make_low);
         return 0;
 }
