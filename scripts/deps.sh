@@ -4,6 +4,7 @@
 #           README's commands use); scripts/run-daemon.sh installs this set.
 #   --test  --run plus what the test suite needs; scripts/test.sh installs
 #           this set.  The default, for callers from before the split.
+#   --list run|test   print that set, one package a line, and change nothing.
 # Only missing packages are installed, without recommends, and nothing else
 # is upgraded on purpose: no `apt-get upgrade`, present packages are left as
 # they are.  When a -dev package needs its runtime library at its own exact
@@ -29,14 +30,21 @@ test_pkgs=(
 )
 
 set_=test
+list=0
 case ${1:-} in
 --run) set_=run ;;
 --test|"") set_=test ;;
--h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-*) echo "usage: $0 [--run|--test]" >&2; exit 2 ;;
+--list)
+  case ${2:-} in run|test) set_=$2; list=1 ;; *) echo "usage: $0 --list run|test" >&2; exit 2 ;; esac ;;
+-h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+*) echo "usage: $0 [--run|--test|--list run|test]" >&2; exit 2 ;;
 esac
 pkgs=("${run_pkgs[@]}")
 [ "$set_" = test ] && pkgs+=("${test_pkgs[@]}")
+if [ "$list" = 1 ]; then
+  printf '%s\n' "${pkgs[@]}"
+  exit 0
+fi
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
 

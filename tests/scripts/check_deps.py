@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""scripts.deps: the dependency sets stay what README and the scripts promise.
+
+- scripts/deps.sh --list test is a superset of --list run; no package twice;
+- run-daemon.sh installs only the run set, test.sh the test set;
+- deps.sh never upgrades (no `apt-get upgrade`/`dist-upgrade`) and installs
+  without recommends;
+- every command README's ```sh blocks run is built here or comes with a
+  package of the set the block needs (the run set for everything but the
+  bench/test commands): a tool added to README without its package fails.
+
+Usage: check_deps.py SOURCE_DIR"""
+import os
+import re
+import subprocess
+import sys
+
+# Command -> Debian package providing it.  Project programs map to None.
+PROVIDERS = {
+    "hpwarm": None, "hpwarmd": None, "./scripts/run-daemon.sh": None, "./scripts/test.sh": None,
+    "curl": "curl", "jq": "jq", "cmake": "cmake", "cpack": "cmake", "python3": "python3",
+    "umount": "mount", "mount": "mount", "qemu-system-x86_64": "qemu-system-x86",
+}
+ESSENTIAL = {"mount"}   # Essential: yes in Debian, always present
+SHELL_WORDS = {"...", "#", "cd", "export", "echo"}
+TEST_ONLY = ("tests/",)  # commands running test tooling need the test set
+
+
+def main(src):
+    errors = []
+
+    def pkgs(which):
+        out = subprocess.run([os.path.join(src, "scripts/deps.sh"), "--list", which], capture_output=True,
+                             text=True, check=True).stdout.split()
+        if len(out) != len(set(out)):
+            errors.append("deps.sh --list %s names a package twice: %s" % (which, out))
+        return set(out)
+
+    run, test = pkgs("run"), pkgs("test")
+    if not run <= test:
+        errors.append("the test set lacks run packages: %s" % sorted(run - test))
+
+    def text(rel):
+        with open(os.path.join(src, rel), encoding="utf-8") as f:
+            return f.read()
+
+    if not re.search(r"^\./scripts/deps\.sh --run$", text("scripts/run-daemon.sh"), re.M):
+        errors.append("run-daemon.sh does not install exactly the run set (./scripts/deps.sh --run)")
+    if not re.search(r"^\./scripts/deps\.sh --test$", text("scripts/test.sh"), re.M):
+        errors.append("test.sh does not install the test set (./scripts/deps.sh --test)")
+    deps = text("scripts/deps.sh")
+    code = "\n".join(l for l in deps.splitlines() if not l.lstrip().startswith("#"))
+    if re.search(r"\b(dist-)?upgrade\b", code):
+        errors.append("deps.sh runs an upgrade")
+    for m in re.finditer(r"apt_get (-s )?install[^\n]*", code):
+        if "--no-install-recommends" not in m.group(0):
+            errors.append("apt install without --no-install-recommends: " + m.group(0))
+
+    readme = text("README.md")
+    for block in re.findall(r"```sh\n(.*?)```", readme, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split(" #", 1)[0].strip()
+            if not line or line.startswith("#"):
+                continue
+            for cmd in re.split(r"\s*(?:\||&&|;)\s*", line):
+                words = cmd.split()
+                while words and (words[0] == "sudo" or re.match(r"^[A-Z_]+=", words[0])):
+                    words = words[1:]
+                if not words or words[0] in SHELL_WORDS:
+                    continue
+                w = words[0]
+                if w not in PROVIDERS:
+                    errors.append("README runs %r, which no package of deps.sh is known to provide "
+                                  "(add its package to deps.sh and to PROVIDERS here)" % w)
+                    continue
+                pkg = PROVIDERS[w]
+                need = test if any(a.startswith(TEST_ONLY) for a in words[1:]) else run
+                if pkg and pkg not in need and pkg not in ESSENTIAL:
+                    errors.append("README runs %s, but package %s is not in the %s set" %
+                                  (w, pkg, "test" if need is test else "run"))
+    for e in errors:
+        print("FAIL:", e)
+    if not errors:
+        print("ok: run set %d packages, test set %d" % (len(run), len(test)))
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "."))
