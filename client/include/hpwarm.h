@@ -77,6 +77,9 @@ struct hpw_problem {
         int status;
         char *detail;
         uint64_t requested, achieved; /* reserve shortfall extension, 0 if absent */
+        /* insufficient-memory (the node's memory floor) extension, 0 if
+         * absent: the floor, and the largest page count that fits above it. */
+        uint64_t memory_floor_bytes, max_count;
 };
 
 struct hpw;

@@ -379,6 +379,21 @@ static int cmd_wait(struct ctx *x)
 
 /* ---- warm, reserve, claim, release, handoff, health ---- */
 
+/* A refusal by the node's memory floor carries the largest count that fits:
+ * say it as the command that would work. */
+static void floor_hint(const struct ctx *x, const struct hpw_problem *p, int node, uint64_t page_size)
+{
+        char fl[32], ps[32];
+
+        if (!p || !p->memory_floor_bytes)
+                return;
+        cli_format_bytes(p->memory_floor_bytes, fl, sizeof(fl));
+        fmt_ps(page_size ? page_size : CLI_DEFAULT_PAGE_SIZE, ps, sizeof(ps));
+        fprintf(stderr, "hpwarm: node %d keeps %s free (the memory floor, hpwarmd --memory-floor): at most "
+                "%llu %s pages fit: hpwarm reserve %d %s %llu\n", node, fl, (unsigned long long)p->max_count, ps,
+                node, ps, (unsigned long long)p->max_count);
+}
+
 static int warm_at(struct ctx *x, const char *name, int node, uint64_t size, uint64_t page_size)
 {
         struct hpw_warm_request req = {
@@ -395,8 +410,11 @@ static int warm_at(struct ctx *x, const char *name, int node, uint64_t size, uin
 
         int rc = 0;
 
-        if (err)
-                return fail(x, "warm", err);
+        if (err) {
+                int rc2 = fail(x, "warm", err);
+                floor_hint(x, hpw_last_problem(x->h), node, page_size);
+                return rc2;
+        }
         if (!x->cli->wait) {
                 if (x->cli->json)
                         print_json(p->json);
@@ -430,6 +448,7 @@ static int cmd_reserve(struct ctx *x)
                 if (p && (p->requested || p->achieved))
                         fprintf(stderr, "hpwarm: reserve: requested %llu pages, achieved %llu\n",
                                 (unsigned long long)p->requested, (unsigned long long)p->achieved);
+                floor_hint(x, p, x->cli->node, x->cli->page_size);
                 return rc;
         }
         if (x->cli->json) {

@@ -14,6 +14,8 @@ canned data and scripted misbehaviour chosen by the pool name:
   doomed        PUT succeeds, warming ends "failed"
   size > 1 TiB  PUT answers 409 insufficient-hugepages (naming "reserve": true
                 unless the request had it, as hpwarmd does)
+  reserve >= 5000 pages  409 insufficient-memory with memory_floor_bytes
+                and max_count, as hpwarmd's memory floor answers
   claim bodies  recorded in state.claims; {"pid": N} with no such process
                 answers 422, as hpwarmd does
 
@@ -247,6 +249,13 @@ class Handler(BaseHTTPRequestHandler):
         if size not in ("2M", "2MiB", "2048kB"):
             return self.send(*problem(404, "unknown-page-size", "Unknown page size", size))
         want, limit = body["count"], 100
+        if want >= 5000:
+            # hpwarmd's memory-floor refusal, with what would work.
+            return self.send(*problem(409, "insufficient-memory", "Not enough free memory on the node",
+                                      "growing node %s from 0 to %d pages of 2M would leave less free memory "
+                                      "than the floor of 256M (4096 MiB free now); at most 1920 pages fit; "
+                                      "nothing was changed" % (node, want),
+                                      memory_floor_bytes=256 << 20, memory_free_bytes=4 << 30, max_count=1920))
         res = {"node": int(node), "page_size_bytes": M2, "requested": want}
         if want <= limit:
             res.update(total=want, free=want, complete=True)

@@ -90,6 +90,11 @@ def test_basic(srv):
     p = run("reserve", "0", "2M", "500", *u)
     expect(p, 5, "reserve shortfall -> 5")
     check("500" in p.stderr and "100" in p.stderr, "shortfall reports requested/achieved", p)
+    # Refused by the memory floor: exit 5, and the command that would work.
+    p = run("reserve", "0", "2M", "6000", *u)
+    expect(p, 5, "reserve over the memory floor -> 5")
+    check("at most 1920 2M pages fit: hpwarm reserve 0 2M 1920" in p.stderr and "256 MiB" in p.stderr,
+          "memory floor refusal names the floor and the count that fits", p)
     p = run("reserve", "0", "2048kB", "500", "--json", *u)
     check(json.loads(p.stdout or "{}").get("type", "").endswith("reserve-shortfall"),
           "problem body on stdout with --json", p)

@@ -405,6 +405,13 @@ static void test_json_misc(void)
         CHECK_U64(p->requested, ==, 8);
         CHECK_U64(p->achieved, ==, 3);
         hpw_problem_free(p);
+        CHECK_INT(hpw_json_problem(J("{\"type\":\"urn:hpwarm:problem:insufficient-memory\",\"status\":409,"
+                                     "\"memory_floor_bytes\":268435456,\"memory_free_bytes\":1073741824,"
+                                     "\"max_count\":384}"), &p), ==, HPW_OK);
+        CHECK_U64(p->memory_floor_bytes, ==, 268435456);
+        CHECK_U64(p->max_count, ==, 384);
+        CHECK_U64(p->requested, ==, 0);
+        hpw_problem_free(p);
         CHECK_INT(hpw_json_problem(J("{\"type\":\"https://x/probs/out-of-cheese\"}"), &p), ==, HPW_OK);
         CHECK_STR(p->slug, "out-of-cheese");
         CHECK_STR(p->title, "");
