@@ -69,7 +69,9 @@ would_upgrade() {
     awk '$1 == "Inst" && $3 ~ /^\[/ { print $2 }'
 }
 args=("${missing[@]}")
-upgrades=$(would_upgrade "${args[@]}")
+# (A simulation that fails, e.g. an unknown name, is left to the real
+# install below to report.)
+upgrades=$(would_upgrade "${args[@]}" || true)
 if [ -n "$upgrades" ]; then
   # Ask for the installed versions, and for a missing package built from
   # the same source (same version string) that version too; keep them if
