@@ -26,6 +26,62 @@ SHELL_WORDS = {"...", "#", "cd", "export", "echo"}
 TEST_ONLY = ("tests/",)  # commands running test tooling need the test set
 
 
+def check_installs_only_missing(src):
+    """Run deps.sh --run against stand-ins for dpkg-query, apt-get,
+    apt-cache and id: every package is installed but jq and cmake, and an
+    install of those would upgrade libfoo.  deps.sh must install exactly the
+    two (no reinstall, no upgrade command, no recommends) and ask for libfoo
+    at its installed version."""
+    import tempfile
+    errs = []
+    with tempfile.TemporaryDirectory(prefix="hpwarm-deps-") as d:
+        log = os.path.join(d, "apt.log")
+        stubs = {
+            "dpkg-query": """#!/bin/sh
+# dpkg-query -W -f=FMT PKG
+for a; do p=$a; done
+case $p in jq|cmake) exit 1 ;; esac
+case $2 in *Version*) echo 1.0-1 ;; *) echo "install ok installed" ;; esac
+""",
+            "apt-get": """#!/bin/sh
+echo "apt-get $*" >> "%s"
+case " $* " in
+*" -s "*libfoo=*) exit 0 ;;
+*" -s "*) echo "Inst libfoo [1.0-1] (1.0-2 Debian:12/stable [amd64])"; echo "Inst jq (1.6 Debian)" ;;
+esac
+exit 0
+""" % log,
+            "apt-cache": "#!/bin/sh\nexit 0\n",
+            "id": "#!/bin/sh\necho 0\n",
+        }
+        for name, body in stubs.items():
+            path = os.path.join(d, name)
+            with open(path, "w") as f:
+                f.write(body)
+            os.chmod(path, 0o755)
+        env = dict(os.environ, PATH=d + ":" + os.environ.get("PATH", ""))
+        r = subprocess.run(["bash", os.path.join(src, "scripts/deps.sh"), "--run"], env=env, capture_output=True,
+                           text=True)
+        calls = open(log).read().splitlines() if os.path.exists(log) else []
+        real = [c for c in calls if " install " in c and " -s " not in c]
+        if r.returncode != 0:
+            errs.append("deps.sh --run with stand-ins failed: %r" % r.stderr)
+        if any(re.search(r"\b(dist-)?upgrade\b", c) for c in calls):
+            errs.append("deps.sh ran an upgrade: %r" % calls)
+        if len(real) != 1:
+            errs.append("deps.sh should run one real install, ran: %r" % real)
+        else:
+            words = real[0].split()
+            pk = [w for w in words if not w.startswith("-") and w not in ("apt-get", "install")
+                  and "Lock" not in w]
+            if sorted(pk) != ["cmake", "jq", "libfoo=1.0-1"]:
+                errs.append("deps.sh installed %r, not exactly the missing cmake, jq (and libfoo kept at "
+                            "its installed version)" % pk)
+            if "--no-install-recommends" not in words:
+                errs.append("deps.sh installs with recommends: %r" % real[0])
+    return errs
+
+
 def main(src):
     errors = []
 
@@ -55,6 +111,8 @@ def main(src):
     for m in re.finditer(r"apt_get (-s )?install[^\n]*", code):
         if "--no-install-recommends" not in m.group(0):
             errors.append("apt install without --no-install-recommends: " + m.group(0))
+
+    errors.extend(check_installs_only_missing(src))
 
     readme = text("README.md")
     for block in re.findall(r"```sh\n(.*?)```", readme, re.S):
