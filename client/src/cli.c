@@ -1,6 +1,6 @@
 /* cli: main() of the hpwarm command line.
  *
- * Parse (cli_core.c), make one handle, run one command, print, and turn the
+ * Parse (cli_parse.c), make one handle, run one command, print, and turn the
  * library's error into the documented exit code.  Output goes to stdout
  * (tables, or with --json the server's JSON verbatim once it parsed as one
  * whole object; fleet documents embed each host's answer re-printed from its

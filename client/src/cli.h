@@ -1,7 +1,7 @@
-/* cli: the hpwarm command line, split into pure parts (this header,
- * cli_core.c: argument parsing, sizes, exit codes, place selection, tables)
- * and the part that talks to servers and terminals (cli.c).  The pure parts
- * are what tests/client/test_cli.c checks. */
+/* cli: the hpwarm command line, split into pure parts (this header;
+ * cli_parse.c: argument parsing and help; cli_core.c: exit codes, messages,
+ * place selection, tables) and the part that talks to servers and terminals
+ * (cli.c).  The pure parts are what tests/client/test_cli.c checks. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
