@@ -6,7 +6,7 @@ Usage: check_manpages.py DOCS_DIR SOURCE_DIR
 Options are read from hpwarmd's getopt table (server/src/main.c: {"name", ...})
 and from every "--name" the client's parser and messages mention
 (client/src/cli_parse.c, client/src/cli_core.c).  A page
-may document more (options from later issues); it may not document fewer.
+may document more (options not yet in the code); it may not document fewer.
 Rendering uses man(1) when installed; otherwise that part is reported
 skipped.
 """

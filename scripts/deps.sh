@@ -18,15 +18,15 @@ set -euo pipefail
 run_pkgs=(
   build-essential cmake pkg-config
   libmicrohttpd-dev libcjson-dev libnuma-dev libcurl4-openssl-dev libsystemd-dev libgnutls28-dev
-  curl jq
+  curl jq                             # README's curl examples
 )
 # Testing, on top of run_pkgs (one package per word; add to the end).
 test_pkgs=(
-  clang libclang-rt-14-dev
-  python3 python3-yaml openssl
-  qemu-system-x86 busybox-static cpio
-  wrk strace
-  systemd
+  clang libclang-rt-14-dev            # sanitizers and libFuzzer
+  python3 python3-yaml openssl        # integration tests, OpenAPI check, test certificates
+  qemu-system-x86 busybox-static cpio # two-node QEMU guest test (qemu.numa)
+  wrk strace                          # load test; the bench cross-checks QEMU with strace
+  systemd                             # systemd-analyze verify of the units
 )
 
 set_=test

@@ -15,27 +15,26 @@ step() { printf '\n==== %s\n' "$*"; }
 step "dev build + full suite"
 cmake --preset dev >/dev/null
 cmake --build build -j"$jobs"
-ctest --test-dir build --output-on-failure -j"$jobs"
+ctest --preset dev -j"$jobs"
 
 [ "${HPW_QUICK:-0}" = 1 ] && exit 0
 
 step "ASan+UBSan build + suite (without the QEMU guest)"
 cmake --preset asan >/dev/null
 cmake --build build-asan -j"$jobs"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE qemu
+ctest --preset asan -j"$jobs"     # sanitizer options and the qemu exclusion: CMakePresets.json
 
 step "TSan build: engine and pools"
 cmake --preset tsan >/dev/null
 cmake --build build-tsan -j"$jobs" --target test_engine test_plan test_pools
-TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -R 'unit\.(engine|plan|pools)'
+ctest --preset tsan
 
 if [ -x tests/fuzz/run-fuzz.sh ]; then
   step "libFuzzer smoke run"
   # libFuzzer needs clang; -Werror stays with the gcc builds above.  The
   # fuzz targets carry their own fuzzer+ASan+UBSan flags (tests/fuzz).
   CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DHPW_FUZZ=ON -DHPW_WERROR=OFF >/dev/null
-  cmake --build build-fuzz -j"$jobs" --target fuzz_journal fuzz_json_decode fuzz_http
+  cmake --build build-fuzz -j"$jobs" --target $(sed -n "s/^\([a-z0-9_]*\)$/fuzz_\1/p" tests/fuzz/targets)
   tests/fuzz/run-fuzz.sh build-fuzz "${HPW_FUZZ_SECONDS:-60}"
 fi
 step "all test stages passed"

@@ -63,7 +63,7 @@ static int encode_node(struct app *app, const struct topo_node *n, struct json *
 static void node_read_failed(struct resp *resp, int id, int r)
 {
         struct problem p = {0};
-        problem_set(&p, 500, "sysfs-error", "Cannot read node counters", "node %d: %s", id, strerror(-r));
+        problem_raise(&p, PROBLEM_SYSFS_ERROR, "node %d: %s", id, strerror(-r));
         resp_problem(resp, &p);
 }
 
@@ -143,12 +143,12 @@ static void reserve_work(struct resp *resp, void *ctx)
 
                 format_size(res.floor_bytes, fl, sizeof(fl));
                 format_size(w->rq.page_size, ps, sizeof(ps));
-                problem_set(&p, 409, "insufficient-memory", "Not enough free memory on the node",
-                            "growing node %d from %" PRIu64 " to %" PRIu64 " pages of %s would leave less "
-                            "free memory than the floor of %s (%" PRIu64 " MiB free now); at most %" PRIu64
-                            " pages fit; nothing was changed",
-                            w->rq.node, res.previous, w->rq.count, ps, fl, res.mem_free_bytes / MIB,
-                            res.max_count);
+                problem_raise(&p, PROBLEM_INSUFFICIENT_MEMORY,
+                              "growing node %d from %" PRIu64 " to %" PRIu64 " pages of %s would leave less "
+                              "free memory than the floor of %s (%" PRIu64 " MiB free now); at most %" PRIu64
+                              " pages fit; nothing was changed",
+                              w->rq.node, res.previous, w->rq.count, ps, fl, res.mem_free_bytes / MIB,
+                              res.max_count);
                 p.has_floor = true;
                 p.floor_bytes = res.floor_bytes;
                 p.mem_free_bytes = res.mem_free_bytes;
@@ -156,21 +156,21 @@ static void reserve_work(struct resp *resp, void *ctx)
         }
                 break;
         case -EAGAIN:
-                problem_set(&p, 409, "reserve-shortfall", "The kernel gave fewer pages than asked",
-                            "node %d: asked for %" PRIu64 " pages, the kernel gave %" PRIu64
-                            "; restored the previous %" PRIu64 " (set allow_partial to keep them)",
-                            w->rq.node, w->rq.count, res.achieved, res.previous);
+                problem_raise(&p, PROBLEM_RESERVE_SHORTFALL,
+                              "node %d: asked for %" PRIu64 " pages, the kernel gave %" PRIu64
+                              "; restored the previous %" PRIu64 " (set allow_partial to keep them)",
+                              w->rq.node, w->rq.count, res.achieved, res.previous);
                 p.has_counts = true;
                 p.requested = w->rq.count;
                 p.achieved = res.achieved;
                 break;
         case -ENOENT:
-                problem_set(&p, 404, "unknown-page-size", "Unknown page size",
-                            "node %d has no pool of that page size", w->rq.node);
+                problem_raise(&p, PROBLEM_UNKNOWN_PAGE_SIZE,
+                              "node %d has no pool of that page size", w->rq.node);
                 break;
         default:
-                problem_set(&p, 500, "sysfs-error", "Cannot change the hugepage pool", "node %d: %s",
-                            w->rq.node, strerror(-r));
+                problem_raise(&p, PROBLEM_SYSFS_ERROR, "node %d: %s",
+                              w->rq.node, strerror(-r));
                 break;
         }
         resp_problem(resp, &p);

@@ -52,8 +52,9 @@ static struct json *encode_pool(const struct pool_view *v)
         add_time(o, "finished_at", p->finished_at);
         json_add_double(o, "elapsed_seconds", v->elapsed_seconds);
         if (p->error_slug[0]) {
+                /* Stored by slug; status and title come from the catalog. */
                 struct problem e = {0};
-                problem_set(&e, 500, p->error_slug, "Warming failed", "%s", p->error_detail);
+                problem_raise_slug(&e, p->error_slug, "%s", p->error_detail);
                 json_add_value(o, "error", problem_to_value(&e));
         } else {
                 json_add_null(o, "error");
@@ -95,7 +96,7 @@ static void send_pool(struct resp *resp, int status, const struct pool_view *v)
 static void pool_not_found(struct resp *resp, const char *name)
 {
         struct problem p = {0};
-        problem_set(&p, 404, "pool-not-found", "No such pool", "there is no pool \"%s\"", name);
+        problem_raise(&p, PROBLEM_POOL_NOT_FOUND, "there is no pool \"%s\"", name);
         resp_problem(resp, &p);
 }
 
@@ -301,9 +302,9 @@ static void delete_work(struct resp *resp, void *ctx)
         }
         if (r < 0) {
                 struct problem p = {0};
-                problem_set(&p, 500, "pool-file-error", "Cannot release the pool",
-                            "pool \"%s\": %s; the record is kept so the release can be retried", w->name,
-                            strerror(-r));
+                problem_raise(&p, PROBLEM_POOL_FILE_ERROR,
+                              "pool \"%s\": %s; the record is kept so the release can be retried", w->name,
+                              strerror(-r));
                 resp_problem(resp, &p);
                 return;
         }
@@ -341,11 +342,11 @@ static void claim_work(struct resp *resp, void *ctx)
         if (r == -EBUSY) {
                 const char *state = pools_get(w->app->pools, w->name, &v) == 0 ? pool_state_name(v.rec.state)
                                                                                 : "gone";
-                problem_set(&p, 409, "pool-not-ready", "Pool not ready",
-                            "pool \"%s\" is %s; only a ready pool can be claimed", w->name, state);
+                problem_raise(&p, PROBLEM_POOL_NOT_READY,
+                              "pool \"%s\" is %s; only a ready pool can be claimed", w->name, state);
         } else {
-                problem_set(&p, 500, "state-write-failed", "Cannot save state", "pool \"%s\": %s", w->name,
-                            strerror(-r));
+                problem_raise(&p, PROBLEM_STATE_WRITE_FAILED, "pool \"%s\": %s", w->name,
+                              strerror(-r));
         }
         resp_problem(resp, &p);
 }

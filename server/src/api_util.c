@@ -17,7 +17,7 @@ bool api_find_node(const struct req *req, const char *s, const struct topo_node 
                 n = topo_node(req->app->topo, atoi(s));
         if (!n) {
                 struct problem p = {0};
-                problem_set(&p, 404, "unknown-node", "Unknown NUMA node", "there is no NUMA node \"%.64s\"", s);
+                problem_raise(&p, PROBLEM_UNKNOWN_NODE, "there is no NUMA node \"%.64s\"", s);
                 resp_problem(resp, &p);
                 return false;
         }
@@ -56,8 +56,8 @@ bool api_find_page_size(const struct req *req, const char *s, uint64_t *ret, str
 
                 /* Suggest only sizes this host has (no 1G hint without 1G pages). */
                 api_page_sizes_text(req->app->topo, have, sizeof(have));
-                problem_set(&p, 404, "unknown-page-size", "Unknown page size",
-                            "the kernel offers no hugepage size \"%.32s\" (this host has %s)", s, have);
+                problem_raise(&p, PROBLEM_UNKNOWN_PAGE_SIZE,
+                              "the kernel offers no hugepage size \"%.32s\" (this host has %s)", s, have);
                 resp_problem(resp, &p);
                 return false;
         }
@@ -68,21 +68,21 @@ bool api_find_page_size(const struct req *req, const char *s, uint64_t *ret, str
 void api_invalid(struct resp *resp, const char *detail)
 {
         struct problem p = {0};
-        problem_set(&p, 422, "invalid-field", "Invalid request", "%s", detail);
+        problem_raise(&p, PROBLEM_INVALID_FIELD, "%s", detail);
         resp_problem(resp, &p);
 }
 
 void api_oom(struct resp *resp)
 {
         struct problem p = {0};
-        problem_set(&p, 500, "internal-error", "Internal error", "out of memory");
+        problem_raise(&p, PROBLEM_INTERNAL_ERROR, "out of memory");
         resp_problem(resp, &p);
 }
 
 void api_refuse_stopping(struct resp *resp)
 {
         struct problem p = {0};
-        problem_set(&p, 503, "stopping", "Shutting down", "the daemon is stopping; retry against its successor");
+        problem_raise(&p, PROBLEM_STOPPING, "the daemon is stopping; retry against its successor");
         p.retry_after = 1;
         resp_problem(resp, &p);
 }

@@ -1,5 +1,8 @@
 /* app: the wiring every handler sees — the long-lived objects main.c builds
- * at start and frees at exit.  Plain struct, no behaviour. */
+ * at start and frees at exit.  Plain struct, no behaviour.  Once main.c has
+ * built it, no pointer in it is NULL: the engine and the pool registry exist
+ * even with no --hugetlbfs directory (a pool request is then refused with
+ * no-hugetlbfs, per page size). */
 #pragma once
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -14,8 +17,8 @@ struct counter_vec;
 struct app {
         struct sysfs *fs;
         const struct topo *topo;
-        struct engine *engine;          /* NULL when no hugetlbfs is configured */
-        struct pools *pools;            /* NULL when no hugetlbfs is configured */
+        struct engine *engine;
+        struct pools *pools;
         uint64_t memory_floor;          /* bytes per node */
         struct counter_vec *http_requests; /* route, method, code */
         atomic_bool stopping;           /* SIGTERM seen: mutations answer 503 */

@@ -127,10 +127,10 @@ struct hreq {
 
 /* ---------------------------------------------------------------- routing */
 
-static void set_problem(struct resp *r, int status, const char *slug, const char *title, const char *detail)
+static void set_problem(struct resp *r, enum problem_id id, const char *detail)
 {
         struct problem p = {0};
-        problem_set(&p, status, slug, title, "%s", detail);
+        problem_raise(&p, id, "%s", detail);
         resp_problem(r, &p);
 }
 
@@ -155,13 +155,13 @@ static bool dispatch(struct app *app, struct req *req, bool too_large, struct re
         switch (route_match(req->method, req->path, req, &route, allow, sizeof(allow))) {
         case ROUTE_NO_PATH:
                 req->route = NULL;
-                set_problem(resp, 404, "not-found", "Not found", "no such resource");
+                set_problem(resp, PROBLEM_NOT_FOUND, "no such resource");
                 return false;
         case ROUTE_BAD_METHOD: {
                 req->route = NULL;
                 struct problem p = {0};
-                problem_set(&p, 405, "method-not-allowed", "Method not allowed",
-                            "%s is not allowed here; allowed: %s", req->method, allow);
+                problem_raise(&p, PROBLEM_METHOD_NOT_ALLOWED, "%s is not allowed here; allowed: %s", req->method,
+                              allow);
                 resp_problem(resp, &p);
                 snprintf(resp->allow, sizeof(resp->allow), "%s", allow);
                 return false;
@@ -171,17 +171,15 @@ static bool dispatch(struct app *app, struct req *req, bool too_large, struct re
         }
         if (route->has_body) {
                 if (too_large) {
-                        set_problem(resp, 413, "body-too-large", "Request body too large",
-                                    "request bodies are limited to 64 KiB");
+                        set_problem(resp, PROBLEM_BODY_TOO_LARGE, "request bodies are limited to 64 KiB");
                         return false;
                 }
                 if (!content_type_is_json(req->content_type)) {
-                        set_problem(resp, 415, "unsupported-media-type", "Unsupported media type",
-                                    "send the body as application/json");
+                        set_problem(resp, PROBLEM_UNSUPPORTED_MEDIA_TYPE, "send the body as application/json");
                         return false;
                 }
         } else if (req->body_len > 0 || too_large) {
-                set_problem(resp, 400, "unexpected-body", "Unexpected body", "this request takes no body");
+                set_problem(resp, PROBLEM_UNEXPECTED_BODY, "this request takes no body");
                 return false;
         }
         route->handler(req, resp);
@@ -486,10 +484,10 @@ static void unix_peer(struct MHD_Connection *conn, char *buf, size_t len)
         snprintf(buf, len, "uid=%u gid=%u pid=%d", (unsigned)uid, (unsigned)gid, (int)pid);
 }
 
-static void refuse(struct hreq *h, int status, const char *slug, const char *title, const char *detail)
+static void refuse(struct hreq *h, enum problem_id id, const char *detail)
 {
-        set_problem(&h->resp, status, slug, title, detail);
-        if (status == 401)
+        set_problem(&h->resp, id, detail);
+        if (h->resp.problem.status == 401)
                 h->www_authenticate = true;
 }
 
@@ -531,25 +529,23 @@ static bool authorize(struct listener *l, struct hreq *h, struct MHD_Connection 
                 if (open_route)
                         return true;
                 if (cert_r == -ENOKEY || cert_r == -ENOTCONN) {
-                        refuse(h, 401, "unauthorized", "Unauthorized",
-                               "a client certificate signed by a trusted CA is required");
+                        refuse(h, PROBLEM_UNAUTHORIZED, "a client certificate signed by a trusted CA is required");
                         return false;
                 }
                 if (cert_r < 0) {
-                        refuse(h, 401, "unauthorized", "Unauthorized",
+                        refuse(h, PROBLEM_UNAUTHORIZED,
                                "the client certificate did not verify against the trusted CAs");
                         return false;
                 }
                 if (role == AUTH_NONE) {
                         h->invalid_token = token_sent;
-                        refuse(h, 401, "unauthorized", "Unauthorized",
-                               token_sent ? "the bearer token is not valid"
-                                          : "send Authorization: Bearer <token>");
+                        refuse(h, PROBLEM_UNAUTHORIZED,
+                               token_sent ? "the bearer token is not valid" : "send Authorization: Bearer <token>");
                         return false;
                 }
         }
         if (mutation && role != AUTH_ADMIN) {
-                refuse(h, 403, "forbidden", "Forbidden", "a read-only token may not change anything");
+                refuse(h, PROBLEM_FORBIDDEN, "a read-only token may not change anything");
                 return false;
         }
         if (mutation && atomic_load(&http->app->stopping)) {
@@ -581,14 +577,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 if (!authorize(l, h, conn, url))
                         return queue(h);
                 if (strlen(url) >= sizeof(h->path)) {
-                        set_problem(&h->resp, 414, "uri-too-long", "URI too long", "the request path is too long");
+                        set_problem(&h->resp, PROBLEM_URI_TOO_LONG, "the request path is too long");
                         return queue(h);
                 }
                 h->req.path = h->path;
                 const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
                 if (cl && strtoull(cl, NULL, 10) > HTTP_BODY_MAX) {
-                        set_problem(&h->resp, 413, "body-too-large", "Request body too large",
-                                    "request bodies are limited to 64 KiB");
+                        set_problem(&h->resp, PROBLEM_BODY_TOO_LARGE, "request bodies are limited to 64 KiB");
                         return queue(h);
                 }
                 return MHD_YES;
@@ -643,7 +638,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!workq_push(q, h)) {
                 h->resp.work = NULL;
                 struct problem p = {0};
-                problem_set(&p, 503, "busy", "Too busy", "too many requests are waiting; retry later");
+                problem_raise(&p, PROBLEM_BUSY, "too many requests are waiting; retry later");
                 p.retry_after = 1;
                 resp_problem(&h->resp, &p);
                 atomic_store(&h->work_done, true);

@@ -441,8 +441,6 @@ const struct json *json_array_at(const struct json *arr, size_t i)
 
 /* ---- strict decoding of request bodies ---- */
 
-#define TITLE_MALFORMED "Malformed JSON"
-#define TITLE_INVALID "Invalid field"
 /* Field names from the wire are cut short in details. */
 #define DETAIL_NAME_MAX 64
 
@@ -482,10 +480,10 @@ static int check_member(const cJSON *v, const struct jfield *f, struct problem *
                 if (!cJSON_IsNumber(v))
                         break;
                 if (number_u64(v, &u) < 0) {
-                        problem_set(err, 422, "invalid-field", TITLE_INVALID,
-                                    "field \"%s\" must be a whole number from 0 to 2^53 "
-                                    "written without fraction or exponent",
-                                    f->name);
+                        problem_raise(err, PROBLEM_INVALID_FIELD,
+                                      "field \"%s\" must be a whole number from 0 to 2^53 "
+                                      "written without fraction or exponent",
+                                      f->name);
                         return -EINVAL;
                 }
                 return 0;
@@ -497,15 +495,15 @@ static int check_member(const cJSON *v, const struct jfield *f, struct problem *
                 if (!cJSON_IsString(v) || !v->valuestring)
                         break;
                 if (strlen(v->valuestring) + 1 > f->out_len) {
-                        problem_set(err, 422, "invalid-field", TITLE_INVALID,
-                                    "field \"%s\" is too long (at most %zu bytes)", f->name,
-                                    f->out_len ? f->out_len - 1 : 0);
+                        problem_raise(err, PROBLEM_INVALID_FIELD,
+                                      "field \"%s\" is too long (at most %zu bytes)", f->name,
+                                      f->out_len ? f->out_len - 1 : 0);
                         return -EINVAL;
                 }
                 return 0;
         }
-        problem_set(err, 422, "invalid-field", TITLE_INVALID, "field \"%s\" must be %s",
-                    f->name, type_word(f->type));
+        problem_raise(err, PROBLEM_INVALID_FIELD, "field \"%s\" must be %s",
+                      f->name, type_word(f->type));
         return -EINVAL;
 }
 
@@ -542,23 +540,23 @@ int json_decode(const char *body, size_t len, const struct jfield *fields, size_
 
         r = parse_annotated(body, len, &root, &why, &at);
         if (r == -ENOMEM) {
-                problem_set(err, 500, "internal-error", "Internal error", "out of memory");
+                problem_raise(err, PROBLEM_INTERNAL_ERROR, "out of memory");
                 return r;
         }
         if (r < 0) {
-                problem_set(err, 400, "malformed-json", TITLE_MALFORMED,
-                            "request body is not valid JSON: %s at byte %zu", why, at);
+                problem_raise(err, PROBLEM_MALFORMED_JSON,
+                              "request body is not valid JSON: %s at byte %zu", why, at);
                 return -EINVAL;
         }
         if (!cJSON_IsObject(root)) {
-                problem_set(err, 422, "invalid-field", TITLE_INVALID,
-                            "request body must be a JSON object");
+                problem_raise(err, PROBLEM_INVALID_FIELD,
+                              "request body must be a JSON object");
                 r = -EINVAL;
                 goto out;
         }
         match = calloc(n_fields ? n_fields : 1, sizeof(*match));
         if (!match) {
-                problem_set(err, 500, "internal-error", "Internal error", "out of memory");
+                problem_raise(err, PROBLEM_INTERNAL_ERROR, "out of memory");
                 r = -ENOMEM;
                 goto out;
         }
@@ -571,15 +569,15 @@ int json_decode(const char *body, size_t len, const struct jfield *fields, size_
                                 break;
                 if (i == n_fields) {
                         size_t cut = utf8_prefix(key, DETAIL_NAME_MAX);
-                        problem_set(err, 422, "invalid-field", TITLE_INVALID,
-                                    "unknown field \"%.*s\"%s", (int)cut, key,
-                                    key[cut] ? "..." : "");
+                        problem_raise(err, PROBLEM_INVALID_FIELD,
+                                      "unknown field \"%.*s\"%s", (int)cut, key,
+                                      key[cut] ? "..." : "");
                         r = -EINVAL;
                         goto out;
                 }
                 if (match[i]) {
-                        problem_set(err, 422, "invalid-field", TITLE_INVALID,
-                                    "duplicate field \"%s\"", fields[i].name);
+                        problem_raise(err, PROBLEM_INVALID_FIELD,
+                                      "duplicate field \"%s\"", fields[i].name);
                         r = -EINVAL;
                         goto out;
                 }

@@ -1,6 +1,8 @@
 /* Logging to stderr with syslog-style level prefixes, and the clock helpers
  * from util.h (they have no better home and are as small). */
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "log.h"
@@ -21,6 +23,21 @@ void log_msg(enum log_level level, const char *fmt, ...)
         va_end(ap);
         /* One fprintf per line so concurrent threads never interleave. */
         fprintf(stderr, "<%d>%s\n", (int)level, line);
+}
+
+int log_errno(enum log_level level, int err, const char *fmt, ...)
+{
+        int e = err < 0 ? -err : err ? err : EIO;
+
+        if (level <= max_level) {
+                char what[768];
+                va_list ap;
+                va_start(ap, fmt);
+                vsnprintf(what, sizeof(what), fmt, ap);
+                va_end(ap);
+                log_msg(level, "%s: %s", what, strerror(e));
+        }
+        return -e;
 }
 
 static uint64_t clock_ns(clockid_t id)

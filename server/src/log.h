@@ -10,6 +10,14 @@ enum log_level { LOG_ERR = 3, LOG_WARN = 4, LOG_NOTICE = 5, LOG_INFO = 6, LOG_DE
 void log_set_max_level(enum log_level level);
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Log FMT at LEVEL followed by ": " and the text of ERR, and return ERR as a
+ * negative errno (-EIO when ERR is 0), so a caller that handles an error logs
+ * it and passes it on in one statement:
+ *     if (r < 0)
+ *             return log_errno(LOG_ERR, r, "cannot open %s", path);
+ * ERR may be given as -errno or errno. */
+int log_errno(enum log_level level, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #define log_err(...) log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
 #define log_notice(...) log_msg(LOG_NOTICE, __VA_ARGS__)

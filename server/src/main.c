@@ -419,17 +419,17 @@ int main(int argc, char **argv)
 
         r = sysfs_open(o.sysfs_root, &fs);
         if (r < 0) {
-                log_err("cannot open sysfs root %s: %s", o.sysfs_root, strerror(-r));
+                log_errno(LOG_ERR, r, "cannot open sysfs root %s", o.sysfs_root);
                 goto out;
         }
         r = topo_load(fs, &topo);
         if (r < 0) {
-                log_err("cannot read NUMA topology under %s: %s", o.sysfs_root, strerror(-r));
+                log_errno(LOG_ERR, r, "cannot read NUMA topology under %s", o.sysfs_root);
                 goto out;
         }
         r = mkdir_parents(o.state_dir, 0700);
         if (r < 0) {
-                log_err("cannot create state dir %s: %s", o.state_dir, strerror(-r));
+                log_errno(LOG_ERR, r, "cannot create state dir %s", o.state_dir);
                 goto out;
         }
         long holder = 0;
@@ -443,7 +443,7 @@ int main(int argc, char **argv)
                 goto out;
         }
         if (r < 0) {
-                log_err("cannot lock %s/" LOCK_FILE ": %s", o.state_dir, strerror(-r));
+                log_errno(LOG_ERR, r, "cannot lock %s/" LOCK_FILE, o.state_dir);
                 goto out;
         }
         if (o.socket_path) {
@@ -475,7 +475,7 @@ int main(int argc, char **argv)
 
         r = engine_new(&(struct engine_config){.topo = topo, .threads_per_node = o.threads_per_node}, &engine);
         if (r < 0) {
-                log_err("cannot start prefault workers: %s", strerror(-r));
+                log_errno(LOG_ERR, r, "cannot start prefault workers");
                 goto out;
         }
         for (size_t i = 0; i < topo->n_nodes; i++)
@@ -492,7 +492,7 @@ int main(int argc, char **argv)
         memcpy(pc.mounts, o.mounts, sizeof(o.mounts));
         r = pools_new(&pc, &pools);
         if (r < 0) {
-                log_err("cannot load pool state from %s: %s", o.state_dir, strerror(-r));
+                log_errno(LOG_ERR, r, "cannot load pool state from %s", o.state_dir);
                 goto out;
         }
 
@@ -546,7 +546,7 @@ int main(int argc, char **argv)
         unsigned long long wd_usec = 0;
         r = notify_watchdog_start(&wd_usec);
         if (r < 0)
-                log_warn("cannot start the watchdog pings: %s", strerror(-r));
+                log_errno(LOG_WARN, r, "cannot start the watchdog pings");
         else if (wd_usec)
                 log_info("watchdog: pinging every %llu ms", wd_usec / 2000);
 

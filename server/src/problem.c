@@ -1,8 +1,10 @@
-/* problem: fill and encode RFC 9457 problem details.  problem_set describes
- * the problem itself (status, slug, title, detail); the extension members
- * (counts, Allow, Retry-After) are left as the caller set them, before or
- * after, so a handler can add them in any order.  Details are forced to
- * valid UTF-8.  Encoding goes through the json builder, never cJSON directly. */
+/* problem: the catalog of problem types and RFC 9457 problem details.
+ * problem_raise describes the problem itself (status, slug and title from the
+ * catalog row, detail from the caller); the extension members (counts, Allow,
+ * Retry-After) are left as the caller set them, before or after, so a handler
+ * can add them in any order.  Details are forced to valid UTF-8.  Encoding
+ * goes through the json builder, never cJSON directly. */
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +13,67 @@
 #include "problem.h"
 
 #define PROBLEM_TYPE_PREFIX "urn:hpwarm:problem:"
+
+/* The catalog: one row per slug, indexed by enum problem_id.  A title is
+ * short, names the kind of problem and never this occurrence (that is the
+ * detail).  tests/api/test_openapi.py parses these rows (one per line, in
+ * this exact shape) and checks api/openapi.yaml lists the same. */
+static const struct problem_type catalog[PROBLEM__COUNT] = {
+        [PROBLEM_MALFORMED_JSON] = { "malformed-json", 400, "Malformed JSON" },
+        [PROBLEM_INVALID_FIELD] = { "invalid-field", 422, "Invalid field" },
+        [PROBLEM_UNEXPECTED_BODY] = { "unexpected-body", 400, "Unexpected body" },
+        [PROBLEM_NOT_FOUND] = { "not-found", 404, "Not found" },
+        [PROBLEM_METHOD_NOT_ALLOWED] = { "method-not-allowed", 405, "Method not allowed" },
+        [PROBLEM_BODY_TOO_LARGE] = { "body-too-large", 413, "Request body too large" },
+        [PROBLEM_URI_TOO_LONG] = { "uri-too-long", 414, "URI too long" },
+        [PROBLEM_UNSUPPORTED_MEDIA_TYPE] = { "unsupported-media-type", 415, "Unsupported media type" },
+        [PROBLEM_UNAUTHORIZED] = { "unauthorized", 401, "Unauthorized" },
+        [PROBLEM_FORBIDDEN] = { "forbidden", 403, "Forbidden" },
+        [PROBLEM_BUSY] = { "busy", 503, "Too busy" },
+        [PROBLEM_STOPPING] = { "stopping", 503, "Shutting down" },
+        [PROBLEM_INTERNAL_ERROR] = { "internal-error", 500, "Internal error" },
+        [PROBLEM_UNKNOWN_NODE] = { "unknown-node", 404, "Unknown NUMA node" },
+        [PROBLEM_UNKNOWN_PAGE_SIZE] = { "unknown-page-size", 404, "Unknown page size" },
+        [PROBLEM_SYSFS_ERROR] = { "sysfs-error", 500, "Cannot access hugepage counters" },
+        [PROBLEM_INSUFFICIENT_MEMORY] = { "insufficient-memory", 409, "Not enough free memory on the node" },
+        [PROBLEM_RESERVE_SHORTFALL] = { "reserve-shortfall", 409, "The kernel gave fewer pages than asked" },
+        [PROBLEM_POOL_NOT_FOUND] = { "pool-not-found", 404, "No such pool" },
+        [PROBLEM_POOL_NOT_READY] = { "pool-not-ready", 409, "Pool not ready" },
+        [PROBLEM_POOL_CONFLICT] = { "pool-conflict", 409, "A different pool has that name" },
+        [PROBLEM_POOL_TOO_LARGE] = { "pool-too-large", 413, "Pool too large" },
+        [PROBLEM_TOO_MANY_POOLS] = { "too-many-pools", 429, "Too many pools" },
+        [PROBLEM_NODE_WARM_LIMIT] = { "node-warm-limit", 429, "Too much warm memory on the node" },
+        [PROBLEM_INSUFFICIENT_HUGEPAGES] = { "insufficient-hugepages", 409, "Not enough free hugepages" },
+        [PROBLEM_NO_HUGETLBFS] = { "no-hugetlbfs", 503, "No hugetlbfs for that page size" },
+        [PROBLEM_POOL_FILE_ERROR] = { "pool-file-error", 500, "Pool file error" },
+        [PROBLEM_STATE_WRITE_FAILED] = { "state-write-failed", 500, "Cannot save state" },
+        [PROBLEM_WARM_START_FAILED] = { "warm-start-failed", 500, "Cannot start warming" },
+        [PROBLEM_HUGEPAGES_EXHAUSTED] = { "hugepages-exhausted", 500, "Hugepages exhausted while warming" },
+        [PROBLEM_OUT_OF_MEMORY] = { "out-of-memory", 500, "Out of memory while warming" },
+        [PROBLEM_INTERRUPTED] = { "interrupted", 500, "Warming interrupted" },
+        [PROBLEM_HARDWARE_POISON] = { "hardware-poison", 500, "Hardware-poisoned hugepage" },
+        [PROBLEM_POPULATE_UNSUPPORTED] = { "populate-unsupported", 500, "Kernel cannot prefault the pool" },
+        [PROBLEM_POPULATE_FAILED] = { "populate-failed", 500, "Warming failed" },
+        [PROBLEM_FILE_MISSING] = { "file-missing", 500, "Pool file missing" },
+        [PROBLEM_CANCELLED] = { "cancelled", 500, "Warming cancelled" },
+};
+
+const struct problem_type *problem_type(enum problem_id id)
+{
+        if ((int)id <= PROBLEM_NONE || id >= PROBLEM__COUNT || !catalog[id].slug)
+                return NULL;
+        return &catalog[id];
+}
+
+enum problem_id problem_from_slug(const char *slug)
+{
+        if (!slug)
+                return PROBLEM_NONE;
+        for (int id = PROBLEM_NONE + 1; id < PROBLEM__COUNT; id++)
+                if (catalog[id].slug && strcmp(catalog[id].slug, slug) == 0)
+                        return (enum problem_id)id;
+        return PROBLEM_NONE;
+}
 
 /* Length of the valid UTF-8 sequence at S (RFC 3629: no overlong forms, no
  * surrogates, nothing above U+10FFFF), or 0 if the bytes there are not one. */
@@ -66,22 +129,77 @@ static void make_utf8(char *s)
         }
 }
 
-void problem_set(struct problem *p, int status, const char *slug, const char *title,
-                 const char *fmt, ...)
+static void set_detail(struct problem *p, const char *fmt, va_list ap)
+{
+        int n = vsnprintf(p->detail, sizeof(p->detail), fmt, ap);
+        if (n >= (int)sizeof(p->detail))
+                trim_partial_utf8(p->detail);
+        make_utf8(p->detail);
+}
+
+/* The row to raise for ID: ID's own, or internal-error for a value outside
+ * the catalog (a bug; asserted in builds with assertions). */
+static enum problem_id checked_id(enum problem_id id)
+{
+        bool known = problem_type(id) != NULL;
+        assert(known && "problem id outside the catalog");
+        return known ? id : PROBLEM_INTERNAL_ERROR;
+}
+
+static void set_row(struct problem *p, enum problem_id id)
+{
+        const struct problem_type *t = &catalog[id];
+        p->id = id;
+        p->status = t->status;
+        p->slug = t->slug;
+        p->title = t->title;
+}
+
+void problem_raise(struct problem *p, enum problem_id id, const char *fmt, ...)
 {
         va_list ap;
 
         if (!p)
                 return;
-        p->status = status;
-        p->slug = slug;
-        p->title = title;
+        set_row(p, checked_id(id));
         va_start(ap, fmt);
-        int n = vsnprintf(p->detail, sizeof(p->detail), fmt, ap);
+        set_detail(p, fmt, ap);
         va_end(ap);
-        if (n >= (int)sizeof(p->detail))
-                trim_partial_utf8(p->detail);
-        make_utf8(p->detail);
+}
+
+void problem_raise_slug(struct problem *p, const char *slug, const char *fmt, ...)
+{
+        enum problem_id id = problem_from_slug(slug);
+        va_list ap;
+
+        if (!p)
+                return;
+        if (id != PROBLEM_NONE) {
+                set_row(p, id);
+        } else {
+                p->id = PROBLEM_NONE;
+                p->status = 500;
+                p->slug = slug;
+                p->title = PROBLEM_UNKNOWN_TITLE;
+        }
+        va_start(ap, fmt);
+        set_detail(p, fmt, ap);
+        va_end(ap);
+}
+
+void problem_set(struct problem *p, int status, const char *slug, const char *title,
+                 const char *fmt, ...)
+{
+        va_list ap;
+
+        (void)status;
+        (void)title;
+        if (!p)
+                return;
+        set_row(p, checked_id(problem_from_slug(slug)));
+        va_start(ap, fmt);
+        set_detail(p, fmt, ap);
+        va_end(ap);
 }
 
 struct json *problem_to_value(const struct problem *p)

@@ -124,7 +124,7 @@ void resp_json(struct resp *r, int status, char *body)
         r->body = body;
         r->content_type = "application/json";
         if (!body) {
-                problem_set(&r->problem, 500, "internal-error", "Internal error", "out of memory encoding the response");
+                problem_raise(&r->problem, PROBLEM_INTERNAL_ERROR, "out of memory encoding the response");
                 r->status = 500;
         }
 }

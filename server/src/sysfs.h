@@ -35,11 +35,11 @@ int sysfs_exists(const struct sysfs *fs, const char *path);
 int sysfs_for_each(const struct sysfs *fs, const char *path, const char *prefix,
                    int (*fn)(const char *name, void *arg), void *arg);
 
-/* Test seam (STYLE section 4): the two calls through which every counter is
- * read and written.  The defaults, sysfs_default_ops, are the real file
- * operations; a test installs its own to simulate what fixture files cannot:
- * a kernel that gives fewer pages than written, EIO on write, a read-only
- * file (root ignores file modes).  A hook may call sysfs_default_ops itself
+/* Test seam, in the manner of SQLite's test VFS: the two calls through which
+ * every counter is read and written.  The defaults, sysfs_default_ops, are
+ * the real file operations; a test installs its own to simulate what fixture
+ * files cannot: a kernel that gives fewer pages than written, EIO on write, a
+ * read-only file (root ignores file modes).  A hook may call sysfs_default_ops itself
  * to reach the file.  USERDATA is passed through untouched. */
 struct sysfs_ops {
         int (*read_u64)(const struct sysfs *fs, const char *path, uint64_t *ret, void *userdata);

@@ -8,8 +8,12 @@ lists exactly the routes the server answers.
     parameter and every declared path parameter appears in the template.
 (b) routes: the set of (METHOD, template) in the document equals the set in
     the static route table of server/src/router.c, both ways.
+(c) problems: `components/x-problem-types` lists exactly the rows of the
+    error catalog in server/src/problem.c (slug, status, title), and every
+    example problem in the document has a slug of the catalog with that
+    slug's status and title.
 
-Usage: test_openapi.py API_YAML ROUTER_C
+Usage: test_openapi.py API_YAML ROUTER_C (problem.c is read next to router.c)
 Exit 0 on success, 1 on any failure (never 77: a missing router.c or a
 missing YAML module is a failure, not a skip).
 """
@@ -177,19 +181,83 @@ def server_routes(path):
     return routes
 
 
-SLUG_RE = re.compile(r'problem_set\(\s*[^,]+,\s*\d+,\s*"([a-z0-9-]+)"')
+CATALOG_ROW_RE = re.compile(r'\[(PROBLEM_[A-Z0-9_]+)\]\s*=\s*\{\s*"([a-z0-9-]+)"\s*,\s*(\d+)\s*,\s*"((?:[^"\\]|\\.)*)"\s*\}')
+PROBLEM_URN = "urn:hpwarm:problem:"
 
 
-def server_slugs(router_c):
-    """Every problem slug the server can send: problem_set(..., STATUS, "slug", ...)
-    anywhere in server/src."""
-    slugs = set()
-    src_dir = os.path.dirname(router_c)
-    for name in sorted(os.listdir(src_dir)):
-        if name.endswith(".c"):
-            with open(os.path.join(src_dir, name), encoding="utf-8") as f:
-                slugs |= set(SLUG_RE.findall(f.read()))
-    return slugs
+def catalog(problem_c):
+    """The error catalog: {slug: (status, title)} from the table
+    `static const struct problem_type catalog[...] = {...};` in problem.c."""
+    try:
+        with open(problem_c, encoding="utf-8") as f:
+            src = f.read()
+    except OSError as e:
+        print(f"FAIL: cannot read the error catalog {problem_c}: {e}")
+        sys.exit(1)
+    m = re.search(r"\bstruct\s+problem_type\s+catalog\s*\[[^]]*\]\s*=\s*\{(.*?)\n\s*\}\s*;", src, re.S)
+    if not m:
+        print(f"FAIL: no `struct problem_type catalog[] = {{...}};` table in {problem_c}")
+        sys.exit(1)
+    table = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
+    rows = {}
+    for enum, slug, status, title in CATALOG_ROW_RE.findall(table):
+        if enum != "PROBLEM_" + slug.upper().replace("-", "_"):
+            fail(f"{problem_c}: row {enum} has slug {slug!r}; the id is PROBLEM_ + the slug in upper case")
+        if slug in rows:
+            fail(f"{problem_c}: slug {slug!r} has two rows")
+        rows[slug] = (int(status), title)
+    # Every row of the table must have parsed: count the designated rows.
+    if len(rows) != len(re.findall(r"\[PROBLEM_", table)) or len(rows) < 10:
+        print(f"FAIL: parsed {len(rows)} rows of the catalog in {problem_c}; "
+              "every row must read [PROBLEM_X] = { \"slug\", STATUS, \"Title\" },")
+        sys.exit(1)
+    return rows
+
+
+def example_problems(node, where):
+    """Every mapping in the document whose `type` is a problem URN."""
+    if isinstance(node, dict):
+        t = node.get("type")
+        if isinstance(t, str) and t.startswith(PROBLEM_URN):
+            yield where, node
+        for k, v in node.items():
+            yield from example_problems(v, f"{where}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from example_problems(v, f"{where}[{i}]")
+
+
+def check_problems(doc, rows, yaml_path):
+    listed = (doc.get("components") or {}).get("x-problem-types")
+    if not isinstance(listed, dict):
+        fail(f"{yaml_path}: components/x-problem-types (slug: {{status, title}}) is missing")
+        listed = {}
+    for slug, (status, title) in sorted(rows.items()):
+        entry = listed.get(slug)
+        if not isinstance(entry, dict):
+            fail(f"problem type {slug!r} is in the catalog but not in components/x-problem-types")
+            continue
+        if entry.get("status") != status:
+            fail(f"problem type {slug!r}: status {entry.get('status')!r} in {yaml_path}, {status} in the catalog")
+        if entry.get("title") != title:
+            fail(f"problem type {slug!r}: title {entry.get('title')!r} in {yaml_path}, {title!r} in the catalog")
+    for slug in sorted(set(listed) - set(rows)):
+        fail(f"problem type {slug!r} is in components/x-problem-types but not in the catalog")
+
+    n = 0
+    for where, ex in example_problems(doc, "#"):
+        n += 1
+        slug = ex["type"][len(PROBLEM_URN):]
+        if slug not in rows:
+            fail(f"{where}: example problem type {slug!r} is not in the catalog")
+            continue
+        status, title = rows[slug]
+        if ex.get("title") != title:
+            fail(f"{where}: example {slug!r} has title {ex.get('title')!r}, the catalog says {title!r}")
+        if ex.get("status") != status:
+            fail(f"{where}: example {slug!r} has status {ex.get('status')!r}, the catalog says {status}")
+    if n == 0:
+        fail(f"{yaml_path}: no example problems found; the scan is broken")
 
 
 def main(argv):
@@ -209,20 +277,16 @@ def main(argv):
     for method, template in sorted(documented - served):
         fail(f"in {argv[1]} but not served: {method} {template}")
 
-    # Every problem type the server sends is documented (scripts match slugs).
-    text = open(argv[1], encoding="utf-8").read()
-    slugs = server_slugs(argv[2])
-    if len(slugs) < 10:
-        fail(f"found only {len(slugs)} problem slugs in the server sources; the scan is broken")
-    for slug in sorted(slugs):
-        if slug not in text:
-            fail(f"problem type {slug!r} is sent by the server but not documented in {argv[1]}")
+    # Every problem type the server can send is documented, with its one
+    # status and title (scripts match slugs, people read titles).
+    problem_c = os.path.join(os.path.dirname(argv[2]), "problem.c")
+    check_problems(doc, catalog(problem_c), argv[1])
 
     for e in ERRORS:
         print("FAIL:", e)
     if ERRORS:
         return 1
-    print(f"ok: {len(documented)} operations documented and served")
+    print(f"ok: {len(documented)} operations documented and served; the problem types match the catalog")
     return 0
 
 

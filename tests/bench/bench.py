@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The warm benchmark of issue 3: one command, one machine, one size and one
+"""The warm benchmark (README "Measured"): one command, one machine, one size and one
 thread count for every contender.
 
   (a) hpwarmd warm: client-observed wall time from PUT /v1/pools/NAME to the
@@ -7,7 +7,7 @@ thread count for every contender.
   (b) populate_ideal: the same MADV_POPULATE_WRITE over a file of the same
       size with the same threads and nothing else (its own mmap..munmap
       clock), the threads created and parked on a barrier before the clock
-      starts -- the strongest known form (issue 12);
+      starts -- the strongest known form;
  (b0) the older populate_ideal --spawn (threads created inside the clock,
       which convoy on the mmap lock with the populates already running),
       an extra row for comparison;
@@ -17,7 +17,7 @@ thread count for every contender.
       prealloc-threads=N added): the VM-boot memory phase after warm-up;
   plus GET /v1/pools/NAME latency from a keep-alive client loop and the
   daemon's RSS while a warm of SIZE runs;
-  and two phases for issue 12's stock (after the daemon has stopped):
+  and two phases for the stock of warm files (after the daemon has stopped):
   recycle_bench: (r1) a dirtied populated file zeroed in place in userspace
       with zero.c's streaming stores (and (r1') with memset) against (r2)
       truncate to 0 + ftruncate back + MADV_POPULATE_WRITE, same file, same
@@ -72,13 +72,13 @@ GUARD = os.path.join(REPO, "tests", "real", "guard.sh")
 NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
 PAGE = 2 << 20
 GIB = float(1 << 30)
-# Targets of issue 3 on this 2-core machine.
+# The targets README "Measured" states, on this 2-core machine.
 TARGET_A_OVER_B = 0.95
 TARGET_A_OVER_C = 1.0
 TARGET_D_SPEEDUP = 20.0
 TARGET_P99_S = 0.010
 TARGET_RSS_BYTES = 16 << 20
-# Targets of issue 12.
+# Targets of the stock phases (recycle and priority).
 TARGET_RECYCLE = 1.2
 TARGET_LOW_SLOWDOWN = 1.10
 # A hugepage pool that is still growing (this VM adds memory to node 0 as it
@@ -483,7 +483,7 @@ def measure(args, mnt, res):
             rm(f)
         shutil.rmtree(pool_dir, ignore_errors=True)
 
-    # Issue 12 phases, with the daemon gone: each helper interleaves its own
+    # The stock phases, with the daemon gone: each helper interleaves its own
     # contenders over ROUNDS rounds after an untimed warm-up round.
     if not args.no_recycle:
         recycle_file = os.path.join(mnt, "bench-recycle")
@@ -626,8 +626,8 @@ def main():
     ap.add_argument("--ideal")
     ap.add_argument("--recycle-bench")
     ap.add_argument("--prio-bench")
-    ap.add_argument("--no-recycle", action="store_true", help="leave out the recycle phase (issue 12)")
-    ap.add_argument("--no-prio", action="store_true", help="leave out the priority phase (issue 12)")
+    ap.add_argument("--no-recycle", action="store_true", help="leave out the recycle phase (stock)")
+    ap.add_argument("--no-prio", action="store_true", help="leave out the priority phase (stock)")
     ap.add_argument("--recycle-routines", type=lambda t: [x for x in t.split(",") if x], default=[],
                     help="zero routines for (r1), comma-separated, best first (default: the best one here and "
                          "memset); nopop:NAME zeroes without populating first")

@@ -1,5 +1,5 @@
 /* recycle_bench FILE SIZE_BYTES THREADS ROUNDS [ROUTINE...]: the recycle
- * benchmark of issue 12.  How fast can a populated hugetlbfs file that a
+ * benchmark of the stock of warm files.  How fast can a populated hugetlbfs file that a
  * guest has dirtied be made all-zero again?
  *
  *   r1  in place, in userspace: map the file MAP_SHARED, each thread

@@ -1,6 +1,6 @@
 """A tiny stand-in for hpwarmd, for testing the client and CLI.
 
-Python 3 standard library only.  It speaks the API of issues 2 and 3 with
+Python 3 standard library only.  It speaks the node and pool API (api/openapi.yaml) with
 canned data and scripted misbehaviour chosen by the pool name:
 
   flaky503      GET answers 503 once, then the pool (retry test)

@@ -37,7 +37,7 @@ static void test_parse_ok(void)
         CHECK(!c.timeout_set);
         CHECK(!c.json);
 
-        /* The example: options after the command, including globals. */
+        /* The README's handoff recipe: options after the command, including globals. */
         CHECK_INT(parse(&c, NULL, "warm", "vm-42", "--node", "0", "--size", "1G", "--wait", "--timeout", "60",
                         NULL), ==, 0);
         CHECK_INT(c.cmd, ==, CMD_WARM);

@@ -160,7 +160,7 @@ def test_basic(srv):
 
 def test_pools(srv):
     u = ["--url", srv.url, "--token-file", TOKEN]
-    # The example line, options after the command; not a TTY: one
+    # The README's handoff recipe line, options after the command; not a TTY: one
     # line per state change.
     p = run("warm", "vm-42", "--node", "0", "--size", "64M", "--wait", "--timeout", "10", *u)
     expect(p, 0, "warm --wait")

@@ -36,6 +36,7 @@
 
 #include "app.h"
 #include "engine.h"
+#include "fake_engine.h"
 #include "fuzz.h"
 #include "http.h"
 #include "json.h"
@@ -103,34 +104,6 @@ static struct {
         } saved[MAX_SAVED_FILES];
         size_t n_saved;
 } g;
-
-/* ---- the stubbed populate: no memory is touched ---- */
-
-static int stub_madvise(void *addr, size_t len, int advice)
-{
-        return 0;
-}
-
-static long stub_mbind(void *addr, unsigned long len, int mode, const unsigned long *nodemask,
-                       unsigned long maxnode, unsigned flags)
-{
-        return 0;
-}
-
-/* The fixture's node 1 does not exist here; report every page on node 0. */
-static long stub_move_pages(int pid, unsigned long count, void **pages, const int *nodes, int *status,
-                            int flags)
-{
-        for (unsigned long i = 0; i < count; i++)
-                status[i] = 0;
-        return 0;
-}
-
-static const struct engine_ops stub_ops = {
-        .madvise = stub_madvise,
-        .mbind = stub_mbind,
-        .move_pages = stub_move_pages,
-};
 
 /* ---- setup and teardown ---- */
 
@@ -266,7 +239,7 @@ static void setup(void)
                 die("sysfs_open", -r);
         if ((r = topo_load(g.fs, &g.topo)) < 0)
                 die("topo_load", -r);
-        struct engine_config ec = { .topo = g.topo, .threads_per_node = 1, .ops = &stub_ops };
+        struct engine_config ec = { .topo = g.topo, .threads_per_node = 1, .ops = fake_engine_stub_ops() };
         if ((r = engine_new(&ec, &g.engine)) < 0)
                 die("engine_new", -r);
         struct pools_config pc = {

@@ -10,7 +10,9 @@ set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR [SECONDS_PER_TARGET]}
 seconds=${2:-60}
 here=$(cd "$(dirname "$0")" && pwd)
-targets=(journal json_decode http)
+# The targets, from the one list (comments and blank lines skipped).
+mapfile -t targets < <(grep -E '^[a-z0-9_]+$' "$here/targets")
+(( ${#targets[@]} > 0 )) || { echo "run-fuzz: no targets in $here/targets" >&2; exit 2; }
 max_len=4096
 
 scratch=$(mktemp -d)

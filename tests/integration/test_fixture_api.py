@@ -1,5 +1,5 @@
-"""hpwarmd against sysfs fixture trees: every report, reserve and error class of
-issue 2, driven over HTTP on a loopback port."""
+"""hpwarmd against sysfs fixture trees: every node report, reserve and their
+error classes, driven over HTTP on a loopback port."""
 import os
 import re
 import time

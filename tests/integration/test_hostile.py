@@ -1,5 +1,5 @@
-"""Hostile requests over real sockets against the fixture daemon (issue 5,
-"Bad input"): malformed and deeply nested JSON, huge numbers, '..', '/',
+"""Hostile requests over real sockets against the fixture daemon (README
+"API", bad input): malformed and deeply nested JSON, huge numbers, '..', '/',
 %2f and NUL in names and ids, over-long headers, URLs and bodies (declared
 and chunked), broken chunked encoding, garbage and HTTP/0.9 request lines,
 header floods, pipelining, slow clients, and 50 clients at once.

@@ -1,4 +1,4 @@
-"""Lifecycle of hpwarmd (issue 5, "Lifecycle"): one instance per state
+"""Lifecycle of hpwarmd: one instance per state
 directory, clean SIGTERM, the service manager protocol (READY, STATUS,
 WATCHDOG, STOPPING through a fake NOTIFY_SOCKET) and socket activation
 (LISTEN_FDS), all without systemd."""

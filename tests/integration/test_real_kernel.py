@@ -73,7 +73,7 @@ class RealKernel(TestCase):
         self.assertEqual(r.status, 200, r)
         return r.json
 
-    # -- reserve (issue 2) --
+    # -- reserve: PUT /v1/nodes/{id}/hugepages/{size} --
     def test_reserve_node0(self):
         self.start_with_pages(0)
         r = self.d.put("/v1/nodes/0/hugepages/2M", {"count": 24})
@@ -88,7 +88,7 @@ class RealKernel(TestCase):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(node0("nr_hugepages"), 0)
 
-    # -- pools (issue 3) --
+    # -- pools: warm, ready, release --
     def test_warm_ready_zero_and_release(self):
         self.start_with_pages(32)
         free0 = node0("free_hugepages")
@@ -191,7 +191,7 @@ class RealKernel(TestCase):
         self.assertEqual(node0("free_hugepages"), free0 - 40)
 
     def test_cli_hook_recipe(self):
-        # The issue's "done when": warm --wait, then handoff, with exit codes a script trusts.
+        # The README's handoff recipe: warm --wait, then handoff, with exit codes a script trusts.
         cli = os.environ.get("HPWARM_CLI")
         if not cli:
             self.skipTest("CLI not built")

@@ -1,4 +1,4 @@
-"""Access control of hpwarmd (issue 5, "Access" and the libmicrohttpd limits):
+"""Access control of hpwarmd (README "Access" and "Limits"):
 bearer tokens on TCP, read-only callers, audit lines, unix-socket peer
 credentials and group, the refusal of unguarded non-loopback listeners, TLS
 and mutual TLS, over-long headers and slow clients.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # load.sh [HPWARMD]: bounded loopback load test of hpwarmd on real hugepages
-# (issue 5, "Load").  While pools warm, wrk hammers GET /v1/pools/NAME and
+# (README "Measured", load).  While pools warm, wrk hammers GET /v1/pools/NAME and
 # GET /v1/nodes; prints requests/s, p50/p99 latency, errors and the daemon's
 # peak RSS (VmHWM).  Fails when any answer is not 2xx or a socket errors.
 #

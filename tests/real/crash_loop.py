@@ -1,4 +1,4 @@
-"""Crash safety on the real kernel (issue 5): start warms, kill -9 the daemon
+"""Crash safety on the real kernel: start warms, kill -9 the daemon
 at a random moment, restart it on the same state dir and pool dir, and check
 that nothing is lost track of:
 

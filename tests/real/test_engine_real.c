@@ -22,8 +22,8 @@
  *  - tail range: a warm file grown with ftruncate and populated from the old
  *    end takes exactly the new pages; the old part keeps its content.
  *
- * Everything it creates it removes; when a failed check aborts it, guard.sh
- * removes the files left behind and restores the counts. */
+ * Everything it creates it removes; when a failed check ends a test early,
+ * guard.sh removes the files left behind and restores the counts. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "meminfo.h"
 #include "engine.h"
 #include "plan.h"
 #include "topo.h"
@@ -45,6 +46,7 @@
 #define WANT_FREE 120 /* pages this test needs free on node 0 */
 
 static char dir[4096];
+static struct engine *engine_; /* made by main for every test */
 
 static uint64_t read_u64(const char *path)
 {
@@ -68,24 +70,6 @@ static void write_u64(const char *path, uint64_t v)
 
 static uint64_t node_free(void) { return read_u64(NODE_HP "free_hugepages"); }
 
-/* HugePages_Free from /proc/meminfo (all nodes). */
-static uint64_t meminfo_free(void)
-{
-        FILE *f = fopen("/proc/meminfo", "re");
-        char line[256];
-        unsigned long long v = 0;
-        bool found = false;
-
-        CHECK(f);
-        while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "HugePages_Free: %llu", &v) == 1) {
-                        found = true;
-                        break;
-                }
-        fclose(f);
-        CHECK(found);
-        return v;
-}
 static uint64_t resv(void) { return read_u64(GLOBAL_HP "resv_hugepages"); }
 
 struct done {
@@ -191,8 +175,9 @@ static void expect(int fd, uint64_t from, uint64_t to, bool zero, const char *wh
         CHECK_INT(munmap((void *)p, to), ==, 0);
 }
 
-static void test_warm(struct engine *e)
+TEST(warm)
 {
+        struct engine *e = engine_;
         struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
         struct done d2 = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
         const uint64_t pages = 32, size = pages * PAGE;
@@ -242,8 +227,9 @@ static void test_warm(struct engine *e)
         CHECK_U64(resv(), ==, resv0);
 }
 
-static void test_exhaustion(struct engine *e)
+TEST(exhaustion)
 {
+        struct engine *e = engine_;
         struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
         uint64_t free0 = node_free(), resv0 = resv();
         const uint64_t size = (free0 + 8) * PAGE;
@@ -266,8 +252,9 @@ static void test_exhaustion(struct engine *e)
         CHECK_U64(node_free(), ==, free0);
 }
 
-static void test_cancel(struct engine *e)
+TEST(cancel)
 {
+        struct engine *e = engine_;
         struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
         struct done d2 = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
         const uint64_t pages = 96, size = pages * PAGE;
@@ -327,8 +314,9 @@ static void test_cancel(struct engine *e)
 
 /* Recycle: a guest-dirtied warm file comes back all zero, and no page moved
  * between the file and the kernel. */
-static void test_zero(struct engine *e)
+TEST(zero)
 {
+        struct engine *e = engine_;
         struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
         const uint64_t pages = 64, size = pages * PAGE;
         uint64_t free0 = node_free(), resv0 = resv(), mfree;
@@ -368,8 +356,9 @@ static void test_zero(struct engine *e)
 
 /* A hole: zeroing through it would fault in a fresh page; refused before
  * anything is mapped, and nothing changes. */
-static void test_zero_hole(struct engine *e)
+TEST(zero_hole)
 {
+        struct engine *e = engine_;
         struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
         const uint64_t pages = 16, size = pages * PAGE;
         uint64_t free0 = node_free(), resv0 = resv();
@@ -405,8 +394,9 @@ static void test_zero_hole(struct engine *e)
 
 /* A one-thread zero job cancelled midway stops at a chunk boundary: the
  * bytes it reports done are zero, every byte after them is untouched. */
-static void test_zero_cancel(struct engine *e)
+TEST(zero_cancel)
 {
+        struct engine *e = engine_;
         struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
         const uint64_t pages = 96, size = pages * PAGE;
         uint64_t free0;
@@ -447,8 +437,9 @@ static void test_zero_cancel(struct engine *e)
 
 /* Partial hand-out: a warm file grown with ftruncate and populated from its
  * old end takes exactly the new pages; the old part keeps what it held. */
-static void test_tail(struct engine *e)
+TEST(tail)
 {
+        struct engine *e = engine_;
         struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
         const uint64_t old_pages = 16, new_pages = 24, old_size = old_pages * PAGE;
         const uint64_t size = (old_pages + new_pages) * PAGE;
@@ -515,15 +506,10 @@ int main(void)
                 engine_node_pinned(e, 0), engine_node_mem_bound(e, 0));
         CHECK(engine_node_workers(e, 0) >= 1);
 
-        test_warm(e);
-        test_exhaustion(e);
-        test_cancel(e);
-        test_zero(e);
-        test_zero_hole(e);
-        test_zero_cancel(e);
-        test_tail(e);
+        engine_ = e;
+        int r = test_run_all();
 
         engine_free(e);
         CPU_FREE(node.cpus);
-        return 0;
+        return r;
 }

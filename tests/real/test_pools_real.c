@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "meminfo.h"
 #include "engine.h"
 #include "journal.h"
 #include "plan.h"
@@ -153,24 +154,6 @@ static uint64_t node_free(void)
         return hp.free;
 }
 
-static uint64_t meminfo_free(void)
-{
-        FILE *f = fopen("/proc/meminfo", "re");
-        char line[256];
-        unsigned long long v = 0;
-        bool found = false;
-
-        CHECK(f);
-        while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "HugePages_Free: %llu", &v) == 1) {
-                        found = true;
-                        break;
-                }
-        fclose(f);
-        CHECK(found);
-        return v;
-}
-
 static struct pools *start(void)
 {
         struct pools *p = NULL;
@@ -229,9 +212,17 @@ static void check_zero(const char *path, uint64_t size)
 /* ---- the scenarios ---- */
 
 static uint64_t mbase; /* HugePages_Free (all nodes) at the start */
+/* Made by main: the registry every test uses (a restart replaces it) and
+ * node 0's free pages after the reservation, which each test restores. */
+static struct pools *pools_;
+static uint64_t base_;
 
-static void test_warm_delete_idempotent(struct pools *p, uint64_t base)
+TEST(warm_delete_idempotent)
 {
+        struct pools *p = pools_;
+        uint64_t base = base_;
+
+        CHECK(p != NULL); /* an earlier test failed between stop and start */
         struct pool_view v;
         struct stat st;
 
@@ -263,8 +254,12 @@ static void test_warm_delete_idempotent(struct pools *p, uint64_t base)
         CHECK_U64(meminfo_free(), ==, mbase);
 }
 
-static void test_exhaustion(struct pools *p, uint64_t base)
+TEST(exhaustion)
 {
+        struct pools *p = pools_;
+        uint64_t base = base_;
+
+        CHECK(p != NULL); /* an earlier test failed between stop and start */
         struct pool_view v;
         struct problem err = {0};
         struct pool_req r = req("huge", base + 1);
@@ -277,8 +272,12 @@ static void test_exhaustion(struct pools *p, uint64_t base)
         CHECK_U64(node_free(), ==, base);
 }
 
-static void test_cancel_mid_warm(struct pools *p, uint64_t base)
+TEST(cancel_mid_warm)
 {
+        struct pools *p = pools_;
+        uint64_t base = base_;
+
+        CHECK(p != NULL); /* an earlier test failed between stop and start */
         struct pool_view v;
         struct pools_stats before, after;
 
@@ -301,8 +300,12 @@ static void test_cancel_mid_warm(struct pools *p, uint64_t base)
         CHECK_U64(after.jobs_cancelled, ==, before.jobs_cancelled + 1);
 }
 
-static void test_two_at_once(struct pools *p, uint64_t base)
+TEST(two_at_once)
 {
+        struct pools *p = pools_;
+        uint64_t base = base_;
+
+        CHECK(p != NULL); /* an earlier test failed between stop and start */
         struct pool_view a, b;
 
         set_mode(true, false, false);
@@ -323,8 +326,12 @@ static void test_two_at_once(struct pools *p, uint64_t base)
         CHECK_U64(node_free(), ==, base);
 }
 
-static void test_ttl(struct pools *p, uint64_t base)
+TEST(ttl)
 {
+        struct pools *p = pools_;
+        uint64_t base = base_;
+
+        CHECK(p != NULL); /* an earlier test failed between stop and start */
         struct pool_view v;
         struct pools_stats s;
 
@@ -343,8 +350,12 @@ static void test_ttl(struct pools *p, uint64_t base)
         CHECK_U64(s.pools_expired, ==, 1);
 }
 
-static struct pools *test_restart(struct pools *p, uint64_t base)
+TEST(restart)
 {
+        struct pools *p = pools_;
+        uint64_t base = base_;
+
+        CHECK(p != NULL); /* an earlier test failed between stop and start */
         struct pool_view v;
         struct stat st;
 
@@ -353,8 +364,9 @@ static struct pools *test_restart(struct pools *p, uint64_t base)
         CHECK_INT(create(p, &r, &v), ==, 201);
         wait_ready(p, "keep", &v);
         pools_free(p);
+        pools_ = NULL;
         CHECK_U64(node_free(), ==, base - 4);
-        p = start();
+        p = pools_ = start();
         CHECK_INT(pools_get(p, "keep", &v), ==, 0);
         CHECK_STR(pool_state_name(v.rec.state), "ready");
         CHECK_U64(node_free(), ==, base - 4);
@@ -373,6 +385,7 @@ static struct pools *test_restart(struct pools *p, uint64_t base)
         wait_gate();
         pthread_t t = release_soon();
         pools_free(p); /* cancels; the worker returns with half the chunk done */
+        pools_ = NULL;
         pthread_join(t, NULL);
         set_mode(false, false, false);
         snprintf(v.path, sizeof(v.path), "%s/resume", pooldir);
@@ -390,7 +403,7 @@ static struct pools *test_restart(struct pools *p, uint64_t base)
         CHECK(found);
         journal_free(j);
 
-        p = start();
+        p = pools_ = start();
         wait_ready(p, "resume", &v);
         CHECK_INT(stat(v.path, &st), ==, 0);
         CHECK_U64((uint64_t)st.st_blocks * 512, ==, 16 * PAGE);
@@ -399,17 +412,21 @@ static struct pools *test_restart(struct pools *p, uint64_t base)
         CHECK_INT(pools_delete(p, "resume"), ==, 0);
         CHECK_INT(pools_delete(p, "keep"), ==, 0);
         CHECK_U64(node_free(), ==, base);
-        return p;
 }
 
-static struct pools *test_orphan(struct pools *p, uint64_t base)
+TEST(orphan)
 {
+        struct pools *p = pools_;
+        uint64_t base = base_;
+
+        CHECK(p != NULL); /* an earlier test failed between stop and start */
         char path[4400];
         struct pools_stats s;
         int fd;
         void *m;
 
         pools_free(p);
+        pools_ = NULL;
         snprintf(path, sizeof(path), "%s/stray", pooldir);
         fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
         CHECK(fd >= 0);
@@ -421,12 +438,11 @@ static struct pools *test_orphan(struct pools *p, uint64_t base)
         close(fd);
         CHECK_U64(node_free(), ==, base - 2);
 
-        p = start();
+        p = pools_ = start();
         CHECK(!exists("stray"));
         pools_get_stats(p, &s);
         CHECK_U64(s.orphan_files_removed, ==, 1);
         CHECK_U64(node_free(), ==, base);
-        return p;
 }
 
 int main(void)
@@ -483,15 +499,11 @@ int main(void)
         CHECK_U64(base, >=, RESERVE);
         mbase = meminfo_free();
 
-        test_warm_delete_idempotent(p, base);
-        test_exhaustion(p, base);
-        test_cancel_mid_warm(p, base);
-        test_two_at_once(p, base);
-        test_ttl(p, base);
-        p = test_restart(p, base);
-        p = test_orphan(p, base);
+        pools_ = p;
+        base_ = base;
+        int ret = test_run_all();
 
-        pools_free(p);
+        pools_free(pools_);
         engine_free(engine);
         unlink(marker);
         CHECK_INT(rmdir(pooldir), ==, 0);
@@ -501,6 +513,5 @@ int main(void)
         rmdir(statedir);
         topo_free(topo);
         sysfs_close(fs);
-        printf("ok\n");
-        return 0;
+        return ret;
 }

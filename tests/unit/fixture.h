@@ -3,9 +3,11 @@
  * Tests never write to the committed trees: fixture_copy() clones one into a
  * fresh temporary directory, fixture_remove() deletes the clone.  The source
  * directory comes from $HPW_FIXTURES, which tests/CMakeLists.txt sets.  Every
- * helper aborts the test on failure, so call sites stay short; a SIGABRT
- * handler removes the live copies first, so a failing CHECK leaves no
- * temporary trees behind. */
+ * helper ends the test on failure (check.h), so call sites stay short.  A
+ * failed test does not get to remove its copies: an atexit handler removes
+ * every live one when the binary ends, and a SIGABRT handler does the same
+ * for a check outside a registered test, so no temporary tree is left
+ * behind. */
 #pragma once
 #include <errno.h>
 #include <fcntl.h>
@@ -42,10 +44,11 @@ static inline void fixture_run_(char *const argv[])
 }
 
 #define FIXTURE_MAX_LIVE 16
-static char fixture_live_[FIXTURE_MAX_LIVE][32];
+static char fixture_live_[FIXTURE_MAX_LIVE][64];
 
-/* Only async-signal-safe calls: fork, execve, waitpid, signal, raise. */
-static inline void fixture_on_abort_(int sig)
+/* Only async-signal-safe calls (fork, execve, waitpid): also run from the
+ * SIGABRT handler. */
+static inline void fixture_remove_live_(void)
 {
         size_t i;
 
@@ -63,9 +66,24 @@ static inline void fixture_on_abort_(int sig)
                 }
                 if (pid > 0)
                         waitpid(pid, NULL, 0);
+                fixture_live_[i][0] = '\0';
         }
+}
+
+static inline void fixture_on_abort_(int sig)
+{
+        fixture_remove_live_();
         signal(sig, SIG_DFL);
         raise(sig);
+}
+
+/* Only in the process that made the copies (not in a forked child). */
+static pid_t fixture_owner_;
+
+static inline void fixture_at_exit_(void)
+{
+        if (getpid() == fixture_owner_)
+                fixture_remove_live_();
 }
 
 static inline void fixture_track_(const char *dir, bool add)
@@ -75,6 +93,8 @@ static inline void fixture_track_(const char *dir, bool add)
 
         if (!installed) {
                 signal(SIGABRT, fixture_on_abort_);
+                fixture_owner_ = getpid();
+                atexit(fixture_at_exit_);
                 installed = true;
         }
         for (i = 0; i < FIXTURE_MAX_LIVE; i++) {

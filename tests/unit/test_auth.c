@@ -34,15 +34,26 @@ static enum auth_role check(struct auth *a, const char *hdr, char *id, bool *sen
         return auth_check_bearer(a, hdr, id, sent);
 }
 
-static void test_load_and_check(void)
+/* Two admin tokens (comments, blank lines, spaces and CR around them) and
+ * one read-only token (no final newline, a group-readable file: a warning). */
+static struct auth *load_sample(char *why, size_t why_len)
 {
         const char *adm = put("adm", "# comment\n\n  first-admin-token-0001 \r\nsecond-admin-token-02\n\t\n", 0600);
-        const char *rd = put("rd", "read-only-token-00001", 0640); /* no final newline, group ok */
+        const char *rd = put("rd", "read-only-token-00001", 0640);
         struct auth *a = NULL;
+
+        CHECK_INT(auth_new(adm, rd, &a, why, why_len), ==, 0);
+        return a;
+}
+
+/* Tokens load from both files and each matches its role, under an id that
+ * names its hash, never the token. */
+TEST(tokens_load_and_match)
+{
         char why[512], id[AUTH_ID_MAX] = "";
+        struct auth *a = load_sample(why, sizeof(why));
         bool sent;
 
-        CHECK_INT(auth_new(adm, rd, &a, why, sizeof(why)), ==, 0);
         CHECK(strstr(why, "accessible to its group"));
         size_t na, nr;
         auth_count(a, &na, &nr);
@@ -59,8 +70,16 @@ static void test_load_and_check(void)
         CHECK(!strstr(id, "second"));
         CHECK_INT(check(a, "Bearer read-only-token-00001", id, &sent), ==, AUTH_READ);
         CHECK(strstr(id, " (read)"));
+        auth_free(a);
+}
 
-        /* Near misses, other schemes, nothing. */
+/* Near misses, other schemes, nothing: no role, the id untouched. */
+TEST(near_misses_refused)
+{
+        char why[512], id[AUTH_ID_MAX] = "";
+        struct auth *a = load_sample(why, sizeof(why));
+        bool sent;
+
         const char *bad[] = {"Bearer first-admin-token-000", "Bearer first-admin-token-00011",
                              "Bearer FIRST-ADMIN-TOKEN-0001", "Bearer # comment", "Bearer "};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -75,8 +94,16 @@ static void test_load_and_check(void)
         CHECK_INT(check(a, "Bearerfirst-admin-token-0001", id, &sent), ==, AUTH_NONE);
         CHECK_INT(check(a, NULL, id, &sent), ==, AUTH_NONE);
         CHECK(!sent);
+        auth_free(a);
+}
 
-        /* Reload: new set in force; a broken file keeps it. */
+/* Reload: the new set is in force; a broken file keeps the old one. */
+TEST(reload_replaces_or_keeps)
+{
+        char why[512], id[AUTH_ID_MAX] = "";
+        struct auth *a = load_sample(why, sizeof(why));
+        bool sent;
+
         put("adm", "rotated-admin-token-0003\n", 0600);
         CHECK_INT(auth_reload(a, why, sizeof(why)), ==, 0);
         CHECK_INT(check(a, "Bearer first-admin-token-0001", id, &sent), ==, AUTH_NONE);
@@ -89,7 +116,7 @@ static void test_load_and_check(void)
         auth_free(NULL);
 }
 
-static void test_refusals(void)
+TEST(refusals)
 {
         struct auth *a = (struct auth *)0x1;
         char why[512];
@@ -113,7 +140,7 @@ static void test_refusals(void)
         auth_free(a);
 }
 
-static void test_audit_format(void)
+TEST(audit_format)
 {
         char buf[1024];
         CHECK_STR(audit_format(buf, sizeof(buf), "uid=0 gid=0 pid=1", "PUT", "/v1/pools/a", 201),
@@ -128,7 +155,7 @@ static void test_audit_format(void)
         CHECK(!audit_is_mutation("GET") && !audit_is_mutation("HEAD") && !audit_is_mutation("OPTIONS"));
 }
 
-static void test_pem(void)
+TEST(pem)
 {
         char *s = NULL;
         CHECK_INT(tls_read_pem(put("notpem", "hello\n", 0600), &s), ==, -EINVAL);
@@ -150,12 +177,9 @@ static void test_pem(void)
 int main(void)
 {
         CHECK(mkdtemp(dir));
-        test_load_and_check();
-        test_refusals();
-        test_audit_format();
-        test_pem();
+        int r = test_run_all();
         char cmd[300];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
         CHECK_INT(system(cmd), ==, 0);
-        return 0;
+        return r;
 }

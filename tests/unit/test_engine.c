@@ -377,6 +377,9 @@ static struct topo *make_topo(bool with_memory_only_node)
         return t;
 }
 
+/* The one-node topology most tests use; made by main. */
+static struct topo *topo_;
+
 static void free_topo(struct topo *t)
 {
         for (size_t i = 0; i < t->n_nodes; i++)
@@ -467,8 +470,9 @@ static unsigned chunk_calls(const uint8_t *base, uint64_t size, const struct pla
         return total;
 }
 
-static void test_success(const struct topo *t)
+TEST(success)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 0);
         struct done d = DONE_INIT;
         struct job_status st;
@@ -519,8 +523,9 @@ static void test_success(const struct topo *t)
         engine_free(e);
 }
 
-static void test_placement(const struct topo *t)
+TEST(placement)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 0);
         struct done d1 = DONE_INIT, d2 = DONE_INIT;
         struct job_status st;
@@ -555,7 +560,7 @@ static void test_placement(const struct topo *t)
 
 /* A byte in the middle of a middle chunk fails: the job fails with the
  * offset of the chunk holding it, having done exactly the chunks before it. */
-static void test_failure(const struct topo *t, int err, uint64_t size)
+static void check_failure(const struct topo *t, int err, uint64_t size)
 {
         struct engine *e = make_engine(t, 1); /* one worker: chunks run in order */
         struct done d = DONE_INIT;
@@ -603,8 +608,21 @@ static void test_failure(const struct topo *t, int err, uint64_t size)
         engine_free(e);
 }
 
-static void test_eintr(const struct topo *t)
+/* 1 GiB: chunks of the full size. */
+TEST(failure_efault_full_chunks)
 {
+        check_failure(topo_, EFAULT, 512 * PAGE);
+}
+
+/* 62 MiB: smaller chunks, and a short last one. */
+TEST(failure_ehwpoison_short_last_chunk)
+{
+        check_failure(topo_, EHWPOISON, 31 * PAGE);
+}
+
+TEST(eintr)
+{
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 0);
         struct done d = DONE_INIT, d2 = DONE_INIT;
         struct job_status st;
@@ -680,8 +698,9 @@ static void *cancel_thread(void *arg)
         return NULL;
 }
 
-static void test_cancel(const struct topo *t)
+TEST(cancel)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 0);
         unsigned w = engine_node_workers(e, 0);
         struct done d = DONE_INIT;
@@ -731,8 +750,9 @@ static void test_cancel(const struct topo *t)
 
 /* A job that finishes while it is being cancelled: one on_done only, and
  * the state is whichever won. */
-static void test_cancel_race(const struct topo *t)
+TEST(cancel_race)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 0);
         /* The smallest chunk the planner makes (a one-page job's). */
         uint64_t min_chunk = plan_for(e, 0, PAGE, 0).chunk_bytes;
@@ -762,8 +782,9 @@ static void test_cancel_race(const struct topo *t)
 }
 
 /* One worker, two jobs: once both are queued, chunks alternate. */
-static void test_fairness(const struct topo *t)
+TEST(fairness)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 1);
         struct done da = DONE_INIT, db = DONE_INIT;
         unsigned per[MAX_CHUNKS], a = 0, b = 0;
@@ -816,7 +837,7 @@ static void test_fairness(const struct topo *t)
 }
 
 /* Node 0 and memory-only node 2 run jobs at the same time. */
-static void test_two_nodes(void)
+TEST(two_nodes)
 {
         struct topo *t = make_topo(true);
         struct engine *e = make_engine(t, 0);
@@ -853,8 +874,9 @@ static void test_two_nodes(void)
         free_topo(t);
 }
 
-static void test_bad_submit(const struct topo *t)
+TEST(bad_submit)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 2);
         struct job_spec spec = { .node = 0, .fd = 0, .size_bytes = 4 * PAGE, .page_size = PAGE };
         struct job *j = (struct job *)0x1;
@@ -893,8 +915,9 @@ static void test_bad_submit(const struct topo *t)
 
 /* engine_free with a job blocked in a chunk: cancels it (on_done runs) and
  * the job can still be freed afterwards. */
-static void test_free_running(const struct topo *t)
+TEST(free_running)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 0);
         struct done d = DONE_INIT;
 
@@ -962,8 +985,9 @@ static unsigned zero_calls(const uint8_t *base, uint64_t size, const struct plan
 /* A zero job on a fully populated file: every chunk is populated (which
  * only maps present pages) and then zeroed, each exactly once; the job ends
  * DONE with all its bytes, placement checked, the mapping shared and gone. */
-static void test_zero_job(const struct topo *t)
+TEST(zero_job)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 0);
         struct done d = DONE_INIT;
         struct job_status st;
@@ -1012,8 +1036,9 @@ static void test_zero_job(const struct topo *t)
 /* Zeroing through a hole would take a new page from the kernel: refused
  * with -ENODATA before anything is mapped.  The check is on the whole file
  * (st_blocks covers st_size) and the file must reach the job's end. */
-static void test_zero_refuses_holes(const struct topo *t)
+TEST(zero_refuses_holes)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 0);
         struct job_spec spec = { .node = 0, .fd = 0, .size_bytes = 16 * PAGE, .page_size = PAGE, .kind = JOB_ZERO };
         struct job *j = (struct job *)0x1;
@@ -1056,8 +1081,9 @@ static void test_zero_refuses_holes(const struct topo *t)
 
 /* Cancelling a zero job: the chunks in flight finish (populate and zero),
  * none starts after; bytes_done is exactly those chunks. */
-static void test_zero_cancel(const struct topo *t)
+TEST(zero_cancel)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 0);
         unsigned w = engine_node_workers(e, 0);
         struct done d = DONE_INIT;
@@ -1100,8 +1126,9 @@ static void test_zero_cancel(const struct topo *t)
  * left gets none of them until the normal job's last chunk is handed out;
  * and a normal job arriving while a low-priority chunk is in flight takes
  * every chunk after that one before the low job gets its next. */
-static void test_priority_one_worker(const struct topo *t)
+TEST(priority_one_worker)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 1);
         struct done da = DONE_INIT, dl = DONE_INIT, da2 = DONE_INIT, dl2 = DONE_INIT;
         struct job_status st;
@@ -1166,8 +1193,9 @@ static void test_priority_one_worker(const struct topo *t)
 /* A low-priority job that never got a chunk (a normal job holds the only
  * worker) can be cancelled at once: CANCELLED, nothing done, nothing
  * touched; the normal job then runs to the end as if it had been alone. */
-static void test_priority_cancel_starved(const struct topo *t)
+TEST(priority_cancel_starved)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 1);
         struct done da = DONE_INIT, dl = DONE_INIT;
         struct job_status st;
@@ -1210,8 +1238,9 @@ static void test_priority_cancel_starved(const struct topo *t)
  * take the low-priority job while the normal job has chunks left (strict
  * priority, not work-conserving: the stock must not compete with a pool
  * warm for memory bandwidth), and does once they are all handed out. */
-static void test_priority_idle_worker(const struct topo *t)
+TEST(priority_idle_worker)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 0);
         struct done da = DONE_INIT, dl = DONE_INIT;
         uint64_t a_size = 32 * PAGE, l_size = 32 * PAGE;
@@ -1253,8 +1282,9 @@ static void test_priority_idle_worker(const struct topo *t)
 
 /* A tail-range job (a stock file grown with ftruncate): the mapping starts
  * at the offset, chunks cover only [offset, size), bytes_done counts them. */
-static void test_offset(const struct topo *t)
+TEST(offset)
 {
+        const struct topo *t = topo_;
         struct engine *e = make_engine(t, 0);
         struct done d = DONE_INIT;
         struct job_status st;
@@ -1300,7 +1330,7 @@ static void test_offset(const struct topo *t)
         engine_free(e);
 }
 
-static void test_causes(void)
+TEST(causes)
 {
         CHECK_STR(engine_error_slug(-EFAULT), "hugepages-exhausted");
         CHECK_STR(engine_error_slug(EFAULT), "hugepages-exhausted");
@@ -1316,29 +1346,8 @@ static void test_causes(void)
 
 int main(void)
 {
-        struct topo *t = make_topo(false);
-
-        test_causes();
-        test_success(t);
-        test_placement(t);
-        /* 1 GiB: chunks of the full size; 62 MiB: smaller ones, and a
-         * short last one. */
-        test_failure(t, EFAULT, 512 * PAGE);
-        test_failure(t, EHWPOISON, 31 * PAGE);
-        test_eintr(t);
-        test_cancel(t);
-        test_cancel_race(t);
-        test_fairness(t);
-        test_two_nodes();
-        test_bad_submit(t);
-        test_free_running(t);
-        test_zero_job(t);
-        test_zero_refuses_holes(t);
-        test_zero_cancel(t);
-        test_priority_one_worker(t);
-        test_priority_cancel_starved(t);
-        test_priority_idle_worker(t);
-        test_offset(t);
-        free_topo(t);
-        return 0;
+        topo_ = make_topo(false);
+        int r = test_run_all();
+        free_topo(topo_);
+        return r;
 }

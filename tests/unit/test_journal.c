@@ -84,7 +84,7 @@ static void check_equal(const struct journal *a, const struct journal *b)
         }
 }
 
-static void test_round_trip(void)
+TEST(round_trip)
 {
         struct journal j, *back = NULL;
         char *text;
@@ -128,7 +128,7 @@ static void corrupt(const char *from, const char *to)
         free(text);
 }
 
-static void test_corrupt(void)
+TEST(corrupt)
 {
         corrupt("\"version\":1", "\"version\":2");
         corrupt("\"version\":1", "\"version\":\"1\"");
@@ -203,7 +203,9 @@ static size_t count_entries(const char *prefix)
         return n;
 }
 
-static void cleanup_dir(void)
+/* Remove what the directory holds (files, and the one directory a test
+ * puts in state.json's place). */
+static void empty_dir(void)
 {
         DIR *d = opendir(dir);
         struct dirent *e;
@@ -214,25 +216,48 @@ static void cleanup_dir(void)
         while ((e = readdir(d)))
                 if (e->d_name[0] != '.') {
                         snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-                        unlink(path);
+                        if (unlink(path) < 0)
+                                rmdir(path);
                 }
         closedir(d);
+}
+
+static void cleanup_dir(void)
+{
+        empty_dir();
         rmdir(dir);
 }
 
-static void test_files(void)
+/* The state directory, empty: made by the first test that asks, emptied for
+ * each later one, removed at exit. */
+static void fresh_dir(void)
 {
-        struct journal j, *back = NULL;
-        char *text;
+        static bool made;
 
-        CHECK(mkdtemp(dir));
-        atexit(cleanup_dir);
+        if (!made) {
+                CHECK(mkdtemp(dir));
+                atexit(cleanup_dir);
+                made = true;
+        }
+        empty_dir();
+}
 
-        /* First start: nothing there. */
+/* First start: nothing there. */
+TEST(load_missing_is_enoent)
+{
+        struct journal *back = NULL;
+
+        fresh_dir();
         CHECK_INT(journal_load(dir, &back), ==, -ENOENT);
         CHECK_INT(journal_load("/nonexistent/dir", &back), ==, -ENOENT);
         CHECK(back == NULL);
+}
 
+TEST(save_then_load)
+{
+        struct journal j, *back = NULL;
+
+        fresh_dir();
         sample(&j);
         CHECK_INT(journal_save(dir, &j), ==, 0);
         CHECK(exists("state.json"));
@@ -240,22 +265,47 @@ static void test_files(void)
         CHECK_INT(journal_load(dir, &back), ==, 0);
         check_equal(&j, back);
         journal_free(back);
+}
 
-        /* A stale temp file from a crash is removed; state.json wins. */
+/* A stale temp file from a crash is removed; state.json wins. */
+TEST(stale_temp_file_removed)
+{
+        struct journal j, *back = NULL;
+
+        fresh_dir();
+        sample(&j);
+        CHECK_INT(journal_save(dir, &j), ==, 0);
         write_file("state.json.tmp", "{\"version\":1,\"trunc");
         CHECK_INT(journal_load(dir, &back), ==, 0);
         CHECK(!exists("state.json.tmp"));
         check_equal(&j, back);
         journal_free(back);
+}
 
-        /* Save replaces atomically. */
+/* Save replaces atomically. */
+TEST(save_replaces)
+{
+        struct journal j, *back = NULL;
+
+        fresh_dir();
+        sample(&j);
+        CHECK_INT(journal_save(dir, &j), ==, 0);
         j.n_pools = 1;
         CHECK_INT(journal_save(dir, &j), ==, 0);
         CHECK_INT(journal_load(dir, &back), ==, 0);
         CHECK_U64(back->n_pools, ==, 1);
         journal_free(back);
+}
 
-        /* Truncated file -> -EINVAL; quarantine moves it aside. */
+/* Truncated file -> -EINVAL; quarantine moves it aside; twice within a
+ * second keeps both. */
+TEST(corrupt_file_quarantined)
+{
+        struct journal j, *back = NULL;
+        char *text;
+
+        fresh_dir();
+        sample(&j);
         text = journal_format(&j);
         text[strlen(text) / 2] = '\0';
         write_file("state.json", text);
@@ -265,24 +315,36 @@ static void test_files(void)
         CHECK(!exists("state.json"));
         CHECK_U64(count_entries("state.json.corrupt-"), ==, 1);
         CHECK_INT(journal_load(dir, &back), ==, -ENOENT);
-        /* Twice within a second keeps both. */
         write_file("state.json", "garbage");
         CHECK_INT(journal_load(dir, &back), ==, -EINVAL);
         CHECK_INT(journal_quarantine(dir), ==, 0);
         CHECK_U64(count_entries("state.json.corrupt-"), ==, 2);
         CHECK_INT(journal_quarantine(dir), ==, -ENOENT);
+}
 
-        /* Empty file, a directory in its place. */
+/* Empty file, a directory in its place. */
+TEST(empty_file_or_directory_is_einval)
+{
+        struct journal *back = NULL;
+        char path[256];
+
+        fresh_dir();
         write_file("state.json", "");
         CHECK_INT(journal_load(dir, &back), ==, -EINVAL);
         CHECK_INT(journal_quarantine(dir), ==, 0);
-        char path[256];
         snprintf(path, sizeof(path), "%s/state.json", dir);
         CHECK_INT(mkdir(path, 0700), ==, 0);
         CHECK_INT(journal_load(dir, &back), ==, -EINVAL);
         CHECK_INT(rmdir(path), ==, 0);
+}
 
-        /* Save refuses a journal it could not read back, and writes nothing. */
+/* Save refuses a journal it could not read back, and writes nothing. */
+TEST(save_refuses_unreadable_journal)
+{
+        struct journal j;
+
+        fresh_dir();
+        sample(&j);
         struct journal_pool bad = sample_pools[0];
         strcpy(bad.name, "bad name");
         j.pools = &bad;
@@ -290,12 +352,17 @@ static void test_files(void)
         CHECK_INT(journal_save(dir, &j), ==, -EINVAL);
         CHECK(!exists("state.json"));
         CHECK(!exists("state.json.tmp"));
+}
 
-        /* Unwritable directory. */
+TEST(save_to_missing_directory_fails)
+{
+        struct journal j;
+
+        sample(&j);
         CHECK_INT(journal_save("/nonexistent/dir", &j), <, 0);
 }
 
-static void test_helpers(void)
+TEST(helpers)
 {
         enum pool_state s;
         char longest[JOURNAL_NAME_MAX + 2];
@@ -330,11 +397,4 @@ static void test_helpers(void)
         CHECK_INT(s, ==, POOL_READY);
 }
 
-int main(void)
-{
-        test_round_trip();
-        test_corrupt();
-        test_files();
-        test_helpers();
-        return 0;
-}
+TEST_MAIN()

@@ -45,7 +45,7 @@ static void refused(const char *body, int status, const char *detail_part)
         CHECK(!r.has_count && !r.has_allow && !r.has_name);
 }
 
-static void test_decode_ok(void)
+TEST(decode_ok)
 {
         struct req r = {};
         struct problem p;
@@ -77,9 +77,9 @@ static void test_decode_ok(void)
         CHECK_STR(r.name, "\xe2\x82\xac\xf0\x9f\x98\x80");
 }
 
-static void test_decode_refused(void)
+/* Syntax: 400 malformed-json. */
+TEST(decode_refuses_bad_syntax)
 {
-        /* Syntax. */
         refused("", 400, "empty");
         refused("{", 400, NULL);
         refused("{\"count\": 1,}", 400, NULL);
@@ -97,7 +97,11 @@ static void test_decode_refused(void)
         refused("{\"\xfe\": 1}", 400, "UTF-8");
         refused("[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]", 400,
                 "deep");
-        /* Shape. */
+}
+
+/* Shape: not an object, unknown, wrongly-cased or duplicate keys. */
+TEST(decode_refuses_bad_shape)
+{
         refused("[]", 422, "object");
         refused("3", 422, "object");
         refused("null", 422, "object");
@@ -108,7 +112,10 @@ static void test_decode_refused(void)
         /* Long unknown keys are cut short, never inside a UTF-8 sequence. */
         refused("{\"KKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKK\xf0\x9f\x98\x80\": 1}",
                 422, "KKK\"...");
-        /* Types. */
+}
+
+TEST(decode_refuses_wrong_types)
+{
         refused("{\"count\": \"1\"}", 422, "\"count\" must be a non-negative integer");
         refused("{\"count\": true}", 422, "count");
         refused("{\"count\": null}", 422, "count");
@@ -116,7 +123,11 @@ static void test_decode_refused(void)
         refused("{\"allow_partial\": 1}", 422, "allow_partial");
         refused("{\"name\": 1}", 422, "name");
         refused("{\"name\": \"abcdefgh\"}", 422, "too long");
-        /* Numbers that are not exact non-negative integers <= 2^53. */
+}
+
+/* Numbers that are not exact non-negative integers <= 2^53. */
+TEST(decode_refuses_inexact_numbers)
+{
         refused("{\"count\": -1}", 422, "count");
         refused("{\"count\": -0}", 422, "count");
         refused("{\"count\": 1.5}", 422, "count");
@@ -126,11 +137,15 @@ static void test_decode_refused(void)
         refused("{\"count\": 9007199254740993}", 422, "count");
         refused("{\"count\": 18446744073709551616}", 422, "count");
         refused("{\"count\": 1e400}", 422, "count");
-        /* Earlier valid fields are not stored when a later one fails. */
+}
+
+/* Earlier valid fields are not stored when a later one fails. */
+TEST(decode_refusal_stores_nothing)
+{
         refused("{\"name\": \"ok\", \"count\": 1, \"allow_partial\": 3}", 422, "allow_partial");
 }
 
-static void test_depth_limit_edge(void)
+TEST(depth_limit_edge)
 {
         char buf[200] = "";
         struct json *v = NULL;
@@ -148,7 +163,7 @@ static void test_depth_limit_edge(void)
         CHECK_INT(json_parse(buf, strlen(buf), &v), ==, -EINVAL);
 }
 
-static void test_parse_and_getters(void)
+TEST(getters)
 {
         const char *doc = "{\"a\": 1, \"A\": 2, \"neg\": -5, \"big\": 9007199254740993,"
                           " \"f\": 2.5, \"t\": true, \"s\": \"str\", \"arr\": [1, {\"x\": 3}],"
@@ -193,8 +208,13 @@ static void test_parse_and_getters(void)
         CHECK(json_get(json_get(v, "arr"), "x") == NULL);
         json_free(v);
         json_free(NULL);
+}
 
-        /* Duplicates anywhere, trailing data, bad syntax. */
+/* Duplicates anywhere, trailing data, bad syntax: refused, the out-parameter
+ * untouched. */
+TEST(parse_refuses_duplicates_and_bad_syntax)
+{
+        uint64_t u;
         struct json *w = (struct json *)&u; /* must stay untouched */
         const char *bad[] = { "{\"o\": {\"k\": 1, \"k\": 2}}", "[{\"a\":1,\"b\":2,\"a\":3}]",
                               "{} {}", "{\"a\":", "\"a\\u0000\"", "nul", "" };
@@ -203,13 +223,18 @@ static void test_parse_and_getters(void)
                         CHECK_FAIL_("parsed: %s", bad[k]);
                 CHECK(w == (struct json *)&u);
         }
-        /* Same keys in different objects are fine; not NUL-terminated input. */
+}
+
+/* Same keys in different objects are fine; input need not be NUL-terminated. */
+TEST(parse_same_keys_in_different_objects)
+{
+        struct json *v = NULL;
         const char *ok = "{\"a\":{\"a\":1},\"b\":{\"a\":2}}GARBAGE";
         CHECK_INT(json_parse(ok, strlen(ok) - 7, &v), ==, 0);
         json_free(v);
 }
 
-static void test_builder(void)
+TEST(builder)
 {
         struct json *o = json_new_object();
         struct json *arr, *inner, *parsed = NULL;
@@ -257,12 +282,4 @@ static void test_builder(void)
         json_free(o);
 }
 
-int main(void)
-{
-        test_decode_ok();
-        test_decode_refused();
-        test_depth_limit_edge();
-        test_parse_and_getters();
-        test_builder();
-        return 0;
-}
+TEST_MAIN()

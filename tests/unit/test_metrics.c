@@ -8,7 +8,7 @@
 #include "check.h"
 #include "metrics.h"
 
-static void test_exact_output(void)
+TEST(exact_output)
 {
         struct prom *p = prom_new();
         const struct prom_label l0[] = { { "numa_node", "0" }, { "page_size_bytes", "2097152" } };
@@ -53,7 +53,7 @@ static void test_exact_output(void)
         prom_free(NULL);
 }
 
-static void test_escaping(void)
+TEST(escaping)
 {
         struct prom *p = prom_new();
         const struct prom_label l[] = { { "path", "a\\b\"c\nd" }, { "empty", "" } };
@@ -65,7 +65,7 @@ static void test_escaping(void)
         free(text);
 }
 
-static void test_invalid_names(void)
+TEST(invalid_names)
 {
         const char *bad_metrics[] = { "", "1abc", "a-b", "a b", "a{b}" };
         const char *bad_labels[] = { "", "__reserved", "a:b", "9", "a-b" };
@@ -95,7 +95,7 @@ static void test_invalid_names(void)
         CHECK(prom_finish(p) == NULL);
 }
 
-static void test_counter_vec_basic(void)
+TEST(counter_vec_basic)
 {
         const char *names[] = { "route", "method", "code" };
         const char *bad[] = { "ok", "__no" };
@@ -144,7 +144,7 @@ static void test_counter_vec_basic(void)
         counter_vec_free(NULL);
 }
 
-static void test_counter_vec_cap(void)
+TEST(counter_vec_cap)
 {
         const char *names[] = { "n" };
         struct counter_vec *cv = NULL;
@@ -185,7 +185,7 @@ static void *hammer(void *arg)
         return NULL;
 }
 
-static void test_counter_vec_threads(void)
+TEST(counter_vec_threads)
 {
         const char *names[] = { "route", "method", "code" };
         struct counter_vec *cv = NULL;
@@ -208,13 +208,4 @@ static void test_counter_vec_threads(void)
         counter_vec_free(cv);
 }
 
-int main(void)
-{
-        test_exact_output();
-        test_escaping();
-        test_invalid_names();
-        test_counter_vec_basic();
-        test_counter_vec_cap();
-        test_counter_vec_threads();
-        return 0;
-}
+TEST_MAIN()

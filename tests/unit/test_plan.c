@@ -64,38 +64,67 @@ static const struct row low_rows[] = {
         { 3 * MIB, 2 * MIB, 4, 0, -EINVAL, 0, 0, 0 },
 };
 
-static void check_rows(const char *what, const struct row *rows_, size_t n,
-                       int (*make)(uint64_t, uint64_t, unsigned, unsigned, struct plan *))
+typedef int (*plan_fn)(uint64_t size, uint64_t page, unsigned workers, unsigned requested, struct plan *ret);
+
+/* A refused row returns its errno and leaves the out-parameter untouched. */
+static void check_refused(const char *what, const struct row *rows_, size_t n, plan_fn make)
 {
         for (size_t i = 0; i < n; i++) {
                 const struct row *r = &rows_[i];
                 struct plan p = { .chunk_bytes = 7, .n_chunks = 7, .threads = 7 };
-                int ret = make(r->size, r->page, r->workers, r->requested, &p);
 
-                fprintf(stderr, "%s row %zu\n", what, i);
-                CHECK_INT(ret, ==, r->ret);
-                if (ret < 0) {
-                        /* Out-parameter untouched on failure. */
-                        CHECK_U64(p.chunk_bytes, ==, 7);
-                        CHECK_U64(p.n_chunks, ==, 7);
-                        CHECK_INT(p.threads, ==, 7);
+                if (r->ret == 0)
                         continue;
-                }
+                fprintf(stderr, "%s row %zu\n", what, i);
+                CHECK_INT(make(r->size, r->page, r->workers, r->requested, &p), ==, r->ret);
+                CHECK_U64(p.chunk_bytes, ==, 7);
+                CHECK_U64(p.n_chunks, ==, 7);
+                CHECK_INT(p.threads, ==, 7);
+        }
+}
+
+/* An accepted row gets the table's chunk size, chunk count and threads;
+ * chunks are whole pages and cover the size exactly: n-1 full ones and a
+ * last one. */
+static void check_accepted(const char *what, const struct row *rows_, size_t n, plan_fn make)
+{
+        for (size_t i = 0; i < n; i++) {
+                const struct row *r = &rows_[i];
+                struct plan p = { .chunk_bytes = 7, .n_chunks = 7, .threads = 7 };
+
+                if (r->ret != 0)
+                        continue;
+                fprintf(stderr, "%s row %zu\n", what, i);
+                CHECK_INT(make(r->size, r->page, r->workers, r->requested, &p), ==, 0);
                 CHECK_U64(p.chunk_bytes, ==, r->chunk);
                 CHECK_U64(p.n_chunks, ==, r->n);
                 CHECK_INT(p.threads, ==, r->threads);
                 CHECK_U64(p.chunk_bytes % r->page, ==, 0);
                 CHECK(p.threads >= 1);
-                /* The chunks cover the size exactly: n-1 full ones and a last one. */
                 CHECK_U64((p.n_chunks - 1), <, r->size / p.chunk_bytes + 1);
                 CHECK_U64(r->size - (p.n_chunks - 1) * p.chunk_bytes, <=, p.chunk_bytes);
                 CHECK_U64(r->size - (p.n_chunks - 1) * p.chunk_bytes, >, 0);
         }
 }
 
-int main(void)
+TEST(refused_rows_leave_plan_untouched)
 {
-        check_rows("plan_make", rows, ARRAY_SIZE(rows), plan_make);
-        check_rows("plan_make_low", low_rows, ARRAY_SIZE(low_rows), plan_make_low);
-        return 0;
+        check_refused("plan_make", rows, ARRAY_SIZE(rows), plan_make);
 }
+
+TEST(accepted_rows_cover_the_size)
+{
+        check_accepted("plan_make", rows, ARRAY_SIZE(rows), plan_make);
+}
+
+TEST(low_refused_rows_leave_plan_untouched)
+{
+        check_refused("plan_make_low", low_rows, ARRAY_SIZE(low_rows), plan_make_low);
+}
+
+TEST(low_accepted_rows_cover_the_size)
+{
+        check_accepted("plan_make_low", low_rows, ARRAY_SIZE(low_rows), plan_make_low);
+}
+
+TEST_MAIN()

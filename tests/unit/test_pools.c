@@ -1,10 +1,10 @@
-/* Unit tests for pools.c without the kernel's hugetlbfs: a copy of the
- * two-node sysfs fixture stands in for /sys, a directory in /dev/shm (tmpfs)
- * stands in for the hugetlbfs mount (skip_mount_check), and the real engine
- * runs with injected ops: mmap/munmap/madvise are the real calls on the tmpfs
- * file (so st_blocks tells the truth at restart) behind a gate the test opens
- * and closes, with injectable populate errors; mbind and move_pages are fakes
- * (the fixture's node 1 does not exist on this machine). */
+/* Unit tests for pools.c without the kernel's hugetlbfs, in pools_env.h's
+ * environment: a copy of the two-node sysfs fixture stands in for /sys, a
+ * directory in /dev/shm (tmpfs) for the hugetlbfs mount, and the real engine
+ * runs with fake_engine.h's gated ops: mmap/munmap/madvise are the real calls
+ * on the tmpfs file (so st_blocks tells the truth at restart) behind a gate
+ * the test opens and closes, with injectable populate errors; mbind and
+ * move_pages are fakes (the fixture's node 1 does not exist on this machine). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,247 +18,18 @@
 
 #include "check.h"
 #include "engine.h"
+#include "fake_engine.h"
 #include "fixture.h"
 #include "journal.h"
 #include "pools.h"
+#include "pools_env.h"
 #include "sysfs.h"
 #include "topo.h"
 #include "util.h"
 
-#define PAGE (2 * MIB)
-#define HP_DIR(node) "devices/system/node/node" #node "/hugepages/hugepages-2048kB/"
-
-/* ---- injected engine ops ---- */
-
-static struct {
-        pthread_mutex_t lock;
-        pthread_cond_t cond;
-        bool gate_closed;
-        int inside;
-        int fail_errno;       /* next madvise calls fail with this */
-} fk = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
-
-static int fake_madvise(void *addr, size_t len, int advice)
-{
-        int err;
-
-        pthread_mutex_lock(&fk.lock);
-        fk.inside++;
-        pthread_cond_broadcast(&fk.cond);
-        while (fk.gate_closed)
-                pthread_cond_wait(&fk.cond, &fk.lock);
-        fk.inside--;
-        err = fk.fail_errno;
-        pthread_mutex_unlock(&fk.lock);
-        if (err) {
-                errno = err;
-                return -1;
-        }
-        return madvise(addr, len, advice);
-}
-
-static long fake_mbind(void *addr, unsigned long len, int mode, const unsigned long *nodemask,
-                       unsigned long maxnode, unsigned flags)
-{
-        return 0;
-}
-
-static long fake_move_pages(int pid, unsigned long count, void **pages, const int *nodes, int *status,
-                            int flags)
-{
-        for (unsigned long i = 0; i < count; i++)
-                status[i] = 0;
-        return 0;
-}
-
-static const struct engine_ops ops = {
-        .madvise = fake_madvise,
-        .mbind = fake_mbind,
-        .move_pages = fake_move_pages,
-};
-
-static void gate(bool closed)
-{
-        pthread_mutex_lock(&fk.lock);
-        fk.gate_closed = closed;
-        pthread_cond_broadcast(&fk.cond);
-        pthread_mutex_unlock(&fk.lock);
-}
-
-static void fail_with(int err)
-{
-        pthread_mutex_lock(&fk.lock);
-        fk.fail_errno = err;
-        pthread_mutex_unlock(&fk.lock);
-}
-
-/* Wait until a worker sits at the closed gate. */
-static void wait_inside(void)
-{
-        struct timespec until;
-
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 10;
-        pthread_mutex_lock(&fk.lock);
-        while (fk.inside < 1)
-                CHECK_INT(pthread_cond_timedwait(&fk.cond, &fk.lock, &until), ==, 0);
-        pthread_mutex_unlock(&fk.lock);
-}
-
-static void *open_gate_thread(void *arg)
-{
-        usleep(100 * 1000);
-        gate(false);
-        return NULL;
-}
-
-/* Cancelling waits for the worker at the gate: open it a little later, from
- * another thread, so the cancel is requested while the chunk is in flight. */
-static pthread_t open_gate_soon(void)
-{
-        pthread_t t;
-
-        CHECK_INT(pthread_create(&t, NULL, open_gate_thread, NULL), ==, 0);
-        return t;
-}
-
-/* ---- environment ---- */
-
-struct env {
-        char *sys;              /* fixture copy */
-        char root[64];          /* /dev/shm/hpw-pools.XXXXXX */
-        char mount[128], state[128], boot[128];
-        struct sysfs *fs;
-        struct topo *topo;
-        struct engine *engine;
-        struct pools_config cfg;
-};
-
-static void write_file(const char *path, const char *text)
-{
-        FILE *f = fopen(path, "w");
-        CHECK(f);
-        CHECK(fputs(text, f) >= 0);
-        CHECK(fclose(f) == 0);
-}
-
-static void env_init(struct env *e)
-{
-        memset(e, 0, sizeof(*e));
-        e->sys = fixture_copy("two-node");
-        snprintf(e->root, sizeof(e->root), "/dev/shm/hpw-pools.XXXXXX");
-        if (!mkdtemp(e->root))
-                SKIP("no /dev/shm");
-        snprintf(e->mount, sizeof(e->mount), "%s/mnt", e->root);
-        snprintf(e->state, sizeof(e->state), "%s/state", e->root);
-        snprintf(e->boot, sizeof(e->boot), "%s/boot_id", e->root);
-        CHECK_INT(mkdir(e->state, 0700), ==, 0);
-        write_file(e->boot, "11111111-2222-3333-4444-555555555555\n");
-        /* Plenty of free pages on node 0 unless a test says otherwise. */
-        fixture_write(e->sys, HP_DIR(0) "free_hugepages", "64\n");
-        fixture_write(e->sys, HP_DIR(0) "nr_hugepages", "64\n");
-
-        CHECK_INT(sysfs_open(e->sys, &e->fs), ==, 0);
-        CHECK_INT(topo_load(e->fs, &e->topo), ==, 0);
-        struct engine_config ec = { .topo = e->topo, .threads_per_node = 1, .ops = &ops };
-        CHECK_INT(engine_new(&ec, &e->engine), ==, 0);
-
-        e->cfg = (struct pools_config){
-                .fs = e->fs,
-                .topo = e->topo,
-                .engine = e->engine,
-                .state_dir = e->state,
-                .boot_id_path = e->boot,
-                .mounts = { { .page_size = PAGE, .dir = e->mount } },
-                .n_mounts = 1,
-                .pool_gid = (gid_t)-1,
-                .skip_mount_check = true,
-        };
-        gate(false);
-        fail_with(0);
-}
-
-static void env_fini(struct env *e)
-{
-        char *argv[] = { "rm", "-rf", e->root, NULL };
-
-        engine_free(e->engine);
-        topo_free(e->topo);
-        sysfs_close(e->fs);
-        fixture_remove(e->sys);
-        fixture_run_(argv);
-}
-
-static struct pools *start(struct env *e)
-{
-        struct pools *p = NULL;
-
-        CHECK_INT(pools_new(&e->cfg, &p), ==, 0);
-        CHECK(p);
-        return p;
-}
-
-static struct pool_req req(const char *name, int node, uint64_t pages)
-{
-        struct pool_req r = { .node = node, .size_bytes = pages * PAGE, .page_size = PAGE };
-
-        snprintf(r.name, sizeof(r.name), "%s", name);
-        return r;
-}
-
-static int create(struct pools *p, const struct pool_req *r, struct pool_view *v, struct problem *err)
-{
-        memset(err, 0, sizeof(*err));
-        return pools_create(p, r, v, err);
-}
-
-static uint64_t deadline_in(double s) { return now_mono_ns() + (uint64_t)(s * 1e9); }
-
-static void wait_state(struct pools *p, const char *name, enum pool_state want)
-{
-        struct pool_view v;
-
-        CHECK_INT(pools_wait(p, name, deadline_in(20), &v), ==, 0);
-        CHECK_STR(pool_state_name(v.rec.state), pool_state_name(want));
-}
-
-static bool file_exists(const struct env *e, const char *name)
-{
-        char path[256];
-
-        snprintf(path, sizeof(path), "%s/%s", e->mount, name);
-        return access(path, F_OK) == 0;
-}
-
-/* Read the journal as it is on disk now.  Not journal_load(): that removes a
- * stale state.json.tmp, which is right at start-up but would race with a
- * save still running in the daemon under test. */
-static struct journal *load(const struct env *e)
-{
-        struct journal *j = NULL;
-        char path[PATH_MAX], buf[1 << 16];
-
-        snprintf(path, sizeof(path), "%s/state.json", e->state);
-        FILE *f = fopen(path, "re");
-        CHECK(f);
-        size_t n = fread(buf, 1, sizeof(buf), f);
-        fclose(f);
-        CHECK(n < sizeof(buf));
-        CHECK_INT(journal_parse(buf, n, &j), ==, 0);
-        return j;
-}
-
-static const struct journal_pool *jpool(const struct journal *j, const char *name)
-{
-        for (size_t i = 0; i < j->n_pools; i++)
-                if (strcmp(j->pools[i].name, name) == 0)
-                        return &j->pools[i];
-        return NULL;
-}
-
 /* ---- tests ---- */
 
-static void test_validation(void)
+TEST(validation)
 {
         struct env e;
         struct pools *p;
@@ -336,7 +107,7 @@ static void test_validation(void)
         env_fini(&e);
 }
 
-static void test_lifecycle(void)
+TEST(lifecycle)
 {
         struct env e;
         struct pools *p;
@@ -349,7 +120,7 @@ static void test_lifecycle(void)
         env_init(&e);
         p = start(&e);
 
-        gate(true);
+        fake_gate_set(true);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         CHECK_STR(pool_state_name(v.rec.state), "warming");
         CHECK_U64(v.rec.size_bytes, ==, 8 * PAGE);
@@ -380,7 +151,7 @@ static void test_lifecycle(void)
         /* Claim is refused while warming. */
         CHECK_INT(pools_claim(p, "vm1", &v), ==, -EBUSY);
 
-        gate(false);
+        fake_gate_set(false);
         wait_state(p, "vm1", POOL_READY);
         CHECK_INT(pools_get(p, "vm1", &v), ==, 0);
         CHECK_U64(v.bytes_done, ==, 8 * PAGE);
@@ -453,7 +224,7 @@ static void test_lifecycle(void)
         env_fini(&e);
 }
 
-static void test_admission(void)
+TEST(admission)
 {
         struct env e;
         struct pools *p;
@@ -470,7 +241,7 @@ static void test_admission(void)
         p = start(&e);
 
         /* 8 of 12 free pages go to a warming pool ... */
-        gate(true);
+        fake_gate_set(true);
         r = req("a", 0, 8);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_inside();
@@ -509,7 +280,7 @@ static void test_admission(void)
         pools_get_stats(p, &s);
         CHECK_U64(s.reservations_ok, ==, 1);
 
-        gate(false);
+        fake_gate_set(false);
         wait_state(p, "a", POOL_READY);
         wait_state(p, "c", POOL_READY);
 
@@ -555,7 +326,7 @@ static void test_admission(void)
 }
 
 /* Shrinking a node's pool keeps the pages a warming pool there still needs. */
-static void test_shrink_keeps_warming(void)
+TEST(shrink_keeps_warming)
 {
         struct env e;
         struct pools *p;
@@ -570,7 +341,7 @@ static void test_shrink_keeps_warming(void)
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "12\n");
         fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "16\n");
         p = start(&e);
-        gate(true);
+        fake_gate_set(true);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_inside();
 
@@ -594,7 +365,7 @@ static void test_shrink_keeps_warming(void)
         CHECK(res.complete);
 
         /* Once it is ready, it needs nothing more: the shrink goes through. */
-        gate(false);
+        fake_gate_set(false);
         wait_state(p, "w", POOL_READY);
         rq = (struct reserve_req){ .node = 0, .page_size = PAGE, .count = 4 };
         CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
@@ -606,7 +377,7 @@ static void test_shrink_keeps_warming(void)
         env_fini(&e);
 }
 
-static void test_failure_and_cancel(void)
+TEST(failure_and_cancel)
 {
         struct env e;
         struct pools *p;
@@ -619,11 +390,11 @@ static void test_failure_and_cancel(void)
         p = start(&e);
 
         /* A populate error: failed, file gone at once, cause named. */
-        fail_with(EFAULT);
+        fake_gate_fail_with(EFAULT);
         r = req("bad", 0, 4);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_state(p, "bad", POOL_FAILED);
-        fail_with(0);
+        fake_gate_fail_with(0);
         CHECK(!file_exists(&e, "bad"));
         CHECK_INT(pools_get(p, "bad", &v), ==, 0);
         CHECK_STR(v.rec.error_slug, "hugepages-exhausted");
@@ -643,7 +414,7 @@ static void test_failure_and_cancel(void)
         CHECK_INT(pools_delete(p, "bad"), ==, 0);
 
         /* Delete while warming: cancelled, file and record gone. */
-        gate(true);
+        fake_gate_set(true);
         r = req("mid", 0, 8);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_inside();
@@ -661,7 +432,7 @@ static void test_failure_and_cancel(void)
         /* Delete while warming, and the file cannot be removed (its path
          * became a directory): the job is stopped and the record says so
          * (failed, not "warming" with no job); a later DELETE works. */
-        gate(true);
+        fake_gate_set(true);
         r = req("nounlink", 0, 4);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_inside();
@@ -684,7 +455,7 @@ static void test_failure_and_cancel(void)
         r = req("mid", 0, 8);
 
         /* A waiter sees the delete as -ENOENT. */
-        gate(true);
+        fake_gate_set(true);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_inside();
         t = open_gate_soon();
@@ -722,7 +493,7 @@ static void *create_thread(void *arg)
 
 /* An identical PUT while a DELETE removes the pool must not answer 200 for
  * the pool whose file is going away: it waits, then creates anew (201). */
-static void test_put_during_delete(void)
+TEST(put_during_delete)
 {
         struct env e;
         struct call del = {0}, put = {0};
@@ -731,7 +502,7 @@ static void test_put_during_delete(void)
         env_init(&e);
         del.p = put.p = start(&e);
         del.r = put.r = req("again", 0, 4);
-        gate(true);
+        fake_gate_set(true);
         CHECK_INT(create(put.p, &put.r, &put.v, &put.err), ==, 201);
         wait_inside();
         /* The DELETE holds the pool busy while its cancel waits at the gate. */
@@ -739,7 +510,7 @@ static void test_put_during_delete(void)
         usleep(100 * 1000);
         CHECK_INT(pthread_create(&tp, NULL, create_thread, &put), ==, 0);
         usleep(100 * 1000);
-        gate(false);
+        fake_gate_set(false);
         pthread_join(td, NULL);
         pthread_join(tp, NULL);
         CHECK_INT(del.rc, ==, 0);
@@ -754,7 +525,7 @@ static void test_put_during_delete(void)
 /* The journal cannot be written: the create is refused, and its job, file
  * and record are gone (the job is taken out of the registry under its lock
  * before it is freed, so a concurrent save never reads a freed job). */
-static void test_save_failure(void)
+TEST(save_failure)
 {
         struct env e;
         struct pools *p;
@@ -770,7 +541,7 @@ static void test_save_failure(void)
         snprintf(tmp, sizeof(tmp), "%s/state.json.tmp", e.state);
         CHECK_INT(mkdir(tmp, 0700), ==, 0);
         /* The job is held mid-chunk; the cancel waits for it. */
-        gate(true);
+        fake_gate_set(true);
         pthread_t t = open_gate_soon();
         CHECK(create(p, &r, &v, &err) < 0);
         pthread_join(t, NULL);
@@ -787,7 +558,7 @@ static void test_save_failure(void)
         env_fini(&e);
 }
 
-static void test_ttl(void)
+TEST(ttl)
 {
         struct env e;
         struct pools *p;
@@ -829,7 +600,7 @@ static void test_ttl(void)
 /* A pool whose TTL release keeps failing (its path became a directory, so
  * unlink fails) must not starve the reaper: other pools still finish, and
  * the release is retried a few seconds later. */
-static void test_ttl_release_fails(void)
+TEST(ttl_release_fails)
 {
         struct env e;
         struct pools *p;
@@ -869,7 +640,7 @@ static void test_ttl_release_fails(void)
         env_fini(&e);
 }
 
-static void test_restart(void)
+TEST(restart)
 {
         struct env e;
         struct pools *p;
@@ -890,7 +661,7 @@ static void test_restart(void)
         r = req("half", 0, 2);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_state(p, "half", POOL_READY);
-        gate(true);
+        fake_gate_set(true);
         r = req("warm", 0, 6);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_inside();
@@ -952,7 +723,7 @@ static void test_restart(void)
 /* A claimed pool's VM may have given pages back (balloon, discard) and may
  * still map the file: a restart keeps it ready and never re-warms or
  * unlinks it, even when re-warming could not be admitted. */
-static void test_restart_claimed(void)
+TEST(restart_claimed)
 {
         struct env e;
         struct pools *p;
@@ -1035,7 +806,7 @@ static void make_pool_file(const struct env *e, const char *name, uint64_t size,
 
 /* At start the reaper is not running yet: a resumed pool whose job already
  * finished takes no more pages, so it must not make the next one fail. */
-static void test_resume_after_finished(void)
+TEST(resume_after_finished)
 {
         struct env e;
         struct pools *p;
@@ -1082,7 +853,7 @@ static void test_resume_after_finished(void)
         env_fini(&e);
 }
 
-static void test_reboot_and_reservations(void)
+TEST(reboot_and_reservations)
 {
         struct env e;
         struct pools *p;
@@ -1138,7 +909,7 @@ static void test_reboot_and_reservations(void)
 
 /* Start-up removes files no record owns, so the pool directory must be ours:
  * never a mount's root, never a directory with someone else's files. */
-static void test_pool_dir(void)
+TEST(pool_dir)
 {
         struct env e;
         struct pools *p = NULL;
@@ -1200,7 +971,7 @@ static void test_pool_dir(void)
         env_fini(&e);
 }
 
-static void test_bad_config(void)
+TEST(bad_config)
 {
         struct env e;
         struct pools *p = NULL;
@@ -1226,23 +997,4 @@ static void test_bad_config(void)
         env_fini(&e);
 }
 
-int main(void)
-{
-        test_validation();
-        test_lifecycle();
-        test_admission();
-        test_failure_and_cancel();
-        test_shrink_keeps_warming();
-        test_save_failure();
-        test_put_during_delete();
-        test_ttl();
-        test_ttl_release_fails();
-        test_restart();
-        test_restart_claimed();
-        test_resume_after_finished();
-        test_reboot_and_reservations();
-        test_pool_dir();
-        test_bad_config();
-        printf("ok\n");
-        return 0;
-}
+TEST_MAIN()

@@ -8,7 +8,7 @@
 #include "sysfs.h"
 #include "util.h"
 
-static void test_open(void)
+TEST(open)
 {
         struct sysfs *fs = NULL;
 
@@ -19,7 +19,7 @@ static void test_open(void)
         sysfs_close(NULL);
 }
 
-static void test_read_u64(void)
+TEST(read_u64)
 {
         static const struct {
                 const char *text;
@@ -73,7 +73,7 @@ static void test_read_u64(void)
         fixture_remove(dir);
 }
 
-static void test_write_u64(void)
+TEST(write_u64)
 {
         char *dir = fixture_copy("two-node");
         const char *p = "devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages";
@@ -101,7 +101,7 @@ static void test_write_u64(void)
         fixture_remove(dir);
 }
 
-static void test_read_str(void)
+TEST(read_str)
 {
         char *dir = fixture_copy("two-node");
         struct sysfs *fs;
@@ -152,7 +152,7 @@ static int stop_at_first(const char *name, void *arg)
         return -ECANCELED;
 }
 
-static void test_exists_and_for_each(void)
+TEST(exists_and_for_each)
 {
         char *dir = fixture_copy("two-node");
         struct seen s = { 0 };
@@ -199,7 +199,7 @@ static int hook_write(const struct sysfs *fs, const char *path, uint64_t v, void
         return sysfs_default_ops.write_u64(fs, path, v / 2, NULL);
 }
 
-static void test_ops(void)
+TEST(ops)
 {
         static const struct sysfs_ops ops = { .read_u64 = hook_read, .write_u64 = hook_write };
         const char *nr = "devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages";
@@ -226,13 +226,4 @@ static void test_ops(void)
         fixture_remove(dir);
 }
 
-int main(void)
-{
-        test_open();
-        test_read_u64();
-        test_write_u64();
-        test_read_str();
-        test_exists_and_for_each();
-        test_ops();
-        return 0;
-}
+TEST_MAIN()

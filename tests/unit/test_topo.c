@@ -40,7 +40,7 @@ static void check_mem(const struct sysfs *fs, int node, uint64_t total_kb, uint6
         CHECK_U64(f, ==, free_kb * KIB);
 }
 
-static void test_two_node(void)
+TEST(two_node)
 {
         struct sysfs *fs = open_fixture("two-node");
         const struct topo_node *n;
@@ -101,7 +101,7 @@ static void test_two_node(void)
         sysfs_close(fs);
 }
 
-static void test_four_node(void)
+TEST(four_node)
 {
         static const char *const cpus[] = { "0-3", "4-7", "8-11", "12-15" };
         struct sysfs *fs = open_fixture("four-node");
@@ -131,7 +131,7 @@ static void test_four_node(void)
         sysfs_close(fs);
 }
 
-static void test_memory_only(void)
+TEST(memory_only)
 {
         struct sysfs *fs = open_fixture("memory-only");
         struct topo *t;
@@ -151,7 +151,7 @@ static void test_memory_only(void)
         sysfs_close(fs);
 }
 
-static void test_sparse(void)
+TEST(sparse)
 {
         struct sysfs *fs = open_fixture("sparse");
         struct topo *t;
@@ -180,7 +180,7 @@ static void test_sparse(void)
 }
 
 /* Node directories are sorted by id, numerically, whatever readdir says. */
-static void test_many_nodes_sorted(void)
+TEST(many_nodes_sorted)
 {
         static const int ids[] = { 10, 2, 33, 5 };
         char *dir = fixture_copy("memory-only");
@@ -218,7 +218,7 @@ static void test_many_nodes_sorted(void)
         fixture_remove(dir);
 }
 
-static void test_load_failures(void)
+TEST(load_failures)
 {
         const char *cl = "devices/system/node/node1/cpulist";
         char *dir = fixture_copy("two-node");
@@ -274,7 +274,7 @@ static void test_load_failures(void)
         fixture_remove(dir);
 }
 
-static void test_counter_failures(void)
+TEST(counter_failures)
 {
         const char *nr = "devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages";
         const char *fr = "devices/system/node/node0/hugepages/hugepages-2048kB/free_hugepages";
@@ -299,7 +299,7 @@ static void test_counter_failures(void)
         fixture_remove(dir);
 }
 
-static void test_meminfo_parse(void)
+TEST(meminfo_parse)
 {
         static const struct {
                 const char *text;
@@ -346,7 +346,7 @@ static void test_meminfo_parse(void)
         fixture_remove(dir);
 }
 
-static void test_cpulist_parse(void)
+TEST(cpulist_parse)
 {
         static const struct {
                 const char *s;
@@ -420,7 +420,7 @@ static void test_cpulist_parse(void)
 
 /* Read-only: the parsers accept what this machine's kernel really prints.
  * Real file formats are the ones that matter; fixtures only imitate them. */
-static void test_real_sysfs(void)
+TEST(real_sysfs)
 {
         struct sysfs *fs;
         struct topo *t;
@@ -451,17 +451,4 @@ static void test_real_sysfs(void)
         sysfs_close(fs);
 }
 
-int main(void)
-{
-        test_two_node();
-        test_four_node();
-        test_memory_only();
-        test_sparse();
-        test_many_nodes_sorted();
-        test_load_failures();
-        test_counter_failures();
-        test_meminfo_parse();
-        test_cpulist_parse();
-        test_real_sysfs();
-        return 0;
-}
+TEST_MAIN()

@@ -7,8 +7,8 @@
 #include "util.h"
 
 /* The shared table (tests/common/size_cases.h), which the client's test
- * runs through the CLI's parser too. */
-static void test_shared_table(void)
+ * runs through the CLI's parser too: what one side accepts, the other does. */
+TEST(shared_size_table)
 {
         for (size_t i = 0; i < ARRAY_SIZE(size_cases); i++) {
                 const struct size_case *c = &size_cases[i];
@@ -28,7 +28,7 @@ static void test_shared_table(void)
         CHECK_INT(parse_size(NULL, NULL), ==, -EINVAL);
 }
 
-static void test_format_size(void)
+TEST(format_size)
 {
         static const struct {
                 uint64_t v;
@@ -67,9 +67,4 @@ static void test_format_size(void)
         }
 }
 
-int main(void)
-{
-        test_shared_table();
-        test_format_size();
-        return 0;
-}
+TEST_MAIN()

@@ -40,7 +40,7 @@ static void check_routine(const struct zero_routine *r, size_t align_off, size_t
         free(buf);
 }
 
-static void test_every_routine_zeroes_exactly_its_range(void)
+TEST(every_routine_zeroes_exactly_its_range)
 {
         static const size_t lens[] = { 0, 1, 15, 16, 63, 64, 65, 127, 128, 255, 256, 257, 320, 1000, 4096,
                                        4096 + 7, 2 * MIB, 2 * MIB + 13 };
@@ -58,7 +58,7 @@ static void test_every_routine_zeroes_exactly_its_range(void)
         }
 }
 
-static void test_dispatch(void)
+TEST(dispatch)
 {
         const struct zero_routine *rs[8], *best = zero_best();
         size_t n = zero_supported(rs, ARRAY_SIZE(rs));
@@ -89,9 +89,4 @@ static void test_dispatch(void)
         fprintf(stderr, "zero: best routine here is %s\n", best->name);
 }
 
-int main(void)
-{
-        test_dispatch();
-        test_every_routine_zeroes_exactly_its_range();
-        return 0;
-}
+TEST_MAIN()
