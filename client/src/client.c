@@ -430,6 +430,14 @@ static enum hpw_error request(struct hpw *h, const char *method, const char *pat
                 err = classify(h, method, path);
                 if (err == HPW_OK)
                         return HPW_OK;
+                if (err == HPW_E_UNREACHABLE && deadline && now_ms() >= deadline) {
+                        /* The caller's deadline ran out before a connection
+                         * was made (a deadline of a few ms, a slow resolver):
+                         * that is a timeout, not a server that is not there. */
+                        size_t n = strlen(h->message);
+                        snprintf(h->message + n, sizeof(h->message) - n, " (the deadline passed first)");
+                        return HPW_E_TIMEOUT;
+                }
                 if (deadline) {
                         now = now_ms();
                         remaining = now < deadline ? deadline - now : 0;

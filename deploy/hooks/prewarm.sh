@@ -69,7 +69,7 @@ release_unclaimed() {
                 echo "prewarm: $name is claimed; not releasing" >&2
                 return 0
         fi
-        "$hpwarm" release "$name" --timeout 10 >&2 || true
+        "$hpwarm" release "$name" --ignore-missing --timeout 10 >&2
 }
 
 # The PUT alone: if it fails, nothing of ours exists (a 409 or a 4xx may be

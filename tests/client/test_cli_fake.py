@@ -216,6 +216,10 @@ def test_pools(srv):
     expect(p, 1, "wait on an unknown state -> 1")
     check(p.elapsed < 2 and "frobbing" in p.stderr, "unknown state reported at once (%.2fs)" % p.elapsed, p)
 
+    # A deadline that runs out before a connection is even made is a
+    # timeout (4), not an unreachable server (3).
+    p = run("wait", "doomed", "--timeout", "0.001", *u)
+    expect(p, 4, "wait with a 1 ms deadline -> 4")
     # Wait with a deadline shorter than the warm: exit 4, quickly.
     run("warm", "slow", "--node", "0", "--size", "8M", *u)
     p = run("wait", "slow", "--timeout", "0.3", *u)
