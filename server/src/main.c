@@ -538,8 +538,11 @@ int main(int argc, char **argv)
                         snprintf(listeners + strlen(listeners), sizeof(listeners) - strlen(listeners),
                                  "%sunix:%s", listeners[0] ? " " : "", o.socket_path);
         }
-        log_notice("hpwarmd %s listening on %s; %s; %zu pool dir(s)", HPW_VERSION, listeners, topo_desc,
-                   o.n_mounts);
+        /* The one start-up line: what serves, on which topology, and the
+         * zeroing routine the CPU gave recycles (engine_zero_routine), which
+         * a bench or a slow recycle needs to be read against. */
+        log_notice("hpwarmd %s listening on %s; %s; %zu pool dir(s); zeroing routine %s", HPW_VERSION, listeners,
+                   topo_desc, o.n_mounts, engine_zero_routine(engine));
         char status[600];
         snprintf(status, sizeof(status), "Serving on %s", listeners);
         notify_ready(status);
