@@ -573,10 +573,23 @@ static void print_unreachable(const struct hpw_fleet *f)
         if (!bad)
                 return;
         fprintf(stderr, "unreachable or failing hosts (%zu of %zu):\n", bad, f->n);
-        for (size_t i = 0; i < f->n; i++)
-                if (f->hosts[i].err != HPW_OK)
-                        fprintf(stderr, "  %s: %s (%s)\n", f->hosts[i].url, hpw_strerror(f->hosts[i].err),
-                                f->hosts[i].message[0] ? f->hosts[i].message : "-");
+        for (size_t i = 0; i < f->n; i++) {
+                const struct hpw_fleet_host *fh = &f->hosts[i];
+
+                if (fh->err == HPW_OK)
+                        continue;
+                if (fh->err == HPW_E_UNREACHABLE || fh->err == HPW_E_TLS) {
+                        /* Name the likely cause, as for one host. */
+                        char hint[768];
+                        int e = strncmp(fh->url, "unix://", 7) == 0 ? probe_unix(fh->url + 7) : 0;
+
+                        cli_unreachable_hint(fh->url, e, fh->message, hint, sizeof(hint));
+                        fprintf(stderr, "  %s: %s: %s\n", fh->url, hpw_strerror(fh->err), hint);
+                } else {
+                        fprintf(stderr, "  %s: %s (%s)\n", fh->url, hpw_strerror(fh->err),
+                                fh->message[0] ? fh->message : "-");
+                }
+        }
 }
 
 /* One document for the whole fleet.  Each host's answer goes in as cJSON

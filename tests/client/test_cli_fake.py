@@ -633,6 +633,7 @@ def test_fleet():
         check(len(rows) == 1 + 50 * 2 + 1, "fleet rows: %d" % len(rows), p)
         for d in fleet.dead:
             check(d in p.stderr, "dead host %s listed" % d, p)
+            check("connection refused by " + d in p.stderr, "dead host %s: the likely cause named" % d, p)
         check(sum(1 for u in urls if u + " " in p.stdout) == 50, "every live host in the table", p)
 
         p = run("fleet", "--hosts", hosts, "nodes", "--json")
