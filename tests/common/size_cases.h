@@ -6,7 +6,7 @@
  *
  * Each row: the string; what parsing it as a byte count gives (0 or -errno,
  * and the value); whether it is a page size (and then the value is the same).
- * Errno values are spelled as numbers' names; include <errno.h> first. */
+ * The rows use EINVAL and ERANGE: include <errno.h> first. */
 #pragma once
 #include <stdint.h>
 
