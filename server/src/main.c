@@ -501,10 +501,11 @@ int main(int argc, char **argv)
         app.engine = engine;
         app.pools = pools;
         app.memory_floor = o.memory_floor;
-        r = counter_vec_new("hpwarmd_http_requests_total", "HTTP requests by route template, method and status code.",
-                            (const char *const[]){"route", "method", "code"}, 3, &app.http_requests);
+        static struct http_metrics http_metrics;
+        r = http_metrics_init(&http_metrics);
         if (r < 0)
                 goto out;
+        app.http_metrics = &http_metrics;
 
         struct http_config hc = {
                 .listen = o.listen, .socket_path = o.socket_path, .socket_gid = o.socket_gid,
@@ -592,7 +593,8 @@ out:
         http_stop(http);
         pools_free(pools);
         engine_free(engine);
-        counter_vec_free(app.http_requests);
+        if (app.http_metrics)
+                http_metrics_done(app.http_metrics);
         topo_free(topo);
         sysfs_close(fs);
         access_done(&acc);
