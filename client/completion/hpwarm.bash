@@ -14,7 +14,7 @@ _hpwarm_cmd_opts() {
         warm) echo "--node --size --page-size --threads --ttl --reserve --wait" ;;
         claim) echo "--pid" ;;
         release) echo "--ignore-missing" ;;
-        handoff) echo "--vmm" ;;
+        handoff) echo "--vmm --argv" ;;
         fleet) echo "--hosts --size --page-size --warm --wait" ;;
         esac
 }
@@ -50,7 +50,7 @@ _hpwarm() {
                 COMPREPLY=($(compgen -f -- "$cur"))
                 return ;;
         --vmm)
-                COMPREPLY=($(compgen -W "qemu cloud-hypervisor" -- "$cur"))
+                COMPREPLY=($(compgen -W "qemu cloud-hypervisor libvirt" -- "$cur"))
                 return ;;
         --page-size)
                 COMPREPLY=($(compgen -W "2M 1G" -- "$cur"))
@@ -95,7 +95,8 @@ _hpwarm() {
         fleet)
                 ((npos == 0)) && COMPREPLY=($(compgen -W "nodes pools place" -- "$cur")) ;;
         status|wait|claim|release|handoff)
-                if ((npos == 0)); then
+                # One pool, or for handoff one per guest node.
+                if ((npos == 0)) || [[ $cmd == handoff ]]; then
                         local names
                         names=$(hpwarm "${globals_url[@]}" --timeout 1 pools 2>/dev/null | awk 'NR > 1 { print $1 }')
                         COMPREPLY=($(compgen -W "$names" -- "$cur"))

@@ -520,30 +520,49 @@ static int cmd_release(struct ctx *x)
         return 0;
 }
 
+/* The pools as one guest's RAM, composed by the server (GET /v1/handoff).
+ * stdout gets only the text to use: the shell-quoted words (the libvirt
+ * fragment for libvirt), with --argv one word per line, with --json the
+ * server's answer; what the caller must add (-m ...) goes to stderr when a
+ * person is watching. */
 static int cmd_handoff(struct ctx *x)
 {
-        struct hpw_pool *p = NULL;
-        enum hpw_error err = hpw_pool(x->h, x->cli->name, &p);
-        const char *args;
+        static const char *const vmm_names[] = {
+                [VMM_QEMU] = "qemu", [VMM_CLOUD_HYPERVISOR] = "cloud-hypervisor", [VMM_LIBVIRT] = "libvirt",
+        };
+        const struct cli *c = x->cli;
+        struct hpw_handoff *ho = NULL;
+        enum hpw_error err = hpw_handoff(x->h, vmm_names[c->vmm], c->names, c->n_names, &ho);
         int rc = 0;
 
-        if (err)
-                return fail(x, "handoff", err);
-        args = x->cli->vmm == VMM_QEMU ? p->handoff_qemu : p->handoff_cloud_hypervisor;
-        if (p->state != HPW_POOL_READY) {
-                fprintf(stderr, "hpwarm: handoff: pool %s is %s, not ready\n", p->name, p->state_name);
-                rc = CLI_EXIT_FAILED;
-        } else if (!args[0]) {
-                fprintf(stderr, "hpwarm: handoff: server offered no arguments for this VMM\n");
-                rc = CLI_EXIT_FAILED;
-        } else if (x->cli->json) {
-                /* A JSON string, so it survives any quoting in a script. */
-                print_json_string(args, stdout);
-                putchar('\n');
-        } else {
-                printf("%s\n", args);
+        if (err) {
+                rc = fail(x, "handoff", err);
+                if (err == HPW_E_CONFLICT)
+                        fprintf(stderr, "hpwarm: handoff: wait until the pools are ready (hpwarm wait NAME)\n");
+                return rc;
         }
-        hpw_pool_free(p);
+        if (c->json) {
+                print_json(ho->json);
+        } else if (c->argv_words) {
+                /* One word per line reads back with `mapfile -t`; a word with a
+                 * newline in it would not, so it is refused, not split. */
+                for (size_t i = 0; i < ho->n_argv; i++)
+                        if (strchr(ho->argv[i], '\n')) {
+                                fprintf(stderr, "hpwarm: handoff: a word contains a newline; use --json\n");
+                                hpw_handoff_free(ho);
+                                return CLI_EXIT_FAILED;
+                        }
+                for (size_t i = 0; i < ho->n_argv; i++)
+                        printf("%s\n", ho->argv[i]);
+        } else {
+                printf("%s\n", c->vmm == VMM_LIBVIRT ? ho->xml : ho->args);
+        }
+        if (!c->json && ho->note[0] && isatty(STDERR_FILENO)) {
+                fprintf(stderr, "hpwarm: note: %s\n", ho->note);
+                if (c->vmm == VMM_LIBVIRT)
+                        fprintf(stderr, "hpwarm: note: the <domain> element needs %s\n", ho->xml_namespace);
+        }
+        hpw_handoff_free(ho);
         return rc;
 }
 

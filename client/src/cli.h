@@ -34,7 +34,7 @@ enum cli_cmd {
         CMD_POOLS, CMD_CLAIM, CMD_RELEASE, CMD_HANDOFF, CMD_FLEET,
 };
 enum cli_fleet { FLEET_NONE, FLEET_NODES, FLEET_POOLS, FLEET_PLACE };
-enum cli_vmm { VMM_NONE, VMM_QEMU, VMM_CLOUD_HYPERVISOR };
+enum cli_vmm { VMM_NONE, VMM_QEMU, VMM_CLOUD_HYPERVISOR, VMM_LIBVIRT };
 
 struct cli {
         /* global */
@@ -56,6 +56,9 @@ struct cli {
         int pid;                   /* claim --pid; 0 = not given */
         bool ignore_missing;       /* release --ignore-missing */
         enum cli_vmm vmm;
+        const char *names[HPW_HANDOFF_MAX_POOLS]; /* handoff: the pools, guest node order */
+        size_t n_names;
+        bool argv_words;           /* handoff --argv: one word per line */
         const char *hosts;         /* fleet --hosts FILE */
         enum cli_fleet fleet;
         const char *warm_name;     /* fleet place --warm NAME */

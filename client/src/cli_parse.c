@@ -25,7 +25,7 @@ enum opt_id {
         O_HELP = 'h',
         O_URL = 256, O_TOKEN_FILE, O_CACERT, O_CERT, O_KEY, O_TIMEOUT, O_CONNECT_TIMEOUT, O_JSON,
         O_VERSION, O_NODE, O_SIZE, O_PAGE_SIZE, O_THREADS, O_TTL, O_RESERVE, O_WAIT,
-        O_ALLOW_PARTIAL, O_VMM, O_HOSTS, O_WARM, O_PID, O_IGNORE_MISSING,
+        O_ALLOW_PARTIAL, O_VMM, O_HOSTS, O_WARM, O_PID, O_IGNORE_MISSING, O_ARGV,
 };
 
 #define C(x) (1u << (x))
@@ -73,7 +73,10 @@ static const struct optdef {
         { "allow-partial", no_argument, O_ALLOW_PARTIAL, C(CMD_RESERVE), NULL,
           "keep what the kernel gave when it gives fewer\n"
           "pages (exit 1)" },
-        { "vmm", required_argument, O_VMM, C(CMD_HANDOFF), "VMM", "qemu or cloud-hypervisor (required)" },
+        { "vmm", required_argument, O_VMM, C(CMD_HANDOFF), "VMM", "qemu, cloud-hypervisor or libvirt (required)" },
+        { "argv", no_argument, O_ARGV, C(CMD_HANDOFF), NULL,
+          "one word per line (qemu, cloud-hypervisor), for callers\n"
+          "that exec the VMM themselves" },
         { "hosts", required_argument, O_HOSTS, C(CMD_FLEET), "FILE",
           "one URL per line; blank lines and # comments\n"
           "skipped (required)" },
@@ -109,7 +112,11 @@ static const struct cmddef {
         { "claim", CMD_CLAIM, 1, 1, "NAME", "mark NAME as taken by a VM (clears its TTL)", NULL },
         { "release", CMD_RELEASE, 1, 1, "NAME", "cancel/delete NAME, returning its hugepages",
           "Without --ignore-missing a pool that does not exist is exit 1.\n" },
-        { "handoff", CMD_HANDOFF, 1, 1, "NAME --vmm VMM", "print the VMM arguments for NAME", NULL },
+        { "handoff", CMD_HANDOFF, 1, HPW_HANDOFF_MAX_POOLS, "NAME [NAME...] --vmm VMM",
+          "print the VMM arguments: the pools as guest RAM",
+          "Several pools: guest NUMA node i is the i-th NAME.  QEMU also needs -m\n"
+          "equal to the pools' total.  Pools must exist (else exit 1) and be ready\n"
+          "(else exit 5).\n" },
         { "fleet", CMD_FLEET, 1, 1, "--hosts FILE nodes|pools|place",
           "ask every host in FILE at once",
           "nodes, pools: one table of every host's answer.  place --size SIZE: the\n"
@@ -393,8 +400,11 @@ static int apply_opt(struct cli *c, int id, const char *v, char *err, size_t err
                         c->vmm = VMM_QEMU;
                 else if (strcmp(v, "cloud-hypervisor") == 0 || strcmp(v, "ch") == 0)
                         c->vmm = VMM_CLOUD_HYPERVISOR;
+                else if (strcmp(v, "libvirt") == 0)
+                        c->vmm = VMM_LIBVIRT;
                 else
-                        return usage_err(err, errlen, "--vmm: expected qemu or cloud-hypervisor, not '%s'", v);
+                        return usage_err(err, errlen, "--vmm: expected qemu, cloud-hypervisor or libvirt, not '%s'",
+                                         v);
                 break;
         case O_HOSTS: c->hosts = v; break;
         case O_WARM: c->warm_name = v; break;
@@ -404,6 +414,7 @@ static int apply_opt(struct cli *c, int id, const char *v, char *err, size_t err
                 c->pid = (int)n;
                 break;
         case O_IGNORE_MISSING: c->ignore_missing = true; break;
+        case O_ARGV: c->argv_words = true; break;
         default:
                 return usage_err(err, errlen, "internal: option %d not handled", id);
         }
@@ -461,10 +472,10 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
                 .token_file = env_token_file && env_token_file[0] ? env_token_file : NULL,
         };
         struct option lo[sizeof(optdefs) / sizeof(optdefs[0]) + 1];
-        const char *pos[8];
+        const char *pos[2 + HPW_HANDOFF_MAX_POOLS];
         size_t npos = 0;
         const struct cmddef *d;
-        char *sub[64];
+        char *sub[256];          /* the command's words; more is a usage error */
         int subc, r, o;
 
         err[0] = '\0';
@@ -585,7 +596,20 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
                 if (c.cmd == CMD_WARM && c.page_size && c.size % c.page_size)
                         return usage_err(err, errlen, "warm: --size must be a multiple of --page-size");
                 if (c.cmd == CMD_HANDOFF && c.vmm == VMM_NONE)
-                        return usage_err(err, errlen, "handoff: --vmm qemu|cloud-hypervisor is required");
+                        return usage_err(err, errlen, "handoff: --vmm qemu|cloud-hypervisor|libvirt is required");
+                if (c.cmd == CMD_HANDOFF) {
+                        /* Guest node i is the i-th name: each once. */
+                        for (size_t i = 0; i < npos; i++) {
+                                if (!hpw_name_valid(pos[i]))
+                                        return usage_err(err, errlen, "handoff: invalid pool name '%s'", pos[i]);
+                                for (size_t j = 0; j < i; j++)
+                                        if (strcmp(pos[j], pos[i]) == 0)
+                                                return usage_err(err, errlen,
+                                                                 "handoff: '%s' named twice (one pool per guest node)",
+                                                                 pos[i]);
+                                c.names[c.n_names++] = pos[i];
+                        }
+                }
                 break;
         case CMD_FLEET:
                 if (!c.hosts)

@@ -564,6 +564,28 @@ enum hpw_error hpw_warm(struct hpw *h, const char *name, const struct hpw_warm_r
         return err;
 }
 
+enum hpw_error hpw_handoff(struct hpw *h, const char *vmm, const char *const *pools, size_t n,
+                           struct hpw_handoff **ret)
+{
+        /* "/v1/handoff?vmm=cloud-hypervisor&pools=" and N names of at most 64
+         * characters with a comma each. */
+        char path[64 + HPW_HANDOFF_MAX_POOLS * 65];
+        size_t len;
+        enum hpw_error err;
+
+        if (!h || !ret || !vmm || !pools || n == 0 || n > HPW_HANDOFF_MAX_POOLS ||
+            (strcmp(vmm, "qemu") != 0 && strcmp(vmm, "cloud-hypervisor") != 0 && strcmp(vmm, "libvirt") != 0))
+                return HPW_E_INVALID;
+        len = (size_t)snprintf(path, sizeof(path), "/v1/handoff?vmm=%s&pools=", vmm);
+        for (size_t i = 0; i < n; i++) {
+                if (!hpw_name_valid(pools[i]))
+                        return HPW_E_INVALID;
+                len += (size_t)snprintf(path + len, sizeof(path) - len, "%s%s", i ? "," : "", pools[i]);
+        }
+        err = request(h, "GET", path, NULL, true, call_deadline(h), 0);
+        return err ? err : parsed(h, hpw_json_handoff(h->last.body, h->last.len, ret));
+}
+
 enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t timeout_ms, hpw_progress_fn progress,
                         void *userdata, struct hpw_pool **ret)
 {

@@ -88,6 +88,9 @@ struct pools {
         pthread_mutex_t save_lock;
         pthread_mutex_t lock;
         pthread_cond_t changed;       /* with lock: broadcast on every committed change */
+        pthread_mutex_t observer_lock; /* taken alone, never with the others */
+        void (*observer)(void *arg, const char *name); /* observer_lock */
+        void *observer_arg;           /* observer_lock */
         pthread_mutex_t done_lock;
         pthread_cond_t kick;          /* with done_lock: wakes the reaper */
         bool kicked, stopping;        /* done_lock */
@@ -441,6 +444,23 @@ out:
  * not `lock`.  On a failed save the record is still applied (it describes
  * what happened to the file) and the error is returned for the caller to
  * report or log. */
+/* Tell the observer NAME changed; no registry lock may be held. */
+static void tell(struct pools *p, const char *name)
+{
+        pthread_mutex_lock(&p->observer_lock);
+        if (p->observer)
+                p->observer(p->observer_arg, name);
+        pthread_mutex_unlock(&p->observer_lock);
+}
+
+void pools_set_observer(struct pools *p, void (*fn)(void *arg, const char *name), void *arg)
+{
+        pthread_mutex_lock(&p->observer_lock);
+        p->observer = fn;
+        p->observer_arg = fn ? arg : NULL;
+        pthread_mutex_unlock(&p->observer_lock);
+}
+
 static int commit(struct pools *p, struct pool *pool, const struct journal_pool *next)
 {
         int r;
@@ -454,6 +474,7 @@ static int commit(struct pools *p, struct pool *pool, const struct journal_pool 
         pool->rec = *next;
         pool->has_pending = false;
         pthread_mutex_unlock(&p->lock);
+        tell(p, next->name);
         return r;
 }
 
@@ -539,6 +560,7 @@ static int remove_pool(struct pools *p, struct pool *pool)
         drop_pool(p, pool);
         pthread_cond_broadcast(&p->changed);
         pthread_mutex_unlock(&p->lock);
+        tell(p, pool->rec.name);
         free(pool);
         return 0;
 }
@@ -678,6 +700,7 @@ static void finish_job(struct pools *p, struct pool *pool, bool shutdown)
                 pool->rec = next;
                 pthread_cond_broadcast(&p->changed);
                 pthread_mutex_unlock(&p->lock);
+                tell(p, next.name);
         }
         r = commit(p, pool, &next);
         if (r < 0)
@@ -1185,6 +1208,7 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         pthread_cond_broadcast(&p->changed);
         pthread_mutex_unlock(&p->lock);
         pthread_mutex_unlock(&p->admit_lock);
+        tell(p, ret->rec.name);
         /* The job may have finished already; the reaper skipped it while busy. */
         kick_reaper(p);
         return 201;
@@ -1637,6 +1661,7 @@ int pools_new(const struct pools_config *cfg, struct pools **ret)
         pthread_mutex_init(&p->save_lock, NULL);
         pthread_mutex_init(&p->lock, NULL);
         pthread_mutex_init(&p->done_lock, NULL);
+        pthread_mutex_init(&p->observer_lock, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
         pthread_cond_init(&p->changed, &ca);
@@ -1693,6 +1718,8 @@ void pools_free(struct pools *p)
 {
         if (!p)
                 return;
+        /* The observer's owner (the HTTP layer) may be gone already. */
+        pools_set_observer(p, NULL, NULL);
 
         if (p->reaper_started) {
                 pthread_mutex_lock(&p->done_lock);
@@ -1735,6 +1762,7 @@ void pools_free(struct pools *p)
         pthread_mutex_destroy(&p->save_lock);
         pthread_mutex_destroy(&p->lock);
         pthread_mutex_destroy(&p->done_lock);
+        pthread_mutex_destroy(&p->observer_lock);
         for (size_t i = 0; i < TOPO_MAX_PAGE_SIZES; i++)
                 free(p->mount_dirs[i]);
         free(p->state_dir);

@@ -177,3 +177,15 @@ struct pools_stats {
                 reservations_refused, reservations_error;
 };
 void pools_get_stats(struct pools *p, struct pools_stats *ret);
+
+/* Change notification, for callers that wait for a pool without a thread
+ * each (long-polls parked in the HTTP layer).  FN(ARG, name) is called after
+ * every committed change of a pool's state or existence (created, warming ->
+ * ready/failed/cancelled, claimed, removed); possibly more than once for one
+ * change: it means "look again" (pools_get).  FN runs in the thread that made
+ * the change with none of the registry's locks held; it must not block nor
+ * call pools_set_observer or a pools_* function that changes a pool.  Calls
+ * are serialised.  FN = NULL removes the observer; once pools_set_observer
+ * returns, the old FN is not running and will not be called again.  NAME is
+ * valid during the call only. */
+void pools_set_observer(struct pools *p, void (*fn)(void *arg, const char *name), void *arg);

@@ -26,10 +26,12 @@ enum problem_id {
         PROBLEM_BODY_TOO_LARGE,
         PROBLEM_URI_TOO_LONG,
         PROBLEM_UNSUPPORTED_MEDIA_TYPE,
+        PROBLEM_HEADERS_TOO_LARGE,
         /* Access and load. */
         PROBLEM_UNAUTHORIZED,
         PROBLEM_FORBIDDEN,
         PROBLEM_BUSY,
+        PROBLEM_TOO_MANY_WAITS,
         PROBLEM_STOPPING,
         PROBLEM_INTERNAL_ERROR,
         /* Nodes and reservations. */

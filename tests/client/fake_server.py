@@ -12,6 +12,7 @@ canned data and scripted misbehaviour chosen by the pool name:
   dropdelete    the first DELETE deletes, then closes without answering
   conflict      PUT answers 409 pool-conflict
   doomed        PUT succeeds, warming ends "failed"
+  stuck         PUT succeeds, warming never ends
   size > 1 TiB  PUT answers 409 insufficient-hugepages (naming "reserve": true
                 unless the request had it, as hpwarmd does)
   reserve >= 5000 pages  409 insufficient-memory with memory_floor_bytes
@@ -74,7 +75,7 @@ class Pool:
     def state(self):
         if self.cancelled:
             return "cancelled"
-        if time.time() - self.started < self.WARM_SECONDS:
+        if self.name == "stuck" or time.time() - self.started < self.WARM_SECONDS:
             return "warming"
         return "failed" if self.doomed else "ready"
 
@@ -101,12 +102,43 @@ class Pool:
             "claimed": self.claimed,
             "expires_at": int(self.started + self.ttl) if self.ttl and not self.claimed else None,
             "handoff": {
-                "qemu": "-object memory-backend-file,id=mem-%s,size=%d,mem-path=%s,share=on,"
-                        "prealloc=on,host-nodes=%d,policy=bind" % (self.name, self.size, path, self.node),
-                "cloud_hypervisor": "--memory-zone id=%s,size=%d,file=%s,shared=on,hugepages=on,"
-                                    "host_numa_node=%d" % (self.name, self.size, path, self.node),
-            } if st == "ready" else {"qemu": "", "cloud_hypervisor": ""},
+                "qemu": " ".join(qemu_words([self])),
+                "qemu_argv": qemu_words([self]),
+                "cloud_hypervisor": " ".join(ch_words([self])),
+                "cloud_hypervisor_argv": ch_words([self]),
+                "libvirt": "<qemu:commandline>\n%s\n</qemu:commandline>" % "\n".join(
+                    '  <qemu:arg value="%s"/>' % w for w in qemu_words([self])),
+            } if st == "ready" else {"qemu": "", "qemu_argv": [], "cloud_hypervisor": "",
+                                     "cloud_hypervisor_argv": [], "libvirt": ""},
         }
+
+
+def pool_path(name):
+    return "/dev/hugepages/hpwarm/" + name
+
+
+def qemu_words(pools):
+    """What hpwarmd composes (server/src/handoff.c), for plain names and paths."""
+    w = []
+    for p in pools:
+        w += ["-object", "memory-backend-file,id=mem-%s,mem-path=%s,size=%d,share=on,prealloc=on,"
+                         "host-nodes=%d,policy=bind" % (p.name, pool_path(p.name), p.size, p.node)]
+    if len(pools) == 1:
+        return w + ["-machine", "memory-backend=mem-" + pools[0].name]
+    for i, p in enumerate(pools):
+        w += ["-numa", "node,nodeid=%d,memdev=mem-%s" % (i, p.name)]
+    return w
+
+
+def ch_words(pools):
+    w = ["--memory", "size=0"]
+    for p in pools:
+        w += ["--memory-zone", "id=%s,size=%d,file=%s,shared=on,hugepages=on,hugepage_size=%dM,"
+                               "host_numa_node=%d" % (p.name, p.size, pool_path(p.name), p.page_size >> 20, p.node)]
+    if len(pools) > 1:
+        for i, p in enumerate(pools):
+            w += ["--numa", "guest_numa_id=%d,memory_zones=%s" % (i, p.name)]
+    return w
 
 
 class State:
@@ -219,6 +251,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, {"pools": pools})
         if len(parts) == 3 and parts[:2] == ["v1", "pools"]:
             return self.pool(method, parts[2], q, body)
+        if parts == ["v1", "handoff"] and method == "GET":
+            return self.handoff(q)
         if len(parts) == 4 and parts[:2] == ["v1", "pools"] and parts[3] == "claim" and method == "POST":
             name = parts[2]
             if name == "flakyclaim" and st.once("claim-" + name):
@@ -239,6 +273,36 @@ class Handler(BaseHTTPRequestHandler):
             p.claimed = True
             return self.send(200, p.to_json())
         return self.send(*problem(404, "not-found", "Not found", self.path))
+
+    def handoff(self, q):
+        st = self.server.state
+        vmm, names = q.get("vmm"), [n for n in q.get("pools", "").split(",")]
+        if vmm not in ("qemu", "cloud-hypervisor", "libvirt"):
+            return self.send(*problem(422, "invalid-field", "Invalid request", "vmm"))
+        if not q.get("pools") or "" in names or len(set(names)) != len(names) or len(names) > 64:
+            return self.send(*problem(422, "invalid-field", "Invalid request", "pools"))
+        pools = []
+        for n in names:
+            with st.lock:
+                p = st.pools.get(n)
+            if not p:
+                return self.send(*problem(404, "pool-not-found", "No such pool", n))
+            if p.state() != "ready":
+                return self.send(*problem(409, "pool-not-ready", "Pool not ready", "%s is %s" % (n, p.state())))
+            pools.append(p)
+        words = ch_words(pools) if vmm == "cloud-hypervisor" else qemu_words(pools)
+        total = sum(p.size for p in pools)
+        ans = {"vmm": vmm, "pools": [{"name": p.name, "guest_node": i, "node": p.node, "size_bytes": p.size,
+                                      "page_size_bytes": p.page_size, "path": pool_path(p.name)}
+                                     for i, p in enumerate(pools)],
+               "memory_bytes": total, "argv": words, "note": "add -m %dM" % (total >> 20)}
+        if vmm == "libvirt":
+            ans["xml"] = "<qemu:commandline>\n%s\n</qemu:commandline>" % "\n".join(
+                '  <qemu:arg value="%s"/>' % w for w in words)
+            ans["namespace"] = 'xmlns:qemu="http://libvirt.org/schemas/domain/qemu/1.0"'
+        else:
+            ans["args"] = " ".join(words)
+        return self.send(200, ans)
 
     def reserve(self, node, size, body):
         if not isinstance(body, dict) or set(body) - {"count", "allow_partial"} or \

@@ -87,6 +87,17 @@ static void test_parse_ok(void)
         CHECK_INT(c.vmm, ==, VMM_CLOUD_HYPERVISOR);
         CHECK_INT(parse(&c, NULL, "handoff", "--vmm=qemu", "vm", NULL), ==, 0);
         CHECK_INT(c.vmm, ==, VMM_QEMU);
+        CHECK_INT(c.n_names, ==, 1);
+        CHECK_STR(c.names[0], "vm");
+        CHECK(!c.argv_words);
+        /* Several pools, in guest node order; libvirt; --argv. */
+        CHECK_INT(parse(&c, NULL, "handoff", "vm-b", "vm-a", "--vmm", "libvirt", "vm-c", "--argv", NULL), ==, 0);
+        CHECK_INT(c.vmm, ==, VMM_LIBVIRT);
+        CHECK_INT(c.n_names, ==, 3);
+        CHECK_STR(c.names[0], "vm-b");
+        CHECK_STR(c.names[1], "vm-a");
+        CHECK_STR(c.names[2], "vm-c");
+        CHECK(c.argv_words);
 
         /* claim --pid, release --ignore-missing (issue 10). */
         CHECK_INT(parse(&c, NULL, "claim", "vm", "--pid", "4242", NULL), ==, 0);
@@ -164,6 +175,10 @@ static void test_parse_errors(void)
                 { "reserve", "0", "2M", "-1", NULL },
                 { "handoff", "vm", NULL },
                 { "handoff", "vm", "--vmm", "xen", NULL },
+                { "handoff", "vm", "vm", "--vmm", "qemu", NULL },   /* one pool per guest node */
+                { "handoff", "vm", "a/b", "--vmm", "qemu", NULL },
+                { "handoff", "--vmm", "qemu", "--argv", NULL },
+                { "status", "vm", "--argv", NULL },
                 { "fleet", "nodes", NULL },                        /* no --hosts */
                 { "fleet", "--hosts", "f", "dance", NULL },
                 { "fleet", "--hosts", "f", "place", NULL },        /* no --size */

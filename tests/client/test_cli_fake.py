@@ -56,6 +56,54 @@ def expect(p, rc, what):
     check(p.returncode == rc, "%s: want exit %d" % (what, rc), p)
 
 
+def test_handoff(u):
+    """hpwarm handoff NAME [NAME...] --vmm ... [--argv]: GET /v1/handoff, printed as the text to use."""
+    p = run("handoff", "vm-42", "--vmm", "qemu", *u)
+    expect(p, 0, "handoff qemu")
+    words = p.stdout.split()
+    check(words[0] == "-object" and words[1].startswith("memory-backend-file,id=mem-vm-42,") and
+          "share=on" in words[1] and words[2:] == ["-machine", "memory-backend=mem-vm-42"],
+          "qemu args: the object and the -machine that makes it guest RAM", p)
+    check(p.stderr == "", "no note on stderr when it is not a terminal", p)
+    p = run("handoff", "vm-42", "--vmm", "qemu", "--argv", *u)
+    expect(p, 0, "handoff --argv")
+    check(p.stdout.splitlines() == words, "--argv: one word per line, the same words", p)
+    p = run("handoff", "vm-42", "--vmm", "cloud-hypervisor", *u)
+    check(p.stdout.startswith("--memory size=0 --memory-zone ") and "host_numa_node=0" in p.stdout, "ch args", p)
+    p = run("handoff", "vm-42", "--vmm", "libvirt", *u)
+    expect(p, 0, "handoff libvirt")
+    check(p.stdout.startswith("<qemu:commandline>\n  <qemu:arg value=\"-object\"/>") and
+          p.stdout.rstrip().endswith("</qemu:commandline>"), "libvirt fragment", p)
+    p = run("handoff", "vm-42", "--vmm", "libvirt", "--json", *u)
+    d = json.loads(p.stdout)
+    check(d["namespace"] == 'xmlns:qemu="http://libvirt.org/schemas/domain/qemu/1.0"' and d["argv"][0] == "-object",
+          "libvirt --json: the server's answer", p)
+    # Several pools: one guest node each, in the order named.
+    expect(run("warm", "vm-43", "--node", "1", "--size", "32M", "--wait", *u), 0, "warm vm-43")
+    p = run("handoff", "vm-43", "vm-42", "--vmm", "qemu", "--argv", *u)
+    expect(p, 0, "handoff two pools")
+    w = p.stdout.splitlines()
+    check(w[-4:] == ["-numa", "node,nodeid=0,memdev=mem-vm-43", "-numa", "node,nodeid=1,memdev=mem-vm-42"] and
+          "-machine" not in w, "two pools: -numa per pool in order, no -machine", p)
+    p = run("handoff", "vm-43", "vm-42", "--vmm", "qemu", "--json", *u)
+    check(json.loads(p.stdout)["memory_bytes"] == 96 << 20, "--json total", p)
+    # Refusals: usage (2) before anything is sent, 404 (1), 409 not ready (5).
+    for bad in (["handoff", "vm-42", "--vmm", "xen"], ["handoff", "vm-42", "vm-42", "--vmm", "qemu"],
+                ["handoff", "../x", "--vmm", "qemu"], ["handoff", "--vmm", "qemu"],
+                ["handoff"] + ["p%d" % i for i in range(65)] + ["--vmm", "qemu"],
+                ["status", "vm-42", "--argv"]):
+        expect(run(*bad, *u), 2, "usage: " + " ".join(bad[:4]))
+    p = run("handoff", "vm-42", "nope", "--vmm", "qemu", *u)
+    expect(p, 1, "unknown pool")
+    check("pool-not-found" in p.stderr and p.stdout == "", "404 says why, prints nothing on stdout", p)
+    expect(run("warm", "stuck", "--node", "0", "--size", "8M", *u), 0, "warm stuck")
+    p = run("handoff", "vm-42", "stuck", "--vmm", "qemu", *u)
+    expect(p, 5, "warming pool -> 5")
+    check("pool-not-ready" in p.stderr, "409 slug shown", p)
+    expect(run("release", "stuck", *u), 0, "release stuck")
+    expect(run("release", "vm-43", *u), 0, "release vm-43")
+
+
 def test_basic(srv):
     u = ["--url", srv.url, "--token-file", TOKEN]
     p = run("health", *u)
@@ -180,11 +228,7 @@ def test_pools(srv):
     d = json.loads(p.stdout)
     check(d["state"] == "ready" and d["size_bytes"] == 64 << 20, "status json", p)
 
-    p = run("handoff", "vm-42", "--vmm", "qemu", *u)
-    expect(p, 0, "handoff qemu")
-    check(p.stdout.startswith("-object memory-backend-file,") and "share=on" in p.stdout, "qemu args", p)
-    p = run("handoff", "vm-42", "--vmm", "cloud-hypervisor", *u)
-    check(p.stdout.startswith("--memory-zone ") and "host_numa_node=0" in p.stdout, "ch args", p)
+    test_handoff(u)
 
     # Identical PUT is idempotent (200), different one conflicts (5).
     p = run("warm", "vm-42", "--node", "0", "--size", "64M", "--page-size", "2M", *u)

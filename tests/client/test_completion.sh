@@ -36,7 +36,8 @@ expect "release reserve" re
 expect "--reserve" warm vm-1 --res
 expect "--ignore-missing" release vm-1 --ig
 expect "--pid" claim vm-1 --p
-expect "cloud-hypervisor qemu" handoff vm-1 --vmm ""
+expect "cloud-hypervisor libvirt qemu" handoff vm-1 --vmm ""
+expect "--argv" handoff vm-1 vm-2 --ar
 expect "nodes place pools" fleet ""
 expect "place pools" fleet --hosts f p
 expect "--json" --js

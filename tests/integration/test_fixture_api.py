@@ -205,11 +205,11 @@ class BadInput(TestCase):
     def test_wrong_method(self):
         r = self.d.request("POST", "/v1/nodes")
         self.assertProblem(r, 405, "method-not-allowed")
-        self.assertEqual(r.headers["allow"], "GET")
+        self.assertEqual(r.headers["allow"], "GET, HEAD")
         r = self.d.request("DELETE", "/v1/nodes/0/hugepages/2M")
         self.assertEqual(r.headers["allow"], "PUT")
         r = self.d.request("PATCH", "/v1/pools/x")
-        self.assertEqual(r.headers["allow"], "GET, PUT, DELETE")
+        self.assertEqual(r.headers["allow"], "GET, HEAD, PUT, DELETE")
 
     def test_body_too_large(self):
         big = '{"count": 1, "pad": "' + "x" * (70 * 1024) + '"}'

@@ -8,6 +8,7 @@
 - every command README's ```sh blocks run is built here or comes with a
   package of the set the block needs (the run set for everything but the
   bench/test commands): a tool added to README without its package fails.
+  The VMM (QEMU) is the operator's own: README must name its package.
 
 Usage: check_deps.py SOURCE_DIR"""
 import os
@@ -22,7 +23,10 @@ PROVIDERS = {
     "umount": "mount", "mount": "mount", "qemu-system-x86_64": "qemu-system-x86",
 }
 ESSENTIAL = {"mount"}   # Essential: yes in Debian, always present
-SHELL_WORDS = {"...", "#", "cd", "export", "echo"}
+SHELL_WORDS = {"...", "#", "cd", "export", "echo", "mapfile", "exec", "eval"}
+# The VMM is the operator's own: README may run it if it says which package
+# gives it (the test set installs it for the QEMU tests).
+VMM = {"qemu-system-x86_64": "qemu-system-x86"}
 TEST_ONLY = ("tests/",)  # commands running test tooling need the test set
 
 
@@ -121,12 +125,19 @@ def main(src):
             if not line or line.startswith("#"):
                 continue
             for cmd in re.split(r"\s*(?:\||&&|;)\s*", line):
+                # var=$(cmd ...) runs cmd; eval "exec cmd ..." runs cmd.
+                cmd = re.sub(r"^[A-Za-z_][A-Za-z0-9_]*=\$\(", "", cmd).replace('"', " ")
                 words = cmd.split()
-                while words and (words[0] == "sudo" or re.match(r"^[A-Z_]+=", words[0])):
+                while words and (words[0] in ("sudo", "eval", "exec") or re.match(r"^[A-Z_]+=", words[0])
+                                 or words[0] == "<" or words[0].startswith("<(")):
                     words = words[1:]
                 if not words or words[0] in SHELL_WORDS:
                     continue
                 w = words[0]
+                if w in VMM:
+                    if not re.search(r"install[^`]*\b%s(?![\w-])" % re.escape(VMM[w]), readme):
+                        errors.append("README runs %s but does not say to install %s" % (w, VMM[w]))
+                    continue
                 if w not in PROVIDERS:
                     errors.append("README runs %r, which no package of deps.sh is known to provide "
                                   "(add its package to deps.sh and to PROVIDERS here)" % w)
