@@ -62,7 +62,9 @@ static void fail_msg(struct hpw *h, const char *url, const char *what, enum hpw_
         const char *m = hpw_last_message(h);
         const char *reserve = strstr(m, "\"reserve\": true");
 
-        fprintf(stderr, "hpwarm: %s: %s", what, hpw_strerror(err));
+        /* HPW_E_INSUFFICIENT covers the memory floor too: say which. */
+        fprintf(stderr, "hpwarm: %s: %s", what,
+                p && p->slug && strcmp(p->slug, "insufficient-memory") == 0 ? "insufficient memory" : hpw_strerror(err));
         if (err == HPW_E_UNREACHABLE || err == HPW_E_TLS) {
                 /* curl's words ("localhost port 80" for a unix socket) name
                  * neither what was tried nor why; the hint does both. */

@@ -141,6 +141,8 @@ def test_basic(srv):
     # Refused by the memory floor: exit 5, and the command that would work.
     p = run("reserve", "0", "2M", "6000", *u)
     expect(p, 5, "reserve over the memory floor -> 5")
+    check("reserve: insufficient memory (" in p.stderr and "insufficient hugepages" not in p.stderr,
+          "memory floor refusal is called insufficient memory", p)
     check("at most 1920 2M pages fit: hpwarm reserve 0 2M 1920" in p.stderr and "256 MiB" in p.stderr,
           "memory floor refusal names the floor and the count that fits", p)
     p = run("reserve", "0", "2048kB", "500", "--json", *u)
