@@ -41,6 +41,7 @@ static const struct problem_type catalog[PROBLEM__COUNT] = {
         [PROBLEM_RESERVE_SHORTFALL] = { "reserve-shortfall", 409, "The kernel gave fewer pages than asked" },
         [PROBLEM_POOL_NOT_FOUND] = { "pool-not-found", 404, "No such pool" },
         [PROBLEM_POOL_NOT_READY] = { "pool-not-ready", 409, "Pool not ready" },
+        [PROBLEM_POOL_OWNED] = { "pool-owned", 409, "Pool bound to another process" },
         [PROBLEM_POOL_CONFLICT] = { "pool-conflict", 409, "A different pool has that name" },
         [PROBLEM_POOL_TOO_LARGE] = { "pool-too-large", 413, "Pool too large" },
         [PROBLEM_TOO_MANY_POOLS] = { "too-many-pools", 429, "Too many pools" },
@@ -184,21 +185,6 @@ void problem_raise_slug(struct problem *p, const char *slug, const char *fmt, ..
                 p->slug = slug;
                 p->title = PROBLEM_UNKNOWN_TITLE;
         }
-        va_start(ap, fmt);
-        set_detail(p, fmt, ap);
-        va_end(ap);
-}
-
-void problem_set(struct problem *p, int status, const char *slug, const char *title,
-                 const char *fmt, ...)
-{
-        va_list ap;
-
-        (void)status;
-        (void)title;
-        if (!p)
-                return;
-        set_row(p, checked_id(problem_from_slug(slug)));
         va_start(ap, fmt);
         set_detail(p, fmt, ap);
         va_end(ap);

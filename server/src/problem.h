@@ -43,6 +43,7 @@ enum problem_id {
         /* Pools: admission and requests. */
         PROBLEM_POOL_NOT_FOUND,
         PROBLEM_POOL_NOT_READY,
+        PROBLEM_POOL_OWNED,
         PROBLEM_POOL_CONFLICT,
         PROBLEM_POOL_TOO_LARGE,
         PROBLEM_TOO_MANY_POOLS,
@@ -110,14 +111,6 @@ void problem_raise(struct problem *p, enum problem_id id, const char *fmt, ...)
  * PROBLEM_NONE. */
 void problem_raise_slug(struct problem *p, const char *slug, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
-
-/* Deprecated: only server/src/pools.c still calls this; it goes once those
- * call sites use problem_raise.  STATUS and TITLE are ignored: both come
- * from the catalog row of SLUG, so pools.c cannot drift from the catalog
- * meanwhile.  A SLUG outside the catalog is a bug, handled as in
- * problem_raise. */
-void problem_set(struct problem *p, int status, const char *slug, const char *title,
-                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 struct json;
 /* Encode as JSON; the caller frees the string.  NULL on allocation failure. */
