@@ -13,7 +13,6 @@
 #include "api_util.h"
 #include "app.h"
 #include "handoff.h"
-#include "journal.h"
 #include "json.h"
 #include "pools.h"
 
@@ -63,11 +62,11 @@ static void qemu_size(uint64_t v, char *buf, size_t len)
 static struct handoff_pool as_handoff_pool(const struct pool_view *v)
 {
         return (struct handoff_pool){
-                .name = v->rec.name,
+                .name = v->name,
                 .path = v->path,
-                .node = v->rec.node,
-                .size_bytes = v->rec.size_bytes,
-                .page_size = v->rec.page_size,
+                .node = v->node,
+                .size_bytes = v->size_bytes,
+                .page_size = v->page_size,
         };
 }
 
@@ -100,7 +99,7 @@ void api_add_pool_handoff(struct json *pool, const struct pool_view *v)
 
 /* Split the pools= value at commas (also written %2C, as form encoders
  * do).  0, or 422 in RESP: empty item, bad name, duplicate, too many. */
-static int parse_pool_list(const char *s, char names[][JOURNAL_NAME_MAX + 1], size_t *ret_n, struct resp *resp)
+static int parse_pool_list(const char *s, char names[][POOL_NAME_MAX + 1], size_t *ret_n, struct resp *resp)
 {
         size_t n = 0;
         const char *p = s;
@@ -118,7 +117,7 @@ static int parse_pool_list(const char *s, char names[][JOURNAL_NAME_MAX + 1], si
                         }
                         end++;
                 }
-                char name[JOURNAL_NAME_MAX + 2];
+                char name[POOL_NAME_MAX + 2];
                 size_t len = (size_t)(end - p);
                 if (n == HANDOFF_MAX_POOLS) {
                         problem_raise(&resp->problem, PROBLEM_INVALID_FIELD, "pools: at most %d pools per guest",
@@ -126,7 +125,7 @@ static int parse_pool_list(const char *s, char names[][JOURNAL_NAME_MAX + 1], si
                         resp->status = resp->problem.status;
                         return -1;
                 }
-                if (len == 0 || len > JOURNAL_NAME_MAX) {
+                if (len == 0 || len > POOL_NAME_MAX) {
                         problem_raise(&resp->problem, PROBLEM_INVALID_FIELD,
                                       "pools: item %zu is %s; give pool names separated by commas, e.g. pools=vm-a,vm-b",
                                       n + 1, len ? "too long" : "empty");
@@ -169,7 +168,7 @@ void api_handoff(const struct req *req, struct resp *resp)
                 api_invalid(resp, "pools is required: pool names separated by commas, e.g. pools=vm-a,vm-b");
                 return;
         }
-        char names[HANDOFF_MAX_POOLS][JOURNAL_NAME_MAX + 1];
+        char names[HANDOFF_MAX_POOLS][POOL_NAME_MAX + 1];
         size_t n = 0;
         if (parse_pool_list(pools_s, names, &n, resp) < 0)
                 return;
@@ -188,10 +187,10 @@ void api_handoff(const struct req *req, struct resp *resp)
                         return;
                 }
                 /* Claimed pools are ready too: a VM being restarted on its pool. */
-                if (views[i].rec.state != POOL_READY) {
+                if (views[i].state != POOL_READY) {
                         problem_raise(&p, PROBLEM_POOL_NOT_READY,
                                       "pool \"%s\" is %s; only ready pools can be handed to a VMM", names[i],
-                                      pool_state_name(views[i].rec.state));
+                                      pool_state_name(views[i].state));
                         resp_problem(resp, &p);
                         return;
                 }
@@ -220,11 +219,11 @@ void api_handoff(const struct req *req, struct resp *resp)
         struct json *arr = json_add_array(o, "pools");
         for (size_t i = 0; i < n; i++) {
                 struct json *e = json_append_object(arr);
-                json_add_str(e, "name", views[i].rec.name);
+                json_add_str(e, "name", views[i].name);
                 json_add_u64(e, "guest_node", i);
-                json_add_u64(e, "node", (uint64_t)views[i].rec.node);
-                json_add_u64(e, "size_bytes", views[i].rec.size_bytes);
-                json_add_u64(e, "page_size_bytes", views[i].rec.page_size);
+                json_add_u64(e, "node", (uint64_t)views[i].node);
+                json_add_u64(e, "size_bytes", views[i].size_bytes);
+                json_add_u64(e, "page_size_bytes", views[i].page_size);
                 json_add_str(e, "path", views[i].path);
         }
         json_add_u64(o, "memory_bytes", h->memory_bytes);

@@ -10,7 +10,6 @@
 #include "api.h"
 #include "api_util.h"
 #include "app.h"
-#include "journal.h"
 #include "metrics.h"
 #include "pools.h"
 #include "topo.h"
@@ -71,9 +70,9 @@ static void pool_gauges(struct app *app, struct prom *p)
                         for (size_t s = 0; s < ARRAY_SIZE(states); s++) {
                                 uint64_t bytes = 0;
                                 for (size_t k = 0; k < n; k++)
-                                        if (v[k].rec.node == t->nodes[i].id &&
-                                            v[k].rec.page_size == t->page_sizes[j] && v[k].rec.state == states[s])
-                                                bytes += v[k].rec.size_bytes;
+                                        if (v[k].node == t->nodes[i].id &&
+                                            v[k].page_size == t->page_sizes[j] && v[k].state == states[s])
+                                                bytes += v[k].size_bytes;
                                 prom_sample_u64(p, "hpwarmd_pool_bytes",
                                                 (struct prom_label[]){{"numa_node", node},
                                                                       {"page_size_bytes", psz},
@@ -103,6 +102,16 @@ static void registry_counters(struct app *app, struct prom *p)
                 (const uint64_t[]){s.jobs_started, s.jobs_ready, s.jobs_failed, s.jobs_cancelled}, 4);
         counter(p, "hpwarmd_pools_expired_total", "Ready pools released because their TTL passed unclaimed.",
                 NULL, NULL, &s.pools_expired, 1);
+        counter(p, "hpwarmd_pools_released_total",
+                "Pools released (file removed, pages back) by reason: DELETE, TTL passed unclaimed, owner "
+                "process exited, unmapped past --release-unmapped-after.",
+                "reason", (const char *const[]){"delete", "ttl", "owner-exited", "unmapped"},
+                (const uint64_t[]){s.released_delete, s.pools_expired, s.released_owner_exited,
+                                   s.released_unmapped},
+                4);
+        prom_header(p, "hpwarmd_pools_unmapped", "Claimed pools without an owner pid that no process maps.",
+                    "gauge");
+        prom_sample_u64(p, "hpwarmd_pools_unmapped", NULL, 0, s.pools_unmapped);
         counter(p, "hpwarmd_orphan_files_removed_total",
                 "Files found in pool directories with no journal record, removed at start.", NULL, NULL,
                 &s.orphan_files_removed, 1);

@@ -10,15 +10,17 @@
 #include "api_handoff.h"
 #include "api_util.h"
 #include "app.h"
-#include "journal.h"
 #include "json.h"
 #include "pools.h"
 #include "topo.h"
 #include "units.h"
+#include "size.h"
 
 /* Longest long-poll we hold a connection for; clients loop for more. */
 #define WAIT_TIMEOUT_MAX_S 300
 #define WAIT_TIMEOUT_DEFAULT_S 30
+/* The kernel's largest pid_max (PID_MAX_LIMIT on 64-bit). */
+#define PID_MAX 4194304
 
 static void add_time(struct json *o, const char *key, int64_t unix_s)
 {
@@ -36,7 +38,7 @@ static void add_time(struct json *o, const char *key, int64_t unix_s)
 
 static struct json *encode_pool(const struct pool_view *v)
 {
-        const struct journal_pool *p = &v->rec;
+        const struct pool_view *p = v;
         struct json *o = json_new_object();
         json_add_str(o, "name", p->name);
         json_add_u64(o, "node", (uint64_t)p->node);
@@ -64,6 +66,11 @@ static struct json *encode_pool(const struct pool_view *v)
         json_add_bool(o, "claimed", p->claimed);
         json_add_u64(o, "ttl_seconds", p->ttl_seconds);
         add_time(o, "expires_at", v->expires_at);
+        if (v->owner_pid > 0)
+                json_add_u64(o, "owner_pid", (uint64_t)v->owner_pid);
+        else
+                json_add_null(o, "owner_pid");
+        add_time(o, "unmapped_since", v->unmapped_since);
 
         /* Ready-to-paste VMM arguments (api_handoff.c). */
         api_add_pool_handoff(o, v);
@@ -114,6 +121,7 @@ struct pool_work {
         struct app *app;
         char name[ROUTE_PARAM_MAX];
         struct pool_req rq;
+        pid_t pid;                 /* claim: the owner process, 0 = none */
 };
 
 /* Work about the pool named in the path ({name}, already checked); NULL
@@ -140,7 +148,7 @@ static bool wait_check(struct resp *resp, void *ctx, bool expired)
                 pool_not_found(resp, w->name);
                 return true;
         }
-        if (v.rec.state == POOL_WARMING && !expired && !atomic_load(&w->app->stopping))
+        if (v.state == POOL_WARMING && !expired && !atomic_load(&w->app->stopping))
                 return false;
         send_pool(resp, 200, &v);
         return true;
@@ -173,7 +181,7 @@ void api_pool_get(const struct req *req, struct resp *resp)
                 pool_not_found(resp, name);
                 return;
         }
-        if (!wait || v.rec.state != POOL_WARMING || timeout_s == 0) {
+        if (!wait || v.state != POOL_WARMING || timeout_s == 0) {
                 send_pool(resp, 200, &v);
                 return;
         }
@@ -234,7 +242,12 @@ void api_pool_put(const struct req *req, struct resp *resp)
                 return;
         }
         if (has_size && parse_size(size, &size_bytes) < 0) {
-                api_invalid(resp, "\"size\" must be a byte count such as \"64G\", \"512M\" or \"1073741824\"");
+                char why[200], detail[260];
+
+                /* The shared grammar says what was wrong and what to write. */
+                hpw_size_explain(size, false, why, sizeof(why));
+                snprintf(detail, sizeof(detail), "\"size\": %s", why);
+                api_invalid(resp, detail);
                 return;
         }
         if (threads > 4096) {
@@ -255,7 +268,7 @@ void api_pool_put(const struct req *req, struct resp *resp)
         struct pool_work *w = new_work(req, resp);
         if (!w)
                 return;
-        snprintf(w->rq.name, sizeof(w->rq.name), "%.*s", JOURNAL_NAME_MAX, name);
+        snprintf(w->rq.name, sizeof(w->rq.name), "%.*s", POOL_NAME_MAX, name);
         w->rq.node = n->id;
         w->rq.size_bytes = size_bytes;
         w->rq.page_size = ps;
@@ -302,7 +315,7 @@ static void claim_work(struct resp *resp, void *ctx)
         struct pool_work *w = ctx;
         struct pool_view v;
         struct problem p = {0};
-        int r = pools_claim(w->app->pools, w->name, &v);
+        int r = pools_claim_pid(w->app->pools, w->name, w->pid, &v);
 
         if (r == 0) {
                 send_pool(resp, 200, &v);
@@ -313,10 +326,22 @@ static void claim_work(struct resp *resp, void *ctx)
                 return;
         }
         if (r == -EBUSY) {
-                const char *state = pools_get(w->app->pools, w->name, &v) == 0 ? pool_state_name(v.rec.state)
+                const char *state = pools_get(w->app->pools, w->name, &v) == 0 ? pool_state_name(v.state)
                                                                                 : "gone";
                 problem_raise(&p, PROBLEM_POOL_NOT_READY,
                               "pool \"%s\" is %s; only a ready pool can be claimed", w->name, state);
+        } else if (r == -ESRCH) {
+                problem_raise(&p, PROBLEM_INVALID_FIELD,
+                              "\"pid\": there is no process %d on this host (give the pid of the running "
+                              "VMM that maps the pool)", (int)w->pid);
+        } else if (r == -EEXIST) {
+                int owner = pools_get(w->app->pools, w->name, &v) == 0 ? v.owner_pid : 0;
+                problem_raise(&p, PROBLEM_POOL_OWNED,
+                              "pool \"%s\" is claimed by process %d, which still runs; it is released when "
+                              "that process exits", w->name, owner);
+        } else if (r == -ENOSYS) {
+                problem_raise(&p, PROBLEM_INTERNAL_ERROR,
+                              "this kernel has no pidfd_open (Linux 5.3 or later is needed to claim with a pid)");
         } else {
                 problem_raise(&p, PROBLEM_STATE_WRITE_FAILED, "pool \"%s\": %s", w->name,
                               strerror(-r));
@@ -324,16 +349,36 @@ static void claim_work(struct resp *resp, void *ctx)
         resp_problem(resp, &p);
 }
 
+/* The body is optional: none (or {}) claims as before; {"pid": N} binds the
+ * pool to that process's life. */
 void api_pool_claim(const struct req *req, struct resp *resp)
 {
         const char *name = req->params[0];
+        uint64_t pid = 0;
+        bool has_pid = false;
+
         if (atomic_load(&req->app->stopping)) {
                 api_refuse_stopping(resp);
                 return;
         }
         if (!check_name(name, resp))
                 return;
+        if (req->body_len > 0) {
+                const struct jfield fields[] = {
+                        {"pid", JF_U64, &pid, 0, &has_pid},
+                };
+                if (json_decode(req->body, req->body_len, fields, ARRAY_SIZE(fields), &resp->problem) < 0) {
+                        resp->status = resp->problem.status;
+                        return;
+                }
+                if (has_pid && (pid == 0 || pid > PID_MAX)) {
+                        api_invalid(resp, "\"pid\" must be a process id from 1 to 4194304");
+                        return;
+                }
+        }
         struct pool_work *w = new_work(req, resp);
-        if (w)
-                resp_defer(resp, claim_work, w, WORK_BLOCKING);
+        if (!w)
+                return;
+        w->pid = (pid_t)pid;
+        resp_defer(resp, claim_work, w, WORK_BLOCKING);
 }

@@ -58,7 +58,8 @@ bool http_dispatch(struct app *app, struct req *req, bool too_large, struct resp
         }
         case ROUTE_FOUND: break;
         }
-        if (route->has_body) {
+        /* A route whose body is optional takes none at all as it is. */
+        if (route->has_body && (req->body_len > 0 || too_large || route->has_body != ROUTE_BODY_OPTIONAL)) {
                 if (too_large) {
                         http_set_problem(resp, PROBLEM_BODY_TOO_LARGE, "request bodies are limited to 64 KiB");
                         return false;
@@ -67,7 +68,7 @@ bool http_dispatch(struct app *app, struct req *req, bool too_large, struct resp
                         http_set_problem(resp, PROBLEM_UNSUPPORTED_MEDIA_TYPE, "send the body as application/json");
                         return false;
                 }
-        } else if (req->body_len > 0 || too_large) {
+        } else if (!route->has_body && (req->body_len > 0 || too_large)) {
                 http_set_problem(resp, PROBLEM_UNEXPECTED_BODY, "this request takes no body");
                 return false;
         }

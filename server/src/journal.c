@@ -7,7 +7,15 @@
  *              "state":"warming|ready|failed|cancelled","threads":..,
  *              "ttl_seconds":..,"claimed":..,"created_at":..,"started_at":..,
  *              "finished_at":..,"bytes_done":..,"error_slug":"..",
- *              "error_detail":".."}]}
+ *              "error_detail":"..",
+ *              "owner_pid":..,"owner_start_time":..}]}
+ *
+ * owner_pid and owner_start_time (a claimed pool bound to its VMM process,
+ * and that process's start time, to tell it from a later one with the same
+ * pid) came later and are optional: absent means no owner, so older journals
+ * load as they are.  They are written only for a pool that has an owner.
+ * The version stays 1 on purpose: an older daemon ignores them (its pools
+ * then stay claimed, as they did) instead of refusing the whole journal.
  *
  * Parsing is strict: every member listed above is required with its type,
  * numbers are exact integers (json.h), names follow the pool name rule, pool
@@ -41,52 +49,6 @@
 /* Our journal holds at most a few thousand small records; anything much
  * larger is not ours. */
 #define JOURNAL_MAX_BYTES (16 * MIB)
-
-static const char *const state_names[] = {
-        [POOL_WARMING] = "warming",
-        [POOL_READY] = "ready",
-        [POOL_FAILED] = "failed",
-        [POOL_CANCELLED] = "cancelled",
-};
-
-const char *pool_state_name(enum pool_state s)
-{
-        if ((unsigned)s >= ARRAY_SIZE(state_names))
-                return NULL;
-        return state_names[s];
-}
-
-int pool_state_parse(const char *s, enum pool_state *ret)
-{
-        if (!s)
-                return -EINVAL;
-        for (size_t i = 0; i < ARRAY_SIZE(state_names); i++)
-                if (strcmp(s, state_names[i]) == 0) {
-                        *ret = (enum pool_state)i;
-                        return 0;
-                }
-        return -EINVAL;
-}
-
-static bool name_char(char c, bool first)
-{
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
-                return true;
-        return !first && (c == '.' || c == '_' || c == '-');
-}
-
-bool pool_name_valid(const char *name)
-{
-        size_t i;
-
-        if (!name)
-                return false;
-        for (i = 0; name[i]; i++) {
-                if (i >= JOURNAL_NAME_MAX || !name_char(name[i], i == 0))
-                        return false;
-        }
-        return i > 0;
-}
 
 void journal_free(struct journal *j)
 {
@@ -187,6 +149,12 @@ static int parse_pool(const struct json *o, struct journal_pool *ret)
         if (get_strbuf(o, "error_slug", p.error_slug, sizeof(p.error_slug)) < 0 ||
             get_strbuf(o, "error_detail", p.error_detail, sizeof(p.error_detail)) < 0)
                 return -EINVAL;
+        /* Optional, together, and only on a claimed pool. */
+        if (json_get(o, "owner_pid") || json_get(o, "owner_start_time")) {
+                if (get_int(o, "owner_pid", &p.owner_pid) < 0 || p.owner_pid <= 0 ||
+                    get_u64(o, "owner_start_time", &p.owner_start) < 0 || !p.claimed)
+                        return -EINVAL;
+        }
         *ret = p;
         return 0;
 }
@@ -340,6 +308,10 @@ char *journal_format(const struct journal *j)
                 json_add_u64(o, "bytes_done", p->bytes_done);
                 json_add_str(o, "error_slug", p->error_slug);
                 json_add_str(o, "error_detail", p->error_detail);
+                if (p->owner_pid > 0) {
+                        json_add_i64(o, "owner_pid", p->owner_pid);
+                        json_add_u64(o, "owner_start_time", p->owner_start);
+                }
         }
         return json_print(doc);
 }

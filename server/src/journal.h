@@ -7,17 +7,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define JOURNAL_NAME_MAX 64
+#include "pool.h"
+
+#define JOURNAL_NAME_MAX POOL_NAME_MAX
 
 struct journal_reservation {
         int node;
         uint64_t page_size;
         uint64_t count;
 };
-
-enum pool_state { POOL_WARMING, POOL_READY, POOL_FAILED, POOL_CANCELLED };
-const char *pool_state_name(enum pool_state s);          /* "warming", ... */
-int pool_state_parse(const char *s, enum pool_state *ret);
 
 struct journal_pool {
         char name[JOURNAL_NAME_MAX + 1];
@@ -32,8 +30,10 @@ struct journal_pool {
         int64_t started_at;      /* unix seconds */
         int64_t finished_at;     /* unix seconds, 0 = not finished */
         uint64_t bytes_done;     /* at last save */
-        char error_slug[48];     /* "" = none */
-        char error_detail[256];
+        int owner_pid;           /* claimed by this process (the VMM); 0 = none */
+        uint64_t owner_start;    /* its start time, /proc/PID/stat field 22 */
+        char error_slug[POOL_ERROR_SLUG_MAX];     /* "" = none */
+        char error_detail[POOL_ERROR_DETAIL_MAX];
 };
 
 struct journal {
@@ -60,5 +60,3 @@ int journal_save(const char *dir, const struct journal *j);
 /* Move a corrupt state.json aside to state.json.corrupt-<unix time>. */
 int journal_quarantine(const char *dir);
 
-/* Valid pool name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}. */
-bool pool_name_valid(const char *name);

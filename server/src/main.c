@@ -51,6 +51,7 @@ struct options {
         uint64_t max_pool_bytes;
         uint64_t max_node_warm_bytes;
         unsigned max_pools;
+        unsigned release_unmapped_after;
         gid_t socket_gid;
         const char *token_file, *read_token_file;
         const char *tls_cert, *tls_key, *tls_client_ca;
@@ -80,6 +81,8 @@ static void usage(FILE *f)
                 "  --max-pool-bytes BYTES    largest pool accepted (default: no limit)\n"
                 "  --max-node-warm-bytes B   cap on warming+ready bytes per node (default: none)\n"
                 "  --max-pools N             most pools at once (default 1024)\n"
+                "  --release-unmapped-after SEC  release a pool claimed without a pid once no\n"
+                "                            process has mapped it for SEC seconds (default: never)\n"
                 "  --socket-group GROUP      group owning the unix socket (mode 0660)\n"
                 "  --token-file FILE         admin bearer tokens for TCP, one per line\n"
                 "  --read-token-file FILE    read-only bearer tokens for TCP, one per line\n"
@@ -126,12 +129,32 @@ static unsigned parse_uint_arg(const char *flag, const char *s, unsigned max)
         return (unsigned)v;
 }
 
+/* How often claimed pools without a pid are checked for mappers.  Not a
+ * flag: the default (60 s) is right for hosts; tests shorten it through
+ * HPWARMD_TEST_UNMAPPED_SWEEP_MS.  0 = the default. */
+static uint64_t unmapped_sweep_ms(void)
+{
+        const char *s = getenv("HPWARMD_TEST_UNMAPPED_SWEEP_MS");
+        char *end;
+        unsigned long v;
+
+        if (!s || !*s)
+                return 0;
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (*end || errno || s[0] == '-' || v < 10 || v > 3600 * 1000) {
+                log_warn("ignoring HPWARMD_TEST_UNMAPPED_SWEEP_MS=%s (10 to 3600000 ms)", s);
+                return 0;
+        }
+        return v;
+}
+
 static void parse_args(int argc, char **argv, struct options *o)
 {
         enum { O_LISTEN = 256, O_SOCKET, O_SYSFS, O_STATE, O_FLOOR, O_HUGETLBFS, O_POOL_GROUP,
                O_THREADS, O_MAX_POOL, O_MAX_NODE, O_MAX_POOLS, O_LOG, O_VERSION, O_HELP,
                O_SOCKET_GROUP, O_TOKEN, O_READ_TOKEN, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_MAX_CONN,
-               O_CONN_TIMEOUT, O_ALLOW_UNAUTH_TCP, O_MAX_WAITS };
+               O_CONN_TIMEOUT, O_ALLOW_UNAUTH_TCP, O_MAX_WAITS, O_RELEASE_UNMAPPED };
         static const struct option longopts[] = {
                 {"listen", required_argument, NULL, O_LISTEN},
                 {"socket", required_argument, NULL, O_SOCKET},
@@ -144,6 +167,7 @@ static void parse_args(int argc, char **argv, struct options *o)
                 {"max-pool-bytes", required_argument, NULL, O_MAX_POOL},
                 {"max-node-warm-bytes", required_argument, NULL, O_MAX_NODE},
                 {"max-pools", required_argument, NULL, O_MAX_POOLS},
+                {"release-unmapped-after", required_argument, NULL, O_RELEASE_UNMAPPED},
                 {"log-level", required_argument, NULL, O_LOG},
                 {"socket-group", required_argument, NULL, O_SOCKET_GROUP},
                 {"token-file", required_argument, NULL, O_TOKEN},
@@ -226,6 +250,11 @@ static void parse_args(int argc, char **argv, struct options *o)
                 case O_MAX_POOL: o->max_pool_bytes = parse_bytes_arg("--max-pool-bytes", optarg); break;
                 case O_MAX_NODE: o->max_node_warm_bytes = parse_bytes_arg("--max-node-warm-bytes", optarg); break;
                 case O_MAX_POOLS: o->max_pools = parse_uint_arg("--max-pools", optarg, 1000000); break;
+                case O_RELEASE_UNMAPPED:
+                        /* Up to a year; 0 means never, as when not given. */
+                        o->release_unmapped_after =
+                                parse_uint_arg("--release-unmapped-after", optarg, 366 * 24 * 3600);
+                        break;
                 case O_LOG: {
                         static const char *names[] = {[LOG_ERR] = "err", [LOG_WARN] = "warn",
                                                       [LOG_NOTICE] = "notice", [LOG_INFO] = "info",
@@ -519,6 +548,8 @@ int main(int argc, char **argv)
                 .n_mounts = o.n_mounts, .pool_gid = o.pool_gid, .memory_floor = o.memory_floor,
                 .max_pool_bytes = o.max_pool_bytes, .max_node_warm_bytes = o.max_node_warm_bytes,
                 .max_pools = o.max_pools,
+                .release_unmapped_after = o.release_unmapped_after,
+                .unmapped_sweep_ms = unmapped_sweep_ms(),
         };
         memcpy(pc.mounts, o.mounts, sizeof(o.mounts));
         r = pools_new(&pc, &pools);

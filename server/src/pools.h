@@ -1,7 +1,8 @@
 /* pools: the registry of warm pools and the daemon's durable state.
  *
  * A pool is a named hugetlbfs file on one node, populated by the engine.
- * State machine:  (create) -> warming -> ready | failed | cancelled;
+ * Its states and the moves between them are in pool.h:
+ * (create) -> warming -> ready | failed | cancelled;
  * ready -(claim)-> ready+claimed; ready unclaimed past its TTL -> released.
  * DELETE removes the file in every state.  A pool that fails or is cancelled
  * has its file removed at once (no hugepages leak); the record stays so a
@@ -24,8 +25,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "journal.h"
 #include "metrics.h"
+#include "pool.h"
 #include "problem.h"
 #include "reserve.h"
 #include "topo.h"
@@ -51,6 +52,12 @@ struct pools_config {
         uint64_t max_pool_bytes;   /* 0 = no limit */
         uint64_t max_node_warm_bytes; /* per node cap on warming+ready bytes; 0 = none */
         unsigned max_pools;        /* 0 = default 1024 */
+        /* Claimed pools without an owner pid: how often to look whether any
+         * process still maps their file (0 = default, 60 s), and after how
+         * long unmapped to release them (0 = never: only reported). */
+        uint64_t unmapped_sweep_ms;
+        uint64_t release_unmapped_after; /* seconds */
+        const char *proc_root;     /* NULL = /proc; tests point it elsewhere */
         /* Unit tests only: accept mount dirs that are not hugetlbfs (a temp
          * dir stands in), creating them if missing.  The mount-root and
          * marker checks still apply.  Never set in the daemon. */
@@ -83,7 +90,8 @@ int pools_check_mount(const char *dir, uint64_t page_size, gid_t gid);
 struct pools;
 
 /* Loads and reconciles the journal, re-applies reservations, resumes warming
- * pools, starts the TTL reaper.  Caller owns *ret. */
+ * pools, starts the upkeep thread (finished jobs, TTL expiry).  Caller owns
+ * *ret. */
 int pools_new(const struct pools_config *cfg, struct pools **ret);
 /* Stops jobs at a chunk boundary (they stay "warming" in the journal and
  * resume at next start), saves, frees.  Accepts NULL.  Call it after the HTTP
@@ -96,7 +104,7 @@ void pools_free(struct pools *p);
 #define POOLS_TTL_MAX (UINT64_C(10) * 366 * 24 * 3600)
 
 struct pool_req {
-        char name[JOURNAL_NAME_MAX + 1];
+        char name[POOL_NAME_MAX + 1];
         int node;
         uint64_t size_bytes;
         uint64_t page_size;
@@ -107,7 +115,18 @@ struct pool_req {
 
 /* A snapshot of one pool, plain data. */
 struct pool_view {
-        struct journal_pool rec;   /* name, node, sizes, state, claimed, times, error */
+        char name[POOL_NAME_MAX + 1];
+        int node;
+        uint64_t page_size;
+        uint64_t size_bytes;
+        enum pool_state state;
+        bool claimed;
+        uint64_t ttl_seconds;      /* 0 = none */
+        int64_t created_at;        /* unix seconds */
+        int64_t started_at;        /* unix seconds */
+        int64_t finished_at;       /* unix seconds, 0 = not finished */
+        char error_slug[POOL_ERROR_SLUG_MAX];     /* "" = none */
+        char error_detail[POOL_ERROR_DETAIL_MAX];
         char path[4096];
         uint64_t bytes_done;
         double rate_bytes_per_second;
@@ -116,6 +135,8 @@ struct pool_view {
         bool placement_verified;
         uint64_t pages_off_node;
         int64_t expires_at;        /* unix seconds; 0 = none (claimed or no TTL) */
+        int owner_pid;             /* claimed with this VMM pid; 0 = none */
+        int64_t unmapped_since;    /* unix s: claimed, no owner pid, no process maps it; 0 = no */
 };
 
 /* Create and start warming.  Returns 201 (created) or 200 (an identical pool
@@ -151,6 +172,17 @@ int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct p
 int pools_delete(struct pools *p, const char *name);
 /* Mark claimed (clears the TTL).  -ENOENT; -EBUSY (409) if not ready. */
 int pools_claim(struct pools *p, const char *name, struct pool_view *ret);
+/* The same, binding the pool to the life of process PID (the VMM that maps
+ * it; 0 = no owner, as pools_claim): the pool is released (file removed,
+ * pages back) when that process exits, also when it exits while the daemon
+ * is down; a process is told from a later one with the same pid by its
+ * start time.  A pool with a live owner is never released by anything but
+ * DELETE.  Claiming a pool claimed without owner binds it; claiming again
+ * with the same process, or without a pid, is 0 as it is.  Returns 0,
+ * -ENOENT, -EBUSY (not ready), -EINVAL (PID < 0), -ESRCH (no process PID),
+ * -EEXIST (claimed by another live process), or -errno (a failed save, or
+ * pidfds unsupported: -ENOSYS); nothing changes on failure. */
+int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_view *ret);
 
 /* Set a node's persistent pool through reserve.c, serialised with pool
  * creation, and record it in the journal on success.  Same returns as
@@ -166,7 +198,12 @@ void pools_node_usage(struct pools *p, int node, uint64_t page_size, uint64_t *r
                       uint64_t *ret_warming);
 
 struct pools_stats {
-        uint64_t jobs_started, jobs_ready, jobs_failed, jobs_cancelled, pools_expired;
+        uint64_t jobs_started, jobs_ready, jobs_failed, jobs_cancelled;
+        /* Pools released (file removed), by why: DELETE, TTL passed
+         * unclaimed, owner process exited, unmapped past
+         * release_unmapped_after. */
+        uint64_t pools_expired, released_delete, released_owner_exited, released_unmapped;
+        uint64_t pools_unmapped;           /* gauge: claimed, no owner, mapped by no process */
         uint64_t orphan_files_removed;
         uint64_t bytes_warmed_total;       /* counter: bytes populated by finished jobs */
         double job_seconds_sum;            /* over finished (ready) jobs */
@@ -179,13 +216,21 @@ struct pools_stats {
 void pools_get_stats(struct pools *p, struct pools_stats *ret);
 
 /* Change notification, for callers that wait for a pool without a thread
- * each (long-polls parked in the HTTP layer).  FN(ARG, name) is called after
- * every committed change of a pool's state or existence (created, warming ->
- * ready/failed/cancelled, claimed, removed); possibly more than once for one
- * change: it means "look again" (pools_get).  FN runs in the thread that made
- * the change with none of the registry's locks held; it must not block nor
- * call pools_set_observer or a pools_* function that changes a pool.  Calls
- * are serialised.  FN = NULL removes the observer; once pools_set_observer
- * returns, the old FN is not running and will not be called again.  NAME is
- * valid during the call only. */
+ * each (long-polls suspended in the HTTP layer).  FN(ARG, name) is called
+ * after every committed change of a pool's state or existence: created,
+ * warming -> ready/failed/cancelled, claimed, removed (DELETE, TTL expiry,
+ * owner exit, unmapped release).
+ * It may be called more than once for one change (warming -> ready is shown
+ * before it is saved, and told both times) and for changes a waiter does not
+ * care about: it says "look again", and the caller re-reads with pools_get.
+ *
+ * FN runs in whichever thread made the change (an HTTP work thread, the
+ * upkeep thread), with none of the registry's locks held, so it may call
+ * pools_get and pools_list; it must not block (so not pools_wait), nor call
+ * pools_set_observer or any pools_* function that changes a pool.  Calls are
+ * serialised.  One observer at a time: a new call replaces the old one, and
+ * FN = NULL removes it; when pools_set_observer returns, the old FN is not
+ * running and will not be called again.  NAME is valid only during the
+ * call.  Changes made by pools_new (start-up) happen before any observer
+ * can be set and are not told. */
 void pools_set_observer(struct pools *p, void (*fn)(void *arg, const char *name), void *arg);

@@ -41,6 +41,7 @@ static const struct problem_type catalog[PROBLEM__COUNT] = {
         [PROBLEM_RESERVE_SHORTFALL] = { "reserve-shortfall", 409, "The kernel gave fewer pages than asked" },
         [PROBLEM_POOL_NOT_FOUND] = { "pool-not-found", 404, "No such pool" },
         [PROBLEM_POOL_NOT_READY] = { "pool-not-ready", 409, "Pool not ready" },
+        [PROBLEM_POOL_OWNED] = { "pool-owned", 409, "Pool bound to another process" },
         [PROBLEM_POOL_CONFLICT] = { "pool-conflict", 409, "A different pool has that name" },
         [PROBLEM_POOL_TOO_LARGE] = { "pool-too-large", 413, "Pool too large" },
         [PROBLEM_TOO_MANY_POOLS] = { "too-many-pools", 429, "Too many pools" },
@@ -189,21 +190,6 @@ void problem_raise_slug(struct problem *p, const char *slug, const char *fmt, ..
         va_end(ap);
 }
 
-void problem_set(struct problem *p, int status, const char *slug, const char *title,
-                 const char *fmt, ...)
-{
-        va_list ap;
-
-        (void)status;
-        (void)title;
-        if (!p)
-                return;
-        set_row(p, checked_id(problem_from_slug(slug)));
-        va_start(ap, fmt);
-        set_detail(p, fmt, ap);
-        va_end(ap);
-}
-
 struct json *problem_to_value(const struct problem *p)
 {
         struct json *o;
@@ -224,6 +210,11 @@ struct json *problem_to_value(const struct problem *p)
         if (p->has_counts) {
                 json_add_u64(o, "requested", p->requested);
                 json_add_u64(o, "achieved", p->achieved);
+        }
+        if (p->has_floor) {
+                json_add_u64(o, "memory_floor_bytes", p->floor_bytes);
+                json_add_u64(o, "memory_free_bytes", p->mem_free_bytes);
+                json_add_u64(o, "max_count", p->max_count);
         }
         return o;
 }

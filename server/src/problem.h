@@ -43,6 +43,7 @@ enum problem_id {
         /* Pools: admission and requests. */
         PROBLEM_POOL_NOT_FOUND,
         PROBLEM_POOL_NOT_READY,
+        PROBLEM_POOL_OWNED,
         PROBLEM_POOL_CONFLICT,
         PROBLEM_POOL_TOO_LARGE,
         PROBLEM_TOO_MANY_POOLS,
@@ -81,6 +82,8 @@ struct problem {
         /* Extension members, sent only when set. */
         bool has_counts;     /* reserve shortfall: "requested" and "achieved" */
         uint64_t requested, achieved;
+        bool has_floor;      /* insufficient-memory: "memory_floor_bytes", "memory_free_bytes", "max_count" */
+        uint64_t floor_bytes, mem_free_bytes, max_count;
         unsigned retry_after; /* 429/503: seconds, 0 = none */
 };
 
@@ -108,14 +111,6 @@ void problem_raise(struct problem *p, enum problem_id id, const char *fmt, ...)
  * PROBLEM_NONE. */
 void problem_raise_slug(struct problem *p, const char *slug, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
-
-/* Deprecated: only server/src/pools.c still calls this; it goes once those
- * call sites use problem_raise.  STATUS and TITLE are ignored: both come
- * from the catalog row of SLUG, so pools.c cannot drift from the catalog
- * meanwhile.  A SLUG outside the catalog is a bug, handled as in
- * problem_raise. */
-void problem_set(struct problem *p, int status, const char *slug, const char *title,
-                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 struct json;
 /* Encode as JSON; the caller frees the string.  NULL on allocation failure. */

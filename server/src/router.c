@@ -20,7 +20,7 @@ const struct route routes[] = {
         {"GET",    "/v1/pools/{name}",                  api_pool_get,      false},
         {"PUT",    "/v1/pools/{name}",                  api_pool_put,      true},
         {"DELETE", "/v1/pools/{name}",                  api_pool_delete,   false},
-        {"POST",   "/v1/pools/{name}/claim",            api_pool_claim,    false},
+        {"POST",   "/v1/pools/{name}/claim",            api_pool_claim,    ROUTE_BODY_OPTIONAL},
         {"GET",    "/v1/handoff",                       api_handoff,       false},
         {"GET",    "/metrics",                          api_metrics,       false},
         {NULL, NULL, NULL, false},

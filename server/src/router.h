@@ -65,11 +65,19 @@ struct resp {
 
 typedef void (*handler_fn)(const struct req *req, struct resp *resp);
 
+/* What body a route takes.  The first two are false and true, as the route
+ * table writes them. */
+enum route_body {
+        ROUTE_BODY_NONE = 0,        /* none: any body is 400 */
+        ROUTE_BODY_JSON = 1,        /* a JSON body (PUT/POST with JSON) */
+        ROUTE_BODY_OPTIONAL = 2,    /* a JSON body, or no body at all */
+};
+
 struct route {
         const char *method;
         const char *pattern;        /* "/v1/nodes/{id}/hugepages/{size}" */
         handler_fn handler;
-        bool has_body;              /* expects a JSON body (PUT/POST with JSON) */
+        enum route_body has_body;   /* false/true, or ROUTE_BODY_OPTIONAL */
 };
 
 /* The table, NULL-pattern terminated. */

@@ -183,7 +183,7 @@ static int create(struct pools *p, const struct pool_req *r, struct pool_view *v
 static void wait_ready(struct pools *p, const char *name, struct pool_view *v)
 {
         CHECK_INT(pools_wait(p, name, now_mono_ns() + 60 * UINT64_C(1000000000), v), ==, 0);
-        CHECK_STR(pool_state_name(v->rec.state), "ready");
+        CHECK_STR(pool_state_name(v->state), "ready");
 }
 
 static bool exists(const char *name)
@@ -245,7 +245,7 @@ TEST(warm_delete_idempotent)
         CHECK_U64(warm, ==, 16);
 
         CHECK_INT(create(p, &r, &v), ==, 200);
-        CHECK_STR(pool_state_name(v.rec.state), "ready");
+        CHECK_STR(pool_state_name(v.state), "ready");
         CHECK_U64(node_free(), ==, base - 16);
 
         CHECK_INT(pools_delete(p, "p16"), ==, 0);
@@ -287,7 +287,7 @@ TEST(cancel_mid_warm)
         CHECK_INT(create(p, &r, &v), ==, 201);
         wait_gate();
         CHECK_INT(pools_get(p, "mid", &v), ==, 0);
-        CHECK_STR(pool_state_name(v.rec.state), "warming");
+        CHECK_STR(pool_state_name(v.state), "warming");
         CHECK_U64(node_free(), <, base);
         pthread_t t = release_soon();
         CHECK_INT(pools_delete(p, "mid"), ==, 0);
@@ -315,8 +315,8 @@ TEST(two_at_once)
         /* Page by page at 5 ms a page: both are still warming now. */
         CHECK_INT(pools_get(p, "two-a", &a), ==, 0);
         CHECK_INT(pools_get(p, "two-b", &b), ==, 0);
-        CHECK_STR(pool_state_name(a.rec.state), "warming");
-        CHECK_STR(pool_state_name(b.rec.state), "warming");
+        CHECK_STR(pool_state_name(a.state), "warming");
+        CHECK_STR(pool_state_name(b.state), "warming");
         wait_ready(p, "two-a", &a);
         wait_ready(p, "two-b", &b);
         set_mode(false, false, false);
@@ -368,7 +368,7 @@ TEST(restart)
         CHECK_U64(node_free(), ==, base - 4);
         p = pools_ = start();
         CHECK_INT(pools_get(p, "keep", &v), ==, 0);
-        CHECK_STR(pool_state_name(v.rec.state), "ready");
+        CHECK_STR(pool_state_name(v.state), "ready");
         CHECK_U64(node_free(), ==, base - 4);
 
         /* A pool cut off half way resumes.  One worker, so exactly one

@@ -145,7 +145,7 @@ static inline void wait_state(struct pools *p, const char *name, enum pool_state
         struct pool_view v;
 
         CHECK_INT(pools_wait(p, name, deadline_in(20), &v), ==, 0);
-        CHECK_STR(pool_state_name(v.rec.state), pool_state_name(want));
+        CHECK_STR(pool_state_name(v.state), pool_state_name(want));
 }
 
 static inline bool file_exists(const struct env *e, const char *name)

@@ -31,6 +31,8 @@ static struct journal_pool sample_pools[] = {
                 .started_at = 1700000001,
                 .finished_at = 1700000003,
                 .bytes_done = 64 * 2097152ULL,
+                .owner_pid = 4321,
+                .owner_start = 987654321,
         },
         {
                 .name = "B",
@@ -81,6 +83,8 @@ static void check_equal(const struct journal *a, const struct journal *b)
                 CHECK_U64(x->bytes_done, ==, y->bytes_done);
                 CHECK_STR(x->error_slug, y->error_slug);
                 CHECK_STR(x->error_detail, y->error_detail);
+                CHECK_INT(x->owner_pid, ==, y->owner_pid);
+                CHECK_U64(x->owner_start, ==, y->owner_start);
         }
 }
 
@@ -128,6 +132,25 @@ static void corrupt(const char *from, const char *to)
         free(text);
 }
 
+/* Pools without an owner are written without the owner members, as
+ * before they existed, and journals without them load with no owner. */
+TEST(owner_optional)
+{
+        struct journal j, *back = NULL;
+        char *text;
+
+        sample(&j);
+        text = journal_format(&j);
+        CHECK(strstr(text, "\"owner_pid\":4321,\"owner_start_time\":987654321"));
+        /* Only the first pool has an owner. */
+        CHECK(!strstr(strstr(text, "\"name\":\"B\""), "owner"));
+        CHECK_INT(journal_parse(text, strlen(text), &back), ==, 0);
+        CHECK_INT(back->pools[1].owner_pid, ==, 0);
+        CHECK_U64(back->pools[1].owner_start, ==, 0);
+        journal_free(back);
+        free(text);
+}
+
 TEST(corrupt)
 {
         corrupt("\"version\":1", "\"version\":2");
@@ -159,6 +182,15 @@ TEST(corrupt)
         corrupt("}]}", "}]} x");
         corrupt("}]}", "}]");
         corrupt("{\"version\"", "[{\"version\"");
+        /* The owner: both members or none, a positive pid, a claimed pool. */
+        corrupt("\"owner_pid\":4321,", "");
+        corrupt(",\"owner_start_time\":987654321", "");
+        corrupt("\"owner_pid\":4321", "\"owner_pid\":0");
+        corrupt("\"owner_pid\":4321", "\"owner_pid\":-4321");
+        corrupt("\"owner_pid\":4321", "\"owner_pid\":\"4321\"");
+        corrupt("\"owner_pid\":4321", "\"owner_pid\":2147483648");
+        corrupt("\"owner_start_time\":987654321", "\"owner_start_time\":-1");
+        corrupt("\"claimed\":true", "\"claimed\":false");
 
         struct journal *back = NULL;
         CHECK_INT(journal_parse("", 0, &back), ==, -EINVAL);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "child.h"
 #include "engine.h"
 #include "fake_engine.h"
 #include "fixture.h"
@@ -97,7 +98,7 @@ TEST(validation)
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_state(p, "ttl", POOL_READY);
         CHECK_INT(pools_get(p, "ttl", &v), ==, 0);
-        CHECK_INT(v.expires_at, ==, v.rec.finished_at + (int64_t)POOLS_TTL_MAX);
+        CHECK_INT(v.expires_at, ==, v.finished_at + (int64_t)POOLS_TTL_MAX);
         CHECK_INT(pools_delete(p, "ttl"), ==, 0);
 
         /* Nothing of the refused ones exists. */
@@ -122,8 +123,8 @@ TEST(lifecycle)
 
         fake_gate_set(true);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
-        CHECK_STR(pool_state_name(v.rec.state), "warming");
-        CHECK_U64(v.rec.size_bytes, ==, 8 * PAGE);
+        CHECK_STR(pool_state_name(v.state), "warming");
+        CHECK_U64(v.size_bytes, ==, 8 * PAGE);
         snprintf(path, sizeof(path), "%s/vm1", e.mount);
         CHECK_STR(v.path, path);
         CHECK_INT(stat(path, &st), ==, 0);
@@ -142,7 +143,7 @@ TEST(lifecycle)
         uint64_t t0 = now_mono_ns();
         CHECK_INT(pools_wait(p, "vm1", deadline_in(0.2), &v), ==, 0);
         CHECK_U64(now_mono_ns() - t0, >=, 150 * 1000 * 1000);
-        CHECK_STR(pool_state_name(v.rec.state), "warming");
+        CHECK_STR(pool_state_name(v.state), "warming");
 
         uint64_t warm, warming;
         pools_node_usage(p, 0, PAGE, &warm, &warming);
@@ -158,7 +159,7 @@ TEST(lifecycle)
         CHECK(v.placement_verified);
         CHECK_U64(v.pages_off_node, ==, 0);
         CHECK_INT(v.expires_at, ==, 0);
-        CHECK(v.rec.finished_at > 0);
+        CHECK(v.finished_at > 0);
         pools_node_usage(p, 0, PAGE, &warm, &warming);
         CHECK_U64(warm, ==, 8);
         CHECK_U64(warming, ==, 0);
@@ -179,8 +180,8 @@ TEST(lifecycle)
         r.ttl_seconds = 77;
         r.threads = 1;
         CHECK_INT(create(p, &r, &v, &err), ==, 200);
-        CHECK_STR(pool_state_name(v.rec.state), "ready");
-        CHECK_INT(v.rec.ttl_seconds, ==, 0);
+        CHECK_STR(pool_state_name(v.state), "ready");
+        CHECK_INT(v.ttl_seconds, ==, 0);
 
         /* Same name, different pool. */
         struct pool_req other = req("vm1", 0, 4);
@@ -191,7 +192,7 @@ TEST(lifecycle)
         CHECK_INT(create(p, &other, &v, &err), ==, -EEXIST);
 
         CHECK_INT(pools_claim(p, "vm1", &v), ==, 0);
-        CHECK(v.rec.claimed);
+        CHECK(v.claimed);
         CHECK_INT(pools_claim(p, "vm1", &v), ==, 0);
         j = load(&e);
         CHECK(jpool(j, "vm1")->claimed);
@@ -201,7 +202,7 @@ TEST(lifecycle)
         size_t n;
         CHECK_INT(pools_list(p, &list, &n), ==, 0);
         CHECK_U64(n, ==, 1);
-        CHECK_STR(list[0].rec.name, "vm1");
+        CHECK_STR(list[0].name, "vm1");
         free(list);
 
         CHECK_INT(pools_delete(p, "vm1"), ==, 0);
@@ -397,8 +398,8 @@ TEST(failure_and_cancel)
         fake_gate_fail_with(0);
         CHECK(!file_exists(&e, "bad"));
         CHECK_INT(pools_get(p, "bad", &v), ==, 0);
-        CHECK_STR(v.rec.error_slug, "hugepages-exhausted");
-        CHECK(strstr(v.rec.error_detail, "ran out of free hugepages"));
+        CHECK_STR(v.error_slug, "hugepages-exhausted");
+        CHECK(strstr(v.error_detail, "ran out of free hugepages"));
         struct journal *j = load(&e);
         CHECK_STR(pool_state_name(jpool(j, "bad")->state), "failed");
         CHECK_STR(jpool(j, "bad")->error_slug, "hugepages-exhausted");
@@ -406,7 +407,7 @@ TEST(failure_and_cancel)
         /* The same spec again shows the failure as it is (200), so a
          * retrying scheduler learns why; DELETE clears it. */
         CHECK_INT(create(p, &r, &v, &err), ==, 200);
-        CHECK_STR(pool_state_name(v.rec.state), "failed");
+        CHECK_STR(pool_state_name(v.state), "failed");
         CHECK_INT(pools_claim(p, "bad", &v), ==, -EBUSY);
         CHECK_INT(pools_delete(p, "bad"), ==, 0);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
@@ -444,8 +445,8 @@ TEST(failure_and_cancel)
         CHECK_INT(pools_delete(p, "nounlink"), ==, -EISDIR);
         pthread_join(t, NULL);
         CHECK_INT(pools_get(p, "nounlink", &v), ==, 0);
-        CHECK_STR(pool_state_name(v.rec.state), "failed");
-        CHECK_STR(v.rec.error_slug, "pool-file-error");
+        CHECK_STR(pool_state_name(v.state), "failed");
+        CHECK_STR(v.error_slug, "pool-file-error");
         j = load(&e);
         CHECK_STR(pool_state_name(jpool(j, "nounlink")->state), "failed");
         journal_free(j);
@@ -578,7 +579,7 @@ TEST(ttl)
         wait_state(p, "short", POOL_READY);
         wait_state(p, "kept", POOL_READY);
         CHECK_INT(pools_get(p, "short", &v), ==, 0);
-        CHECK_INT(v.expires_at, ==, v.rec.finished_at + 1);
+        CHECK_INT(v.expires_at, ==, v.finished_at + 1);
         CHECK_INT(pools_claim(p, "kept", &v), ==, 0);
         CHECK_INT(v.expires_at, ==, 0);
 
@@ -598,7 +599,7 @@ TEST(ttl)
 }
 
 /* A pool whose TTL release keeps failing (its path became a directory, so
- * unlink fails) must not starve the reaper: other pools still finish, and
+ * unlink fails) must not starve the upkeep thread: other pools still finish, and
  * the release is retried a few seconds later. */
 TEST(ttl_release_fails)
 {
@@ -625,7 +626,7 @@ TEST(ttl_release_fails)
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         struct pool_view w;
         CHECK_INT(pools_wait(p, "later", deadline_in(3), &w), ==, 0);
-        CHECK_STR(pool_state_name(w.rec.state), "ready");
+        CHECK_STR(pool_state_name(w.state), "ready");
 
         /* Unstuck: released on the retry, within its delay. */
         CHECK_INT(rmdir(path), ==, 0);
@@ -684,10 +685,10 @@ TEST(restart)
 
         p = start(&e);
         CHECK_INT(pools_get(p, "ready", &v), ==, 0);
-        CHECK_STR(pool_state_name(v.rec.state), "ready");
+        CHECK_STR(pool_state_name(v.state), "ready");
         CHECK_INT(pools_get(p, "gone", &v), ==, 0);
-        CHECK_STR(pool_state_name(v.rec.state), "failed");
-        CHECK_STR(v.rec.error_slug, "file-missing");
+        CHECK_STR(pool_state_name(v.state), "failed");
+        CHECK_STR(v.error_slug, "file-missing");
         wait_state(p, "warm", POOL_READY);
         wait_state(p, "half", POOL_READY);
         snprintf(path, sizeof(path), "%s/half", e.mount);
@@ -752,8 +753,8 @@ TEST(restart_claimed)
 
         p = start(&e);
         CHECK_INT(pools_get(p, "vm", &v), ==, 0);
-        CHECK_STR(pool_state_name(v.rec.state), "ready");
-        CHECK(v.rec.claimed);
+        CHECK_STR(pool_state_name(v.state), "ready");
+        CHECK(v.claimed);
         CHECK_INT(stat(path, &st), ==, 0);
         CHECK_U64((uint64_t)st.st_blocks * 512, ==, 2 * PAGE);
         CHECK_U64(st.st_size, ==, 4 * PAGE);
@@ -804,7 +805,7 @@ static void make_pool_file(const struct env *e, const char *name, uint64_t size,
         close(fd);
 }
 
-/* At start the reaper is not running yet: a resumed pool whose job already
+/* At start the upkeep thread is not running yet: a resumed pool whose job already
  * finished takes no more pages, so it must not make the next one fail. */
 TEST(resume_after_finished)
 {
@@ -994,6 +995,517 @@ TEST(bad_config)
         CHECK_INT(pools_check_mount(sub, PAGE, (gid_t)-1), ==, -EMEDIUMTYPE);
         CHECK(access(sub, F_OK) < 0); /* not created on the wrong fs */
         CHECK_INT(pools_check_mount(e.boot, PAGE, (gid_t)-1), ==, -ENOTDIR);
+        env_fini(&e);
+}
+
+/* ---- the change observer ---- */
+
+/* What an observer saw: each call's name and what pools_get returned for it
+ * from inside the call (which also proves no registry lock is held then). */
+static struct {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        struct pools *p;
+        int calls;
+        char last_name[POOL_NAME_MAX + 1];
+        char seen[64][32];       /* "name:state", "name:claimed", "name:gone" */
+        int n_seen;
+} ob = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static void observer(void *arg, const char *name)
+{
+        struct pool_view v;
+        int r = pools_get(ob.p, name, &v);
+
+        CHECK(arg == &ob);
+        pthread_mutex_lock(&ob.lock);
+        ob.calls++;
+        snprintf(ob.last_name, sizeof(ob.last_name), "%s", name);
+        if (ob.n_seen < (int)ARRAY_SIZE(ob.seen))
+                snprintf(ob.seen[ob.n_seen++], sizeof(ob.seen[0]), "%s:%s", name,
+                         r < 0 ? "gone" : v.claimed ? "claimed" : pool_state_name(v.state));
+        pthread_cond_broadcast(&ob.cond);
+        pthread_mutex_unlock(&ob.lock);
+}
+
+static void ob_reset(struct pools *p)
+{
+        pthread_mutex_lock(&ob.lock);
+        ob.p = p;
+        ob.calls = 0;
+        ob.n_seen = 0;
+        ob.last_name[0] = '\0';
+        pthread_mutex_unlock(&ob.lock);
+}
+
+static int ob_calls(void)
+{
+        pthread_mutex_lock(&ob.lock);
+        int n = ob.calls;
+        pthread_mutex_unlock(&ob.lock);
+        return n;
+}
+
+/* Wait up to 10 s until the observer saw WHAT ("name:state"). */
+static void ob_wait_seen(const char *what)
+{
+        struct timespec until;
+
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 10;
+        pthread_mutex_lock(&ob.lock);
+        for (;;) {
+                for (int i = 0; i < ob.n_seen; i++)
+                        if (strcmp(ob.seen[i], what) == 0) {
+                                pthread_mutex_unlock(&ob.lock);
+                                return;
+                        }
+                if (pthread_cond_timedwait(&ob.cond, &ob.lock, &until) != 0) {
+                        fprintf(stderr, "observer never saw %s (%d calls, last %s)\n", what, ob.calls,
+                                ob.last_name);
+                        CHECK(false);
+                }
+        }
+}
+
+/* Told of creation, of warming -> ready, of claim and of removal, each
+ * time after the change is visible. */
+TEST(observer_lifecycle)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("obs", 0, 2);
+
+        env_init(&e);
+        p = start(&e);
+        ob_reset(p);
+        pools_set_observer(p, observer, &ob);
+
+        fake_gate_set(true);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        ob_wait_seen("obs:warming");
+        fake_gate_set(false);
+        wait_state(p, "obs", POOL_READY);
+        ob_wait_seen("obs:ready");
+        CHECK_INT(pools_claim(p, "obs", &v), ==, 0);
+        ob_wait_seen("obs:claimed");
+        CHECK_INT(pools_delete(p, "obs"), ==, 0);
+        ob_wait_seen("obs:gone");
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Changes that do not happen are not told: refused creates, a claim of a
+ * pool that is not ready, a delete of a pool that does not exist. */
+TEST(observer_quiet_on_refusals)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("q", 0, 2);
+
+        env_init(&e);
+        p = start(&e);
+        fake_gate_set(true);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_inside();
+        ob_reset(p);
+        pools_set_observer(p, observer, &ob);
+
+        struct pool_req bad = req("-bad", 0, 1);
+        CHECK_INT(create(p, &bad, &v, &err), ==, -EINVAL);
+        bad = req("q", 0, 4);
+        CHECK_INT(create(p, &bad, &v, &err), ==, -EEXIST);
+        bad = req("huge", 0, 1000);
+        CHECK_INT(create(p, &bad, &v, &err), ==, -ENOMEM);
+        CHECK_INT(pools_claim(p, "q", &v), ==, -EBUSY);
+        CHECK_INT(pools_delete(p, "nope"), ==, -ENOENT);
+        CHECK_INT(create(p, &r, &v, &err), ==, 200);
+        CHECK_INT(ob_calls(), ==, 0);
+
+        fake_gate_set(false);
+        ob_wait_seen("q:ready");
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* The upkeep thread tells of failures and TTL expiry; a removed observer
+ * hears nothing more. */
+TEST(observer_upkeep_and_removal)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r;
+
+        env_init(&e);
+        p = start(&e);
+        ob_reset(p);
+        pools_set_observer(p, observer, &ob);
+
+        fake_gate_fail_with(EFAULT);
+        r = req("f", 0, 2);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        ob_wait_seen("f:failed");
+        fake_gate_fail_with(0);
+
+        r = req("t", 0, 1);
+        r.ttl_seconds = 1;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        ob_wait_seen("t:ready");
+        ob_wait_seen("t:gone");         /* expired within about a second */
+
+        pools_set_observer(p, NULL, NULL);
+        int before = ob_calls();
+        CHECK_INT(pools_delete(p, "f"), ==, 0);
+        r = req("after", 0, 1);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "after", POOL_READY);
+        CHECK_INT(ob_calls(), ==, before);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* ---- pools bound to their owner process ---- */
+
+/* Wait up to SECONDS until NAME is gone; true if it went. */
+static bool gone_within(struct pools *p, const char *name, double seconds)
+{
+        struct pool_view v;
+        uint64_t until = deadline_in(seconds);
+
+        while (now_mono_ns() < until) {
+                if (pools_get(p, name, &v) == -ENOENT)
+                        return true;
+                usleep(10 * 1000);
+        }
+        return pools_get(p, name, &v) == -ENOENT;
+}
+
+static void ready_pool(struct pools *p, const char *name)
+{
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req(name, 0, 2);
+
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, name, POOL_READY);
+}
+
+/* Claimed with a pid: shown and saved with it; released (file removed,
+ * counted) within a second of that process exiting, and not before. */
+TEST(owner_exit_releases)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct pools_stats s;
+        pid_t vmm = child_spawn();
+
+        env_init(&e);
+        p = start(&e);
+        ready_pool(p, "vm");
+        CHECK_INT(pools_claim_pid(p, "vm", vmm, &v), ==, 0);
+        CHECK(v.claimed);
+        CHECK_INT(v.owner_pid, ==, vmm);
+        struct journal *j = load(&e);
+        CHECK_INT(jpool(j, "vm")->owner_pid, ==, vmm);
+        CHECK(jpool(j, "vm")->owner_start > 0);
+        journal_free(j);
+
+        CHECK(!gone_within(p, "vm", 0.3));      /* alive: kept */
+        child_kill(vmm);
+        CHECK(gone_within(p, "vm", 1.0));
+        CHECK(!file_exists(&e, "vm"));
+        pools_get_stats(p, &s);
+        CHECK_U64(s.released_owner_exited, ==, 1);
+        CHECK_U64(s.released_delete, ==, 0);
+        CHECK_U64(s.pools_expired, ==, 0);
+        j = load(&e);
+        CHECK(!jpool(j, "vm"));
+        journal_free(j);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* An owner that has already exited when the claim binds it (a zombie: its
+ * pid still answers) is reported as soon as it is watched: the pool goes
+ * within a second, not at the next sweep. */
+TEST(owner_exited_before_watch)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        pid_t vmm = child_spawn();
+
+        env_init(&e);
+        p = start(&e);
+        ready_pool(p, "vm");
+        CHECK_INT(kill(vmm, SIGKILL), ==, 0);
+        usleep(100 * 1000);     /* dead, not reaped */
+        CHECK_INT(pools_claim_pid(p, "vm", vmm, &v), ==, 0);
+        CHECK(gone_within(p, "vm", 1.0));
+        CHECK(!file_exists(&e, "vm"));
+        CHECK_INT(waitpid(vmm, NULL, 0), ==, vmm);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Bad pids change nothing; a pool bound to one process cannot be taken by
+ * another; claiming again as it is, or without a pid, is fine; a pool
+ * claimed without a pid can be bound later. */
+TEST(owner_claim_rules)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        pid_t a = child_spawn(), b = child_spawn();
+
+        env_init(&e);
+        p = start(&e);
+        ready_pool(p, "vm");
+        CHECK_INT(pools_claim_pid(p, "vm", child_dead_pid(), &v), ==, -ESRCH);
+        CHECK_INT(pools_claim_pid(p, "vm", -1, &v), ==, -EINVAL);
+        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK(!v.claimed);
+        CHECK_INT(v.owner_pid, ==, 0);
+        CHECK_INT(pools_claim_pid(p, "nope", a, &v), ==, -ENOENT);
+
+        CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
+        CHECK_INT(v.owner_pid, ==, 0);
+        CHECK_INT(pools_claim_pid(p, "vm", a, &v), ==, 0);      /* bound now */
+        CHECK_INT(v.owner_pid, ==, a);
+        CHECK_INT(pools_claim_pid(p, "vm", a, &v), ==, 0);
+        CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
+        CHECK_INT(v.owner_pid, ==, a);
+        CHECK_INT(pools_claim_pid(p, "vm", b, &v), ==, -EEXIST);
+        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK_INT(v.owner_pid, ==, a);
+
+        /* b exiting does nothing to a's pool. */
+        child_kill(b);
+        CHECK(!gone_within(p, "vm", 0.3));
+
+        /* A warming pool cannot be claimed, with a pid or without. */
+        struct pool_req r = req("warm", 0, 2);
+        struct problem err;
+        fake_gate_set(true);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(pools_claim_pid(p, "warm", a, &v), ==, -EBUSY);
+        fake_gate_set(false);
+        wait_state(p, "warm", POOL_READY);
+        CHECK_INT(pools_get(p, "warm", &v), ==, 0);
+        CHECK(!v.claimed);
+
+        /* DELETE of a bound pool stops watching it: a's exit then releases
+         * nothing else. */
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        CHECK_INT(pools_claim_pid(p, "warm", a, &v), ==, 0);
+        CHECK_INT(pools_delete(p, "warm"), ==, 0);
+        child_kill(a);
+        struct pools_stats s;
+        usleep(200 * 1000);
+        pools_get_stats(p, &s);
+        CHECK_U64(s.released_owner_exited, ==, 0);
+        CHECK_U64(s.released_delete, ==, 2);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Across a restart: the same live process is watched again (and its exit
+ * releases the pool); a process that died while the daemon was down, or a
+ * pid that now names another process, releases it at start. */
+TEST(owner_restart)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct pools_stats s;
+        pid_t live = child_spawn(), dies = child_spawn(), reused = child_spawn();
+
+        env_init(&e);
+        p = start(&e);
+        ready_pool(p, "live");
+        ready_pool(p, "dies");
+        ready_pool(p, "reused");
+        CHECK_INT(pools_claim_pid(p, "live", live, &v), ==, 0);
+        CHECK_INT(pools_claim_pid(p, "dies", dies, &v), ==, 0);
+        CHECK_INT(pools_claim_pid(p, "reused", reused, &v), ==, 0);
+        pools_free(p);
+
+        child_kill(dies);
+        /* Make the journal say "reused" was started at another time: its pid
+         * now names another process, as after pid reuse. */
+        char path[PATH_MAX], buf[1 << 16], key[64];
+        snprintf(path, sizeof(path), "%s/state.json", e.state);
+        FILE *f = fopen(path, "re");
+        CHECK(f);
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        snprintf(key, sizeof(key), "\"owner_pid\":%d,\"owner_start_time\":", (int)reused);
+        char *at = strstr(buf, key);
+        CHECK(at);
+        at += strlen(key);
+        *at = *at == '9' ? '1' : (char)(*at + 1);  /* another start time, same length */
+        f = fopen(path, "we");
+        CHECK(f);
+        CHECK(fwrite(buf, 1, n, f) == n);
+        CHECK_INT(fclose(f), ==, 0);
+
+        p = start(&e);
+        CHECK(gone_within(p, "dies", 1.0));
+        CHECK(gone_within(p, "reused", 1.0));
+        CHECK(!file_exists(&e, "dies"));
+        CHECK(!file_exists(&e, "reused"));
+        CHECK_INT(pools_get(p, "live", &v), ==, 0);
+        CHECK(v.claimed);
+        CHECK_INT(v.owner_pid, ==, live);
+        CHECK(!gone_within(p, "live", 0.3));
+        child_kill(live);
+        CHECK(gone_within(p, "live", 1.0));
+        pools_get_stats(p, &s);
+        CHECK_U64(s.released_owner_exited, ==, 3);
+        /* The reused pid's process was left alone. */
+        CHECK_INT(kill(reused, 0), ==, 0);
+        child_kill(reused);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A journal written before owners existed loads: no owner, claimed as it
+ * was. */
+TEST(owner_old_journal)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        char path[PATH_MAX];
+
+        env_init(&e);
+        snprintf(path, sizeof(path), "%s/state.json", e.state);
+        write_file(path, "{\"version\":1,\"boot_id\":\"11111111-2222-3333-4444-555555555555\","
+                         "\"reservations\":[],\"pools\":[{\"name\":\"old\",\"node\":0,"
+                         "\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"state\":\"ready\","
+                         "\"threads\":0,\"ttl_seconds\":0,\"claimed\":true,\"created_at\":1,"
+                         "\"started_at\":1,\"finished_at\":2,\"bytes_done\":2097152,"
+                         "\"error_slug\":\"\",\"error_detail\":\"\"}]}");
+        CHECK_INT(mkdir(e.mount, 0750), ==, 0);
+        snprintf(path, sizeof(path), "%s/%s", e.mount, POOLS_DIR_MARKER);
+        write_file(path, "");
+        make_pool_file(&e, "old", PAGE, PAGE);
+        p = start(&e);
+        CHECK_INT(pools_get(p, "old", &v), ==, 0);
+        CHECK(v.claimed);
+        CHECK_INT(v.owner_pid, ==, 0);
+        CHECK_STR(pool_state_name(v.state), "ready");
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Wait up to SECONDS until NAME's unmapped_since is set (WANT) or not. */
+static bool unmapped_within(struct pools *p, const char *name, bool want, double seconds)
+{
+        struct pool_view v;
+        uint64_t until = deadline_in(seconds);
+
+        do {
+                CHECK_INT(pools_get(p, name, &v), ==, 0);
+                if ((v.unmapped_since != 0) == want)
+                        return true;
+                usleep(10 * 1000);
+        } while (now_mono_ns() < until);
+        return false;
+}
+
+/* The sweep: a claimed pool without a pid that no process maps gets
+ * unmapped_since (and counts in the gauge); mapped again, it is cleared;
+ * pools with an owner or not claimed are never swept. */
+TEST(unmapped_sweep)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct pools_stats s;
+        char path[256];
+        pid_t vmm = child_spawn();
+
+        env_init(&e);
+        e.cfg.unmapped_sweep_ms = 50;
+        p = start(&e);
+        ready_pool(p, "loose");
+        ready_pool(p, "bound");
+        ready_pool(p, "free");
+        CHECK_INT(pools_claim_pid(p, "bound", vmm, &v), ==, 0);
+
+        snprintf(path, sizeof(path), "%s/loose", e.mount);
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        CHECK(fd >= 0);
+        void *m = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        CHECK(m != MAP_FAILED);
+        close(fd);
+        CHECK_INT(pools_claim(p, "loose", &v), ==, 0);
+        CHECK(!unmapped_within(p, "loose", true, 0.3));      /* mapped by us */
+
+        CHECK_INT(munmap(m, 2 * PAGE), ==, 0);
+        CHECK(unmapped_within(p, "loose", true, 2.0));
+        CHECK_INT(pools_get(p, "loose", &v), ==, 0);
+        CHECK_INT(v.unmapped_since, >=, (int64_t)time(NULL) - 3);
+        pools_get_stats(p, &s);
+        CHECK_U64(s.pools_unmapped, ==, 1);
+        CHECK_INT(pools_get(p, "bound", &v), ==, 0);
+        CHECK_INT(v.unmapped_since, ==, 0);
+        CHECK_INT(pools_get(p, "free", &v), ==, 0);
+        CHECK_INT(v.unmapped_since, ==, 0);
+
+        /* Mapped again: cleared.  Without --release-unmapped-after it is
+         * only reported, never released. */
+        fd = open(path, O_RDWR | O_CLOEXEC);
+        m = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        CHECK(m != MAP_FAILED);
+        close(fd);
+        CHECK(unmapped_within(p, "loose", false, 2.0));
+        CHECK_INT(munmap(m, 2 * PAGE), ==, 0);
+        CHECK(unmapped_within(p, "loose", true, 2.0));
+        CHECK(!gone_within(p, "loose", 1.5));
+
+        /* Binding it to a process ends the sweep's interest. */
+        CHECK_INT(pools_claim_pid(p, "loose", vmm, &v), ==, 0);
+        CHECK_INT(v.unmapped_since, ==, 0);
+        CHECK(!unmapped_within(p, "loose", true, 0.3));
+        child_kill(vmm);
+        CHECK(gone_within(p, "loose", 1.0));
+        CHECK(gone_within(p, "bound", 1.0));
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* --release-unmapped-after: released once unmapped that long, counted. */
+TEST(release_unmapped)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct pools_stats s;
+
+        env_init(&e);
+        e.cfg.unmapped_sweep_ms = 50;
+        e.cfg.release_unmapped_after = 1;
+        p = start(&e);
+        ready_pool(p, "loose");
+        ready_pool(p, "unclaimed");
+        CHECK_INT(pools_claim(p, "loose", &v), ==, 0);
+        CHECK(gone_within(p, "loose", 4.0));
+        CHECK(!file_exists(&e, "loose"));
+        CHECK_INT(pools_get(p, "unclaimed", &v), ==, 0);      /* not claimed: not swept */
+        pools_get_stats(p, &s);
+        CHECK_U64(s.released_unmapped, ==, 1);
+        CHECK_U64(s.pools_unmapped, ==, 0);
+        pools_free(p);
         env_fini(&e);
 }
 

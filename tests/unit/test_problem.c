@@ -84,6 +84,16 @@ TEST(to_json)
                      "\"requested\":64,\"achieved\":9007199254740993}");
         free(s);
 
+        /* The memory floor's refusal says what would work. */
+        struct problem fl = { .has_floor = true, .floor_bytes = 268435456, .mem_free_bytes = 1073741824,
+                              .max_count = 384 };
+        problem_raise(&fl, PROBLEM_INSUFFICIENT_MEMORY, "floor");
+        s = problem_to_json(&fl);
+        CHECK_STR(s, "{\"type\":\"urn:hpwarm:problem:insufficient-memory\",\"title\":\"Not enough free "
+                     "memory on the node\",\"status\":409,\"detail\":\"floor\",\"memory_floor_bytes\":268435456,"
+                     "\"memory_free_bytes\":1073741824,\"max_count\":384}");
+        free(s);
+
         struct problem blank = { .status = 500 };
         s = problem_to_json(&blank);
         CHECK_STR(s, "{\"type\":\"about:blank\",\"title\":\"Error\",\"status\":500,\"detail\":\"\"}");
@@ -147,20 +157,6 @@ TEST(raise_slug)
         CHECK_STR(p.title, PROBLEM_UNKNOWN_TITLE);
         CHECK_STR(p.detail, "kept");
         problem_raise_slug(NULL, "cancelled", "ignored");
-}
-
-/* problem_set (kept for pools.c until it is converted) takes status and
- * title from the catalog, whatever it is given. */
-TEST(set_follows_catalog)
-{
-        struct problem p = {0};
-
-        problem_set(&p, 422, "warm-start-failed", "Some other title", "starting: %s", "bad");
-        CHECK_INT(p.id, ==, PROBLEM_WARM_START_FAILED);
-        CHECK_INT(p.status, ==, 500);
-        CHECK_STR(p.slug, "warm-start-failed");
-        CHECK_STR(p.title, "Cannot start warming");
-        CHECK_STR(p.detail, "starting: bad");
 }
 
 /* Every slug the engine stores as a pool's error is in the catalog. */

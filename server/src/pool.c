@@ -1,0 +1,159 @@
+/* pool: the pool name rule and the lifecycle table (see pool.h).
+ *
+ * The table is a list of edges, each with the reason it exists; the debug log
+ * of a move quotes it.  Adding a state means adding its name and its edges
+ * here, and the table test (tests/unit/test_pool_state.c) says which moves
+ * it expects, so an edge added by mistake fails there. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "journal.h"
+#include "log.h"
+#include "pool.h"
+#include "util.h"
+
+static bool name_char(char c, bool first)
+{
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
+                return true;
+        return !first && (c == '.' || c == '_' || c == '-');
+}
+
+bool pool_name_valid(const char *name)
+{
+        size_t i;
+
+        if (!name)
+                return false;
+        for (i = 0; name[i]; i++) {
+                if (i >= POOL_NAME_MAX || !name_char(name[i], i == 0))
+                        return false;
+        }
+        return i > 0;
+}
+
+static const struct {
+        const char *name;
+        bool saved;     /* may appear in the journal (and so in pool objects) */
+        bool final;     /* file gone; the record only says why */
+} states[_POOL_STATE_MAX] = {
+        [POOL_NEW] = { "new", false, false },
+        [POOL_WARMING] = { "warming", true, false },
+        [POOL_READY] = { "ready", true, false },
+        [POOL_FAILED] = { "failed", true, true },
+        [POOL_CANCELLED] = { "cancelled", true, true },
+};
+
+static const struct {
+        enum pool_state from, to;
+        const char *why;
+} edges[] = {
+        { POOL_NEW, POOL_WARMING, "created, warm job started" },
+        { POOL_WARMING, POOL_WARMING, "warm job resumed at start" },
+        { POOL_WARMING, POOL_READY, "every page populated" },
+        { POOL_WARMING, POOL_FAILED, "warm job failed, or could not be resumed" },
+        { POOL_WARMING, POOL_CANCELLED, "warm job cancelled by the engine" },
+        { POOL_READY, POOL_WARMING, "its file lost pages while the daemon was down: warm again" },
+        { POOL_READY, POOL_FAILED, "its file or its mount was gone at start" },
+};
+
+const char *pool_state_name(enum pool_state s)
+{
+        if ((unsigned)s >= ARRAY_SIZE(states))
+                return NULL;
+        return states[s].name;
+}
+
+int pool_state_parse(const char *s, enum pool_state *ret)
+{
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < ARRAY_SIZE(states); i++)
+                if (states[i].saved && strcmp(s, states[i].name) == 0) {
+                        *ret = (enum pool_state)i;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+static const char *edge_why(enum pool_state from, enum pool_state to)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(edges); i++)
+                if (edges[i].from == from && edges[i].to == to)
+                        return edges[i].why;
+        return NULL;
+}
+
+bool pool_transition_allowed(enum pool_state from, enum pool_state to)
+{
+        return edge_why(from, to) != NULL;
+}
+
+int pool_transition(struct journal_pool *rec, enum pool_state to, const char *cause, const char *fmt, ...)
+{
+        enum pool_state from = rec->state;
+        const char *why = edge_why(from, to);
+        va_list ap;
+
+        if (!why || (states[to].final != (cause != NULL))) {
+                log_err("pools: pool %s: refused state change %s -> %s%s", rec->name,
+                        pool_state_name(from) ? pool_state_name(from) : "?",
+                        pool_state_name(to) ? pool_state_name(to) : "?",
+                        why ? (cause ? " (a cause given for a state that takes none)"
+                                     : " (no cause given for a final state)")
+                            : "");
+                return -EPERM;
+        }
+        if (states[to].final) {
+                if (!rec->finished_at)
+                        rec->finished_at = (int64_t)(now_real_ns() / UINT64_C(1000000000));
+                snprintf(rec->error_slug, sizeof(rec->error_slug), "%s", cause);
+                rec->error_detail[0] = '\0';
+                if (fmt) {
+                        va_start(ap, fmt);
+                        vsnprintf(rec->error_detail, sizeof(rec->error_detail), fmt, ap);
+                        va_end(ap);
+                }
+        } else if (to == POOL_READY) {
+                rec->finished_at = (int64_t)(now_real_ns() / UINT64_C(1000000000));
+        } else if (to == POOL_WARMING) {
+                rec->finished_at = 0;
+        }
+        rec->state = to;
+        log_debug("pools: pool %s: %s -> %s (%s)%s%s", rec->name, pool_state_name(from), pool_state_name(to),
+                  why, cause ? ": " : "", cause ? cause : "");
+        return 0;
+}
+
+static const char *const hold_names[_POOL_HOLD_MAX] = {
+        [POOL_FREE] = "free",
+        [POOL_CREATING] = "creating",
+        [POOL_BUSY] = "busy",
+        [POOL_REMOVING] = "removing",
+};
+
+const char *pool_hold_name(enum pool_hold h)
+{
+        if ((unsigned)h >= ARRAY_SIZE(hold_names))
+                return NULL;
+        return hold_names[h];
+}
+
+bool pool_hold_allowed(enum pool_hold from, enum pool_hold to)
+{
+        switch (from) {
+        case POOL_FREE:
+                /* Taken by one thread, or a new pool that pools_create adds. */
+                return to == POOL_BUSY || to == POOL_CREATING;
+        case POOL_CREATING:
+                return to == POOL_FREE;          /* created */
+        case POOL_BUSY:
+                return to == POOL_FREE || to == POOL_REMOVING;
+        case POOL_REMOVING:
+        case _POOL_HOLD_MAX:
+                break;
+        }
+        return false;   /* removing: the record leaves, nothing follows */
+}

@@ -1,0 +1,89 @@
+/* pool: what a warm pool is, apart from where it is kept.
+ *
+ * The name rule, the lifecycle states and the one function that moves a pool
+ * from one state to another.  Handlers, the registry (pools.h) and the
+ * journal (journal.h) all use these; none of them owns them.
+ *
+ * The lifecycle is a table of allowed moves (pool.c), not code spread over
+ * the registry: every change of state goes through pool_transition(), which
+ * refuses a move the table does not list, records the cause and time of a
+ * failure, and logs the move at debug level (as curl's multi.c changes a
+ * transfer's state only through mstate()).  A new state (the stock states to
+ * come: stock, recycling, dirty) is a new enum value, a name and rows in the
+ * table, never a flag beside `state`.
+ *
+ *   new ──create──> warming ──populated──> ready
+ *                    │  ↺ resumed at start    │ └─(start: file lost pages)─> warming
+ *                    ├──populate failed──> failed <──(start: file or mount gone)─┘
+ *                    └──job cancelled───> cancelled
+ *
+ * failed and cancelled are final: the file is gone, the record stays so a
+ * scheduler can read why, until DELETE forgets it.  Removal (DELETE, TTL
+ * expiry) ends a pool's existence in any state; it is not a state.
+ *
+ * What *holds* a pool — which thread may change it — is a separate, single
+ * field (enum pool_hold), not a set of booleans. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Longest pool name; names are [A-Za-z0-9][A-Za-z0-9._-]{0,63}. */
+#define POOL_NAME_MAX 64
+/* Room for a failure's problem slug and its detail in a pool record. */
+#define POOL_ERROR_SLUG_MAX 48
+#define POOL_ERROR_DETAIL_MAX 256
+
+/* Valid pool name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}.  NULL is not. */
+bool pool_name_valid(const char *name);
+
+enum pool_state {
+        POOL_NEW,        /* being created; never saved, never shown */
+        POOL_WARMING,
+        POOL_READY,
+        POOL_FAILED,
+        POOL_CANCELLED,
+        _POOL_STATE_MAX,
+};
+
+/* "warming", ...; NULL for a value out of range. */
+const char *pool_state_name(enum pool_state s);
+/* Parse a state a pool can be saved in (not "new").  0 or -EINVAL. */
+int pool_state_parse(const char *s, enum pool_state *ret);
+/* Whether the table allows FROM -> TO. */
+bool pool_transition_allowed(enum pool_state from, enum pool_state to);
+
+struct journal_pool;
+
+/* Move REC to state TO, the only code that writes a pool's state.
+ * Refuses a move the table does not allow with -EPERM, leaving REC as it was
+ * (and logging it: a refused move is a bug in the caller).  On success:
+ *   - entering a final state (failed, cancelled) records CAUSE (a problem
+ *     slug, required) and the printf-style detail, and the time: finished_at
+ *     is set to now unless REC already has one (a ready pool that fails at
+ *     start keeps the time its warm finished);
+ *   - entering ready sets finished_at to now;
+ *   - entering warming clears finished_at (a resumed or re-warmed pool is not
+ *     finished);
+ * and logs the move at debug level.  For other targets CAUSE must be NULL. */
+int pool_transition(struct journal_pool *rec, enum pool_state to, const char *cause, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+/* What holds a pool: who may change it right now.  One field of the
+ * registry's pool (pools_internal.h), changed under its `lock`.
+ *   free      nobody; any thread may take it (it becomes busy);
+ *   creating  pools_create has not returned: invisible to everyone else;
+ *   busy      one thread works on it outside the lock (job follow-up,
+ *             claim, delete, expiry); others wait for it to be free;
+ *   removing  its file is gone; the record leaves after the next save. */
+enum pool_hold {
+        POOL_FREE,
+        POOL_CREATING,
+        POOL_BUSY,
+        POOL_REMOVING,
+        _POOL_HOLD_MAX,
+};
+
+const char *pool_hold_name(enum pool_hold h);
+/* Whether the hold may go FROM -> TO (creating -> free when created, free ->
+ * busy and back, busy -> removing, ...). */
+bool pool_hold_allowed(enum pool_hold from, enum pool_hold to);

@@ -1,0 +1,480 @@
+/* pools_admit: admission, reservations and creating a pool.
+ *
+ * hugetlb reservations are global, not per node, so the kernel cannot say
+ * whether a node-bound warm will find its pages: admission counts them
+ * itself, as the node's free pages minus what warming jobs there have yet
+ * to fault in, under admit_lock so two creates never count the same pages.
+ * Reservations (PUT /v1/nodes/{id}/hugepages/{size} and "reserve": true)
+ * go through the same lock, so a growth and a warm never interleave, and
+ * are recorded in the journal to be re-applied at start (pools_recover.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "pools_internal.h"
+#include "units.h"
+#include "util.h"
+
+/* Pool files: the VMM's group may open them, nobody else. */
+#define POOL_FILE_MODE 0660
+
+
+/* Pages that warming pools on (NODE, PAGE_SIZE) have yet to take. */
+uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size)
+{
+        uint64_t pages = 0;
+
+        for (size_t i = 0; i < p->n_pools; i++) {
+                struct pool *o = p->pools[i];
+                const struct journal_pool *r = pools_latest(o);
+                uint64_t done = 0;
+
+                if (o->hold == POOL_REMOVING || r->node != node || r->page_size != page_size ||
+                    r->state != POOL_WARMING)
+                        continue;
+                if (o->job) {
+                        struct job_status st;
+                        job_get_status(o->job, &st);
+                        /* Finished, not yet collected (upkeep is busy, or
+                         * not started yet at start-up): it takes nothing
+                         * more; its pages are already out of `free`. */
+                        if (st.state != JOB_RUNNING)
+                                continue;
+                        done = st.bytes_done;
+                } else if (o->hold == POOL_CREATING) {
+                        done = 0;
+                } else {
+                        continue; /* not running: takes nothing now */
+                }
+                /* A resumed job re-walks pages its file already holds (they
+                 * are not free any more); the job's own count starts at 0. */
+                if (done < o->present_at_start)
+                        done = o->present_at_start;
+                if (done < r->size_bytes)
+                        pages += (r->size_bytes - done) / page_size;
+        }
+        return pages;
+}
+
+/* ---- reservations ---- */
+
+void pools_count_reservation(struct pools *p, int r, const struct reserve_result *res)
+{
+        pthread_mutex_lock(&p->lock);
+        if (r == 0 && res->complete)
+                p->stats.reservations_ok++;
+        else if (r == 0)
+                p->stats.reservations_partial++;
+        else if (r == -EAGAIN)
+                p->stats.reservations_shortfall++;
+        else if (r == -ENOMEM)
+                p->stats.reservations_refused++;
+        else
+                p->stats.reservations_error++;
+        pthread_mutex_unlock(&p->lock);
+}
+
+/* Record that (node, page size) should have COUNT pages (lock held). */
+static int record_reservation(struct pools *p, int node, uint64_t page_size, uint64_t count)
+{
+        for (size_t i = 0; i < p->n_resv; i++)
+                if (p->resv[i].node == node && p->resv[i].page_size == page_size) {
+                        p->resv[i].count = count;
+                        return 0;
+                }
+        struct journal_reservation *n = realloc(p->resv, (p->n_resv + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        p->resv = n;
+        p->resv[p->n_resv++] = (struct journal_reservation){ node, page_size, count };
+        return 0;
+}
+
+/* reserve_apply + record + save; admit_lock held.  ASKED is the count the
+ * caller asked for when REQ->count is a clamped one (the result then says
+ * what was asked and that it is incomplete). */
+static int reserve_locked(struct pools *p, const struct reserve_req *req, uint64_t asked,
+                          struct reserve_result *ret)
+{
+        struct reserve_result res;
+        int r, q;
+
+        r = reserve_apply(p->cfg.fs, req, &res);
+        if (r == 0 && asked != req->count) {
+                res.requested = asked;
+                res.complete = false;
+        }
+        pools_count_reservation(p, r, &res);
+        if (r < 0) {
+                if (r == -EAGAIN || r == -ENOMEM)
+                        *ret = res;
+                return r;
+        }
+        pthread_mutex_lock(&p->lock);
+        q = record_reservation(p, req->node, req->page_size, res.complete ? req->count : res.total);
+        pthread_mutex_unlock(&p->lock);
+        if (q == 0)
+                q = pools_save(p);
+        if (q < 0)
+                /* The kernel did it; only our memory of it failed.  Say so
+                 * and report what happened. */
+                log_err("pools: recording reservation node %d page size %" PRIu64 ": %s", req->node,
+                        req->page_size, strerror(-q));
+        *ret = res;
+        return 0;
+}
+
+/* Shrinking frees only free pages, but pages that warming jobs on the node
+ * have yet to fault still count as free there (hugetlb reservations are
+ * global, so the kernel may free this node's pages and the job's node-bound
+ * faults then fail with EFAULT).  So a shrink stops at the pages in use plus
+ * those still needed, and says it is incomplete. */
+int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve_result *ret)
+{
+        struct reserve_req rq = *req;
+        struct hp_counts hp;
+        uint64_t needed, keep;
+        int r;
+
+        pthread_mutex_lock(&p->admit_lock);
+        /* Progress before counts, as in pools_admit(). */
+        pthread_mutex_lock(&p->lock);
+        needed = pools_pages_still_needed(p, req->node, req->page_size);
+        pthread_mutex_unlock(&p->lock);
+        r = needed > 0 ? topo_read_hugepages(p->cfg.fs, req->node, req->page_size, &hp) : 0;
+        if (r < 0) {
+                pthread_mutex_unlock(&p->admit_lock);
+                return r;
+        }
+        if (needed > 0 && req->count < hp.total) {
+                keep = (hp.total > hp.free ? hp.total - hp.free : 0) + needed;
+                if (keep > hp.total)
+                        keep = hp.total;
+                if (req->count < keep)
+                        rq.count = keep;
+        }
+        r = reserve_locked(p, &rq, req->count, ret);
+        pthread_mutex_unlock(&p->admit_lock);
+        return r;
+}
+
+/* ---- create ---- */
+
+static bool same_spec(const struct journal_pool *r, const struct pool_req *req)
+{
+        return r->node == req->node && r->size_bytes == req->size_bytes && r->page_size == req->page_size;
+}
+
+/* Node NODE must have PAGES free pages of PAGE_SIZE beyond what warming jobs
+ * still need; grow its pool when RESERVE.  admit_lock held.  0 or -ENOMEM
+ * with ERR set (409 insufficient-hugepages), or a sysfs -errno (500). */
+int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve,
+                struct problem *err)
+{
+        struct hp_counts hp;
+        uint64_t others, avail;
+        int r;
+
+        for (int attempt = 0;; attempt++) {
+                /* Progress first, then free: a page faulted in between is
+                 * at worst counted twice (still needed, and gone from free),
+                 * never missed.  The other order would count a page that a
+                 * job took in between as free and as no longer needed. */
+                pthread_mutex_lock(&p->lock);
+                others = pools_pages_still_needed(p, node, page_size);
+                pthread_mutex_unlock(&p->lock);
+                r = topo_read_hugepages(p->cfg.fs, node, page_size, &hp);
+                if (r < 0) {
+                        problem_raise(err, PROBLEM_SYSFS_ERROR, "reading node %d hugepage counters: %s", node,
+                                      strerror(-r));
+                        return r;
+                }
+                avail = hp.free > others ? hp.free - others : 0;
+                if (avail >= pages)
+                        return 0;
+                if (!reserve || attempt > 0) {
+                        problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
+                                      "node %d needs %" PRIu64 " free pages of %" PRIu64 " bytes; it has %" PRIu64
+                                      " free, of which %" PRIu64 " are still to be taken by other warming pools%s",
+                                      node, pages, page_size, hp.free, others,
+                                      reserve ? " (even after growing the pool)"
+                                              : "; retry with \"reserve\": true to grow the pool");
+                        return -ENOMEM;
+                }
+
+                struct reserve_req rq = {
+                        .node = node,
+                        .page_size = page_size,
+                        .count = hp.total + (pages - avail),
+                        .floor_bytes = p->cfg.memory_floor,
+                };
+                struct reserve_result res = {0};
+                r = reserve_locked(p, &rq, rq.count, &res);
+                if (r < 0) {
+                        char why[160];
+
+                        if (r == -ENOMEM) {
+                                /* Say what would work: the floor and the most that fits. */
+                                char fl[32];
+
+                                format_size(res.floor_bytes, fl, sizeof(fl));
+                                snprintf(why, sizeof(why), "it would go below the memory floor of %s (nothing "
+                                         "written; at most %" PRIu64 " pages fit)", fl, res.max_count);
+                                err->has_floor = true;
+                                err->floor_bytes = res.floor_bytes;
+                                err->mem_free_bytes = res.mem_free_bytes;
+                                err->max_count = res.max_count;
+                        } else {
+                                snprintf(why, sizeof(why), "%s", r == -EAGAIN ?
+                                         "the kernel gave fewer pages (count restored)" : strerror(-r));
+                        }
+                        problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
+                                      "node %d needs %" PRIu64 " free pages; it has %" PRIu64 " free, %" PRIu64
+                                      " still to be taken by other warming pools; "
+                                      "growing its pool from %" PRIu64 " to %" PRIu64 " pages failed: %s",
+                                      node, pages, hp.free, others, hp.total, rq.count, why);
+                        if (r == -EAGAIN) {
+                                err->has_counts = true;
+                                err->requested = rq.count;
+                                err->achieved = res.achieved;
+                        }
+                        return -ENOMEM;
+                }
+        }
+}
+
+static int create_file(struct pools *p, const char *path, uint64_t size, struct problem *err)
+{
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, POOL_FILE_MODE);
+        if (fd < 0) {
+                r = -errno;
+                if (r == -EEXIST)
+                        problem_raise(err, PROBLEM_POOL_CONFLICT, "a file %s exists that no pool record owns", path);
+                else
+                        problem_raise(err, PROBLEM_POOL_FILE_ERROR, "creating %s: %s", path, strerror(-r));
+                return r;
+        }
+        if (p->cfg.pool_gid != (gid_t)-1 && fchown(fd, (uid_t)-1, p->cfg.pool_gid) < 0)
+                goto fail;
+        /* The umask may have narrowed the mode. */
+        if (fchmod(fd, POOL_FILE_MODE) < 0)
+                goto fail;
+        if (ftruncate(fd, (off_t)size) < 0)
+                goto fail;
+        return TAKE_FD(fd);
+fail:
+        r = -errno;
+        problem_raise(err, PROBLEM_POOL_FILE_ERROR, "setting up %s: %s", path, strerror(-r));
+        unlink(path);
+        return r;
+}
+
+static int validate(struct pools *p, const struct pool_req *req, struct problem *err)
+{
+        if (!pool_name_valid(req->name)) {
+                problem_raise(err, PROBLEM_INVALID_FIELD, "pool name must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+                return -EINVAL;
+        }
+        if (!topo_node(p->cfg.topo, req->node)) {
+                problem_raise(err, PROBLEM_UNKNOWN_NODE, "there is no node %d", req->node);
+                return -ENOENT;
+        }
+        if (!topo_has_page_size(p->cfg.topo, req->page_size)) {
+                problem_raise(err, PROBLEM_UNKNOWN_PAGE_SIZE, "the kernel offers no %" PRIu64 "-byte hugepages",
+                              req->page_size);
+                return -ENOENT;
+        }
+        if (req->size_bytes == 0 || req->size_bytes % req->page_size != 0) {
+                problem_raise(err, PROBLEM_INVALID_FIELD,
+                              "size must be a positive multiple of the page size (%" PRIu64 " bytes)", req->page_size);
+                return -EINVAL;
+        }
+        if (req->ttl_seconds > POOLS_TTL_MAX) {
+                problem_raise(err, PROBLEM_INVALID_FIELD, "ttl_seconds must be at most %" PRIu64, POOLS_TTL_MAX);
+                return -EINVAL;
+        }
+        if (!pools_mount_dir(p, req->page_size)) {
+                problem_raise(err, PROBLEM_NO_HUGETLBFS,
+                              "no --hugetlbfs directory is configured for %" PRIu64 "-byte pages", req->page_size);
+                return -ENODEV;
+        }
+        if (p->cfg.max_pool_bytes && req->size_bytes > p->cfg.max_pool_bytes) {
+                problem_raise(err, PROBLEM_POOL_TOO_LARGE, "%" PRIu64 " bytes is over the limit of %" PRIu64,
+                              req->size_bytes, p->cfg.max_pool_bytes);
+                return -EFBIG;
+        }
+        return 0;
+}
+
+/* Under lock: the idempotency/conflict check and the count limits.  Returns
+ * 1 with *ret filled for an identical existing pool, 0 to go on, or -errno. */
+static int check_registry(struct pools *p, const struct pool_req *req, struct pool_view *ret,
+                          struct problem *err)
+{
+        uint64_t node_bytes = 0;
+        struct pool *o;
+
+        /* A busy pool may be on its way out (DELETE or TTL: the file is
+         * unlinked before the record goes): wait, as grab_pool does, and
+         * look again.  Its holder never takes admit_lock, which we hold. */
+        while ((o = pools_find(p, req->name)) && o->hold == POOL_BUSY)
+                pthread_cond_wait(&p->changed, &p->lock);
+
+        if (o) {
+                const struct journal_pool *r = pools_latest(o);
+                if (!same_spec(r, req)) {
+                        problem_raise(err, PROBLEM_POOL_CONFLICT,
+                                      "pool %s exists on node %d with %" PRIu64 " bytes of %" PRIu64 "-byte pages",
+                                      r->name, r->node, r->size_bytes, r->page_size);
+                        return -EEXIST;
+                }
+                pools_fill_view(o, ret);
+                return 1;
+        }
+        if (p->n_pools >= p->max_pools) {
+                problem_raise(err, PROBLEM_TOO_MANY_POOLS, "the daemon holds %zu pools, its limit; delete some first",
+                              p->n_pools);
+                err->retry_after = 60;
+                return -ENOSPC;
+        }
+        if (p->cfg.max_node_warm_bytes) {
+                for (size_t i = 0; i < p->n_pools; i++) {
+                        const struct journal_pool *r = &p->pools[i]->rec;
+                        if (p->pools[i]->hold != POOL_REMOVING && r->node == req->node &&
+                            (r->state == POOL_WARMING || r->state == POOL_READY))
+                                node_bytes += r->size_bytes;
+                }
+                if (node_bytes + req->size_bytes > p->cfg.max_node_warm_bytes) {
+                        problem_raise(err, PROBLEM_NODE_WARM_LIMIT,
+                                      "node %d holds %" PRIu64 " bytes in warming and ready pools; "
+                                      "%" PRIu64 " more would pass its limit of %" PRIu64
+                                      " (claim, delete or let pools expire first)",
+                                      req->node, node_bytes, req->size_bytes, p->cfg.max_node_warm_bytes);
+                        err->retry_after = 60;
+                        return -EDQUOT;
+                }
+        }
+        return 0;
+}
+
+int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *ret, struct problem *err)
+{
+        struct pool *pool = NULL;
+        int r;
+
+        r = validate(p, req, err);
+        if (r < 0)
+                return r;
+
+        pthread_mutex_lock(&p->admit_lock);
+        pthread_mutex_lock(&p->lock);
+        r = check_registry(p, req, ret, err);
+        pthread_mutex_unlock(&p->lock);
+        if (r != 0) {
+                pthread_mutex_unlock(&p->admit_lock);
+                return r > 0 ? 200 : r;
+        }
+
+        r = pools_admit(p, req->node, req->page_size, req->size_bytes / req->page_size, req->reserve, err);
+        if (r < 0)
+                goto out_unlock;
+
+        pool = calloc(1, sizeof(*pool));
+        if (!pool) {
+                r = -ENOMEM;
+                problem_raise(err, PROBLEM_INTERNAL_ERROR, "out of memory");
+                goto out_unlock;
+        }
+        pool->owner = p;
+        pool->fd = -1;
+        snprintf(pool->rec.name, sizeof(pool->rec.name), "%s", req->name);
+        pool->rec.node = req->node;
+        pool->rec.page_size = req->page_size;
+        pool->rec.size_bytes = req->size_bytes;
+        pool->rec.threads = req->threads;
+        pool->rec.ttl_seconds = req->ttl_seconds;
+        pool->rec.created_at = pool->rec.started_at = pools_now_unix();
+        if ((size_t)snprintf(pool->path, sizeof(pool->path), "%s/%s", pools_mount_dir(p, req->page_size),
+                             req->name) >= sizeof(pool->path)) {
+                r = -ENAMETOOLONG;
+                problem_raise(err, PROBLEM_POOL_FILE_ERROR, "path too long");
+                goto out_free;
+        }
+
+        r = create_file(p, pool->path, req->size_bytes, err);
+        if (r < 0)
+                goto out_free;
+        pool->fd = r;
+
+        (void)pool_transition(&pool->rec, POOL_WARMING, NULL, NULL);
+        pthread_mutex_lock(&p->lock);
+        pools_set_hold(pool, POOL_CREATING);
+        r = pools_add(p, pool);
+        pthread_mutex_unlock(&p->lock);
+        if (r < 0) {
+                problem_raise(err, PROBLEM_INTERNAL_ERROR, "out of memory");
+                goto out_unlink;
+        }
+
+        r = pools_start_job(p, pool);
+        if (r < 0) {
+                if (r == -ENOMEM)
+                        /* mmap of a hugetlbfs file reserves its pages globally. */
+                        problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
+                                      "the kernel refused to reserve %" PRIu64 " hugepages for the pool",
+                                      req->size_bytes / req->page_size);
+                else
+                        problem_raise(err, PROBLEM_WARM_START_FAILED, "starting the warm job: %s", strerror(-r));
+                goto out_drop;
+        }
+
+        r = pools_save(p);
+        if (r < 0) {
+                problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving %s/state.json: %s (the pool was not created)",
+                              p->state_dir, strerror(-r));
+                /* A save in another thread reads pool->job under `lock`:
+                 * take the job out there first, then stop and free it. */
+                pthread_mutex_lock(&p->lock);
+                struct job *job = pool->job;
+                pool->job = NULL;
+                pthread_mutex_unlock(&p->lock);
+                job_cancel(job);
+                job_free(job);
+                goto out_drop;
+        }
+
+        pthread_mutex_lock(&p->lock);
+        pools_set_hold(pool, POOL_FREE);
+        pools_fill_view(pool, ret);
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+        pthread_mutex_unlock(&p->admit_lock);
+        pools_notify(p, req->name);
+        /* The job may have finished already; upkeep skipped it while held. */
+        pools_kick(p);
+        return 201;
+
+out_drop:
+        pthread_mutex_lock(&p->lock);
+        pools_drop(p, pool);
+        pthread_mutex_unlock(&p->lock);
+        /* A save that raced with us may hold the record; forget it again.
+         * Failing that, the next start finds the file gone and says so. */
+        (void)pools_save(p);
+out_unlink:
+        close(pool->fd);
+        unlink(pool->path);
+out_free:
+        free(pool);
+out_unlock:
+        pthread_mutex_unlock(&p->admit_lock);
+        return r;
+}

@@ -1,0 +1,222 @@
+/* pools_dir: the directories pool files live in.
+ *
+ * A pool directory must be inside a hugetlbfs mount of its page size, must
+ * not be a mount's root (QEMU, libvirt and DPDK keep their files there), and
+ * must be ours: it holds POOLS_DIR_MARKER, or was empty when we first took
+ * it.  Only because of that may start-up remove the files in it that no pool
+ * record owns (a crash between creating a file and saving its record). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+
+#include "log.h"
+#include "pools_internal.h"
+#include "util.h"
+
+/* Our directory: the VMM's group may list it, nobody else. */
+#define POOL_DIR_MODE 0750
+
+static int check_statfs(const char *path, uint64_t page_size)
+{
+        struct statfs sf;
+
+        if (statfs(path, &sf) < 0)
+                return -errno;
+        if ((unsigned long)sf.f_type != (unsigned long)HUGETLBFS_MAGIC)
+                return -EMEDIUMTYPE;
+        if ((uint64_t)sf.f_bsize != page_size)
+                return -EXDEV;
+        return 0;
+}
+
+static int make_dir(const char *dir, gid_t gid)
+{
+        if (mkdir(dir, POOL_DIR_MODE) < 0)
+                return errno == EEXIST ? 0 : -errno;
+        if (gid != (gid_t)-1 && chown(dir, (uid_t)-1, gid) < 0)
+                return -errno;
+        return 0;
+}
+
+/* 1 if DIR is the root of a mount (its own, or a bind mount), 0 if not. */
+static int is_mount_root(const char *dir)
+{
+        _cleanup_free_ char *parent = NULL;
+        struct statx sx, px;
+
+        if (statx(AT_FDCWD, dir, 0, STATX_BASIC_STATS, &sx) < 0)
+                return -errno;
+        if (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)
+                return !!(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+        /* Kernels before 5.8: another device than its parent's, or "/". */
+        if (asprintf(&parent, "%s/..", dir) < 0)
+                return -ENOMEM;
+        if (statx(AT_FDCWD, parent, 0, STATX_BASIC_STATS, &px) < 0)
+                return -errno;
+        return sx.stx_dev_major != px.stx_dev_major || sx.stx_dev_minor != px.stx_dev_minor ||
+               sx.stx_ino == px.stx_ino;
+}
+
+static int dir_is_empty(int dfd)
+{
+        int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct dirent *de;
+        int r = 1;
+        DIR *d;
+
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -errno;
+        }
+        while ((de = readdir(d)))
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+                        r = 0;
+                        break;
+                }
+        closedir(d);
+        return r;
+}
+
+/* Make sure DIR is ours: it holds our marker, or it is empty and gets one
+ * now.  A non-empty directory without it is refused (-ENOTEMPTY): its files
+ * may be another program's, and start-up removes files we have no record of. */
+static int claim_dir(const char *dir)
+{
+        _cleanup_close_ int dfd = -1, fd = -1;
+        struct stat st;
+        int r;
+
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        if (fstatat(dfd, POOLS_DIR_MARKER, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                return S_ISREG(st.st_mode) ? 0 : -ENOTEMPTY;
+        if (errno != ENOENT)
+                return -errno;
+        r = dir_is_empty(dfd);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENOTEMPTY;
+        fd = openat(dfd, POOLS_DIR_MARKER, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0440);
+        if (fd < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+/* pools_check_mount; CHECK_FS false skips only the filesystem type checks
+ * (unit tests stand a tmpfs directory in), never the ownership checks. */
+int pools_prepare_dir(const char *dir, uint64_t page_size, gid_t gid, bool check_fs)
+{
+        struct stat st;
+        int r;
+
+        if (!dir || !*dir || page_size == 0)
+                return -EINVAL;
+        if (stat(dir, &st) < 0) {
+                if (errno != ENOENT)
+                        return -errno;
+                /* Missing: only create it if its parent is the right mount. */
+                _cleanup_free_ char *parent = strdup(dir);
+                if (!parent)
+                        return -ENOMEM;
+                char *slash = strrchr(parent, '/');
+                while (slash && slash != parent && slash[1] == '\0') {
+                        *slash = '\0';
+                        slash = strrchr(parent, '/');
+                }
+                if (!slash)
+                        strcpy(parent, ".");
+                else if (slash == parent)
+                        parent[1] = '\0';
+                else
+                        *slash = '\0';
+                r = check_fs ? check_statfs(parent, page_size) : 0;
+                if (r < 0)
+                        return r;
+                r = make_dir(dir, gid);
+                if (r < 0)
+                        return r;
+                if (stat(dir, &st) < 0)
+                        return -errno;
+        }
+        if (!S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+        r = check_fs ? check_statfs(dir, page_size) : 0;
+        if (r < 0)
+                return r;
+        /* Start-up removes files no record owns: never in a mount's root
+         * (QEMU, libvirt and DPDK keep their files there). */
+        r = is_mount_root(dir);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                return -EBUSY;
+        return claim_dir(dir);
+}
+
+int pools_check_mount(const char *dir, uint64_t page_size, gid_t gid)
+{
+        return pools_prepare_dir(dir, page_size, gid, true);
+}
+
+static bool has_record(struct pools *p, const char *dir, const char *name)
+{
+        for (size_t i = 0; i < p->n_pools; i++) {
+                const struct journal_pool *r = &p->pools[i]->rec;
+                const char *d = pools_mount_dir(p, r->page_size);
+                if (d && strcmp(d, dir) == 0 && strcmp(r->name, name) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* Remove files in our directories that no record owns (a crash between
+ * creating a file and saving, or a journal we could not use). */
+void pools_remove_orphans(struct pools *p)
+{
+        for (size_t m = 0; m < p->cfg.n_mounts; m++) {
+                const char *dir = p->mount_dirs[m];
+                DIR *d = opendir(dir);
+                struct dirent *de;
+                struct stat st;
+
+                if (!d) {
+                        log_warn("pools: cannot list %s: %m", dir);
+                        continue;
+                }
+                /* pools_new checked the marker; never sweep a directory
+                 * that lost it since. */
+                if (fstatat(dirfd(d), POOLS_DIR_MARKER, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        log_warn("pools: %s has no %s; not removing unrecorded files", dir, POOLS_DIR_MARKER);
+                        closedir(d);
+                        continue;
+                }
+                while ((de = readdir(d))) {
+                        /* Only names a pool can have: never the marker, nor
+                         * anything else we could not have created. */
+                        if (!pool_name_valid(de->d_name))
+                                continue;
+                        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                            !S_ISREG(st.st_mode) || has_record(p, dir, de->d_name))
+                                continue;
+                        if (unlinkat(dirfd(d), de->d_name, 0) < 0) {
+                                log_warn("pools: cannot remove orphan %s/%s: %m", dir, de->d_name);
+                                continue;
+                        }
+                        log_notice("pools: removed %s/%s (%" PRIu64 " bytes held), which no pool record owns",
+                                   dir, de->d_name, (uint64_t)st.st_blocks * 512);
+                        p->stats.orphan_files_removed++;
+                }
+                closedir(d);
+        }
+}

@@ -1,0 +1,184 @@
+/* pools_internal: the registry's private structs, shared by the files that
+ * make up the pools module (as sd-event shares its own through
+ * event-source.h).  Nothing outside pools*.c includes this.
+ *
+ *   pools.c          the registry: lookup, holds, commits, views, queries,
+ *                    claim, delete, start and stop, the observer
+ *   pools_jobs.c     warm jobs and the upkeep thread (finished jobs, TTL expiry,
+ *                    owner exits, the unmapped sweep)
+ *   pools_admit.c    admission, reservations and pools_create
+ *   pools_dir.c      pool directories: mount checks, marker, orphans
+ *   pools_recover.c  start-up: journal load, reconcile, re-applied reservations
+ *   pool.c           the name rule and the state table (pool.h)
+ *
+ * Locks, outermost first, and why there are five:
+ *   admit_lock     serialises admission (free pages minus what warming jobs
+ *                  will still take), reservations and file creation, so two
+ *                  creates never count the same free pages.  May be held for
+ *                  seconds (a reservation write), so nothing else ever waits
+ *                  on it but other creates and reservations.
+ *   save_lock      serialises journal writes.  A save snapshots the registry
+ *                  after taking it, so the last write always holds the newest
+ *                  state; fsync happens under it, never under `lock`.
+ *   observer_lock  held while the observer runs, so pools_set_observer can
+ *                  wait for a call in flight.  Taken with no other lock of
+ *                  ours held; the observer may take `lock` under it (it
+ *                  may call pools_get).
+ *   lock           the registry itself.  Held only for memory work and
+ *                  job_get_status(); never across job_cancel, engine_submit,
+ *                  reservation writes, unlink or fsync.
+ *   (owner.c's)    the owner watch's own leaf lock; pools calls
+ *                  owner_watch_add/remove with none of ours held, and the
+ *                  watch calls pools_on_owner_exit with none of its held.
+ *   done_lock      a leaf taken by the engine's on_done callback (which must
+ *                  not block) and by the upkeep thread to sleep; nothing is
+ *                  called under it.
+ *
+ * A change is saved before it is shown: the thread that changes a pool holds
+ * it (hold = busy), points `pending` at the new record (which the journal
+ * snapshot uses), saves, and only then copies it into `rec`, the record
+ * every reader sees, and wakes waiters.  Pools not free are left alone by
+ * everybody else.  The one exception is warming -> ready (see finish_job):
+ * redoing a finished populate after a crash is free, so it is shown first
+ * and saved after.
+ *
+ * Flags that are not pool states, on purpose:
+ *   pending   not a state but the half-way point of a commit: non-NULL only
+ *             inside commit(), while its caller holds the pool busy.
+ *   job_done  an event from the engine, not a state of the pool: on_done runs
+ *             in an engine thread that may not take `lock` (the registry calls
+ *             job_get_status under `lock`, which takes the engine's lock), so
+ *             it lives under done_lock and only tells the upkeep thread
+ *             that `job` has an outcome to collect. */
+#pragma once
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "journal.h"
+#include "pool.h"
+#include "pools.h"
+
+#define NS_PER_SEC UINT64_C(1000000000)
+
+/* Why a pool is released (its file removed, its record forgotten).  Not a
+ * state: the pool is what it was until it is gone.  A pool's release_due
+ * holds the last two, set by the owner watch or the sweep for the upkeep
+ * thread; TTL expiry is worked out from the record. */
+enum pool_release {
+        RELEASE_NONE,
+        RELEASE_DELETE,         /* DELETE /v1/pools/{name} */
+        RELEASE_TTL,            /* ready, unclaimed past its TTL */
+        RELEASE_OWNER_EXITED,   /* its owner process exited (or was gone at start) */
+        RELEASE_UNMAPPED,       /* no process mapped it for release_unmapped_after */
+};
+
+struct pool {
+        struct pools *owner;
+        struct journal_pool rec;      /* lock: committed, saved and visible */
+        const struct journal_pool *pending; /* lock: being saved; the journal snapshot uses it */
+        enum pool_hold hold;          /* lock: who may change it (pool.h) */
+        bool job_done;                /* done_lock: on_done ran for `job` */
+        struct job *job;              /* lock: running, or finished and not yet freed */
+        int fd;                       /* holder: open while job is set (the engine borrows it) */
+        struct job_status last;       /* lock: status of the last job, once freed */
+        bool have_last;               /* lock */
+        uint64_t present_at_start;    /* bytes already in the file when its job (re)started */
+        int64_t retry_at;             /* lock: unix s, a failed release is not retried before */
+        enum pool_release release_due; /* lock: set by the owner watch or the sweep */
+        int64_t unmapped_since;       /* lock: unix s, 0 = mapped, not swept, or has an owner */
+        char path[PATH_MAX];          /* set before the pool is added, then constant */
+};
+
+struct pools {
+        struct pools_config cfg;      /* strings below are our copies */
+        char *state_dir;
+        char *boot_id_path;
+        char *proc_root;
+        char *mount_dirs[TOPO_MAX_PAGE_SIZES];
+        char boot_id[40];
+        unsigned max_pools;
+
+        pthread_mutex_t admit_lock;
+        pthread_mutex_t save_lock;
+        pthread_mutex_t observer_lock;
+        pthread_mutex_t lock;
+        pthread_cond_t changed;       /* with lock: broadcast on every committed change */
+        pthread_mutex_t done_lock;
+        pthread_cond_t kick;          /* with done_lock: wakes the upkeep thread */
+        bool kicked, stopping;        /* done_lock */
+        pthread_t upkeep;
+        bool upkeep_started;
+
+        struct owner_watch *owners;   /* pidfds of owner processes (owner.h) */
+        uint64_t next_sweep_ns;       /* upkeep thread: CLOCK_MONOTONIC of the next unmapped sweep */
+        uint64_t sweep_interval_ns;
+        bool warned_unreadable;       /* upkeep thread */
+
+        void (*observer)(void *arg, const char *name); /* observer_lock */
+        void *observer_arg;           /* observer_lock */
+
+        struct pool **pools;          /* lock */
+        size_t n_pools, cap_pools;
+        struct journal_reservation *resv; /* lock */
+        size_t n_resv;
+        struct pools_stats stats;     /* lock */
+};
+
+int64_t pools_now_unix(void);
+const char *pools_mount_dir(const struct pools *p, uint64_t page_size);
+/* Unix-seconds expiry of a ready, unclaimed pool with a TTL; 0 = none. */
+int64_t pools_rec_expires_at(const struct journal_pool *r);
+
+/* ---- registry (pools.c), `lock` held unless said otherwise ---- */
+struct pool *pools_find(struct pools *p, const char *name);
+int pools_add(struct pools *p, struct pool *pool);
+void pools_drop(struct pools *p, struct pool *pool);
+/* Change POOL's hold; aborts on a move pool_hold_allowed refuses (a bug). */
+void pools_set_hold(struct pool *pool, enum pool_hold to);
+/* The record a snapshot or a check should use: the one being saved, if any. */
+const struct journal_pool *pools_latest(const struct pool *pool);
+void pools_fill_view(struct pool *pool, struct pool_view *v);
+/* Snapshot the registry and write it (takes save_lock, then `lock`). */
+int pools_save(struct pools *p);
+/* Save NEXT as POOL's record, then show it and tell the observer; POOL is
+ * busy and `lock` not held.  On a failed save the record is still applied
+ * (it describes what happened to the file) and the error is returned. */
+int pools_commit(struct pools *p, struct pool *pool, const struct journal_pool *next);
+/* Make POOL free again and wake waiters (takes `lock`). */
+void pools_release(struct pools *p, struct pool *pool);
+/* Stop POOL's job if any, remove its file and its record; POOL is busy and
+ * freed on success (takes `lock` itself), and the release is counted under
+ * WHY in the same step that makes it invisible.  See pools.c. */
+int pools_remove(struct pools *p, struct pool *pool, enum pool_release why);
+/* Tell the observer NAME changed; no lock of ours held. */
+void pools_notify(struct pools *p, const char *name);
+
+/* ---- jobs and the upkeep thread (pools_jobs.c), no lock held ---- */
+int pools_start_job(struct pools *p, struct pool *pool);
+void pools_finish_job(struct pools *p, struct pool *pool, bool shutdown);
+void pools_kick(struct pools *p);
+int pools_start_upkeep(struct pools *p);
+void pools_stop_upkeep(struct pools *p);
+
+/* ---- admission (pools_admit.c) ---- */
+/* Pages that warming pools on (NODE, PAGE_SIZE) have yet to take; `lock` held. */
+uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size);
+/* admit_lock held. */
+int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve,
+                struct problem *err);
+void pools_count_reservation(struct pools *p, int r, const struct reserve_result *res);
+
+/* ---- pool directories (pools_dir.c) ---- */
+int pools_prepare_dir(const char *dir, uint64_t page_size, gid_t gid, bool check_fs);
+void pools_remove_orphans(struct pools *p);
+
+/* ---- start-up (pools_recover.c), single-threaded apart from engine callbacks ---- */
+int pools_recover(struct pools *p);
+
+/* ---- owners (pools.c) ---- */
+/* The owner watch's callback: marks NAME's pool for release if it is still
+ * bound to (PID, START), and kicks the upkeep thread. */
+void pools_on_owner_exit(void *arg, const char *name, pid_t pid, uint64_t start);

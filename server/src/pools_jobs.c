@@ -1,0 +1,408 @@
+/* pools_jobs: warm jobs and the upkeep thread.
+ *
+ * A pool in state warming has a job in the engine (engine.h).  When the job
+ * ends, on_done — in an engine thread that must not block — only marks it
+ * done and kicks the upkeep thread, which does the slow follow-up: close,
+ * unlink on failure, job_free, the state change and the save.  The same
+ * thread releases pools: ready ones whose TTL ran out, claimed ones whose
+ * owner process exited (the owner watch, owner.c, marks them and kicks it),
+ * and, when asked to, claimed ones that no process mapped for a while (a
+ * sweep over /proc, every unmapped_sweep_ms).  It sleeps on a condition
+ * variable until the next expiry or sweep or until something kicks it,
+ * never polling. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "log.h"
+#include "owner.h"
+#include "pools_internal.h"
+#include "util.h"
+
+/* A TTL release whose unlink failed waits this long before it is tried
+ * again, so it neither spins nor starves other work. */
+#define POOLS_RELEASE_RETRY_SECONDS 5
+/* pthread_setname_np's limit is 15 characters. */
+#define UPKEEP_THREAD_NAME "hpw-pool-upkeep"
+
+static bool job_is_done(struct pools *p, struct pool *pool)
+{
+        bool done;
+
+        pthread_mutex_lock(&p->done_lock);
+        done = pool->job_done;
+        pthread_mutex_unlock(&p->done_lock);
+        return done;
+}
+
+void pools_kick(struct pools *p)
+{
+        pthread_mutex_lock(&p->done_lock);
+        p->kicked = true;
+        pthread_cond_signal(&p->kick);
+        pthread_mutex_unlock(&p->done_lock);
+}
+
+static void on_job_done(struct job *job, void *arg)
+{
+        struct pool *pool = arg;
+        struct pools *p = pool->owner;
+
+        pthread_mutex_lock(&p->done_lock);
+        pool->job_done = true;
+        p->kicked = true;
+        pthread_cond_signal(&p->kick);
+        pthread_mutex_unlock(&p->done_lock);
+}
+
+/* Start warming POOL (its fd is open).  -errno from engine_submit. */
+int pools_start_job(struct pools *p, struct pool *pool)
+{
+        struct job_spec spec = {
+                .node = pool->rec.node,
+                .fd = pool->fd,
+                .size_bytes = pool->rec.size_bytes,
+                .page_size = pool->rec.page_size,
+                .threads = pool->rec.threads,
+                .on_done = on_job_done,
+                .arg = pool,
+        };
+        struct job *job;
+        int r;
+
+        pthread_mutex_lock(&p->done_lock);
+        pool->job_done = false;
+        pthread_mutex_unlock(&p->done_lock);
+        r = engine_submit(p->cfg.engine, &spec, &job);
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&p->lock);
+        pool->job = job;
+        pool->have_last = false;
+        p->stats.jobs_started++;
+        pthread_mutex_unlock(&p->lock);
+        return 0;
+}
+
+/* The record POOL should get for a job that ended as ST (lock held); updates
+ * the counters.  *ret_unlink says whether the file must go.  At shutdown a
+ * cancelled job stays warming, to resume at the next start. */
+static void job_outcome(struct pools *p, struct pool *pool, const struct job_status *st, bool shutdown,
+                        struct journal_pool *next, bool *ret_unlink)
+{
+        *next = pool->rec;
+        *ret_unlink = false;
+        next->bytes_done = st->bytes_done;
+        switch (st->state) {
+        case JOB_DONE:
+                if (pool_transition(next, POOL_READY, NULL, NULL) < 0)
+                        break;
+                next->bytes_done = next->size_bytes;
+                p->stats.jobs_ready++;
+                p->stats.bytes_warmed_total += next->size_bytes;
+                if (st->finished_ns > st->started_ns) {
+                        double secs = (double)(st->finished_ns - st->started_ns) / 1e9;
+                        p->stats.job_seconds_sum += secs;
+                        p->stats.job_seconds_count++;
+                        p->stats.job_seconds_buckets[histogram_bucket(METRICS_DURATION_BOUNDS,
+                                                                      METRICS_DURATION_BUCKETS, secs)]++;
+                }
+                break;
+        case JOB_FAILED:
+                p->stats.jobs_failed++;
+                *ret_unlink = true;
+                (void)pool_transition(next, POOL_FAILED, engine_error_slug(-st->error),
+                                      "populating byte offset %" PRIu64 " failed: %s (%s)", st->error_offset,
+                                      engine_error_cause(-st->error), strerror(-st->error));
+                break;
+        case JOB_CANCELLED:
+                p->stats.jobs_cancelled++;
+                if (shutdown)
+                        break;
+                *ret_unlink = true;
+                (void)pool_transition(next, POOL_CANCELLED, "cancelled", "%s",
+                                      "the warm job was cancelled by the engine");
+                break;
+        case JOB_RUNNING:
+                break;
+        }
+}
+
+/* Turn POOL's finished job into its new state.  POOL is busy, `lock` not held. */
+void pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
+{
+        struct journal_pool next;
+        struct job_status st;
+        struct job *job;
+        bool unlink_file;
+        int r;
+
+        pthread_mutex_lock(&p->lock);
+        job = pool->job;
+        if (!job) {
+                pthread_mutex_unlock(&p->lock);
+                return;
+        }
+        job_get_status(job, &st);
+        pool->last = st;
+        pool->have_last = true;
+        pool->job = NULL;
+        job_outcome(p, pool, &st, shutdown, &next, &unlink_file);
+        pthread_mutex_unlock(&p->lock);
+
+        job_free(job);
+        if (pool->fd >= 0) {
+                close(pool->fd);
+                pool->fd = -1;
+        }
+        if (unlink_file && unlink(pool->path) < 0 && errno != ENOENT)
+                log_err("pools: cannot remove %s of failed pool: %m", pool->path);
+        if (st.state == JOB_FAILED)
+                log_warn("pools: pool %s failed: %s", pool->rec.name, next.error_detail);
+        if (next.state == POOL_READY) {
+                /* The one change shown before it is saved: a crash in between
+                 * leaves "warming" in the journal, and the restart resumes the
+                 * job, which finds every page present and finishes at once.
+                 * Nothing is lost, and the scheduler waiting for "ready" does
+                 * not pay for two fsyncs (0.7 ms on an idle ext4, far more on
+                 * a busy disk). */
+                pthread_mutex_lock(&p->lock);
+                pool->rec = next;
+                pthread_cond_broadcast(&p->changed);
+                pthread_mutex_unlock(&p->lock);
+                pools_notify(p, next.name);
+        }
+        r = pools_commit(p, pool, &next);
+        if (r < 0)
+                log_err("pools: saving state for pool %s: %s", pool->rec.name, strerror(-r));
+}
+
+/* ---- the upkeep thread ---- */
+
+static const char *release_reason(enum pool_release why)
+{
+        switch (why) {
+        case RELEASE_OWNER_EXITED:
+                return "its owner process exited";
+        case RELEASE_UNMAPPED:
+                return "no process mapped it for --release-unmapped-after";
+        case RELEASE_TTL:
+        case RELEASE_DELETE:
+        case RELEASE_NONE:
+                break;
+        }
+        return "it was not claimed within its TTL";
+}
+
+/* Handle one finished job or one pool due for release; false when there is
+ * none.  Finished jobs come first, and a pool whose release failed waits
+ * for its retry_at, so one stuck pool cannot starve the others.
+ * *next_expiry gets the earliest expiry (or retry) still ahead (0 = none). */
+static bool upkeep_one(struct pools *p, int64_t *next_expiry)
+{
+        int64_t now = pools_now_unix();
+        enum pool_release why = RELEASE_TTL;
+        struct pool *pool = NULL;
+        bool release = false;
+
+        *next_expiry = 0;
+        pthread_mutex_lock(&p->lock);
+        for (size_t i = 0; i < p->n_pools; i++) {
+                struct pool *o = p->pools[i];
+                if (o->hold == POOL_FREE && o->job && job_is_done(p, o)) {
+                        pool = o;
+                        break;
+                }
+        }
+        for (size_t i = 0; i < p->n_pools && !pool; i++) {
+                struct pool *o = p->pools[i];
+                int64_t exp;
+
+                if (o->hold != POOL_FREE)
+                        continue;
+                exp = o->release_due != RELEASE_NONE ? 1 : pools_rec_expires_at(&o->rec);
+                if (exp && o->retry_at > exp)
+                        exp = o->retry_at;
+                if (exp && exp <= now) {
+                        pool = o;
+                        release = true;
+                        if (o->release_due != RELEASE_NONE)
+                                why = o->release_due;
+                } else if (exp && (!*next_expiry || exp < *next_expiry)) {
+                        *next_expiry = exp;
+                }
+        }
+        if (pool)
+                pools_set_hold(pool, POOL_BUSY);
+        pthread_mutex_unlock(&p->lock);
+        if (!pool)
+                return false;
+
+        if (release) {
+                log_notice("pools: releasing pool %s (%" PRIu64 " bytes on node %d): %s", pool->rec.name,
+                           pool->rec.size_bytes, pool->rec.node, release_reason(why));
+                if (pools_remove(p, pool, why) == 0)
+                        return true;
+                /* Could not unlink: others first, this one again later. */
+                pthread_mutex_lock(&p->lock);
+                pool->retry_at = now + POOLS_RELEASE_RETRY_SECONDS;
+                pthread_mutex_unlock(&p->lock);
+                pools_release(p, pool);
+                return true;
+        }
+        pools_finish_job(p, pool, false);
+        pools_release(p, pool);
+        return true;
+}
+
+/* ---- the unmapped sweep ---- */
+
+struct sweep_item {
+        char name[POOL_NAME_MAX + 1];
+        char path[PATH_MAX];
+};
+
+/* Claimed pools without an owner pid: is any process still mapping their
+ * file?  Sets or clears unmapped_since, and marks those unmapped for
+ * release_unmapped_after (when set) for release. */
+static void sweep_unmapped(struct pools *p)
+{
+        _cleanup_free_ struct sweep_item *items = NULL;
+        _cleanup_free_ struct owner_file *files = NULL;
+        size_t n = 0;
+        int64_t now = pools_now_unix();
+        bool due = false;
+
+        pthread_mutex_lock(&p->lock);
+        if (p->n_pools) {
+                items = calloc(p->n_pools, sizeof(*items));
+                files = calloc(p->n_pools, sizeof(*files));
+        }
+        for (size_t i = 0; items && files && i < p->n_pools; i++) {
+                struct pool *o = p->pools[i];
+                if (o->hold == POOL_REMOVING || o->rec.state != POOL_READY || !o->rec.claimed ||
+                    o->rec.owner_pid != 0) {
+                        o->unmapped_since = 0;
+                        continue;
+                }
+                snprintf(items[n].name, sizeof(items[n].name), "%s", o->rec.name);
+                snprintf(items[n].path, sizeof(items[n].path), "%s", o->path);
+                n++;
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (n == 0)
+                return;
+
+        for (size_t i = 0; i < n; i++) {
+                struct stat st;
+                if (stat(items[i].path, &st) < 0) {
+                        /* Gone or unreadable: not ours to judge here. */
+                        files[i].dev = 0;
+                        files[i].ino = 0;
+                        continue;
+                }
+                files[i].dev = st.st_dev;
+                files[i].ino = st.st_ino;
+        }
+        unsigned unreadable;
+        int r = owner_scan_mapped(p->proc_root, files, n, &unreadable);
+        if (r < 0) {
+                log_warn("pools: cannot list processes in %s: %s", p->proc_root, strerror(-r));
+                return;
+        }
+        if (unreadable && !p->warned_unreadable) {
+                /* Said once: it is how the host is set up, not an event. */
+                p->warned_unreadable = true;
+                log_warn("pools: the mappings of %u processes cannot be read (CAP_SYS_PTRACE is needed "
+                         "for other users' processes); a pool only they map is reported unmapped",
+                         unreadable);
+        }
+
+        pthread_mutex_lock(&p->lock);
+        for (size_t i = 0; i < n; i++) {
+                struct pool *o = pools_find(p, items[i].name);
+                bool mapped = files[i].mapped || files[i].ino == 0;
+
+                if (!o || o->rec.state != POOL_READY || !o->rec.claimed || o->rec.owner_pid != 0)
+                        continue;
+                if (mapped) {
+                        o->unmapped_since = 0;
+                        continue;
+                }
+                if (!o->unmapped_since) {
+                        o->unmapped_since = now;
+                        log_info("pools: claimed pool %s is mapped by no process", o->rec.name);
+                }
+                if (p->cfg.release_unmapped_after && o->release_due == RELEASE_NONE &&
+                    now - o->unmapped_since >= (int64_t)p->cfg.release_unmapped_after) {
+                        o->release_due = RELEASE_UNMAPPED;
+                        due = true;
+                }
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (due)
+                pools_kick(p);
+}
+
+/* Collects finished jobs, releases pools that are due and sweeps for
+ * unmapped ones, until pools_free. */
+static void *upkeep_thread(void *arg)
+{
+        struct pools *p = arg;
+
+        pthread_setname_np(pthread_self(), UPKEEP_THREAD_NAME);
+        p->next_sweep_ns = now_mono_ns() + p->sweep_interval_ns;
+        for (;;) {
+                int64_t next_expiry;
+
+                if (now_mono_ns() >= p->next_sweep_ns) {
+                        sweep_unmapped(p);
+                        p->next_sweep_ns = now_mono_ns() + p->sweep_interval_ns;
+                }
+                while (upkeep_one(p, &next_expiry))
+                        ;
+                /* The condvar runs on CLOCK_MONOTONIC; convert the
+                 * wall-clock expiry to a monotonic deadline. */
+                uint64_t at = p->next_sweep_ns;
+                if (next_expiry) {
+                        uint64_t exp_ns = (uint64_t)next_expiry * NS_PER_SEC, real = now_real_ns();
+                        uint64_t exp_at = now_mono_ns() + (exp_ns > real ? exp_ns - real : 0);
+                        if (exp_at < at)
+                                at = exp_at;
+                }
+                struct timespec ts = { .tv_sec = (time_t)(at / NS_PER_SEC), .tv_nsec = (long)(at % NS_PER_SEC) };
+                pthread_mutex_lock(&p->done_lock);
+                if (!p->kicked && !p->stopping)
+                        pthread_cond_timedwait(&p->kick, &p->done_lock, &ts);
+                p->kicked = false;
+                bool stop = p->stopping;
+                pthread_mutex_unlock(&p->done_lock);
+                if (stop)
+                        return NULL;
+        }
+}
+
+int pools_start_upkeep(struct pools *p)
+{
+        int r = -pthread_create(&p->upkeep, NULL, upkeep_thread, p);
+
+        if (r == 0)
+                p->upkeep_started = true;
+        return r;
+}
+
+void pools_stop_upkeep(struct pools *p)
+{
+        if (!p->upkeep_started)
+                return;
+        pthread_mutex_lock(&p->done_lock);
+        p->stopping = true;
+        pthread_cond_signal(&p->kick);
+        pthread_mutex_unlock(&p->done_lock);
+        pthread_join(p->upkeep, NULL);
+        p->upkeep_started = false;
+}

@@ -1,0 +1,275 @@
+/* pools_recover: start-up, bringing the journal and the files in line.
+ *
+ * Order matters: recorded reservations first (pages before the jobs that
+ * need them), then each pool record against its file — warming pools resume
+ * (populate skips present pages), ready pools whose file holds all its pages
+ * (st_blocks) stay ready, claimed ones stay ready whatever their file holds
+ * (a VM may map it), records whose file is gone become failed — and last the
+ * files no record owns are removed (pools_dir.c).  A journal from another
+ * boot (boot_id) is dropped, except its reservations, which are re-applied.
+ * Last, claimed pools bound to an owner process are watched again if that
+ * very process (pid and start time) still runs, and marked for release if
+ * it is gone or its pid now names another process.
+ * Runs inside pools_new, before the upkeep thread exists; only engine
+ * callbacks run beside it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "owner.h"
+#include "pools_internal.h"
+#include "util.h"
+
+static int read_boot_id(const char *path, char *buf, size_t len)
+{
+        FILE *f = fopen(path, "re");
+        size_t n;
+
+        if (!f)
+                return -errno;
+        n = fread(buf, 1, len - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+                buf[--n] = '\0';
+        return n > 0 ? 0 : -EINVAL;
+}
+
+static void reapply_reservations(struct pools *p)
+{
+        for (size_t i = 0; i < p->n_resv; i++) {
+                struct reserve_req rq = {
+                        .node = p->resv[i].node,
+                        .page_size = p->resv[i].page_size,
+                        .count = p->resv[i].count,
+                        .allow_partial = true,
+                        .floor_bytes = p->cfg.memory_floor,
+                };
+                struct reserve_result res = {0};
+                int r = reserve_apply(p->cfg.fs, &rq, &res);
+
+                pools_count_reservation(p, r, &res);
+                if (r == 0 && res.complete)
+                        log_info("pools: re-applied reservation: node %d, %" PRIu64 "-byte pages: %" PRIu64,
+                                 rq.node, rq.page_size, rq.count);
+                else if (r == 0)
+                        log_warn("pools: re-applied reservation: node %d, %" PRIu64
+                                 "-byte pages: asked %" PRIu64 ", got %" PRIu64,
+                                 rq.node, rq.page_size, rq.count, res.achieved);
+                else
+                        log_warn("pools: re-applying reservation node %d, %" PRIu64
+                                 "-byte pages, %" PRIu64 " pages failed: %s",
+                                 rq.node, rq.page_size, rq.count, strerror(-r));
+        }
+}
+
+/* The pool could not be brought back: failed, with why, and said once. */
+static void fail_at_start(struct pool *pool, const char *slug, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static void fail_at_start(struct pool *pool, const char *slug, const char *fmt, ...)
+{
+        char detail[POOL_ERROR_DETAIL_MAX];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(detail, sizeof(detail), fmt, ap);
+        va_end(ap);
+        if (pool_transition(&pool->rec, POOL_FAILED, slug, "%s", detail) == 0)
+                log_warn("pools: pool %s is failed: %s", pool->rec.name, pool->rec.error_detail);
+}
+
+/* Bring one journal record in line with its file (pools_new, single-threaded
+ * apart from engine callbacks). */
+static void reconcile(struct pools *p, struct pool *pool)
+{
+        struct journal_pool *r = &pool->rec;
+        struct stat st;
+        int fd;
+
+        if (!pool->path[0]) {
+                if (r->state == POOL_WARMING || r->state == POOL_READY)
+                        fail_at_start(pool, "no-hugetlbfs", "%s",
+                                    "no --hugetlbfs directory is configured for its page size any more");
+                return;
+        }
+        if (r->state == POOL_FAILED || r->state == POOL_CANCELLED) {
+                if (unlink(pool->path) == 0)
+                        log_notice("pools: removed leftover file of %s pool %s", pool_state_name(r->state),
+                                   r->name);
+                return;
+        }
+        fd = open(pool->path, O_RDWR | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                if (fd >= 0)
+                        close(fd);
+                fail_at_start(pool, "file-missing", "its file %s was gone at start", pool->path);
+                return;
+        }
+        uint64_t present = (uint64_t)st.st_blocks * 512;
+        if (r->state == POOL_READY && present == r->size_bytes && (uint64_t)st.st_size == r->size_bytes) {
+                close(fd);
+                return;
+        }
+        if (r->state == POOL_READY && r->claimed) {
+                /* A VM took it and may still map it; fewer pages mean the
+                 * guest gave some back (balloon, discard).  Never re-warm,
+                 * resize or unlink a file under a running VM. */
+                close(fd);
+                log_notice("pools: claimed pool %s holds %" PRIu64 " of %" PRIu64
+                           " bytes (its VM released some); left as it is",
+                           r->name, present, r->size_bytes);
+                return;
+        }
+        if (r->state == POOL_READY)
+                log_warn("pools: ready pool %s holds %" PRIu64 " of %" PRIu64 " bytes; warming it again",
+                         r->name, present, r->size_bytes);
+        if ((uint64_t)st.st_size != r->size_bytes && ftruncate(fd, (off_t)r->size_bytes) < 0) {
+                close(fd);
+                unlink(pool->path);
+                fail_at_start(pool, "pool-file-error", "%s", "its file could not be resized at start");
+                return;
+        }
+        if (pool_transition(r, POOL_WARMING, NULL, NULL) < 0) {
+                close(fd);
+                return;
+        }
+        pool->fd = fd;
+        pool->present_at_start = present < r->size_bytes ? present : r->size_bytes;
+
+        /* Pages already in the file are ours; only the rest must be free. */
+        struct problem err = {0};
+        uint64_t need = present < r->size_bytes ? (r->size_bytes - present) / r->page_size : 0;
+        if (pools_admit(p, r->node, r->page_size, need, false, &err) < 0) {
+                close(fd);
+                pool->fd = -1;
+                unlink(pool->path);
+                fail_at_start(pool, err.slug ? err.slug : "insufficient-hugepages", "%s", err.detail);
+                return;
+        }
+        int q = pools_start_job(p, pool);
+        if (q < 0) {
+                close(fd);
+                pool->fd = -1;
+                unlink(pool->path);
+                fail_at_start(pool, "warm-start-failed", "resuming the warm job at start failed: %s",
+                            strerror(-q));
+                return;
+        }
+        log_info("pools: resuming warm of pool %s (%" PRIu64 " of %" PRIu64 " bytes present)", r->name,
+                 present, r->size_bytes);
+}
+
+static int load_journal(struct pools *p)
+{
+        struct journal *j = NULL;
+        int r;
+
+        r = journal_load(p->state_dir, &j);
+        if (r == -ENOENT) {
+                log_info("pools: no state in %s, starting empty", p->state_dir);
+                return 0;
+        }
+        if (r == -EINVAL) {
+                int q = journal_quarantine(p->state_dir);
+                log_err("pools: %s/state.json is corrupt; %s, starting empty", p->state_dir,
+                        q < 0 ? "could not move it aside" : "moved it aside");
+                return 0;
+        }
+        if (r < 0)
+                return r;
+
+        /* Reservations hold across reboots: the kernel forgot them, we did not. */
+        if (j->n_reservations) {
+                p->resv = calloc(j->n_reservations, sizeof(*p->resv));
+                if (!p->resv) {
+                        journal_free(j);
+                        return -ENOMEM;
+                }
+                memcpy(p->resv, j->reservations, j->n_reservations * sizeof(*p->resv));
+                p->n_resv = j->n_reservations;
+        }
+        if (strcmp(j->boot_id, p->boot_id) != 0) {
+                if (j->n_pools)
+                        log_notice("pools: state is from another boot; dropping its %zu pools", j->n_pools);
+                journal_free(j);
+                return 0;
+        }
+        for (size_t i = 0; i < j->n_pools; i++) {
+                struct pool *pool = calloc(1, sizeof(*pool));
+                const char *dir = pools_mount_dir(p, j->pools[i].page_size);
+
+                if (!pool || pools_add(p, pool) < 0) {
+                        free(pool);
+                        journal_free(j);
+                        return -ENOMEM;
+                }
+                pool->owner = p;
+                pool->fd = -1;
+                pool->rec = j->pools[i];
+                if (dir)
+                        snprintf(pool->path, sizeof(pool->path), "%s/%s", dir, pool->rec.name);
+        }
+        journal_free(j);
+        return 0;
+}
+
+/* Watch POOL's owner again, or mark the pool for release if it is gone. */
+static void reattach_owner(struct pools *p, struct pool *pool)
+{
+        const struct journal_pool *r = &pool->rec;
+        uint64_t start = 0;
+        int fd = -1, q;
+
+        q = owner_open(r->owner_pid, &fd, &start);
+        if (q == 0 && start == r->owner_start) {
+                q = owner_watch_add(p->owners, r->name, r->owner_pid, start, fd);
+                if (q < 0)
+                        log_err("pools: cannot watch process %d, owner of pool %s: %s; the pool "
+                                "stays claimed", r->owner_pid, r->name, strerror(-q));
+                else
+                        log_info("pools: pool %s: owner process %d still runs, watching it", r->name,
+                                 r->owner_pid);
+                return;
+        }
+        if (fd >= 0)
+                close(fd);
+        if (q == 0 || q == -ESRCH) {
+                log_notice("pools: pool %s: its owner process %d %s; releasing it", r->name, r->owner_pid,
+                           q == 0 ? "is gone (its pid now names another process)" : "is gone");
+                pthread_mutex_lock(&p->lock);
+                pool->release_due = RELEASE_OWNER_EXITED;
+                pthread_mutex_unlock(&p->lock);
+                return;
+        }
+        /* Cannot tell (no pidfds, no /proc): never release a pool whose VM
+         * may still run. */
+        log_err("pools: cannot check process %d, owner of pool %s: %s; the pool stays claimed",
+                r->owner_pid, r->name, strerror(-q));
+}
+
+int pools_recover(struct pools *p)
+{
+        int r;
+
+        r = read_boot_id(p->boot_id_path, p->boot_id, sizeof(p->boot_id));
+        if (r < 0)
+                return r;
+        r = load_journal(p);
+        if (r < 0)
+                return r;
+        /* Pages first, then the jobs that need them. */
+        reapply_reservations(p);
+        for (size_t i = 0; i < p->n_pools; i++)
+                reconcile(p, p->pools[i]);
+        pools_remove_orphans(p);
+        for (size_t i = 0; i < p->n_pools; i++)
+                if (p->pools[i]->rec.state == POOL_READY && p->pools[i]->rec.claimed &&
+                    p->pools[i]->rec.owner_pid > 0)
+                        reattach_owner(p, p->pools[i]);
+        return 0;
+}

@@ -1,0 +1,317 @@
+/* Unit tests for owner.c: process identity (pidfd + start time), the exit
+ * watch with forked children as the watched processes, and the mapping
+ * scan against a fake /proc tree and against this process's own maps. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "child.h"
+#include "owner.h"
+#include "util.h"
+
+TEST(open_self)
+{
+        uint64_t start = 0, again = 0;
+        int fd = -1;
+
+        CHECK_INT(owner_open(getpid(), &fd, &start), ==, 0);
+        CHECK(fd >= 0);
+        CHECK(start > 0);
+        CHECK_INT(owner_start_time(getpid(), &again), ==, 0);
+        CHECK_U64(start, ==, again);
+        close(fd);
+}
+
+TEST(open_refuses_bad_pids)
+{
+        uint64_t start = 7;
+        int fd = -1;
+
+        CHECK_INT(owner_open(0, &fd, &start), ==, -EINVAL);
+        CHECK_INT(owner_open(-5, &fd, &start), ==, -EINVAL);
+        CHECK_INT(owner_open(child_dead_pid(), &fd, &start), ==, -ESRCH);
+        CHECK_INT(fd, ==, -1);
+        CHECK_U64(start, ==, 7);
+        CHECK_INT(owner_start_time(child_dead_pid(), &start), ==, -ESRCH);
+}
+
+/* Two processes started at different times differ in start time (the
+ * second child is started after a pause longer than a clock tick). */
+TEST(start_times_differ)
+{
+        pid_t a = child_spawn(), b;
+        uint64_t sa, sb;
+
+        usleep(50 * 1000);
+        b = child_spawn();
+        CHECK_INT(owner_start_time(a, &sa), ==, 0);
+        CHECK_INT(owner_start_time(b, &sb), ==, 0);
+        CHECK_U64(sa, <, sb);
+        child_kill(a);
+        child_kill(b);
+}
+
+static struct {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        int calls;
+        char name[80];
+        pid_t pid;
+        uint64_t start;
+} ex = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static void on_exit_cb(void *arg, const char *name, pid_t pid, uint64_t start)
+{
+        CHECK(arg == &ex);
+        pthread_mutex_lock(&ex.lock);
+        ex.calls++;
+        snprintf(ex.name, sizeof(ex.name), "%s", name);
+        ex.pid = pid;
+        ex.start = start;
+        pthread_cond_broadcast(&ex.cond);
+        pthread_mutex_unlock(&ex.lock);
+}
+
+static void ex_reset(void)
+{
+        pthread_mutex_lock(&ex.lock);
+        ex.calls = 0;
+        ex.name[0] = '\0';
+        pthread_mutex_unlock(&ex.lock);
+}
+
+/* Wait up to SECONDS for the callback count to reach N; returns it. */
+static int ex_wait(int n, double seconds)
+{
+        struct timespec until;
+
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += (long)((seconds - (long)seconds) * 1e9);
+        until.tv_sec += (time_t)seconds + until.tv_nsec / 1000000000;
+        until.tv_nsec %= 1000000000;
+        pthread_mutex_lock(&ex.lock);
+        while (ex.calls < n && pthread_cond_timedwait(&ex.cond, &ex.lock, &until) == 0)
+                ;
+        int calls = ex.calls;
+        pthread_mutex_unlock(&ex.lock);
+        return calls;
+}
+
+/* An exit is reported within a second, once, with who it was. */
+TEST(watch_reports_exit)
+{
+        struct owner_watch *w;
+        pid_t child = child_spawn();
+        uint64_t start;
+        int fd;
+
+        ex_reset();
+        CHECK_INT(owner_watch_new(on_exit_cb, &ex, &w), ==, 0);
+        CHECK_INT(owner_open(child, &fd, &start), ==, 0);
+        CHECK_INT(owner_watch_add(w, "vm-1", child, start, fd), ==, 0);
+        CHECK_U64(owner_watch_count(w), ==, 1);
+        CHECK_INT(ex_wait(1, 0.2), ==, 0);      /* alive: nothing */
+        child_kill(child);
+        CHECK_INT(ex_wait(1, 1.0), ==, 1);
+        CHECK_STR(ex.name, "vm-1");
+        CHECK_INT(ex.pid, ==, child);
+        CHECK_U64(ex.start, ==, start);
+        CHECK_U64(owner_watch_count(w), ==, 0);
+        CHECK_INT(ex_wait(2, 0.2), ==, 1);      /* once */
+        owner_watch_free(w);
+}
+
+/* A process that exited before it was added (a zombie, not reaped) is
+ * reported at once. */
+TEST(watch_reports_earlier_exit)
+{
+        struct owner_watch *w;
+        pid_t child = child_spawn();
+        uint64_t start;
+        int fd;
+
+        ex_reset();
+        CHECK_INT(owner_watch_new(on_exit_cb, &ex, &w), ==, 0);
+        CHECK_INT(owner_open(child, &fd, &start), ==, 0);
+        CHECK_INT(kill(child, SIGKILL), ==, 0);
+        usleep(100 * 1000);
+        CHECK_INT(owner_watch_add(w, "early", child, start, fd), ==, 0);
+        CHECK_INT(ex_wait(1, 1.0), ==, 1);
+        CHECK_STR(ex.name, "early");
+        CHECK_INT(waitpid(child, NULL, 0), ==, child);
+        owner_watch_free(w);
+}
+
+/* Removed before the exit: no callback; others still reported. */
+TEST(watch_remove)
+{
+        struct owner_watch *w;
+        pid_t a = child_spawn(), b = child_spawn();
+        uint64_t sa, sb;
+        int fa, fb;
+
+        ex_reset();
+        CHECK_INT(owner_watch_new(on_exit_cb, &ex, &w), ==, 0);
+        CHECK_INT(owner_open(a, &fa, &sa), ==, 0);
+        CHECK_INT(owner_open(b, &fb, &sb), ==, 0);
+        CHECK_INT(owner_watch_add(w, "a", a, sa, fa), ==, 0);
+        CHECK_INT(owner_watch_add(w, "b", b, sb, fb), ==, 0);
+        owner_watch_remove(w, "a");
+        owner_watch_remove(w, "nothing");
+        CHECK_U64(owner_watch_count(w), ==, 1);
+        child_kill(a);
+        CHECK_INT(ex_wait(1, 0.3), ==, 0);
+        child_kill(b);
+        CHECK_INT(ex_wait(1, 1.0), ==, 1);
+        CHECK_STR(ex.name, "b");
+        owner_watch_free(w);
+}
+
+/* Freed with processes still watched: their pidfds are closed, no callback
+ * after free returns. */
+TEST(watch_free_with_entries)
+{
+        struct owner_watch *w;
+        pid_t child = child_spawn();
+        uint64_t start;
+        int fd;
+
+        ex_reset();
+        CHECK_INT(owner_watch_new(on_exit_cb, &ex, &w), ==, 0);
+        CHECK_INT(owner_open(child, &fd, &start), ==, 0);
+        CHECK_INT(owner_watch_add(w, "left", child, start, fd), ==, 0);
+        owner_watch_free(w);
+        owner_watch_free(NULL);
+        child_kill(child);
+        CHECK_INT(ex_wait(1, 0.2), ==, 0);
+}
+
+TEST(watch_refuses_long_name)
+{
+        struct owner_watch *w;
+        char name[100];
+        uint64_t start;
+        int fd;
+
+        memset(name, 'a', sizeof(name) - 1);
+        name[sizeof(name) - 1] = '\0';
+        CHECK_INT(owner_watch_new(on_exit_cb, &ex, &w), ==, 0);
+        CHECK_INT(owner_open(getpid(), &fd, &start), ==, 0);
+        CHECK_INT(owner_watch_add(w, name, getpid(), start, fd), ==, -EINVAL);
+        CHECK_U64(owner_watch_count(w), ==, 0);
+        CHECK_INT(owner_watch_new(NULL, NULL, &w), ==, -EINVAL);
+        owner_watch_free(w);
+}
+
+/* ---- the mapping scan ---- */
+
+static char proc[] = "/tmp/test_owner_proc.XXXXXX";
+
+static void put(const char *rel, const char *text)
+{
+        char path[256];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", proc, rel);
+        f = fopen(path, "w");
+        CHECK(f);
+        CHECK(fputs(text, f) >= 0);
+        CHECK_INT(fclose(f), ==, 0);
+}
+
+static void mk(const char *rel)
+{
+        char path[256];
+
+        snprintf(path, sizeof(path), "%s/%s", proc, rel);
+        CHECK_INT(mkdir(path, 0755), ==, 0);
+}
+
+static void rm_proc(void)
+{
+        char cmd[300];
+
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", proc);
+        CHECK_INT(system(cmd), ==, 0);
+}
+
+/* Device numbers are matched as major:minor in hex, the inode in decimal;
+ * a file mapped by one process is found, others are not; names that are
+ * not pids are skipped. */
+TEST(scan_fake_proc)
+{
+        struct owner_file f[3] = {
+                { .dev = makedev(0, 0x2d), .ino = 4242 },
+                { .dev = makedev(0, 0x2d), .ino = 4243 },
+                { .dev = makedev(8, 1), .ino = 4242 },
+        };
+        unsigned unreadable = 99;
+
+        CHECK(mkdtemp(proc));
+        mk("1");
+        put("1/maps", "7f00-7f10 rw-s 00000000 00:2d 4242     /dev/hugepages/hpwarm/vm-1\n"
+                      "7f10-7f20 r--p 00000000 00:00 0 \n");
+        mk("22");
+        put("22/maps", "5555-5556 r-xp 00000000 08:02 4242     /usr/bin/x\n");
+        mk("self");
+        put("self/maps", "7f00-7f10 rw-s 00000000 00:2d 4243     /dev/hugepages/hpwarm/vm-2\n");
+        mk("net");
+        mk("4444");              /* exited: no maps any more */
+        CHECK_INT(owner_scan_mapped(proc, f, 3, &unreadable), ==, 0);
+        CHECK(f[0].mapped);
+        CHECK(!f[1].mapped);     /* only under "self", which is not a pid */
+        CHECK(!f[2].mapped);     /* same inode, other device */
+        CHECK_INT(unreadable, ==, 0);
+
+        /* A process whose maps cannot be read is counted, not guessed. */
+        mk("333");
+        mk("333/maps");          /* a directory: reading it fails */
+        CHECK_INT(owner_scan_mapped(proc, f, 3, &unreadable), ==, 0);
+        CHECK_INT(unreadable, ==, 1);
+        CHECK(f[0].mapped && !f[1].mapped && !f[2].mapped);
+
+        CHECK_INT(owner_scan_mapped("/nonexistent-proc", f, 3, &unreadable), ==, -ENOENT);
+        CHECK_INT(owner_scan_mapped(proc, f, 0, &unreadable), ==, 0);
+        rm_proc();
+}
+
+/* The real /proc: a file this process maps shared is found; once unmapped
+ * it is not. */
+TEST(scan_real_proc)
+{
+        char path[] = "/dev/shm/test_owner_map.XXXXXX";
+        struct owner_file f;
+        unsigned unreadable;
+        struct stat st;
+        void *m;
+        int fd = mkstemp(path);
+
+        CHECK(fd >= 0);
+        CHECK_INT(ftruncate(fd, 4096), ==, 0);
+        CHECK_INT(fstat(fd, &st), ==, 0);
+        f = (struct owner_file){ .dev = st.st_dev, .ino = st.st_ino };
+        CHECK_INT(owner_scan_mapped("/proc", &f, 1, &unreadable), ==, 0);
+        CHECK(!f.mapped);
+        m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        CHECK(m != MAP_FAILED);
+        CHECK_INT(owner_scan_mapped("/proc", &f, 1, &unreadable), ==, 0);
+        CHECK(f.mapped);
+        CHECK_INT(munmap(m, 4096), ==, 0);
+        CHECK_INT(owner_scan_mapped("/proc", &f, 1, &unreadable), ==, 0);
+        CHECK(!f.mapped);
+        close(fd);
+        unlink(path);
+}
+
+TEST_MAIN()
