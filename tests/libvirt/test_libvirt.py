@@ -444,6 +444,7 @@ class LibvirtBoot(TestCase):
         claims = [c for c in self.calls() if c.startswith("claim %s" % name)]
         self.assertTrue(claims, self.calls())
         self.assertIn("--pid %d" % qpid, claims[0], "the claim names QEMU's pid")
+        self.assertEqual(p.json["owner_pid"], qpid, "the daemon binds the pool to QEMU")
 
         # Pool file: group kvm, 0660; QEMU runs as libvirt-qemu with kvm among its groups.
         st = os.stat(path)
@@ -517,8 +518,8 @@ class LibvirtBoot(TestCase):
         for c, pname in enumerate(pools):
             p = self.pool(pname)
             self.assertEqual(p.status, 200, p)
-            self.assertEqual((p.json["state"], p.json["size_bytes"], p.json["claimed"]),
-                             ("ready", half * MIB, True), p.json)
+            self.assertEqual((p.json["state"], p.json["size_bytes"], p.json["claimed"], p.json["owner_pid"]),
+                             ("ready", half * MIB, True, qpid), p.json)
             links = glob.glob(os.path.join(self.env.mem_dir, "libvirt", "qemu", "*-" + name, "ram-node%d" % c))
             self.assertEqual(len(links), 1, links)
             self.assertEqual(os.stat(links[0]).st_ino, os.stat(p.json["path"]).st_ino,
