@@ -21,12 +21,16 @@ PROVIDERS = {
     "hpwarm": None, "hpwarmd": None, "./scripts/run-daemon.sh": None, "./scripts/test.sh": None,
     "curl": "curl", "jq": "jq", "cmake": "cmake", "cpack": "cmake", "python3": "python3",
     "umount": "mount", "mount": "mount", "qemu-system-x86_64": "qemu-system-x86",
+    "apt-get": "apt", "install": "coreutils", "systemctl": "systemd",
 }
-ESSENTIAL = {"mount"}   # Essential: yes in Debian, always present
+# Present on every host README's commands are for: Essential: yes in Debian
+# (mount, coreutils), apt (priority required), and systemd, which the
+# libvirt section's `systemctl restart libvirtd` assumes as libvirtd's init.
+ESSENTIAL = {"mount", "coreutils", "apt", "systemd"}
 SHELL_WORDS = {"...", "#", "cd", "export", "echo", "mapfile", "exec", "eval"}
 # The VMM is the operator's own: README may run it if it says which package
 # gives it (the test set installs it for the QEMU tests).
-VMM = {"qemu-system-x86_64": "qemu-system-x86"}
+VMM = {"qemu-system-x86_64": "qemu-system-x86", "virsh": "libvirt-clients"}
 TEST_ONLY = ("tests/",)  # commands running test tooling need the test set
 
 
