@@ -9,7 +9,7 @@
 # Set HPW_QUICK=1 to run only step 1.  Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/deps.sh
+./scripts/deps.sh --test
 jobs=$(nproc)
 step() { printf '\n==== %s\n' "$*"; }
 

@@ -77,6 +77,9 @@ struct hpw_problem {
         int status;
         char *detail;
         uint64_t requested, achieved; /* reserve shortfall extension, 0 if absent */
+        /* insufficient-memory (the node's memory floor) extension, 0 if
+         * absent: the floor, and the largest page count that fits above it. */
+        uint64_t memory_floor_bytes, max_count;
 };
 
 struct hpw;
@@ -250,6 +253,11 @@ HPW_EXPORT enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t tim
 
 /* Mark the pool taken by a VM.  Never retried (not idempotent). */
 HPW_EXPORT enum hpw_error hpw_claim(struct hpw *h, const char *name, struct hpw_pool **ret);
+/* As hpw_claim, naming PID (> 0) as the VMM process that maps the pool: the
+ * daemon releases the pool when that process exits.  Sends {"pid":PID}.
+ * HPW_E_INVALID for PID <= 0; a server that knows no such process answers
+ * 422 (HPW_E_BAD_REQUEST).  Never retried. */
+HPW_EXPORT enum hpw_error hpw_claim_pid(struct hpw *h, const char *name, int pid, struct hpw_pool **ret);
 /* Cancel and delete the pool; its pages return to the node's free pool.
  * HPW_E_NOT_FOUND if there is no such pool, except when the DELETE was
  * retried: a 404 then means an earlier attempt did it, and is HPW_OK. */

@@ -257,6 +257,8 @@ static struct hpw_problem *problem_from(const cJSON *o)
         get_int(o, "status", &p->status);
         p->requested = opt_u64(o, "requested");
         p->achieved = opt_u64(o, "achieved");
+        p->memory_floor_bytes = opt_u64(o, "memory_floor_bytes");
+        p->max_count = opt_u64(o, "max_count");
         if (p->type) {
                 colon = strrchr(p->type, ':');
                 const char *slash = strrchr(p->type, '/');

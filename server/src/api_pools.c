@@ -14,6 +14,7 @@
 #include "pools.h"
 #include "topo.h"
 #include "units.h"
+#include "size.h"
 
 /* Longest long-poll we hold a connection for; clients loop for more. */
 #define WAIT_TIMEOUT_MAX_S 300
@@ -241,7 +242,12 @@ void api_pool_put(const struct req *req, struct resp *resp)
                 return;
         }
         if (has_size && parse_size(size, &size_bytes) < 0) {
-                api_invalid(resp, "\"size\" must be a byte count such as \"64G\", \"512M\" or \"1073741824\"");
+                char why[200], detail[260];
+
+                /* The shared grammar says what was wrong and what to write. */
+                hpw_size_explain(size, false, why, sizeof(why));
+                snprintf(detail, sizeof(detail), "\"size\": %s", why);
+                api_invalid(resp, detail);
                 return;
         }
         if (threads > 4096) {

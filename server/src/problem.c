@@ -211,6 +211,11 @@ struct json *problem_to_value(const struct problem *p)
                 json_add_u64(o, "requested", p->requested);
                 json_add_u64(o, "achieved", p->achieved);
         }
+        if (p->has_floor) {
+                json_add_u64(o, "memory_floor_bytes", p->floor_bytes);
+                json_add_u64(o, "memory_free_bytes", p->mem_free_bytes);
+                json_add_u64(o, "max_count", p->max_count);
+        }
         return o;
 }
 

@@ -82,6 +82,8 @@ struct problem {
         /* Extension members, sent only when set. */
         bool has_counts;     /* reserve shortfall: "requested" and "achieved" */
         uint64_t requested, achieved;
+        bool has_floor;      /* insufficient-memory: "memory_floor_bytes", "memory_free_bytes", "max_count" */
+        uint64_t floor_bytes, mem_free_bytes, max_count;
         unsigned retry_after; /* 429/503: seconds, 0 = none */
 };
 

@@ -15,7 +15,12 @@ canned data and scripted misbehaviour chosen by the pool name:
   stuck, slow, hook-slow
                 PUT succeeds, warming never ends (deadline tests: a warm
                 that outlasts any deadline, however loaded the machine)
-  size > 1 TiB  PUT answers 409 insufficient-hugepages
+  size > 1 TiB  PUT answers 409 insufficient-hugepages (naming "reserve": true
+                unless the request had it, as hpwarmd does)
+  reserve >= 5000 pages  409 insufficient-memory with memory_floor_bytes
+                and max_count, as hpwarmd's memory floor answers
+  claim bodies  recorded in state.claims; {"pid": N} with no such process
+                answers 422, as hpwarmd does
 
 A bearer token is required when the server is given one (401 otherwise;
 token "readonly" gets 403 on writes).  Every request is logged in
@@ -147,6 +152,7 @@ class State:
         self.nodes = nodes if nodes is not None else default_nodes()
         self.raw = {}          # path -> bytes answered verbatim with 200 (hostile hosts)
         self.pools = {}
+        self.claims = []       # (name, parsed body or None) of every claim
         self.log = []
         self.counts = {}
         self.lock = threading.Lock()
@@ -258,6 +264,13 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send(*problem(503, "unavailable", "Unavailable", "try later"))
             with st.lock:
                 p = st.pools.get(name)
+                st.claims.append((name, body))
+            if body is not None and (not isinstance(body, dict) or set(body) - {"pid"} or
+                                     not isinstance(body.get("pid"), int) or isinstance(body.get("pid"), bool)):
+                return self.send(*problem(422, "invalid-field", "Invalid field", repr(body)))
+            if isinstance(body, dict) and not os.path.exists("/proc/%d" % body["pid"]):
+                return self.send(*problem(422, "invalid-field", "Invalid field",
+                                          "no process %d" % body["pid"]))
             if not p:
                 return self.send(*problem(404, "unknown-pool", "Unknown pool", name))
             if p.state() != "ready":
@@ -305,6 +318,13 @@ class Handler(BaseHTTPRequestHandler):
         if size not in ("2M", "2MiB", "2048kB"):
             return self.send(*problem(404, "unknown-page-size", "Unknown page size", size))
         want, limit = body["count"], 100
+        if want >= 5000:
+            # hpwarmd's memory-floor refusal, with what would work.
+            return self.send(*problem(409, "insufficient-memory", "Not enough free memory on the node",
+                                      "growing node %s from 0 to %d pages of 2M would leave less free memory "
+                                      "than the floor of 256M (4096 MiB free now); at most 1920 pages fit; "
+                                      "nothing was changed" % (node, want),
+                                      memory_floor_bytes=256 << 20, memory_free_bytes=4 << 30, max_count=1920))
         res = {"node": int(node), "page_size_bytes": M2, "requested": want}
         if want <= limit:
             res.update(total=want, free=want, complete=True)
@@ -352,8 +372,11 @@ class Handler(BaseHTTPRequestHandler):
             if name == "conflict":
                 return self.send(*problem(409, "pool-conflict", "Pool exists", "different pool named " + name))
             if body["size_bytes"] > (1 << 40):
+                # hpwarmd's own wording, which names the API field.
                 return self.send(*problem(409, "insufficient-hugepages", "Not enough free hugepages",
-                                          "node %d has 60 free pages" % body["node"]))
+                                          "node %d has 60 free pages%s" % (
+                                              body["node"], "" if body.get("reserve") else
+                                              '; retry with "reserve": true to grow the pool')))
             ps = {"2M": M2, "1G": G1, None: M2}.get(body.get("page_size"))
             if ps is None:
                 return self.send(*problem(404, "unknown-page-size", "Unknown page size", body["page_size"]))

@@ -488,6 +488,13 @@ static void test_json_misc(void)
         CHECK_U64(p->requested, ==, 8);
         CHECK_U64(p->achieved, ==, 3);
         hpw_problem_free(p);
+        CHECK_INT(hpw_json_problem(J("{\"type\":\"urn:hpwarm:problem:insufficient-memory\",\"status\":409,"
+                                     "\"memory_floor_bytes\":268435456,\"memory_free_bytes\":1073741824,"
+                                     "\"max_count\":384}"), &p), ==, HPW_OK);
+        CHECK_U64(p->memory_floor_bytes, ==, 268435456);
+        CHECK_U64(p->max_count, ==, 384);
+        CHECK_U64(p->requested, ==, 0);
+        hpw_problem_free(p);
         CHECK_INT(hpw_json_problem(J("{\"type\":\"https://x/probs/out-of-cheese\"}"), &p), ==, HPW_OK);
         CHECK_STR(p->slug, "out-of-cheese");
         CHECK_STR(p->title, "");
@@ -604,6 +611,12 @@ static void test_handle(void)
         CHECK_INT(hpw_release(h, "a b"), ==, HPW_E_INVALID);
         struct hpw_warm_request w = { .node = 0, .size_bytes = 0 };
         CHECK_INT(hpw_warm(h, "x", &w, &p, NULL), ==, HPW_E_INVALID);
+        /* A claim's pid must name a process: no 0, no negative (the CLI
+         * test checks the body a valid one sends). */
+        CHECK_INT(hpw_claim_pid(h, "x", 0, &p), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_claim_pid(h, "x", -1, &p), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_claim_pid(h, "a b", 1, &p), ==, HPW_E_INVALID);
+        CHECK(p == NULL);
         hpw_free(h);
         hpw_free(NULL);
         hpw_pool_free(NULL);
