@@ -91,6 +91,7 @@ class Daemon:
         env.update(self.extra_env)
         with self._log_cond:
             self.log = []
+            self._stderr_open = True
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env)
         threading.Thread(target=self._drain, daemon=True).start()
         if not expect_ok:
@@ -106,11 +107,17 @@ class Daemon:
         return self
 
     def _drain(self):
-        for raw in self.proc.stderr:
-            line = raw.decode(errors="replace").rstrip("\n")
-            with self._log_cond:
-                self.log.append(line)
-                self._log_cond.notify_all()
+        try:
+            for raw in self.proc.stderr:
+                line = raw.decode(errors="replace").rstrip("\n")
+                with self._log_cond:
+                    self.log.append(line)
+                    self._log_cond.notify_all()
+        except (ValueError, OSError):  # stderr closed by stop()
+            pass
+        with self._log_cond:
+            self._stderr_open = False
+            self._log_cond.notify_all()
 
     def wait_log(self, pattern, timeout=10):
         """First log line matching PATTERN (regex), waiting up to TIMEOUT."""
@@ -127,7 +134,9 @@ class Daemon:
                 self._log_cond.wait(min(left, 0.2))
 
     def _more_coming(self):
-        return False
+        # An exited daemon's last lines may still be in the pipe: more is
+        # coming until the drain thread has read it to the end.
+        return self._stderr_open
 
     def stop(self, timeout=15):
         """SIGTERM; returns the exit code."""
