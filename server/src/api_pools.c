@@ -64,6 +64,7 @@ static struct json *encode_pool(const struct pool_view *v)
         json_add_bool(pl, "verified", v->placement_verified);
         json_add_u64(pl, "pages_off_node", v->pages_off_node);
         json_add_bool(o, "claimed", p->claimed);
+        json_add_str(o, "from_stock", pool_from_stock_name(v->from_stock));
         json_add_u64(o, "ttl_seconds", p->ttl_seconds);
         add_time(o, "expires_at", v->expires_at);
         if (v->owner_pid > 0)

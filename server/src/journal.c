@@ -8,7 +8,14 @@
  *              "ttl_seconds":..,"claimed":..,"created_at":..,"started_at":..,
  *              "finished_at":..,"bytes_done":..,"error_slug":"..",
  *              "error_detail":"..",
- *              "owner_pid":..,"owner_start_time":..}]}
+ *              "owner_pid":..,"owner_start_time":..,"from_stock":".."}],
+ *    "stock_targets":[{"node":0,"page_size_bytes":..,"size_bytes":..,
+ *                      "count":..}]}
+ *
+ * Stock files (issue 12) are rows of "pools" with a stock state
+ * ("stock-warming", "stock") and a stock name (pool.h: a first character no
+ * pool name has).  "stock_targets" and "from_stock" (written only when not
+ * "none") are optional like the owner members, for the same reason.
  *
  * owner_pid and owner_start_time (a claimed pool bound to its VMM process,
  * and that process's start time, to tell it from a later one with the same
@@ -56,6 +63,7 @@ void journal_free(struct journal *j)
                 return;
         free(j->reservations);
         free(j->pools);
+        free(j->stock_targets);
         free(j);
 }
 
@@ -126,7 +134,7 @@ static int parse_pool(const struct json *o, struct journal_pool *ret)
 
         if (!json_is_object(o))
                 return -EINVAL;
-        if (get_strbuf(o, "name", p.name, sizeof(p.name)) < 0 || !pool_name_valid(p.name))
+        if (get_strbuf(o, "name", p.name, sizeof(p.name)) < 0)
                 return -EINVAL;
         if (get_int(o, "node", &p.node) < 0 || get_u64(o, "page_size_bytes", &p.page_size) < 0 ||
             get_u64(o, "size_bytes", &p.size_bytes) < 0)
@@ -136,6 +144,14 @@ static int parse_pool(const struct json *o, struct journal_pool *ret)
         if (get_strbuf(o, "state", state, sizeof(state)) < 0 ||
             pool_state_parse(state, &p.state) < 0)
                 return -EINVAL;
+        if (pool_state_is_stock(p.state) ? !pool_stock_name_valid(p.name) : !pool_name_valid(p.name))
+                return -EINVAL;
+        if (json_get(o, "from_stock")) {
+                char from[16];
+                if (get_strbuf(o, "from_stock", from, sizeof(from)) < 0 ||
+                    pool_from_stock_parse(from, &p.from_stock) < 0)
+                        return -EINVAL;
+        }
         if (get_u64(o, "threads", &threads) < 0 || threads > UINT_MAX)
                 return -EINVAL;
         p.threads = (unsigned)threads;
@@ -156,6 +172,21 @@ static int parse_pool(const struct json *o, struct journal_pool *ret)
                         return -EINVAL;
         }
         *ret = p;
+        return 0;
+}
+
+static int parse_stock_target(const struct json *o, struct journal_stock_target *ret)
+{
+        struct journal_stock_target t = {};
+
+        if (!json_is_object(o))
+                return -EINVAL;
+        if (get_int(o, "node", &t.node) < 0 || get_u64(o, "page_size_bytes", &t.page_size) < 0 ||
+            get_u64(o, "size_bytes", &t.size_bytes) < 0 || get_u64(o, "count", &t.count) < 0)
+                return -EINVAL;
+        if (!power_of_two(t.page_size) || t.size_bytes == 0 || t.size_bytes % t.page_size)
+                return -EINVAL;
+        *ret = t;
         return 0;
 }
 
@@ -191,6 +222,12 @@ static int check_unique(const struct journal *j)
                         if (cmp_pool_names(&pools[i - 1], &pools[i]) == 0)
                                 return -EINVAL;
         }
+        for (size_t i = 0; i < j->n_stock_targets; i++)
+                for (size_t k = i + 1; k < j->n_stock_targets; k++) {
+                        const struct journal_stock_target *a = &j->stock_targets[i], *b = &j->stock_targets[k];
+                        if (a->node == b->node && a->page_size == b->page_size && a->size_bytes == b->size_bytes)
+                                return -EINVAL;
+                }
         if (j->n_reservations > 1) {
                 res = malloc(j->n_reservations * sizeof(*res));
                 if (!res)
@@ -261,6 +298,21 @@ int journal_parse(const char *buf, size_t len, struct journal **ret)
                 if (parse_pool(json_array_at(pools, i), &j->pools[i]) < 0)
                         return -EINVAL;
 
+        const struct json *targets = json_get(doc, "stock_targets");
+        if (targets) {
+                if (!json_is_array(targets))
+                        return -EINVAL;
+                j->n_stock_targets = json_array_len(targets);
+                if (j->n_stock_targets) {
+                        j->stock_targets = calloc(j->n_stock_targets, sizeof(*j->stock_targets));
+                        if (!j->stock_targets)
+                                return -ENOMEM;
+                }
+                for (size_t i = 0; i < j->n_stock_targets; i++)
+                        if (parse_stock_target(json_array_at(targets, i), &j->stock_targets[i]) < 0)
+                                return -EINVAL;
+        }
+
         r = check_unique(j);
         if (r < 0)
                 return r;
@@ -312,6 +364,17 @@ char *journal_format(const struct journal *j)
                         json_add_i64(o, "owner_pid", p->owner_pid);
                         json_add_u64(o, "owner_start_time", p->owner_start);
                 }
+                if (p->from_stock != POOL_FROM_STOCK_NONE)
+                        json_add_str(o, "from_stock", pool_from_stock_name(p->from_stock));
+        }
+        arr = j->n_stock_targets ? json_add_array(doc, "stock_targets") : NULL;
+        for (size_t i = 0; arr && i < j->n_stock_targets; i++) {
+                const struct journal_stock_target *t = &j->stock_targets[i];
+                struct json *o = json_append_object(arr);
+                json_add_i64(o, "node", t->node);
+                json_add_u64(o, "page_size_bytes", t->page_size);
+                json_add_u64(o, "size_bytes", t->size_bytes);
+                json_add_u64(o, "count", t->count);
         }
         return json_print(doc);
 }

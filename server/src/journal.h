@@ -34,6 +34,15 @@ struct journal_pool {
         uint64_t owner_start;    /* its start time, /proc/PID/stat field 22 */
         char error_slug[POOL_ERROR_SLUG_MAX];     /* "" = none */
         char error_detail[POOL_ERROR_DETAIL_MAX];
+        enum pool_from_stock from_stock; /* optional in the file; none when absent */
+};
+
+/* A stock target: keep COUNT ready files of SIZE_BYTES on (NODE, PAGE_SIZE). */
+struct journal_stock_target {
+        int node;
+        uint64_t page_size;
+        uint64_t size_bytes;
+        uint64_t count;
 };
 
 struct journal {
@@ -42,9 +51,14 @@ struct journal {
         struct journal_reservation *reservations;
         size_t n_pools;
         struct journal_pool *pools;
+        /* Optional ("stock_targets"): older journals have none.  Unique by
+         * (node, page size, size). */
+        size_t n_stock_targets;
+        struct journal_stock_target *stock_targets;
 };
 
-/* Strict parse (unknown states, bad types, names that break the name rule,
+/* Strict parse (unknown states, bad types, names that break the name rule
+ * — a stock row has a stock name and a stock state, a pool neither —,
  * duplicate pool names -> -EINVAL).  Caller owns *ret (journal_free). */
 int journal_parse(const char *buf, size_t len, struct journal **ret);
 /* Caller frees. */

@@ -52,6 +52,8 @@ struct options {
         uint64_t max_node_warm_bytes;
         unsigned max_pools;
         unsigned release_unmapped_after;
+        struct journal_stock_target stock[POOLS_STOCK_TARGETS_MAX];
+        size_t n_stock;
         gid_t socket_gid;
         const char *token_file, *read_token_file;
         const char *tls_cert, *tls_key, *tls_client_ca;
@@ -79,6 +81,8 @@ static void usage(FILE *f)
                 "  --max-pool-bytes BYTES    largest pool accepted (default: no limit)\n"
                 "  --max-node-warm-bytes B   cap on warming+ready bytes per node (default: none)\n"
                 "  --max-pools N             most pools at once (default 1024)\n"
+                "  --stock NODE:PAGESIZE:SIZE:COUNT  keep COUNT ready files of SIZE on NODE\n"
+                "                            (repeatable; replaces the saved stock targets)\n"
                 "  --release-unmapped-after SEC  release a pool claimed without a pid once no\n"
                 "                            process has mapped it for SEC seconds (default: never)\n"
                 "  --socket-group GROUP      group owning the unix socket (mode 0660)\n"
@@ -148,7 +152,7 @@ static void parse_args(int argc, char **argv, struct options *o)
         enum { O_LISTEN = 256, O_SOCKET, O_SYSFS, O_STATE, O_FLOOR, O_HUGETLBFS, O_POOL_GROUP,
                O_THREADS, O_MAX_POOL, O_MAX_NODE, O_MAX_POOLS, O_LOG, O_VERSION, O_HELP,
                O_SOCKET_GROUP, O_TOKEN, O_READ_TOKEN, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_MAX_CONN,
-               O_CONN_TIMEOUT, O_RELEASE_UNMAPPED };
+               O_CONN_TIMEOUT, O_RELEASE_UNMAPPED, O_STOCK };
         static const struct option longopts[] = {
                 {"listen", required_argument, NULL, O_LISTEN},
                 {"socket", required_argument, NULL, O_SOCKET},
@@ -161,6 +165,7 @@ static void parse_args(int argc, char **argv, struct options *o)
                 {"max-pool-bytes", required_argument, NULL, O_MAX_POOL},
                 {"max-node-warm-bytes", required_argument, NULL, O_MAX_NODE},
                 {"max-pools", required_argument, NULL, O_MAX_POOLS},
+                {"stock", required_argument, NULL, O_STOCK},
                 {"release-unmapped-after", required_argument, NULL, O_RELEASE_UNMAPPED},
                 {"log-level", required_argument, NULL, O_LOG},
                 {"socket-group", required_argument, NULL, O_SOCKET_GROUP},
@@ -236,6 +241,22 @@ static void parse_args(int argc, char **argv, struct options *o)
                 case O_MAX_POOL: o->max_pool_bytes = parse_bytes_arg("--max-pool-bytes", optarg); break;
                 case O_MAX_NODE: o->max_node_warm_bytes = parse_bytes_arg("--max-node-warm-bytes", optarg); break;
                 case O_MAX_POOLS: o->max_pools = parse_uint_arg("--max-pools", optarg, 1000000); break;
+                case O_STOCK: {
+                        char node_s[16], ps_s[16], size_s[32], count_s[16];
+                        struct journal_stock_target *t = &o->stock[o->n_stock];
+                        uint64_t node;
+                        if (o->n_stock >= POOLS_STOCK_TARGETS_MAX)
+                                die_usage("too many --stock options");
+                        if (sscanf(optarg, "%15[0-9]:%15[^:]:%31[^:]:%15[0-9]", node_s, ps_s, size_s, count_s) != 4 ||
+                            (node = strtoull(node_s, NULL, 10)) > INT32_MAX ||
+                            parse_page_size(ps_s, &t->page_size) < 0 || parse_size(size_s, &t->size_bytes) < 0 ||
+                            (t->count = strtoull(count_s, NULL, 10)) == 0)
+                                die_usage("--stock wants NODE:PAGESIZE:SIZE:COUNT (e.g. 0:2M:4G:2), got \"%s\"",
+                                          optarg);
+                        t->node = (int)node;
+                        o->n_stock++;
+                        break;
+                }
                 case O_RELEASE_UNMAPPED:
                         /* Up to a year; 0 means never, as when not given. */
                         o->release_unmapped_after =
@@ -518,6 +539,8 @@ int main(int argc, char **argv)
                 .max_pool_bytes = o.max_pool_bytes, .max_node_warm_bytes = o.max_node_warm_bytes,
                 .max_pools = o.max_pools,
                 .release_unmapped_after = o.release_unmapped_after,
+                .stock_targets = o.stock,
+                .n_stock_targets = o.n_stock,
                 .unmapped_sweep_ms = unmapped_sweep_ms(),
         };
         memcpy(pc.mounts, o.mounts, sizeof(o.mounts));

@@ -17,6 +17,14 @@
  *                    ├──populate failed──> failed <──(start: file or mount gone)─┘
  *                    └──job cancelled───> cancelled
  *
+ * Stock files (issue 12) are rows of the same table, not flags:
+ *
+ *   new ──refill──> stock-warming ──populated──> stock ──handed out (rename)──> ready
+ *                    ↺ resumed at start      └─(start: file lost pages)─> stock-warming
+ *
+ * A stock refill that fails or is cancelled is simply removed (removal is
+ * not a state), so stock has no final states of its own.
+ *
  * failed and cancelled are final: the file is gone, the record stays so a
  * scheduler can read why, until DELETE forgets it.  Removal (DELETE, TTL
  * expiry) ends a pool's existence in any state; it is not a state.
@@ -36,12 +44,25 @@
 /* Valid pool name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}.  NULL is not. */
 bool pool_name_valid(const char *name);
 
+/* Stock files live beside pools in the pool directory, named
+ * POOL_STOCK_PREFIX then [A-Za-z0-9._-]{1,62}: a first character no pool
+ * name can have, so the two never collide.  NULL is not valid. */
+#define POOL_STOCK_PREFIX '~'
+bool pool_stock_name_valid(const char *name);
+/* Whether S is a stock state (stock-warming, stock): the row is a stock
+ * file, not a pool. */
+bool pool_state_is_stock(int s);
+
 enum pool_state {
         POOL_NEW,        /* being created; never saved, never shown */
         POOL_WARMING,
         POOL_READY,
         POOL_FAILED,
         POOL_CANCELLED,
+        /* Stock files (issue 12): not pools, never shown as pools, named by
+         * the stock name rule below. */
+        POOL_STOCK_WARMING, /* "stock-warming": a refill job runs (low priority) */
+        POOL_STOCK,         /* "stock": every page populated, ready to hand out */
         _POOL_STATE_MAX,
 };
 
@@ -51,6 +72,17 @@ const char *pool_state_name(enum pool_state s);
 int pool_state_parse(const char *s, enum pool_state *ret);
 /* Whether the table allows FROM -> TO. */
 bool pool_transition_allowed(enum pool_state from, enum pool_state to);
+
+/* Where a pool's pages came from (pool objects' "from_stock"). */
+enum pool_from_stock {
+        POOL_FROM_STOCK_NONE = 0,  /* warmed for it */
+        POOL_FROM_STOCK_FULL,      /* a ready stock file of its size, renamed into place */
+        POOL_FROM_STOCK_PARTIAL,   /* a smaller stock file, grown and the new part warmed */
+        _POOL_FROM_STOCK_MAX,
+};
+/* "none", "full", "partial"; NULL out of range. */
+const char *pool_from_stock_name(enum pool_from_stock f);
+int pool_from_stock_parse(const char *s, enum pool_from_stock *ret);
 
 struct journal_pool;
 

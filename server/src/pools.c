@@ -144,6 +144,7 @@ void pools_fill_view(struct pool *pool, struct pool_view *v)
         v->expires_at = pools_rec_expires_at(r);
         v->owner_pid = r->owner_pid;
         v->unmapped_since = pool->unmapped_since;
+        v->from_stock = r->from_stock;
 }
 
 /* ---- commits ---- */
@@ -166,6 +167,16 @@ int pools_save(struct pools *p)
         if (p->n_resv)
                 memcpy(j.reservations, p->resv, p->n_resv * sizeof(*p->resv));
         j.n_reservations = p->n_resv;
+        if (p->n_stock) {
+                j.stock_targets = calloc(p->n_stock, sizeof(*j.stock_targets));
+                if (!j.stock_targets) {
+                        pthread_mutex_unlock(&p->lock);
+                        r = -ENOMEM;
+                        goto out;
+                }
+                memcpy(j.stock_targets, p->stock, p->n_stock * sizeof(*p->stock));
+                j.n_stock_targets = p->n_stock;
+        }
         for (size_t i = 0; i < p->n_pools; i++) {
                 struct pool *o = p->pools[i];
                 struct journal_pool *d = &j.pools[j.n_pools];
@@ -173,7 +184,7 @@ int pools_save(struct pools *p)
                 if (o->hold == POOL_REMOVING)
                         continue;
                 *d = *pools_latest(o);
-                if (d->state == POOL_WARMING && o->job) {
+                if ((d->state == POOL_WARMING || d->state == POOL_STOCK_WARMING) && o->job) {
                         struct job_status st;
                         job_get_status(o->job, &st);
                         d->bytes_done = st.bytes_done;
@@ -186,6 +197,7 @@ out:
         pthread_mutex_unlock(&p->save_lock);
         free(j.reservations);
         free(j.pools);
+        free(j.stock_targets);
         return r;
 }
 
@@ -212,7 +224,7 @@ static struct pool *grab_pool(struct pools *p, const char *name)
 {
         for (;;) {
                 struct pool *pool = pools_find(p, name);
-                if (!pool || pool->hold == POOL_CREATING)
+                if (!pool || pool->hold == POOL_CREATING || pools_is_stock(pool))
                         return NULL;
                 if (pool->hold == POOL_FREE) {
                         pools_set_hold(pool, POOL_BUSY);
@@ -332,7 +344,7 @@ int pools_get(struct pools *p, const char *name, struct pool_view *ret)
 
         pthread_mutex_lock(&p->lock);
         pool = pools_find(p, name);
-        if (pool && pool->hold != POOL_CREATING) {
+        if (pool && pool->hold != POOL_CREATING && !pools_is_stock(pool)) {
                 pools_fill_view(pool, ret);
                 r = 0;
         }
@@ -352,7 +364,8 @@ int pools_list(struct pools *p, struct pool_view **ret, size_t *ret_n)
                 return -ENOMEM;
         }
         for (size_t i = 0; i < p->n_pools; i++)
-                if (p->pools[i]->hold != POOL_CREATING && p->pools[i]->hold != POOL_REMOVING)
+                if (p->pools[i]->hold != POOL_CREATING && p->pools[i]->hold != POOL_REMOVING &&
+                    !pools_is_stock(p->pools[i]))
                         pools_fill_view(p->pools[i], &v[n++]);
         pthread_mutex_unlock(&p->lock);
         *ret = v;
@@ -369,7 +382,7 @@ int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct p
         pthread_mutex_lock(&p->lock);
         for (;;) {
                 struct pool *pool = pools_find(p, name);
-                if (!pool || pool->hold == POOL_CREATING) {
+                if (!pool || pool->hold == POOL_CREATING || pools_is_stock(pool)) {
                         r = -ENOENT;
                         break;
                 }
@@ -612,6 +625,15 @@ int pools_new(const struct pools_config *cfg, struct pools **ret)
         if (r < 0)
                 goto fail_jobs;
 
+        if (cfg->n_stock_targets) {
+                struct problem err = {0};
+                r = pools_set_stock(p, cfg->stock_targets, cfg->n_stock_targets, &err);
+                if (r < 0) {
+                        log_err("pools: --stock: %s", err.detail);
+                        r = -EINVAL;
+                        goto fail_jobs;
+                }
+        }
         r = pools_start_upkeep(p);
         if (r < 0)
                 goto fail_jobs;
@@ -649,7 +671,7 @@ void pools_free(struct pools *p)
                         continue;
                 job_cancel(pool->job);
                 pools_set_hold(pool, POOL_BUSY);
-                pools_finish_job(p, pool, true);
+                (void)pools_finish_job(p, pool, true); /* never removes at shutdown */
                 pools_set_hold(pool, POOL_FREE);
                 any = true;
         }
@@ -666,6 +688,7 @@ void pools_free(struct pools *p)
         }
         free(p->pools);
         free(p->resv);
+        free(p->stock);
         pthread_cond_destroy(&p->changed);
         pthread_cond_destroy(&p->kick);
         pthread_mutex_destroy(&p->admit_lock);

@@ -23,7 +23,8 @@
 #define POOL_FILE_MODE 0660
 
 
-/* Pages that warming pools on (NODE, PAGE_SIZE) have yet to take. */
+/* Pages that warming pools and stock refills on (NODE, PAGE_SIZE) have yet
+ * to take. */
 uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size)
 {
         uint64_t pages = 0;
@@ -34,7 +35,7 @@ uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size)
                 uint64_t done = 0;
 
                 if (o->hold == POOL_REMOVING || r->node != node || r->page_size != page_size ||
-                    r->state != POOL_WARMING)
+                    (r->state != POOL_WARMING && r->state != POOL_STOCK_WARMING))
                         continue;
                 if (o->job) {
                         struct job_status st;
@@ -172,7 +173,7 @@ static bool same_spec(const struct journal_pool *r, const struct pool_req *req)
 /* Node NODE must have PAGES free pages of PAGE_SIZE beyond what warming jobs
  * still need; grow its pool when RESERVE.  admit_lock held.  0 or -ENOMEM
  * with ERR set (409 insufficient-hugepages), or a sysfs -errno (500). */
-int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve,
+int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve, bool give_way,
                 struct problem *err)
 {
         struct hp_counts hp;
@@ -196,6 +197,15 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                 avail = hp.free > others ? hp.free - others : 0;
                 if (avail >= pages)
                         return 0;
+                /* Stock pages count as available: stock files of the node
+                 * go before anything is refused or reserved. */
+                if (give_way) {
+                        give_way = false;
+                        if (pools_stock_make_room(p, node, page_size, pages - avail) > 0) {
+                                attempt--;
+                                continue;
+                        }
+                }
                 if (!reserve || attempt > 0) {
                         problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
                                       "node %d needs %" PRIu64 " free pages of %" PRIu64 " bytes; it has %" PRIu64
@@ -233,7 +243,7 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
         }
 }
 
-static int create_file(struct pools *p, const char *path, uint64_t size, struct problem *err)
+int pools_create_file(struct pools *p, const char *path, uint64_t size, struct problem *err)
 {
         _cleanup_close_ int fd = -1;
         int r;
@@ -324,9 +334,12 @@ static int check_registry(struct pools *p, const struct pool_req *req, struct po
                 pools_fill_view(o, ret);
                 return 1;
         }
-        if (p->n_pools >= p->max_pools) {
+        size_t n_real = 0;
+        for (size_t i = 0; i < p->n_pools; i++)
+                n_real += !pools_is_stock(p->pools[i]);
+        if (n_real >= p->max_pools) {
                 problem_raise(err, PROBLEM_TOO_MANY_POOLS, "the daemon holds %zu pools, its limit; delete some first",
-                              p->n_pools);
+                              n_real);
                 err->retry_after = 60;
                 return -ENOSPC;
         }
@@ -368,7 +381,10 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
                 return r > 0 ? 200 : r;
         }
 
-        r = pools_admit(p, req->node, req->page_size, req->size_bytes / req->page_size, req->reserve, err);
+        r = pools_stock_take(p, req, ret, err);
+        if (r != 0)
+                goto out_unlock;
+        r = pools_admit(p, req->node, req->page_size, req->size_bytes / req->page_size, req->reserve, true, err);
         if (r < 0)
                 goto out_unlock;
 
@@ -394,7 +410,7 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
                 goto out_free;
         }
 
-        r = create_file(p, pool->path, req->size_bytes, err);
+        r = pools_create_file(p, pool->path, req->size_bytes, err);
         if (r < 0)
                 goto out_free;
         pool->fd = r;

@@ -202,9 +202,10 @@ void pools_remove_orphans(struct pools *p)
                         continue;
                 }
                 while ((de = readdir(d))) {
-                        /* Only names a pool can have: never the marker, nor
-                         * anything else we could not have created. */
-                        if (!pool_name_valid(de->d_name))
+                        /* Only names a pool or a stock file can have: never
+                         * the marker, nor anything else we could not have
+                         * created. */
+                        if (!pool_name_valid(de->d_name) && !pool_stock_name_valid(de->d_name))
                                 continue;
                         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
                             !S_ISREG(st.st_mode) || has_record(p, dir, de->d_name))

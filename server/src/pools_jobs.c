@@ -68,6 +68,9 @@ int pools_start_job(struct pools *p, struct pool *pool)
                 .size_bytes = pool->rec.size_bytes,
                 .page_size = pool->rec.page_size,
                 .threads = pool->rec.threads,
+                .offset = pool->job_offset,
+                /* Stock refills yield to pool warms on the node. */
+                .prio = pool_state_is_stock(pool->rec.state) ? JOB_PRIO_LOW : JOB_PRIO_NORMAL,
                 .on_done = on_job_done,
                 .arg = pool,
         };
@@ -97,6 +100,25 @@ static void job_outcome(struct pools *p, struct pool *pool, const struct job_sta
         *next = pool->rec;
         *ret_unlink = false;
         next->bytes_done = st->bytes_done;
+        if (pool_state_is_stock(pool->rec.state)) {
+                /* A refill: done joins the stock; anything else removes
+                 * the file (the caller drops the row), except a cancel at
+                 * shutdown, which resumes at the next start. */
+                if (st->state == JOB_DONE && pool_transition(next, POOL_STOCK, NULL, NULL) == 0) {
+                        next->bytes_done = next->size_bytes;
+                        p->stats.stock_refills++;
+                        p->stats.stock_refill_bytes += next->size_bytes;
+                        if (st->finished_ns > st->started_ns) {
+                                double secs = (double)(st->finished_ns - st->started_ns) / 1e9;
+                                p->stats.stock_refill_seconds_sum += secs;
+                                p->stats.stock_refill_seconds_buckets[histogram_bucket(
+                                        METRICS_DURATION_BOUNDS, METRICS_DURATION_BUCKETS, secs)]++;
+                        }
+                } else if (st->state == JOB_FAILED || (st->state == JOB_CANCELLED && !shutdown)) {
+                        *ret_unlink = true;
+                }
+                return;
+        }
         switch (st->state) {
         case JOB_DONE:
                 if (pool_transition(next, POOL_READY, NULL, NULL) < 0)
@@ -133,7 +155,7 @@ static void job_outcome(struct pools *p, struct pool *pool, const struct job_sta
 }
 
 /* Turn POOL's finished job into its new state.  POOL is busy, `lock` not held. */
-void pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
+bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
 {
         struct journal_pool next;
         struct job_status st;
@@ -145,7 +167,7 @@ void pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
         job = pool->job;
         if (!job) {
                 pthread_mutex_unlock(&p->lock);
-                return;
+                return false;
         }
         job_get_status(job, &st);
         pool->last = st;
@@ -158,6 +180,21 @@ void pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
         if (pool->fd >= 0) {
                 close(pool->fd);
                 pool->fd = -1;
+        }
+        pool->job_offset = 0;
+        if (unlink_file && pool_state_is_stock(next.state)) {
+                log_warn("pools: refill of stock file %s %s; removing it", next.name,
+                         st.state == JOB_FAILED ? engine_error_cause(-st.error) : "was cancelled");
+                if (shutdown) {
+                        /* Not now: the next start finds the file gone and
+                         * drops the row. */
+                        if (unlink(pool->path) < 0 && errno != ENOENT)
+                                log_err("pools: cannot remove %s: %m", pool->path);
+                        return false;
+                }
+                if (pools_remove(p, pool, RELEASE_NONE) == 0)
+                        return true;
+                return false;
         }
         if (unlink_file && unlink(pool->path) < 0 && errno != ENOENT)
                 log_err("pools: cannot remove %s of failed pool: %m", pool->path);
@@ -179,6 +216,7 @@ void pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
         r = pools_commit(p, pool, &next);
         if (r < 0)
                 log_err("pools: saving state for pool %s: %s", pool->rec.name, strerror(-r));
+        return false;
 }
 
 /* ---- the upkeep thread ---- */
@@ -254,8 +292,8 @@ static bool upkeep_one(struct pools *p, int64_t *next_expiry)
                 pools_release(p, pool);
                 return true;
         }
-        pools_finish_job(p, pool, false);
-        pools_release(p, pool);
+        if (!pools_finish_job(p, pool, false))
+                pools_release(p, pool);
         return true;
 }
 
@@ -365,6 +403,7 @@ static void *upkeep_thread(void *arg)
                 }
                 while (upkeep_one(p, &next_expiry))
                         ;
+                pools_stock_refill(p);
                 /* The condvar runs on CLOCK_MONOTONIC; convert the
                  * wall-clock expiry to a monotonic deadline. */
                 uint64_t at = p->next_sweep_ns;

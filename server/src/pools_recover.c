@@ -144,7 +144,7 @@ static void reconcile(struct pools *p, struct pool *pool)
         /* Pages already in the file are ours; only the rest must be free. */
         struct problem err = {0};
         uint64_t need = present < r->size_bytes ? (r->size_bytes - present) / r->page_size : 0;
-        if (pools_admit(p, r->node, r->page_size, need, false, &err) < 0) {
+        if (pools_admit(p, r->node, r->page_size, need, false, false, &err) < 0) {
                 close(fd);
                 pool->fd = -1;
                 unlink(pool->path);
@@ -162,6 +162,52 @@ static void reconcile(struct pools *p, struct pool *pool)
         }
         log_info("pools: resuming warm of pool %s (%" PRIu64 " of %" PRIu64 " bytes present)", r->name,
                  present, r->size_bytes);
+}
+
+/* A stock row: keep a complete stock file, resume a refill (low priority),
+ * or say false: the row goes (and its file, if any).  Never handed out
+ * unless its file holds every page. */
+static bool reconcile_stock(struct pools *p, struct pool *pool)
+{
+        struct journal_pool *r = &pool->rec;
+        struct problem err = {0};
+        struct stat st;
+        int fd, q;
+
+        if (!pool->path[0])
+                return false;
+        fd = open(pool->path, O_RDWR | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                if (fd >= 0)
+                        close(fd);
+                log_notice("pools: stock file %s was gone at start; dropping it", r->name);
+                return false;
+        }
+        uint64_t present = (uint64_t)st.st_blocks * 512;
+        if (r->state == POOL_STOCK && present == r->size_bytes && (uint64_t)st.st_size == r->size_bytes) {
+                close(fd);
+                return true;
+        }
+        if (((uint64_t)st.st_size != r->size_bytes && ftruncate(fd, (off_t)r->size_bytes) < 0) ||
+            pool_transition(r, POOL_STOCK_WARMING, NULL, NULL) < 0)
+                goto drop;
+        pool->present_at_start = present < r->size_bytes ? present : r->size_bytes;
+        uint64_t need = present < r->size_bytes ? (r->size_bytes - present) / r->page_size : 0;
+        if (pools_admit(p, r->node, r->page_size, need, false, false, &err) < 0)
+                goto drop;
+        pool->fd = fd;
+        q = pools_start_job(p, pool);
+        if (q < 0) {
+                pool->fd = -1;
+                goto drop;
+        }
+        log_info("pools: resuming refill of stock file %s (%" PRIu64 " of %" PRIu64 " bytes present)", r->name,
+                 present, r->size_bytes);
+        return true;
+drop:
+        close(fd);
+        log_notice("pools: stock file %s could not be refilled at start; removing it", r->name);
+        return false;
 }
 
 static int load_journal(struct pools *p)
@@ -192,6 +238,16 @@ static int load_journal(struct pools *p)
                 }
                 memcpy(p->resv, j->reservations, j->n_reservations * sizeof(*p->resv));
                 p->n_resv = j->n_reservations;
+        }
+        /* Stock targets are configuration: they hold across reboots too. */
+        if (j->n_stock_targets) {
+                p->stock = calloc(j->n_stock_targets, sizeof(*p->stock));
+                if (!p->stock) {
+                        journal_free(j);
+                        return -ENOMEM;
+                }
+                memcpy(p->stock, j->stock_targets, j->n_stock_targets * sizeof(*p->stock));
+                p->n_stock = j->n_stock_targets;
         }
         if (strcmp(j->boot_id, p->boot_id) != 0) {
                 if (j->n_pools)
@@ -264,8 +320,20 @@ int pools_recover(struct pools *p)
                 return r;
         /* Pages first, then the jobs that need them. */
         reapply_reservations(p);
-        for (size_t i = 0; i < p->n_pools; i++)
-                reconcile(p, p->pools[i]);
+        for (size_t i = 0; i < p->n_pools;) {
+                struct pool *pool = p->pools[i];
+                if (!pool_state_is_stock(pool->rec.state)) {
+                        reconcile(p, pool);
+                        i++;
+                } else if (reconcile_stock(p, pool)) {
+                        i++;
+                } else {
+                        if (pool->path[0])
+                                unlink(pool->path);
+                        pools_drop(p, pool); /* moves the last row here */
+                        free(pool);
+                }
+        }
         pools_remove_orphans(p);
         for (size_t i = 0; i < p->n_pools; i++)
                 if (p->pools[i]->rec.state == POOL_READY && p->pools[i]->rec.claimed &&

@@ -57,6 +57,7 @@ static const struct problem_type catalog[PROBLEM__COUNT] = {
         [PROBLEM_POPULATE_FAILED] = { "populate-failed", 500, "Warming failed" },
         [PROBLEM_FILE_MISSING] = { "file-missing", 500, "Pool file missing" },
         [PROBLEM_CANCELLED] = { "cancelled", 500, "Warming cancelled" },
+        [PROBLEM_STOCK_TOO_LARGE] = { "stock-too-large", 409, "Stock targets do not fit the node" },
 };
 
 const struct problem_type *problem_type(enum problem_id id)

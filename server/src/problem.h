@@ -60,6 +60,8 @@ enum problem_id {
         PROBLEM_POPULATE_FAILED,
         PROBLEM_FILE_MISSING,
         PROBLEM_CANCELLED,
+        /* stock (issue 12) */
+        PROBLEM_STOCK_TOO_LARGE,
         PROBLEM__COUNT
 };
 
