@@ -82,6 +82,7 @@ static const struct {
         { POOL_STOCK_WARMING, POOL_STOCK, "every page of the stock file populated" },
         { POOL_STOCK, POOL_STOCK_WARMING, "the stock file lost pages while the daemon was down: refill" },
         { POOL_STOCK, POOL_READY, "handed out: renamed into place as a ready pool" },
+        { POOL_STOCK, POOL_WARMING, "handed out grown: renamed, enlarged, only the part it gained warms" },
 };
 
 const char *pool_state_name(enum pool_state s)

@@ -20,7 +20,8 @@
  * Stock files (issue 12) are rows of the same table, not flags:
  *
  *   new ──refill──> stock-warming ──populated──> stock ──handed out (rename)──> ready
- *                    ↺ resumed at start      └─(start: file lost pages)─> stock-warming
+ *                    ↺ resumed at start      │ └─(start: file lost pages)─> stock-warming
+ *                                            └─handed out grown (rename, ftruncate)─> warming
  *
  * A stock refill that fails or is cancelled is simply removed (removal is
  * not a state), so stock has no final states of its own.

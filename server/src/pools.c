@@ -125,6 +125,8 @@ void pools_fill_view(struct pool *pool, struct pool_view *v)
         }
         if (r->state == POOL_READY)
                 done = r->size_bytes;
+        else if (r->state == POOL_WARMING && pool->job)
+                done = pool->job_offset + st.bytes_done;
         else if (r->state == POOL_WARMING && have)
                 done = st.bytes_done;
         v->bytes_done = done < r->size_bytes ? done : r->size_bytes;

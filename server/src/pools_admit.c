@@ -45,7 +45,8 @@ uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size)
                          * more; its pages are already out of `free`. */
                         if (st.state != JOB_RUNNING)
                                 continue;
-                        done = st.bytes_done;
+                        /* A grown stock file's job covers only the part it gained. */
+                        done = o->job_offset + st.bytes_done;
                 } else if (o->hold == POOL_CREATING) {
                         done = 0;
                 } else {

@@ -13,6 +13,7 @@
  * free pages first removes stock files of its node and page size: stock
  * never causes a refusal that would not happen without it. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -397,6 +398,103 @@ void pools_stock_refill(struct pools *p)
 
 /* ---- hand-out ---- */
 
+/* The largest ready stock file of REQ's node and page size smaller than REQ,
+ * renamed to REQ's name, grown, and only the part it gained warmed (normal
+ * priority: it is a pool now).  Same returns as pools_stock_take. */
+static int take_partial(struct pools *p, const struct pool_req *req, struct pool_view *ret, struct problem *err)
+{
+        char old_path[PATH_MAX], new_path[PATH_MAX];
+        struct journal_pool next;
+        struct pool *pool = NULL;
+        uint64_t old_size;
+        int fd, r;
+
+        pthread_mutex_lock(&p->lock);
+        for (size_t i = 0; i < p->n_pools; i++) {
+                struct pool *o = p->pools[i];
+                if (o->hold == POOL_FREE && o->rec.state == POOL_STOCK && o->rec.node == req->node &&
+                    o->rec.page_size == req->page_size && o->rec.size_bytes < req->size_bytes &&
+                    (!pool || o->rec.size_bytes > pool->rec.size_bytes))
+                        pool = o;
+        }
+        if (pool)
+                pools_set_hold(pool, POOL_BUSY);
+        pthread_mutex_unlock(&p->lock);
+        if (!pool)
+                return 0;
+        old_size = pool->rec.size_bytes;
+        /* Only the part it gains needs free pages. */
+        struct problem admit_err = {0};
+        if (pools_admit(p, req->node, req->page_size, (req->size_bytes - old_size) / req->page_size, req->reserve,
+                        true, &admit_err) < 0) {
+                pools_release(p, pool);
+                return 0;
+        }
+        snprintf(old_path, sizeof(old_path), "%s", pool->path);
+        snprintf(new_path, sizeof(new_path), "%s/%s", pools_mount_dir(p, req->page_size), req->name);
+        errno = 0;
+        if (access(new_path, F_OK) == 0 || rename(old_path, new_path) < 0) {
+                log_warn("pools: cannot hand out stock file %s as %s: %s", pool->rec.name, req->name,
+                         errno ? strerror(errno) : "a file of that name exists");
+                pools_release(p, pool);
+                return 0;
+        }
+        fd = open(new_path, O_RDWR | O_CLOEXEC);
+        if (fd < 0 || ftruncate(fd, (off_t)req->size_bytes) < 0) {
+                r = -errno;
+                if (fd >= 0)
+                        close(fd);
+                /* Put it back as it was. */
+                if (truncate(new_path, (off_t)old_size) < 0 || rename(new_path, old_path) < 0)
+                        unlink(new_path);
+                problem_raise(err, PROBLEM_POOL_FILE_ERROR, "growing %s: %s", new_path, strerror(-r));
+                if (access(old_path, F_OK) == 0)
+                        pools_release(p, pool);
+                else if (pools_remove(p, pool, RELEASE_NONE) < 0)
+                        pools_release(p, pool);
+                return r;
+        }
+
+        next = pool->rec;
+        (void)pool_transition(&next, POOL_WARMING, NULL, NULL);
+        snprintf(next.name, sizeof(next.name), "%s", req->name);
+        next.size_bytes = req->size_bytes;
+        next.threads = req->threads;
+        next.ttl_seconds = req->ttl_seconds;
+        next.created_at = next.started_at = pools_now_unix();
+        next.bytes_done = old_size;
+        next.from_stock = POOL_FROM_STOCK_PARTIAL;
+        log_info("pools: pool %s handed out from stock file %s (%" PRIu64 " bytes), growing it to %" PRIu64,
+                 req->name, pool->rec.name, old_size, req->size_bytes);
+        pthread_mutex_lock(&p->lock);
+        snprintf(pool->path, sizeof(pool->path), "%s", new_path);
+        pool->have_last = false;
+        pool->fd = fd;
+        pool->job_offset = old_size;
+        pool->present_at_start = old_size;
+        pthread_mutex_unlock(&p->lock);
+        /* Saved as warming before the job starts: a crash from here on
+         * resumes the whole file at start (populate skips present pages). */
+        r = pools_commit(p, pool, &next);
+        if (r == 0)
+                r = pools_start_job(p, pool);
+        if (r < 0) {
+                problem_raise(err, r == -ENOMEM ? PROBLEM_INSUFFICIENT_HUGEPAGES : PROBLEM_WARM_START_FAILED,
+                              "starting the warm of the part %s gained: %s", req->name, strerror(-r));
+                if (pools_remove(p, pool, RELEASE_NONE) < 0)
+                        pools_release(p, pool);
+                return r;
+        }
+        pthread_mutex_lock(&p->lock);
+        p->stats.stock_partial_hits++;
+        pools_set_hold(pool, POOL_FREE);
+        pools_fill_view(pool, ret);
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+        pools_kick(p);
+        return 201;
+}
+
 int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_view *ret, struct problem *err)
 {
         char old_path[PATH_MAX], new_path[PATH_MAX];
@@ -415,10 +513,14 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
                         pool = o;
         }
         if (!pool) {
-                if (stocked)
-                        p->stats.stock_misses++;
                 pthread_mutex_unlock(&p->lock);
-                return 0;
+                int q = take_partial(p, req, ret, err);
+                if (q == 0 && stocked) {
+                        pthread_mutex_lock(&p->lock);
+                        p->stats.stock_misses++;
+                        pthread_mutex_unlock(&p->lock);
+                }
+                return q;
         }
         pools_set_hold(pool, POOL_BUSY);
         snprintf(old_path, sizeof(old_path), "%s", pool->path);

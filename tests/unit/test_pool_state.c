@@ -27,6 +27,7 @@ static const struct {
         { POOL_STOCK_WARMING, POOL_STOCK },
         { POOL_STOCK, POOL_STOCK_WARMING },
         { POOL_STOCK, POOL_READY },
+        { POOL_STOCK, POOL_WARMING },
 };
 
 static bool expected(enum pool_state from, enum pool_state to)

@@ -182,7 +182,8 @@ TEST(hand_out_by_rename)
         env_fini(&e);
 }
 
-/* Another size is warmed as usual and counted as a miss. */
+/* A size no stock file covers (smaller than all of them) is warmed as
+ * usual and counted as a miss. */
 TEST(miss_warms)
 {
         struct env e;
@@ -193,7 +194,7 @@ TEST(miss_warms)
         struct pools *p = start(&e);
         CHECK_INT(set1(p, 0, 4, 1, &err), ==, 0);
         wait_ready(p, 4, 1);
-        struct pool_req r = req("vm2", 0, 6);
+        struct pool_req r = req("vm2", 0, 3);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
         wait_state(p, "vm2", POOL_READY);
@@ -509,6 +510,70 @@ TEST(journal_rows)
         journal_free(j);
         snprintf(with, sizeof(with), "%.*s\"from_stock\":\"most\",%s", (int)(at - buf), buf, at);
         CHECK_INT(journal_parse(with, strlen(with), &j), ==, -EINVAL);
+}
+
+/* Another size takes the largest smaller ready stock file, grows it and
+ * warms only the part it gained (same inode, from_stock partial). */
+TEST(partial_growth)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        char names[4][64];
+        struct journal_stock_target t[2] = {
+                { .node = 0, .page_size = PAGE, .size_bytes = 2 * PAGE, .count = 1 },
+                { .node = 0, .page_size = PAGE, .size_bytes = 4 * PAGE, .count = 1 },
+        };
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        CHECK_INT(pools_set_stock(p, t, 2, &err), ==, 0);
+        wait_ready(p, 2, 1);
+        wait_ready(p, 4, 1);
+        CHECK_U64(stock_files(&e, names, 4), ==, 2);
+        ino_t ino4 = 0;
+        for (int i = 0; i < 2; i++) {
+                char path[256];
+                struct stat st;
+                snprintf(path, sizeof(path), "%.127s/%.63s", e.mount, names[i]);
+                CHECK_INT(stat(path, &st), ==, 0);
+                if ((uint64_t)st.st_size == 4 * PAGE)
+                        ino4 = st.st_ino;
+        }
+        CHECK(ino4 != 0);
+
+        fake_gate_set(true);
+        struct pool_req r = req("grown", 0, 12);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_STR(pool_state_name(v.state), "warming");
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_PARTIAL);
+        CHECK(inode_of(&e, "grown") == ino4);
+        fake_gate_set(false);
+        wait_state(p, "grown", POOL_READY);
+        CHECK_INT(pools_get(p, "grown", &v), ==, 0);
+        CHECK_U64(v.bytes_done, ==, 12 * PAGE);
+        CHECK_U64(v.placement_verified, ==, 1);
+        char path[256];
+        struct stat st;
+        snprintf(path, sizeof(path), "%.127s/grown", e.mount);
+        CHECK_INT(stat(path, &st), ==, 0);
+        CHECK_U64(st.st_size, ==, 12 * PAGE);
+        CHECK_U64((uint64_t)st.st_blocks * 512, ==, 12 * PAGE);
+        /* The job covered only the 8 pages the file gained. */
+        struct pools_stats s;
+        pools_get_stats(p, &s);
+        CHECK_U64(s.stock_partial_hits, ==, 1);
+        CHECK_U64(s.stock_misses, ==, 0);
+        struct journal *j = load(&e);
+        CHECK_INT(jpool(j, "grown")->from_stock, ==, POOL_FROM_STOCK_PARTIAL);
+        journal_free(j);
+        /* A size smaller than every stock file is a miss. */
+        struct pool_req small = req("small", 0, 1);
+        CHECK_INT(create(p, &small, &v, &err), ==, 201);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
+        wait_state(p, "small", POOL_READY);
+        pools_free(p);
+        env_fini(&e);
 }
 
 TEST_MAIN()
