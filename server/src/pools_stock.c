@@ -117,13 +117,15 @@ static int validate_targets(struct pools *p, const struct journal_stock_target *
                                               "targets %zu and %zu name the same node, page size and size", k, i);
                                 return -EINVAL;
                         }
+        }
+        /* The daemon's setup last: bad input is 4xx whatever the host. */
+        for (size_t i = 0; i < n; i++)
                 if (!pools_mount_dir(p, t[i].page_size)) {
                         problem_raise(err, PROBLEM_NO_HUGETLBFS,
                                       "target %zu: no --hugetlbfs directory is configured for %" PRIu64
                                       "-byte pages", i, t[i].page_size);
                         return -ENODEV;
                 }
-        }
         /* Per (node, page size): all its targets together within the node's
          * hugepages.  Stock only ever takes free pages, so a target larger
          * than the node could never be met. */

@@ -281,5 +281,62 @@ class Reserve(TestCase):
             self.assertEqual(d.read_u64(node_hp(1, M2, "nr_hugepages")), 30)
 
 
+
+class Stock(TestCase):
+    """PUT/GET /v1/stock over HTTP: shapes and every refusal (nothing
+    changes on a refusal).  Pools and refills are unit.stock's and the real
+    kernel tests' business: this daemon has no hugetlbfs."""
+
+    def put_stock(self, d, targets):
+        return d.put("/v1/stock", {"targets": targets})
+
+    def assert_problem(self, r, status, slug):
+        self.assertEqual(r.status, status, r)
+        self.assertEqual(r.headers.get("content-type"), "application/problem+json")
+        self.assertEqual(r.json["type"].rsplit(":", 1)[-1], slug, r.json)
+
+    def test_empty(self):
+        with Daemon() as d:
+            r = d.get("/v1/stock")
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(r.json, {"targets": []})
+            r = self.put_stock(d, [])
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(r.json, {"targets": []})
+
+    def test_refusals(self):
+        one = {"node": 0, "page_size": "2M", "size": "4M", "count": 1}
+        cases = [
+            ([dict(one, node=9)], 404, "unknown-node"),
+            ([dict(one, page_size="64K")], 404, "unknown-page-size"),
+            ([dict(one, size="lots")], 422, "invalid-field"),
+            ([dict(one, size="3M")], 422, "invalid-field"),
+            ([dict(one, count=0)], 422, "invalid-field"),
+            ([dict(one, count=1.5)], 422, "invalid-field"),
+            ([one, dict(one, count=2)], 422, "invalid-field"),
+            ([dict(one, size="4611686018427387904", count=1024)], 422, "invalid-field"),
+            ([{"node": 0, "count": 1}], 422, "invalid-field"),
+            ([one], 503, "no-hugetlbfs"),
+        ]
+        with Daemon() as d:
+            for targets, status, slug in cases:
+                with self.subTest(targets=targets):
+                    self.assert_problem(self.put_stock(d, targets), status, slug)
+                    self.assertEqual(d.get("/v1/stock").json, {"targets": []})
+            self.assert_problem(d.put("/v1/stock", {"targets": {}}), 422, "invalid-field")
+            r = d.request("PUT", "/v1/stock", body=b"{\"targets\": [", ctype="application/json")
+            self.assert_problem(r, 400, "malformed-json")
+
+    def test_bad_flag(self):
+        for arg in ("0:2M:4M", "x:2M:4M:1", "0:2M:4M:0", "0:3M:4M:1"):
+            with self.subTest(arg=arg):
+                d = Daemon(args=("--stock", arg))
+                try:
+                    d.start(expect_ok=False)
+                    rc = d.proc.wait(15)
+                finally:
+                    d.__exit__()
+                self.assertNotEqual(rc, 0, d.log)
+
 if __name__ == "__main__":
     main()
