@@ -427,8 +427,10 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
         old_size = pool->rec.size_bytes;
         /* Only the part it gains needs free pages. */
         struct problem admit_err = {0};
+        /* No giving way here: it would wait for the row we hold.  A
+         * refusal falls back to an ordinary create, which gives way. */
         if (pools_admit(p, req->node, req->page_size, (req->size_bytes - old_size) / req->page_size, req->reserve,
-                        true, &admit_err) < 0) {
+                        false, &admit_err) < 0) {
                 pools_release(p, pool);
                 return 0;
         }
@@ -585,8 +587,20 @@ uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, ui
         pthread_mutex_lock(&p->lock);
         for (size_t i = 0; i < p->n_pools; i++) {
                 const struct pool *o = p->pools[i];
-                if (o->hold == POOL_FREE && pool_state_is_stock(o->rec.state) && o->rec.node == node &&
-                    o->rec.page_size == page_size)
+                if (!pool_state_is_stock(o->rec.state) || o->rec.node != node || o->rec.page_size != page_size)
+                        continue;
+                if (o->hold == POOL_BUSY) {
+                        /* The upkeep thread finishing its refill: wait, or
+                         * a create could be refused for a moment the stock
+                         * would have covered.  Nobody holding a stock row
+                         * waits for admit_lock (which we hold), and refills
+                         * are only created under it. */
+                        pthread_cond_wait(&p->changed, &p->lock);
+                        held = 0;
+                        i = (size_t)-1;
+                        continue;
+                }
+                if (o->hold == POOL_FREE)
                         held += o->rec.size_bytes / page_size;
         }
         pthread_mutex_unlock(&p->lock);
