@@ -303,6 +303,12 @@ class Stock(TestCase):
             r = self.put_stock(d, [])
             self.assertEqual(r.status, 200, r)
             self.assertEqual(r.json, {"targets": []})
+            m = d.get("/metrics").body.decode()
+            for series in ('hpwarmd_stock_requests_total{result="hit"} 0',
+                           'hpwarmd_stock_requests_total{result="miss"} 0',
+                           "hpwarmd_stock_given_way_total 0",
+                           "hpwarmd_stock_refill_duration_seconds_count 0"):
+                self.assertIn(series, m)
 
     def test_refusals(self):
         one = {"node": 0, "page_size": "2M", "size": "4M", "count": 1}
