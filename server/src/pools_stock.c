@@ -512,8 +512,19 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
                 stocked |= p->stock[k].node == req->node && p->stock[k].page_size == req->page_size;
         for (size_t i = 0; i < p->n_pools && !pool; i++) {
                 struct pool *o = p->pools[i];
-                if (o->hold == POOL_FREE && o->rec.state == POOL_STOCK && o->rec.node == req->node &&
-                    o->rec.page_size == req->page_size && o->rec.size_bytes == req->size_bytes)
+                if (!pool_state_is_stock(o->rec.state) || o->rec.node != req->node ||
+                    o->rec.page_size != req->page_size || o->rec.size_bytes != req->size_bytes)
+                        continue;
+                if (o->hold == POOL_BUSY) {
+                        /* The upkeep thread is finishing its refill (it
+                         * shows "stock" in GET /v1/stock already): wait
+                         * for it rather than warm cold.  Whoever holds a
+                         * stock row never waits for admit_lock. */
+                        pthread_cond_wait(&p->changed, &p->lock);
+                        i = (size_t)-1;
+                        continue;
+                }
+                if (o->hold == POOL_FREE && o->rec.state == POOL_STOCK)
                         pool = o;
         }
         if (!pool) {
