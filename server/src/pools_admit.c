@@ -144,6 +144,17 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
         int r;
 
         pthread_mutex_lock(&p->admit_lock);
+        /* A shrink below the pages in use: stock files of the node give
+         * their pages back first (refills, then ready files), when that
+         * lets the shrink complete; the stock never makes it fall short. */
+        pthread_mutex_lock(&p->lock);
+        needed = pools_pages_still_needed(p, req->node, req->page_size);
+        pthread_mutex_unlock(&p->lock);
+        if (topo_read_hugepages(p->cfg.fs, req->node, req->page_size, &hp) == 0 && req->count < hp.total) {
+                uint64_t held = (hp.total > hp.free ? hp.total - hp.free : 0) + needed;
+                if (req->count < held)
+                        (void)pools_stock_make_room(p, req->node, req->page_size, held - req->count);
+        }
         /* Progress before counts, as in pools_admit(). */
         pthread_mutex_lock(&p->lock);
         needed = pools_pages_still_needed(p, req->node, req->page_size);

@@ -576,4 +576,36 @@ TEST(partial_growth)
         env_fini(&e);
 }
 
+/* A reservation that shrinks the node below its pages in use gets the
+ * stock's pages: stock files go first (the fixture's counters stand in for
+ * the kernel: 16 of 64 pages held by two ready stock files). */
+TEST(gives_way_to_reservations)
+{
+        struct env e;
+        struct problem err;
+        struct reserve_result res;
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        CHECK_INT(set1(p, 0, 8, 2, &err), ==, 0);
+        wait_ready(p, 8, 2);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "48\n");
+        /* Down to 60: free pages cover it, the stock stays. */
+        struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = 60 };
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        struct pools_stats st;
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_given_way, ==, 0);
+        CHECK_U64(stock_of(p, 8).ready, ==, 2);
+        /* Down to 10: 16 in use, so 6 must come from the stock: one file. */
+        fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "64\n");
+        rq.count = 10;
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_given_way, ==, 1);
+        CHECK_U64(stock_of(p, 8).ready + stock_of(p, 8).warming, ==, 1);
+        pools_free(p);
+        env_fini(&e);
+}
+
 TEST_MAIN()
