@@ -10,6 +10,9 @@ pkgs=(
   qemu-system-x86 busybox-static cpio # two-node QEMU guest test (qemu.numa)
   wrk strace                         # load test; the bench cross-checks QEMU with strace
   systemd                            # systemd-analyze verify of the units
+  debhelper dpkg-dev fakeroot lintian # package.deb: build the .debs (debian/) and lint them
+  adduser                            # package.deb installs hpwarmd, whose postinst adds a group
+  prometheus                         # promtool: deploy.prometheus checks the alert rules and their tests
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -11,7 +11,15 @@
   --syntax-only` on the static scrape config.  Without promtool those checks
   are reported as skipped, and the test still passes on the rest.
 
-Usage: check_manifests.py DEPLOY_DIR [SERVER_SRC_DIR]
+With HPWARMD (the built daemon) also: every --flag in the DaemonSet's args
+appears in `hpwarmd --help`.  Schema-ish checks of every Kubernetes object
+(apiVersion, kind, metadata.name; the DaemonSet's selector matches its pod
+labels, every volumeMount names a volume, every container has an image),
+the image is a real-looking reference with the project's version as tag,
+TCP is served with TLS and tokens or client certificates, the seccomp
+profile is not Unconfined, and hpwarmd.socket sets SocketGroup=.
+
+Usage: check_manifests.py DEPLOY_DIR [SERVER_SRC_DIR [HPWARMD]]
 """
 import glob
 import os
@@ -21,6 +29,8 @@ import subprocess
 import sys
 
 ERRORS = []
+HPWARMD = None
+PROJECT_VERSION = None
 
 
 def fail(msg):
@@ -61,14 +71,96 @@ def check_daemonset(docs):
     if probe.get("path") != "/v1/health":
         fail("DaemonSet: liveness probe must GET /v1/health")
     if c.get("securityContext", {}).get("privileged"):
-        fail("DaemonSet: runs privileged; the README promises CAP_CHOWN only")
+        fail("DaemonSet: runs privileged; the README promises CAP_CHOWN and CAP_SYS_NICE only")
+    check_daemonset_schema(ds[0], spec, c, args, vols)
+
+
+def flag_value(args, flag):
+    for a in args:
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def check_daemonset_schema(ds, spec, c, args, vols):
+    sel = ds["spec"].get("selector", {}).get("matchLabels", {})
+    labels = ds["spec"]["template"].get("metadata", {}).get("labels", {})
+    if not sel or any(labels.get(k) != v for k, v in sel.items()):
+        fail(f"DaemonSet: selector {sel} does not match the pod labels {labels}")
+    for cont in spec.get("containers", []):
+        if not cont.get("name") or not cont.get("image"):
+            fail("DaemonSet: a container lacks name or image")
+        for m in cont.get("volumeMounts", []):
+            if m.get("name") not in vols:
+                fail(f"DaemonSet: volumeMount {m.get('mountPath')} names no volume ({m.get('name')})")
+    image = c.get("image", "")
+    m = re.fullmatch(r"([a-z0-9.-]+(?::\d+)?)/([A-Za-z0-9._/-]+):([A-Za-z0-9._-]+)", image)
+    if not m:
+        fail(f"DaemonSet: image {image!r} is not REGISTRY/PATH:TAG")
+    else:
+        if m.group(1).endswith("example.com"):
+            fail(f"DaemonSet: image {image!r} names a registry that does not exist; use the documented placeholder")
+        if PROJECT_VERSION and m.group(3) != PROJECT_VERSION:
+            fail(f"DaemonSet: image tag {m.group(3)} is not the project version {PROJECT_VERSION}")
+    sc = c.get("securityContext", {})
+    prof = (sc.get("seccompProfile") or spec.get("securityContext", {}).get("seccompProfile") or {}).get("type")
+    if prof not in ("RuntimeDefault", "Localhost"):
+        fail(f"DaemonSet: seccompProfile {prof!r}: use RuntimeDefault or a Localhost profile")
+    caps = set(sc.get("capabilities", {}).get("add", []))
+    if caps - {"CHOWN", "SYS_NICE"}:
+        fail(f"DaemonSet: capabilities beyond CHOWN and SYS_NICE: {sorted(caps)}")
+    listen = flag_value(args, "--listen")
+    if listen and not listen.startswith(("127.", "[::1]", "localhost")):
+        if not (flag_value(args, "--tls-cert") and flag_value(args, "--tls-key")):
+            fail(f"DaemonSet: --listen={listen} without --tls-cert/--tls-key: tokens would cross the network in clear")
+        if not (flag_value(args, "--token-file") or flag_value(args, "--tls-client-ca")):
+            fail(f"DaemonSet: --listen={listen} requires neither tokens nor client certificates")
+        for probe in ("livenessProbe", "readinessProbe"):
+            if c.get(probe, {}).get("httpGet", {}).get("scheme") != "HTTPS":
+                fail(f"DaemonSet: {probe} must use scheme HTTPS (the listener is TLS-only)")
+    mounts = [m["mountPath"] for m in c.get("volumeMounts", [])]
+    for flag in ("--tls-cert", "--tls-key", "--token-file", "--read-token-file", "--tls-client-ca"):
+        path = flag_value(args, flag)
+        if path and not any(path.startswith(mp.rstrip("/") + "/") for mp in mounts):
+            fail(f"DaemonSet: {flag}={path} is not under a mounted volume")
+    if HPWARMD:
+        r = subprocess.run([HPWARMD, "--help"], capture_output=True, text=True)
+        helptext = r.stdout + r.stderr
+        known = set(re.findall(r"(--[a-z][a-z0-9-]*)", helptext))
+        if not known:
+            fail(f"{HPWARMD} --help lists no flags")
+        for a in args:
+            if a.startswith("--"):
+                flag = a.split("=", 1)[0]
+                if flag not in known:
+                    fail(f"DaemonSet: {flag} is not an hpwarmd flag (not in hpwarmd --help)")
+
+
+def check_objects(path, docs):
+    for d in docs:
+        for key in ("apiVersion", "kind"):
+            if not d.get(key):
+                fail(f"{path}: an object lacks {key}")
+        if not d.get("metadata", {}).get("name"):
+            fail(f"{path}: a {d.get('kind')} lacks metadata.name")
+
+
+def check_socket_unit(deploy):
+    path = os.path.join(deploy, "systemd", "hpwarmd.socket")
+    with open(path, encoding="utf-8") as f:
+        if not re.search(r"^SocketGroup=\S+", f.read(), re.M):
+            fail(f"{path}: SocketGroup= is not set (who may use the API socket)")
 
 
 def exported_metrics(server_src):
     names = set()
     for path in glob.glob(os.path.join(server_src, "*.c")):
         with open(path, encoding="utf-8", errors="replace") as f:
-            names.update(re.findall(r'"(hpwarmd_[a-z0-9_]+)"', f.read()))
+            text = f.read()
+        names.update(re.findall(r'"(hpwarmd_[a-z0-9_]+)"', text))
+        # Histogram families are exposed as NAME_bucket, NAME_sum, NAME_count.
+        for h in re.findall(r'(?:histogram_vec_new|prom_histogram)\(\s*(?:p,\s*)?"(hpwarmd_[a-z0-9_]+)"', text):
+            names.update(h + s for s in ("_bucket", "_sum", "_count"))
     return names
 
 
@@ -95,10 +187,19 @@ def promtool(args, cwd):
 
 
 def main(argv):
-    if len(argv) not in (2, 3):
+    global HPWARMD, PROJECT_VERSION
+    if len(argv) not in (2, 3, 4):
         print(__doc__)
         return 2
     deploy = argv[1]
+    if len(argv) == 4:
+        HPWARMD = argv[3]
+    try:
+        with open(os.path.join(deploy, "..", "CMakeLists.txt"), encoding="utf-8") as f:
+            m = re.search(r"project\(hpwarm VERSION ([0-9.]+)", f.read())
+            PROJECT_VERSION = m.group(1) if m else None
+    except OSError:
+        pass
     try:
         import yaml  # noqa: F401
     except ImportError:
@@ -119,13 +220,16 @@ def main(argv):
 
     ds_path = os.path.join(deploy, "kubernetes", "hpwarmd-daemonset.yaml")
     if ds_path in parsed:
+        check_objects(ds_path, parsed[ds_path])
         check_daemonset(parsed[ds_path])
     else:
         fail(f"{ds_path}: missing")
 
+    check_socket_unit(deploy)
+
     prom = os.path.join(deploy, "prometheus")
     rules = os.path.join(prom, "alerts.yaml")
-    if len(argv) == 3 and rules in parsed:
+    if len(argv) >= 3 and rules in parsed:
         check_rule_metrics(parsed[rules], argv[2])
 
     if shutil.which("promtool"):

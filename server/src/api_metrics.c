@@ -117,9 +117,10 @@ static void registry_counters(struct app *app, struct prom *p)
                 &s.orphan_files_removed, 1);
         counter(p, "hpwarmd_warmed_bytes_total", "Bytes populated (zeroed) by finished warm jobs.", NULL, NULL,
                 &s.bytes_warmed_total, 1);
-        prom_header(p, "hpwarmd_warm_duration_seconds", "Duration of warm jobs that reached ready.", "summary");
-        prom_sample_double(p, "hpwarmd_warm_duration_seconds_sum", NULL, 0, s.job_seconds_sum);
-        prom_sample_u64(p, "hpwarmd_warm_duration_seconds_count", NULL, 0, s.job_seconds_count);
+        prom_header(p, "hpwarmd_warm_duration_seconds", "Duration of warm jobs that reached ready, from "
+                    "start to the last page populated and placement checked.", "histogram");
+        prom_histogram(p, "hpwarmd_warm_duration_seconds", NULL, 0, METRICS_DURATION_BOUNDS, METRICS_DURATION_BUCKETS,
+                       s.job_seconds_buckets, s.job_seconds_sum);
         counter(p, "hpwarmd_reservations_total", "Reservations (nr_hugepages writes) by result.", "result",
                 (const char *const[]){"ok", "partial", "shortfall", "refused", "error"},
                 (const uint64_t[]){s.reservations_ok, s.reservations_partial, s.reservations_shortfall,
@@ -136,8 +137,7 @@ void api_metrics(const struct req *req, struct resp *resp)
         node_gauges(app, p);
         pool_gauges(app, p);
         registry_counters(app, p);
-        if (app->http_requests)
-                counter_vec_emit(app->http_requests, p);
+        http_metrics_emit(app->http_metrics, p);
         char *text = prom_finish(p);
         if (!text) {
                 api_oom(resp);

@@ -12,7 +12,7 @@ struct sysfs;
 struct topo;
 struct engine;
 struct pools;
-struct counter_vec;
+struct http_metrics;
 
 struct app {
         struct sysfs *fs;
@@ -20,6 +20,6 @@ struct app {
         struct engine *engine;
         struct pools *pools;
         uint64_t memory_floor;          /* bytes per node */
-        struct counter_vec *http_requests; /* route, method, code */
+        struct http_metrics *http_metrics; /* requests by route, method, code; latency */
         atomic_bool stopping;           /* SIGTERM seen: mutations answer 503 */
 };

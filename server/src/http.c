@@ -122,6 +122,7 @@ struct hreq {
         struct resp resp;
         char method[16];
         char path[1024];
+        uint64_t started_ns;     /* headers arrived (CLOCK_MONOTONIC): request latency */
         struct hreq *next; /* in a workq */
 };
 
@@ -184,20 +185,6 @@ static bool dispatch(struct app *app, struct req *req, bool too_large, struct re
         }
         route->handler(req, resp);
         return resp->work != NULL;
-}
-
-static void count_request(struct app *app, const struct req *req, int status)
-{
-        char code[8];
-        snprintf(code, sizeof(code), "%d", status);
-        /* Unknown methods would let a client grow the label table: fold them. */
-        static const char *const known[] = {"GET", "PUT", "POST", "DELETE", "HEAD", "PATCH", "OPTIONS"};
-        const char *method = "other";
-        for (size_t i = 0; i < ARRAY_SIZE(known); i++)
-                if (strcmp(req->method, known[i]) == 0)
-                        method = known[i];
-        if (app->http_requests)
-                counter_vec_inc(app->http_requests, req->route ? req->route : "unmatched", method, code);
 }
 
 /* Encode RESP into (status, body, content type); takes the body. */
@@ -449,7 +436,8 @@ static enum MHD_Result queue(struct hreq *h)
                 MHD_add_response_header(mr, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                         h->invalid_token ? "Bearer realm=\"hpwarmd\", error=\"invalid_token\""
                                                          : "Bearer realm=\"hpwarmd\"");
-        count_request(h->http->app, &h->req, status);
+        metrics_observe_request(h->http->app->http_metrics, h->req.route, h->req.method, status,
+                                (double)(now_mono_ns() - h->started_ns) / 1e9);
         if (audit_is_mutation(h->method))
                 audit_log(h->who, h->method, h->path, status);
         enum MHD_Result r = MHD_queue_response(h->conn, (unsigned)status, mr);
@@ -568,6 +556,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         return MHD_NO;
                 h->http = l->http;
                 h->conn = conn;
+                h->started_ns = now_mono_ns();
                 *con_cls = h;
                 snprintf(h->method, sizeof(h->method), "%s", method);
                 h->req.method = h->method;
@@ -1061,7 +1050,8 @@ int http_handle_local(struct app *app, const char *method, const char *url, cons
                 resp.work(&resp, resp.ctx);
                 resp.work = NULL;
         }
-        count_request(app, &req, resp.status);
+        /* No socket here: no request latency worth a sample, only the count. */
+        metrics_observe_request(app->http_metrics, req.route, req.method, resp.status, 0);
         *ret_status = resp.status;
         finish_resp(&resp, ret_body, ret_content_type);
         resp_cleanup(&resp);

@@ -532,10 +532,11 @@ int main(int argc, char **argv)
         app.engine = engine;
         app.pools = pools;
         app.memory_floor = o.memory_floor;
-        r = counter_vec_new("hpwarmd_http_requests_total", "HTTP requests by route template, method and status code.",
-                            (const char *const[]){"route", "method", "code"}, 3, &app.http_requests);
+        static struct http_metrics http_metrics;
+        r = http_metrics_init(&http_metrics);
         if (r < 0)
                 goto out;
+        app.http_metrics = &http_metrics;
 
         struct http_config hc = {
                 .listen = o.listen, .socket_path = o.socket_path, .socket_gid = o.socket_gid,
@@ -569,8 +570,11 @@ int main(int argc, char **argv)
                         snprintf(listeners + strlen(listeners), sizeof(listeners) - strlen(listeners),
                                  "%sunix:%s", listeners[0] ? " " : "", o.socket_path);
         }
-        log_notice("hpwarmd %s listening on %s; %s; %zu pool dir(s)", HPW_VERSION, listeners, topo_desc,
-                   o.n_mounts);
+        /* The one start-up line: what serves, on which topology, and the
+         * zeroing routine the CPU gave recycles (engine_zero_routine), which
+         * a bench or a slow recycle needs to be read against. */
+        log_notice("hpwarmd %s listening on %s; %s; %zu pool dir(s); zeroing routine %s", HPW_VERSION, listeners,
+                   topo_desc, o.n_mounts, engine_zero_routine(engine));
         char status[600];
         snprintf(status, sizeof(status), "Serving on %s", listeners);
         notify_ready(status);
@@ -620,7 +624,8 @@ out:
         http_stop(http);
         pools_free(pools);
         engine_free(engine);
-        counter_vec_free(app.http_requests);
+        if (app.http_metrics)
+                http_metrics_done(app.http_metrics);
         topo_free(topo);
         sysfs_close(fs);
         access_done(&acc);

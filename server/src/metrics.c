@@ -268,6 +268,8 @@ char *prom_finish(struct prom *p)
 struct series {
         char *values[COUNTER_VEC_MAX_LABELS];
         uint64_t count;
+        uint64_t *buckets; /* histograms: n_bounds + 1 per-bucket counts */
+        double sum;        /* histograms */
 };
 
 struct counter_vec {
@@ -277,6 +279,8 @@ struct counter_vec {
         size_t n_labels;
         struct series *series; /* sorted by values */
         size_t n_series, cap_series;
+        double bounds[HISTOGRAM_MAX_BOUNDS]; /* histograms only */
+        size_t n_bounds;                     /* 0: a counter */
 };
 
 void counter_vec_free(struct counter_vec *cv)
@@ -284,8 +288,11 @@ void counter_vec_free(struct counter_vec *cv)
         if (!cv)
                 return;
         for (size_t i = 0; i < cv->n_series; i++)
+        {
                 for (size_t k = 0; k < cv->n_labels; k++)
                         free(cv->series[i].values[k]);
+                free(cv->series[i].buckets);
+        }
         free(cv->series);
         for (size_t k = 0; k < cv->n_labels; k++)
                 free(cv->label_names[k]);
@@ -371,10 +378,13 @@ static int insert_locked(struct counter_vec *cv, size_t at, const char *const *v
                 cv->series = n;
                 cv->cap_series = cap;
         }
+        if (cv->n_bounds && !(s.buckets = calloc(cv->n_bounds + 1, sizeof(uint64_t))))
+                return -ENOMEM;
         for (size_t k = 0; k < cv->n_labels; k++)
                 if (!(s.values[k] = strdup(values[k]))) {
                         for (size_t j = 0; j < k; j++)
                                 free(s.values[j]);
+                        free(s.buckets);
                         return -ENOMEM;
                 }
         memmove(&cv->series[at + 1], &cv->series[at],
@@ -444,4 +454,214 @@ void counter_vec_emit(struct counter_vec *cv, struct prom *p)
                 prom_sample_u64(p, cv->name, labels, cv->n_labels, cv->series[i].count);
         }
         pthread_mutex_unlock(&cv->lock);
+}
+
+/* ---- histograms ---- */
+
+const double METRICS_DURATION_BOUNDS[METRICS_DURATION_BUCKETS] = {
+        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+        1, 2.5, 5, 10, 30, 60, 120, 300, 600,
+};
+
+size_t histogram_bucket(const double *bounds, size_t n_bounds, double v)
+{
+        size_t i = 0;
+
+        while (i < n_bounds && !(v <= bounds[i]))
+                i++;
+        return i;
+}
+
+void prom_histogram(struct prom *p, const char *name, const struct prom_label *labels, size_t n_labels,
+                    const double *bounds, size_t n_bounds, const uint64_t *counts, double sum)
+{
+        struct prom_label l[COUNTER_VEC_MAX_LABELS + 1];
+        char series[256], le[40];
+        uint64_t cum = 0;
+
+        if (!p || p->failed)
+                return;
+        if (n_labels > COUNTER_VEC_MAX_LABELS || strlen(name) + sizeof("_bucket") > sizeof(series)) {
+                p->failed = true;
+                return;
+        }
+        for (size_t k = 0; k < n_labels; k++)
+                l[k] = labels[k];
+        snprintf(series, sizeof(series), "%s_bucket", name);
+        for (size_t i = 0; i <= n_bounds; i++) {
+                cum += counts[i];
+                if (i < n_bounds)
+                        format_double(le, sizeof(le), bounds[i]);
+                else
+                        snprintf(le, sizeof(le), "+Inf");
+                l[n_labels] = (struct prom_label){"le", le};
+                prom_sample_u64(p, series, l, n_labels + 1, cum);
+        }
+        snprintf(series, sizeof(series), "%s_sum", name);
+        prom_sample_double(p, series, labels, n_labels, sum);
+        snprintf(series, sizeof(series), "%s_count", name);
+        prom_sample_u64(p, series, labels, n_labels, cum);
+}
+
+struct histogram_vec {
+        struct counter_vec *cv; /* with n_bounds > 0 */
+};
+
+int histogram_vec_new(const char *name, const char *help, const double *bounds, size_t n_bounds,
+                      const char *const *label_names, size_t n_labels, struct histogram_vec **ret)
+{
+        struct histogram_vec *hv;
+        int r;
+
+        if (n_bounds < 1 || n_bounds > HISTOGRAM_MAX_BOUNDS)
+                return -EINVAL;
+        for (size_t i = 0; i < n_bounds; i++)
+                if (!isfinite(bounds[i]) || (i && !(bounds[i] > bounds[i - 1])))
+                        return -EINVAL;
+        for (size_t k = 0; k < n_labels; k++)
+                if (label_names[k] && strcmp(label_names[k], "le") == 0)
+                        return -EINVAL;
+        hv = calloc(1, sizeof(*hv));
+        if (!hv)
+                return -ENOMEM;
+        r = counter_vec_new(name, help, label_names, n_labels, &hv->cv);
+        if (r < 0) {
+                free(hv);
+                return r;
+        }
+        memcpy(hv->cv->bounds, bounds, n_bounds * sizeof(double));
+        hv->cv->n_bounds = n_bounds;
+        *ret = hv;
+        return 0;
+}
+
+void histogram_vec_free(struct histogram_vec *hv)
+{
+        if (!hv)
+                return;
+        counter_vec_free(hv->cv);
+        free(hv);
+}
+
+int histogram_vec_observe(struct histogram_vec *hv, const char *const *values, size_t n_values, double v)
+{
+        struct counter_vec *cv;
+        bool found;
+        size_t at;
+        int r = 0;
+
+        if (!hv || !values_ok(hv->cv, values, n_values) || isnan(v))
+                return -EINVAL;
+        cv = hv->cv;
+        pthread_mutex_lock(&cv->lock);
+        at = find(cv, values, &found);
+        if (!found)
+                r = insert_locked(cv, at, values);
+        if (r == 0) {
+                cv->series[at].count++;
+                cv->series[at].buckets[histogram_bucket(cv->bounds, cv->n_bounds, v)]++;
+                cv->series[at].sum += v;
+        }
+        pthread_mutex_unlock(&cv->lock);
+        return r;
+}
+
+void histogram_vec_get(struct histogram_vec *hv, const char *const *values, size_t n_values,
+                       uint64_t *ret_counts, double *ret_sum)
+{
+        bool found;
+        size_t at;
+
+        if (!hv)
+                return;
+        memset(ret_counts, 0, (hv->cv->n_bounds + 1) * sizeof(uint64_t));
+        *ret_sum = 0;
+        if (!values_ok(hv->cv, values, n_values))
+                return;
+        pthread_mutex_lock(&hv->cv->lock);
+        at = find(hv->cv, values, &found);
+        if (found) {
+                memcpy(ret_counts, hv->cv->series[at].buckets, (hv->cv->n_bounds + 1) * sizeof(uint64_t));
+                *ret_sum = hv->cv->series[at].sum;
+        }
+        pthread_mutex_unlock(&hv->cv->lock);
+}
+
+void histogram_vec_emit(struct histogram_vec *hv, struct prom *p)
+{
+        struct prom_label labels[COUNTER_VEC_MAX_LABELS];
+        struct counter_vec *cv;
+
+        if (!hv || !p)
+                return;
+        cv = hv->cv;
+        prom_header(p, cv->name, cv->help, "histogram");
+        pthread_mutex_lock(&cv->lock);
+        for (size_t i = 0; i < cv->n_series; i++) {
+                for (size_t k = 0; k < cv->n_labels; k++)
+                        labels[k] = (struct prom_label){cv->label_names[k], cv->series[i].values[k]};
+                prom_histogram(p, cv->name, labels, cv->n_labels, cv->bounds, cv->n_bounds, cv->series[i].buckets,
+                               cv->series[i].sum);
+        }
+        pthread_mutex_unlock(&cv->lock);
+}
+
+/* ---- HTTP request signals ---- */
+
+int http_metrics_init(struct http_metrics *m)
+{
+        int r;
+
+        *m = (struct http_metrics){0};
+        r = counter_vec_new("hpwarmd_http_requests_total", "HTTP requests by route template, method and status code.",
+                            (const char *const[]){"route", "method", "code"}, 3, &m->requests);
+        if (r < 0)
+                return r;
+        r = histogram_vec_new("hpwarmd_http_request_duration_seconds",
+                              "Time from a request's headers to its response being queued, by route template "
+                              "and method (long-polls included).",
+                              METRICS_DURATION_BOUNDS, METRICS_DURATION_BUCKETS,
+                              (const char *const[]){"route", "method"}, 2, &m->duration);
+        if (r < 0) {
+                http_metrics_done(m);
+                return r;
+        }
+        return 0;
+}
+
+void http_metrics_done(struct http_metrics *m)
+{
+        counter_vec_free(m->requests);
+        histogram_vec_free(m->duration);
+        *m = (struct http_metrics){0};
+}
+
+void metrics_observe_request(struct http_metrics *m, const char *route, const char *method, int status,
+                             double seconds)
+{
+        static const char *const known[] = {"GET", "PUT", "POST", "DELETE", "HEAD", "PATCH", "OPTIONS"};
+        const char *mth = "other";
+        char code[12];
+
+        if (!m)
+                return;
+        for (size_t i = 0; i < ARRAY_SIZE(known); i++)
+                if (method && strcmp(method, known[i]) == 0)
+                        mth = known[i];
+        if (!route)
+                route = "unmatched";
+        snprintf(code, sizeof(code), "%d", status);
+        if (m->requests)
+                counter_vec_inc(m->requests, route, mth, code);
+        if (m->duration)
+                histogram_vec_observe(m->duration, (const char *const[]){route, mth}, 2,
+                                      seconds < 0 ? 0 : seconds);
+}
+
+void http_metrics_emit(struct http_metrics *m, struct prom *p)
+{
+        if (!m)
+                return;
+        counter_vec_emit(m->requests, p);
+        histogram_vec_emit(m->duration, p);
 }

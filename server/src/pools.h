@@ -25,6 +25,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "journal.h"
+#include "metrics.h"
 #include "pool.h"
 #include "problem.h"
 #include "reserve.h"
@@ -207,6 +209,8 @@ struct pools_stats {
         uint64_t bytes_warmed_total;       /* counter: bytes populated by finished jobs */
         double job_seconds_sum;            /* over finished (ready) jobs */
         uint64_t job_seconds_count;
+        /* The same jobs per METRICS_DURATION_BOUNDS bucket (last: +Inf). */
+        uint64_t job_seconds_buckets[METRICS_DURATION_BUCKETS + 1];
         uint64_t reservations_ok, reservations_partial, reservations_shortfall,
                 reservations_refused, reservations_error;
 };

@@ -105,8 +105,11 @@ static void job_outcome(struct pools *p, struct pool *pool, const struct job_sta
                 p->stats.jobs_ready++;
                 p->stats.bytes_warmed_total += next->size_bytes;
                 if (st->finished_ns > st->started_ns) {
-                        p->stats.job_seconds_sum += (double)(st->finished_ns - st->started_ns) / 1e9;
+                        double secs = (double)(st->finished_ns - st->started_ns) / 1e9;
+                        p->stats.job_seconds_sum += secs;
                         p->stats.job_seconds_count++;
+                        p->stats.job_seconds_buckets[histogram_bucket(METRICS_DURATION_BOUNDS,
+                                                                      METRICS_DURATION_BUCKETS, secs)]++;
                 }
                 break;
         case JOB_FAILED:

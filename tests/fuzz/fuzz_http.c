@@ -98,6 +98,7 @@ static struct {
         struct engine *engine;
         struct pools *pools;
         struct app app;
+        struct http_metrics http_metrics;
         struct {
                 char path[512];
                 char text[SAVED_FILE_MAX];
@@ -194,7 +195,7 @@ static void teardown(void)
                 return;
         pools_free(g.pools);
         engine_free(g.engine);
-        counter_vec_free(g.app.http_requests);
+        http_metrics_done(&g.http_metrics);
         topo_free(g.topo);
         sysfs_close(g.fs);
         remove_root();
@@ -257,10 +258,9 @@ static void setup(void)
         };
         if ((r = pools_new(&pc, &g.pools)) < 0)
                 die("pools_new", -r);
-        if ((r = counter_vec_new("hpwarmd_http_requests_total", "HTTP requests.",
-                                 (const char *const[]){ "route", "method", "code" }, 3,
-                                 &g.app.http_requests)) < 0)
-                die("counter_vec_new", -r);
+        if ((r = http_metrics_init(&g.http_metrics)) < 0)
+                die("http_metrics_init", -r);
+        g.app.http_metrics = &g.http_metrics;
         g.app.fs = g.fs;
         g.app.topo = g.topo;
         g.app.engine = g.engine;

@@ -117,7 +117,7 @@ class Stop(TestCase):
                 self.assertLess(time.monotonic() - t0, 5)
                 s.close()
                 self.assertIsNotNone(d.wait_log(r"received SIGTERM"))
-                self.assertIsNotNone(d.wait_log(r"<5>stopped$"))
+                self.assertIsNotNone(d.wait_log(r"notice: stopped$"))
             self.assertFalse(os.path.exists(path))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -181,7 +181,7 @@ class TokenFiles(TestCase):
     def test_group_readable_warns(self):
         a = write_secret(os.path.join(self.tmp, "a"), ADMIN[0] + "\n", 0o640)
         with Daemon(args=["--token-file", a]) as d:
-            self.assertIsNotNone(d.wait_log(r"<4>tokens: .*accessible to its group"))
+            self.assertIsNotNone(d.wait_log(r"warning: tokens: .*accessible to its group"))
             self.assertEqual(d.get("/v1/nodes", headers=bearer(ADMIN[0])).status, 200)
 
     def test_bad_files_refused(self):

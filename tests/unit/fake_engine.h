@@ -1,4 +1,4 @@
-/* Engine ops for tests that run the real engine (engine.c) without the
+/* Engine ops for tests that run the real engine (engine*.c) without the
  * machine's NUMA layout or without touching memory.  One copy, shared by the
  * pools unit tests and the HTTP fuzz target.
  *

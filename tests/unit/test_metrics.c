@@ -208,4 +208,107 @@ TEST(counter_vec_threads)
         counter_vec_free(cv);
 }
 
+/* Bucket boundaries are inclusive upper bounds ("le"); beyond the last one
+ * is +Inf; NaN never lands in a finite bucket. */
+TEST(histogram_bucket)
+{
+        const double b[] = { 0.001, 0.01, 1 };
+        CHECK_U64(histogram_bucket(b, 3, 0), ==, 0);
+        CHECK_U64(histogram_bucket(b, 3, 0.001), ==, 0);
+        CHECK_U64(histogram_bucket(b, 3, 0.0011), ==, 1);
+        CHECK_U64(histogram_bucket(b, 3, 1), ==, 2);
+        CHECK_U64(histogram_bucket(b, 3, 1.5), ==, 3);
+        CHECK_U64(histogram_bucket(b, 3, INFINITY), ==, 3);
+        CHECK_U64(histogram_bucket(b, 3, NAN), ==, 3);
+}
+
+/* The duration layout covers 1 ms to 10 min, strictly increasing. */
+TEST(duration_bounds)
+{
+        CHECK(METRICS_DURATION_BOUNDS[0] == 0.001);
+        CHECK(METRICS_DURATION_BOUNDS[METRICS_DURATION_BUCKETS - 1] == 600);
+        for (size_t i = 1; i < METRICS_DURATION_BUCKETS; i++)
+                if (!(METRICS_DURATION_BOUNDS[i] > METRICS_DURATION_BOUNDS[i - 1]))
+                        CHECK_FAIL_("bound %zu (%g) not above bound %zu (%g)", i, METRICS_DURATION_BOUNDS[i], i - 1,
+                                    METRICS_DURATION_BOUNDS[i - 1]);
+}
+
+/* prom_histogram: cumulative buckets, +Inf equal to _count, le last. */
+TEST(histogram_exact)
+{
+        const double b[] = { 0.005, 0.5 };
+        const uint64_t counts[] = { 2, 0, 1 };
+        struct prom *p = prom_new();
+        char *text;
+
+        CHECK(p);
+        prom_header(p, "hpwarmd_warm_duration_seconds", "Warm time.", "histogram");
+        prom_histogram(p, "hpwarmd_warm_duration_seconds", NULL, 0, b, 2, counts, 7.25);
+        text = prom_finish(p);
+        CHECK_STR(text, "# HELP hpwarmd_warm_duration_seconds Warm time.\n"
+                        "# TYPE hpwarmd_warm_duration_seconds histogram\n"
+                        "hpwarmd_warm_duration_seconds_bucket{le=\"0.005\"} 2\n"
+                        "hpwarmd_warm_duration_seconds_bucket{le=\"0.5\"} 2\n"
+                        "hpwarmd_warm_duration_seconds_bucket{le=\"+Inf\"} 3\n"
+                        "hpwarmd_warm_duration_seconds_sum 7.25\n"
+                        "hpwarmd_warm_duration_seconds_count 3\n");
+        free(text);
+}
+
+/* metrics_observe_request: one count per request by {route, method, code},
+ * one latency sample by {route, method}; odd methods fold into "other". */
+TEST(http_metrics)
+{
+        struct http_metrics m;
+        uint64_t counts[METRICS_DURATION_BUCKETS + 1];
+        double sum;
+
+        CHECK_INT(http_metrics_init(&m), ==, 0);
+        metrics_observe_request(&m, "/v1/pools/{name}", "GET", 200, 0.0004);
+        metrics_observe_request(&m, "/v1/pools/{name}", "GET", 200, 42);
+        metrics_observe_request(&m, "/v1/pools/{name}", "GET", 404, 0.002);
+        metrics_observe_request(&m, NULL, "BREW", 405, 0.003);
+        CHECK_U64(counter_vec_get(m.requests, (const char *const[]){ "/v1/pools/{name}", "GET", "200" }, 3), ==, 2);
+        CHECK_U64(counter_vec_get(m.requests, (const char *const[]){ "/v1/pools/{name}", "GET", "404" }, 3), ==, 1);
+        CHECK_U64(counter_vec_get(m.requests, (const char *const[]){ "unmatched", "other", "405" }, 3), ==, 1);
+        histogram_vec_get(m.duration, (const char *const[]){ "/v1/pools/{name}", "GET" }, 2, counts, &sum);
+        CHECK_U64(counts[0], ==, 1);  /* 0.4 ms <= 1 ms */
+        CHECK_U64(counts[1], ==, 1);  /* 2 ms <= 2.5 ms */
+        CHECK_U64(counts[13], ==, 0); /* 30 s */
+        CHECK_U64(counts[14], ==, 1); /* 42 s <= 60 s */
+        CHECK(fabs(sum - 42.0024) < 1e-9);
+
+        struct prom *p = prom_new();
+        http_metrics_emit(&m, p);
+        char *text = prom_finish(p);
+        CHECK(text);
+        CHECK(strstr(text, "# TYPE hpwarmd_http_request_duration_seconds histogram\n"));
+        CHECK(strstr(text, "hpwarmd_http_request_duration_seconds_bucket{route=\"/v1/pools/{name}\","
+                           "method=\"GET\",le=\"0.001\"} 1\n"));
+        CHECK(strstr(text, "hpwarmd_http_request_duration_seconds_bucket{route=\"/v1/pools/{name}\","
+                           "method=\"GET\",le=\"+Inf\"} 3\n"));
+        CHECK(strstr(text, "hpwarmd_http_request_duration_seconds_count{route=\"unmatched\",method=\"other\"} 1\n"));
+        CHECK(strstr(text, "# TYPE hpwarmd_http_requests_total counter\n"));
+        free(text);
+        http_metrics_done(&m);
+}
+
+/* Histograms refuse bounds that are not finite and strictly increasing,
+ * and a label called "le". */
+TEST(histogram_invalid)
+{
+        struct histogram_vec *hv = NULL;
+        const char *const l[] = { "route" }, *const le[] = { "le" };
+        CHECK_INT(histogram_vec_new("a_seconds", "", (const double[]){ 1, 1 }, 2, l, 1, &hv), ==, -EINVAL);
+        CHECK_INT(histogram_vec_new("a_seconds", "", (const double[]){ 2, 1 }, 2, l, 1, &hv), ==, -EINVAL);
+        CHECK_INT(histogram_vec_new("a_seconds", "", (const double[]){ 1, INFINITY }, 2, l, 1, &hv), ==, -EINVAL);
+        CHECK_INT(histogram_vec_new("a_seconds", "", (const double[]){ 1 }, 0, l, 1, &hv), ==, -EINVAL);
+        CHECK_INT(histogram_vec_new("a_seconds", "", (const double[]){ 1 }, 1, le, 1, &hv), ==, -EINVAL);
+        CHECK(hv == NULL);
+        CHECK_INT(histogram_vec_new("a_seconds", "", (const double[]){ 1 }, 1, l, 1, &hv), ==, 0);
+        CHECK_INT(histogram_vec_observe(hv, (const char *const[]){ "x" }, 1, NAN), ==, -EINVAL);
+        CHECK_INT(histogram_vec_observe(hv, (const char *const[]){ "x", "y" }, 2, 1), ==, -EINVAL);
+        histogram_vec_free(hv);
+}
+
 TEST_MAIN()

@@ -1,0 +1,232 @@
+/* engine_job.c: a job's life, from engine_submit to job_free.  Submitting
+ * checks the spec, plans the chunks (plan.c), maps the file's range and binds
+ * the mapping to the node, then puts the job at the head of its node's run
+ * queue, where the node's workers (engine.c) take its chunks.  Whoever
+ * finishes the job (the worker that completes its last chunk, or the thread
+ * in job_cancel) does the rest outside the lock: sum the placement checks,
+ * munmap, on_done.  `finishing` makes sure exactly one of them does, and
+ * `complete` tells job_cancel/job_free that no engine thread will touch the
+ * job again (engine_internal.h has the rules).
+ *
+ * The mapping is MAP_SHARED without MAP_NORESERVE, on purpose: hugetlbfs then
+ * reserves every page of the file at mmap time, so a pool that cannot be had
+ * fails at once with ENOMEM from engine_submit (before any zeroing), and
+ * while it warms no other process can take the pages it will need.  The
+ * reservation is global, not per node: a node that runs dry midway still
+ * shows up as EFAULT from populate.  Populating pages that are already there
+ * is cheap and succeeds, which is what resuming a warm after a restart needs. */
+#include <errno.h>
+#include <numaif.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "engine_internal.h"
+#include "util.h"
+
+/* A zero job must not take pages from the kernel: every page of the file,
+ * up to the job's end at least, must be there already.  hugetlbfs counts
+ * the pages a file holds in st_blocks (512-byte units). */
+static int check_populated(const struct engine *e, const struct job_spec *spec)
+{
+        struct stat st;
+
+        if (e->ops.fstat(spec->fd, &st) < 0)
+                return errno > 0 ? -errno : -EIO;
+        if (st.st_size < 0 || (uint64_t)st.st_size < spec->size_bytes ||
+            (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size)
+                return -ENODATA;
+        return 0;
+}
+
+int engine_submit(struct engine *e, const struct job_spec *spec, struct job **ret)
+{
+        unsigned long mask[NODEMASK_LONGS];
+        struct node_ctx *n;
+        struct job *j;
+        uint64_t len;
+        void *map;
+        int r;
+
+        if (!e || !spec)
+                return -EINVAL;
+        n = node_find(e, spec->node);
+        if (!n)
+                return -ENOENT;
+        if (spec->fd < 0 || spec->size_bytes > SIZE_MAX || spec->offset >= spec->size_bytes ||
+            spec->size_bytes > INT64_MAX || (spec->kind != JOB_POPULATE && spec->kind != JOB_ZERO) ||
+            (spec->prio != JOB_PRIO_NORMAL && spec->prio != JOB_PRIO_LOW))
+                return -EINVAL;
+        /* The mapping starts at OFFSET, which must be on a page (the planner
+         * checks page_size and that the length is a multiple of it). */
+        if (spec->page_size == 0 || spec->offset % spec->page_size != 0)
+                return -EINVAL;
+        len = spec->size_bytes - spec->offset;
+
+        j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        r = (spec->prio == JOB_PRIO_LOW ? plan_make_low : plan_make)(len, spec->page_size, n->n_workers,
+                                                                     spec->threads, &j->plan);
+        if (r == 0 && spec->kind == JOB_ZERO)
+                r = check_populated(e, spec);
+        if (r < 0) {
+                free(j);
+                return r;
+        }
+        j->n = n;
+        j->spec = *spec;
+        j->len = len;
+        link_init(&j->run);
+        link_init(&j->all);
+
+        map = e->ops.mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, spec->fd, (off_t)spec->offset);
+        if (map == MAP_FAILED) {
+                r = errno > 0 ? -errno : -EIO;
+                free(j);
+                return r;
+        }
+        /* The workers' own policy is bound too, but the mapping's policy is
+         * what decides where hugetlb faults take their pages from.  Without
+         * NUMA support in the kernel there is only one node: nothing to bind. */
+        nodemask_set(mask, spec->node);
+        if (e->ops.mbind(map, len, MPOL_BIND, mask, NODEMASK_BITS + 1, 0) < 0 && errno != ENOSYS) {
+                r = errno > 0 ? -errno : -EIO;
+                e->ops.munmap(map, len);
+                free(j);
+                return r;
+        }
+        j->map = map;
+        j->state = JOB_RUNNING;
+        j->started_ns = now_mono_ns();
+
+        pthread_mutex_lock(&n->lock);
+        link_add_tail(&n->jobs, &j->all);
+        /* At the head of its queue: the newcomer has had no chunk yet, so it
+         * is served next among its priority; from then on it takes its turn
+         * at the tail. */
+        link_add_tail(n->run[spec->prio].next, &j->run);
+        j->queued = true;
+        pthread_cond_broadcast(&n->work);
+        pthread_mutex_unlock(&n->lock);
+
+        *ret = j;
+        return 0;
+}
+
+void job_get_status(struct job *j, struct job_status *ret)
+{
+        pthread_mutex_lock(&j->n->lock);
+        *ret = (struct job_status){
+                .state = j->state,
+                .bytes_done = j->bytes_done,
+                .threads = j->plan.threads,
+                .error = j->state == JOB_FAILED ? j->error : 0,
+                .error_offset = j->state == JOB_FAILED ? j->error_offset : 0,
+                .verified = j->verified,
+                .pages_off_node = j->pages_off_node,
+                .started_ns = j->started_ns,
+                .finished_ns = j->finished_ns,
+        };
+        pthread_mutex_unlock(&j->n->lock);
+}
+
+/* Signals everyone waiting on the job that it is complete.  Called once, by
+ * the thread that owned the final phase, after on_done returned. */
+static void job_complete(struct job *j)
+{
+        struct node_ctx *n = j->n;
+
+        pthread_mutex_lock(&n->lock);
+        j->complete = true;
+        pthread_cond_broadcast(&n->changed);
+        pthread_mutex_unlock(&n->lock);
+}
+
+/* Final phase of a job whose chunks are all done or that failed: runs
+ * unlocked, in the worker that did the last chunk. */
+void job_finish(struct job *j)
+{
+        const struct engine *e = j->n->e;
+        uint64_t off = 0;
+        bool verified = false;
+        int error;
+
+        /* No worker writes `error` or the placement sums any more: all
+         * chunks are accounted for. */
+        pthread_mutex_lock(&j->n->lock);
+        error = j->error;
+        verified = error == 0 && !j->check_failed;
+        off = j->off_node_seen;
+        pthread_mutex_unlock(&j->n->lock);
+
+        e->ops.munmap(j->map, j->len);
+
+        pthread_mutex_lock(&j->n->lock);
+        j->map = NULL;
+        j->state = error == 0 ? JOB_DONE : JOB_FAILED;
+        j->verified = verified;
+        j->pages_off_node = verified ? off : 0;
+        j->finished_ns = now_mono_ns();
+        pthread_mutex_unlock(&j->n->lock);
+
+        if (j->spec.on_done)
+                j->spec.on_done(j, j->spec.arg);
+        job_complete(j);
+}
+
+void job_cancel(struct job *j)
+{
+        struct node_ctx *n;
+
+        if (!j)
+                return;
+        n = j->n;
+        pthread_mutex_lock(&n->lock);
+        if (j->finishing) {
+                /* Finishing on its own (or another cancel): wait until it is
+                 * complete so that on_done has run when we return. */
+                while (!j->complete)
+                        pthread_cond_wait(&n->changed, &n->lock);
+                pthread_mutex_unlock(&n->lock);
+                return;
+        }
+        j->cancel = true;
+        j->finishing = true;
+        if (j->queued)
+                node_unqueue(n, j);
+        while (j->active > 0)
+                pthread_cond_wait(&n->changed, &n->lock);
+        pthread_mutex_unlock(&n->lock);
+
+        /* No worker is inside a chunk and none will enter one. */
+        n->e->ops.munmap(j->map, j->len);
+
+        pthread_mutex_lock(&n->lock);
+        j->map = NULL;
+        j->state = JOB_CANCELLED;
+        j->finished_ns = now_mono_ns();
+        pthread_mutex_unlock(&n->lock);
+
+        if (j->spec.on_done)
+                j->spec.on_done(j, j->spec.arg);
+        job_complete(j);
+}
+
+void job_free(struct job *j)
+{
+        if (!j)
+                return;
+        if (j->n) {
+                /* A job still running is cancelled; one whose final phase is
+                 * under way is waited for, so no engine thread touches it
+                 * after the free. */
+                job_cancel(j);
+                pthread_mutex_lock(&j->n->lock);
+                link_del(&j->all);
+                pthread_mutex_unlock(&j->n->lock);
+        }
+        free(j);
+}
