@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,8 @@
 #include "util.h"
 
 #define JOURNAL_VERSION 1
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
 #define STATE_FILE "state.json"
 #define STATE_TMP "state.json.tmp"
 /* Our journal holds at most a few thousand small records; anything much
@@ -227,8 +230,11 @@ int journal_parse(const char *buf, size_t len, struct journal **ret)
                 return r == -ENOMEM ? r : -EINVAL;
         if (!json_is_object(doc))
                 return -EINVAL;
-        if (get_u64(doc, "version", &version) < 0 || version != JOURNAL_VERSION)
+        if (get_u64(doc, "version", &version) < 0 || version == 0)
                 return -EINVAL;
+        /* A newer daemon wrote it: refuse it whole, never guess at it. */
+        if (version > JOURNAL_VERSION)
+                return -EPROTONOSUPPORT;
 
         j = calloc(1, sizeof(*j));
         if (!j)
@@ -374,8 +380,10 @@ int journal_load(const char *dir, struct journal **ret)
                 return -errno;
         if (fstat(fd, &st) < 0)
                 return -errno;
-        if (!S_ISREG(st.st_mode) || st.st_size > (off_t)JOURNAL_MAX_BYTES)
-                return -EINVAL;
+        if (!S_ISREG(st.st_mode))
+                return -EISDIR;
+        if (st.st_size > (off_t)JOURNAL_MAX_BYTES)
+                return -EFBIG;
 
         /* Read to EOF rather than trusting st_size. */
         buf = malloc(JOURNAL_MAX_BYTES + 1);
@@ -392,9 +400,19 @@ int journal_load(const char *dir, struct journal **ret)
                         break;
                 len += (size_t)n;
                 if (len > JOURNAL_MAX_BYTES)
-                        return -EINVAL;
+                        return -EFBIG;
         }
         return journal_parse(buf, len, ret);
+}
+
+/* Tests only: the errno every save fails with (0 = none), as a full disk
+ * (ENOSPC), an I/O error (EIO) or a read-only remount (EROFS) would, after
+ * the temporary file was opened: the old state.json stays as it was. */
+static atomic_int save_fault;
+
+void journal_inject_save_error(int err)
+{
+        atomic_store(&save_fault, err < 0 ? -err : err);
 }
 
 int journal_save(const char *dir, const struct journal *j)
@@ -422,7 +440,9 @@ int journal_save(const char *dir, const struct journal *j)
         fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return -errno;
-        r = write_all(fd, text, strlen(text));
+        r = -atomic_load(&save_fault);
+        if (r == 0)
+                r = write_all(fd, text, strlen(text));
         if (r == 0)
                 r = write_all(fd, "\n", 1);
         if (r == 0 && fsync(fd) < 0)
@@ -436,6 +456,23 @@ int journal_save(const char *dir, const struct journal *j)
                 return r;
         }
         return fsync_dir(dir);
+}
+
+const char *journal_load_error(int r)
+{
+        switch (r) {
+        case -EINVAL:
+                return "it is not a valid journal (corrupt or truncated JSON, or a member missing, "
+                       "of the wrong type or out of range)";
+        case -EFBIG:
+                return "it is larger than the 16 MiB limit, so it is not ours";
+        case -EISDIR:
+                return "it is not a regular file";
+        case -EPROTONOSUPPORT:
+                return "a newer hpwarmd wrote it (journal version above " STRINGIFY(JOURNAL_VERSION) ")";
+        default:
+                return strerror(-r);
+        }
 }
 
 /* Several quarantines within one second get a counter suffix. */

@@ -59,6 +59,10 @@ struct pools_config {
         uint64_t unmapped_sweep_ms;
         uint64_t release_unmapped_after; /* seconds */
         const char *proc_root;     /* NULL = /proc; tests point it elsewhere */
+        /* --reset-state: a journal that cannot be read is moved aside and
+         * the daemon starts empty (files a process maps are still kept).
+         * Without it such a journal stops pools_new (-errno, logged). */
+        bool reset_state;
         /* Unit tests only: accept mount dirs that are not hugetlbfs (a temp
          * dir stands in), creating them if missing.  The mount-root and
          * marker checks still apply.  Never set in the daemon. */

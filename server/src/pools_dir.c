@@ -16,6 +16,7 @@
 #include <sys/statfs.h>
 
 #include "log.h"
+#include "owner.h"
 #include "pools_internal.h"
 #include "util.h"
 
@@ -180,10 +181,26 @@ static bool has_record(struct pools *p, const char *dir, const char *name)
         return false;
 }
 
+/* A file in one of our directories that no record owns. */
+struct orphan {
+        size_t mount;
+        char name[POOL_NAME_MAX + 1];
+        uint64_t bytes;
+};
+
 /* Remove files in our directories that no record owns (a crash between
- * creating a file and saving, or a journal we could not use). */
+ * creating a file and saving, a journal from another boot, or one discarded
+ * with --reset-state) — but never a file some process maps: a VM may run on
+ * it whatever the journal says.  When the mappings cannot all be read, no
+ * orphan is removed. */
 void pools_remove_orphans(struct pools *p)
 {
+        _cleanup_free_ struct orphan *orphans = NULL;
+        _cleanup_free_ struct owner_file *files = NULL;
+        size_t n = 0, cap = 0;
+        unsigned unreadable = 0;
+        int r;
+
         for (size_t m = 0; m < p->cfg.n_mounts; m++) {
                 const char *dir = p->mount_dirs[m];
                 DIR *d = opendir(dir);
@@ -209,14 +226,52 @@ void pools_remove_orphans(struct pools *p)
                         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
                             !S_ISREG(st.st_mode) || has_record(p, dir, de->d_name))
                                 continue;
-                        if (unlinkat(dirfd(d), de->d_name, 0) < 0) {
-                                log_warn("pools: cannot remove orphan %s/%s: %m", dir, de->d_name);
-                                continue;
+                        if (n == cap) {
+                                size_t c = cap ? 2 * cap : 16;
+                                struct orphan *o = realloc(orphans, c * sizeof(*o));
+                                struct owner_file *f = realloc(files, c * sizeof(*f));
+                                if (o)
+                                        orphans = o;
+                                if (f)
+                                        files = f;
+                                if (!o || !f) {
+                                        log_err("pools: out of memory listing orphan files; removing none");
+                                        closedir(d);
+                                        return;
+                                }
+                                cap = c;
                         }
-                        log_notice("pools: removed %s/%s (%" PRIu64 " bytes held), which no pool record owns",
-                                   dir, de->d_name, (uint64_t)st.st_blocks * 512);
-                        p->stats.orphan_files_removed++;
+                        orphans[n] = (struct orphan){ .mount = m, .bytes = (uint64_t)st.st_blocks * 512 };
+                        snprintf(orphans[n].name, sizeof(orphans[n].name), "%.*s", POOL_NAME_MAX, de->d_name);
+                        files[n] = (struct owner_file){ .dev = st.st_dev, .ino = st.st_ino };
+                        n++;
                 }
                 closedir(d);
+        }
+        if (n == 0)
+                return;
+        r = owner_scan_mapped(p->proc_root, files, n, &unreadable);
+        if (r < 0 || unreadable > 0) {
+                log_warn("pools: %zu files no pool record owns are kept: cannot tell whether a process "
+                         "maps them (%s)", n, r < 0 ? strerror(-r) : "some processes' mappings are unreadable");
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                const char *dir = p->mount_dirs[orphans[i].mount];
+                char path[PATH_MAX];
+
+                snprintf(path, sizeof(path), "%s/%s", dir, orphans[i].name);
+                if (files[i].mapped) {
+                        log_warn("pools: %s has no pool record but a process maps it; kept (remove it "
+                                 "once no VM uses it)", path);
+                        continue;
+                }
+                if (unlink(path) < 0) {
+                        log_warn("pools: cannot remove orphan %s: %m", path);
+                        continue;
+                }
+                log_notice("pools: removed %s (%" PRIu64 " bytes held), which no pool record owns", path,
+                           orphans[i].bytes);
+                p->stats.orphan_files_removed++;
         }
 }

@@ -5,8 +5,11 @@
  * (populate skips present pages), ready pools whose file holds all its pages
  * (st_blocks) stay ready, claimed ones stay ready whatever their file holds
  * (a VM may map it), records whose file is gone become failed — and last the
- * files no record owns are removed (pools_dir.c).  A journal from another
- * boot (boot_id) is dropped, except its reservations, which are re-applied.
+ * files no record owns and no process maps are removed (pools_dir.c).  A
+ * journal from another boot (boot_id) is dropped, except its reservations,
+ * which are re-applied.  A journal that cannot be read stops the start
+ * (unless --reset-state moves it aside): starting empty would make every
+ * pool file an orphan.
  * Last, claimed pools bound to an owner process are watched again if that
  * very process (pid and start time) still runs, and marked for release if
  * it is gone or its pid now names another process.
@@ -174,14 +177,27 @@ static int load_journal(struct pools *p)
                 log_info("pools: no state in %s, starting empty", p->state_dir);
                 return 0;
         }
-        if (r == -EINVAL) {
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 && !p->cfg.reset_state) {
+                /* Starting empty would forget the pools whose files VMs map
+                 * and the reservations; refuse, and leave everything as is. */
+                log_err("pools: cannot use %s/state.json: %s; not starting, nothing was changed "
+                        "(to discard it, start once with --reset-state: it is moved aside and files "
+                        "that a process maps are kept)", p->state_dir, journal_load_error(r));
+                return r;
+        }
+        if (r < 0) {
                 int q = journal_quarantine(p->state_dir);
-                log_err("pools: %s/state.json is corrupt; %s, starting empty", p->state_dir,
-                        q < 0 ? "could not move it aside" : "moved it aside");
+                if (q < 0) {
+                        log_err("pools: cannot use %s/state.json (%s) and cannot move it aside: %s; "
+                                "not starting", p->state_dir, journal_load_error(r), strerror(-q));
+                        return q;
+                }
+                log_warn("pools: --reset-state: %s/state.json was unusable (%s); moved it aside to "
+                         "state.json.corrupt-*, starting empty", p->state_dir, journal_load_error(r));
                 return 0;
         }
-        if (r < 0)
-                return r;
 
         /* Reservations hold across reboots: the kernel forgot them, we did not. */
         if (j->n_reservations) {

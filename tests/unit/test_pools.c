@@ -702,11 +702,15 @@ TEST(restart)
         CHECK_U64(s.jobs_started, ==, 2);
         pools_free(p);
 
-        /* A corrupt journal is moved aside; the files it described become
-         * orphans. */
+        /* A corrupt journal stops the start and changes nothing; with
+         * reset_state it is moved aside and the files it described (nobody
+         * maps them) become orphans. */
         char sj[256];
         snprintf(sj, sizeof(sj), "%s/state.json", e.state);
         write_file(sj, "{\"version\": 1, \"boot_id\": tru");
+        CHECK(pools_new(&e.cfg, &p) < 0);
+        CHECK(file_exists(&e, "ready"));
+        e.cfg.reset_state = true;
         p = start(&e);
         CHECK_INT(pools_get(p, "ready", &v), ==, -ENOENT);
         CHECK(!file_exists(&e, "ready"));
@@ -1483,6 +1487,193 @@ TEST(release_unmapped)
         CHECK_U64(s.released_unmapped, ==, 1);
         CHECK_U64(s.pools_unmapped, ==, 0);
         pools_free(p);
+        env_fini(&e);
+}
+
+/* ---- issue 11 item 2: a bad journal never deletes a mapped file ---- */
+
+static char *slurp(const char *path, size_t *ret_len)
+{
+        FILE *f = fopen(path, "re");
+        char *buf = malloc(1 << 16);
+        size_t n;
+
+        CHECK(f && buf);
+        n = fread(buf, 1, (1 << 16) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        *ret_len = n;
+        return buf;
+}
+
+static void put_state(const struct env *e, const char *text, size_t len)
+{
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/state.json", e->state);
+        FILE *f = fopen(path, "we");
+        CHECK(f);
+        CHECK_U64(fwrite(text, 1, len, f), ==, len);
+        CHECK_INT(fclose(f), ==, 0);
+}
+
+/* Remove state.json (file or directory) and what --reset-state moved aside;
+ * returns how many state.json.corrupt-* there were. */
+static int clear_state(const struct env *e)
+{
+        char cmd[512];
+        int n = 0;
+        DIR *d = opendir(e->state);
+        struct dirent *de;
+
+        CHECK(d);
+        while ((de = readdir(d)))
+                if (strncmp(de->d_name, "state.json.corrupt-", 19) == 0)
+                        n++;
+        closedir(d);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s/state.json' '%s'/state.json.corrupt-*", e->state, e->state);
+        CHECK_INT(system(cmd), ==, 0);
+        return n;
+}
+
+enum bad_kind { BAD_GARBAGE, BAD_TRUNCATED, BAD_OVERSIZED, BAD_FUTURE, BAD_NOT_A_FILE, _BAD_MAX };
+static const char *const bad_names[_BAD_MAX] = { "garbage", "truncated", "oversized", "future version",
+                                                 "not a regular file" };
+
+static void write_bad(const struct env *e, enum bad_kind k, const char *good, size_t len)
+{
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/state.json", e->state);
+        switch (k) {
+        case BAD_GARBAGE:
+                put_state(e, "\x8f\x01garbage{{[\"", 12);
+                break;
+        case BAD_TRUNCATED:
+                put_state(e, good, len / 2);
+                break;
+        case BAD_OVERSIZED: {
+                put_state(e, good, len);
+                CHECK_INT(truncate(path, 17 * 1024 * 1024), ==, 0);
+                break;
+        }
+        case BAD_FUTURE: {
+                char *copy = strdup(good);
+                char *at = strstr(copy, "\"version\":1");
+                CHECK(at);
+                at[10] = '2';
+                put_state(e, copy, len);
+                free(copy);
+                break;
+        }
+        case BAD_NOT_A_FILE:
+                CHECK_INT(mkdir(path, 0700), ==, 0);
+                break;
+        case _BAD_MAX:
+                break;
+        }
+}
+
+/* A claimed pool whose file this process maps, and a stray file nobody maps.
+ * For every kind of unreadable journal: no start without --reset-state, and
+ * nothing touched (journal, pool file, stray); with it, the journal is moved
+ * aside, the start is empty, the stray goes, the mapped file stays.  A
+ * journal from another boot starts without the flag, drops its pools, and
+ * still keeps the mapped file. */
+TEST(bad_journal_keeps_mapped_files)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct pools_stats s;
+        char path[PATH_MAX], stray[PATH_MAX];
+        size_t len;
+
+        env_init(&e);
+        p = start(&e);
+        ready_pool(p, "vm");
+        CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
+        pools_free(p);
+        snprintf(path, sizeof(path), "%s/state.json", e.state);
+        char *good = slurp(path, &len);
+
+        snprintf(path, sizeof(path), "%s/vm", e.mount);
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        CHECK(fd >= 0);
+        void *m = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        CHECK(m != MAP_FAILED);
+        close(fd);
+        snprintf(stray, sizeof(stray), "%s/stray", e.mount);
+
+        for (int k = 0; k < _BAD_MAX; k++) {
+                struct pools *q = NULL;
+                size_t n;
+
+                write_file(stray, "x");
+                write_bad(&e, (enum bad_kind)k, good, len);
+                bool small = k != BAD_NOT_A_FILE && k != BAD_OVERSIZED;
+                snprintf(path, sizeof(path), "%s/state.json", e.state);
+                char *before = small ? slurp(path, &n) : NULL;
+                e.cfg.reset_state = false;
+                if (pools_new(&e.cfg, &q) == 0)
+                        CHECK_FAIL_("%s journal: started without --reset-state", bad_names[k]);
+                CHECK(q == NULL);
+                CHECK(file_exists(&e, "vm"));
+                CHECK(file_exists(&e, "stray"));
+                if (small) {
+                        size_t n2;
+                        char *after = slurp(path, &n2);
+                        if (n2 != n || memcmp(before, after, n) != 0)
+                                CHECK_FAIL_("%s journal: changed by a refused start", bad_names[k]);
+                        free(after);
+                        free(before);
+                }
+
+                e.cfg.reset_state = true;
+                CHECK_INT(pools_new(&e.cfg, &q), ==, 0);
+                if (!file_exists(&e, "vm"))
+                        CHECK_FAIL_("%s journal, --reset-state: the mapped pool file was removed", bad_names[k]);
+                if (file_exists(&e, "stray"))
+                        CHECK_FAIL_("%s journal, --reset-state: the unmapped stray file was kept", bad_names[k]);
+                CHECK_INT(pools_get(q, "vm", &v), ==, -ENOENT);
+                pools_get_stats(q, &s);
+                CHECK_U64(s.orphan_files_removed, ==, 1);
+                pools_free(q);
+                CHECK_INT(clear_state(&e), ==, 1);
+        }
+
+        /* Another boot: pools dropped, without any flag; mapped file kept. */
+        char *other = strdup(good);
+        char *at = strstr(other, "11111111-");
+        CHECK(at);
+        at[0] = '9';
+        put_state(&e, other, len);
+        write_file(stray, "x");
+        e.cfg.reset_state = false;
+        p = start(&e);
+        CHECK_INT(pools_get(p, "vm", &v), ==, -ENOENT);
+        CHECK(file_exists(&e, "vm"));
+        CHECK(!file_exists(&e, "stray"));
+        pools_free(p);
+
+        /* Unmapped, but a process whose mappings cannot be read: kept. */
+        CHECK_INT(munmap(m, 2 * PAGE), ==, 0);
+        char opaque[PATH_MAX];
+        snprintf(opaque, sizeof(opaque), "%s/999999", e.proc);
+        CHECK_INT(mkdir(opaque, 0700), ==, 0);
+        snprintf(opaque, sizeof(opaque), "%s/999999/maps", e.proc);
+        CHECK_INT(mkdir(opaque, 0700), ==, 0);      /* reading it fails: EISDIR */
+        p = start(&e);
+        CHECK(file_exists(&e, "vm"));
+        pools_free(p);
+
+        /* All readable and nobody maps it: it goes like any orphan. */
+        CHECK_INT(rmdir(opaque), ==, 0);
+        p = start(&e);
+        CHECK(!file_exists(&e, "vm"));
+        pools_free(p);
+        free(other);
+        free(good);
         env_fini(&e);
 }
 
