@@ -132,6 +132,7 @@ static const char *const hold_names[_POOL_HOLD_MAX] = {
         [POOL_CREATING] = "creating",
         [POOL_BUSY] = "busy",
         [POOL_REMOVING] = "removing",
+        [POOL_RELEASING] = "releasing",
 };
 
 const char *pool_hold_name(enum pool_hold h)
@@ -150,7 +151,10 @@ bool pool_hold_allowed(enum pool_hold from, enum pool_hold to)
         case POOL_CREATING:
                 return to == POOL_FREE;          /* created */
         case POOL_BUSY:
-                return to == POOL_FREE || to == POOL_REMOVING;
+                return to == POOL_FREE || to == POOL_RELEASING;
+        case POOL_RELEASING:
+                /* Saved and unlinked; or the save or the unlink failed. */
+                return to == POOL_REMOVING || to == POOL_BUSY;
         case POOL_REMOVING:
         case _POOL_HOLD_MAX:
                 break;

@@ -74,12 +74,18 @@ int pool_transition(struct journal_pool *rec, enum pool_state to, const char *ca
  *   creating  pools_create has not returned: invisible to everyone else;
  *   busy      one thread works on it outside the lock (job follow-up,
  *             claim, delete, expiry); others wait for it to be free;
- *   removing  its file is gone; the record leaves after the next save. */
+ *   releasing busy, and its release is being saved: journal snapshots
+ *             leave it out, its file and job are still there; back to busy
+ *             when the save (or then the unlink) fails, so a release that
+ *             was not saved never happened;
+ *   removing  saved without it and its file is gone; the record leaves
+ *             memory now. */
 enum pool_hold {
         POOL_FREE,
         POOL_CREATING,
         POOL_BUSY,
         POOL_REMOVING,
+        POOL_RELEASING,
         _POOL_HOLD_MAX,
 };
 

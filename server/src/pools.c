@@ -170,7 +170,7 @@ int pools_save(struct pools *p)
                 struct pool *o = p->pools[i];
                 struct journal_pool *d = &j.pools[j.n_pools];
 
-                if (o->hold == POOL_REMOVING)
+                if (o->hold == POOL_REMOVING || o->hold == POOL_RELEASING)
                         continue;
                 *d = *pools_latest(o);
                 if (d->state == POOL_WARMING && o->job) {
@@ -230,14 +230,35 @@ void pools_release(struct pools *p, struct pool *pool)
         pthread_mutex_unlock(&p->lock);
 }
 
-/* Only fails when the file cannot be removed (then the record stays so the
- * pages remain accounted for; a warming one whose job was stopped becomes
- * failed, "pool-file-error"). */
+/* Set POOL's hold under `lock`. */
+static void set_hold_locked(struct pools *p, struct pool *pool, enum pool_hold to)
+{
+        pthread_mutex_lock(&p->lock);
+        pools_set_hold(pool, to);
+        pthread_mutex_unlock(&p->lock);
+}
+
+/* The journal forgets the pool first, then the file goes: a release that
+ * could not be saved changes nothing (-EAGAIN; its job still runs), so
+ * whoever was told it failed sees the pool as it was, now and after a
+ * restart.  A file that cannot be removed puts the record back (a warming
+ * one whose job was stopped becomes failed, "pool-file-error") so its pages
+ * stay accounted for.  A save by another thread while the pool is releasing
+ * leaves it out too; the next save after a failure writes it again. */
 int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
 {
         char name[POOL_NAME_MAX + 1];
         struct job *job;
         int r;
+
+        set_hold_locked(p, pool, POOL_RELEASING);
+        r = pools_save(p);
+        if (r < 0) {
+                log_err("pools: cannot save the release of pool %s: %s; it stays as it was",
+                        pool->rec.name, strerror(-r));
+                set_hold_locked(p, pool, POOL_BUSY);
+                return -EAGAIN;
+        }
 
         pthread_mutex_lock(&p->lock);
         job = pool->job;
@@ -263,18 +284,21 @@ int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
         if (pool->path[0] && unlink(pool->path) < 0 && errno != ENOENT) {
                 r = -errno;
                 log_err("pools: cannot remove %s: %s", pool->path, strerror(-r));
-                if (job && pool->rec.state == POOL_WARMING) {
-                        /* Its job is gone and will never finish: say so,
-                         * rather than "warming" forever.  DELETE retries. */
-                        struct journal_pool next = pool->rec;
-                        if (pool_transition(&next, POOL_FAILED, "pool-file-error",
-                                            "its warm job was stopped, but removing its file failed: %s",
-                                            strerror(-r)) == 0) {
-                                int q = pools_commit(p, pool, &next);
-                                if (q < 0)
-                                        log_err("pools: saving state for pool %s: %s", pool->rec.name,
-                                                strerror(-q));
-                        }
+                set_hold_locked(p, pool, POOL_BUSY);
+                struct journal_pool next = pool->rec;
+                /* Its job is gone and will never finish: say so, rather
+                 * than "warming" forever.  DELETE retries. */
+                if (job && pool->rec.state == POOL_WARMING &&
+                    pool_transition(&next, POOL_FAILED, "pool-file-error",
+                                    "its warm job was stopped, but removing its file failed: %s",
+                                    strerror(-r)) == 0) {
+                        int q = pools_commit(p, pool, &next);
+                        if (q < 0)
+                                log_err("pools: saving state for pool %s: %s", pool->rec.name, strerror(-q));
+                } else {
+                        int q = pools_save(p);
+                        if (q < 0)
+                                log_err("pools: saving state for pool %s: %s", pool->rec.name, strerror(-q));
                 }
                 return r;
         }
@@ -289,14 +313,8 @@ int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
         case RELEASE_UNMAPPED: p->stats.released_unmapped++; break;
         case RELEASE_NONE: break;
         }
-        pthread_mutex_unlock(&p->lock);
-        r = pools_save(p);
-        if (r < 0)
-                log_err("pools: saving state after removing pool %s: %s", pool->rec.name, strerror(-r));
         snprintf(name, sizeof(name), "%s", pool->rec.name);
-        pthread_mutex_lock(&p->lock);
         pools_drop(p, pool);
-
         pthread_cond_broadcast(&p->changed);
         pthread_mutex_unlock(&p->lock);
         free(pool);

@@ -78,6 +78,27 @@ void pools_count_reservation(struct pools *p, int r, const struct reserve_result
         pthread_mutex_unlock(&p->lock);
 }
 
+/* The recorded count of (node, page size) into *RET; false if none (lock held). */
+static bool find_reservation(struct pools *p, int node, uint64_t page_size, uint64_t *ret)
+{
+        for (size_t i = 0; i < p->n_resv; i++)
+                if (p->resv[i].node == node && p->resv[i].page_size == page_size) {
+                        *ret = p->resv[i].count;
+                        return true;
+                }
+        return false;
+}
+
+/* Drop the record of (node, page size), if any (lock held). */
+static void forget_reservation(struct pools *p, int node, uint64_t page_size)
+{
+        for (size_t i = 0; i < p->n_resv; i++)
+                if (p->resv[i].node == node && p->resv[i].page_size == page_size) {
+                        p->resv[i] = p->resv[--p->n_resv];
+                        return;
+                }
+}
+
 /* Record that (node, page size) should have COUNT pages (lock held). */
 static int record_reservation(struct pools *p, int node, uint64_t page_size, uint64_t count)
 {
@@ -115,15 +136,36 @@ static int reserve_locked(struct pools *p, const struct reserve_req *req, uint64
                 return r;
         }
         pthread_mutex_lock(&p->lock);
+        struct journal_reservation before = { req->node, req->page_size, 0 };
+        bool had = find_reservation(p, req->node, req->page_size, &before.count);
         q = record_reservation(p, req->node, req->page_size, res.complete ? req->count : res.total);
         pthread_mutex_unlock(&p->lock);
         if (q == 0)
                 q = pools_save(p);
-        if (q < 0)
-                /* The kernel did it; only our memory of it failed.  Say so
-                 * and report what happened. */
-                log_err("pools: recording reservation node %d page size %" PRIu64 ": %s", req->node,
-                        req->page_size, strerror(-q));
+        if (q < 0) {
+                /* Not recorded: a restart would not know of it.  Undo it,
+                 * in memory and (as far as the kernel lets us) in the
+                 * kernel, and say it failed. */
+                struct reserve_req back = *req;
+                struct reserve_result bres;
+                pthread_mutex_lock(&p->lock);
+                if (had)
+                        (void)record_reservation(p, before.node, before.page_size, before.count);
+                else
+                        forget_reservation(p, req->node, req->page_size);
+                pthread_mutex_unlock(&p->lock);
+                back.count = res.previous;
+                back.allow_partial = true;
+                int b = reserve_apply(p->cfg.fs, &back, &bres);
+                if (b == 0)
+                        res.total = bres.total;
+                log_err("pools: cannot save reservation node %d page size %" PRIu64 " (%s); put the "
+                        "count back from %" PRIu64 " to %" PRIu64 "%s", req->node, req->page_size,
+                        strerror(-q), res.achieved, res.total,
+                        b == 0 && bres.complete ? "" : " (not all of it: pages in use)");
+                *ret = res;
+                return -ECANCELED;
+        }
         *ret = res;
         return 0;
 }
@@ -307,10 +349,11 @@ static int check_registry(struct pools *p, const struct pool_req *req, struct po
         uint64_t node_bytes = 0;
         struct pool *o;
 
-        /* A busy pool may be on its way out (DELETE or TTL: the file is
-         * unlinked before the record goes): wait, as grab_pool does, and
-         * look again.  Its holder never takes admit_lock, which we hold. */
-        while ((o = pools_find(p, req->name)) && o->hold == POOL_BUSY)
+        /* A busy pool may be on its way out (DELETE or TTL: releasing
+         * while its removal is saved and its file unlinked): wait, as
+         * grab_pool does, and look again.  Its holder never takes
+         * admit_lock, which we hold. */
+        while ((o = pools_find(p, req->name)) && (o->hold == POOL_BUSY || o->hold == POOL_RELEASING))
                 pthread_cond_wait(&p->changed, &p->lock);
 
         if (o) {
@@ -425,6 +468,7 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         if (r < 0) {
                 problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving %s/state.json: %s (the pool was not created)",
                               p->state_dir, strerror(-r));
+                err->retry_after = POOLS_SAVE_RETRY_AFTER;
                 /* A save in another thread reads pool->job under `lock`:
                  * take the job out there first, then stop and free it. */
                 pthread_mutex_lock(&p->lock);

@@ -149,9 +149,11 @@ int pools_save(struct pools *p);
 int pools_commit(struct pools *p, struct pool *pool, const struct journal_pool *next);
 /* Make POOL free again and wake waiters (takes `lock`). */
 void pools_release(struct pools *p, struct pool *pool);
-/* Stop POOL's job if any, remove its file and its record; POOL is busy and
- * freed on success (takes `lock` itself), and the release is counted under
- * WHY in the same step that makes it invisible.  See pools.c. */
+/* Save the journal without POOL, then stop its job if any, remove its file
+ * and its record; POOL is busy and freed on success (takes `lock` itself),
+ * and the release is counted under WHY in the same step that makes it
+ * invisible.  -EAGAIN when the save failed (nothing changed), or unlink's
+ * -errno (the record is saved again).  See pools.c. */
 int pools_remove(struct pools *p, struct pool *pool, enum pool_release why);
 /* Tell the observer NAME changed; no lock of ours held. */
 void pools_notify(struct pools *p, const char *name);

@@ -546,8 +546,9 @@ TEST(save_failure)
         pthread_t t = open_gate_soon();
         CHECK(create(p, &r, &v, &err) < 0);
         pthread_join(t, NULL);
-        CHECK_INT(err.status, ==, 500);
+        CHECK_INT(err.status, ==, 503);
         CHECK_STR(err.slug, "state-write-failed");
+        CHECK_INT(err.retry_after, ==, POOLS_SAVE_RETRY_AFTER);
         CHECK(!file_exists(&e, "nosave"));
         CHECK_INT(pools_get(p, "nosave", &v), ==, -ENOENT);
 
@@ -1674,6 +1675,132 @@ TEST(bad_journal_keeps_mapped_files)
         pools_free(p);
         free(other);
         free(good);
+        env_fini(&e);
+}
+
+/* ---- issue 11 item 9: a release or reservation that was not saved did not happen ---- */
+
+/* DELETE while saves fail (ENOSPC): -EAGAIN, the pool, its file and its
+ * record on disk stay, also across a restart; once saves work it goes. */
+TEST(delete_save_fails_changes_nothing)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct journal *j;
+
+        env_init(&e);
+        p = start(&e);
+        ready_pool(p, "keep");
+        journal_inject_save_error(ENOSPC);
+        CHECK_INT(pools_delete(p, "keep"), ==, -EAGAIN);
+        CHECK_INT(pools_get(p, "keep", &v), ==, 0);
+        CHECK_STR(pool_state_name(v.state), "ready");
+        CHECK(file_exists(&e, "keep"));
+        j = load(&e);
+        CHECK(jpool(j, "keep"));
+        journal_free(j);
+        journal_inject_save_error(0);
+        pools_free(p);          /* a restart: it is still there */
+        p = start(&e);
+        CHECK_INT(pools_get(p, "keep", &v), ==, 0);
+        CHECK_INT(pools_delete(p, "keep"), ==, 0);
+        CHECK(!file_exists(&e, "keep"));
+        j = load(&e);
+        CHECK(!jpool(j, "keep"));
+        journal_free(j);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A warming pool's DELETE that cannot be saved (EIO) leaves its job
+ * running: it still turns ready. */
+TEST(delete_save_fails_while_warming)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("busy", 0, 4);
+
+        env_init(&e);
+        p = start(&e);
+        fake_gate_set(true);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_inside();
+        journal_inject_save_error(EIO);
+        CHECK_INT(pools_delete(p, "busy"), ==, -EAGAIN);
+        journal_inject_save_error(0);
+        fake_gate_set(false);
+        wait_state(p, "busy", POOL_READY);
+        CHECK(file_exists(&e, "busy"));
+        CHECK_INT(pools_delete(p, "busy"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* TTL expiry while the journal is read-only (EROFS): not released (not
+ * counted, file kept, still in the journal) until a save works. */
+TEST(ttl_save_fails_keeps_pool)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pools_stats s;
+        struct pool_req r = req("brief", 0, 2);
+        struct journal *j;
+
+        env_init(&e);
+        p = start(&e);
+        r.ttl_seconds = 1;
+        journal_inject_save_error(0);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "brief", POOL_READY);
+        journal_inject_save_error(EROFS);
+        usleep(1600 * 1000);    /* expired, its release not saved */
+        CHECK_INT(pools_get(p, "brief", &v), ==, 0);
+        CHECK(file_exists(&e, "brief"));
+        pools_get_stats(p, &s);
+        CHECK_U64(s.pools_expired, ==, 0);
+        j = load(&e);
+        CHECK(jpool(j, "brief"));
+        journal_free(j);
+        journal_inject_save_error(0);
+        for (int i = 0; i < 160 && pools_get(p, "brief", &v) == 0; i++)
+                usleep(50 * 1000);
+        CHECK_INT(pools_get(p, "brief", &v), ==, -ENOENT);
+        CHECK(!file_exists(&e, "brief"));
+        pools_get_stats(p, &s);
+        CHECK_U64(s.pools_expired, ==, 1);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A reservation that cannot be saved is undone in the kernel and in memory
+ * and reported as -ECANCELED, never as done. */
+TEST(reserve_save_fails_is_undone)
+{
+        struct env e;
+        struct pools *p;
+        struct reserve_result res;
+        struct journal *j;
+        char buf[64];
+
+        env_init(&e);
+        fixture_write(e.sys, HP_DIR(1) "nr_hugepages", "3\n");
+        p = start(&e);
+        struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 12 };
+        journal_inject_save_error(ENOSPC);
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, -ECANCELED);
+        journal_inject_save_error(0);
+        fixture_read(e.sys, HP_DIR(1) "nr_hugepages", buf, sizeof(buf));
+        CHECK_STR(buf, "3\n");
+        CHECK_U64(res.total, ==, 3);
+        pools_free(p);          /* saves: memory must not hold it either */
+        j = load(&e);
+        CHECK_U64(j->n_reservations, ==, 0);
+        journal_free(j);
         env_fini(&e);
 }
 
