@@ -16,6 +16,10 @@
  * load as they are.  They are written only for a pool that has an owner.
  * The version stays 1 on purpose: an older daemon ignores them (its pools
  * then stay claimed, as they did) instead of refusing the whole journal.
+ * "ready_boot_ns" (CLOCK_BOOTTIME when a pool turned ready, which its TTL
+ * counts from; meaningful only under the same boot_id, and pools of another
+ * boot are dropped anyway) is optional the same way: absent, the TTL counts
+ * from finished_at as seen on the wall clock at load.
  *
  * Parsing is strict: every member listed above is required with its type,
  * numbers are exact integers (json.h), names follow the pool name rule, pool
@@ -151,6 +155,8 @@ static int parse_pool(const struct json *o, struct journal_pool *ret)
                 return -EINVAL;
         if (get_strbuf(o, "error_slug", p.error_slug, sizeof(p.error_slug)) < 0 ||
             get_strbuf(o, "error_detail", p.error_detail, sizeof(p.error_detail)) < 0)
+                return -EINVAL;
+        if (json_get(o, "ready_boot_ns") && get_u64(o, "ready_boot_ns", &p.ready_boot_ns) < 0)
                 return -EINVAL;
         /* Optional, together, and only on a claimed pool. */
         if (json_get(o, "owner_pid") || json_get(o, "owner_start_time")) {
@@ -314,6 +320,8 @@ char *journal_format(const struct journal *j)
                 json_add_u64(o, "bytes_done", p->bytes_done);
                 json_add_str(o, "error_slug", p->error_slug);
                 json_add_str(o, "error_detail", p->error_detail);
+                if (p->ready_boot_ns)
+                        json_add_u64(o, "ready_boot_ns", p->ready_boot_ns);
                 if (p->owner_pid > 0) {
                         json_add_i64(o, "owner_pid", p->owner_pid);
                         json_add_u64(o, "owner_start_time", p->owner_start);

@@ -28,7 +28,9 @@ struct journal_pool {
         bool claimed;
         int64_t created_at;      /* unix seconds */
         int64_t started_at;      /* unix seconds */
-        int64_t finished_at;     /* unix seconds, 0 = not finished */
+        int64_t finished_at;     /* unix seconds, 0 = not finished (or no wall clock): display */
+        uint64_t ready_boot_ns;  /* CLOCK_BOOTTIME when it turned ready, 0 = not ready; TTLs
+                                  * count from it.  Valid within the journal's boot_id only */
         uint64_t bytes_done;     /* at last save */
         int owner_pid;           /* claimed by this process (the VMM); 0 = none */
         uint64_t owner_start;    /* its start time, /proc/PID/stat field 22 */

@@ -118,8 +118,10 @@ int pool_transition(struct journal_pool *rec, enum pool_state to, const char *ca
                 }
         } else if (to == POOL_READY) {
                 rec->finished_at = (int64_t)(now_real_ns() / UINT64_C(1000000000));
+                rec->ready_boot_ns = now_boot_ns();
         } else if (to == POOL_WARMING) {
                 rec->finished_at = 0;
+                rec->ready_boot_ns = 0;
         }
         rec->state = to;
         log_debug("pools: pool %s: %s -> %s (%s)%s%s", rec->name, pool_state_name(from), pool_state_name(to),

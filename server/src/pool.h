@@ -61,7 +61,8 @@ struct journal_pool;
  *     slug, required) and the printf-style detail, and the time: finished_at
  *     is set to now unless REC already has one (a ready pool that fails at
  *     start keeps the time its warm finished);
- *   - entering ready sets finished_at to now;
+ *   - entering ready sets finished_at to now (wall clock, display) and
+ *     ready_boot_ns (CLOCK_BOOTTIME, what a TTL counts from);
  *   - entering warming clears finished_at (a resumed or re-warmed pool is not
  *     finished);
  * and logs the move at debug level.  For other targets CAUSE must be NULL. */

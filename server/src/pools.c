@@ -38,11 +38,13 @@ const char *pools_mount_dir(const struct pools *p, uint64_t page_size)
         return NULL;
 }
 
-int64_t pools_rec_expires_at(const struct journal_pool *r)
+uint64_t pools_rec_expires_boot_ns(const struct journal_pool *r)
 {
-        if (r->state != POOL_READY || r->claimed || r->ttl_seconds == 0 || r->finished_at == 0)
+        if (r->state != POOL_READY || r->claimed || r->ttl_seconds == 0)
                 return 0;
-        return r->finished_at + (int64_t)r->ttl_seconds;
+        /* ready_boot_ns is set on entering ready (0 only if CLOCK_BOOTTIME
+         * read 0, i.e. never): expire at once rather than never. */
+        return r->ready_boot_ns + r->ttl_seconds * NS_PER_SEC;
 }
 
 /* ---- registry helpers (lock held) ---- */
@@ -141,7 +143,14 @@ void pools_fill_view(struct pool *pool, struct pool_view *v)
         }
         if (v->elapsed_seconds > 0 && r->state != POOL_FAILED)
                 v->rate_bytes_per_second = (double)v->bytes_done / v->elapsed_seconds;
-        v->expires_at = pools_rec_expires_at(r);
+        /* Shown in wall time: now plus what is left on the boot clock, so
+         * a wall clock jump moves the shown time, never the expiry. */
+        uint64_t exp = pools_rec_expires_boot_ns(r);
+        if (exp) {
+                uint64_t boot = now_boot_ns(), real = now_real_ns();
+                uint64_t left = exp > boot ? exp - boot : 0;
+                v->expires_at = real ? (int64_t)((real + left) / NS_PER_SEC) : 0;
+        }
         v->owner_pid = r->owner_pid;
         v->unmapped_since = pool->unmapped_since;
 }

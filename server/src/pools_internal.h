@@ -86,7 +86,7 @@ struct pool {
         struct job_status last;       /* lock: status of the last job, once freed */
         bool have_last;               /* lock */
         uint64_t present_at_start;    /* bytes already in the file when its job (re)started */
-        int64_t retry_at;             /* lock: unix s, a failed release is not retried before */
+        uint64_t retry_at;            /* lock: CLOCK_BOOTTIME ns, a failed release is not retried before */
         enum pool_release release_due; /* lock: set by the owner watch or the sweep */
         int64_t unmapped_since;       /* lock: unix s, 0 = mapped, not swept, or has an owner */
         char path[PATH_MAX];          /* set before the pool is added, then constant */
@@ -129,8 +129,8 @@ struct pools {
 
 int64_t pools_now_unix(void);
 const char *pools_mount_dir(const struct pools *p, uint64_t page_size);
-/* Unix-seconds expiry of a ready, unclaimed pool with a TTL; 0 = none. */
-int64_t pools_rec_expires_at(const struct journal_pool *r);
+/* CLOCK_BOOTTIME expiry (ns) of a ready, unclaimed pool with a TTL; 0 = none. */
+uint64_t pools_rec_expires_boot_ns(const struct journal_pool *r);
 
 /* ---- registry (pools.c), `lock` held unless said otherwise ---- */
 struct pool *pools_find(struct pools *p, const char *name);

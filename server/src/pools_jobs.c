@@ -201,10 +201,11 @@ static const char *release_reason(enum pool_release why)
 /* Handle one finished job or one pool due for release; false when there is
  * none.  Finished jobs come first, and a pool whose release failed waits
  * for its retry_at, so one stuck pool cannot starve the others.
- * *next_expiry gets the earliest expiry (or retry) still ahead (0 = none). */
-static bool upkeep_one(struct pools *p, int64_t *next_expiry)
+ * *next_expiry gets the earliest expiry (or retry) still ahead (0 = none).
+ * All on CLOCK_BOOTTIME: setting the wall clock never moves an expiry. */
+static bool upkeep_one(struct pools *p, uint64_t *next_expiry)
 {
-        int64_t now = pools_now_unix();
+        uint64_t now = now_boot_ns();
         enum pool_release why = RELEASE_TTL;
         struct pool *pool = NULL;
         bool release = false;
@@ -220,11 +221,11 @@ static bool upkeep_one(struct pools *p, int64_t *next_expiry)
         }
         for (size_t i = 0; i < p->n_pools && !pool; i++) {
                 struct pool *o = p->pools[i];
-                int64_t exp;
+                uint64_t exp;
 
                 if (o->hold != POOL_FREE)
                         continue;
-                exp = o->release_due != RELEASE_NONE ? 1 : pools_rec_expires_at(&o->rec);
+                exp = o->release_due != RELEASE_NONE ? 1 : pools_rec_expires_boot_ns(&o->rec);
                 if (exp && o->retry_at > exp)
                         exp = o->retry_at;
                 if (exp && exp <= now) {
@@ -249,7 +250,7 @@ static bool upkeep_one(struct pools *p, int64_t *next_expiry)
                         return true;
                 /* Could not unlink: others first, this one again later. */
                 pthread_mutex_lock(&p->lock);
-                pool->retry_at = now + POOLS_RELEASE_RETRY_SECONDS;
+                pool->retry_at = now + POOLS_RELEASE_RETRY_SECONDS * NS_PER_SEC;
                 pthread_mutex_unlock(&p->lock);
                 pools_release(p, pool);
                 return true;
@@ -357,7 +358,7 @@ static void *upkeep_thread(void *arg)
         pthread_setname_np(pthread_self(), UPKEEP_THREAD_NAME);
         p->next_sweep_ns = now_mono_ns() + p->sweep_interval_ns;
         for (;;) {
-                int64_t next_expiry;
+                uint64_t next_expiry;
 
                 if (now_mono_ns() >= p->next_sweep_ns) {
                         sweep_unmapped(p);
@@ -366,11 +367,12 @@ static void *upkeep_thread(void *arg)
                 while (upkeep_one(p, &next_expiry))
                         ;
                 /* The condvar runs on CLOCK_MONOTONIC; convert the
-                 * wall-clock expiry to a monotonic deadline. */
+                 * boot-clock expiry to a monotonic deadline (the two differ
+                 * by time suspended, which only makes us wake early). */
                 uint64_t at = p->next_sweep_ns;
                 if (next_expiry) {
-                        uint64_t exp_ns = (uint64_t)next_expiry * NS_PER_SEC, real = now_real_ns();
-                        uint64_t exp_at = now_mono_ns() + (exp_ns > real ? exp_ns - real : 0);
+                        uint64_t boot = now_boot_ns();
+                        uint64_t exp_at = now_mono_ns() + (next_expiry > boot ? next_expiry - boot : 0);
                         if (exp_at < at)
                                 at = exp_at;
                 }

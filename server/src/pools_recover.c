@@ -167,6 +167,26 @@ static void reconcile(struct pools *p, struct pool *pool)
                  present, r->size_bytes);
 }
 
+/* A TTL counts on CLOCK_BOOTTIME from when the pool turned ready; the
+ * journal's stamp is valid in this boot (pools of another are dropped).
+ * A journal written before the stamp existed has only the wall clock's
+ * finished_at: count from there as the wall clock sees it now, once. */
+static void ready_stamp(struct journal_pool *r)
+{
+        uint64_t boot = now_boot_ns();
+
+        if (r->state != POOL_READY)
+                return;
+        if (!r->ready_boot_ns) {
+                int64_t real = (int64_t)(now_real_ns() / NS_PER_SEC);
+                uint64_t age = real > r->finished_at && r->finished_at > 0
+                                       ? (uint64_t)(real - r->finished_at) * NS_PER_SEC : 0;
+                r->ready_boot_ns = age < boot ? boot - age : 1;
+        }
+        if (r->ready_boot_ns > boot)
+                r->ready_boot_ns = boot;        /* not from this boot after all */
+}
+
 static int load_journal(struct pools *p)
 {
         struct journal *j = NULL;
@@ -227,6 +247,7 @@ static int load_journal(struct pools *p)
                 pool->owner = p;
                 pool->fd = -1;
                 pool->rec = j->pools[i];
+                ready_stamp(&pool->rec);
                 if (dir)
                         snprintf(pool->path, sizeof(pool->path), "%s/%s", dir, pool->rec.name);
         }
