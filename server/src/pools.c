@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "log.h"
@@ -352,18 +353,86 @@ void pools_notify(struct pools *p, const char *name)
 
 /* ---- queries and other changes ---- */
 
+int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct journal_pool *r, bool whole,
+                       char *detail, size_t size, bool *ret_ours)
+{
+        struct stat st;
+
+        *ret_ours = false;
+        if (!path[0] || !ino)
+                return 0;
+        if (stat(path, &st) < 0) {
+                if (errno != ENOENT)
+                        return 0;       /* cannot tell: not a change */
+                snprintf(detail, size, "its file %s was removed by someone else", path);
+                return 1;
+        }
+        if (st.st_dev != dev || st.st_ino != ino) {
+                snprintf(detail, size, "its file %s was replaced by another file", path);
+                return 1;
+        }
+        *ret_ours = true;
+        if ((uint64_t)st.st_size != r->size_bytes) {
+                snprintf(detail, size, "its file %s was truncated or resized to %" PRIu64 " of %" PRIu64 " bytes",
+                         path, (uint64_t)st.st_size, r->size_bytes);
+                return 1;
+        }
+        if (whole && (uint64_t)st.st_blocks * 512 < r->size_bytes) {
+                snprintf(detail, size, "its file %s holds only %" PRIu64 " of %" PRIu64
+                         " bytes (pages were punched out)", path, (uint64_t)st.st_blocks * 512, r->size_bytes);
+                return 1;
+        }
+        return 0;
+}
+
+/* A ready pool's file as a GET sees it (one stat, outside `lock`).  A
+ * change is shown at once (failed, file-changed) and the upkeep thread
+ * records it, so the reader never waits on a save, nor commits from inside
+ * an observer. */
+static void check_on_get(struct pools *p, const struct journal_pool *r, dev_t dev, ino_t ino,
+                         struct pool_view *v)
+{
+        char detail[POOL_ERROR_DETAIL_MAX];
+        struct pool *pool;
+        bool ours;
+
+        if (r->state != POOL_READY)
+                return;
+        /* A claimed pool's VM may give pages back: only its identity and size. */
+        if (!pools_file_changed(v->path, dev, ino, r, !r->claimed, detail, sizeof(detail), &ours))
+                return;
+        pthread_mutex_lock(&p->lock);
+        pool = pools_find(p, r->name);
+        if (pool && pool->file_ino == ino && pool->file_dev == dev)
+                pool->file_check_due = true;
+        pthread_mutex_unlock(&p->lock);
+        pools_kick(p);
+        v->state = POOL_FAILED;
+        v->expires_at = 0;
+        snprintf(v->error_slug, sizeof(v->error_slug), "file-changed");
+        snprintf(v->error_detail, sizeof(v->error_detail), "%s", detail);
+}
+
 int pools_get(struct pools *p, const char *name, struct pool_view *ret)
 {
+        struct journal_pool rec;
         struct pool *pool;
+        dev_t dev = 0;
+        ino_t ino = 0;
         int r = -ENOENT;
 
         pthread_mutex_lock(&p->lock);
         pool = pools_find(p, name);
         if (pool && pool->hold != POOL_CREATING) {
                 pools_fill_view(pool, ret);
+                rec = pool->rec;
+                dev = pool->file_dev;
+                ino = pool->file_ino;
                 r = 0;
         }
         pthread_mutex_unlock(&p->lock);
+        if (r == 0)
+                check_on_get(p, &rec, dev, ino, ret);
         return r;
 }
 

@@ -441,6 +441,14 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         if (r < 0)
                 goto out_free;
         pool->fd = r;
+        {
+                /* Which file is ours, to notice someone replacing it. */
+                struct stat st;
+                if (fstat(pool->fd, &st) == 0) {
+                        pool->file_dev = st.st_dev;
+                        pool->file_ino = st.st_ino;
+                }
+        }
 
         (void)pool_transition(&pool->rec, POOL_WARMING, NULL, NULL);
         pthread_mutex_lock(&p->lock);

@@ -90,6 +90,9 @@ struct pool {
         enum pool_release release_due; /* lock: set by the owner watch or the sweep */
         int64_t unmapped_since;       /* lock: unix s, 0 = mapped, not swept, or has an owner */
         char path[PATH_MAX];          /* set before the pool is added, then constant */
+        dev_t file_dev;               /* holder: the file at `path` we made or found at start; */
+        ino_t file_ino;               /*   0 = not known (no file) */
+        bool file_check_due;          /* lock: a GET saw the file changed; upkeep re-checks it */
 };
 
 struct pools {
@@ -157,6 +160,14 @@ void pools_release(struct pools *p, struct pool *pool);
 int pools_remove(struct pools *p, struct pool *pool, enum pool_release why);
 /* Tell the observer NAME changed; no lock of ours held. */
 void pools_notify(struct pools *p, const char *name);
+
+/* Whether the file at PATH is still the one (DEV, INO) of R, whole: 0 if
+ * so (or it cannot be told), 1 with DETAIL set if someone removed, replaced,
+ * truncated or resized it, or (WHOLE) punched pages out of it.  *RET_OURS
+ * says whether PATH still names our file (only then may it be unlinked).
+ * No lock needed: one stat. */
+int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct journal_pool *r, bool whole,
+                       char *detail, size_t size, bool *ret_ours);
 
 /* ---- jobs and the upkeep thread (pools_jobs.c), no lock held ---- */
 int pools_start_job(struct pools *p, struct pool *pool);

@@ -88,15 +88,31 @@ int pools_start_job(struct pools *p, struct pool *pool)
         return 0;
 }
 
+/* What became of a pool's file while its job ran (pools_file_changed). */
+struct file_change {
+        bool changed, ours;
+        char detail[POOL_ERROR_DETAIL_MAX];
+};
+
 /* The record POOL should get for a job that ended as ST (lock held); updates
  * the counters.  *ret_unlink says whether the file must go.  At shutdown a
- * cancelled job stays warming, to resume at the next start. */
+ * cancelled job stays warming, to resume at the next start.  A file that
+ * someone removed, replaced or truncated while the job ran fails the pool
+ * as file-changed, whatever the job made of it (a truncated file faults
+ * like a lack of hugepages, a removed one warms fine). */
 static void job_outcome(struct pools *p, struct pool *pool, const struct job_status *st, bool shutdown,
-                        struct journal_pool *next, bool *ret_unlink)
+                        const struct file_change *fc, struct journal_pool *next, bool *ret_unlink)
 {
         *next = pool->rec;
         *ret_unlink = false;
         next->bytes_done = st->bytes_done;
+        if (fc->changed && (st->state == JOB_DONE || st->state == JOB_FAILED)) {
+                p->stats.jobs_failed++;
+                *ret_unlink = fc->ours;
+                (void)pool_transition(next, POOL_FAILED, "file-changed", "%s while it was warming",
+                                      fc->detail);
+                return;
+        }
         switch (st->state) {
         case JOB_DONE:
                 if (pool_transition(next, POOL_READY, NULL, NULL) < 0)
@@ -141,17 +157,24 @@ void pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
         bool unlink_file;
         int r;
 
+        struct file_change fc = {0};
+
         pthread_mutex_lock(&p->lock);
         job = pool->job;
-        if (!job) {
-                pthread_mutex_unlock(&p->lock);
+        if (job)
+                job_get_status(job, &st);
+        pthread_mutex_unlock(&p->lock);
+        if (!job)
                 return;
-        }
-        job_get_status(job, &st);
+        /* POOL is busy: its job and file stay as they are until we are done. */
+        if (st.state == JOB_DONE || st.state == JOB_FAILED)
+                fc.changed = pools_file_changed(pool->path, pool->file_dev, pool->file_ino, &pool->rec,
+                                                st.state == JOB_DONE, fc.detail, sizeof(fc.detail), &fc.ours);
+        pthread_mutex_lock(&p->lock);
         pool->last = st;
         pool->have_last = true;
         pool->job = NULL;
-        job_outcome(p, pool, &st, shutdown, &next, &unlink_file);
+        job_outcome(p, pool, &st, shutdown, &fc, &next, &unlink_file);
         pthread_mutex_unlock(&p->lock);
 
         job_free(job);
@@ -161,7 +184,7 @@ void pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
         }
         if (unlink_file && unlink(pool->path) < 0 && errno != ENOENT)
                 log_err("pools: cannot remove %s of failed pool: %m", pool->path);
-        if (st.state == JOB_FAILED)
+        if (next.state == POOL_FAILED)
                 log_warn("pools: pool %s failed: %s", pool->rec.name, next.error_detail);
         if (next.state == POOL_READY) {
                 /* The one change shown before it is saved: a crash in between
@@ -198,6 +221,30 @@ static const char *release_reason(enum pool_release why)
         return "it was not claimed within its TTL";
 }
 
+/* A GET saw POOL's file changed: look again and, if so, fail it (saved
+ * before shown, as every change).  Its file is removed only if it is still
+ * ours and no VM took the pool.  POOL is busy. */
+static void fail_changed_file(struct pools *p, struct pool *pool)
+{
+        struct journal_pool next = pool->rec;
+        char detail[POOL_ERROR_DETAIL_MAX];
+        bool ours;
+        int r;
+
+        if (next.state != POOL_READY ||
+            !pools_file_changed(pool->path, pool->file_dev, pool->file_ino, &next, !next.claimed, detail,
+                                sizeof(detail), &ours))
+                return;
+        if (pool_transition(&next, POOL_FAILED, "file-changed", "%s after it was ready", detail) < 0)
+                return;
+        log_warn("pools: pool %s failed: %s", next.name, next.error_detail);
+        if (ours && !next.claimed && unlink(pool->path) < 0 && errno != ENOENT)
+                log_err("pools: cannot remove %s of failed pool: %m", pool->path);
+        r = pools_commit(p, pool, &next);
+        if (r < 0)
+                log_err("pools: saving state for pool %s: %s", next.name, strerror(-r));
+}
+
 /* Handle one finished job or one pool due for release; false when there is
  * none.  Finished jobs come first, and a pool whose release failed waits
  * for its retry_at, so one stuck pool cannot starve the others.
@@ -208,7 +255,7 @@ static bool upkeep_one(struct pools *p, uint64_t *next_expiry)
         uint64_t now = now_boot_ns();
         enum pool_release why = RELEASE_TTL;
         struct pool *pool = NULL;
-        bool release = false;
+        bool release = false, check = false;
 
         *next_expiry = 0;
         pthread_mutex_lock(&p->lock);
@@ -217,6 +264,14 @@ static bool upkeep_one(struct pools *p, uint64_t *next_expiry)
                 if (o->hold == POOL_FREE && o->job && job_is_done(p, o)) {
                         pool = o;
                         break;
+                }
+        }
+        for (size_t i = 0; i < p->n_pools && !pool; i++) {
+                struct pool *o = p->pools[i];
+                if (o->hold == POOL_FREE && o->file_check_due) {
+                        o->file_check_due = false;
+                        pool = o;
+                        check = true;
                 }
         }
         for (size_t i = 0; i < p->n_pools && !pool; i++) {
@@ -255,7 +310,10 @@ static bool upkeep_one(struct pools *p, uint64_t *next_expiry)
                 pools_release(p, pool);
                 return true;
         }
-        pools_finish_job(p, pool, false);
+        if (check)
+                fail_changed_file(p, pool);
+        else
+                pools_finish_job(p, pool, false);
         pools_release(p, pool);
         return true;
 }

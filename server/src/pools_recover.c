@@ -113,6 +113,8 @@ static void reconcile(struct pools *p, struct pool *pool)
                 fail_at_start(pool, "file-missing", "its file %s was gone at start", pool->path);
                 return;
         }
+        pool->file_dev = st.st_dev;
+        pool->file_ino = st.st_ino;
         uint64_t present = (uint64_t)st.st_blocks * 512;
         if (r->state == POOL_READY && present == r->size_bytes && (uint64_t)st.st_size == r->size_bytes) {
                 close(fd);

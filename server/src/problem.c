@@ -56,6 +56,7 @@ static const struct problem_type catalog[PROBLEM__COUNT] = {
         [PROBLEM_POPULATE_UNSUPPORTED] = { "populate-unsupported", 500, "Kernel cannot prefault the pool" },
         [PROBLEM_POPULATE_FAILED] = { "populate-failed", 500, "Warming failed" },
         [PROBLEM_FILE_MISSING] = { "file-missing", 500, "Pool file missing" },
+        [PROBLEM_FILE_CHANGED] = { "file-changed", 500, "Pool file changed by someone else" },
         [PROBLEM_CANCELLED] = { "cancelled", 500, "Warming cancelled" },
 };
 

@@ -601,6 +601,15 @@ TEST(ttl)
         env_fini(&e);
 }
 
+/* Whether NAME exists, without the file check a GET makes (this test puts
+ * a directory in place of the file, which a GET reports as file-changed). */
+static int present(struct pools *p, const char *name)
+{
+        struct pool_view v;
+
+        return pools_wait(p, name, now_mono_ns(), &v);
+}
+
 /* A pool whose TTL release keeps failing (its path became a directory, so
  * unlink fails) must not starve the upkeep thread: other pools still finish, and
  * the release is retried a few seconds later. */
@@ -623,7 +632,7 @@ TEST(ttl_release_fails)
         CHECK_INT(unlink(path), ==, 0);
         CHECK_INT(mkdir(path, 0700), ==, 0);
         usleep(2200 * 1000); /* expired, and its release failed */
-        CHECK_INT(pools_get(p, "stuck", &v), ==, 0);
+        CHECK_INT(present(p, "stuck"), ==, 0);
 
         r = req("later", 0, 2);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
@@ -633,9 +642,9 @@ TEST(ttl_release_fails)
 
         /* Unstuck: released on the retry, within its delay. */
         CHECK_INT(rmdir(path), ==, 0);
-        for (int i = 0; i < 160 && pools_get(p, "stuck", &v) == 0; i++)
+        for (int i = 0; i < 160 && present(p, "stuck") == 0; i++)
                 usleep(50 * 1000);
-        CHECK_INT(pools_get(p, "stuck", &v), ==, -ENOENT);
+        CHECK_INT(present(p, "stuck"), ==, -ENOENT);
         struct pools_stats s;
         pools_get_stats(p, &s);
         CHECK_U64(s.pools_expired, ==, 1);
@@ -1918,6 +1927,142 @@ TEST(pre_1970_wall_clock)
         CHECK_INT(v.expires_at, ==, 0);
         CHECK(!still_there_after(p, "old", 3));
         clock_inject_offsets(0, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* ---- issue 11 item 8: files changed behind our back ---- */
+
+static void pool_path(const struct env *e, const char *name, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s/%s", e->mount, name);
+}
+
+/* Removed while warming: the warm still "succeeds" on the open fd, but the
+ * pool must not turn ready with a path that names nothing. */
+TEST(file_removed_while_warming)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("vanish", 0, 4);
+        char path[PATH_MAX];
+
+        env_init(&e);
+        p = start(&e);
+        fake_gate_set(true);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_inside();
+        pool_path(&e, "vanish", path, sizeof(path));
+        CHECK_INT(unlink(path), ==, 0);
+        fake_gate_set(false);
+        wait_state(p, "vanish", POOL_FAILED);
+        CHECK_INT(pools_get(p, "vanish", &v), ==, 0);
+        CHECK_STR(v.error_slug, "file-changed");
+        CHECK(strstr(v.error_detail, "removed"));
+        CHECK_INT(pools_delete(p, "vanish"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Truncated while warming: the populate faults past the end, which is not a
+ * lack of hugepages. */
+TEST(file_truncated_while_warming)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("short", 0, 4);
+        char path[PATH_MAX];
+
+        env_init(&e);
+        p = start(&e);
+        fake_gate_set(true);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_inside();
+        pool_path(&e, "short", path, sizeof(path));
+        CHECK_INT(truncate(path, 0), ==, 0);
+        fake_gate_set(false);
+        wait_state(p, "short", POOL_FAILED);
+        CHECK_INT(pools_get(p, "short", &v), ==, 0);
+        CHECK_STR(v.error_slug, "file-changed");
+        CHECK(strstr(v.error_detail, "truncated"));
+        CHECK(!file_exists(&e, "short"));      /* still ours: removed like any failed pool's */
+        CHECK_INT(pools_delete(p, "short"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+static bool failed_on_disk_within(const struct env *e, const char *name, double seconds)
+{
+        uint64_t until = deadline_in(seconds);
+
+        for (;;) {
+                struct journal *j = load(e);
+                bool failed = jpool(j, name) && jpool(j, name)->state == POOL_FAILED;
+                journal_free(j);
+                if (failed || now_mono_ns() >= until)
+                        return failed;
+                usleep(20 * 1000);
+        }
+}
+
+/* A ready file truncated to 0: GET says failed/file-changed at once, and the
+ * upkeep thread records it. */
+TEST(ready_file_truncated)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        char path[PATH_MAX];
+
+        env_init(&e);
+        p = start(&e);
+        ready_pool(p, "emptied");
+        pool_path(&e, "emptied", path, sizeof(path));
+        CHECK_INT(truncate(path, 0), ==, 0);
+        CHECK_INT(pools_get(p, "emptied", &v), ==, 0);
+        CHECK_STR(pool_state_name(v.state), "failed");
+        CHECK_STR(v.error_slug, "file-changed");
+        CHECK(failed_on_disk_within(&e, "emptied", 2));
+        CHECK_INT(pools_get(p, "emptied", &v), ==, 0);
+        CHECK_STR(pool_state_name(v.state), "failed");
+        CHECK_INT(pools_delete(p, "emptied"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A claimed pool whose VM gave pages back (holes) is not a change; its file
+ * replaced by another is. */
+TEST(claimed_file_holes_are_fine)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        char path[PATH_MAX];
+
+        env_init(&e);
+        p = start(&e);
+        ready_pool(p, "vm");
+        CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
+        pool_path(&e, "vm", path, sizeof(path));
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        CHECK(fd >= 0);
+        CHECK_INT(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, PAGE), ==, 0);
+        close(fd);
+        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK_STR(pool_state_name(v.state), "ready");
+        CHECK_INT(unlink(path), ==, 0);
+        write_file(path, "someone else's");
+        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK_STR(v.error_slug, "file-changed");
+        CHECK(strstr(v.error_detail, "replaced"));
+        CHECK(failed_on_disk_within(&e, "vm", 2));
+        CHECK(file_exists(&e, "vm"));          /* not ours: never removed */
+        CHECK_INT(unlink(path), ==, 0);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
         pools_free(p);
         env_fini(&e);
 }
