@@ -206,9 +206,31 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
 
 /* ---- create ---- */
 
-static bool same_spec(const struct journal_pool *r, const struct pool_req *req)
+/* The first field in which REQ asks for another pool than R, with what each
+ * says, or false if it asks for the same one.  Every field the pool keeps
+ * counts: a PUT that would get a pool other than the one it describes (a TTL
+ * it did not ask for, or none) must not be told 200.  "reserve" is not
+ * compared: it says how to admit a new pool, and an existing one needs no
+ * admission. */
+static bool spec_differs(const struct journal_pool *r, const struct pool_req *req, char *buf, size_t size)
 {
-        return r->node == req->node && r->size_bytes == req->size_bytes && r->page_size == req->page_size;
+        if (r->node != req->node)
+                snprintf(buf, size, "\"node\": %d asked, the pool is on %d", req->node, r->node);
+        else if (r->page_size != req->page_size)
+                snprintf(buf, size, "\"page_size\": %" PRIu64 " bytes asked, the pool has %" PRIu64,
+                         req->page_size, r->page_size);
+        else if (r->size_bytes != req->size_bytes)
+                snprintf(buf, size, "size: %" PRIu64 " bytes asked, the pool has %" PRIu64, req->size_bytes,
+                         r->size_bytes);
+        else if (r->ttl_seconds != req->ttl_seconds)
+                snprintf(buf, size, "\"ttl_seconds\": %" PRIu64 " asked, the pool has %" PRIu64 " (0 = none)",
+                         req->ttl_seconds, r->ttl_seconds);
+        else if (r->threads != req->threads)
+                snprintf(buf, size, "\"threads\": %u asked, the pool has %u (0 = node default)", req->threads,
+                         r->threads);
+        else
+                return false;
+        return true;
 }
 
 /* Node NODE must have PAGES free pages of PAGE_SIZE beyond what warming jobs
@@ -358,10 +380,11 @@ static int check_registry(struct pools *p, const struct pool_req *req, struct po
 
         if (o) {
                 const struct journal_pool *r = pools_latest(o);
-                if (!same_spec(r, req)) {
+                char why[160];
+                if (spec_differs(r, req, why, sizeof(why))) {
                         problem_raise(err, PROBLEM_POOL_CONFLICT,
-                                      "pool %s exists on node %d with %" PRIu64 " bytes of %" PRIu64 "-byte pages",
-                                      r->name, r->node, r->size_bytes, r->page_size);
+                                      "pool %s exists and differs: %s (delete it first, or ask for it as it is)",
+                                      r->name, why);
                         return -EEXIST;
                 }
                 pools_fill_view(o, ret);

@@ -176,11 +176,25 @@ TEST(lifecycle)
         }
         journal_free(j);
 
-        /* Idempotent: same spec, other knobs ignored -> 200 and the view. */
-        r.ttl_seconds = 77;
-        r.threads = 1;
+        /* Idempotent: the same pool again -> 200 and the view; "reserve"
+         * is how to admit a new pool and does not count. */
+        r.reserve = true;
         CHECK_INT(create(p, &r, &v, &err), ==, 200);
         CHECK_STR(pool_state_name(v.state), "ready");
+        CHECK_INT(v.ttl_seconds, ==, 0);
+        r.reserve = false;
+        /* Every field the pool keeps counts (issue 11 item 10): another TTL
+         * or thread count is another pool, 409 naming the field. */
+        r.ttl_seconds = 77;
+        CHECK_INT(create(p, &r, &v, &err), ==, -EEXIST);
+        CHECK_STR(err.slug, "pool-conflict");
+        CHECK(strstr(err.detail, "\"ttl_seconds\": 77 asked"));
+        r.ttl_seconds = 0;
+        r.threads = 1;
+        CHECK_INT(create(p, &r, &v, &err), ==, -EEXIST);
+        CHECK(strstr(err.detail, "\"threads\": 1 asked"));
+        r.threads = 0;
+        CHECK_INT(pools_get(p, "vm1", &v), ==, 0);
         CHECK_INT(v.ttl_seconds, ==, 0);
 
         /* Same name, different pool. */
@@ -2063,6 +2077,30 @@ TEST(claimed_file_holes_are_fine)
         CHECK(file_exists(&e, "vm"));          /* not ours: never removed */
         CHECK_INT(unlink(path), ==, 0);
         CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* The issue's case: a pool made with a TTL, then PUT again asking for none,
+ * must not answer 200 with a pool that will expire. */
+TEST(put_without_ttl_after_ttl_conflicts)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("ttl1", 0, 2);
+
+        env_init(&e);
+        p = start(&e);
+        r.ttl_seconds = 30;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, 200);
+        r.ttl_seconds = 0;
+        CHECK_INT(create(p, &r, &v, &err), ==, -EEXIST);
+        CHECK_INT(err.status, ==, 409);
+        CHECK(strstr(err.detail, "ttl_seconds"));
+        CHECK_INT(pools_delete(p, "ttl1"), ==, 0);
         pools_free(p);
         env_fini(&e);
 }
