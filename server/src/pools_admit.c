@@ -117,7 +117,7 @@ static int record_reservation(struct pools *p, int node, uint64_t page_size, uin
 
 /* reserve_apply + record + save; admit_lock held.  ASKED is the count the
  * caller asked for when REQ->count is a clamped one (the result then says
- * what was asked and that it is incomplete). */
+ * what was asked and that it is incomplete); it is what is recorded. */
 static int reserve_locked(struct pools *p, const struct reserve_req *req, uint64_t asked,
                           struct reserve_result *ret)
 {
@@ -138,7 +138,11 @@ static int reserve_locked(struct pools *p, const struct reserve_req *req, uint64
         pthread_mutex_lock(&p->lock);
         struct journal_reservation before = { req->node, req->page_size, 0 };
         bool had = find_reservation(p, req->node, req->page_size, &before.count);
-        q = record_reservation(p, req->node, req->page_size, res.complete ? req->count : res.total);
+        /* What was asked, not what the kernel holds now: a shrink held up
+         * by pages in use (or a partial growth) is still the count wanted,
+         * and recording the kernel's total would grow the pool back to it
+         * when the reservation is re-applied. */
+        q = record_reservation(p, req->node, req->page_size, asked);
         pthread_mutex_unlock(&p->lock);
         if (q == 0)
                 q = pools_save(p);
