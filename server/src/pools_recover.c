@@ -7,7 +7,9 @@
  * (a VM may map it), records whose file is gone become failed — and last the
  * files no record owns and no process maps are removed (pools_dir.c).  A
  * journal from another boot (boot_id) is dropped, except its reservations,
- * which are re-applied.  A journal that cannot be read stops the start
+ * which are re-applied; within the same boot the kernel's counts are
+ * adopted instead (another tool may have changed them while we were down),
+ * and the drift logged.  A journal that cannot be read stops the start
  * (unless --reset-state moves it aside): starting empty would make every
  * pool file an orphan.
  * Last, claimed pools bound to an owner process are watched again if that
@@ -41,6 +43,33 @@ static int read_boot_id(const char *path, char *buf, size_t len)
         while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
                 buf[--n] = '\0';
         return n > 0 ? 0 : -EINVAL;
+}
+
+/* Within the boot the journal was written in, the kernel kept its counts;
+ * if they differ from ours, another tool (kubelet, virsh allocpages, an
+ * operator) changed them while we were down: theirs win, and we remember
+ * them as ours from now on. */
+static void adopt_reservations(struct pools *p)
+{
+        for (size_t i = 0; i < p->n_resv; i++) {
+                struct journal_reservation *rv = &p->resv[i];
+                struct hp_counts hp;
+                int r = topo_read_hugepages(p->cfg.fs, rv->node, rv->page_size, &hp);
+
+                if (r < 0) {
+                        log_warn("pools: cannot read node %d %" PRIu64 "-byte page count to check the "
+                                 "recorded reservation: %s; keeping %" PRIu64, rv->node, rv->page_size,
+                                 strerror(-r), rv->count);
+                        continue;
+                }
+                if (hp.total == rv->count)
+                        continue;
+                log_notice("pools: node %d, %" PRIu64 "-byte pages: the kernel holds %" PRIu64
+                           ", not the %" PRIu64 " recorded; something else changed it since, so it is "
+                           "kept and recorded (reservations are re-applied only after a reboot)",
+                           rv->node, rv->page_size, hp.total, rv->count);
+                rv->count = hp.total;
+        }
 }
 
 static void reapply_reservations(struct pools *p)
@@ -189,11 +218,14 @@ static void ready_stamp(struct journal_pool *r)
                 r->ready_boot_ns = boot;        /* not from this boot after all */
 }
 
-static int load_journal(struct pools *p)
+/* *RET_REBOOTED: the journal is from another boot (its reservations are to
+ * be re-applied). */
+static int load_journal(struct pools *p, bool *ret_rebooted)
 {
         struct journal *j = NULL;
         int r;
 
+        *ret_rebooted = false;
         r = journal_load(p->state_dir, &j);
         if (r == -ENOENT) {
                 log_info("pools: no state in %s, starting empty", p->state_dir);
@@ -232,6 +264,7 @@ static int load_journal(struct pools *p)
                 p->n_resv = j->n_reservations;
         }
         if (strcmp(j->boot_id, p->boot_id) != 0) {
+                *ret_rebooted = true;
                 if (j->n_pools)
                         log_notice("pools: state is from another boot; dropping its %zu pools", j->n_pools);
                 journal_free(j);
@@ -298,11 +331,15 @@ int pools_recover(struct pools *p)
         r = read_boot_id(p->boot_id_path, p->boot_id, sizeof(p->boot_id));
         if (r < 0)
                 return r;
-        r = load_journal(p);
+        bool rebooted;
+        r = load_journal(p, &rebooted);
         if (r < 0)
                 return r;
         /* Pages first, then the jobs that need them. */
-        reapply_reservations(p);
+        if (rebooted)
+                reapply_reservations(p);
+        else
+                adopt_reservations(p);
         for (size_t i = 0; i < p->n_pools; i++)
                 reconcile(p, p->pools[i]);
         pools_remove_orphans(p);
