@@ -188,11 +188,34 @@ struct orphan {
         uint64_t bytes;
 };
 
+/* Whether anyone else has the file at DIRFD/NAME open or mapped: 0 no (it
+ * is unlinked then, under the lease), 1 yes, -errno cannot tell.  A write
+ * lease is refused (EAGAIN) while any other open file — an fd, or a mapping
+ * whose fd was closed — refers to the inode, and taking one needs no access
+ * to the other processes (unlike their /proc/PID/maps). */
+static int unlink_if_unused(int dirfd, const char *name)
+{
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        int r;
+
+        if (fd < 0)
+                return -errno;
+        if (fcntl(fd, F_SETLEASE, F_WRLCK) < 0)
+                return errno == EAGAIN ? 1 : -errno;
+        r = unlinkat(dirfd, name, 0) < 0 ? -errno : 0;
+        (void)fcntl(fd, F_SETLEASE, F_UNLCK);
+        return r;
+}
+
 /* Remove files in our directories that no record owns (a crash between
  * creating a file and saving, a journal from another boot, or one discarded
- * with --reset-state) — but never a file some process maps: a VM may run on
- * it whatever the journal says.  When the mappings cannot all be read, no
- * orphan is removed. */
+ * with --reset-state) — but never a file some process maps or has open: a
+ * VM may run on it whatever the journal says.  Two checks: /proc/PID/maps
+ * of every process (dev + inode), and a write lease on the file, which the
+ * kernel refuses while anyone else has it open or mapped (so processes
+ * whose maps we may not read still count).  When the lease cannot be taken
+ * for another reason and not every process's maps could be read, the file
+ * is kept. */
 void pools_remove_orphans(struct pools *p)
 {
         _cleanup_free_ struct orphan *orphans = NULL;
@@ -251,14 +274,14 @@ void pools_remove_orphans(struct pools *p)
         if (n == 0)
                 return;
         r = owner_scan_mapped(p->proc_root, files, n, &unreadable);
-        if (r < 0 || unreadable > 0) {
-                log_warn("pools: %zu files no pool record owns are kept: cannot tell whether a process "
-                         "maps them (%s)", n, r < 0 ? strerror(-r) : "some processes' mappings are unreadable");
-                return;
-        }
+        bool complete = r == 0 && unreadable == 0;
+        if (r < 0)
+                for (size_t i = 0; i < n; i++)
+                        files[i].mapped = false;        /* the lease alone decides */
         for (size_t i = 0; i < n; i++) {
                 const char *dir = p->mount_dirs[orphans[i].mount];
                 char path[PATH_MAX];
+                int dfd, q;
 
                 snprintf(path, sizeof(path), "%s/%s", dir, orphans[i].name);
                 if (files[i].mapped) {
@@ -266,8 +289,23 @@ void pools_remove_orphans(struct pools *p)
                                  "once no VM uses it)", path);
                         continue;
                 }
-                if (unlink(path) < 0) {
-                        log_warn("pools: cannot remove orphan %s: %m", path);
+                dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                q = dfd < 0 ? -errno : unlink_if_unused(dfd, orphans[i].name);
+                if (q == -EINVAL || q == -ENOSYS) {
+                        /* No leases here: the maps scan decides, if whole. */
+                        q = complete ? (unlinkat(dfd, orphans[i].name, 0) < 0 ? -errno : 0) : -EINVAL;
+                }
+                if (dfd >= 0)
+                        close(dfd);
+                if (q == 1) {
+                        log_warn("pools: %s has no pool record but a process has it open or mapped; kept "
+                                 "(remove it once no VM uses it)", path);
+                        continue;
+                }
+                if (q < 0) {
+                        log_warn("pools: %s has no pool record; kept: cannot tell whether a process uses "
+                                 "it (%s)", path, q == -EINVAL ? "no file leases, and some processes' "
+                                 "mappings are unreadable" : strerror(-q));
                         continue;
                 }
                 log_notice("pools: removed %s (%" PRIu64 " bytes held), which no pool record owns", path,
