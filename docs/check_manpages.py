@@ -4,8 +4,10 @@ long option the programs accept.
 
 Usage: check_manpages.py DOCS_DIR SOURCE_DIR
 Options are read from hpwarmd's getopt table (server/src/main.c: {"name", ...})
-and from every "--name" the client's parser mentions (client/src/cli_core.c).  A page
+and from every "--name" the client's parser and messages mention
+(client/src/cli_parse.c, client/src/cli_core.c).  A page
 may document more (options not yet in the code); it may not document fewer.
+README.md's hpwarmd synopsis must list every hpwarmd option as well.
 Rendering uses man(1) when installed; otherwise that part is reported
 skipped.
 """
@@ -30,7 +32,8 @@ def main(argv):
     errors = []
     pairs = [
         ("hpwarmd.8", os.path.join(src, "server/src/main.c"), r'\{"([a-z][a-z0-9-]+)",\s*(?:no|required|optional)_argument'),
-        ("hpwarm.1", os.path.join(src, "client/src/cli_core.c"), r'--([a-z][a-z0-9-]+)'),
+        ("hpwarm.1", [os.path.join(src, "client/src/cli_parse.c"), os.path.join(src, "client/src/cli_core.c")],
+         r'--([a-z][a-z0-9-]+)'),
     ]
     for page, source, pattern in pairs:
         path = os.path.join(docs, page)
@@ -38,11 +41,14 @@ def main(argv):
             errors.append(f"{page}: missing")
             continue
         documented = options_in_page(path)
+        sources = source if isinstance(source, list) else [source]
+        accepted = set()
         try:
-            with open(source, encoding="utf-8") as f:
-                accepted = set(re.findall(pattern, f.read()))
+            for one in sources:
+                with open(one, encoding="utf-8") as f:
+                    accepted |= set(re.findall(pattern, f.read()))
         except OSError as e:
-            errors.append(f"{page}: cannot read {source}: {e}")
+            errors.append(f"{page}: cannot read {e.filename}: {e}")
             continue
         if not accepted:
             errors.append(f"{page}: found no options in {source}")
@@ -57,6 +63,20 @@ def main(argv):
                 errors.append(f"{page}: man reports:\n{r.stderr}")
         else:
             print(f"skipped: man not installed, {page} not rendered")
+    # README's "Running hpwarmd" synopsis lists every daemon option too.
+    try:
+        with open(os.path.join(src, "server/src/main.c"), encoding="utf-8") as f:
+            accepted = set(re.findall(pairs[0][2], f.read()))
+        with open(os.path.join(src, "README.md"), encoding="utf-8") as f:
+            m = re.search(r"```\nhpwarmd (.*?)```", f.read(), re.S)
+        listed = set(re.findall(r"--([a-z][a-z0-9-]+)", m.group(1))) if m else set()
+        if not m:
+            errors.append("README.md: no hpwarmd synopsis block found")
+        for opt in sorted(accepted - listed - {"help", "version"}):
+            errors.append(f"README.md: --{opt} is accepted by hpwarmd but not in its synopsis")
+        print(f"ok: README.md synopsis: {len(accepted & listed)} options listed")
+    except OSError as e:
+        errors.append(f"README.md: {e}")
     for e in errors:
         print("FAIL:", e)
     return 1 if errors else 0

@@ -2,13 +2,14 @@
 # test.sh: install what is needed, build, and run the whole test suite:
 #   1. dev build (-Werror) and every ctest test (unit, integration, real-kernel
 #      hugepage tests, the QEMU two-node guest);
-#   2. the same suite, but the QEMU guest, under AddressSanitizer+UBSan;
+#   2. the same suite under AddressSanitizer+UBSan, less what does not run
+#      our code under the sanitizers (QEMU/libvirt guests, packaging, bench);
 #   3. the engine and pool tests under ThreadSanitizer;
 #   4. a bounded libFuzzer run of every fuzz target (clang).
 # Set HPW_QUICK=1 to run only step 1.  Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/deps.sh
+./scripts/deps.sh --test
 jobs=$(nproc)
 step() { printf '\n==== %s\n' "$*"; }
 
@@ -19,7 +20,7 @@ ctest --preset dev -j"$jobs"
 
 [ "${HPW_QUICK:-0}" = 1 ] && exit 0
 
-step "ASan+UBSan build + suite (without the QEMU guest)"
+step "ASan+UBSan build + suite (not the guests, packaging or bench)"
 cmake --preset asan >/dev/null
 cmake --build build-asan -j"$jobs"
 ctest --preset asan -j"$jobs"     # sanitizer options and the qemu exclusion: CMakePresets.json

@@ -77,6 +77,9 @@ struct hpw_problem {
         int status;
         char *detail;
         uint64_t requested, achieved; /* reserve shortfall extension, 0 if absent */
+        /* insufficient-memory (the node's memory floor) extension, 0 if
+         * absent: the floor, and the largest page count that fits above it. */
+        uint64_t memory_floor_bytes, max_count;
 };
 
 struct hpw;
@@ -194,7 +197,7 @@ struct hpw_pool {
         uint64_t pages_off_node;
         bool claimed;
         int64_t expires_at;       /* unix seconds, 0 = none */
-        char *handoff_qemu;       /* "" if not offered */
+        char *handoff_qemu;       /* complete words for a one-node guest on this pool; "" if not offered */
         char *handoff_cloud_hypervisor;
         char *json;               /* NULL for members of a list */
 };
@@ -250,10 +253,46 @@ HPW_EXPORT enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t tim
 
 /* Mark the pool taken by a VM.  Never retried (not idempotent). */
 HPW_EXPORT enum hpw_error hpw_claim(struct hpw *h, const char *name, struct hpw_pool **ret);
+/* As hpw_claim, naming PID (> 0) as the VMM process that maps the pool: the
+ * daemon releases the pool when that process exits.  Sends {"pid":PID}.
+ * HPW_E_INVALID for PID <= 0; a server that knows no such process answers
+ * 422 (HPW_E_BAD_REQUEST).  Never retried. */
+HPW_EXPORT enum hpw_error hpw_claim_pid(struct hpw *h, const char *name, int pid, struct hpw_pool **ret);
 /* Cancel and delete the pool; its pages return to the node's free pool.
  * HPW_E_NOT_FOUND if there is no such pool, except when the DELETE was
  * retried: a 404 then means an earlier attempt did it, and is HPW_OK. */
 HPW_EXPORT enum hpw_error hpw_release(struct hpw *h, const char *name);
+
+/* ---- handoff: the VMM arguments that make warm pools a guest's RAM ---- */
+
+/* Most pools one hpw_handoff() composes (the server's limit too). */
+#define HPW_HANDOFF_MAX_POOLS 64
+
+struct hpw_handoff {
+        char *vmm;                /* "qemu", "cloud-hypervisor" or "libvirt" */
+        uint64_t memory_bytes;    /* the pools' total: QEMU's -m (libvirt's <memory>) must equal it */
+        char *args;               /* qemu, cloud-hypervisor: the words shell-quoted where needed; "" for libvirt */
+        char **argv;              /* N_ARGV words to exec, NULL-terminated (libvirt: QEMU's words) */
+        size_t n_argv;
+        char *xml;                /* libvirt: the <qemu:commandline> fragment; "" otherwise */
+        char *xml_namespace;      /* libvirt: the attribute the <domain> element must carry
+                                     (the answer's "namespace"); "" otherwise */
+        char *note;               /* what the caller adds (for QEMU: -m with the total, -smp ...); may be "" */
+        char *json;               /* the server's JSON, verbatim */
+};
+HPW_EXPORT void hpw_handoff_free(struct hpw_handoff *x);
+
+/* Compose POOLS[0..N) (1 to HPW_HANDOFF_MAX_POOLS ready or claimed pools,
+ * names distinct) into one guest for VMM ("qemu", "cloud-hypervisor",
+ * "libvirt"): with one pool the guest's RAM is that pool; with several,
+ * guest NUMA node i is POOLS[i].  GET /v1/handoff.  HPW_E_INVALID for a bad
+ * VMM, N or name (nothing is sent); HPW_E_NOT_FOUND for an unknown pool;
+ * HPW_E_CONFLICT when a pool is not ready (problem slug "pool-not-ready");
+ * HPW_E_BAD_REQUEST for what the server refuses (e.g. a name given twice).
+ * The caller still adds -m equal to (*ret)->memory_bytes, -smp, kernel,
+ * disks: see (*ret)->note. */
+HPW_EXPORT enum hpw_error hpw_handoff(struct hpw *h, const char *vmm, const char *const *pools, size_t n,
+                                      struct hpw_handoff **ret);
 
 /* ---- fleet: one request to many hosts at once ---- */
 

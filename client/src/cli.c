@@ -1,6 +1,6 @@
 /* cli: main() of the hpwarm command line.
  *
- * Parse (cli_core.c), make one handle, run one command, print, and turn the
+ * Parse (cli_parse.c), make one handle, run one command, print, and turn the
  * library's error into the documented exit code.  Output goes to stdout
  * (tables, or with --json the server's JSON verbatim once it parsed as one
  * whole object; fleet documents embed each host's answer re-printed from its
@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -32,13 +34,51 @@ static uint64_t now_ms(void)
         return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void fail_msg(struct hpw *h, const char *what, enum hpw_error err)
+/* What connect(2) says about the unix socket PATH: 0 when it connects (the
+ * failure was elsewhere), else the errno that names the cause (missing,
+ * permission, nobody listening) better than curl's "Couldn't connect". */
+static int probe_unix(const char *path)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd, r = 0;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return ENAMETOOLONG;
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return errno;
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+                r = errno;
+        close(fd);
+        return r;
+}
+
+/* One line on stderr for a failed call; for an unreachable server it names
+ * the socket or URL tried and the likely cause. */
+static void fail_msg(struct hpw *h, const char *url, const char *what, enum hpw_error err)
 {
         const struct hpw_problem *p = hpw_last_problem(h);
         const char *m = hpw_last_message(h);
+        const char *reserve = strstr(m, "\"reserve\": true");
 
-        fprintf(stderr, "hpwarm: %s: %s", what, hpw_strerror(err));
-        if (m && m[0])
+        /* HPW_E_INSUFFICIENT covers the memory floor too: say which. */
+        fprintf(stderr, "hpwarm: %s: %s", what,
+                p && p->slug && strcmp(p->slug, "insufficient-memory") == 0 ? "insufficient memory" : hpw_strerror(err));
+        if (err == HPW_E_UNREACHABLE || err == HPW_E_TLS) {
+                /* curl's words ("localhost port 80" for a unix socket) name
+                 * neither what was tried nor why; the hint does both. */
+                char hint[768];
+                int e = strncmp(url, "unix://", 7) == 0 ? probe_unix(url + 7) : 0;
+
+                cli_unreachable_hint(url, e, m, hint, sizeof(hint));
+                fprintf(stderr, ": %s\n", hint);
+                return;
+        }
+        if (reserve)
+                /* The server names its API field; here the CLI flag is what works. */
+                fprintf(stderr, " (%.*s--reserve%s)", (int)(reserve - m), m, reserve + strlen("\"reserve\": true"));
+        else if (m && m[0])
                 fprintf(stderr, " (%s)", m);
         if (p && p->slug[0])
                 fprintf(stderr, " [%s]", p->slug);
@@ -53,7 +93,7 @@ static int fail(struct ctx *x, const char *what, enum hpw_error err)
 
         if (x->cli->json && body[0] && hpw_last_problem(x->h))
                 printf("%s\n", body);
-        fail_msg(x->h, what, err);
+        fail_msg(x->h, x->url, what, err);
         return cli_exit_code(err);
 }
 
@@ -324,7 +364,7 @@ static int do_wait(struct ctx *x, const char *name, const struct hpw_pool *initi
         if (x->cli->json && p)
                 print_json(p->json);
         if (err) {
-                fail_msg(x->h, "wait", err);
+                fail_msg(x->h, x->url, "wait", err);
                 hpw_pool_free(p);
                 return cli_exit_code(err);
         }
@@ -340,6 +380,21 @@ static int cmd_wait(struct ctx *x)
 }
 
 /* ---- warm, reserve, claim, release, handoff, health ---- */
+
+/* A refusal by the node's memory floor carries the largest count that fits:
+ * say it as the command that would work. */
+static void floor_hint(const struct ctx *x, const struct hpw_problem *p, int node, uint64_t page_size)
+{
+        char fl[32], ps[32];
+
+        if (!p || !p->memory_floor_bytes)
+                return;
+        cli_format_bytes(p->memory_floor_bytes, fl, sizeof(fl));
+        fmt_ps(page_size ? page_size : CLI_DEFAULT_PAGE_SIZE, ps, sizeof(ps));
+        fprintf(stderr, "hpwarm: node %d keeps %s free (the memory floor, hpwarmd --memory-floor): at most "
+                "%llu %s pages fit: hpwarm reserve %d %s %llu\n", node, fl, (unsigned long long)p->max_count, ps,
+                node, ps, (unsigned long long)p->max_count);
+}
 
 static int warm_at(struct ctx *x, const char *name, int node, uint64_t size, uint64_t page_size)
 {
@@ -357,8 +412,11 @@ static int warm_at(struct ctx *x, const char *name, int node, uint64_t size, uin
 
         int rc = 0;
 
-        if (err)
-                return fail(x, "warm", err);
+        if (err) {
+                int rc2 = fail(x, "warm", err);
+                floor_hint(x, hpw_last_problem(x->h), node, page_size);
+                return rc2;
+        }
         if (!x->cli->wait) {
                 if (x->cli->json)
                         print_json(p->json);
@@ -392,6 +450,7 @@ static int cmd_reserve(struct ctx *x)
                 if (p && (p->requested || p->achieved))
                         fprintf(stderr, "hpwarm: reserve: requested %llu pages, achieved %llu\n",
                                 (unsigned long long)p->requested, (unsigned long long)p->achieved);
+                floor_hint(x, p, x->cli->node, x->cli->page_size);
                 return rc;
         }
         if (x->cli->json) {
@@ -414,7 +473,8 @@ static int cmd_reserve(struct ctx *x)
 static int cmd_claim(struct ctx *x)
 {
         struct hpw_pool *p = NULL;
-        enum hpw_error err = hpw_claim(x->h, x->cli->name, &p);
+        enum hpw_error err = x->cli->pid ? hpw_claim_pid(x->h, x->cli->name, x->cli->pid, &p)
+                                         : hpw_claim(x->h, x->cli->name, &p);
 
         if (err)
                 return fail(x, "claim", err);
@@ -428,8 +488,23 @@ static int cmd_claim(struct ctx *x)
 
 static int cmd_release(struct ctx *x)
 {
+        int rc;
         enum hpw_error err = hpw_release(x->h, x->cli->name);
 
+        if (err == HPW_E_NOT_FOUND && x->cli->ignore_missing) {
+                /* Already gone: what the caller wanted. */
+                if (x->cli->json)
+                        print_json("{}");
+                else
+                        printf("%s: no such pool (already released)\n", x->cli->name);
+                return 0;
+        }
+        if (err == HPW_E_NOT_FOUND) {
+                rc = fail(x, "release", err);
+                fprintf(stderr, "hpwarm: release: there is no pool %s (add --ignore-missing to accept that)\n",
+                        x->cli->name);
+                return rc;
+        }
         if (err)
                 return fail(x, "release", err);
         if (x->cli->json) {
@@ -447,30 +522,49 @@ static int cmd_release(struct ctx *x)
         return 0;
 }
 
+/* The pools as one guest's RAM, composed by the server (GET /v1/handoff).
+ * stdout gets only the text to use: the shell-quoted words (the libvirt
+ * fragment for libvirt), with --argv one word per line, with --json the
+ * server's answer; what the caller must add (-m ...) goes to stderr when a
+ * person is watching. */
 static int cmd_handoff(struct ctx *x)
 {
-        struct hpw_pool *p = NULL;
-        enum hpw_error err = hpw_pool(x->h, x->cli->name, &p);
-        const char *args;
+        static const char *const vmm_names[] = {
+                [VMM_QEMU] = "qemu", [VMM_CLOUD_HYPERVISOR] = "cloud-hypervisor", [VMM_LIBVIRT] = "libvirt",
+        };
+        const struct cli *c = x->cli;
+        struct hpw_handoff *ho = NULL;
+        enum hpw_error err = hpw_handoff(x->h, vmm_names[c->vmm], c->names, c->n_names, &ho);
         int rc = 0;
 
-        if (err)
-                return fail(x, "handoff", err);
-        args = x->cli->vmm == VMM_QEMU ? p->handoff_qemu : p->handoff_cloud_hypervisor;
-        if (p->state != HPW_POOL_READY) {
-                fprintf(stderr, "hpwarm: handoff: pool %s is %s, not ready\n", p->name, p->state_name);
-                rc = CLI_EXIT_FAILED;
-        } else if (!args[0]) {
-                fprintf(stderr, "hpwarm: handoff: server offered no arguments for this VMM\n");
-                rc = CLI_EXIT_FAILED;
-        } else if (x->cli->json) {
-                /* A JSON string, so it survives any quoting in a script. */
-                print_json_string(args, stdout);
-                putchar('\n');
-        } else {
-                printf("%s\n", args);
+        if (err) {
+                rc = fail(x, "handoff", err);
+                if (err == HPW_E_CONFLICT)
+                        fprintf(stderr, "hpwarm: handoff: wait until the pools are ready (hpwarm wait NAME)\n");
+                return rc;
         }
-        hpw_pool_free(p);
+        if (c->json) {
+                print_json(ho->json);
+        } else if (c->argv_words) {
+                /* One word per line reads back with `mapfile -t`; a word with a
+                 * newline in it would not, so it is refused, not split. */
+                for (size_t i = 0; i < ho->n_argv; i++)
+                        if (strchr(ho->argv[i], '\n')) {
+                                fprintf(stderr, "hpwarm: handoff: a word contains a newline; use --json\n");
+                                hpw_handoff_free(ho);
+                                return CLI_EXIT_FAILED;
+                        }
+                for (size_t i = 0; i < ho->n_argv; i++)
+                        printf("%s\n", ho->argv[i]);
+        } else {
+                printf("%s\n", c->vmm == VMM_LIBVIRT ? ho->xml : ho->args);
+        }
+        if (!c->json && ho->note[0] && isatty(STDERR_FILENO)) {
+                fprintf(stderr, "hpwarm: note: %s\n", ho->note);
+                if (c->vmm == VMM_LIBVIRT)
+                        fprintf(stderr, "hpwarm: note: the <domain> element needs %s\n", ho->xml_namespace);
+        }
+        hpw_handoff_free(ho);
         return rc;
 }
 
@@ -500,10 +594,23 @@ static void print_unreachable(const struct hpw_fleet *f)
         if (!bad)
                 return;
         fprintf(stderr, "unreachable or failing hosts (%zu of %zu):\n", bad, f->n);
-        for (size_t i = 0; i < f->n; i++)
-                if (f->hosts[i].err != HPW_OK)
-                        fprintf(stderr, "  %s: %s (%s)\n", f->hosts[i].url, hpw_strerror(f->hosts[i].err),
-                                f->hosts[i].message);
+        for (size_t i = 0; i < f->n; i++) {
+                const struct hpw_fleet_host *fh = &f->hosts[i];
+
+                if (fh->err == HPW_OK)
+                        continue;
+                if (fh->err == HPW_E_UNREACHABLE || fh->err == HPW_E_TLS) {
+                        /* Name the likely cause, as for one host. */
+                        char hint[768];
+                        int e = strncmp(fh->url, "unix://", 7) == 0 ? probe_unix(fh->url + 7) : 0;
+
+                        cli_unreachable_hint(fh->url, e, fh->message, hint, sizeof(hint));
+                        fprintf(stderr, "  %s: %s: %s\n", fh->url, hpw_strerror(fh->err), hint);
+                } else {
+                        fprintf(stderr, "  %s: %s (%s)\n", fh->url, hpw_strerror(fh->err),
+                                fh->message[0] ? fh->message : "-");
+                }
+        }
 }
 
 /* One document for the whole fleet.  Each host's answer goes in as cJSON
@@ -551,6 +658,17 @@ static int cmd_fleet(struct ctx *x)
                 cli_hosts_free(urls, n);
                 return CLI_EXIT_USAGE;
         }
+        /* Hosts files take what --url takes (HOST:PORT means http://). */
+        for (size_t i = 0; i < n; i++) {
+                char u[4096], why[256];
+                char *nu;
+
+                if (cli_url_normalize(urls[i], u, sizeof(u), why, sizeof(why)) == 0 && strcmp(u, urls[i]) &&
+                    (nu = strdup(u))) {
+                        free(urls[i]);
+                        urls[i] = nu;
+                }
+        }
         err = hpw_fleet_get(x->h, (const char *const *)urls, n, c->fleet == FLEET_POOLS ? HPW_FLEET_POOLS
                                                                                          : HPW_FLEET_NODES, &f);
         if (err) {
@@ -577,8 +695,9 @@ static int cmd_fleet(struct ctx *x)
                         table_free(t);
                 }
                 print_unreachable(f);
-                /* Partial answers are still answers; only "nobody answered"
-                 * fails, with the reason all hosts share. */
+                /* The table covers the hosts that answered; the exit code
+                 * says whether that is all of them (0), some (7), or none
+                 * (with the reason they share). */
                 rc = cli_fleet_exit(f);
                 goto out;
         }
@@ -634,6 +753,10 @@ static int cmd_fleet(struct ctx *x)
                 else {
                         printf("%s node %d (%llu free pages)\n", url, node, (unsigned long long)fr);
                 }
+                /* A choice among the hosts that answered: 7 when some did
+                 * not (a better place may be among them); with --warm, the
+                 * warm's own outcome decides. */
+                rc = cli_fleet_exit(f);
                 if (c->warm_name) {
                         struct hpw *h2 = NULL;
                         struct ctx x2 = *x;
@@ -670,7 +793,7 @@ int main(int argc, char **argv)
 {
         struct cli c;
         struct ctx x = { .cli = &c };
-        char err[256];
+        char err[256], url[4096];
         enum hpw_error e;
         uint64_t total;
         int rc;
@@ -681,18 +804,24 @@ int main(int argc, char **argv)
                 return CLI_EXIT_USAGE;
         }
         if (c.help) {
-                fputs(cli_usage, stdout);
+                cli_help(c.cmd, stdout);
                 return 0;
         }
         if (c.version) {
                 printf("hpwarm %s\n", hpw_version());
                 return 0;
         }
+        if (cli_url_normalize(c.url, url, sizeof(url), err, sizeof(err)) < 0) {
+                fprintf(stderr, "hpwarm: %s\n", err);
+                return CLI_EXIT_USAGE;
+        }
+        c.url = url;
         x.url = c.url;
         x.start_ms = now_ms();
         e = hpw_new(c.url, &x.h);
         if (e) {
-                fprintf(stderr, "hpwarm: --url %s: %s\n", c.url, hpw_strerror(e));
+                fprintf(stderr, "hpwarm: --url %s: %s (use http://HOST:PORT, https://HOST:PORT or unix:///PATH)\n",
+                        c.url, hpw_strerror(e));
                 return e == HPW_E_INVALID ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
         }
         if (c.token_file && (e = hpw_set_token_file(x.h, c.token_file))) {

@@ -1,7 +1,7 @@
-/* cli: the hpwarm command line, split into pure parts (this header,
- * cli_core.c: argument parsing, sizes, exit codes, place selection, tables)
- * and the part that talks to servers and terminals (cli.c).  The pure parts
- * are what tests/client/test_cli.c checks. */
+/* cli: the hpwarm command line, split into pure parts (this header;
+ * cli_parse.c: argument parsing and help; cli_core.c: exit codes, messages,
+ * place selection, tables) and the part that talks to servers and terminals
+ * (cli.c).  The pure parts are what tests/client/test_cli.c checks. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,6 +19,7 @@ enum {
         CLI_EXIT_TIMEOUT = 4,
         CLI_EXIT_CONFLICT = 5,     /* 409: conflict or insufficient hugepages */
         CLI_EXIT_AUTH = 6,         /* 401/403 */
+        CLI_EXIT_PARTIAL = 7,      /* fleet: some hosts did not answer */
 };
 
 #define CLI_DEFAULT_URL "unix:///run/hpwarmd/api.sock"
@@ -33,7 +34,7 @@ enum cli_cmd {
         CMD_POOLS, CMD_CLAIM, CMD_RELEASE, CMD_HANDOFF, CMD_FLEET,
 };
 enum cli_fleet { FLEET_NONE, FLEET_NODES, FLEET_POOLS, FLEET_PLACE };
-enum cli_vmm { VMM_NONE, VMM_QEMU, VMM_CLOUD_HYPERVISOR };
+enum cli_vmm { VMM_NONE, VMM_QEMU, VMM_CLOUD_HYPERVISOR, VMM_LIBVIRT };
 
 struct cli {
         /* global */
@@ -52,25 +53,47 @@ struct cli {
         unsigned threads;
         uint64_t ttl_seconds;
         bool reserve, wait, allow_partial;
+        int pid;                   /* claim --pid; 0 = not given */
+        bool ignore_missing;       /* release --ignore-missing */
         enum cli_vmm vmm;
+        const char *names[HPW_HANDOFF_MAX_POOLS]; /* handoff: the pools, guest node order */
+        size_t n_names;
+        bool argv_words;           /* handoff --argv: one word per line */
         const char *hosts;         /* fleet --hosts FILE */
         enum cli_fleet fleet;
         const char *warm_name;     /* fleet place --warm NAME */
 };
 
-/* Parse ARGV (global options anywhere; "--opt V" and "--opt=V").  ENV_URL
- * and ENV_TOKEN_FILE are HPWARM_URL and HPWARM_TOKEN_FILE (may be NULL);
- * options override them.  -EINVAL with a message in ERR on a usage error.
- * --help / --version set the flags and skip command checks. */
+/* Parse ARGV with getopt_long: global options before the command (only
+ * they), then the command, then its arguments mixed with its own options and
+ * the global ones; "--opt V" and "--opt=V".  ENV_URL and ENV_TOKEN_FILE are
+ * HPWARM_URL and HPWARM_TOKEN_FILE (may be NULL); options override them.
+ * -EINVAL with a message in ERR on a usage error.  --help / --version set the
+ * flags and skip command checks; with a command (or "help COMMAND"), ret->cmd
+ * says whose help. */
 int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_token_file,
               struct cli *ret, char *err, size_t errlen);
 
-/* Byte counts: digits with an optional binary unit K/M/G/T (also KiB, KB, kB,
- * M, MiB, MB, ...; any case).  -EINVAL (empty, sign, fraction, junk),
- * -ERANGE (overflow). */
+/* Sizes: the grammar hpwarmd uses too (common/size.h). */
 int cli_parse_size(const char *s, uint64_t *ret);
-/* As cli_parse_size and a power of two of at least 4 KiB. */
 int cli_parse_page_size(const char *s, uint64_t *ret);
+/* Why S is not a size (PAGE: a page size), saying what would work. */
+void cli_size_explain(const char *s, bool page, char *buf, size_t len);
+#define CLI_SIZE_HELP \
+        "Sizes: digits and a binary unit, case as shown: K M G T (also KiB MiB GiB\n" \
+        "TiB, and kB as the kernel writes it; all 1024-based): 1G, 512M, 2048kB.\n" \
+        "Plain digits are bytes; page sizes need a unit."
+
+/* URL as typed -> URL the library takes: "HOST:PORT" gets http://, "/PATH"
+ * becomes unix:///PATH; http://, https:// and unix:// pass unchanged.
+ * -EINVAL with the reason in ERR for another scheme or an empty URL. */
+int cli_url_normalize(const char *in, char *out, size_t len, char *err, size_t errlen);
+
+/* What to tell someone whose request to URL got no answer.  CONNECT_ERRNO is
+ * what connect(2) to a unix socket said (0: not probed); CURL_MSG the
+ * library's message.  Writes one line (no newline) naming the socket or URL
+ * tried and the likely cause. */
+void cli_unreachable_hint(const char *url, int connect_errno, const char *curl_msg, char *buf, size_t len);
 /* Seconds, decimal with up to 3 fraction digits ("30", "0.5") -> ms. */
 int cli_parse_seconds(const char *s, uint64_t *ret_ms);
 
@@ -84,9 +107,10 @@ int cli_exit_code(enum hpw_error err);
  * gets, exactly as `hpwarm warm` would. */
 uint64_t cli_timeout_ms(const struct cli *c, bool fleet_query);
 
-/* Exit code of a fleet query: 0 when any host answered; when none did, the
- * code every host's error shares (all 401/403 -> 6, all timed out -> 4), or
- * CLI_EXIT_UNREACHABLE when they differ. */
+/* Exit code of a fleet query: 0 when every host answered; CLI_EXIT_PARTIAL
+ * when some did and some did not; when none did, the code every host's error
+ * shares (all 401/403 -> 6, all timed out -> 4), or CLI_EXIT_UNREACHABLE
+ * when they differ (or there are no hosts). */
 int cli_fleet_exit(const struct hpw_fleet *f);
 
 /* "1.5 GiB", "512 MiB", "4 KiB", "17 B". */
@@ -116,4 +140,6 @@ void table_addf(struct table *t, const char *fmt, ...) __attribute__((format(pri
 void table_print(const struct table *t, FILE *f);
 void table_free(struct table *t);
 
-extern const char cli_usage[];
+/* Help for CMD (CMD_NONE: the overview with every command, the global
+ * options and the exit codes). */
+void cli_help(enum cli_cmd cmd, FILE *f);

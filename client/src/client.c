@@ -430,6 +430,14 @@ static enum hpw_error request(struct hpw *h, const char *method, const char *pat
                 err = classify(h, method, path);
                 if (err == HPW_OK)
                         return HPW_OK;
+                if (err == HPW_E_UNREACHABLE && deadline && now_ms() >= deadline) {
+                        /* The caller's deadline ran out before a connection
+                         * was made (a deadline of a few ms, a slow resolver):
+                         * that is a timeout, not a server that is not there. */
+                        size_t n = strlen(h->message);
+                        snprintf(h->message + n, sizeof(h->message) - n, " (the deadline passed first)");
+                        return HPW_E_TIMEOUT;
+                }
                 if (deadline) {
                         now = now_ms();
                         remaining = now < deadline ? deadline - now : 0;
@@ -556,6 +564,28 @@ enum hpw_error hpw_warm(struct hpw *h, const char *name, const struct hpw_warm_r
         return err;
 }
 
+enum hpw_error hpw_handoff(struct hpw *h, const char *vmm, const char *const *pools, size_t n,
+                           struct hpw_handoff **ret)
+{
+        /* "/v1/handoff?vmm=cloud-hypervisor&pools=" and N names of at most 64
+         * characters with a comma each. */
+        char path[64 + HPW_HANDOFF_MAX_POOLS * 65];
+        size_t len;
+        enum hpw_error err;
+
+        if (!h || !ret || !vmm || !pools || n == 0 || n > HPW_HANDOFF_MAX_POOLS ||
+            (strcmp(vmm, "qemu") != 0 && strcmp(vmm, "cloud-hypervisor") != 0 && strcmp(vmm, "libvirt") != 0))
+                return HPW_E_INVALID;
+        len = (size_t)snprintf(path, sizeof(path), "/v1/handoff?vmm=%s&pools=", vmm);
+        for (size_t i = 0; i < n; i++) {
+                if (!hpw_name_valid(pools[i]))
+                        return HPW_E_INVALID;
+                len += (size_t)snprintf(path + len, sizeof(path) - len, "%s%s", i ? "," : "", pools[i]);
+        }
+        err = request(h, "GET", path, NULL, true, call_deadline(h), 0);
+        return err ? err : parsed(h, hpw_json_handoff(h->last.body, h->last.len, ret));
+}
+
 enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t timeout_ms, hpw_progress_fn progress,
                         void *userdata, struct hpw_pool **ret)
 {
@@ -644,16 +674,33 @@ enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t timeout_ms, hp
         return HPW_E_POOL_FAILED;
 }
 
-enum hpw_error hpw_claim(struct hpw *h, const char *name, struct hpw_pool **ret)
+/* BODY NULL: a claim as before pids existed (no body at all, which every
+ * server version takes). */
+static enum hpw_error claim(struct hpw *h, const char *name, const char *body, struct hpw_pool **ret)
 {
         char path[160];
         enum hpw_error err;
 
+        snprintf(path, sizeof(path), "/v1/pools/%s/claim", name);
+        err = request(h, "POST", path, body, false, call_deadline(h), 0);
+        return err ? err : parsed(h, hpw_json_pool(h->last.body, h->last.len, ret));
+}
+
+enum hpw_error hpw_claim(struct hpw *h, const char *name, struct hpw_pool **ret)
+{
         if (!h || !ret || !hpw_name_valid(name))
                 return HPW_E_INVALID;
-        snprintf(path, sizeof(path), "/v1/pools/%s/claim", name);
-        err = request(h, "POST", path, NULL, false, call_deadline(h), 0);
-        return err ? err : parsed(h, hpw_json_pool(h->last.body, h->last.len, ret));
+        return claim(h, name, NULL, ret);
+}
+
+enum hpw_error hpw_claim_pid(struct hpw *h, const char *name, int pid, struct hpw_pool **ret)
+{
+        char body[32];
+
+        if (!h || !ret || !hpw_name_valid(name) || pid <= 0)
+                return HPW_E_INVALID;
+        snprintf(body, sizeof(body), "{\"pid\":%d}", pid);
+        return claim(h, name, body, ret);
 }
 
 /* A DELETE retried after a lost answer may find its own work done: 404 on

@@ -109,6 +109,10 @@ enum hpw_error hpw_json_node_list(const char *body, size_t len, struct hpw_node_
 enum hpw_error hpw_json_reserve(const char *body, size_t len, struct hpw_reserve_result **ret);
 enum hpw_error hpw_json_pool(const char *body, size_t len, struct hpw_pool **ret);
 enum hpw_error hpw_json_pool_list(const char *body, size_t len, struct hpw_pool_list **ret);
+/* GET /v1/handoff: vmm, memory_bytes and a non-empty argv of strings are
+ * required; args (qemu, cloud-hypervisor) or xml and namespace (libvirt)
+ * too, as strings. */
+enum hpw_error hpw_json_handoff(const char *body, size_t len, struct hpw_handoff **ret);
 /* Most items in any array of an answer (nodes, pools, page sizes); more is
  * HPW_E_PROTOCOL, so a hostile answer cannot make us allocate for it. */
 #define HPW_MAX_ITEMS 65536

@@ -257,6 +257,8 @@ static struct hpw_problem *problem_from(const cJSON *o)
         get_int(o, "status", &p->status);
         p->requested = opt_u64(o, "requested");
         p->achieved = opt_u64(o, "achieved");
+        p->memory_floor_bytes = opt_u64(o, "memory_floor_bytes");
+        p->max_count = opt_u64(o, "max_count");
         if (p->type) {
                 colon = strrchr(p->type, ':');
                 const char *slash = strrchr(p->type, '/');
@@ -629,6 +631,112 @@ enum hpw_error hpw_json_pool_list(const char *body, size_t len, struct hpw_pool_
         x->pools = items;
         *ret = x;
         return HPW_OK;
+}
+
+/* ---- handoff ---- */
+
+static void handoff_clear(void *item)
+{
+        struct hpw_handoff *x = item;
+
+        free(x->vmm);
+        free(x->args);
+        if (x->argv)
+                for (size_t i = 0; i < x->n_argv; i++)
+                        free(x->argv[i]);
+        free(x->argv);
+        free(x->xml);
+        free(x->xml_namespace);
+        free(x->note);
+        free(x->json);
+        memset(x, 0, sizeof(*x));
+}
+
+void hpw_handoff_free(struct hpw_handoff *x)
+{
+        if (!x)
+                return;
+        handoff_clear(x);
+        free(x);
+}
+
+/* A string member that must be there (HPW_E_PROTOCOL if absent or not a
+ * string); *ret is a copy. */
+static enum hpw_error req_str(const cJSON *o, const char *key, char **ret)
+{
+        const cJSON *v = get(o, key);
+
+        if (!cJSON_IsString(v) || !v->valuestring)
+                return HPW_E_PROTOCOL;
+        *ret = strdup(v->valuestring);
+        return *ret ? HPW_OK : HPW_E_NOMEM;
+}
+
+/* Strict: the words are what a caller will exec, so every one must be a
+ * string and the fields its VMM promises must be there. */
+static enum hpw_error handoff_from(const cJSON *o, void *item)
+{
+        struct hpw_handoff *x = item;
+        const cJSON *arr = get(o, "argv"), *e;
+        bool libvirt;
+        enum hpw_error err;
+        size_t n, i = 0;
+
+        if ((err = req_str(o, "vmm", &x->vmm)) != HPW_OK)
+                return err;
+        libvirt = strcmp(x->vmm, "libvirt") == 0;
+        if (!libvirt && strcmp(x->vmm, "qemu") != 0 && strcmp(x->vmm, "cloud-hypervisor") != 0)
+                return HPW_E_PROTOCOL;
+        if (!get_u64(o, "memory_bytes", &x->memory_bytes) || x->memory_bytes == 0)
+                return HPW_E_PROTOCOL;
+        if (!cJSON_IsArray(arr))
+                return HPW_E_PROTOCOL;
+        n = (size_t)cJSON_GetArraySize(arr);
+        if (n == 0 || n > HPW_MAX_ITEMS)
+                return HPW_E_PROTOCOL;
+        x->argv = calloc(n + 1, sizeof(*x->argv));
+        if (!x->argv)
+                return HPW_E_NOMEM;
+        cJSON_ArrayForEach(e, arr) {
+                if (!cJSON_IsString(e) || !e->valuestring)
+                        return HPW_E_PROTOCOL;
+                if (!(x->argv[i] = strdup(e->valuestring)))
+                        return HPW_E_NOMEM;
+                x->n_argv = ++i;
+        }
+        if (libvirt) {
+                if ((err = req_str(o, "xml", &x->xml)) != HPW_OK ||
+                    (err = req_str(o, "namespace", &x->xml_namespace)) != HPW_OK)
+                        return err;
+                x->args = strdup("");
+        } else {
+                if ((err = req_str(o, "args", &x->args)) != HPW_OK)
+                        return err;
+                x->xml = strdup("");
+                x->xml_namespace = strdup("");
+        }
+        x->note = opt_str(o, "note");
+        return x->args && x->xml && x->xml_namespace && x->note ? HPW_OK : HPW_E_NOMEM;
+}
+
+static const struct item_kind handoff_kind = {
+        .size = sizeof(struct hpw_handoff),
+        .from = handoff_from,
+        .clear = handoff_clear,
+};
+
+enum hpw_error hpw_json_handoff(const char *body, size_t len, struct hpw_handoff **ret)
+{
+        void *item;
+        char *json;
+        size_t n;
+        enum hpw_error err = parse_items(body, len, NULL, &handoff_kind, &item, &n, &json);
+
+        if (err == HPW_OK) {
+                *ret = item;
+                (*ret)->json = json;
+        }
+        return err;
 }
 
 /* ---- request bodies ---- */

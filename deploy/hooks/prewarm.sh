@@ -11,7 +11,11 @@
 #   0 ok, 1 failed, 2 usage, 3 unreachable, 4 timed out,
 #   5 conflict / insufficient hugepages, 6 unauthorized.
 #
-# Usage: prewarm.sh VM_NAME NODE SIZE [DEADLINE_SECONDS]
+# Usage: prewarm.sh [--pid PID] VM_NAME NODE SIZE [DEADLINE_SECONDS]
+#   --pid PID          the VMM process that will map the pool, when the hook
+#                      knows it: the pool is claimed for that process (hpwarm
+#                      claim --pid), and the daemon releases it when the
+#                      process exits.  Implies HPWARM_CLAIM=1.
 # Environment:
 #   HPWARM             CLI to run (default: hpwarm on PATH)
 #   HPWARM_URL         daemon URL (default: the local unix socket)
@@ -19,12 +23,22 @@
 #   HPWARM_PAGE_SIZE   page size (default 2M)
 #   HPWARM_TTL         seconds the VM has to claim the pool (default 600)
 #   HPWARM_CLAIM=1     claim the pool right away (the hook starts the VM itself)
+#   HPWARM_VMM_PID     as --pid
 set -u
 
 usage() {
-        echo "usage: $0 VM_NAME NODE SIZE [DEADLINE_SECONDS]" >&2
+        echo "usage: $0 [--pid PID] VM_NAME NODE SIZE [DEADLINE_SECONDS]" >&2
         exit 2
 }
+vmm_pid=${HPWARM_VMM_PID:-}
+case ${1:-} in
+--pid) [ $# -ge 2 ] || usage; vmm_pid=$2; shift 2 ;;
+--pid=*) vmm_pid=${1#--pid=}; shift ;;
+esac
+case $vmm_pid in
+'') ;;
+*[!0-9]*|0) echo "prewarm: --pid: not a process id: '$vmm_pid'" >&2; exit 2 ;;
+esac
 if [ $# -lt 3 ] || [ $# -gt 4 ]; then usage; fi
 
 hpwarm=${HPWARM:-hpwarm}
@@ -55,7 +69,7 @@ release_unclaimed() {
                 echo "prewarm: $name is claimed; not releasing" >&2
                 return 0
         fi
-        "$hpwarm" release "$name" --timeout 10 >&2 || true
+        "$hpwarm" release "$name" --ignore-missing --timeout 10 >&2
 }
 
 # The PUT alone: if it fails, nothing of ours exists (a 409 or a 4xx may be
@@ -90,7 +104,10 @@ args=$("$hpwarm" handoff "$name" --vmm qemu) || {
         release_unclaimed
         exit $rc
 }
-if [ "${HPWARM_CLAIM:-0}" = 1 ]; then
+if [ -n "$vmm_pid" ]; then
+        # Bound to the VMM's life: released by the daemon when it exits.
+        "$hpwarm" claim "$name" --pid "$vmm_pid" >&2 || { rc=$?; release_unclaimed; exit $rc; }
+elif [ "${HPWARM_CLAIM:-0}" = 1 ]; then
         "$hpwarm" claim "$name" >&2 || { rc=$?; release_unclaimed; exit $rc; }
 fi
 printf '%s\n' "$args"

@@ -138,10 +138,22 @@ static void reserve_work(struct resp *resp, void *ctx)
                 return;
         }
         case -ENOMEM:
+        {
+                char fl[32], ps[32];
+
+                format_size(res.floor_bytes, fl, sizeof(fl));
+                format_size(w->rq.page_size, ps, sizeof(ps));
                 problem_raise(&p, PROBLEM_INSUFFICIENT_MEMORY,
-                              "growing node %d from %" PRIu64 " to %" PRIu64 " pages would leave less free "
-                              "memory than the floor; nothing was changed",
-                              w->rq.node, res.previous, w->rq.count);
+                              "growing node %d from %" PRIu64 " to %" PRIu64 " pages of %s would leave less "
+                              "free memory than the floor of %s (%" PRIu64 " MiB free now); at most %" PRIu64
+                              " pages fit; nothing was changed",
+                              w->rq.node, res.previous, w->rq.count, ps, fl, res.mem_free_bytes / MIB,
+                              res.max_count);
+                p.has_floor = true;
+                p.floor_bytes = res.floor_bytes;
+                p.mem_free_bytes = res.mem_free_bytes;
+                p.max_count = res.max_count;
+        }
                 break;
         case -EAGAIN:
                 problem_raise(&p, PROBLEM_RESERVE_SHORTFALL,

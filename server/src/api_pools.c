@@ -7,18 +7,18 @@
 #include <time.h>
 
 #include "api.h"
+#include "api_handoff.h"
 #include "api_util.h"
 #include "app.h"
 #include "json.h"
 #include "pools.h"
 #include "topo.h"
 #include "units.h"
+#include "size.h"
 
 /* Longest long-poll we hold a connection for; clients loop for more. */
 #define WAIT_TIMEOUT_MAX_S 300
 #define WAIT_TIMEOUT_DEFAULT_S 30
-/* A long-poll re-checks for shutdown this often, so SIGTERM never waits on it. */
-#define WAIT_SLICE_NS (500ull * 1000 * 1000)
 /* The kernel's largest pid_max (PID_MAX_LIMIT on 64-bit). */
 #define PID_MAX 4194304
 
@@ -72,22 +72,8 @@ static struct json *encode_pool(const struct pool_view *v)
                 json_add_null(o, "owner_pid");
         add_time(o, "unmapped_since", v->unmapped_since);
 
-        /* Ready-to-paste VMM arguments.  share=on / shared=on is what makes
-         * the VMM map our already-zeroed pages instead of fresh ones;
-         * prealloc=on then only walks present pages. */
-        char ps[16], buf[8192];
-        format_size(p->page_size, ps, sizeof(ps));
-        struct json *h = json_add_object(o, "handoff");
-        snprintf(buf, sizeof(buf),
-                 "-object memory-backend-file,id=mem-%s,mem-path=%s,size=%" PRIu64
-                 ",share=on,prealloc=on,host-nodes=%d,policy=bind",
-                 p->name, v->path, p->size_bytes, p->node);
-        json_add_str(h, "qemu", buf);
-        snprintf(buf, sizeof(buf),
-                 "--memory-zone id=%s,size=%" PRIu64 ",file=%s,shared=on,hugepages=on,hugepage_size=%s,"
-                 "host_numa_node=%d",
-                 p->name, p->size_bytes, v->path, ps, p->node);
-        json_add_str(h, "cloud_hypervisor", buf);
+        /* Ready-to-paste VMM arguments (api_handoff.c). */
+        api_add_pool_handoff(o, v);
         return o;
 }
 
@@ -134,7 +120,6 @@ void api_pools_list(const struct req *req, struct resp *resp)
 struct pool_work {
         struct app *app;
         char name[ROUTE_PARAM_MAX];
-        uint64_t deadline_ns;
         struct pool_req rq;
         pid_t pid;                 /* claim: the owner process, 0 = none */
 };
@@ -153,24 +138,20 @@ static struct pool_work *new_work(const struct req *req, struct resp *resp)
         return w;
 }
 
-static void wait_work(struct resp *resp, void *ctx)
+/* A parked long-poll looks again (the pool changed, its time is up, or the
+ * daemon is stopping): answer once the pool has left "warming" or is gone. */
+static bool wait_check(struct resp *resp, void *ctx, bool expired)
 {
         struct pool_work *w = ctx;
         struct pool_view v;
-        for (;;) {
-                uint64_t now = now_mono_ns();
-                uint64_t until = w->deadline_ns;
-                if (until > now + WAIT_SLICE_NS)
-                        until = now + WAIT_SLICE_NS;
-                if (pools_wait(w->app->pools, w->name, until, &v) < 0) {
-                        pool_not_found(resp, w->name);
-                        return;
-                }
-                if (v.state != POOL_WARMING || now_mono_ns() >= w->deadline_ns ||
-                    atomic_load(&w->app->stopping))
-                        break;
+        if (pools_get(w->app->pools, w->name, &v) < 0) {
+                pool_not_found(resp, w->name);
+                return true;
         }
+        if (v.state == POOL_WARMING && !expired && !atomic_load(&w->app->stopping))
+                return false;
         send_pool(resp, 200, &v);
+        return true;
 }
 
 void api_pool_get(const struct req *req, struct resp *resp)
@@ -207,8 +188,7 @@ void api_pool_get(const struct req *req, struct resp *resp)
         struct pool_work *w = new_work(req, resp);
         if (!w)
                 return;
-        w->deadline_ns = now_mono_ns() + timeout_s * 1000000000ull;
-        resp_defer(resp, wait_work, w, WORK_WAIT);
+        resp_park(resp, wait_check, w, w->name, now_mono_ns() + timeout_s * 1000000000ull);
 }
 
 static void create_work(struct resp *resp, void *ctx)
@@ -262,7 +242,12 @@ void api_pool_put(const struct req *req, struct resp *resp)
                 return;
         }
         if (has_size && parse_size(size, &size_bytes) < 0) {
-                api_invalid(resp, "\"size\" must be a byte count such as \"64G\", \"512M\" or \"1073741824\"");
+                char why[200], detail[260];
+
+                /* The shared grammar says what was wrong and what to write. */
+                hpw_size_explain(size, false, why, sizeof(why));
+                snprintf(detail, sizeof(detail), "\"size\": %s", why);
+                api_invalid(resp, detail);
                 return;
         }
         if (threads > 4096) {

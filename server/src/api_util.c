@@ -25,13 +25,39 @@ bool api_find_node(const struct req *req, const char *s, const struct topo_node 
         return true;
 }
 
+void api_page_sizes_text(const struct topo *t, char *buf, size_t len)
+{
+        size_t off = 0;
+
+        if (len == 0)
+                return;
+        buf[0] = '\0';
+        for (size_t i = 0; t && i < t->n_page_sizes && off < len; i++) {
+                char one[32];
+                int n;
+
+                format_size(t->page_sizes[i], one, sizeof(one));
+                n = snprintf(buf + off, len - off, "%s%s", i == 0 ? "" : i + 1 == t->n_page_sizes ? " and " : ", ",
+                             one);
+                if (n < 0)
+                        break;
+                off += (size_t)n;
+        }
+        if (!buf[0])
+                snprintf(buf, len, "no hugepage sizes");
+}
+
 bool api_find_page_size(const struct req *req, const char *s, uint64_t *ret, struct resp *resp)
 {
         uint64_t ps;
         if (parse_page_size(s, &ps) < 0 || !topo_has_page_size(req->app->topo, ps)) {
                 struct problem p = {0};
+                char have[128];
+
+                /* Suggest only sizes this host has (no 1G hint without 1G pages). */
+                api_page_sizes_text(req->app->topo, have, sizeof(have));
                 problem_raise(&p, PROBLEM_UNKNOWN_PAGE_SIZE,
-                              "the kernel offers no hugepage size \"%.32s\" (try 2M or 1G)", s);
+                              "the kernel offers no hugepage size \"%.32s\" (this host has %s)", s, have);
                 resp_problem(resp, &p);
                 return false;
         }

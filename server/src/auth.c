@@ -5,6 +5,7 @@
  * word of visible ASCII (RFC 6750's token68 is a subset).  The same token in
  * both files is an error rather than a silent choice of role. */
 #include <ctype.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -94,26 +95,38 @@ static int set_add(struct token_set *s, const char *tok, size_t len, enum auth_r
         return 0;
 }
 
+/* Opened non-blocking: a FIFO (or a device) at a token path would
+ * otherwise block open(2) until a writer came, and with it the signal
+ * thread that reloads on SIGHUP, which then could not act on SIGTERM.  Such
+ * files are refused after fstat; reads of a regular file never block. */
 static int load_file(struct token_set *s, const char *path, enum auth_role role, char *why, size_t why_len)
 {
-        FILE *f = fopen(path, "re");
-        if (!f) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0) {
                 int r = -errno;
                 say(why, why_len, "%s: %s", path, strerror(-r));
                 return r;
         }
         struct stat st;
-        int r = 0;
-        if (fstat(fileno(f), &st) < 0) {
-                r = -errno;
+        if (fstat(fd, &st) < 0) {
+                int r = -errno;
                 say(why, why_len, "%s: %s", path, strerror(-r));
-                goto out;
+                close(fd);
+                return r;
         }
         if (!S_ISREG(st.st_mode)) {
-                r = -EINVAL;
                 say(why, why_len, "%s: not a regular file", path);
-                goto out;
+                close(fd);
+                return -EINVAL;
         }
+        FILE *f = fdopen(fd, "r");
+        if (!f) {
+                int r = -errno;
+                say(why, why_len, "%s: %s", path, strerror(-r));
+                close(fd);
+                return r;
+        }
+        int r = 0;
         if (st.st_uid != 0 && st.st_uid != geteuid()) {
                 r = -EPERM;
                 say(why, why_len, "%s: token file is owned by uid %u; only root or the daemon's own user may "
@@ -229,6 +242,19 @@ int auth_reload(struct auth *a, char *why, size_t why_len)
         int r = load_all(a, &s, why, why_len);
         if (r < 0)
                 return r;
+        /* An emptied file would silently take every access of its role away
+         * (all admin access, say, while read tokens still work): keep the
+         * old set and say why. */
+        for (size_t i = 0; i < ARRAY_SIZE(a->paths); i++) {
+                size_t n = file_role[i] == AUTH_ADMIN ? s.n_admin : s.n_read;
+                if (a->paths[i] && n == 0) {
+                        why[0] = '\0';
+                        say(why, why_len, "%s holds no %s token; a reload may not take every %s token away",
+                            a->paths[i], auth_role_name(file_role[i]), auth_role_name(file_role[i]));
+                        set_clear(&s);
+                        return -ENODATA;
+                }
+        }
         pthread_rwlock_wrlock(&a->lock);
         struct token_set old = a->set;
         a->set = s;

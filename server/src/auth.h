@@ -37,7 +37,10 @@ struct auth;
  * WHY says what is wrong (path and line); on success it holds warnings or
  * is empty. */
 int auth_new(const char *admin_path, const char *read_path, struct auth **ret, char *why, size_t why_len);
-/* Re-read the same files; on failure the old set stays in force. */
+/* Re-read the same files; on failure the old set stays in force.  A file
+ * that is not a regular file (a FIFO, say) is refused without blocking
+ * (-EINVAL); a configured file left with no token is refused (-ENODATA):
+ * a reload never empties a role. */
 int auth_reload(struct auth *a, char *why, size_t why_len);
 void auth_free(struct auth *a);
 /* Number of admin and read tokens loaded. */

@@ -1,40 +1,44 @@
-/* http: libmicrohttpd glue (see http.h for the shape).
+/* http: libmicrohttpd glue (see http.h for the shape, http_internal.h for
+ * how the http*.c files divide the work).
  *
  * libmicrohttpd calls the access handler once for the headers, once per body
  * chunk and once at the end; a response may be queued only on the first or
  * the last call.  We answer 413 on the first call when Content-Length is over
  * the limit, collect the body otherwise, and route on the last call.
  *
- * Deferred work goes to one of two fixed queues, so long-polls (which may
- * sit for their whole timeout) never starve short blocking work (reserve,
- * delete).  Each queue has a bound on pending items; past it the request is
- * answered 503 with Retry-After rather than queued without limit.
+ * Deferred work (reserve, delete) goes to a fixed queue with a bound on
+ * pending items; past it the request is answered 503 with Retry-After
+ * rather than queued without limit.  Long-polls hold no thread: the
+ * connection is suspended and parked in waiters.c, which re-runs the
+ * handler's check when pools.c tells that pool changed (the observer),
+ * at the deadline, and drops the wait when the client hangs up; each
+ * caller may park a bounded number (429 past it).
  *
  * Access is decided on the first call, before routing, so an unauthenticated
- * caller learns nothing about which paths exist.  Unix-socket callers are
- * trusted (the socket's mode and group decide who can connect) and named by
- * their peer credentials; TCP callers need a verified client certificate when
- * a client CA is configured, and a bearer token when tokens are, except for
- * GET /v1/health.  A read-only token may not mutate (403).  Every mutation,
- * refused or not, leaves one audit line when its response is queued.
+ * caller learns nothing about which paths exist: this file gathers the
+ * caller's credentials and authz.c decides.  Unix-socket callers are named
+ * by their peer credentials, TCP callers by token id, certificate subject
+ * and address.  Every mutation, refused or not, leaves one audit line when
+ * its response is queued.
  *
- * libmicrohttpd's timeout only notices silence, so a client that sends its
- * headers one byte a second (slowloris) would hold a connection forever.  We
- * track every connection and give each request a deadline, the same number
- * of seconds, to arrive in full; a reaper thread shuts down the socket of a
- * connection past it, and libmicrohttpd then closes it as if the peer had.
- * The reaper and libmicrohttpd's close notification share a lock, so the
- * reaper never touches a descriptor that was already closed (and reused). */
-#include <arpa/inet.h>
+ * Each listener runs libmicrohttpd in poll mode, not epoll: 0.9.75's epoll
+ * loop drains its 128-event buffer by calling epoll_wait() again with the
+ * full timeout while the events it already collected wait unprocessed, so
+ * when exactly a buffer's worth of connections is ready at once (a burst of
+ * keep-alive requests on a loaded machine) their answers are held until
+ * another event or the connection timeout arrives: 20-30 s.  poll() costs a
+ * walk over the open connections per round, which at our connection limits
+ * is nothing; suspended connections are not polled at all.
+ *
+ * Each connection is tracked by deadline.c from libmicrohttpd's start
+ * notification to its close notification, so a request that trickles in is
+ * cut at its deadline. */
 #include <netdb.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 
 #include <microhttpd.h>
 
@@ -42,8 +46,11 @@
 #include "app.h"
 #include "audit.h"
 #include "auth.h"
+#include "authz.h"
 #include "http.h"
+#include "http_internal.h"
 #include "log.h"
+#include "pools.h"
 #include "metrics.h"
 #include "router.h"
 #include "tls.h"
@@ -51,242 +58,32 @@
 
 /* Threads for short blocking work (sysfs writes, cancels). */
 #define BLOCKING_THREADS 2
-/* Threads for long-polls: each holds one waiting client for up to its
- * timeout, so a long-poll is only accepted when a thread is idle to take it
- * at once; otherwise 503 with Retry-After (a queued wait could sit behind
- * others far past its own timeout). */
-#define WAIT_THREADS 64
 /* Pending blocking items beyond which we answer 503. */
 #define QUEUE_MAX_PENDING 256
+/* A header must arrive within this many seconds of its connection or its
+ * request line (never more than the connection timeout): a client that is
+ * not trickling on purpose sends it at once. */
+#define HEADER_TIMEOUT_S 5
+/* Share of a TCP listener's connections that may be unvouched (no request
+ * yet allowed by access control); past it the oldest is evicted. */
+#define UNVOUCHED_SHARE_PCT 75
+/* libmicrohttpd's TCP connection limit above ours, so that a newcomer
+ * reaches our eviction instead of being refused outright. */
+#define EVICTION_SLACK 16u
+/* Memory libmicrohttpd may use per connection (request line, headers, its
+ * records of them).  Past it libmicrohttpd answers by itself, in HTML, so
+ * it is well above our own limits below, which answer problem+json.  Only
+ * the pages a request really fills are touched. */
+#define CONNECTION_MEMORY (64 * 1024)
 
-struct hreq;
 
-struct workq {
-        pthread_mutex_t lock;
-        pthread_cond_t cond;
-        struct hreq *head, *tail;
-        size_t pending;
-        size_t idle;            /* threads waiting for an item */
-        bool only_if_idle;      /* accept an item only when a thread is idle for it */
-        bool stopping;
-        size_t n_threads;
-        pthread_t threads[WAIT_THREADS];
-};
-
-struct listener {
-        struct MHD_Daemon *mhd;
-        struct http *http;
-        int fd;
-        bool tcp;
-        bool tls;
-        bool quiesced;
-};
-
-/* One per open connection, from libmicrohttpd's start to its close
- * notification; in http->conns under http->conns_lock. */
-struct conn_track {
-        int fd;
-        uint64_t deadline_ns;   /* 0: no request being received */
-        struct conn_track *prev, *next;
-};
-
-struct http {
-        struct app *app;
-        pthread_mutex_t conns_lock;
-        pthread_cond_t reaper_cond;
-        struct conn_track *conns;   /* conns_lock */
-        bool reaper_stop;           /* conns_lock */
-        bool reaper_running;
-        pthread_t reaper;
-        uint64_t request_deadline_ns;
-        struct listener tcp, unix_;
-        uint16_t tcp_port;
-        char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-        struct workq blocking, wait;
-        struct auth *auth;
-        bool client_ca;
-};
-
-struct hreq {
-        struct http *http;
-        struct MHD_Connection *conn;
-        char *body;
-        size_t body_len, body_cap;
-        bool too_large;
-        bool deferred;
-        bool www_authenticate;   /* 401: add the challenge */
-        bool invalid_token;      /* ... with error="invalid_token" */
-        atomic_bool work_done;
-        char who[320];           /* caller, for the audit line */
-        struct req req;
-        struct resp resp;
-        char method[16];
-        char path[1024];
-        uint64_t started_ns;     /* headers arrived (CLOCK_MONOTONIC): request latency */
-        struct hreq *next; /* in a workq */
-};
-
-/* ---------------------------------------------------------------- routing */
-
-static void set_problem(struct resp *r, enum problem_id id, const char *detail)
+/* libmicrohttpd creates the polling thread and offers no hook there; name
+ * it from the first callback it runs. */
+static void name_polling_thread(struct listener *l)
 {
-        struct problem p = {0};
-        problem_raise(&p, id, "%s", detail);
-        resp_problem(r, &p);
+        if (!atomic_exchange(&l->thread_named, true))
+                pthread_setname_np(pthread_self(), l->thread_name);
 }
-
-static bool content_type_is_json(const char *ct)
-{
-        if (!ct)
-                return false;
-        size_t n = strlen("application/json");
-        if (strncasecmp(ct, "application/json", n) != 0)
-                return false;
-        return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
-}
-
-/* Route REQ and run the handler.  Returns true when RESP carries deferred
- * work that must run before the response can be sent. */
-static bool dispatch(struct app *app, struct req *req, bool too_large, struct resp *resp)
-{
-        const struct route *route = NULL;
-        char allow[64];
-
-        resp->status = 0;
-        switch (route_match(req->method, req->path, req, &route, allow, sizeof(allow))) {
-        case ROUTE_NO_PATH:
-                req->route = NULL;
-                set_problem(resp, PROBLEM_NOT_FOUND, "no such resource");
-                return false;
-        case ROUTE_BAD_METHOD: {
-                req->route = NULL;
-                struct problem p = {0};
-                problem_raise(&p, PROBLEM_METHOD_NOT_ALLOWED, "%s is not allowed here; allowed: %s", req->method,
-                              allow);
-                resp_problem(resp, &p);
-                snprintf(resp->allow, sizeof(resp->allow), "%s", allow);
-                return false;
-        }
-        case ROUTE_FOUND:
-                break;
-        }
-        if (route->has_body && (req->body_len > 0 || too_large || route->has_body != ROUTE_BODY_OPTIONAL)) {
-                if (too_large) {
-                        set_problem(resp, PROBLEM_BODY_TOO_LARGE, "request bodies are limited to 64 KiB");
-                        return false;
-                }
-                if (!content_type_is_json(req->content_type)) {
-                        set_problem(resp, PROBLEM_UNSUPPORTED_MEDIA_TYPE, "send the body as application/json");
-                        return false;
-                }
-        } else if (!route->has_body && (req->body_len > 0 || too_large)) {
-                set_problem(resp, PROBLEM_UNEXPECTED_BODY, "this request takes no body");
-                return false;
-        }
-        route->handler(req, resp);
-        return resp->work != NULL;
-}
-
-/* Encode RESP into (status, body, content type); takes the body. */
-static void finish_resp(struct resp *resp, char **ret_body, const char **ret_ct)
-{
-        if (resp->status >= 400 && !resp->body) {
-                resp->body = problem_to_json(&resp->problem);
-                resp->content_type = "application/problem+json";
-        }
-        if (!resp->content_type)
-                resp->content_type = "application/json";
-        *ret_body = TAKE_PTR(resp->body);
-        *ret_ct = resp->content_type;
-}
-
-static void resp_cleanup(struct resp *resp)
-{
-        free(resp->body);
-        resp->body = NULL;
-        if (resp->ctx_free)
-                resp->ctx_free(resp->ctx);
-        resp->ctx = NULL;
-        resp->ctx_free = NULL;
-}
-
-/* ------------------------------------------------------------- work queues */
-
-static void *workq_thread(void *arg)
-{
-        struct workq *q = arg;
-        for (;;) {
-                pthread_mutex_lock(&q->lock);
-                q->idle++;
-                while (!q->head && !q->stopping)
-                        pthread_cond_wait(&q->cond, &q->lock);
-                q->idle--;
-                struct hreq *h = q->head;
-                if (!h) {
-                        pthread_mutex_unlock(&q->lock);
-                        return NULL;
-                }
-                q->head = h->next;
-                if (!q->head)
-                        q->tail = NULL;
-                q->pending--;
-                pthread_mutex_unlock(&q->lock);
-
-                h->resp.work(&h->resp, h->resp.ctx);
-                h->resp.work = NULL;
-                atomic_store(&h->work_done, true);
-                MHD_resume_connection(h->conn);
-        }
-}
-
-static int workq_start(struct workq *q, size_t n_threads, bool only_if_idle)
-{
-        q->only_if_idle = only_if_idle;
-        pthread_mutex_init(&q->lock, NULL);
-        pthread_cond_init(&q->cond, NULL);
-        for (size_t i = 0; i < n_threads; i++) {
-                int r = pthread_create(&q->threads[i], NULL, workq_thread, q);
-                if (r != 0)
-                        return -r;
-                q->n_threads++;
-        }
-        return 0;
-}
-
-static bool workq_push(struct workq *q, struct hreq *h)
-{
-        pthread_mutex_lock(&q->lock);
-        if (q->stopping || q->pending >= (q->only_if_idle ? q->idle : QUEUE_MAX_PENDING)) {
-                pthread_mutex_unlock(&q->lock);
-                return false;
-        }
-        h->next = NULL;
-        if (q->tail)
-                q->tail->next = h;
-        else
-                q->head = h;
-        q->tail = h;
-        q->pending++;
-        pthread_cond_signal(&q->cond);
-        pthread_mutex_unlock(&q->lock);
-        return true;
-}
-
-/* Drain: threads finish what is queued, then exit. */
-static void workq_stop(struct workq *q)
-{
-        if (!q->n_threads)
-                return;
-        pthread_mutex_lock(&q->lock);
-        q->stopping = true;
-        pthread_cond_broadcast(&q->cond);
-        pthread_mutex_unlock(&q->lock);
-        for (size_t i = 0; i < q->n_threads; i++)
-                pthread_join(q->threads[i], NULL);
-        q->n_threads = 0;
-}
-
-/* ---------------------------------------------------------- libmicrohttpd */
 
 /* -------------------------------------------------------- request deadline */
 
@@ -296,15 +93,12 @@ static struct conn_track *conn_track_of(struct MHD_Connection *conn)
         return ci ? ci->socket_context : NULL;
 }
 
-/* T is looked up from the connection each time (never cached in the
- * request): after the close notification it is gone and the lookup says so. */
-static void set_deadline(struct http *h, struct conn_track *t, bool arm)
+/* The track is looked up from the connection each time (never cached in the
+ * request): after the close notification it is gone and the lookup says so.
+ * NS: how long from now, 0 for no deadline. */
+static void set_deadline(struct http *h, struct MHD_Connection *conn, uint64_t ns)
 {
-        if (!t)
-                return;
-        pthread_mutex_lock(&h->conns_lock);
-        t->deadline_ns = arm ? now_mono_ns() + h->request_deadline_ns : 0;
-        pthread_mutex_unlock(&h->conns_lock);
+        deadlines_arm(&h->deadlines, conn_track_of(conn), ns);
 }
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -312,107 +106,146 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 {
         struct listener *l = cls;
         struct http *h = l->http;
+        name_polling_thread(l);
         if (code == MHD_CONNECTION_NOTIFY_STARTED) {
                 const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-                struct conn_track *t = calloc(1, sizeof(*t));
-                if (!t || !ci) {
-                        free(t);
-                        *socket_context = NULL;
-                        return; /* untracked: only the idle timeout applies */
-                }
-                t->fd = ci->connect_fd;
-                pthread_mutex_lock(&h->conns_lock);
-                t->deadline_ns = now_mono_ns() + h->request_deadline_ns;
-                t->next = h->conns;
-                if (h->conns)
-                        h->conns->prev = t;
-                h->conns = t;
-                pthread_mutex_unlock(&h->conns_lock);
-                *socket_context = t;
+                *socket_context = ci ? deadlines_add(&h->deadlines, ci->connect_fd, l->tcp) : NULL;
                 return;
         }
-        struct conn_track *t = *socket_context;
-        if (!t)
-                return;
-        pthread_mutex_lock(&h->conns_lock);
-        if (t->prev)
-                t->prev->next = t->next;
-        else
-                h->conns = t->next;
-        if (t->next)
-                t->next->prev = t->prev;
-        pthread_mutex_unlock(&h->conns_lock);
-        free(t);
+        deadlines_remove(&h->deadlines, *socket_context);
         *socket_context = NULL;
 }
 
-/* How often the reaper looks; a late client may get up to this much extra. */
-#define REAPER_PERIOD_NS (250 * 1000 * 1000)
+/* ----------------------------------------------------------- deferred work */
 
-static void *reaper_main(void *arg)
+/* On a work-queue thread: run the handler's work, then let libmicrohttpd
+ * call the access handler again, which queues the response. */
+static void run_deferred(struct workq_item *it)
+{
+        struct hreq *h = container_of(it, struct hreq, item);
+        h->resp.work(&h->resp, h->resp.ctx);
+        h->resp.work = NULL;
+        atomic_store(&h->work_done, true);
+        MHD_resume_connection(h->conn);
+}
+
+/* ---------------------------------------------------------------- parking */
+
+static bool park_check(struct waiter *w, bool expired)
+{
+        struct hreq *h = container_of(w, struct hreq, waiter);
+        return h->resp.park_check(&h->resp, h->resp.ctx, expired || atomic_load(&h->http->app->stopping));
+}
+
+static void park_done(struct waiter *w, bool gone)
+{
+        struct hreq *h = container_of(w, struct hreq, waiter);
+        h->client_gone = gone;
+        atomic_store(&h->work_done, true);
+        MHD_resume_connection(h->conn);
+}
+
+/* pools.c's observer: the pool NAME changed, look at its waiters again. */
+static void pool_changed(void *arg, const char *name)
 {
         struct http *h = arg;
-        pthread_mutex_lock(&h->conns_lock);
-        while (!h->reaper_stop) {
-                uint64_t now = now_mono_ns();
-                for (struct conn_track *t = h->conns; t; t = t->next)
-                        if (t->deadline_ns && now > t->deadline_ns) {
-                                shutdown(t->fd, SHUT_RDWR);
-                                t->deadline_ns = 0;
-                        }
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                uint64_t until = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + REAPER_PERIOD_NS;
-                ts.tv_sec = (time_t)(until / 1000000000u);
-                ts.tv_nsec = (long)(until % 1000000000u);
-                pthread_cond_timedwait(&h->reaper_cond, &h->conns_lock, &ts);
-        }
-        pthread_mutex_unlock(&h->conns_lock);
-        return NULL;
+        waiters_notify(&h->waiters, name);
 }
 
-static int reaper_start(struct http *h)
+/* Suspend H's connection and park it; on refusal answer at once. */
+static void park(struct hreq *h, struct MHD_Connection *conn)
 {
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&h->reaper_cond, &ca);
-        pthread_condattr_destroy(&ca);
-        int r = pthread_create(&h->reaper, NULL, reaper_main, h);
-        if (r != 0)
-                return -r;
-        h->reaper_running = true;
-        return 0;
-}
+        struct waiter *w = &h->waiter;
+        snprintf(w->topic, sizeof(w->topic), "%s", h->resp.park_topic);
+        snprintf(w->caller, sizeof(w->caller), "%s", h->caller);
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        w->fd = ci ? ci->connect_fd : -1;
+        w->deadline_ns = h->resp.park_deadline_ns;
+        w->check = park_check;
+        w->done = park_done;
 
-static void reaper_stop(struct http *h)
-{
-        if (!h->reaper_running)
+        set_deadline(h->http, conn, 0); /* received in full; the wait may take its time */
+        h->deferred = true;
+        MHD_suspend_connection(conn);
+        int r = waiters_add(&h->http->waiters, w);
+        if (r == 0)
                 return;
-        pthread_mutex_lock(&h->conns_lock);
-        h->reaper_stop = true;
-        pthread_cond_broadcast(&h->reaper_cond);
-        pthread_mutex_unlock(&h->conns_lock);
-        pthread_join(h->reaper, NULL);
-        h->reaper_running = false;
+        h->resp.park_check = NULL;
+        http_park_refuse(&h->resp, r, h->http->waiters.per_caller_max);
+        atomic_store(&h->work_done, true);
+        MHD_resume_connection(conn);
 }
 
+struct header_size {
+        size_t bytes, fields;
+};
 
-static const char *query_mhd(const struct req *r, const char *key)
+static enum MHD_Result add_header_size(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
-        return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+        struct header_size *hs = cls;
+        hs->bytes += strlen(key) + (value ? strlen(value) : 0) + 4; /* ": " and CRLF */
+        hs->fields++;
+        return MHD_YES;
+}
+
+/* Whether the header is within our limits; a 431 problem in H otherwise. */
+static bool header_within_limits(struct hreq *h, struct MHD_Connection *conn)
+{
+        struct header_size hs = {0, 0};
+        MHD_get_connection_values(conn, MHD_HEADER_KIND, add_header_size, &hs);
+        if (hs.bytes <= HTTP_HEADER_BYTES_MAX && hs.fields <= HTTP_HEADER_FIELDS_MAX)
+                return true;
+        http_header_refuse(&h->resp);
+        return false;
+}
+
+static struct hreq *hreq_new(struct http *http, struct MHD_Connection *conn)
+{
+        struct hreq *h = calloc(1, sizeof(*h));
+        if (!h)
+                return NULL;
+        h->http = http;
+        h->conn = conn;
+        h->started_ns = now_mono_ns();
+        return h;
+}
+
+/* libmicrohttpd's URI log callback: the request line has arrived, the
+ * headers have not.  Its return value is the request's con_cls.
+ *
+ * Two things happen here, before libmicrohttpd parses the query string:
+ * the header deadline starts (a keep-alive connection's next request has
+ * as little time for its headers as a new connection), and the query
+ * string is copied into the request and cut from libmicrohttpd's buffer.
+ * In 0.9.75 the URI handed here is the connection's own writable line
+ * buffer and the arguments are parsed from it right after this returns;
+ * with the query cut they find nothing.  Left to libmicrohttpd, each
+ * argument takes a header record from the 32 KiB connection pool: a URI of
+ * 600 arguments exhausted it and the client got no answer at all. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+        struct listener *l = cls;
+        struct hreq *h = hreq_new(l->http, conn);
+        set_deadline(l->http, conn, l->http->header_ns);
+        char *qm = strchr(uri, '?');
+        if (!qm)
+                return h;
+        if (h)
+                h->query_err = http_query_parse(&h->query, qm + 1, strlen(qm + 1));
+        qm[1] = '\0';
+        return h;
 }
 
 static enum MHD_Result queue(struct hreq *h)
 {
-        set_deadline(h->http, conn_track_of(h->conn), false);
+        set_deadline(h->http, h->conn, 0);
         char *body;
         const char *ct;
         int status = h->resp.status;
         unsigned retry_after = h->resp.problem.retry_after;
         bool is_problem = status >= 400;
 
-        finish_resp(&h->resp, &body, &ct);
+        http_finish_resp(&h->resp, &body, &ct);
         size_t len = body ? strlen(body) : 0;
         struct MHD_Response *mr = MHD_create_response_from_buffer(len, body ? body : (char *)"",
                                                                   body ? MHD_RESPMEM_MUST_FREE
@@ -445,6 +278,7 @@ static enum MHD_Result queue(struct hreq *h)
         return r;
 }
 
+
 /* ----------------------------------------------------------------- access */
 
 static void client_ip(struct MHD_Connection *conn, char *buf, size_t len)
@@ -459,7 +293,7 @@ static void client_ip(struct MHD_Connection *conn, char *buf, size_t len)
                 snprintf(buf, len, "?");
 }
 
-static void unix_peer(struct MHD_Connection *conn, char *buf, size_t len)
+static void unix_peer(struct MHD_Connection *conn, char *buf, size_t len, char *caller, size_t caller_len)
 {
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         pid_t pid;
@@ -467,80 +301,72 @@ static void unix_peer(struct MHD_Connection *conn, char *buf, size_t len)
         gid_t gid;
         if (!ci || auth_peer_cred(ci->connect_fd, &pid, &uid, &gid) < 0) {
                 snprintf(buf, len, "unix peer=unknown");
+                snprintf(caller, caller_len, "unix peer=unknown");
                 return;
         }
         snprintf(buf, len, "uid=%u gid=%u pid=%d", (unsigned)uid, (unsigned)gid, (int)pid);
+        snprintf(caller, caller_len, "uid=%u", (unsigned)uid);
 }
 
-static void refuse(struct hreq *h, enum problem_id id, const char *detail)
-{
-        set_problem(&h->resp, id, detail);
-        if (h->resp.problem.status == 401)
-                h->www_authenticate = true;
-}
-
-/* Decide whether H may go on; false when a refusal is in H->resp.  Fills
- * H->who in any case. */
+/* Gather what the caller presented, let authz.c decide; false when a
+ * refusal is in H->resp.  Fills H->who in any case. */
 static bool authorize(struct listener *l, struct hreq *h, struct MHD_Connection *conn, const char *url)
 {
         struct http *http = l->http;
-        bool mutation = audit_is_mutation(h->method);
-        enum auth_role role = AUTH_ADMIN;
+        struct authz_input in = {
+                .listener = l->tcp ? AUTHZ_TCP : AUTHZ_UNIX,
+                .cert = AUTHZ_CERT_NOT_REQUIRED,
+                .tokens_configured = http->auth != NULL,
+                .token_role = AUTH_NONE,
+                .open_route = (strcmp(h->method, "GET") == 0 || strcmp(h->method, "HEAD") == 0) &&
+                              strcmp(url, "/v1/health") == 0,
+                .mutation = audit_is_mutation(h->method),
+                .stopping = atomic_load(&http->app->stopping),
+        };
 
         if (!l->tcp) {
-                unix_peer(conn, h->who, sizeof(h->who));
+                unix_peer(conn, h->who, sizeof(h->who), h->caller, sizeof(h->caller));
         } else {
-                bool open_route = strcmp(h->method, "GET") == 0 && strcmp(url, "/v1/health") == 0;
                 char ip[INET6_ADDRSTRLEN + 8], cert[200] = "", token[AUTH_ID_MAX] = "";
-                int cert_r = 0;
-                bool token_sent = false;
                 client_ip(conn, ip, sizeof(ip));
-
                 if (l->tls && http->client_ca) {
                         const union MHD_ConnectionInfo *ci =
                                 MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
                         void *session = ci ? ci->tls_session : NULL;
-                        cert_r = tls_verify_client(session);
+                        int r = tls_verify_client(session);
+                        in.cert = r == 0 ? AUTHZ_CERT_OK
+                                  : r == -ENOKEY || r == -ENOTCONN ? AUTHZ_CERT_MISSING
+                                                                   : AUTHZ_CERT_INVALID;
                         if (tls_client_subject(session, cert, sizeof(cert)) < 0)
                                 cert[0] = '\0';
                 }
                 if (http->auth) {
                         const char *authz = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                                          MHD_HTTP_HEADER_AUTHORIZATION);
-                        role = auth_check_bearer(http->auth, authz, token, &token_sent);
+                        in.token_role = auth_check_bearer(http->auth, authz, token, &in.token_sent);
                 }
                 snprintf(h->who, sizeof(h->who), "%s%s%s%s%sip=%s", token[0] ? token : "",
                          token[0] ? " " : "", cert[0] ? "cert:" : "", cert, cert[0] ? " " : "", ip);
-                if (!token[0] && http->auth && token_sent)
+                if (!token[0] && http->auth && in.token_sent)
                         snprintf(h->who, sizeof(h->who), "bad-token%s%s ip=%s", cert[0] ? " cert:" : "", cert, ip);
-
-                if (open_route)
-                        return true;
-                if (cert_r == -ENOKEY || cert_r == -ENOTCONN) {
-                        refuse(h, PROBLEM_UNAUTHORIZED, "a client certificate signed by a trusted CA is required");
-                        return false;
-                }
-                if (cert_r < 0) {
-                        refuse(h, PROBLEM_UNAUTHORIZED,
-                               "the client certificate did not verify against the trusted CAs");
-                        return false;
-                }
-                if (role == AUTH_NONE) {
-                        h->invalid_token = token_sent;
-                        refuse(h, PROBLEM_UNAUTHORIZED,
-                               token_sent ? "the bearer token is not valid" : "send Authorization: Bearer <token>");
-                        return false;
-                }
+                /* Whose long-polls these are: the token, else the
+                 * certificate, else the address. */
+                if (token[0])
+                        snprintf(h->caller, sizeof(h->caller), "%s", token);
+                else if (cert[0])
+                        snprintf(h->caller, sizeof(h->caller), "cert:%.70s", cert);
+                else
+                        snprintf(h->caller, sizeof(h->caller), "ip=%s", ip);
         }
-        if (mutation && role != AUTH_ADMIN) {
-                refuse(h, PROBLEM_FORBIDDEN, "a read-only token may not change anything");
-                return false;
-        }
-        if (mutation && atomic_load(&http->app->stopping)) {
-                api_refuse_stopping(&h->resp);
-                return false;
-        }
-        return true;
+        enum authz_decision d = authz_decide(&in);
+        http_refuse(&h->resp, d, &h->www_authenticate, &h->invalid_token);
+        /* A connection that proved who it is (or a listener that asks for
+         * nothing, once a request of it is allowed) is no longer the first
+         * to be evicted. */
+        if (d == AUTHZ_ALLOW && !in.open_route &&
+            (authz_authenticated(&in) || (!in.tokens_configured && in.cert == AUTHZ_CERT_NOT_REQUIRED)))
+                deadlines_vouch(&http->deadlines, conn_track_of(conn));
+        return d == AUTHZ_ALLOW;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -550,29 +376,34 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         struct listener *l = cls;
         struct hreq *h = *con_cls;
 
-        if (!h) {
-                h = calloc(1, sizeof(*h));
-                if (!h)
+        if (!h || !h->started) {
+                if (!h && !(h = hreq_new(l->http, conn)))
                         return MHD_NO;
-                h->http = l->http;
-                h->conn = conn;
-                h->started_ns = now_mono_ns();
                 *con_cls = h;
+                h->started = true;
+                /* Headers in; the body has the request limit to arrive. */
+                set_deadline(l->http, conn, l->http->request_ns);
                 snprintf(h->method, sizeof(h->method), "%s", method);
                 h->req.method = h->method;
                 h->req.path = "";
                 /* Truncated for the audit line until the length is checked. */
                 snprintf(h->path, sizeof(h->path), "%s", url);
+                if (!header_within_limits(h, conn))
+                        return queue(h);
                 if (!authorize(l, h, conn, url))
                         return queue(h);
+                if (h->query_err < 0) {
+                        http_query_refuse(&h->resp, h->query_err);
+                        return queue(h);
+                }
                 if (strlen(url) >= sizeof(h->path)) {
-                        set_problem(&h->resp, PROBLEM_URI_TOO_LONG, "the request path is too long");
+                        http_set_problem(&h->resp, PROBLEM_URI_TOO_LONG, "the request path is too long");
                         return queue(h);
                 }
                 h->req.path = h->path;
                 const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
                 if (cl && strtoull(cl, NULL, 10) > HTTP_BODY_MAX) {
-                        set_problem(&h->resp, PROBLEM_BODY_TOO_LARGE, "request bodies are limited to 64 KiB");
+                        http_set_problem(&h->resp, PROBLEM_BODY_TOO_LARGE, "request bodies are limited to 64 KiB");
                         return queue(h);
                 }
                 return MHD_YES;
@@ -583,6 +414,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 if (!atomic_load(&h->work_done))
                         return MHD_YES;
                 h->deferred = false;
+                if (h->client_gone)
+                        return MHD_NO; /* nobody to answer: close */
                 return queue(h);
         }
 
@@ -610,21 +443,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
 
         struct req *req = &h->req;
-        req->query = query_mhd;
-        req->conn = conn;
+        req->query = http_query_get;
+        req->conn = &h->query;
         req->content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         req->body = h->body ? h->body : "";
         req->body_len = h->body_len;
         req->app = l->http->app;
 
-        if (!dispatch(req->app, req, h->too_large, &h->resp))
+        if (!http_dispatch(req->app, req, h->too_large, &h->resp))
                 return queue(h);
+        if (h->resp.park_check) {
+                park(h, conn);
+                return MHD_YES;
+        }
 
-        struct workq *q = h->resp.work_kind == WORK_WAIT ? &l->http->wait : &l->http->blocking;
-        set_deadline(l->http, conn_track_of(conn), false); /* received in full; the work may take its time */
+        struct workq *q = &l->http->blocking;
+        set_deadline(l->http, conn, 0); /* received in full; the work may take its time */
         h->deferred = true;
         MHD_suspend_connection(conn);
-        if (!workq_push(q, h)) {
+        h->item.run = run_deferred;
+        if (!workq_push(q, &h->item)) {
                 h->resp.work = NULL;
                 struct problem p = {0};
                 problem_raise(&p, PROBLEM_BUSY, "too many requests are waiting; retry later");
@@ -642,9 +480,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         struct hreq *h = *con_cls;
         if (!h)
                 return;
-        /* Keep-alive: the next request on this connection gets a new deadline. */
-        set_deadline(h->http, conn_track_of(h->conn), true);
-        resp_cleanup(&h->resp);
+        /* Keep-alive: the connection may idle this long before its next
+         * request line. */
+        set_deadline(h->http, h->conn, h->http->request_ns);
+        http_resp_cleanup(&h->resp);
         free(h->body);
         free(h);
         *con_cls = NULL;
@@ -658,160 +497,6 @@ static __attribute__((format(printf, 2, 0))) void mhd_log(void *cls, const char 
         while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
                 buf[--n] = '\0';
         log_debug("libmicrohttpd: %s", buf);
-}
-
-/* "HOST:PORT", "[V6]:PORT" or ":PORT" -> getaddrinfo() results. */
-static int resolve_listen(const char *spec, struct addrinfo **ret)
-{
-        char host[256];
-        const char *colon = strrchr(spec, ':');
-        if (!colon || colon == spec || !colon[1])
-                return -EINVAL;
-        size_t hl = (size_t)(colon - spec);
-        if (spec[0] == '[' && hl >= 2 && spec[hl - 1] == ']') {
-                spec++;
-                hl -= 2;
-        }
-        if (hl >= sizeof(host))
-                return -EINVAL;
-        memcpy(host, spec, hl);
-        host[hl] = '\0';
-        char *end;
-        unsigned long port = strtoul(colon + 1, &end, 10);
-        if (*end || port > 65535)
-                return -EINVAL;
-
-        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                                 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-        if (getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, ret) != 0)
-                return -EADDRNOTAVAIL;
-        return 0;
-}
-
-static bool sockaddr_is_loopback(const struct sockaddr *sa)
-{
-        /* Copied out: a struct sockaddr * need not be aligned for the
-         * family's own struct. */
-        if (sa->sa_family == AF_INET) {
-                struct sockaddr_in in;
-                memcpy(&in, sa, sizeof(in));
-                return (ntohl(in.sin_addr.s_addr) >> 24) == 127;
-        }
-        if (sa->sa_family == AF_INET6) {
-                struct sockaddr_in6 in6;
-                memcpy(&in6, sa, sizeof(in6));
-                if (IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr))
-                        return in6.sin6_addr.s6_addr[12] == 127;
-                return IN6_IS_ADDR_LOOPBACK(&in6.sin6_addr);
-        }
-        return sa->sa_family == AF_UNIX;
-}
-
-int http_listen_is_loopback(const char *spec)
-{
-        struct addrinfo *ai = NULL;
-        int r = resolve_listen(spec, &ai);
-        if (r < 0)
-                return r;
-        r = 1;
-        for (struct addrinfo *a = ai; a; a = a->ai_next)
-                if (!sockaddr_is_loopback(a->ai_addr))
-                        r = 0;
-        freeaddrinfo(ai);
-        return r;
-}
-
-int http_socket_is_loopback(int fd)
-{
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof(ss);
-        if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
-                return -errno;
-        return sockaddr_is_loopback((struct sockaddr *)&ss);
-}
-
-static int socket_family(int fd)
-{
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof(ss);
-        if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
-                return -errno;
-        return ss.ss_family;
-}
-
-static uint16_t socket_port(int fd)
-{
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof(ss);
-        if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
-                return 0;
-        return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                              : ((struct sockaddr_in *)&ss)->sin_port);
-}
-
-static int listen_tcp(const char *spec, int *ret_fd, uint16_t *ret_port)
-{
-        struct addrinfo *ai = NULL;
-        int r = resolve_listen(spec, &ai);
-        if (r < 0)
-                return r;
-        r = -EADDRNOTAVAIL;
-        for (struct addrinfo *a = ai; a && r < 0; a = a->ai_next) {
-                int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
-                if (fd < 0) {
-                        r = -errno;
-                        continue;
-                }
-                int one = 1;
-                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-                if (bind(fd, a->ai_addr, a->ai_addrlen) < 0 || listen(fd, 128) < 0) {
-                        r = -errno;
-                        close(fd);
-                        continue;
-                }
-                *ret_port = socket_port(fd);
-                *ret_fd = fd;
-                r = 0;
-        }
-        freeaddrinfo(ai);
-        return r;
-}
-
-static int listen_unix(const char *path, gid_t gid, int *ret_fd)
-{
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        if (strlen(path) >= sizeof(sa.sun_path))
-                return -ENAMETOOLONG;
-        strcpy(sa.sun_path, path);
-
-        /* Replace a stale socket from an earlier run, never any other file. */
-        struct stat st;
-        if (lstat(path, &st) == 0) {
-                if (!S_ISSOCK(st.st_mode))
-                        return -EEXIST;
-                unlink(path);
-        }
-        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        mode_t old = umask(0117); /* socket 0660 */
-        int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-        umask(old);
-        if (r < 0)
-                return -errno;
-        /* Group before listen(): nobody of the old group can connect in between. */
-        if (gid != (gid_t)-1 && gid != 0 && chown(path, (uid_t)-1, gid) < 0) {
-                r = -errno;
-                unlink(path);
-                return r;
-        }
-        if (listen(fd, 128) < 0) {
-                r = -errno;
-                unlink(path);
-                return r;
-        }
-        *ret_fd = TAKE_FD(fd);
-        return 0;
 }
 
 /* Leave the URL as the client sent it.  libmicrohttpd's own unescaping turns
@@ -830,7 +515,8 @@ static int start_listener(struct http *h, struct listener *l, int fd, const stru
         l->fd = fd;
         l->tcp = tcp;
         l->tls = tcp && cfg->tls_cert_pem && cfg->tls_key_pem;
-        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+        l->thread_name = tcp ? "http-tcp" : "http-unix";
+        unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
                          MHD_USE_ERROR_LOG;
         /* TLS options only on the TCP listener; MHD_OPTION_ARRAY lets the
          * list depend on the configuration. */
@@ -845,16 +531,21 @@ static int start_listener(struct http *h, struct listener *l, int fd, const stru
                                                            (void *)cfg->tls_client_ca_pem};
         }
         tls[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+        /* On TCP deadline.c enforces the connection limit by evicting the
+         * oldest unvouched connection, so libmicrohttpd's own limit (which
+         * refuses the newcomer) sits a little above it. */
+        unsigned limit = cfg->connection_limit ? cfg->connection_limit : 256u;
         l->mhd = MHD_start_daemon(
                 flags, 0, NULL, NULL, on_request, l,
+                MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
                 MHD_OPTION_LISTEN_SOCKET, fd,
                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
+                MHD_OPTION_URI_LOG_CALLBACK, on_uri, l,
                 MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
-                MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
-                MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit ? cfg->connection_limit : 256u,
+                MHD_OPTION_CONNECTION_LIMIT, tcp ? limit + EVICTION_SLACK : limit,
                 MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout_s ? cfg->connection_timeout_s : 30u,
-                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, tcp ? (cfg->per_ip_limit ? cfg->per_ip_limit : 64u) : 0u,
                 MHD_OPTION_ARRAY, tls,
                 MHD_OPTION_END);
@@ -872,9 +563,6 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
         h->app = app;
         h->tcp.fd = h->unix_.fd = -1;
         h->auth = cfg->auth;
-        pthread_mutex_init(&h->conns_lock, NULL);
-        h->request_deadline_ns = (uint64_t)(cfg->connection_timeout_s ? cfg->connection_timeout_s : 30u) *
-                                 1000000000u;
         h->client_ca = cfg->tls_client_ca_pem != NULL;
         if ((cfg->tls_cert_pem || cfg->tls_key_pem) && !MHD_is_feature_supported(MHD_FEATURE_TLS)) {
                 log_err("this libmicrohttpd has no TLS support");
@@ -882,17 +570,24 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
                 return -EOPNOTSUPP;
         }
 
-        r = reaper_start(h);
+        unsigned timeout_s = cfg->connection_timeout_s ? cfg->connection_timeout_s : 30u;
+        unsigned header_s = cfg->header_timeout_s ? cfg->header_timeout_s : HEADER_TIMEOUT_S;
+        if (header_s > timeout_s)
+                header_s = timeout_s;
+        h->request_ns = (uint64_t)timeout_s * 1000000000u;
+        h->header_ns = (uint64_t)header_s * 1000000000u;
+        unsigned limit = cfg->connection_limit ? cfg->connection_limit : 256u;
+        r = deadlines_start(&h->deadlines, h->header_ns, limit, limit * UNVOUCHED_SHARE_PCT / 100);
         if (r == 0)
-                r = workq_start(&h->blocking, BLOCKING_THREADS, false);
+                r = workq_start(&h->blocking, "http-blk", BLOCKING_THREADS, QUEUE_MAX_PENDING, false);
         if (r == 0)
-                r = workq_start(&h->wait, WAIT_THREADS, true);
+                r = waiters_start(&h->waiters, cfg->max_waits_per_caller, cfg->max_waits);
         if (r < 0)
                 goto fail;
 
         for (size_t i = 0; i < cfg->n_listen_fds; i++) {
                 int fd = cfg->listen_fds[i];
-                int fam = socket_family(fd);
+                int fam = http_socket_family(fd);
                 bool tcp = fam == AF_INET || fam == AF_INET6;
                 struct listener *l = tcp ? &h->tcp : &h->unix_;
                 if (fam < 0 || (!tcp && fam != AF_UNIX) || l->mhd) {
@@ -901,7 +596,7 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
                         goto fail;
                 }
                 if (tcp)
-                        h->tcp_port = socket_port(fd);
+                        h->tcp_port = http_socket_port(fd);
                 r = start_listener(h, l, fd, cfg, tcp);
                 if (r < 0) {
                         log_err("cannot start HTTP on passed socket %d", fd);
@@ -910,7 +605,7 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
         }
         if (cfg->listen && !cfg->n_listen_fds) {
                 int fd = -1;
-                r = listen_tcp(cfg->listen, &fd, &h->tcp_port);
+                r = http_listen_tcp(cfg->listen, &fd, &h->tcp_port);
                 if (r < 0) {
                         log_err("cannot listen on %s: %s", cfg->listen, strerror(-r));
                         goto fail;
@@ -924,7 +619,7 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
         }
         if (cfg->socket_path && !cfg->n_listen_fds) {
                 int fd = -1;
-                r = listen_unix(cfg->socket_path, cfg->socket_gid, &fd);
+                r = http_listen_unix(cfg->socket_path, cfg->socket_gid, &fd);
                 if (r < 0) {
                         log_err("cannot listen on %s: %s", cfg->socket_path, strerror(-r));
                         goto fail;
@@ -937,6 +632,8 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
                         goto fail;
                 }
         }
+        if (app->pools)
+                pools_set_observer(app->pools, pool_changed, h);
         *ret = h;
         return 0;
 fail:
@@ -960,6 +657,14 @@ void http_quiesce(struct http *h)
                 return;
         quiesce_listener(&h->tcp);
         quiesce_listener(&h->unix_);
+        /* Parked long-polls answer now with what they have (the checks see
+         * app->stopping). */
+        waiters_notify_all(&h->waiters);
+}
+
+size_t http_parked(struct http *h)
+{
+        return h ? waiters_count(&h->waiters) : 0;
 }
 
 static void stop_listener(struct listener *l)
@@ -980,80 +685,16 @@ void http_stop(struct http *h)
         /* Stop accepting first, then let queued work finish (it resumes its
          * connections), then stop the daemons: libmicrohttpd must not be
          * stopped with connections still suspended. */
+        if (h->app->pools)
+                pools_set_observer(h->app->pools, NULL, NULL);
         http_quiesce(h);
         workq_stop(&h->blocking);
-        workq_stop(&h->wait);
+        waiters_stop(&h->waiters);
         stop_listener(&h->tcp);
         stop_listener(&h->unix_);
-        reaper_stop(h);
+        deadlines_stop(&h->deadlines);
         if (h->socket_path[0])
                 unlink(h->socket_path);
-        pthread_mutex_destroy(&h->conns_lock);
         free(h);
 }
 
-/* ------------------------------------------------------- socketless entry */
-
-/* The query string split at '&' into NUL-terminated "key=value" entries;
- * values stay escaped, as on the socket path (see keep_escaped). */
-struct local_query {
-        char buf[1024];
-        size_t len;
-};
-
-static const char *query_local(const struct req *r, const char *key)
-{
-        const struct local_query *q = r->conn;
-        size_t kl = strlen(key);
-        for (const char *p = q->buf; p < q->buf + q->len; p += strlen(p) + 1)
-                if (strncmp(p, key, kl) == 0 && p[kl] == '=')
-                        return p + kl + 1;
-        return NULL;
-}
-
-int http_handle_local(struct app *app, const char *method, const char *url, const char *content_type,
-                      const char *body, size_t body_len, int *ret_status, char **ret_body,
-                      const char **ret_content_type)
-{
-        struct req req = {0};
-        struct resp resp = {0};
-        struct local_query q = {.len = 0};
-        char path[1024];
-        const char *qm = strchr(url, '?');
-        size_t pl = qm ? (size_t)(qm - url) : strlen(url);
-        if (pl >= sizeof(path))
-                pl = sizeof(path) - 1;
-        memcpy(path, url, pl);
-        path[pl] = '\0';
-        if (qm) {
-                snprintf(q.buf, sizeof(q.buf), "%s", qm + 1);
-                q.len = strlen(q.buf);
-                for (char *amp = q.buf; (amp = strchr(amp, '&'));)
-                        *amp++ = '\0';
-        }
-        _cleanup_free_ char *copy = malloc(body_len + 1);
-        if (!copy)
-                return -ENOMEM;
-        if (body_len)
-                memcpy(copy, body, body_len);
-        copy[body_len] = '\0';
-
-        req.method = method;
-        req.path = path;
-        req.query = query_local;
-        req.conn = &q;
-        req.content_type = content_type;
-        req.body = copy;
-        req.body_len = body_len;
-        req.app = app;
-        if (dispatch(app, &req, body_len > HTTP_BODY_MAX, &resp)) {
-                resp.work(&resp, resp.ctx);
-                resp.work = NULL;
-        }
-        /* No socket here: no request latency worth a sample, only the count. */
-        metrics_observe_request(app->http_metrics, req.route, req.method, resp.status, 0);
-        *ret_status = resp.status;
-        finish_resp(&resp, ret_body, ret_content_type);
-        resp_cleanup(&resp);
-        return 0;
-}

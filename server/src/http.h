@@ -6,7 +6,9 @@
  * that must block hands back a work function: the connection is suspended,
  * the work runs on one of a fixed set of threads created at start (no thread
  * is created while pools warm: thread stacks take the mmap lock as a writer),
- * and the connection resumes when it is done. */
+ * and the connection resumes when it is done.  A long-poll costs no thread:
+ * its connection is suspended and parked until the pool it waits for
+ * changes (pools_set_observer), its time is up or its client hangs up. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -23,7 +25,11 @@ struct http_config {
         const char *socket_path; /* unix socket path or NULL */
         unsigned connection_limit;
         unsigned connection_timeout_s;
+        unsigned header_timeout_s; /* 0: 5 s (at most connection_timeout_s) */
         unsigned per_ip_limit;
+        /* Long-polls parked at once per caller (token, unix uid or TCP
+         * address; 0: 256) and in all (0: 16384); past them 429. */
+        unsigned max_waits_per_caller, max_waits;
         gid_t socket_gid;        /* group of the unix socket; (gid_t)-1 or 0 leaves it */
         /* Access on TCP (the unix socket is guarded by its file mode):
          * bearer tokens when AUTH is set, TLS when both PEMs are set, and a
@@ -45,6 +51,9 @@ struct http_config {
 int http_listen_is_loopback(const char *spec);
 /* Same for a bound socket: 1 for loopback TCP and for AF_UNIX, 0 otherwise. */
 int http_socket_is_loopback(int fd);
+/* 1 when FD is a TCP (IPv4/IPv6) socket, 0 when not, -errno when it cannot
+ * be told. */
+int http_socket_is_tcp(int fd);
 /* Stop accepting new connections; requests on open connections are still
  * answered (mutations with 503 once app->stopping is set).  Accepts NULL. */
 void http_quiesce(struct http *h);
@@ -53,6 +62,8 @@ void http_quiesce(struct http *h);
 int http_start(const struct http_config *cfg, struct app *app, struct http **ret);
 /* The TCP port really bound (after port 0), or 0. */
 uint16_t http_tcp_port(const struct http *h);
+/* Long-polls parked now (for tests). */
+size_t http_parked(struct http *h);
 /* Stop accepting, finish in-flight work, stop threads.  Accepts NULL. */
 void http_stop(struct http *h);
 

@@ -1,10 +1,10 @@
-/* json: the only module that includes cJSON.  Two halves:
+/* json: the only module that includes cJSON.  Two halves, one file each:
  *
- * - a strict, schema-driven decoder for request bodies: keys are matched
- *   case-sensitively, duplicates and unknown keys are rejected, integers must
- *   be whole, >= 0 and <= 2^53 (cJSON keeps numbers as doubles, and its
- *   valueint saturates), strings must not contain NUL;
- * - a small builder for responses that prints integers exactly.
+ * - json.c: a strict, schema-driven decoder for request bodies: keys are
+ *   matched case-sensitively, duplicates and unknown keys are rejected,
+ *   integers must be whole, >= 0 and <= 2^53 (cJSON keeps numbers as doubles,
+ *   and its valueint saturates), strings must not contain NUL;
+ * - json_build.c: a small builder for responses that prints integers exactly.
  *
  * Plus generic strict getters for documents we read back ourselves (journal). */
 #pragma once

@@ -58,6 +58,8 @@ struct options {
         unsigned max_connections;
         unsigned connection_timeout_s;
         bool reset_state;
+        bool allow_unauthenticated_tcp;
+        unsigned max_waits_per_caller;
 };
 
 static void usage(FILE *f)
@@ -91,7 +93,11 @@ static void usage(FILE *f)
                 "  --tls-cert FILE           TLS certificate (PEM) for the TCP listener\n"
                 "  --tls-key FILE            its private key (PEM)\n"
                 "  --tls-client-ca FILE      require client certificates signed by these CAs\n"
+                "  --allow-unauthenticated-tcp  let a loopback TCP listener run without tokens or\n"
+                "                            client certificates (any local user gets admin)\n"
                 "  --max-connections N       open connections per listener (default 256)\n"
+                "  --max-waits-per-caller N  long-polls one caller (token, uid, address) may have\n"
+                "                            waiting at once (default 256; past it 429)\n"
                 "  --connection-timeout SEC  close connections idle this long, or whose request\n"
                 "                            takes longer to arrive (default 30)\n"
                 "  --log-level LEVEL         err, warn, notice, info (default) or debug\n"
@@ -152,7 +158,7 @@ static void parse_args(int argc, char **argv, struct options *o)
         enum { O_LISTEN = 256, O_SOCKET, O_SYSFS, O_STATE, O_FLOOR, O_HUGETLBFS, O_POOL_GROUP,
                O_THREADS, O_MAX_POOL, O_MAX_NODE, O_MAX_POOLS, O_LOG, O_VERSION, O_HELP,
                O_SOCKET_GROUP, O_TOKEN, O_READ_TOKEN, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_MAX_CONN,
-               O_CONN_TIMEOUT, O_RELEASE_UNMAPPED, O_RESET_STATE };
+               O_CONN_TIMEOUT, O_ALLOW_UNAUTH_TCP, O_MAX_WAITS, O_RELEASE_UNMAPPED, O_RESET_STATE };
         static const struct option longopts[] = {
                 {"listen", required_argument, NULL, O_LISTEN},
                 {"socket", required_argument, NULL, O_SOCKET},
@@ -176,6 +182,8 @@ static void parse_args(int argc, char **argv, struct options *o)
                 {"tls-client-ca", required_argument, NULL, O_TLS_CA},
                 {"max-connections", required_argument, NULL, O_MAX_CONN},
                 {"connection-timeout", required_argument, NULL, O_CONN_TIMEOUT},
+                {"allow-unauthenticated-tcp", no_argument, NULL, O_ALLOW_UNAUTH_TCP},
+                {"max-waits-per-caller", required_argument, NULL, O_MAX_WAITS},
                 {"version", no_argument, NULL, O_VERSION},
                 {"help", no_argument, NULL, O_HELP},
                 {NULL, 0, NULL, 0},
@@ -228,6 +236,12 @@ static void parse_args(int argc, char **argv, struct options *o)
                 case O_TLS_CERT: o->tls_cert = optarg; break;
                 case O_TLS_KEY: o->tls_key = optarg; break;
                 case O_TLS_CA: o->tls_client_ca = optarg; break;
+                case O_ALLOW_UNAUTH_TCP: o->allow_unauthenticated_tcp = true; break;
+                case O_MAX_WAITS:
+                        o->max_waits_per_caller = parse_uint_arg("--max-waits-per-caller", optarg, 1000000);
+                        if (!o->max_waits_per_caller)
+                                die_usage("--max-waits-per-caller must be at least 1");
+                        break;
                 case O_MAX_CONN:
                         o->max_connections = parse_uint_arg("--max-connections", optarg, 65536);
                         if (!o->max_connections)
@@ -370,16 +384,22 @@ static int setup_access(const struct options *o, const int *fds, size_t n_fds, s
 
         if (a->auth || a->client_ca)
                 return 0;
-        /* Nobody is asked who they are on TCP: only loopback may listen. */
-        const char *exposed = NULL;
+        /* Nobody would be asked who they are on TCP: refuse unless the
+         * operator said so explicitly, and even then only on loopback. */
+        const char *tcp = NULL, *exposed = NULL;
         char desc[64];
         if (n_fds) {
-                for (size_t i = 0; i < n_fds; i++)
-                        if (http_socket_is_loopback(fds[i]) != 1) { /* an error counts as exposed */
-                                snprintf(desc, sizeof(desc), "passed socket %d", fds[i]);
+                for (size_t i = 0; i < n_fds; i++) {
+                        int is_tcp = http_socket_is_tcp(fds[i]);
+                        if (is_tcp == 0)
+                                continue;
+                        snprintf(desc, sizeof(desc), "passed socket %d", fds[i]);
+                        tcp = desc;
+                        if (is_tcp < 0 || http_socket_is_loopback(fds[i]) != 1) /* an error counts as exposed */
                                 exposed = desc;
-                        }
+                }
         } else if (o->listen) {
+                tcp = o->listen;
                 int r = http_listen_is_loopback(o->listen);
                 if (r < 0) {
                         log_err("--listen %s: %s", o->listen,
@@ -395,6 +415,17 @@ static int setup_access(const struct options *o, const int *fds, size_t n_fds, s
                         exposed);
                 return -1;
         }
+        if (tcp && !o->allow_unauthenticated_tcp) {
+                log_err("refusing TCP listener %s without authentication: give --token-file/--read-token-file "
+                        "or --tls-client-ca, use the unix socket, or accept the risk with "
+                        "--allow-unauthenticated-tcp (loopback only)",
+                        tcp);
+                return -1;
+        }
+        if (tcp)
+                log_warn("TCP listener %s asks for no token or certificate (--allow-unauthenticated-tcp): "
+                         "every local user and every container sharing the host network has admin access",
+                         tcp);
         return 0;
 }
 
@@ -548,6 +579,7 @@ int main(int argc, char **argv)
         struct http_config hc = {
                 .listen = o.listen, .socket_path = o.socket_path, .socket_gid = o.socket_gid,
                 .connection_limit = o.max_connections, .connection_timeout_s = o.connection_timeout_s,
+                .max_waits_per_caller = o.max_waits_per_caller,
                 .auth = acc.auth, .tls_cert_pem = acc.cert, .tls_key_pem = acc.key,
                 .tls_client_ca_pem = acc.client_ca, .n_listen_fds = (size_t)n_fds,
         };

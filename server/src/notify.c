@@ -81,6 +81,9 @@ int notify_watchdog_start(unsigned long long *ret_usec)
         r = pthread_create(&wd_thread, NULL, wd_main, NULL);
         if (r != 0)
                 return -r;
+        /* Named like the daemon's other threads; unnamed it would pass for
+         * the main thread ("hpwarmd") in top -H. */
+        pthread_setname_np(wd_thread, "hpw-watchdog");
         wd_running = true;
         *ret_usec = usec;
         return 0;

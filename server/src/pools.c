@@ -234,10 +234,17 @@ static struct pool *grab_pool(struct pools *p, const char *name)
 
 void pools_release(struct pools *p, struct pool *pool)
 {
+        bool due;
+
         pthread_mutex_lock(&p->lock);
         pools_set_hold(pool, POOL_FREE);
+        /* Marked for release while held (its owner exited during a claim):
+         * upkeep skipped it, so tell it the pool is free now. */
+        due = pool->release_due != RELEASE_NONE;
         pthread_cond_broadcast(&p->changed);
         pthread_mutex_unlock(&p->lock);
+        if (due)
+                pools_kick(p);
 }
 
 /* Set POOL's hold under `lock`. */
@@ -535,9 +542,8 @@ int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_vi
         if (r <= 0) {
                 if (r == 0)
                         pools_fill_view(pool, ret);
-                pools_set_hold(pool, POOL_FREE);
-                pthread_cond_broadcast(&p->changed);
                 pthread_mutex_unlock(&p->lock);
+                pools_release(p, pool);
                 return r;
         }
         before = next = pool->rec;
@@ -568,9 +574,9 @@ int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_vi
                         pool->release_due = RELEASE_NONE;
         }
         pools_fill_view(pool, ret);
-        pools_set_hold(pool, POOL_FREE);
-        pthread_cond_broadcast(&p->changed);
         pthread_mutex_unlock(&p->lock);
+        /* Through pools_release: the new owner may have exited already. */
+        pools_release(p, pool);
         if (pid > 0)
                 log_info("pools: pool %s is bound to process %d", name, (int)pid);
         return 0;

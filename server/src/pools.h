@@ -25,7 +25,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "journal.h"
 #include "metrics.h"
 #include "pool.h"
 #include "problem.h"
@@ -232,14 +231,15 @@ void pools_get_stats(struct pools *p, struct pools_stats *ret);
 /* Change notification, for callers that wait for a pool without a thread
  * each (long-polls suspended in the HTTP layer).  FN(ARG, name) is called
  * after every committed change of a pool's state or existence: created,
- * warming -> ready/failed/cancelled, claimed, removed (DELETE, TTL expiry).
+ * warming -> ready/failed/cancelled, claimed, removed (DELETE, TTL expiry,
+ * owner exit, unmapped release).
  * It may be called more than once for one change (warming -> ready is shown
  * before it is saved, and told both times) and for changes a waiter does not
  * care about: it says "look again", and the caller re-reads with pools_get.
  *
  * FN runs in whichever thread made the change (an HTTP work thread, the
  * upkeep thread), with none of the registry's locks held, so it may call
- * pools_get, pools_list and pools_wait; it must not block, nor call
+ * pools_get and pools_list; it must not block (so not pools_wait), nor call
  * pools_set_observer or any pools_* function that changes a pool.  Calls are
  * serialised.  One observer at a time: a new call replaces the old one, and
  * FN = NULL removes it; when pools_set_observer returns, the old FN is not

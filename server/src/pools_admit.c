@@ -17,6 +17,7 @@
 
 #include "log.h"
 #include "pools_internal.h"
+#include "units.h"
 #include "util.h"
 
 /* Pool files: the VMM's group may open them, nobody else. */
@@ -283,14 +284,28 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                 struct reserve_result res = {0};
                 r = reserve_locked(p, &rq, rq.count, &res);
                 if (r < 0) {
+                        char why[160];
+
+                        if (r == -ENOMEM) {
+                                /* Say what would work: the floor and the most that fits. */
+                                char fl[32];
+
+                                format_size(res.floor_bytes, fl, sizeof(fl));
+                                snprintf(why, sizeof(why), "it would go below the memory floor of %s (nothing "
+                                         "written; at most %" PRIu64 " pages fit)", fl, res.max_count);
+                                err->has_floor = true;
+                                err->floor_bytes = res.floor_bytes;
+                                err->mem_free_bytes = res.mem_free_bytes;
+                                err->max_count = res.max_count;
+                        } else {
+                                snprintf(why, sizeof(why), "%s", r == -EAGAIN ?
+                                         "the kernel gave fewer pages (count restored)" : strerror(-r));
+                        }
                         problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
                                       "node %d needs %" PRIu64 " free pages; it has %" PRIu64 " free, %" PRIu64
                                       " still to be taken by other warming pools; "
                                       "growing its pool from %" PRIu64 " to %" PRIu64 " pages failed: %s",
-                                      node, pages, hp.free, others, hp.total, rq.count,
-                                      r == -EAGAIN           ? "the kernel gave fewer pages (count restored)"
-                                              : r == -ENOMEM ? "it would go below the memory floor (nothing written)"
-                                                             : strerror(-r));
+                                      node, pages, hp.free, others, hp.total, rq.count, why);
                         if (r == -EAGAIN) {
                                 err->has_counts = true;
                                 err->requested = rq.count;

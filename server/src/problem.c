@@ -27,9 +27,11 @@ static const struct problem_type catalog[PROBLEM__COUNT] = {
         [PROBLEM_BODY_TOO_LARGE] = { "body-too-large", 413, "Request body too large" },
         [PROBLEM_URI_TOO_LONG] = { "uri-too-long", 414, "URI too long" },
         [PROBLEM_UNSUPPORTED_MEDIA_TYPE] = { "unsupported-media-type", 415, "Unsupported media type" },
+        [PROBLEM_HEADERS_TOO_LARGE] = { "headers-too-large", 431, "Request header too large" },
         [PROBLEM_UNAUTHORIZED] = { "unauthorized", 401, "Unauthorized" },
         [PROBLEM_FORBIDDEN] = { "forbidden", 403, "Forbidden" },
         [PROBLEM_BUSY] = { "busy", 503, "Too busy" },
+        [PROBLEM_TOO_MANY_WAITS] = { "too-many-waits", 429, "Too many long-polls" },
         [PROBLEM_STOPPING] = { "stopping", 503, "Shutting down" },
         [PROBLEM_INTERNAL_ERROR] = { "internal-error", 500, "Internal error" },
         [PROBLEM_UNKNOWN_NODE] = { "unknown-node", 404, "Unknown NUMA node" },
@@ -209,6 +211,11 @@ struct json *problem_to_value(const struct problem *p)
         if (p->has_counts) {
                 json_add_u64(o, "requested", p->requested);
                 json_add_u64(o, "achieved", p->achieved);
+        }
+        if (p->has_floor) {
+                json_add_u64(o, "memory_floor_bytes", p->floor_bytes);
+                json_add_u64(o, "memory_free_bytes", p->mem_free_bytes);
+                json_add_u64(o, "max_count", p->max_count);
         }
         return o;
 }

@@ -26,10 +26,12 @@ enum problem_id {
         PROBLEM_BODY_TOO_LARGE,
         PROBLEM_URI_TOO_LONG,
         PROBLEM_UNSUPPORTED_MEDIA_TYPE,
+        PROBLEM_HEADERS_TOO_LARGE,
         /* Access and load. */
         PROBLEM_UNAUTHORIZED,
         PROBLEM_FORBIDDEN,
         PROBLEM_BUSY,
+        PROBLEM_TOO_MANY_WAITS,
         PROBLEM_STOPPING,
         PROBLEM_INTERNAL_ERROR,
         /* Nodes and reservations. */
@@ -81,6 +83,8 @@ struct problem {
         /* Extension members, sent only when set. */
         bool has_counts;     /* reserve shortfall: "requested" and "achieved" */
         uint64_t requested, achieved;
+        bool has_floor;      /* insufficient-memory: "memory_floor_bytes", "memory_free_bytes", "max_count" */
+        uint64_t floor_bytes, mem_free_bytes, max_count;
         unsigned retry_after; /* 429/503: seconds, 0 = none */
 };
 

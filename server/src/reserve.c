@@ -42,20 +42,27 @@ uint64_t reserve_floor(uint64_t floor_bytes, uint64_t node_total)
         return f < RESERVE_FLOOR_AUTO_MIN ? RESERVE_FLOOR_AUTO_MIN : f;
 }
 
-/* Would growing by DELTA pages of PAGE_SIZE leave less than FLOOR free? */
-static int check_floor(const struct sysfs *fs, const struct reserve_req *req, uint64_t delta)
+/* Would growing from CURRENT by DELTA pages of PAGE_SIZE leave less than
+ * the floor free?  On -ENOMEM, *RET gets the floor, the free memory and the
+ * largest count that would fit, so the refusal can say what would work. */
+static int check_floor(const struct sysfs *fs, const struct reserve_req *req, uint64_t current,
+                       uint64_t delta, struct reserve_result *ret)
 {
-        uint64_t total, mem_free, need;
+        uint64_t total, mem_free, need, floor, room;
         int r;
 
         r = topo_read_meminfo(fs, req->node, &total, &mem_free);
         if (r < 0)
                 return r;
-        if (__builtin_mul_overflow(delta, req->page_size, &need))
+        floor = reserve_floor(req->floor_bytes, total);
+        room = mem_free > floor ? (mem_free - floor) / req->page_size : 0;
+        if (__builtin_mul_overflow(delta, req->page_size, &need) || mem_free < floor ||
+            mem_free - floor < need) {
+                ret->floor_bytes = floor;
+                ret->mem_free_bytes = mem_free;
+                ret->max_count = current > UINT64_MAX - room ? UINT64_MAX : current + room;
                 return -ENOMEM;
-        uint64_t floor = reserve_floor(req->floor_bytes, total);
-        if (mem_free < floor || mem_free - floor < need)
-                return -ENOMEM;
+        }
         return 0;
 }
 
@@ -79,9 +86,15 @@ int reserve_apply(const struct sysfs *fs, const struct reserve_req *req, struct 
         }
 
         if (req->count > before.total) {
-                r = check_floor(fs, req, req->count - before.total);
-                if (r == -ENOMEM)
+                struct reserve_result floor_res = {0};
+
+                r = check_floor(fs, req, before.total, req->count - before.total, &floor_res);
+                if (r == -ENOMEM) {
                         fill_result(ret, req, before.total, before.total, &before);
+                        ret->floor_bytes = floor_res.floor_bytes;
+                        ret->mem_free_bytes = floor_res.mem_free_bytes;
+                        ret->max_count = floor_res.max_count;
+                }
                 if (r < 0)
                         return r;
         }

@@ -36,13 +36,19 @@ struct reserve_result {
         uint64_t total;        /* nr_hugepages now (== previous after a restore) */
         uint64_t free;         /* free_hugepages now */
         bool complete;         /* achieved == requested */
+        /* -ENOMEM (the floor) only: what would have worked. */
+        uint64_t floor_bytes;  /* the floor applied on this node */
+        uint64_t mem_free_bytes; /* the node's free memory when checked */
+        uint64_t max_count;    /* the largest count that keeps the floor free */
 };
 
 /* Returns:
  *   0        done; *ret filled (complete=false only with allow_partial, or when
  *            shrinking could not free in-use pages);
  *   -ENOMEM  growing would leave the node with less free memory than the
- *            floor: nothing was written; *ret has the current counts;
+ *            floor: nothing was written; *ret has the current counts, the
+ *            floor, the free memory and max_count, the largest count that
+ *            would have been allowed;
  *   -EAGAIN  the kernel gave fewer pages than asked and allow_partial was not
  *            set: the previous count was restored; *ret->achieved says what
  *            the kernel gave;

@@ -21,6 +21,7 @@ const struct route routes[] = {
         {"PUT",    "/v1/pools/{name}",                  api_pool_put,      true},
         {"DELETE", "/v1/pools/{name}",                  api_pool_delete,   false},
         {"POST",   "/v1/pools/{name}/claim",            api_pool_claim,    ROUTE_BODY_OPTIONAL},
+        {"GET",    "/v1/handoff",                       api_handoff,       false},
         {"GET",    "/metrics",                          api_metrics,       false},
         {NULL, NULL, NULL, false},
 };
@@ -103,14 +104,18 @@ enum route_match route_match(const char *method, const char *path, struct req *r
                 size_t n_caps;
                 if (!match_pattern(r->pattern, path, caps, &n_caps))
                         continue;
-                if (strcmp(r->method, method) == 0) {
+                /* HEAD is answered wherever GET is: the same handler and
+                 * headers; the HTTP layer sends no body. */
+                if (strcmp(r->method, method) == 0 ||
+                    (strcmp(method, "HEAD") == 0 && strcmp(r->method, "GET") == 0)) {
                         req->n_params = n_caps;
                         req->route = r->pattern;
                         *ret_route = r;
                         return ROUTE_FOUND;
                 }
                 path_seen = true;
-                int w = snprintf(allow + used, allow_len - used, "%s%s", used ? ", " : "", r->method);
+                int w = snprintf(allow + used, allow_len - used, "%s%s%s", used ? ", " : "", r->method,
+                                 strcmp(r->method, "GET") == 0 ? ", HEAD" : "");
                 if (w > 0 && (size_t)w < allow_len - used)
                         used += (size_t)w;
         }
@@ -143,4 +148,13 @@ void resp_defer(struct resp *r, void (*work)(struct resp *r, void *ctx), void *c
         r->ctx = ctx;
         r->ctx_free = free;
         r->work_kind = kind;
+}
+
+void resp_park(struct resp *r, park_check_fn check, void *ctx, const char *topic, uint64_t deadline_ns)
+{
+        r->park_check = check;
+        r->ctx = ctx;
+        r->ctx_free = free;
+        snprintf(r->park_topic, sizeof(r->park_topic), "%s", topic);
+        r->park_deadline_ns = deadline_ns;
 }

@@ -1,8 +1,11 @@
 /* router: a static table {method, pattern, handler}.  Handlers see plain
  * structs, never libmicrohttpd: they parse, call the core, encode.  A handler
  * that must block (a sysfs write that compacts memory, a cancel that waits
- * for workers, a long-poll) sets resp->work; http.c then suspends the
- * connection, runs work() on a worker thread and sends the response after. */
+ * for workers) sets resp->work; http.c then suspends the connection, runs
+ * work() on a worker thread and sends the response after.  A long-poll
+ * parks instead (resp_park): the connection is suspended with no thread
+ * held, and the handler's check() is called again whenever the awaited
+ * thing may have changed, until it answers. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -32,8 +35,14 @@ struct req {
 
 enum work_kind {
         WORK_BLOCKING,  /* short-lived blocking op (reserve, delete) */
-        WORK_WAIT,      /* long-poll: may block up to its timeout */
 };
+
+/* A parked request's re-evaluation: fill R and return true once the answer
+ * is known; with EXPIRED (deadline passed, or the daemon is stopping) it
+ * must fill R and return true.  Called on the HTTP layer's waits thread:
+ * must not block (a registry lookup is fine). */
+struct resp;
+typedef bool (*park_check_fn)(struct resp *r, void *ctx, bool expired);
 
 struct resp {
         int status;                 /* 2xx with body, or >= 400 with problem */
@@ -47,6 +56,11 @@ struct resp {
         void *ctx;
         void (*ctx_free)(void *ctx);
         enum work_kind work_kind;
+        /* Long-poll (resp_park): re-check on changes of PARK_TOPIC until
+         * PARK_DEADLINE_NS (CLOCK_MONOTONIC). */
+        park_check_fn park_check;
+        char park_topic[ROUTE_PARAM_MAX];
+        uint64_t park_deadline_ns;
 };
 
 typedef void (*handler_fn)(const struct req *req, struct resp *resp);
@@ -71,9 +85,9 @@ extern const struct route routes[];
 
 enum route_match { ROUTE_FOUND, ROUTE_NO_PATH, ROUTE_BAD_METHOD };
 
-/* Match METHOD and PATH.  On ROUTE_FOUND fills *ret_route and the captures in
- * REQ.  On ROUTE_BAD_METHOD writes the Allow header value (e.g. "GET, PUT")
- * into ALLOW.  Captures are percent-decoded; a capture with '/' or NUL after
+/* Match METHOD and PATH; HEAD matches GET routes.  On ROUTE_FOUND fills
+ * *ret_route and the captures in REQ.  On ROUTE_BAD_METHOD writes the Allow
+ * header value (e.g. "GET, HEAD, PUT") into ALLOW.  Captures are percent-decoded; a capture with '/' or NUL after
  * decoding never matches. */
 enum route_match route_match(const char *method, const char *path, struct req *req,
                              const struct route **ret_route, char *allow, size_t allow_len);
@@ -83,3 +97,7 @@ void resp_json(struct resp *r, int status, char *body);  /* takes BODY */
 void resp_problem(struct resp *r, const struct problem *p);
 /* Run WORK off the HTTP thread; CTX is malloc'd and freed after the response. */
 void resp_defer(struct resp *r, void (*work)(struct resp *r, void *ctx), void *ctx, enum work_kind kind);
+/* Park the request until CHECK answers (see park_check_fn): it is called
+ * when TOPIC (a pool name) changes and at DEADLINE_NS.  CTX is malloc'd and
+ * freed after the response. */
+void resp_park(struct resp *r, park_check_fn check, void *ctx, const char *topic, uint64_t deadline_ns);

@@ -11,10 +11,18 @@ thread count for every contender.
  (b0) the older populate_ideal --spawn (threads created inside the clock,
       which convoy on the mmap lock with the populates already running),
       an extra row for comparison;
-  (c) QEMU cold: qemu-system-x86_64 -machine none with a memory-backend-file
-      prealloc=on prealloc-threads=N on a fresh file in the same hugetlbfs;
-  (d) QEMU on a pool hpwarmd has just warmed (its handoff.qemu string, with
-      prealloc-threads=N added): the VM-boot memory phase after warm-up;
+  (c) QEMU -machine none (no guest, no guest RAM: the memory object only)
+      with a memory-backend-file prealloc=on prealloc-threads=N on a fresh
+      file in the same hugetlbfs;
+  (d) the same -machine none QEMU with the object of a pool hpwarmd has just
+      warmed (its handoff.qemu_argv object word, prealloc-threads=N added):
+      the VMM's memory phase alone;
+  (e) a real guest: QEMU (TCG) from spawn to the guest's /init, its RAM the
+      warm pool through the complete handoff (-object ... -machine
+      memory-backend=...), against the same guest whose RAM is a cold file
+      of the same size (prealloc=on, same threads), side by side with their
+      ratio (tests/qemu/guestboot.py; --boot-size, --boot-rounds, --no-boot).
+      Under TCG the guest's own boot dominates both;
   plus GET /v1/pools/NAME latency from a keep-alive client loop and the
   daemon's RSS while a warm of SIZE runs;
   and two phases for the stock of warm files (after the daemon has stopped):
@@ -69,6 +77,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 GUARD = os.path.join(REPO, "tests", "real", "guard.sh")
+sys.path.insert(0, os.path.join(REPO, "tests", "qemu"))
+import guestboot  # noqa: E402
 NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
 PAGE = 2 << 20
 GIB = float(1 << 30)
@@ -237,7 +247,7 @@ def rm(path):
 class Daemon:
     def __init__(self, binary, pool_dir, threads):
         self.state = tempfile.mkdtemp(prefix="hpwarm-bench-state-")
-        cmd = [binary, "--listen", "127.0.0.1:0", "--state-dir", self.state,
+        cmd = [binary, "--listen", "127.0.0.1:0", "--allow-unauthenticated-tcp", "--state-dir", self.state,
                "--hugetlbfs", "2M=" + pool_dir, "--threads-per-node", str(threads)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.log = []
@@ -381,6 +391,81 @@ def latency_phase(d, size, threads, want, max_warms):
             "rss_max_bytes": max(rss[0], st.get("VmRSS", 0)), "hwm_bytes": st.get("VmHWM")}
 
 
+def boot_once(qemu, kernel, initrd, size, words, workdir, pools):
+    """(seconds from QEMU's spawn to the guest's /init marker, to the
+    firmware's banner), with WORDS as its memory; checks that guest RAM is
+    POOLS ([(backend suffix, size)])."""
+    g = guestboot.Guest([qemu, "-machine", "q35", "-accel", "tcg", "-cpu", "max", "-smp", "1",
+                         "-m", "%dM" % (size >> 20), "-nographic", "-no-reboot", "-nic", "none",
+                         "-kernel", kernel, "-initrd", initrd,
+                         "-append", "console=ttyS0 panic=-1 loglevel=3"] + words, workdir)
+    try:
+        info = g.wait_ready(600)
+        why = guestboot.ram_problems(g.ramblocks(), pools)
+        if why:
+            raise BenchError("guest RAM is not the file: " + "; ".join(why))
+        if info["firmware_s"] is None:
+            raise BenchError("no firmware banner on the serial console")
+        return info["init_s"], info["firmware_s"]
+    except guestboot.Fail as e:
+        raise BenchError(str(e))
+    finally:
+        g.stop()
+
+
+def boot_phase(args, d, qemu, mnt, threads):
+    """(e): QEMU spawn -> guest /init on a warm pool vs on a cold file, same
+    size, same prealloc threads; rounds alternate which goes first."""
+    size = args.boot_size
+    guest_dir = os.environ.get("HPW_GUEST_DIR") or os.path.join(args.build, "tests", "qemu", "guest")
+    try:
+        kernel, busybox = guestboot.fetch(guest_dir)
+    except (guestboot.Skip, guestboot.Fail) as e:
+        raise BenchError("guest kernel for the boot row: %s" % e)
+    work = tempfile.mkdtemp(prefix="hpwarm-bench-boot-")
+    cold_file = os.path.join(mnt, "bench-boot-cold")
+    out = {"size_bytes": size, "warm": [], "cold": [], "warm_fw": [], "cold_fw": []}
+    try:
+        initrd = guestboot.build_initramfs(busybox, os.path.join(work, "initramfs.gz"))
+
+        def warm():
+            name = "bench-boot"
+            _, p = warm_a(d, name, size, threads)
+            words = list(p["handoff"]["qemu_argv"])
+            words[1] += ",prealloc-threads=%d" % threads
+            free = node0("free_hugepages")
+            try:
+                t_init, t_fw = boot_once(qemu, kernel, initrd, size, words, work, [(name, size)])
+                out["warm"].append(t_init)
+                out["warm_fw"].append(t_fw)
+                if node0("free_hugepages") != free:
+                    raise BenchError("the guest on the warm pool took %d fresh pages" % (free - node0("free_hugepages")))
+            finally:
+                d.delete(name)
+
+        def cold():
+            words = ["-object", "memory-backend-file,id=mem-cold,mem-path=%s,size=%d,share=on,prealloc=on,"
+                     "prealloc-threads=%d,host-nodes=0,policy=bind" % (cold_file, size, threads),
+                     "-machine", "memory-backend=mem-cold"]
+            try:
+                t_init, t_fw = boot_once(qemu, kernel, initrd, size, words, work, [("cold", size)])
+                out["cold"].append(t_init)
+                out["cold_fw"].append(t_fw)
+            finally:
+                rm(cold_file)
+
+        for rnd in range(args.boot_rounds):
+            for fn in ((warm, cold) if rnd % 2 == 0 else (cold, warm)):
+                fn()
+            log("boot round %d/%d: warm pool %.2fs (firmware %.2fs)  cold file %.2fs (firmware %.2fs) to guest init"
+                % (rnd + 1, args.boot_rounds, out["warm"][-1], out["warm_fw"][-1], out["cold"][-1],
+                   out["cold_fw"][-1]))
+    finally:
+        rm(cold_file)
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
 def measure(args, mnt, res):
     size, threads = args.size, args.threads
     pool_dir = os.path.join(mnt, "pools")
@@ -394,8 +479,9 @@ def measure(args, mnt, res):
     # Hugepages: the size (1.5 x for prio_bench: a populate beside a zero
     # job of half the size), plus headroom, on top of pages in use elsewhere.
     in_use = node0("nr_hugepages") - node0("free_hugepages")
+    boot = bool(qemu) and not args.no_boot
     need = size + (size // 2 // PAGE * PAGE if not args.no_prio else 0)
-    want = need // PAGE + args.headroom_pages + in_use
+    want = max(need, args.boot_size if boot else 0) // PAGE + args.headroom_pages + in_use
     got = reserve_node0(want)
     log("node0 nr_hugepages=%d (asked %d), free=%d" % (got, want, node0("free_hugepages")))
     if got < want:
@@ -427,7 +513,7 @@ def measure(args, mnt, res):
                 if note not in res["notes"]:
                     res["notes"].append(note)
             if qemu:
-                obj = p["handoff"]["qemu"].split(" ", 1)[1]
+                obj = p["handoff"]["qemu_argv"][1]         # the -object word alone
                 if "prealloc-threads=" not in obj:
                     obj += ",prealloc-threads=%d" % threads
                 free = node0("free_hugepages")
@@ -472,6 +558,8 @@ def measure(args, mnt, res):
                 rnd + 1, args.rounds, r["a"][-1], r["b"][-1],
                 "  c %.3fs  d %.3fs (walls)" % (r["c_wall"][-1], r["d_wall"][-1]) if qemu else ""))
         res["raw"] = r
+        if boot:
+            res["boot"] = boot_phase(args, d, qemu, mnt, threads)
         if not args.no_latency:
             res["latency"] = latency_phase(d, args.latency_size or size, threads,
                                            args.latency_requests, args.latency_max_warms)
@@ -503,6 +591,10 @@ def measure(args, mnt, res):
 
 # -- report ------------------------------------------------------------------
 
+def qemu_boot_skipped(args):
+    return args.no_boot or args.no_qemu
+
+
 def report(args, res, cmdline):
     size, r = args.size, res["raw"]
 
@@ -524,9 +616,9 @@ def report(args, res, cmdline):
         noise = max(median([abs(x - base) for x in r["base"]]), 0.001)
         c = median(r["c_wall"]) - base
         dn = median(r["d_wall"]) - base
-        rows.append(("    QEMU startup baseline (2 MiB backend)", base))
-        rows.append(("(c) QEMU prealloc cold (wall - baseline)", c))
-        rows.append(("(d) QEMU prealloc on warm pool (wall - baseline)", dn))
+        rows.append(("    QEMU -machine none baseline (2 MiB backend)", base))
+        rows.append(("(c) QEMU -machine none, object prealloc cold", c))
+        rows.append(("(d) QEMU -machine none, object on warm pool", dn))
         checks.append(("(a)/(c) throughput", c / a, TARGET_A_OVER_C, ">="))
         if dn < noise:
             checks.append(("(d) cold/warm, wall (warm < noise %.1f ms: lower bound)" % (noise * 1e3),
@@ -543,6 +635,9 @@ def report(args, res, cmdline):
     else:
         notes.append("QEMU left out (--no-qemu)")
     rows.append(("    DELETE of a ready pool (not in (a))", median(r["delete"])))
+    bt = res.get("boot")
+    if not (bt and bt["warm"]) and qemu_boot_skipped(args):
+        notes.append("(e) guest boot row left out (--no-boot or --no-qemu)")
     extra = []  # (name, seconds, bytes) rows of other sizes
     rc = res.get("recycle")
     if rc:
@@ -590,6 +685,19 @@ def report(args, res, cmdline):
                                         and "DELETE" not in name else "-"))
     for name, s, nbytes in extra:
         out.append("%-52s %10s %9s" % (name + " [%s]" % human(nbytes), "%.4f" % s, "%.2f" % (nbytes / GIB / s)))
+    if bt and bt["warm"]:
+        out += ["", "(e) a real guest (TCG, q35, 1 vCPU, -m %s), %d rounds, medians:"
+                % (human(bt["size_bytes"]), len(bt["warm"])),
+                "    %-34s %-14s %-14s %-10s %s" % ("QEMU spawn ->", "warm pool", "cold file", "cold/warm",
+                                                    "cold - warm")]
+        for what, kw, kc in (("guest /init", "warm", "cold"), ("firmware banner (RAM set up)", "warm_fw", "cold_fw")):
+            ew, ec = median(bt[kw]), median(bt[kc])
+            out.append("    %-34s %-14s %-14s %-10s %s" % (what, "%.3f s" % ew, "%.3f s" % ec, "%.3fx" % (ec / ew),
+                                                          "%+.3f s" % (ec - ew)))
+        notes.append("(e) per round, seconds to /init: warm %s, cold %s; to the firmware banner: warm %s, cold %s. "
+                     "The guest's own TCG boot dominates spawn -> /init; spawn -> firmware is QEMU's start with "
+                     "guest RAM set up (cold: its prealloc, compare (c))"
+                     % tuple([round(x, 2) for x in bt[k]] for k in ("warm", "cold", "warm_fw", "cold_fw")))
     out += ["", "%-58s %10s %10s %5s" % ("ratio / figure", "measured", "target", "")]
     for chk in checks:
         name, val, tgt, op = chk[:4]
@@ -634,6 +742,9 @@ def main():
     ap.add_argument("--qemu", default="qemu-system-x86_64")
     ap.add_argument("--no-qemu", action="store_true")
     ap.add_argument("--no-strace", action="store_true", help="skip the strace cross-check of QEMU")
+    ap.add_argument("--no-boot", action="store_true", help="leave out (e), the guest boot row")
+    ap.add_argument("--boot-size", type=parse_size, help="guest RAM for (e) (default --size)")
+    ap.add_argument("--boot-rounds", type=int, default=5, help="rounds of (e), each one warm and one cold boot")
     ap.add_argument("--no-latency", action="store_true")
     ap.add_argument("--latency-requests", type=int, default=2000)
     ap.add_argument("--latency-max-warms", type=int, default=10)
@@ -650,6 +761,9 @@ def main():
             ap.error("%s is not built (cmake --build %s)" % (exe, args.build))
     if args.threads < 1 or args.rounds < 1:
         ap.error("--threads and --rounds must be >= 1")
+    args.boot_size = args.boot_size or args.size
+    if args.boot_rounds < 1:
+        ap.error("--boot-rounds must be >= 1")
 
     cmdline = os.environ.get("HPW_BENCH_CMDLINE") or " ".join(shlex.quote(a) for a in sys.argv)
     mnt = os.environ.get("HPW_TEST_HUGETLBFS")

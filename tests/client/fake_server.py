@@ -12,7 +12,13 @@ canned data and scripted misbehaviour chosen by the pool name:
   dropdelete    the first DELETE deletes, then closes without answering
   conflict      PUT answers 409 pool-conflict
   doomed        PUT succeeds, warming ends "failed"
-  size > 1 TiB  PUT answers 409 insufficient-hugepages
+  stuck         PUT succeeds, warming never ends
+  size > 1 TiB  PUT answers 409 insufficient-hugepages (naming "reserve": true
+                unless the request had it, as hpwarmd does)
+  reserve >= 5000 pages  409 insufficient-memory with memory_floor_bytes
+                and max_count, as hpwarmd's memory floor answers
+  claim bodies  recorded in state.claims; {"pid": N} with no such process
+                answers 422, as hpwarmd does
 
 A bearer token is required when the server is given one (401 otherwise;
 token "readonly" gets 403 on writes).  Every request is logged in
@@ -69,7 +75,7 @@ class Pool:
     def state(self):
         if self.cancelled:
             return "cancelled"
-        if time.time() - self.started < self.WARM_SECONDS:
+        if self.name == "stuck" or time.time() - self.started < self.WARM_SECONDS:
             return "warming"
         return "failed" if self.doomed else "ready"
 
@@ -96,12 +102,43 @@ class Pool:
             "claimed": self.claimed,
             "expires_at": int(self.started + self.ttl) if self.ttl and not self.claimed else None,
             "handoff": {
-                "qemu": "-object memory-backend-file,id=mem-%s,size=%d,mem-path=%s,share=on,"
-                        "prealloc=on,host-nodes=%d,policy=bind" % (self.name, self.size, path, self.node),
-                "cloud_hypervisor": "--memory-zone id=%s,size=%d,file=%s,shared=on,hugepages=on,"
-                                    "host_numa_node=%d" % (self.name, self.size, path, self.node),
-            } if st == "ready" else {"qemu": "", "cloud_hypervisor": ""},
+                "qemu": " ".join(qemu_words([self])),
+                "qemu_argv": qemu_words([self]),
+                "cloud_hypervisor": " ".join(ch_words([self])),
+                "cloud_hypervisor_argv": ch_words([self]),
+                "libvirt": "<qemu:commandline>\n%s\n</qemu:commandline>" % "\n".join(
+                    '  <qemu:arg value="%s"/>' % w for w in qemu_words([self])),
+            } if st == "ready" else {"qemu": "", "qemu_argv": [], "cloud_hypervisor": "",
+                                     "cloud_hypervisor_argv": [], "libvirt": ""},
         }
+
+
+def pool_path(name):
+    return "/dev/hugepages/hpwarm/" + name
+
+
+def qemu_words(pools):
+    """What hpwarmd composes (server/src/handoff.c), for plain names and paths."""
+    w = []
+    for p in pools:
+        w += ["-object", "memory-backend-file,id=mem-%s,mem-path=%s,size=%d,share=on,prealloc=on,"
+                         "host-nodes=%d,policy=bind" % (p.name, pool_path(p.name), p.size, p.node)]
+    if len(pools) == 1:
+        return w + ["-machine", "memory-backend=mem-" + pools[0].name]
+    for i, p in enumerate(pools):
+        w += ["-numa", "node,nodeid=%d,memdev=mem-%s" % (i, p.name)]
+    return w
+
+
+def ch_words(pools):
+    w = ["--memory", "size=0"]
+    for p in pools:
+        w += ["--memory-zone", "id=%s,size=%d,file=%s,shared=on,hugepages=on,hugepage_size=%dM,"
+                               "host_numa_node=%d" % (p.name, p.size, pool_path(p.name), p.page_size >> 20, p.node)]
+    if len(pools) > 1:
+        for i, p in enumerate(pools):
+            w += ["--numa", "guest_numa_id=%d,memory_zones=%s" % (i, p.name)]
+    return w
 
 
 class State:
@@ -110,6 +147,7 @@ class State:
         self.nodes = nodes if nodes is not None else default_nodes()
         self.raw = {}          # path -> bytes answered verbatim with 200 (hostile hosts)
         self.pools = {}
+        self.claims = []       # (name, parsed body or None) of every claim
         self.log = []
         self.counts = {}
         self.lock = threading.Lock()
@@ -213,12 +251,21 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, {"pools": pools})
         if len(parts) == 3 and parts[:2] == ["v1", "pools"]:
             return self.pool(method, parts[2], q, body)
+        if parts == ["v1", "handoff"] and method == "GET":
+            return self.handoff(q)
         if len(parts) == 4 and parts[:2] == ["v1", "pools"] and parts[3] == "claim" and method == "POST":
             name = parts[2]
             if name == "flakyclaim" and st.once("claim-" + name):
                 return self.send(*problem(503, "unavailable", "Unavailable", "try later"))
             with st.lock:
                 p = st.pools.get(name)
+                st.claims.append((name, body))
+            if body is not None and (not isinstance(body, dict) or set(body) - {"pid"} or
+                                     not isinstance(body.get("pid"), int) or isinstance(body.get("pid"), bool)):
+                return self.send(*problem(422, "invalid-field", "Invalid field", repr(body)))
+            if isinstance(body, dict) and not os.path.exists("/proc/%d" % body["pid"]):
+                return self.send(*problem(422, "invalid-field", "Invalid field",
+                                          "no process %d" % body["pid"]))
             if not p:
                 return self.send(*problem(404, "unknown-pool", "Unknown pool", name))
             if p.state() != "ready":
@@ -226,6 +273,36 @@ class Handler(BaseHTTPRequestHandler):
             p.claimed = True
             return self.send(200, p.to_json())
         return self.send(*problem(404, "not-found", "Not found", self.path))
+
+    def handoff(self, q):
+        st = self.server.state
+        vmm, names = q.get("vmm"), [n for n in q.get("pools", "").split(",")]
+        if vmm not in ("qemu", "cloud-hypervisor", "libvirt"):
+            return self.send(*problem(422, "invalid-field", "Invalid request", "vmm"))
+        if not q.get("pools") or "" in names or len(set(names)) != len(names) or len(names) > 64:
+            return self.send(*problem(422, "invalid-field", "Invalid request", "pools"))
+        pools = []
+        for n in names:
+            with st.lock:
+                p = st.pools.get(n)
+            if not p:
+                return self.send(*problem(404, "pool-not-found", "No such pool", n))
+            if p.state() != "ready":
+                return self.send(*problem(409, "pool-not-ready", "Pool not ready", "%s is %s" % (n, p.state())))
+            pools.append(p)
+        words = ch_words(pools) if vmm == "cloud-hypervisor" else qemu_words(pools)
+        total = sum(p.size for p in pools)
+        ans = {"vmm": vmm, "pools": [{"name": p.name, "guest_node": i, "node": p.node, "size_bytes": p.size,
+                                      "page_size_bytes": p.page_size, "path": pool_path(p.name)}
+                                     for i, p in enumerate(pools)],
+               "memory_bytes": total, "argv": words, "note": "add -m %dM" % (total >> 20)}
+        if vmm == "libvirt":
+            ans["xml"] = "<qemu:commandline>\n%s\n</qemu:commandline>" % "\n".join(
+                '  <qemu:arg value="%s"/>' % w for w in words)
+            ans["namespace"] = 'xmlns:qemu="http://libvirt.org/schemas/domain/qemu/1.0"'
+        else:
+            ans["args"] = " ".join(words)
+        return self.send(200, ans)
 
     def reserve(self, node, size, body):
         if not isinstance(body, dict) or set(body) - {"count", "allow_partial"} or \
@@ -236,6 +313,13 @@ class Handler(BaseHTTPRequestHandler):
         if size not in ("2M", "2MiB", "2048kB"):
             return self.send(*problem(404, "unknown-page-size", "Unknown page size", size))
         want, limit = body["count"], 100
+        if want >= 5000:
+            # hpwarmd's memory-floor refusal, with what would work.
+            return self.send(*problem(409, "insufficient-memory", "Not enough free memory on the node",
+                                      "growing node %s from 0 to %d pages of 2M would leave less free memory "
+                                      "than the floor of 256M (4096 MiB free now); at most 1920 pages fit; "
+                                      "nothing was changed" % (node, want),
+                                      memory_floor_bytes=256 << 20, memory_free_bytes=4 << 30, max_count=1920))
         res = {"node": int(node), "page_size_bytes": M2, "requested": want}
         if want <= limit:
             res.update(total=want, free=want, complete=True)
@@ -283,8 +367,11 @@ class Handler(BaseHTTPRequestHandler):
             if name == "conflict":
                 return self.send(*problem(409, "pool-conflict", "Pool exists", "different pool named " + name))
             if body["size_bytes"] > (1 << 40):
+                # hpwarmd's own wording, which names the API field.
                 return self.send(*problem(409, "insufficient-hugepages", "Not enough free hugepages",
-                                          "node %d has 60 free pages" % body["node"]))
+                                          "node %d has 60 free pages%s" % (
+                                              body["node"], "" if body.get("reserve") else
+                                              '; retry with "reserve": true to grow the pool')))
             ps = {"2M": M2, "1G": G1, None: M2}.get(body.get("page_size"))
             if ps is None:
                 return self.send(*problem(404, "unknown-page-size", "Unknown page size", body["page_size"]))

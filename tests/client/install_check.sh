@@ -14,6 +14,7 @@ cmake -DCMAKE_INSTALL_PREFIX="$tmp/prefix" -P "$build/cmake_install.cmake" >/dev
 pc=$(find "$tmp/prefix" -name hpwarm.pc)
 [ -n "$pc" ] || { echo "hpwarm.pc not installed"; exit 1; }
 [ -x "$tmp/prefix/bin/hpwarm" ] || { echo "hpwarm CLI not installed"; exit 1; }
+[ -f "$tmp/prefix/share/bash-completion/completions/hpwarm" ] || { echo "bash completion not installed"; exit 1; }
 PKG_CONFIG_PATH=$(dirname "$pc")
 export PKG_CONFIG_PATH
 # shellcheck disable=SC2046,SC2086

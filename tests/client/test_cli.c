@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "cli.h"
+#include "size_cases.h"
 
 static char errbuf[256];
 
@@ -48,8 +49,8 @@ static void test_parse_ok(void)
         CHECK_U64(c.timeout_ms, ==, 60000);
         CHECK_U64(c.page_size, ==, 0);
 
-        /* Globals before, command options before the command, --opt=value. */
-        CHECK_INT(parse(&c, "http://env:1", "--json", "--url=http://h:9", "--node=1", "warm", "p",
+        /* Globals before the command, command options after it, --opt=value. */
+        CHECK_INT(parse(&c, "http://env:1", "--json", "--url=http://h:9", "warm", "p", "--node=1",
                         "--size=4G", "--page-size", "1G", "--threads", "4", "--ttl", "600", "--reserve", NULL),
                   ==, 0);
         CHECK_STR(c.url, "http://h:9");
@@ -84,8 +85,30 @@ static void test_parse_ok(void)
 
         CHECK_INT(parse(&c, NULL, "handoff", "vm", "--vmm", "cloud-hypervisor", NULL), ==, 0);
         CHECK_INT(c.vmm, ==, VMM_CLOUD_HYPERVISOR);
-        CHECK_INT(parse(&c, NULL, "--vmm=qemu", "handoff", "vm", NULL), ==, 0);
+        CHECK_INT(parse(&c, NULL, "handoff", "--vmm=qemu", "vm", NULL), ==, 0);
         CHECK_INT(c.vmm, ==, VMM_QEMU);
+        CHECK_INT(c.n_names, ==, 1);
+        CHECK_STR(c.names[0], "vm");
+        CHECK(!c.argv_words);
+        /* Several pools, in guest node order; libvirt; --argv. */
+        CHECK_INT(parse(&c, NULL, "handoff", "vm-b", "vm-a", "--vmm", "libvirt", "vm-c", "--argv", NULL), ==, 0);
+        CHECK_INT(c.vmm, ==, VMM_LIBVIRT);
+        CHECK_INT(c.n_names, ==, 3);
+        CHECK_STR(c.names[0], "vm-b");
+        CHECK_STR(c.names[1], "vm-a");
+        CHECK_STR(c.names[2], "vm-c");
+        CHECK(c.argv_words);
+
+        /* claim --pid, release --ignore-missing (issue 10). */
+        CHECK_INT(parse(&c, NULL, "claim", "vm", "--pid", "4242", NULL), ==, 0);
+        CHECK_INT(c.cmd, ==, CMD_CLAIM);
+        CHECK_INT(c.pid, ==, 4242);
+        CHECK_INT(parse(&c, NULL, "claim", "vm", NULL), ==, 0);
+        CHECK_INT(c.pid, ==, 0);
+        CHECK_INT(parse(&c, NULL, "release", "vm", "--ignore-missing", NULL), ==, 0);
+        CHECK(c.ignore_missing);
+        CHECK_INT(parse(&c, NULL, "release", "vm", NULL), ==, 0);
+        CHECK(!c.ignore_missing);
 
         CHECK_INT(parse(&c, NULL, "fleet", "--hosts", "f", "place", "--size", "1G", "--warm", "vm", NULL), ==, 0);
         CHECK_INT(c.fleet, ==, FLEET_PLACE);
@@ -99,6 +122,16 @@ static void test_parse_ok(void)
         CHECK(c.help);
         CHECK_INT(parse(&c, NULL, "warm", "-h", NULL), ==, 0);  /* help wins over missing options */
         CHECK(c.help);
+        CHECK_INT(c.cmd, ==, CMD_WARM);                         /* ... and is warm's help */
+        CHECK_INT(parse(&c, NULL, "fleet", "--help", NULL), ==, 0);
+        CHECK(c.help);
+        CHECK_INT(c.cmd, ==, CMD_FLEET);
+        CHECK_INT(parse(&c, NULL, "help", "release", NULL), ==, 0);
+        CHECK(c.help);
+        CHECK_INT(c.cmd, ==, CMD_RELEASE);
+        CHECK_INT(parse(&c, NULL, "help", NULL), ==, 0);
+        CHECK(c.help);
+        CHECK_INT(c.cmd, ==, CMD_NONE);
         CHECK_INT(parse(&c, NULL, "--version", NULL), ==, 0);
         CHECK(c.version);
         /* "--" ends options: a pool named like an option is still rejected by the name rule. */
@@ -142,12 +175,27 @@ static void test_parse_errors(void)
                 { "reserve", "0", "2M", "-1", NULL },
                 { "handoff", "vm", NULL },
                 { "handoff", "vm", "--vmm", "xen", NULL },
+                { "handoff", "vm", "vm", "--vmm", "qemu", NULL },   /* one pool per guest node */
+                { "handoff", "vm", "a/b", "--vmm", "qemu", NULL },
+                { "handoff", "--vmm", "qemu", "--argv", NULL },
+                { "status", "vm", "--argv", NULL },
                 { "fleet", "nodes", NULL },                        /* no --hosts */
                 { "fleet", "--hosts", "f", "dance", NULL },
                 { "fleet", "--hosts", "f", "place", NULL },        /* no --size */
                 { "fleet", "--hosts", "f", "nodes", "--size", "1G", NULL },
                 { "fleet", "--hosts", "f", "place", "--size", "1G", "--wait", NULL },
                 { "health", "--cert", "c", NULL },                 /* cert without key */
+                { "--node", "1", "warm", "p", "--size", "1G", NULL }, /* command option before the command */
+                { "--vmm=qemu", "handoff", "vm", NULL },
+                { "warm", "x", "--node", "0", "--size", "2m", NULL }, /* the shared grammar: case matters */
+                { "warm", "x", "--node", "0", "--size", "2MB", NULL },
+                { "claim", "vm", "--pid", "0", NULL },
+                { "claim", "vm", "--pid", "-5", NULL },
+                { "claim", "vm", "--pid", "x", NULL },
+                { "release", "vm", "--pid", "5", NULL },           /* claim's option */
+                { "claim", "vm", "--ignore-missing", NULL },       /* release's option */
+                { "help", "frob", NULL },
+                { "help", "warm", "claim", NULL },
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 char *argv[12] = { (char *)"hpwarm" };
@@ -166,23 +214,27 @@ static void test_parse_errors(void)
 
 static void test_sizes(void)
 {
-        static const struct { const char *s; int r; uint64_t v; } t[] = {
-                { "0", 0, 0 }, { "4096", 0, 4096 }, { "1K", 0, 1024 }, { "1k", 0, 1024 },
-                { "2048kB", 0, 2ull << 20 }, { "2M", 0, 2ull << 20 }, { "2MiB", 0, 2ull << 20 },
-                { "2mb", 0, 2ull << 20 }, { "1G", 0, 1ull << 30 }, { "64GiB", 0, 64ull << 30 },
-                { "3T", 0, 3ull << 40 }, { "10B", 0, 10 }, { "16777215T", 0, 16777215ull << 40 },
-                { "16777216T", -ERANGE, 0 }, { "18446744073709551615", 0, UINT64_MAX },
-                { "18446744073709551616", -ERANGE, 0 }, { "", -EINVAL, 0 }, { "G", -EINVAL, 0 },
-                { "-1G", -EINVAL, 0 }, { "+1G", -EINVAL, 0 }, { "1.5G", -EINVAL, 0 }, { "1 G", -EINVAL, 0 },
-                { "1GG", -EINVAL, 0 }, { "1P", -EINVAL, 0 }, { "0x10", -EINVAL, 0 },
-        };
-        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-                uint64_t v = 12345;
-                int r = cli_parse_size(t[i].s, &v);
-                if (r != t[i].r)
-                        fprintf(stderr, "size '%s'\n", t[i].s);
-                CHECK_INT(r, ==, t[i].r);
-                CHECK_U64(v, ==, r == 0 ? t[i].v : 12345);
+        /* The shared table (tests/common/size_cases.h), which the daemon's
+         * unit test runs through its parser too. */
+        for (size_t i = 0; i < sizeof(size_cases) / sizeof(size_cases[0]); i++) {
+                const struct size_case *t = &size_cases[i];
+                uint64_t v = 12345, pv = 12345;
+                int r = cli_parse_size(t->s, &v);
+                int pr = cli_parse_page_size(t->s, &pv);
+                char why[200];
+
+                if (r != t->size_r || (pr == 0) != (t->page_ok == 1))
+                        fprintf(stderr, "size '%s': %d (want %d), page %d (want %s)\n", t->s, r, t->size_r, pr,
+                                t->page_ok ? "ok" : "refused");
+                CHECK_INT(r, ==, t->size_r);
+                CHECK_U64(v, ==, r == 0 ? t->v : 12345);
+                CHECK_INT(pr, ==, t->page_ok ? 0 : -EINVAL);
+                CHECK_U64(pv, ==, pr == 0 ? t->v : 12345);
+                /* Every refusal is explained; nothing accepted is. */
+                cli_size_explain(t->s, false, why, sizeof(why));
+                CHECK_INT(why[0] != '\0', ==, r != 0);
+                cli_size_explain(t->s, true, why, sizeof(why));
+                CHECK_INT(why[0] != '\0', ==, pr != 0);
         }
         uint64_t v;
         CHECK_INT(cli_parse_page_size("2M", &v), ==, 0);
@@ -228,12 +280,89 @@ static void test_exit_codes(void)
         };
         for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
                 CHECK_INT(cli_exit_code(t[i].e), ==, t[i].code);
-        /* --help documents every code. */
-        for (int code = 0; code <= 6; code++) {
+        /* --help documents every code, and fleet --help the partial one. */
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        cli_help(CMD_NONE, m);
+        fclose(m);
+        for (int code = 0; code <= 7; code++) {
                 char line[8];
                 snprintf(line, sizeof(line), "  %d  ", code);
-                CHECK(strstr(cli_usage, line) != NULL);
+                CHECK(strstr(buf, line) != NULL);
         }
+        free(buf);
+        m = open_memstream(&buf, &len);
+        cli_help(CMD_FLEET, m);
+        fclose(m);
+        CHECK(strstr(buf, "7 some hosts did not answer") != NULL);
+        CHECK(strstr(buf, "--hosts FILE") != NULL);
+        free(buf);
+}
+
+/* Per-command help lists that command's options and no other's. */
+static void test_help(void)
+{
+        static const struct { enum cli_cmd cmd; const char *has, *hasnt; } t[] = {
+                { CMD_WARM, "--reserve", "--pid" },
+                { CMD_WARM, "--node N", "--ignore-missing" },
+                { CMD_CLAIM, "--pid PID", "--reserve" },
+                { CMD_RELEASE, "--ignore-missing", "--node" },
+                { CMD_FLEET, "--hosts FILE", "--vmm" },
+                { CMD_HANDOFF, "--vmm VMM", "--size" },
+                { CMD_RESERVE, "--allow-partial", "--wait" },
+        };
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+                char *buf = NULL;
+                size_t len = 0;
+                FILE *m = open_memstream(&buf, &len);
+
+                cli_help(t[i].cmd, m);
+                fclose(m);
+                if (!strstr(buf, t[i].has) || strstr(buf, t[i].hasnt))
+                        fprintf(stderr, "help of command %d: want '%s', not '%s':\n%s", t[i].cmd, t[i].has,
+                                t[i].hasnt, buf);
+                CHECK(strstr(buf, t[i].has) != NULL);
+                CHECK(strstr(buf, t[i].hasnt) == NULL);
+                free(buf);
+        }
+}
+
+static void test_urls_and_hints(void)
+{
+        static const struct { const char *in, *out; } ok[] = {
+                { "127.0.0.1:7411", "http://127.0.0.1:7411" },
+                { "host.example:80", "http://host.example:80" },
+                { "/run/hpwarmd/api.sock", "unix:///run/hpwarmd/api.sock" },
+                { "http://h:1", "http://h:1" },
+                { "https://h:1", "https://h:1" },
+                { "unix:///s", "unix:///s" },
+        };
+        char out[256], err[256], hint[512];
+
+        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+                CHECK_INT(cli_url_normalize(ok[i].in, out, sizeof(out), err, sizeof(err)), ==, 0);
+                CHECK_STR(out, ok[i].out);
+        }
+        CHECK_INT(cli_url_normalize("ftp://h", out, sizeof(out), err, sizeof(err)), ==, -EINVAL);
+        CHECK(strstr(err, "unsupported scheme 'ftp'") && strstr(err, "http://HOST:PORT"));
+        CHECK_INT(cli_url_normalize("", out, sizeof(out), err, sizeof(err)), ==, -EINVAL);
+
+        cli_unreachable_hint("unix:///run/hpwarmd/api.sock", ENOENT, "Couldn't connect", hint, sizeof(hint));
+        CHECK(strstr(hint, "is hpwarmd running? (looked for unix:/run/hpwarmd/api.sock)") != NULL);
+        cli_unreachable_hint("unix:///run/hpwarmd/api.sock", EACCES, "", hint, sizeof(hint));
+        CHECK(strstr(hint, "permission denied on unix:/run/hpwarmd/api.sock") && strstr(hint, "--socket-group"));
+        cli_unreachable_hint("unix:///s", ECONNREFUSED, "", hint, sizeof(hint));
+        CHECK(strstr(hint, "nothing listens on unix:/s") != NULL);
+        cli_unreachable_hint("http://10.0.0.1:7411", 0,
+                             "Failed to connect to 10.0.0.1 port 7411 after 0 ms: Couldn't connect to server", hint,
+                             sizeof(hint));
+        CHECK(strstr(hint, "connection refused by http://10.0.0.1:7411") && strstr(hint, "--listen"));
+        cli_unreachable_hint("https://h:1", 0, "error:0A00010B:SSL routines::wrong version number", hint,
+                             sizeof(hint));
+        CHECK(strstr(hint, "use http://") != NULL);
+        cli_unreachable_hint("http://h:1", 0, "Empty reply from server", hint, sizeof(hint));
+        CHECK(strstr(hint, "use https://") != NULL);
 }
 
 static void test_timeouts_and_fleet_exit(void)
@@ -264,7 +393,9 @@ static void test_timeouts_and_fleet_exit(void)
         hs[0].err = hs[1].err = hs[2].err = HPW_E_TIMEOUT;
         CHECK_INT(cli_fleet_exit(&f), ==, CLI_EXIT_TIMEOUT);
         hs[2].err = HPW_OK;
-        CHECK_INT(cli_fleet_exit(&f), ==, CLI_EXIT_OK);
+        CHECK_INT(cli_fleet_exit(&f), ==, CLI_EXIT_PARTIAL);    /* some answered, some did not */
+        hs[0].err = hs[1].err = HPW_OK;
+        CHECK_INT(cli_fleet_exit(&f), ==, CLI_EXIT_OK);         /* every host answered */
         f.n = 0;
         CHECK_INT(cli_fleet_exit(&f), ==, CLI_EXIT_UNREACHABLE);
 }
@@ -340,6 +471,8 @@ int main(void)
         test_parse_errors();
         test_sizes();
         test_exit_codes();
+        test_help();
+        test_urls_and_hints();
         test_timeouts_and_fleet_exit();
         test_place();
         test_hosts_and_table();

@@ -56,6 +56,54 @@ def expect(p, rc, what):
     check(p.returncode == rc, "%s: want exit %d" % (what, rc), p)
 
 
+def test_handoff(u):
+    """hpwarm handoff NAME [NAME...] --vmm ... [--argv]: GET /v1/handoff, printed as the text to use."""
+    p = run("handoff", "vm-42", "--vmm", "qemu", *u)
+    expect(p, 0, "handoff qemu")
+    words = p.stdout.split()
+    check(words[0] == "-object" and words[1].startswith("memory-backend-file,id=mem-vm-42,") and
+          "share=on" in words[1] and words[2:] == ["-machine", "memory-backend=mem-vm-42"],
+          "qemu args: the object and the -machine that makes it guest RAM", p)
+    check(p.stderr == "", "no note on stderr when it is not a terminal", p)
+    p = run("handoff", "vm-42", "--vmm", "qemu", "--argv", *u)
+    expect(p, 0, "handoff --argv")
+    check(p.stdout.splitlines() == words, "--argv: one word per line, the same words", p)
+    p = run("handoff", "vm-42", "--vmm", "cloud-hypervisor", *u)
+    check(p.stdout.startswith("--memory size=0 --memory-zone ") and "host_numa_node=0" in p.stdout, "ch args", p)
+    p = run("handoff", "vm-42", "--vmm", "libvirt", *u)
+    expect(p, 0, "handoff libvirt")
+    check(p.stdout.startswith("<qemu:commandline>\n  <qemu:arg value=\"-object\"/>") and
+          p.stdout.rstrip().endswith("</qemu:commandline>"), "libvirt fragment", p)
+    p = run("handoff", "vm-42", "--vmm", "libvirt", "--json", *u)
+    d = json.loads(p.stdout)
+    check(d["namespace"] == 'xmlns:qemu="http://libvirt.org/schemas/domain/qemu/1.0"' and d["argv"][0] == "-object",
+          "libvirt --json: the server's answer", p)
+    # Several pools: one guest node each, in the order named.
+    expect(run("warm", "vm-43", "--node", "1", "--size", "32M", "--wait", *u), 0, "warm vm-43")
+    p = run("handoff", "vm-43", "vm-42", "--vmm", "qemu", "--argv", *u)
+    expect(p, 0, "handoff two pools")
+    w = p.stdout.splitlines()
+    check(w[-4:] == ["-numa", "node,nodeid=0,memdev=mem-vm-43", "-numa", "node,nodeid=1,memdev=mem-vm-42"] and
+          "-machine" not in w, "two pools: -numa per pool in order, no -machine", p)
+    p = run("handoff", "vm-43", "vm-42", "--vmm", "qemu", "--json", *u)
+    check(json.loads(p.stdout)["memory_bytes"] == 96 << 20, "--json total", p)
+    # Refusals: usage (2) before anything is sent, 404 (1), 409 not ready (5).
+    for bad in (["handoff", "vm-42", "--vmm", "xen"], ["handoff", "vm-42", "vm-42", "--vmm", "qemu"],
+                ["handoff", "../x", "--vmm", "qemu"], ["handoff", "--vmm", "qemu"],
+                ["handoff"] + ["p%d" % i for i in range(65)] + ["--vmm", "qemu"],
+                ["status", "vm-42", "--argv"]):
+        expect(run(*bad, *u), 2, "usage: " + " ".join(bad[:4]))
+    p = run("handoff", "vm-42", "nope", "--vmm", "qemu", *u)
+    expect(p, 1, "unknown pool")
+    check("pool-not-found" in p.stderr and p.stdout == "", "404 says why, prints nothing on stdout", p)
+    expect(run("warm", "stuck", "--node", "0", "--size", "8M", *u), 0, "warm stuck")
+    p = run("handoff", "vm-42", "stuck", "--vmm", "qemu", *u)
+    expect(p, 5, "warming pool -> 5")
+    check("pool-not-ready" in p.stderr, "409 slug shown", p)
+    expect(run("release", "stuck", *u), 0, "release stuck")
+    expect(run("release", "vm-43", *u), 0, "release vm-43")
+
+
 def test_basic(srv):
     u = ["--url", srv.url, "--token-file", TOKEN]
     p = run("health", *u)
@@ -90,6 +138,13 @@ def test_basic(srv):
     p = run("reserve", "0", "2M", "500", *u)
     expect(p, 5, "reserve shortfall -> 5")
     check("500" in p.stderr and "100" in p.stderr, "shortfall reports requested/achieved", p)
+    # Refused by the memory floor: exit 5, and the command that would work.
+    p = run("reserve", "0", "2M", "6000", *u)
+    expect(p, 5, "reserve over the memory floor -> 5")
+    check("reserve: insufficient memory (" in p.stderr and "insufficient hugepages" not in p.stderr,
+          "memory floor refusal is called insufficient memory", p)
+    check("at most 1920 2M pages fit: hpwarm reserve 0 2M 1920" in p.stderr and "256 MiB" in p.stderr,
+          "memory floor refusal names the floor and the count that fits", p)
     p = run("reserve", "0", "2048kB", "500", "--json", *u)
     check(json.loads(p.stdout or "{}").get("type", "").endswith("reserve-shortfall"),
           "problem body on stdout with --json", p)
@@ -115,11 +170,42 @@ def test_basic(srv):
     # Usage errors -> 2.
     expect(run("warm", "x", "--size", "1G", *u), 2, "warm without --node")
     expect(run("frob", *u), 2, "unknown command")
-    expect(run("health", "--url", "ftp://x"), 2, "bad url")
+    p = run("health", "--url", "ftp://x")
+    expect(p, 2, "bad url")
+    check("unsupported scheme 'ftp'" in p.stderr and "unix:///PATH" in p.stderr, "bad scheme explained", p)
+    # TLS to a plain listener: the message says to use http://.
+    p = run("health", "--url", "https://" + srv.url[len("http://"):], "--timeout", "3")
+    expect(p, 3, "https:// to a plain listener -> 3")
+    check("use http://" in p.stderr and srv.url[len("http://"):] in p.stderr,
+          "wrong scheme (TLS to plain) explained", p)
+    # A URL without a scheme is HOST:PORT over http.
+    p = run("health", "--json", "--url", srv.url[len("http://"):], "--token-file", TOKEN)
+    expect(p, 0, "--url HOST:PORT means http://")
     p = run("--help")
     expect(p, 0, "--help")
-    for code in range(7):
+    for code in range(8):
         check("  %d  " % code in p.stdout, "--help documents exit %d" % code, p)
+
+    # Per-command help, two spellings, and usage errors that point at it.
+    p = run("warm", "--help")
+    expect(p, 0, "warm --help")
+    check(p.stdout.startswith("Usage: hpwarm [GLOBAL OPTIONS] warm NAME") and "--reserve" in p.stdout
+          and "--ignore-missing" not in p.stdout, "warm --help is warm's own help", p)
+    q = run("help", "warm")
+    check(q.returncode == 0 and q.stdout == p.stdout, "hpwarm help warm == hpwarm warm --help", q)
+    p = run("release", "--help")
+    check("--ignore-missing" in p.stdout and "Usage: hpwarm [GLOBAL OPTIONS] release NAME" in p.stdout,
+          "release --help", p)
+    p = run("--node", "0", "warm", "x", "--size", "1G", *u)
+    expect(p, 2, "command option before the command")
+    check("put it after the command" in p.stderr, "says where the option goes", p)
+    p = run("claim", "x", "--ignore-missing", *u)
+    expect(p, 2, "another command's option")
+    check("claim does not take --ignore-missing" in p.stderr and "hpwarm claim --help" in p.stderr,
+          "says whose option it is", p)
+    p = run("warm", "x", "--node", "0", "--size", "2m", *u)
+    expect(p, 2, "a size in the wrong case")
+    check("write 2M" in p.stderr, "says how to write the size", p)
 
 
 def test_pools(srv):
@@ -144,11 +230,7 @@ def test_pools(srv):
     d = json.loads(p.stdout)
     check(d["state"] == "ready" and d["size_bytes"] == 64 << 20, "status json", p)
 
-    p = run("handoff", "vm-42", "--vmm", "qemu", *u)
-    expect(p, 0, "handoff qemu")
-    check(p.stdout.startswith("-object memory-backend-file,") and "share=on" in p.stdout, "qemu args", p)
-    p = run("handoff", "vm-42", "--vmm", "cloud-hypervisor", *u)
-    check(p.stdout.startswith("--memory-zone ") and "host_numa_node=0" in p.stdout, "ch args", p)
+    test_handoff(u)
 
     # Identical PUT is idempotent (200), different one conflicts (5).
     p = run("warm", "vm-42", "--node", "0", "--size", "64M", "--page-size", "2M", *u)
@@ -159,6 +241,12 @@ def test_pools(srv):
     p = run("warm", "huge", "--node", "0", "--size", "2T", *u)
     expect(p, 5, "insufficient hugepages -> 5")
     check("insufficient-hugepages" in p.stderr, "slug shown", p)
+    # The server names its API field; the CLI names the flag that works.
+    check("retry with --reserve to grow the pool" in p.stderr and '"reserve"' not in p.stderr,
+          "insufficient hugepages hint names --reserve", p)
+    p = run("warm", "huge", "--node", "0", "--size", "2T", "--reserve", *u)
+    expect(p, 5, "insufficient hugepages even with --reserve -> 5")
+    check("--reserve" not in p.stderr, "no --reserve hint when it was given", p)
 
     # Warm that fails: wait exits 1 and says why.
     expect(run("warm", "doomed", "--node", "0", "--size", "8M", *u), 0, "doomed warm accepted")
@@ -174,6 +262,10 @@ def test_pools(srv):
     expect(p, 1, "wait on an unknown state -> 1")
     check(p.elapsed < 2 and "frobbing" in p.stderr, "unknown state reported at once (%.2fs)" % p.elapsed, p)
 
+    # A deadline that runs out before a connection is even made is a
+    # timeout (4), not an unreachable server (3).
+    p = run("wait", "doomed", "--timeout", "0.001", *u)
+    expect(p, 4, "wait with a 1 ms deadline -> 4")
     # Wait with a deadline shorter than the warm: exit 4, quickly.
     run("warm", "slow", "--node", "0", "--size", "8M", *u)
     p = run("wait", "slow", "--timeout", "0.3", *u)
@@ -191,7 +283,34 @@ def test_pools(srv):
     check(json.loads(p.stdout)["claimed"] is True, "claimed", p)
     expect(run("claim", "nosuch", *u), 1, "claim unknown -> 1")
     expect(run("release", "vm-42", *u), 0, "release")
-    expect(run("release", "vm-42", *u), 1, "release again -> 404 -> 1")
+    p = run("release", "vm-42", *u)
+    expect(p, 1, "release again -> 404 -> 1")
+    check("there is no pool vm-42" in p.stderr and "--ignore-missing" in p.stderr,
+          "a missing pool says so and names --ignore-missing", p)
+    p = run("release", "vm-42", "--ignore-missing", *u)
+    expect(p, 0, "release --ignore-missing of a pool already gone -> 0")
+    check("already released" in p.stdout, "release --ignore-missing says it was gone", p)
+    p = run("release", "vm-42", "--ignore-missing", "--json", *u)
+    expect(p, 0, "release --ignore-missing --json")
+    check(json.loads(p.stdout or "null") == {}, "release --ignore-missing --json prints {}", p)
+    # --ignore-missing does not hide other failures.
+    expect(run("release", "vm-42", "--ignore-missing", "--url", srv.url, "--token-file", ROTOKEN), 6,
+           "release --ignore-missing with a read-only token -> 6")
+
+    # claim --pid sends {"pid": N}; without it no body at all.
+    run("warm", "pidvm", "--node", "0", "--size", "4M", "--wait", *u)
+    before = len(srv.state.claims)
+    p = run("claim", "pidvm", "--pid", str(os.getpid()), "--json", *u)
+    expect(p, 0, "claim --pid")
+    check(srv.state.claims[before:] == [("pidvm", {"pid": os.getpid()})], "claim --pid body %r"
+          % srv.state.claims[before:], p)
+    p = run("claim", "pidvm", *u)
+    expect(p, 0, "claim without --pid")
+    check(srv.state.claims[-1] == ("pidvm", None), "claim without --pid sends no body", p)
+    p = run("claim", "pidvm", "--pid", "2147483646", *u)
+    expect(p, 1, "claim --pid of no process -> 422 -> 1")
+    check("no process 2147483646" in p.stderr, "says which pid is unknown", p)
+    expect(run("release", "pidvm", *u), 0, "release pidvm")
     expect(run("status", "vm-42", *u), 1, "status after release -> 1")
 
 
@@ -265,8 +384,47 @@ def test_retries(srv):
     p = run("health", "--url", dead, "--timeout", "1")
     expect(p, 3, "dead port -> 3")
     check(p.elapsed < 2.5, "dead port bounded by deadline (%.2fs)" % p.elapsed, p)
-    p = run("health", "--url", "unix://" + os.path.join(TMP, "nosock"), "--timeout", "0.5")
+    check("connection refused by " + dead in p.stderr and "is hpwarmd running" in p.stderr,
+          "dead port: names the URL and the likely cause", p)
+    nosock = os.path.join(TMP, "nosock")
+    p = run("health", "--url", "unix://" + nosock, "--timeout", "0.5")
     expect(p, 3, "missing unix socket -> 3")
+    check("is hpwarmd running? (looked for unix:%s)" % nosock in p.stderr and "port 80" not in p.stderr,
+          "missing socket: names the path, not curl's localhost:80", p)
+    # The default URL: the same message for the daemon's own socket path.
+    if not os.path.exists("/run/hpwarmd/api.sock"):
+        p = run("health", "--timeout", "0.5")
+        expect(p, 3, "no daemon on the default socket -> 3")
+        check("(looked for unix:/run/hpwarmd/api.sock)" in p.stderr, "default socket named", p)
+    # A socket nobody listens on (a daemon that died).
+    import socket as so
+    stale = os.path.join(TMP, "stale.sock")
+    sk = so.socket(so.AF_UNIX)
+    sk.bind(stale)
+    sk.close()
+    p = run("health", "--url", stale, "--timeout", "0.5")
+    expect(p, 3, "stale socket -> 3")
+    check("nothing listens on unix:" + stale in p.stderr, "stale socket explained", p)
+    # Permission denied: as an unprivileged user on a socket of mode 0600.
+    live = fs.start_unix(os.path.join(TMP, "private.sock"))
+    try:
+        os.chmod(os.path.join(TMP, "private.sock"), 0o600)
+        pre = None
+        if os.geteuid() == 0:
+            os.chmod(TMP, 0o755)
+            pre = lambda: (os.setgid(65534), os.setuid(65534))  # noqa: E731
+        try:
+            q = subprocess.run([HPWARM, "health", "--url", live.url, "--timeout", "0.5"], capture_output=True,
+                               text=True, timeout=30, preexec_fn=pre)
+        except (PermissionError, OSError) as e:
+            q = None
+            print("permission hint not checked: cannot run hpwarm as nobody:", e)
+        if q is not None:
+            check(q.returncode == 3 and "permission denied on unix:" in q.stderr and "--socket-group" in q.stderr,
+                  "EACCES: permission hint naming --socket-group", q)
+    finally:
+        live.shutdown()
+        live.server_close()
 
 
 def test_hook(srv):
@@ -292,6 +450,13 @@ def test_hook(srv):
     check(p.returncode == 5 and ("DELETE", "/v1/pools/conflict") not in srv.state.log,
           "hook does not release someone else's pool on 409")
     check(hook_run("x").returncode == 2, "hook usage -> 2")
+    # --pid: the pool is claimed for that process ({"pid": N} on the wire).
+    p = hook_run("--pid", str(os.getpid()), "hook-pid", "0", "4M", "10")
+    check(p.returncode == 0 and p.stdout.startswith("-object "), "hook --pid rc=%d %r" % (p.returncode, p.stderr))
+    check(("hook-pid", {"pid": os.getpid()}) in srv.state.claims, "hook --pid claims with the pid: %r"
+          % srv.state.claims[-3:])
+    check(srv.state.pools["hook-pid"].claimed, "hook --pid pool is claimed")
+    check(hook_run("--pid", "abc", "hook-x", "0", "4M").returncode == 2, "hook --pid abc -> 2")
     # Bad input for a name that is someone else's pool: the PUT fails (404
     # unknown page size -> 1) and the hook must not delete that pool.
     u = ["--url", srv.url, "--token-file", TOKEN]
@@ -377,7 +542,7 @@ def test_forged_fleet_json():
         with open(hosts, "w") as f:
             f.write("\n".join([good.url, bad.url, odd.url]) + "\n")
         p = run("fleet", "--hosts", hosts, "nodes", "--json")
-        expect(p, 0, "fleet with a forging host")
+        expect(p, 7, "fleet with a forging host: one host failed -> 7")
         try:
             d = json.loads(p.stdout)
         except ValueError:
@@ -460,6 +625,10 @@ def test_tls():
         p = run("health", "--json", *u, "--cacert", c["ca"], "--cert", c["client"][0], "--key", c["client"][1])
         expect(p, 0, "mTLS health")
         check(json.loads(p.stdout or "{}").get("status") == "ok", "mTLS health json", p)
+        # Plain HTTP to a TLS listener: the message says to use https://.
+        p = run("health", "--url", "http://" + srv.url[len("https://"):], "--timeout", "3")
+        expect(p, 3, "http:// to a TLS listener -> 3")
+        check("use https://" in p.stderr, "wrong scheme (http to TLS) explained", p)
         expect(run("health", *u, "--cacert", c["ca"]), 3, "no client certificate -> 3")
         expect(run("health", *u, "--cert", c["client"][0], "--key", c["client"][1]), 3,
                "unknown server CA -> 3")
@@ -502,7 +671,7 @@ def test_fleet():
             f.write("# test fleet\n\n" + "\n".join(mixed) + "\n")
 
         p = run("fleet", "--hosts", hosts, "nodes")
-        expect(p, 0, "fleet nodes")
+        expect(p, 7, "fleet nodes with 3 dead hosts -> 7 (some did not answer)")
         check(p.elapsed < 1.5, "fleet of 53 answered in %.2fs" % p.elapsed, p)
         print("fleet nodes over 50 live + 3 dead hosts: %.3fs" % p.elapsed)
         rows = p.stdout.splitlines()
@@ -510,6 +679,7 @@ def test_fleet():
         check(len(rows) == 1 + 50 * 2 + 1, "fleet rows: %d" % len(rows), p)
         for d in fleet.dead:
             check(d in p.stderr, "dead host %s listed" % d, p)
+            check("connection refused by " + d in p.stderr, "dead host %s: the likely cause named" % d, p)
         check(sum(1 for u in urls if u + " " in p.stdout) == 50, "every live host in the table", p)
 
         p = run("fleet", "--hosts", hosts, "nodes", "--json")
@@ -517,7 +687,7 @@ def test_fleet():
         check(len(d["hosts"]) == 53 and sum(not h["ok"] for h in d["hosts"]) == 3, "fleet json", p)
 
         p = run("fleet", "--hosts", hosts, "place", "--size", "400M", "--page-size", "2M")
-        expect(p, 0, "fleet place")
+        expect(p, 7, "fleet place with dead hosts -> 7")
         check(p.stdout.startswith(urls[20] + " node 1 "), "place picks host 20 node 1 (tie -> earlier host)", p)
         p = run("fleet", "--hosts", hosts, "place", "--size", "2G", "--page-size", "1G", "--json")
         check(json.loads(p.stdout or "{}") == {"url": urls[40], "node": 1, "free": 900}, "place 1G", p)
@@ -525,13 +695,14 @@ def test_fleet():
         expect(p, 5, "nothing fits -> 5")
 
         p = run("fleet", "--hosts", hosts, "place", "--size", "8M", "--warm", "fleet-vm", "--wait")
-        expect(p, 0, "place --warm --wait")
+        expect(p, 0, "place --warm --wait: the warm's code, dead hosts listed")
+        check(fleet.dead[0] in p.stderr, "place --warm lists the dead hosts", p)
         check(any(pool.name == "fleet-vm" for pool in [type("x", (), {"name": k}) for k in
                                                          fleet.servers[20].state.pools]),
               "pool created on the chosen host", p)
 
         p = run("fleet", "--hosts", hosts, "pools")
-        expect(p, 0, "fleet pools")
+        expect(p, 7, "fleet pools with dead hosts -> 7")
         check("fleet-vm" in p.stdout, "fleet pools lists the pool", p)
 
         # A host that accepts and never answers costs one per-host timeout.  Time
@@ -540,13 +711,13 @@ def test_fleet():
         with open(hosts, "a") as f:
             f.write(fleet.silent[0] + "\n")
         p = run("fleet", "--hosts", hosts, "nodes", "--timeout", "1")
-        expect(p, 0, "fleet with a silent host")
+        expect(p, 7, "fleet with a silent host -> 7")
         check(p.elapsed < 2.5, "silent host bounded by per-host timeout (%.2fs)" % p.elapsed, p)
         check(fleet.silent[0] in p.stderr, "silent host listed", p)
 
         # --timeout 0 is the default per-host timeout, not "wait forever".
         p = run("fleet", "--hosts", hosts, "nodes", "--timeout", "0", timeout=10)
-        expect(p, 0, "fleet --timeout 0 with a silent host")
+        expect(p, 7, "fleet --timeout 0 with a silent host -> 7")
         check(p.elapsed < 3.0, "fleet --timeout 0 bounded (%.2fs)" % p.elapsed, p)
 
         # place --warm: --timeout bounds the PUT on the chosen host too.
@@ -570,6 +741,15 @@ def test_fleet():
             for s in authed:
                 s.shutdown()
                 s.server_close()
+
+        # Every host answers -> 0, also for hosts written HOST:PORT.
+        with open(hosts, "w") as f:
+            f.write("\n".join(u[len("http://"):] for u in urls[:5]) + "\n")
+        p = run("fleet", "--hosts", hosts, "nodes")
+        expect(p, 0, "fleet where every host answered -> 0")
+        check(p.stderr == "", "nothing on stderr when every host answered", p)
+        p = run("fleet", "--hosts", hosts, "place", "--size", "2M")
+        expect(p, 0, "fleet place where every host answered -> 0")
 
         # All dead -> 3.
         with open(hosts, "w") as f:

@@ -263,6 +263,89 @@ static void test_json_pool(void)
         CHECK_INT(hpw_json_pool_list(J("{\"pools\":{}}"), &l), ==, HPW_E_PROTOCOL);
 }
 
+/* GET /v1/handoff answers: the words a caller execs, so strict. */
+static void test_json_handoff(void)
+{
+        const char *qemu =
+                "{\"vmm\":\"qemu\",\"pools\":[{\"name\":\"a\"}],\"memory_bytes\":268435456,"
+                "\"args\":\"-object 'memory-backend-file,id=mem-a,mem-path=/p q/a' -machine memory-backend=mem-a\","
+                "\"argv\":[\"-object\",\"memory-backend-file,id=mem-a,mem-path=/p q/a\",\"-machine\","
+                "\"memory-backend=mem-a\"],\"note\":\"add -m 256M\",\"future\":1}";
+        const char *libvirt =
+                "{\"vmm\":\"libvirt\",\"memory_bytes\":2097152,\"argv\":[\"-object\",\"x\"],"
+                "\"xml\":\"<qemu:commandline>\\n</qemu:commandline>\","
+                "\"namespace\":\"xmlns:qemu=\\\"http://libvirt.org/schemas/domain/qemu/1.0\\\"\"}";
+        struct hpw_handoff *x = NULL;
+
+        CHECK_INT(hpw_json_handoff(J(qemu), &x), ==, HPW_OK);
+        CHECK_STR(x->vmm, "qemu");
+        CHECK_U64(x->memory_bytes, ==, 256u << 20);
+        CHECK_INT(x->n_argv, ==, 4);
+        CHECK_STR(x->argv[1], "memory-backend-file,id=mem-a,mem-path=/p q/a");
+        CHECK_STR(x->argv[3], "memory-backend=mem-a");
+        CHECK(x->argv[4] == NULL);
+        CHECK_STR(x->args, "-object 'memory-backend-file,id=mem-a,mem-path=/p q/a' -machine memory-backend=mem-a");
+        CHECK_STR(x->xml, "");
+        CHECK_STR(x->xml_namespace, "");
+        CHECK_STR(x->note, "add -m 256M");
+        CHECK_STR(x->json, qemu);
+        hpw_handoff_free(x);
+
+        CHECK_INT(hpw_json_handoff(J(libvirt), &x), ==, HPW_OK);
+        CHECK_STR(x->xml, "<qemu:commandline>\n</qemu:commandline>");
+        CHECK_STR(x->xml_namespace, "xmlns:qemu=\"http://libvirt.org/schemas/domain/qemu/1.0\"");
+        CHECK_STR(x->args, "");
+        CHECK_STR(x->note, "");
+        hpw_handoff_free(x);
+        hpw_handoff_free(NULL);
+
+        /* Wrong shapes: each is refused and nothing is returned. */
+        static const char *const bad[] = {
+                "[]",
+                "{\"memory_bytes\":1,\"args\":\"a\",\"argv\":[\"a\"]}",                         /* no vmm */
+                "{\"vmm\":\"xen\",\"memory_bytes\":1,\"args\":\"a\",\"argv\":[\"a\"]}",          /* unknown vmm */
+                "{\"vmm\":\"qemu\",\"args\":\"a\",\"argv\":[\"a\"]}",                            /* no total */
+                "{\"vmm\":\"qemu\",\"memory_bytes\":0,\"args\":\"a\",\"argv\":[\"a\"]}",         /* zero total */
+                "{\"vmm\":\"qemu\",\"memory_bytes\":-1,\"args\":\"a\",\"argv\":[\"a\"]}",
+                "{\"vmm\":\"qemu\",\"memory_bytes\":\"1\",\"args\":\"a\",\"argv\":[\"a\"]}",
+                "{\"vmm\":\"qemu\",\"memory_bytes\":1,\"args\":\"a\"}",                          /* no argv */
+                "{\"vmm\":\"qemu\",\"memory_bytes\":1,\"args\":\"a\",\"argv\":[]}",              /* empty argv */
+                "{\"vmm\":\"qemu\",\"memory_bytes\":1,\"args\":\"a\",\"argv\":\"a\"}",
+                "{\"vmm\":\"qemu\",\"memory_bytes\":1,\"args\":\"a\",\"argv\":[\"a\",2]}",       /* a non-string word */
+                "{\"vmm\":\"qemu\",\"memory_bytes\":1,\"args\":\"a\",\"argv\":[\"a\",null]}",
+                "{\"vmm\":\"qemu\",\"memory_bytes\":1,\"argv\":[\"a\"]}",                        /* no args */
+                "{\"vmm\":\"cloud-hypervisor\",\"memory_bytes\":1,\"args\":7,\"argv\":[\"a\"]}",
+                "{\"vmm\":\"libvirt\",\"memory_bytes\":1,\"argv\":[\"a\"],\"namespace\":\"n\"}", /* no xml */
+                "{\"vmm\":\"libvirt\",\"memory_bytes\":1,\"argv\":[\"a\"],\"xml\":\"x\"}",       /* no namespace */
+                "{\"VMM\":\"qemu\",\"memory_bytes\":1,\"args\":\"a\",\"argv\":[\"a\"]}",         /* case matters */
+                "{\"vmm\":\"qemu\",\"memory_bytes\":1,\"args\":\"a\",\"argv\":[\"a\"]} x",       /* trailing junk */
+                NULL,
+        };
+        for (size_t i = 0; bad[i]; i++) {
+                x = (struct hpw_handoff *)0x1;
+                if (hpw_json_handoff(J(bad[i]), &x) != HPW_E_PROTOCOL)
+                        CHECK_FAIL_("handoff answer %zu accepted: %s", i, bad[i]);
+                CHECK(x == (struct hpw_handoff *)0x1);
+        }
+
+        /* Arguments are checked before anything is sent. */
+        struct hpw *h = NULL;
+        const char *one[] = { "vm-a" }, *badname[] = { "../x" };
+        const char *many[HPW_HANDOFF_MAX_POOLS + 1];
+        for (size_t i = 0; i <= HPW_HANDOFF_MAX_POOLS; i++)
+                many[i] = "p";
+        CHECK_INT(hpw_new("http://127.0.0.1:1", &h), ==, HPW_OK);
+        CHECK_INT(hpw_handoff(h, "xen", one, 1, &x), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_handoff(h, NULL, one, 1, &x), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_handoff(h, "qemu", one, 0, &x), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_handoff(h, "qemu", NULL, 1, &x), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_handoff(h, "qemu", badname, 1, &x), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_handoff(h, "qemu", many, HPW_HANDOFF_MAX_POOLS + 1, &x), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_handoff(h, "qemu", one, 1, NULL), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_last_status(h), ==, 0);
+        hpw_free(h);
+}
+
 static void test_json_nodes(void)
 {
         const char *body = "{\"nodes\":[{\"id\":0,\"cpus\":\"0-1\",\"cpu_count\":2,"
@@ -405,6 +488,13 @@ static void test_json_misc(void)
         CHECK_U64(p->requested, ==, 8);
         CHECK_U64(p->achieved, ==, 3);
         hpw_problem_free(p);
+        CHECK_INT(hpw_json_problem(J("{\"type\":\"urn:hpwarm:problem:insufficient-memory\",\"status\":409,"
+                                     "\"memory_floor_bytes\":268435456,\"memory_free_bytes\":1073741824,"
+                                     "\"max_count\":384}"), &p), ==, HPW_OK);
+        CHECK_U64(p->memory_floor_bytes, ==, 268435456);
+        CHECK_U64(p->max_count, ==, 384);
+        CHECK_U64(p->requested, ==, 0);
+        hpw_problem_free(p);
         CHECK_INT(hpw_json_problem(J("{\"type\":\"https://x/probs/out-of-cheese\"}"), &p), ==, HPW_OK);
         CHECK_STR(p->slug, "out-of-cheese");
         CHECK_STR(p->title, "");
@@ -521,6 +611,12 @@ static void test_handle(void)
         CHECK_INT(hpw_release(h, "a b"), ==, HPW_E_INVALID);
         struct hpw_warm_request w = { .node = 0, .size_bytes = 0 };
         CHECK_INT(hpw_warm(h, "x", &w, &p, NULL), ==, HPW_E_INVALID);
+        /* A claim's pid must name a process: no 0, no negative (the CLI
+         * test checks the body a valid one sends). */
+        CHECK_INT(hpw_claim_pid(h, "x", 0, &p), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_claim_pid(h, "x", -1, &p), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_claim_pid(h, "a b", 1, &p), ==, HPW_E_INVALID);
+        CHECK(p == NULL);
         hpw_free(h);
         hpw_free(NULL);
         hpw_pool_free(NULL);
@@ -537,6 +633,7 @@ int main(void)
         test_names_and_errors();
         test_url_split();
         test_json_pool();
+        test_json_handoff();
         test_json_nodes();
         test_json_times();
         test_json_caps();

@@ -20,7 +20,11 @@
  * /metrics answers text.  After each input every pool is deleted, and the
  * pool directories must then be empty: no request sequence leaks a file.
  * The sysfs counters the reserve path writes are put back after each input
- * so inputs do not depend on each other. */
+ * so inputs do not depend on each other.
+ *
+ * Each request also goes through the access decision (authz.c) with the
+ * listener and credentials drawn from a hash of its bytes, and the decision
+ * must keep its invariants (check_authz). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +39,8 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "audit.h"
+#include "authz.h"
 #include "engine.h"
 #include "fake_engine.h"
 #include "fuzz.h"
@@ -360,6 +366,50 @@ static void reset(void)
         restore_counters();
 }
 
+/* The access rules that must hold whatever the input. */
+static void check_authz(const char *method, const char *url, const uint8_t *data, size_t size)
+{
+        uint32_t h = 2166136261u; /* FNV-1a */
+        for (size_t i = 0; i < size; i++)
+                h = (h ^ data[i]) * 16777619u;
+        struct authz_input in = {
+                .listener = (h & 1) ? AUTHZ_TCP : AUTHZ_UNIX,
+                .cert = (enum authz_cert)((h >> 1) % 4),
+                .tokens_configured = (h >> 3) & 1,
+                .token_sent = (h >> 4) & 1,
+                .token_role = (enum auth_role)((h >> 5) % 3),
+                .open_route = (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0) &&
+                              strcmp(url, "/v1/health") == 0,
+                .mutation = audit_is_mutation(method),
+                .stopping = (h >> 7) & 1,
+        };
+        if (in.listener == AUTHZ_UNIX)
+                in.cert = AUTHZ_CERT_NOT_REQUIRED;
+        if (!in.token_sent)
+                in.token_role = AUTH_NONE;
+        enum authz_decision d = authz_decide(&in);
+        int st = authz_status(d);
+        const char *why = NULL;
+
+        if (in.listener == AUTHZ_UNIX && (st == 401 || st == 403))
+                why = "unix socket caller refused as unauthenticated";
+        else if (in.listener == AUTHZ_TCP && in.open_route && d != AUTHZ_ALLOW)
+                why = "the open route was refused";
+        else if (d == AUTHZ_ALLOW && in.mutation && in.stopping)
+                why = "a mutation allowed while stopping";
+        else if (d == AUTHZ_ALLOW && in.listener == AUTHZ_TCP && !in.open_route &&
+                 ((in.tokens_configured && in.token_role == AUTH_NONE) || in.cert == AUTHZ_CERT_MISSING ||
+                  in.cert == AUTHZ_CERT_INVALID))
+                why = "TCP caller without a valid credential allowed";
+        else if (d == AUTHZ_ALLOW && in.mutation && in.listener == AUTHZ_TCP && in.tokens_configured &&
+                 in.token_role != AUTH_ADMIN)
+                why = "a read-only token allowed to mutate";
+        else if (d != AUTHZ_ALLOW && st != 401 && st != 403 && st != 503)
+                why = "a refusal with an unexpected status";
+        if (why)
+                fail(why, url, st, NULL);
+}
+
 static void one_request(const uint8_t *data, size_t size)
 {
         const char *method, *prefix, *ct, *nl, *body = "";
@@ -389,6 +439,7 @@ static void one_request(const uint8_t *data, size_t size)
         memcpy(url + prefix_len, data, suffix_len);
         url[prefix_len + suffix_len] = '\0';
 
+        check_authz(method, url, data, size);
         if (http_handle_local(&g.app, method, url, ct, body, body_len, &status, &resp_body, &resp_ct) != 0)
                 fail("http_handle_local failed", url, 0, NULL);
         check_response(url, status, resp_body, resp_ct);

@@ -77,6 +77,10 @@ class Daemon:
         cmd = [HPWARMD, "--sysfs-root", self.sysfs, "--state-dir", self.state_dir]
         if self.listen:
             cmd += ["--listen", "127.0.0.1:0"]
+            # A loopback TCP listener without tokens or client CA must be
+            # asked for explicitly.
+            if not any(a in self.args for a in ("--token-file", "--read-token-file", "--tls-client-ca")):
+                cmd += ["--allow-unauthenticated-tcp"]
         if self.socket_path:
             cmd += ["--socket", self.socket_path]
         cmd += self.args

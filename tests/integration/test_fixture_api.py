@@ -168,6 +168,31 @@ class BadInput(TestCase):
         self.assertProblem(self.d.get("/v1/nope"), 404)
         self.unchanged()
 
+    def test_page_size_hint_names_only_sizes_the_host_has(self):
+        r = self.put('{"count": 1}', "/v1/nodes/0/hugepages/4M")
+        self.assertProblem(r, 404, "unknown-page-size")
+        self.assertIn("this host has 2M and 1G", r.json["detail"], r)
+        with Daemon("four-node") as d:           # 2 MiB pages only
+            r = d.put("/v1/nodes/0/hugepages/1G", {"count": 1})
+            self.assertProblem(r, 404, "unknown-page-size")
+            self.assertIn("this host has 2M)", r.json["detail"], r)
+            self.assertNotIn("1G or", r.json["detail"], r)
+            self.assertNotIn("or 1G", r.json["detail"], r)
+
+    def test_pool_size_shared_grammar(self):
+        # The kernel's kB spelling is a size like any other (it was 422)...
+        r = self.put({"node": 0, "size": "2048kB"}, "/v1/pools/kb")
+        self.assertNotEqual(r.status, 422, r)
+        self.d.request("DELETE", "/v1/pools/kb")
+        # ... while a unit in the wrong case says what to write.
+        r = self.put({"node": 0, "size": "2m"}, "/v1/pools/lower")
+        self.assertProblem(r, 422, "invalid-field")
+        self.assertIn("write 2M", r.json["detail"], r)
+        r = self.put({"node": 0, "size": "2MB"}, "/v1/pools/decimal")
+        self.assertProblem(r, 422, "invalid-field")
+        self.assertIn("write 2M", r.json["detail"], r)
+        self.unchanged()
+
     def test_size_spellings(self):
         for size in ["2M", "2MiB", "2048kB"]:
             r = self.put('{"count": 16}', "/v1/nodes/0/hugepages/" + size)
@@ -181,11 +206,11 @@ class BadInput(TestCase):
     def test_wrong_method(self):
         r = self.d.request("POST", "/v1/nodes")
         self.assertProblem(r, 405, "method-not-allowed")
-        self.assertEqual(r.headers["allow"], "GET")
+        self.assertEqual(r.headers["allow"], "GET, HEAD")
         r = self.d.request("DELETE", "/v1/nodes/0/hugepages/2M")
         self.assertEqual(r.headers["allow"], "PUT")
         r = self.d.request("PATCH", "/v1/pools/x")
-        self.assertEqual(r.headers["allow"], "GET, PUT, DELETE")
+        self.assertEqual(r.headers["allow"], "GET, HEAD, PUT, DELETE")
 
     def test_body_too_large(self):
         big = '{"count": 1, "pad": "' + "x" * (70 * 1024) + '"}'
@@ -246,6 +271,18 @@ class Reserve(TestCase):
             r = d.put("/v1/nodes/0/hugepages/2M", {"count": 3016})
             self.assertProblem(r, 409, "insufficient-memory")
             self.assertEqual(d.read_u64(node_hp(0, M2, "nr_hugepages")), 16)
+            # The refusal says the floor and the largest count that fits,
+            # in the detail and as extension members ...
+            self.assertEqual(r.json["memory_floor_bytes"], 1 << 30, r)
+            most = r.json["max_count"]
+            self.assertTrue(16 < most < 3016, r)
+            self.assertEqual(most, 16 + (r.json["memory_free_bytes"] - (1 << 30)) // (2 << 20), r)
+            self.assertIn("floor of 1G", r.json["detail"], r)
+            self.assertIn("at most %d pages fit" % most, r.json["detail"], r)
+            # ... and that count is exactly the limit: one more is refused, it works.
+            self.assertProblem(d.put("/v1/nodes/0/hugepages/2M", {"count": most + 1}), 409, "insufficient-memory")
+            self.assertEqual(d.put("/v1/nodes/0/hugepages/2M", {"count": most}).status, 200)
+            self.assertEqual(d.read_u64(node_hp(0, M2, "nr_hugepages")), most)
             # Within the floor it works.
             self.assertEqual(d.put("/v1/nodes/0/hugepages/2M", {"count": 116}).status, 200)
 

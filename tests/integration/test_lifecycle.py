@@ -299,7 +299,7 @@ class SocketActivation(TestCase):
         ux = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         ux.bind(path)
         ux.listen(16)
-        p = self.spawn([tcp, ux])
+        p = self.spawn([tcp, ux], args=["--allow-unauthenticated-tcp"])
         line, lines = self.read_until(p, r"listening on")
         self.assertIsNotNone(line, lines)
         self.assertIn("2 socket(s) from the service manager (TCP port %d, http)" % port, line)

@@ -203,7 +203,8 @@ class RealKernel(TestCase):
         r = run("handoff", "vm-42", "--vmm", "qemu")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout.strip(), r"^-object memory-backend-file,id=mem-vm-42,mem-path=\S+/vm-42,"
-                                           r"size=16777216,share=on,prealloc=on,host-nodes=0,policy=bind$")
+                                           r"size=16777216,share=on,prealloc=on,host-nodes=0,policy=bind "
+                                           r"-machine memory-backend=mem-vm-42$")
         # Too big for the node: exit 5 (insufficient hugepages), nothing left.
         r = run("warm", "vm-big", "--node", "0", "--size", "1G", "--wait", "--timeout", "30")
         self.assertEqual(r.returncode, 5, r.stderr)
@@ -219,7 +220,8 @@ class RealKernel(TestCase):
         p = self.wait_ready("vm-q")
         free_before = node0("free_hugepages")
         # QEMU maps the pool shared and preallocates: the pages are already there.
-        obj = p["handoff"]["qemu"].split(" ", 1)[1]
+        # The object alone (no guest RAM under -machine none); tests/qemu/handoff_boot.py boots a guest on it.
+        obj = p["handoff"]["qemu_argv"][1]
         out = subprocess.run([QEMU, "-machine", "none", "-nodefaults", "-display", "none", "-S",
                               "-object", obj, "-monitor", "stdio"], input=b"info memdev\nquit\n",
                              capture_output=True, timeout=60)

@@ -218,22 +218,82 @@ class TokenFiles(TestCase):
             self.assertIsNotNone(d.wait_log(r"token reload failed"), d.log)
             self.assertEqual(d.get("/v1/nodes", headers=bearer(new)).status, 200)
 
+    def test_sighup_fifo_does_not_block(self):
+        """A FIFO at a token path: the reload is refused at once, and SIGTERM
+        still stops the daemon (a blocking open held the signal thread)."""
+        a, r = token_files(self.tmp)
+        with Daemon(args=["--token-file", a, "--read-token-file", r]) as d:
+            os.unlink(r)
+            os.mkfifo(r, 0o600)
+            d.proc.send_signal(signal.SIGHUP)
+            line = d.wait_log(r"token reload failed", timeout=10)
+            self.assertIsNotNone(line, d.log)
+            self.assertIn("not a regular file", line)
+            self.assertEqual(d.get("/v1/nodes", headers=bearer(READ[0])).status, 200)
+            t0 = time.monotonic()
+            self.assertEqual(d.stop(timeout=15), 0)
+            self.assertLess(time.monotonic() - t0, 10)
+
+    def test_sighup_empty_role_refused(self):
+        """An emptied admin file would drop all admin access: refused, old set kept, logged."""
+        a, r = token_files(self.tmp)
+        with Daemon(args=["--token-file", a, "--read-token-file", r]) as d:
+            write_secret(a, "# nobody\n")
+            d.proc.send_signal(signal.SIGHUP)
+            line = d.wait_log(r"token reload failed", timeout=10)
+            self.assertIsNotNone(line, d.log)
+            self.assertIn("holds no admin token", line)
+            self.assertEqual(d.get("/v1/nodes", headers=bearer(ADMIN[0])).status, 200)
+            self.assertEqual(d.request("PUT", RESERVE, {"count": 0}, headers=bearer(READ[0])).status, 403)
+
 
 class Exposure(TestCase):
-    """A TCP listener off loopback needs tokens or mTLS."""
+    """A TCP listener needs tokens or mTLS; without, only on loopback and
+    only with --allow-unauthenticated-tcp."""
 
     def test_refused_without_auth(self):
         for addr in ["0.0.0.0:0", "[::]:0"]:
+            for flag in ([], ["--allow-unauthenticated-tcp"]):
+                with self.subTest(addr=addr, flag=flag):
+                    rc, log = run_daemon_expect_fail(["--listen", addr] + flag)
+                    self.assertEqual(rc, 2, log)
+                    self.assertIn("refusing to listen on %s without authentication" % addr, log)
+
+    def test_loopback_refused_without_flag(self):
+        for addr in ["127.0.0.1:0", "localhost:0", "[::1]:0"]:
             with self.subTest(addr=addr):
                 rc, log = run_daemon_expect_fail(["--listen", addr])
                 self.assertEqual(rc, 2, log)
-                self.assertIn("refusing to listen on %s without authentication" % addr, log)
+                self.assertIn("refusing TCP listener %s without authentication" % addr, log)
+                self.assertIn("--allow-unauthenticated-tcp", log)
 
-    def test_loopback_names_allowed(self):
+    def test_loopback_names_allowed_with_flag_and_warned(self):
         for addr in ["localhost:0", "127.0.0.2:0", "[::1]:0"]:
             with self.subTest(addr=addr):
-                with spawned(args=["--listen", addr]) as d:
+                with spawned(args=["--listen", addr, "--allow-unauthenticated-tcp"]) as d:
                     self.assertIsNotNone(d.wait_log(r"listening on"), d.log)
+                    warn = d.wait_log(r"asks for no token or certificate", timeout=1)
+                    self.assertIsNotNone(warn, d.log)
+                    self.assertIn("--allow-unauthenticated-tcp", warn)
+
+    def test_unix_socket_needs_no_flag(self):
+        tmp = tempfile.mkdtemp(prefix="hpwarm-sec-")
+        try:
+            with spawned(args=["--socket", os.path.join(tmp, "api.sock")]) as d:
+                self.assertIsNotNone(d.wait_log(r"listening on"), d.log)
+                self.assertIsNone(d.wait_log(r"asks for no token", timeout=0.5), d.log)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_loopback_with_tokens_needs_no_flag(self):
+        tmp = tempfile.mkdtemp(prefix="hpwarm-sec-")
+        try:
+            a, _ = token_files(tmp)
+            with spawned(args=["--listen", "127.0.0.1:0", "--token-file", a]) as d:
+                self.assertIsNotNone(d.wait_log(r"listening on"), d.log)
+                self.assertIsNone(d.wait_log(r"asks for no token", timeout=0.5), d.log)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def test_allowed_with_tokens(self):
         tmp = tempfile.mkdtemp(prefix="hpwarm-sec-")

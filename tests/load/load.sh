@@ -65,7 +65,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$hpwarmd" --listen 127.0.0.1:0 --sysfs-root /sys --state-dir "$work/state" \
+"$hpwarmd" --listen 127.0.0.1:0 --allow-unauthenticated-tcp --sysfs-root /sys --state-dir "$work/state" \
         --hugetlbfs "2M=$HPW_TEST_HUGETLBFS/hpwarm-load" --log-level notice 2>"$work/log" &
 pid=$!
 port=

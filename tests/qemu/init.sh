@@ -50,7 +50,7 @@ else
 fi
 
 timeout 240 /bin/hpw-qemu-check --port "$PORT" -- /bin/hpwarmd \
-        --listen "127.0.0.1:$PORT" \
+        --listen "127.0.0.1:$PORT" --allow-unauthenticated-tcp \
         --hugetlbfs 2M=/mnt/huge2m/hpwarm \
         --hugetlbfs 1G=/mnt/huge1g/hpwarm \
         --state-dir /tmp/state \

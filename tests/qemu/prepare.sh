@@ -2,13 +2,16 @@
 # prepare.sh: build the guest for the two-node QEMU test.
 #
 #   prepare.sh OUTDIR CHECKER HPWARMD [HPWARM]
+#   prepare.sh --fetch-only OUTDIR
 #
 # Fetches Debian's kernel (the package linux-image-amd64 depends on) and
 # busybox-static with `apt-get download`, unpacks them with dpkg into
 # OUTDIR/cache (nothing is installed on the host), and builds
 # OUTDIR/initramfs.gz: busybox, /init, the guest checker, hpwarmd, the CLI if
 # given, and every shared library they load (found with ldd) plus the dynamic
-# loader.  OUTDIR/vmlinuz points at the kernel.
+# loader.  OUTDIR/vmlinuz points at the kernel.  With --fetch-only it stops
+# after the downloads and leaves OUTDIR/vmlinuz and OUTDIR/busybox (links
+# into the cache) for tests that build their own initramfs (handoff_boot.py).
 #
 # The unpacked kernel and busybox are cached in OUTDIR/cache, one directory
 # per package and version (the .debs are dropped once unpacked), so a
@@ -21,7 +24,15 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-[ $# -ge 3 ] || { echo "usage: $0 OUTDIR CHECKER HPWARMD [HPWARM]" >&2; exit 1; }
+fetch_only=0
+if [ "${1:-}" = --fetch-only ]; then
+        fetch_only=1
+        shift
+        [ $# = 1 ] || { echo "usage: $0 --fetch-only OUTDIR" >&2; exit 1; }
+        set -- "$1" - -
+else
+        [ $# -ge 3 ] || { echo "usage: $0 OUTDIR CHECKER HPWARMD [HPWARM]" >&2; exit 1; }
+fi
 out=$1 checker=$2 hpwarmd=$3 hpwarm=${4:-}
 cache=$out/cache
 mkdir -p "$cache/debs"
@@ -30,9 +41,11 @@ cache=$(cd "$cache" && pwd)
 skip() { echo "SKIP: $*" >&2; exit 77; }
 die() { echo "prepare: $*" >&2; exit 1; }
 
-for f in "$checker" "$hpwarmd"; do
-        [ -x "$f" ] || die "$f is not an executable (build it first)"
-done
+if [ $fetch_only = 0 ]; then
+        for f in "$checker" "$hpwarmd"; do
+                [ -x "$f" ] || die "$f is not an executable (build it first)"
+        done
+fi
 
 # apt's package lists may never have been fetched on a fresh machine or
 # container; update once, only when a lookup fails.
@@ -119,6 +132,12 @@ fi
 if [ -z "$bb" ]; then
         bb=$(ls "$cache"/busybox-static-*/busybox 2>/dev/null | sort -V | tail -n 1 || true)
         [ -n "$bb" ] || skip "cannot fetch busybox-static and none cached"
+fi
+
+if [ $fetch_only = 1 ]; then
+        ln -sfn "$bb" "$out/busybox"
+        echo "prepare: kernel $(basename "$kdir"), busybox $bb" >&2
+        exit 0
 fi
 
 # --- initramfs --------------------------------------------------------------

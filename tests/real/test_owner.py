@@ -28,8 +28,10 @@ SWEEP_MS = "100"
 
 # A stand-in VMM: maps the file shared, touches every page, says so, sleeps.
 MAPPER = r"""
-import ctypes, mmap, sys, time
+import ctypes, mmap, os, sys, time
 ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL: never outlive the test
+if os.getppid() != int(sys.argv[2]):
+    sys.exit(0)                # the test was gone before prctl took effect
 f = open(sys.argv[1], "r+b")
 m = mmap.mmap(f.fileno(), 0, mmap.MAP_SHARED)
 f.close()
@@ -93,7 +95,8 @@ class OwnerBound(TestCase):
         return r.json
 
     def mapper(self, path):
-        m = subprocess.Popen([sys.executable, "-c", MAPPER, path], stdout=subprocess.PIPE, text=True)
+        m = subprocess.Popen([sys.executable, "-c", MAPPER, path, str(os.getpid())], stdout=subprocess.PIPE,
+                             text=True)
         self.mappers.append(m)
         self.assertEqual(m.stdout.readline().strip(), "mapped")
         return m

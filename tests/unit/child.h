@@ -12,11 +12,15 @@
  * check leaves no process behind. */
 static inline pid_t child_spawn(void)
 {
+        pid_t parent = getpid();
         pid_t pid = fork();
 
         CHECK(pid >= 0);
         if (pid == 0) {
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
+                /* The parent may have gone before prctl took effect. */
+                if (getppid() != parent)
+                        _exit(0);
                 for (;;)
                         pause();
         }

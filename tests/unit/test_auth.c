@@ -12,6 +12,7 @@
 #include "auth.h"
 #include "check.h"
 #include "tls.h"
+#include "util.h"
 
 static char dir[] = "/tmp/hpw-test-auth-XXXXXX";
 
@@ -172,6 +173,78 @@ TEST(pem)
         CHECK_INT(tls_verify_client(NULL), ==, -ENOTCONN);
         char subj[8];
         CHECK_INT(tls_client_subject(NULL, subj, sizeof(subj)), ==, -ENOKEY);
+}
+
+/* A FIFO at a token path is refused at once, never waited on (a blocking
+ * open would hang until a writer came), at start and on reload. */
+TEST(fifo_refused_without_blocking)
+{
+        char path[300], why[512];
+        struct auth *a = NULL;
+        snprintf(path, sizeof(path), "%s/fifo", dir);
+        CHECK_INT(mkfifo(path, 0600), ==, 0);
+        uint64_t t0 = now_mono_ns();
+        CHECK_INT(auth_new(path, NULL, &a, why, sizeof(why)), ==, -EINVAL);
+        CHECK(strstr(why, "not a regular file"));
+        CHECK_U64(now_mono_ns() - t0, <, 2000000000ull);
+
+        /* ... and on reload: the old set stays. */
+        const char *adm = put("adm-fifo", "fifo-admin-token-00001\n", 0600);
+        CHECK_INT(auth_new(adm, NULL, &a, why, sizeof(why)), ==, 0);
+        CHECK_INT(unlink(adm), ==, 0);
+        CHECK_INT(mkfifo(adm, 0600), ==, 0);
+        t0 = now_mono_ns();
+        CHECK_INT(auth_reload(a, why, sizeof(why)), ==, -EINVAL);
+        CHECK_U64(now_mono_ns() - t0, <, 2000000000ull);
+        char id[AUTH_ID_MAX];
+        bool sent;
+        CHECK_INT(check(a, "Bearer fifo-admin-token-00001", id, &sent), ==, AUTH_ADMIN);
+        auth_free(a);
+        unlink(adm);
+        unlink(path);
+}
+
+/* A directory (another non-regular file) is refused too. */
+TEST(directory_refused)
+{
+        char why[512];
+        struct auth *a = NULL;
+        CHECK_INT(auth_new(dir, NULL, &a, why, sizeof(why)), ==, -EINVAL);
+        CHECK(strstr(why, "not a regular file"));
+}
+
+/* A reload that would leave a configured role with no token is refused and
+ * the old set kept, for either role. */
+TEST(reload_never_empties_a_role)
+{
+        char why[512], id[AUTH_ID_MAX];
+        bool sent;
+        struct auth *a = NULL;
+        const char *adm = put("adm-role", "role-admin-token-00001\n", 0600);
+        const char *rd = put("rd-role", "role-read-token-000001\n", 0600);
+        CHECK_INT(auth_new(adm, rd, &a, why, sizeof(why)), ==, 0);
+
+        put("adm-role", "# emptied\n", 0600);
+        CHECK_INT(auth_reload(a, why, sizeof(why)), ==, -ENODATA);
+        CHECK(strstr(why, "adm-role"));
+        CHECK(strstr(why, "admin"));
+        CHECK_INT(check(a, "Bearer role-admin-token-00001", id, &sent), ==, AUTH_ADMIN);
+        CHECK_INT(check(a, "Bearer role-read-token-000001", id, &sent), ==, AUTH_READ);
+
+        put("adm-role", "role-admin-token-00002\n", 0600);
+        put("rd-role", "\n", 0600);
+        CHECK_INT(auth_reload(a, why, sizeof(why)), ==, -ENODATA);
+        CHECK(strstr(why, "rd-role"));
+        CHECK_INT(check(a, "Bearer role-admin-token-00001", id, &sent), ==, AUTH_ADMIN);
+        CHECK_INT(check(a, "Bearer role-admin-token-00002", id, &sent), ==, AUTH_NONE);
+
+        /* Both roles still populated: the reload goes through. */
+        put("rd-role", "role-read-token-000002\n", 0600);
+        CHECK_INT(auth_reload(a, why, sizeof(why)), ==, 0);
+        CHECK_INT(check(a, "Bearer role-admin-token-00002", id, &sent), ==, AUTH_ADMIN);
+        CHECK_INT(check(a, "Bearer role-read-token-000002", id, &sent), ==, AUTH_READ);
+        CHECK_INT(check(a, "Bearer role-admin-token-00001", id, &sent), ==, AUTH_NONE);
+        auth_free(a);
 }
 
 int main(void)

@@ -1264,6 +1264,29 @@ TEST(owner_exit_releases)
         env_fini(&e);
 }
 
+/* An owner that has already exited when the claim binds it (a zombie: its
+ * pid still answers) is reported as soon as it is watched: the pool goes
+ * within a second, not at the next sweep. */
+TEST(owner_exited_before_watch)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        pid_t vmm = child_spawn();
+
+        env_init(&e);
+        p = start(&e);
+        ready_pool(p, "vm");
+        CHECK_INT(kill(vmm, SIGKILL), ==, 0);
+        usleep(100 * 1000);     /* dead, not reaped */
+        CHECK_INT(pools_claim_pid(p, "vm", vmm, &v), ==, 0);
+        CHECK(gone_within(p, "vm", 1.0));
+        CHECK(!file_exists(&e, "vm"));
+        CHECK_INT(waitpid(vmm, NULL, 0), ==, vmm);
+        pools_free(p);
+        env_fini(&e);
+}
+
 /* Bad pids change nothing; a pool bound to one process cannot be taken by
  * another; claiming again as it is, or without a pid, is fine; a pool
  * claimed without a pid can be bound later. */

@@ -84,6 +84,16 @@ TEST(to_json)
                      "\"requested\":64,\"achieved\":9007199254740993}");
         free(s);
 
+        /* The memory floor's refusal says what would work. */
+        struct problem fl = { .has_floor = true, .floor_bytes = 268435456, .mem_free_bytes = 1073741824,
+                              .max_count = 384 };
+        problem_raise(&fl, PROBLEM_INSUFFICIENT_MEMORY, "floor");
+        s = problem_to_json(&fl);
+        CHECK_STR(s, "{\"type\":\"urn:hpwarm:problem:insufficient-memory\",\"title\":\"Not enough free "
+                     "memory on the node\",\"status\":409,\"detail\":\"floor\",\"memory_floor_bytes\":268435456,"
+                     "\"memory_free_bytes\":1073741824,\"max_count\":384}");
+        free(s);
+
         struct problem blank = { .status = 500 };
         s = problem_to_json(&blank);
         CHECK_STR(s, "{\"type\":\"about:blank\",\"title\":\"Error\",\"status\":500,\"detail\":\"\"}");

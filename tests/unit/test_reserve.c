@@ -112,7 +112,7 @@ static uint64_t file_u64(struct env *e, const char *rel)
         return v;
 }
 
-static const struct reserve_result poison = { 111, 111, 111, 111, 111, true };
+static const struct reserve_result poison = { 111, 111, 111, 111, 111, true, 111, 111, 111 };
 
 static void check_untouched(const struct reserve_result *r)
 {
@@ -259,12 +259,21 @@ TEST(floor_refuses_growth_past_it)
         CHECK_U64(res.total, ==, 16);
         CHECK_U64(res.free, ==, 12);
         CHECK(!res.complete);
+        /* ... and what would have worked: the floor, the free memory, and
+         * the largest count that keeps the floor free (16 + 4). */
+        CHECK_U64(res.floor_bytes, ==, NODE0_MEMFREE - 4 * 2 * MIB);
+        CHECK_U64(res.mem_free_bytes, ==, NODE0_MEMFREE);
+        CHECK_U64(res.max_count, ==, 20);
         fixture_read(e.dir, NODE0_2M "nr_hugepages", after, sizeof(after));
         CHECK_STR(after, before);
 
+        /* Floor above free memory (nothing more fits: max_count is the
+         * current count); and a count so large the byte total overflows. */
         req.floor_bytes = NODE0_MEMFREE + 1;
         req.count = 17;
         CHECK_INT(reserve_apply(e.fs, &req, &res), ==, -ENOMEM);
+        CHECK_U64(res.max_count, ==, 16);
+        CHECK_U64(res.floor_bytes, ==, NODE0_MEMFREE + 1);
         req.floor_bytes = 0;
         req.count = UINT64_MAX;
         CHECK_INT(reserve_apply(e.fs, &req, &res), ==, -ENOMEM);

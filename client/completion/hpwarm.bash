@@ -1,0 +1,108 @@
+# bash completion for hpwarm(1).
+#
+# Self-contained (no bash-completion helpers needed, though it is installed
+# where that package looks).  The option lists mirror the CLI's option table
+# (client/src/cli_parse.c); tests/client/test_completion.sh checks them
+# against each command's --help, so they cannot drift apart silently.
+# Pool names are asked of the daemon (hpwarm pools, bounded to 1 s).
+
+_hpwarm_global_opts="--url --token-file --cacert --cert --key --timeout --connect-timeout --json --help --version"
+
+_hpwarm_cmd_opts() {
+        case $1 in
+        reserve) echo "--allow-partial" ;;
+        warm) echo "--node --size --page-size --threads --ttl --reserve --wait" ;;
+        claim) echo "--pid" ;;
+        release) echo "--ignore-missing" ;;
+        handoff) echo "--vmm --argv" ;;
+        fleet) echo "--hosts --size --page-size --warm --wait" ;;
+        esac
+}
+
+_hpwarm() {
+        local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+        local commands="health nodes reserve warm status wait pools claim release handoff fleet help"
+        local cmd="" i w
+        local -a globals_url=()
+
+        COMPREPLY=()
+        # The command is the first word that is neither an option nor the
+        # value of a global option that takes one.
+        for ((i = 1; i < COMP_CWORD; i++)); do
+                w=${COMP_WORDS[i]}
+                case $w in
+                --url|--token-file|--cacert|--cert|--key|--timeout|--connect-timeout) ((i++)) ;;
+                --url=*) ;;
+                -*) ;;
+                *) cmd=$w; break ;;
+                esac
+        done
+        for ((i = 1; i < COMP_CWORD; i++)); do
+                case ${COMP_WORDS[i]} in
+                --url) globals_url=(--url "${COMP_WORDS[i+1]}") ;;
+                --url=*) globals_url=("${COMP_WORDS[i]}") ;;
+                esac
+        done
+
+        # Values of options.
+        case $prev in
+        --token-file|--cacert|--cert|--key|--hosts)
+                COMPREPLY=($(compgen -f -- "$cur"))
+                return ;;
+        --vmm)
+                COMPREPLY=($(compgen -W "qemu cloud-hypervisor libvirt" -- "$cur"))
+                return ;;
+        --page-size)
+                COMPREPLY=($(compgen -W "2M 1G" -- "$cur"))
+                return ;;
+        --url)
+                COMPREPLY=($(compgen -W "unix:///run/hpwarmd/api.sock http://127.0.0.1:7411" -- "$cur"))
+                return ;;
+        --timeout|--connect-timeout|--node|--size|--threads|--ttl|--pid|--warm)
+                return ;;
+        esac
+
+        if [[ -z $cmd ]]; then
+                if [[ $cur == -* ]]; then
+                        COMPREPLY=($(compgen -W "$_hpwarm_global_opts" -- "$cur"))
+                else
+                        COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+                fi
+                return
+        fi
+        if [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "$(_hpwarm_cmd_opts "$cmd") $_hpwarm_global_opts" -- "$cur"))
+                return
+        fi
+        # Positional arguments.
+        local npos=0 seen=0
+        for ((i = 1; i < COMP_CWORD; i++)); do
+                w=${COMP_WORDS[i]}
+                if ((seen)); then
+                        case $w in
+                        --url|--token-file|--cacert|--cert|--key|--timeout|--connect-timeout|--node|--size|\
+                        --page-size|--threads|--ttl|--pid|--vmm|--hosts|--warm) ((i++)) ;;
+                        -*) ;;
+                        *) ((npos++)) ;;
+                        esac
+                elif [[ $w == "$cmd" ]]; then
+                        seen=1
+                fi
+        done
+        case $cmd in
+        help)
+                ((npos == 0)) && COMPREPLY=($(compgen -W "$commands" -- "$cur")) ;;
+        fleet)
+                ((npos == 0)) && COMPREPLY=($(compgen -W "nodes pools place" -- "$cur")) ;;
+        status|wait|claim|release|handoff)
+                # One pool, or for handoff one per guest node.
+                if ((npos == 0)) || [[ $cmd == handoff ]]; then
+                        local names
+                        names=$(hpwarm "${globals_url[@]}" --timeout 1 pools 2>/dev/null | awk 'NR > 1 { print $1 }')
+                        COMPREPLY=($(compgen -W "$names" -- "$cur"))
+                fi ;;
+        reserve)
+                ((npos == 1)) && COMPREPLY=($(compgen -W "2M 1G" -- "$cur")) ;;
+        esac
+}
+complete -F _hpwarm hpwarm

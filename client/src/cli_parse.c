@@ -1,0 +1,648 @@
+/* cli_parse: the hpwarm command line's words -> struct cli, and its help.
+ *
+ * Argument parsing is getopt_long over one table of options, each saying
+ * which commands take it; global options are accepted before the command and
+ * after it, a command's own options only after it.  So "hpwarm warm x --size
+ * 1G --wait --timeout 60" and "hpwarm --timeout 60 warm x ..." mean the same,
+ * while "hpwarm --node 0 warm x" is refused with a hint.  The same tables
+ * produce the per-command help, so an option cannot be accepted without
+ * being documented.  Only after the whole line is read are the per-command
+ * requirements checked, so error messages name what is missing.  Pure: no
+ * I/O but the FILE the help is written to. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "internal.h"
+#include "size.h"
+
+enum opt_id {
+        O_HELP = 'h',
+        O_URL = 256, O_TOKEN_FILE, O_CACERT, O_CERT, O_KEY, O_TIMEOUT, O_CONNECT_TIMEOUT, O_JSON,
+        O_VERSION, O_NODE, O_SIZE, O_PAGE_SIZE, O_THREADS, O_TTL, O_RESERVE, O_WAIT,
+        O_ALLOW_PARTIAL, O_VMM, O_HOSTS, O_WARM, O_PID, O_IGNORE_MISSING, O_ARGV,
+};
+
+#define C(x) (1u << (x))
+#define GLOBAL 0xffffffffu
+
+static const struct optdef {
+        const char *name;
+        int has_arg;       /* no_argument / required_argument */
+        int id;
+        unsigned cmds;     /* commands that accept it; GLOBAL = all, also before the command */
+        const char *arg;   /* value name in help */
+        const char *help;
+} optdefs[] = {
+        { "url", required_argument, O_URL, GLOBAL, "URL",
+          "http://HOST:PORT, https://HOST:PORT or unix:///PATH; a bare\n"
+          "HOST:PORT means http://, a bare /PATH a unix socket (env\n"
+          "HPWARM_URL; default " CLI_DEFAULT_URL ").\n"
+          "Always direct: http_proxy etc. are ignored" },
+        { "token-file", required_argument, O_TOKEN_FILE, GLOBAL, "F", "bearer token file (env HPWARM_TOKEN_FILE)" },
+        { "cacert", required_argument, O_CACERT, GLOBAL, "F", "CA bundle to verify the server" },
+        { "cert", required_argument, O_CERT, GLOBAL, "F", "client certificate (mutual TLS; with --key)" },
+        { "key", required_argument, O_KEY, GLOBAL, "F", "client key (mutual TLS; with --cert)" },
+        { "timeout", required_argument, O_TIMEOUT, GLOBAL, "S",
+          "deadline in seconds, retries included (default 30;\n"
+          "600 for wait and --wait; 0 = none).  fleet: per host\n"
+          "(default 1.5; 0 = 1.5)" },
+        { "connect-timeout", required_argument, O_CONNECT_TIMEOUT, GLOBAL, "S",
+          "per connection attempt (default 5)" },
+        { "json", no_argument, O_JSON, GLOBAL, NULL, "print the server's JSON instead of tables" },
+        { "help", no_argument, O_HELP, GLOBAL, NULL, "help (hpwarm COMMAND --help: one command)" },
+        { "version", no_argument, O_VERSION, GLOBAL, NULL, "client version" },
+        { "node", required_argument, O_NODE, C(CMD_WARM), "N", "NUMA node to warm on (required)" },
+        { "size", required_argument, O_SIZE, C(CMD_WARM) | C(CMD_FLEET), "SIZE",
+          "pool size, a multiple of the page size (required)" },
+        { "page-size", required_argument, O_PAGE_SIZE, C(CMD_WARM) | C(CMD_FLEET), "P",
+          "hugepage size, e.g. 2M or 1G (default 2M)" },
+        { "threads", required_argument, O_THREADS, C(CMD_WARM), "N", "prefault threads (default: the server's)" },
+        { "ttl", required_argument, O_TTL, C(CMD_WARM), "S",
+          "release the pool if nobody claims it within S seconds" },
+        { "reserve", no_argument, O_RESERVE, C(CMD_WARM), NULL,
+          "grow the node's hugepage pool first if it has too\n"
+          "few free pages (needs free memory above the floor)" },
+        { "wait", no_argument, O_WAIT, C(CMD_WARM) | C(CMD_FLEET), NULL,
+          "wait until the pool is ready (progress on a terminal)" },
+        { "allow-partial", no_argument, O_ALLOW_PARTIAL, C(CMD_RESERVE), NULL,
+          "keep what the kernel gave when it gives fewer\n"
+          "pages (exit 1)" },
+        { "vmm", required_argument, O_VMM, C(CMD_HANDOFF), "VMM", "qemu, cloud-hypervisor or libvirt (required)" },
+        { "argv", no_argument, O_ARGV, C(CMD_HANDOFF), NULL,
+          "one word per line (qemu, cloud-hypervisor), for callers\n"
+          "that exec the VMM themselves" },
+        { "hosts", required_argument, O_HOSTS, C(CMD_FLEET), "FILE",
+          "one URL per line; blank lines and # comments\n"
+          "skipped (required)" },
+        { "warm", required_argument, O_WARM, C(CMD_FLEET), "NAME", "place: also warm pool NAME where it fits" },
+        { "pid", required_argument, O_PID, C(CMD_CLAIM), "PID",
+          "the VMM process that maps the pool: the daemon\n"
+          "releases the pool when that process exits" },
+        { "ignore-missing", no_argument, O_IGNORE_MISSING, C(CMD_RELEASE), NULL,
+          "exit 0 when there is no such pool (already released)" },
+};
+
+static const struct cmddef {
+        const char *name;
+        enum cli_cmd cmd;
+        int min_args, max_args;
+        const char *args;      /* positional arguments, for the synopsis */
+        const char *summary;   /* one line for the command list */
+        const char *more;      /* extra paragraph of the command's own help, or NULL */
+} cmddefs[] = {
+        { "health", CMD_HEALTH, 0, 0, "", "server health and version", NULL },
+        { "nodes", CMD_NODES, 0, 1, "[NODE]", "NUMA nodes and their hugepages", NULL },
+        { "reserve", CMD_RESERVE, 3, 3, "NODE PAGE_SIZE COUNT", "set NODE's persistent pool to COUNT pages",
+          "Refused with exit 5 when the kernel gives fewer pages (unless\n"
+          "--allow-partial) or when the pool would eat into the node's memory floor\n"
+          "(the message says the floor and the largest COUNT that fits).\n" },
+        { "warm", CMD_WARM, 1, 1, "NAME --node N --size SIZE", "create pool NAME and prefault it",
+          "Exit 5 when the node has too few free hugepages: add --reserve to grow\n"
+          "its pool, or run hpwarm reserve first.\n" },
+        { "status", CMD_STATUS, 1, 1, "NAME", "one pool", NULL },
+        { "wait", CMD_WAIT, 1, 1, "NAME", "until NAME is ready (or failed, or --timeout)",
+          "Exit 0 ready, 1 failed or cancelled, 4 still warming at the deadline.\n" },
+        { "pools", CMD_POOLS, 0, 0, "", "all pools", NULL },
+        { "claim", CMD_CLAIM, 1, 1, "NAME", "mark NAME as taken by a VM (clears its TTL)", NULL },
+        { "release", CMD_RELEASE, 1, 1, "NAME", "cancel/delete NAME, returning its hugepages",
+          "Without --ignore-missing a pool that does not exist is exit 1.\n" },
+        { "handoff", CMD_HANDOFF, 1, HPW_HANDOFF_MAX_POOLS, "NAME [NAME...] --vmm VMM",
+          "print the VMM arguments: the pools as guest RAM",
+          "Several pools: guest NUMA node i is the i-th NAME.  QEMU also needs -m\n"
+          "equal to the pools' total.  Pools must exist (else exit 1) and be ready\n"
+          "(else exit 5).\n" },
+        { "fleet", CMD_FLEET, 1, 1, "--hosts FILE nodes|pools|place",
+          "ask every host in FILE at once",
+          "nodes, pools: one table of every host's answer.  place --size SIZE: the\n"
+          "host and node with most free pages of --page-size (default 2M) that fit\n"
+          "(ties: file order, then node id); with --warm NAME also warm it there.\n"
+          "Hosts that did not answer are listed on stderr.\n"
+          "Exit codes: 0 every host answered; 7 some hosts did not answer (the\n"
+          "output covers those that did); when none answered, the code their\n"
+          "errors share (3 unreachable, 4 timed out, 6 unauthorized).  place:\n"
+          "5 when nothing fits; with --warm, the warm's own exit code.\n" },
+        { "help", CMD_NONE, 0, 1, "[COMMAND]", "this text, or one command's", NULL },
+};
+
+static const char exit_codes_text[] =
+"Exit codes:\n"
+"  0  success\n"
+"  1  operation failed (pool failed or cancelled, reserve incomplete, not found)\n"
+"  2  usage error\n"
+"  3  server unreachable\n"
+"  4  timed out\n"
+"  5  conflict or insufficient hugepages or memory (HTTP 409)\n"
+"  6  unauthorized or forbidden (HTTP 401/403)\n"
+"  7  fleet: some hosts did not answer\n";
+
+static void print_opt(FILE *f, const struct optdef *o)
+{
+        char head[64];
+        const char *h = o->help;
+
+        snprintf(head, sizeof(head), "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        if (o->id == O_HELP)
+                snprintf(head, sizeof(head), "-h, --help");
+        fprintf(f, "  %-20s", head);
+        if (strlen(head) > 20)
+                fprintf(f, "\n  %-20s", "");
+        /* Continuation lines of the help text line up under its first. */
+        for (const char *nl; (nl = strchr(h, '\n')); h = nl + 1)
+                fprintf(f, "%.*s\n  %-20s", (int)(nl - h), h, "");
+        fprintf(f, "%s\n", h);
+}
+
+static const struct cmddef *find_cmd(const char *name)
+{
+        for (size_t i = 0; i < sizeof(cmddefs) / sizeof(cmddefs[0]); i++)
+                if (strcmp(cmddefs[i].name, name) == 0)
+                        return &cmddefs[i];
+        return NULL;
+}
+
+static const struct cmddef *cmd_def(enum cli_cmd cmd)
+{
+        for (size_t i = 0; i < sizeof(cmddefs) / sizeof(cmddefs[0]); i++)
+                if (cmddefs[i].cmd == cmd && cmd != CMD_NONE)
+                        return &cmddefs[i];
+        return NULL;
+}
+
+void cli_help(enum cli_cmd cmd, FILE *f)
+{
+        const struct cmddef *d = cmd_def(cmd);
+        bool any = false;
+
+        if (!d) {
+                fputs("Usage: hpwarm [GLOBAL OPTIONS] COMMAND [ARGS] [OPTIONS]\n"
+                      "\n"
+                      "Talk to hpwarmd, the hugepage pool warming service.\n"
+                      "\n"
+                      "Commands (hpwarm COMMAND --help or hpwarm help COMMAND for one):\n", f);
+                for (size_t i = 0; i < sizeof(cmddefs) / sizeof(cmddefs[0]); i++) {
+                        char head[64];
+                        snprintf(head, sizeof(head), "%s %s", cmddefs[i].name, cmddefs[i].args);
+                        if (strlen(head) < 32)
+                                fprintf(f, "  %-32s%s\n", head, cmddefs[i].summary);
+                        else
+                                fprintf(f, "  %s\n  %-32s%s\n", head, "", cmddefs[i].summary);
+                }
+                fputs("\nGlobal options (before the command, or after it):\n", f);
+                for (size_t i = 0; i < sizeof(optdefs) / sizeof(optdefs[0]); i++)
+                        if (optdefs[i].cmds == GLOBAL)
+                                print_opt(f, &optdefs[i]);
+                fputs("\n" CLI_SIZE_HELP "\n\n", f);
+                fputs(exit_codes_text, f);
+                return;
+        }
+        fprintf(f, "Usage: hpwarm [GLOBAL OPTIONS] %s%s%s [OPTIONS]\n\n%c%s.\n", d->name, d->args[0] ? " " : "",
+                d->args, toupper((unsigned char)d->summary[0]), d->summary + 1);
+        if (d->more)
+                fprintf(f, "\n%s", d->more);
+        for (size_t i = 0; i < sizeof(optdefs) / sizeof(optdefs[0]); i++) {
+                if (optdefs[i].cmds == GLOBAL || !(optdefs[i].cmds & C(cmd)))
+                        continue;
+                if (!any)
+                        fputs("\nOptions:\n", f);
+                any = true;
+                print_opt(f, &optdefs[i]);
+        }
+        if (cmd == CMD_WARM || cmd == CMD_FLEET || cmd == CMD_RESERVE)
+                fputs("\n" CLI_SIZE_HELP "\n", f);
+        fputs("\nGlobal options (--url, --token-file, --timeout, --json, ...): hpwarm --help\n", f);
+}
+
+static int usage_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int usage_err(char *err, size_t errlen, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+        return -EINVAL;
+}
+
+int cli_parse_size(const char *s, uint64_t *ret)
+{
+        return hpw_size_parse(s, ret);
+}
+
+int cli_parse_page_size(const char *s, uint64_t *ret)
+{
+        return hpw_page_size_parse(s, ret);
+}
+
+void cli_size_explain(const char *s, bool page, char *buf, size_t len)
+{
+        hpw_size_explain(s, page, buf, len);
+}
+
+int cli_url_normalize(const char *in, char *out, size_t len, char *err, size_t errlen)
+{
+        const char *sep;
+        int n;
+
+        err[0] = '\0';
+        if (!in || !in[0])
+                return usage_err(err, errlen, "--url: empty (try unix:///run/hpwarmd/api.sock or http://HOST:PORT)");
+        sep = strstr(in, "://");
+        if (sep && (strncmp(in, "http://", 7) == 0 || strncmp(in, "https://", 8) == 0 ||
+                    strncmp(in, "unix://", 7) == 0))
+                n = snprintf(out, len, "%s", in);
+        else if (sep)
+                return usage_err(err, errlen, "--url %s: unsupported scheme '%.*s' (use http://HOST:PORT, "
+                                 "https://HOST:PORT or unix:///PATH)", in, (int)(sep - in), in);
+        else if (in[0] == '/')
+                n = snprintf(out, len, "unix://%s", in);      /* a socket path */
+        else
+                n = snprintf(out, len, "http://%s", in);      /* HOST:PORT */
+        if (n < 0 || (size_t)n >= len)
+                return usage_err(err, errlen, "--url: too long");
+        return 0;
+}
+
+int cli_parse_seconds(const char *s, uint64_t *ret_ms)
+{
+        uint64_t whole = 0, frac = 0;
+        int digits = 0;
+        const char *p = s;
+
+        if (!s || *s < '0' || *s > '9')
+                return -EINVAL;
+        for (; *p >= '0' && *p <= '9'; p++) {
+                whole = whole * 10 + (uint64_t)(*p - '0');
+                if (whole > 100000000ull)   /* over three years: a typo */
+                        return -ERANGE;
+        }
+        if (*p == '.') {
+                for (p++; *p >= '0' && *p <= '9'; p++) {
+                        if (++digits > 3)
+                                return -EINVAL;
+                        frac = frac * 10 + (uint64_t)(*p - '0');
+                }
+                if (digits == 0)
+                        return -EINVAL;
+                while (digits++ < 3)
+                        frac *= 10;
+        }
+        if (*p)
+                return -EINVAL;
+        *ret_ms = whole * 1000 + frac;
+        return 0;
+}
+
+static int parse_uint(const char *s, uint64_t max, uint64_t *ret)
+{
+        uint64_t v = 0;
+
+        if (!s || !*s)
+                return -EINVAL;
+        for (const char *p = s; *p; p++) {
+                if (*p < '0' || *p > '9')
+                        return -EINVAL;
+                v = v * 10 + (uint64_t)(*p - '0');
+                if (v > max)
+                        return -ERANGE;
+        }
+        *ret = v;
+        return 0;
+}
+
+static const struct optdef *opt_by_id(int id)
+{
+        for (size_t i = 0; i < sizeof(optdefs) / sizeof(optdefs[0]); i++)
+                if (optdefs[i].id == id)
+                        return &optdefs[i];
+        return NULL;
+}
+
+/* The option a word names ("--node", "--node=1"), in any command. */
+static const struct optdef *opt_by_word(const char *w)
+{
+        size_t len;
+
+        if (strncmp(w, "--", 2) != 0)
+                return NULL;
+        w += 2;
+        len = strcspn(w, "=");
+        for (size_t i = 0; i < sizeof(optdefs) / sizeof(optdefs[0]); i++)
+                if (strlen(optdefs[i].name) == len && strncmp(optdefs[i].name, w, len) == 0)
+                        return &optdefs[i];
+        return NULL;
+}
+
+static int apply_opt(struct cli *c, int id, const char *v, char *err, size_t errlen)
+{
+        uint64_t n;
+
+        switch (id) {
+        case O_URL: c->url = v; break;
+        case O_TOKEN_FILE: c->token_file = v; break;
+        case O_CACERT: c->cacert = v; break;
+        case O_CERT: c->cert = v; break;
+        case O_KEY: c->key = v; break;
+        case O_TIMEOUT:
+                if (cli_parse_seconds(v, &c->timeout_ms) < 0)
+                        return usage_err(err, errlen, "--timeout: not a number of seconds: '%s'", v);
+                c->timeout_set = true;
+                break;
+        case O_CONNECT_TIMEOUT:
+                if (cli_parse_seconds(v, &c->connect_timeout_ms) < 0)
+                        return usage_err(err, errlen, "--connect-timeout: not a number of seconds: '%s'", v);
+                break;
+        case O_JSON: c->json = true; break;
+        case O_HELP: c->help = true; break;
+        case O_VERSION: c->version = true; break;
+        case O_NODE:
+                if (parse_uint(v, 65535, &n) < 0)
+                        return usage_err(err, errlen, "--node: not a node id: '%s'", v);
+                c->node = (int)n;
+                break;
+        case O_SIZE: {
+                char why[160];
+                if (cli_parse_size(v, &c->size) < 0) {
+                        cli_size_explain(v, false, why, sizeof(why));
+                        return usage_err(err, errlen, "--size: %s", why);
+                }
+                if (c->size == 0)
+                        return usage_err(err, errlen, "--size: must be more than 0");
+                break;
+        }
+        case O_PAGE_SIZE: {
+                char why[160];
+                if (cli_parse_page_size(v, &c->page_size) < 0) {
+                        cli_size_explain(v, true, why, sizeof(why));
+                        return usage_err(err, errlen, "--page-size: %s", why);
+                }
+                break;
+        }
+        case O_THREADS:
+                if (parse_uint(v, 4096, &n) < 0 || n == 0)
+                        return usage_err(err, errlen, "--threads: not a thread count: '%s'", v);
+                c->threads = (unsigned)n;
+                break;
+        case O_TTL:
+                if (parse_uint(v, UINT32_MAX, &c->ttl_seconds) < 0)
+                        return usage_err(err, errlen, "--ttl: not a number of seconds: '%s'", v);
+                break;
+        case O_RESERVE: c->reserve = true; break;
+        case O_WAIT: c->wait = true; break;
+        case O_ALLOW_PARTIAL: c->allow_partial = true; break;
+        case O_VMM:
+                if (strcmp(v, "qemu") == 0)
+                        c->vmm = VMM_QEMU;
+                else if (strcmp(v, "cloud-hypervisor") == 0 || strcmp(v, "ch") == 0)
+                        c->vmm = VMM_CLOUD_HYPERVISOR;
+                else if (strcmp(v, "libvirt") == 0)
+                        c->vmm = VMM_LIBVIRT;
+                else
+                        return usage_err(err, errlen, "--vmm: expected qemu, cloud-hypervisor or libvirt, not '%s'",
+                                         v);
+                break;
+        case O_HOSTS: c->hosts = v; break;
+        case O_WARM: c->warm_name = v; break;
+        case O_PID:
+                if (parse_uint(v, INT32_MAX, &n) < 0 || n == 0)
+                        return usage_err(err, errlen, "--pid: not a process id: '%s'", v);
+                c->pid = (int)n;
+                break;
+        case O_IGNORE_MISSING: c->ignore_missing = true; break;
+        case O_ARGV: c->argv_words = true; break;
+        default:
+                return usage_err(err, errlen, "internal: option %d not handled", id);
+        }
+        return 0;
+}
+
+/* The long-option table getopt_long gets for CMD (CMD_NONE: before the
+ * command, globals only). */
+static void build_longopts(enum cli_cmd cmd, struct option *lo)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; i < sizeof(optdefs) / sizeof(optdefs[0]); i++)
+                if (optdefs[i].cmds == GLOBAL || (cmd != CMD_NONE && (optdefs[i].cmds & C(cmd))))
+                        lo[n++] = (struct option){ optdefs[i].name, optdefs[i].has_arg, NULL, optdefs[i].id };
+        lo[n] = (struct option){ 0 };
+}
+
+/* getopt_long said '?' or ':' for the word before OPTIND: say why, and
+ * what would work. */
+static int opt_error(int rc, const char *word, const char *cmdname, char *err, size_t errlen)
+{
+        const struct optdef *o = opt_by_word(word);
+        const struct optdef *id = opt_by_id(optopt);
+
+        if (rc == ':')
+                return usage_err(err, errlen, "option '--%s' needs a value", id ? id->name : word);
+        if (id && strchr(word, '='))
+                return usage_err(err, errlen, "option '--%s' takes no value", id->name);
+        if (o && !cmdname)
+                return usage_err(err, errlen, "--%s is an option of a command: put it after the command "
+                                 "(hpwarm COMMAND ... --%s)", o->name, o->name);
+        if (o)
+                return usage_err(err, errlen, "%s does not take --%s (try hpwarm %s --help)", cmdname, o->name,
+                                 cmdname);
+        if (cmdname)
+                return usage_err(err, errlen, "%s: unknown option '%s' (try hpwarm %s --help)", cmdname, word,
+                                 cmdname);
+        return usage_err(err, errlen, "unknown option '%s' (try hpwarm --help)", word);
+}
+
+/* Two passes of getopt_long.  The first reads global options up to the
+ * first word that is not one ("+": stop there): that word is the command.
+ * The second reads the rest with the command's options and the globals,
+ * returning positional words in order ("-"), so options and arguments may
+ * mix after the command whatever POSIXLY_CORRECT says.  opterr is off and
+ * every error is worded here. */
+int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_token_file,
+              struct cli *ret, char *err, size_t errlen)
+{
+        struct cli c = {
+                .node = -1,
+                .connect_timeout_ms = CLI_DEFAULT_CONNECT_MS,
+                .url = env_url && env_url[0] ? env_url : CLI_DEFAULT_URL,
+                .token_file = env_token_file && env_token_file[0] ? env_token_file : NULL,
+        };
+        struct option lo[sizeof(optdefs) / sizeof(optdefs[0]) + 1];
+        const char *pos[2 + HPW_HANDOFF_MAX_POOLS];
+        size_t npos = 0;
+        const struct cmddef *d;
+        char *sub[256];          /* the command's words; more is a usage error */
+        int subc, r, o;
+
+        err[0] = '\0';
+        build_longopts(CMD_NONE, lo);
+        opterr = 0;
+        optind = 0;   /* glibc: start afresh (tests parse many lines) */
+        while ((o = getopt_long(argc, argv, "+:h", lo, NULL)) != -1) {
+                if (o == '?' || o == ':')
+                        return opt_error(o, argv[optind - 1], NULL, err, errlen);
+                if ((r = apply_opt(&c, o, optarg, err, errlen)) < 0)
+                        return r;
+        }
+        if (optind >= argc) {
+                if (c.help || c.version) {
+                        *ret = c;
+                        return 0;
+                }
+                return usage_err(err, errlen, "no command given (try hpwarm --help)");
+        }
+        d = find_cmd(argv[optind]);
+        if (!d) {
+                if (c.version) {
+                        *ret = c;
+                        return 0;
+                }
+                return usage_err(err, errlen, "unknown command '%s' (try hpwarm --help)", argv[optind]);
+        }
+        c.cmd = d->cmd;
+
+        /* The command's words, with the command as argv[0]. */
+        subc = argc - optind;
+        if (subc > (int)(sizeof(sub) / sizeof(sub[0])) - 1)
+                return usage_err(err, errlen, "too many arguments");
+        for (int i = 0; i < subc; i++)
+                sub[i] = argv[optind + i];
+        sub[subc] = NULL;
+        build_longopts(d->cmd, lo);
+        optind = 0;
+        while ((o = getopt_long(subc, sub, "-:h", lo, NULL)) != -1) {
+                if (o == '?' || o == ':')
+                        return opt_error(o, sub[optind - 1], d->name, err, errlen);
+                if (o == 1) {
+                        if (npos == sizeof(pos) / sizeof(pos[0]))
+                                return usage_err(err, errlen, "too many arguments");
+                        pos[npos++] = optarg;
+                        continue;
+                }
+                if ((r = apply_opt(&c, o, optarg, err, errlen)) < 0)
+                        return r;
+        }
+        /* After "--" getopt leaves the rest for us. */
+        for (; optind < subc; optind++) {
+                if (npos == sizeof(pos) / sizeof(pos[0]))
+                        return usage_err(err, errlen, "too many arguments");
+                pos[npos++] = sub[optind];
+        }
+
+        if (strcmp(d->name, "help") == 0) {
+                /* hpwarm help [COMMAND] */
+                const struct cmddef *h = npos ? find_cmd(pos[0]) : NULL;
+                if (npos > 1)
+                        return usage_err(err, errlen, "help: one command at a time");
+                if (npos && !h)
+                        return usage_err(err, errlen, "help: unknown command '%s' (try hpwarm --help)", pos[0]);
+                c.help = true;
+                c.cmd = h ? h->cmd : CMD_NONE;
+                *ret = c;
+                return 0;
+        }
+        if (c.help || c.version) {
+                *ret = c;
+                return 0;
+        }
+        if ((int)npos < d->min_args)
+                return usage_err(err, errlen, "%s: missing arguments: hpwarm %s %s (try hpwarm %s --help)",
+                                 d->name, d->name, d->args, d->name);
+        if ((int)npos > d->max_args)
+                return usage_err(err, errlen, "%s: unexpected argument '%s'", d->name, pos[d->max_args]);
+
+        switch (c.cmd) {
+        case CMD_NODES:
+                if (npos == 1) {
+                        uint64_t n;
+                        if (parse_uint(pos[0], 65535, &n) < 0)
+                                return usage_err(err, errlen, "nodes: not a node id: '%s'", pos[0]);
+                        c.node = (int)n;
+                }
+                break;
+        case CMD_RESERVE: {
+                uint64_t n;
+                char why[160];
+                if (parse_uint(pos[0], 65535, &n) < 0)
+                        return usage_err(err, errlen, "reserve: not a node id: '%s'", pos[0]);
+                c.node = (int)n;
+                if (cli_parse_page_size(pos[1], &c.page_size) < 0) {
+                        cli_size_explain(pos[1], true, why, sizeof(why));
+                        return usage_err(err, errlen, "reserve: PAGE_SIZE: %s", why);
+                }
+                if (parse_uint(pos[2], UINT32_MAX, &c.count) < 0)
+                        return usage_err(err, errlen, "reserve: not a page count: '%s'", pos[2]);
+                break;
+        }
+        case CMD_WARM:
+        case CMD_STATUS:
+        case CMD_WAIT:
+        case CMD_CLAIM:
+        case CMD_RELEASE:
+        case CMD_HANDOFF:
+                c.name = pos[0];
+                if (!hpw_name_valid(c.name))
+                        return usage_err(err, errlen,
+                                         "%s: invalid pool name '%s' ([A-Za-z0-9][A-Za-z0-9._-]{0,63})",
+                                         d->name, c.name);
+                if (c.cmd == CMD_WARM && c.node < 0)
+                        return usage_err(err, errlen, "warm: --node is required");
+                if (c.cmd == CMD_WARM && c.size == 0)
+                        return usage_err(err, errlen, "warm: --size is required");
+                if (c.cmd == CMD_WARM && c.page_size && c.size % c.page_size)
+                        return usage_err(err, errlen, "warm: --size must be a multiple of --page-size");
+                if (c.cmd == CMD_HANDOFF && c.vmm == VMM_NONE)
+                        return usage_err(err, errlen, "handoff: --vmm qemu|cloud-hypervisor|libvirt is required");
+                if (c.cmd == CMD_HANDOFF) {
+                        /* Guest node i is the i-th name: each once. */
+                        for (size_t i = 0; i < npos; i++) {
+                                if (!hpw_name_valid(pos[i]))
+                                        return usage_err(err, errlen, "handoff: invalid pool name '%s'", pos[i]);
+                                for (size_t j = 0; j < i; j++)
+                                        if (strcmp(pos[j], pos[i]) == 0)
+                                                return usage_err(err, errlen,
+                                                                 "handoff: '%s' named twice (one pool per guest node)",
+                                                                 pos[i]);
+                                c.names[c.n_names++] = pos[i];
+                        }
+                }
+                break;
+        case CMD_FLEET:
+                if (!c.hosts)
+                        return usage_err(err, errlen, "fleet: --hosts FILE is required");
+                if (strcmp(pos[0], "nodes") == 0)
+                        c.fleet = FLEET_NODES;
+                else if (strcmp(pos[0], "pools") == 0)
+                        c.fleet = FLEET_POOLS;
+                else if (strcmp(pos[0], "place") == 0)
+                        c.fleet = FLEET_PLACE;
+                else
+                        return usage_err(err, errlen, "fleet: expected nodes, pools or place, not '%s'", pos[0]);
+                if (c.fleet != FLEET_PLACE && (c.size || c.page_size || c.warm_name || c.wait))
+                        return usage_err(err, errlen, "fleet %s takes no --size, --page-size, --warm or --wait",
+                                         pos[0]);
+                if (c.fleet == FLEET_PLACE) {
+                        if (c.size == 0)
+                                return usage_err(err, errlen, "fleet place: --size is required");
+                        if (!c.page_size)
+                                c.page_size = CLI_DEFAULT_PAGE_SIZE;
+                        if (c.size % c.page_size)
+                                return usage_err(err, errlen, "fleet place: --size must be a multiple of --page-size");
+                        if (c.warm_name && !hpw_name_valid(c.warm_name))
+                                return usage_err(err, errlen, "fleet place: invalid pool name '%s'", c.warm_name);
+                        if (c.wait && !c.warm_name)
+                                return usage_err(err, errlen, "fleet place: --wait needs --warm NAME");
+                }
+                break;
+        default:
+                break;
+        }
+        if ((c.cert && !c.key) || (!c.cert && c.key))
+                return usage_err(err, errlen, "--cert and --key go together");
+        *ret = c;
+        return 0;
+}

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""docs.architecture: docs/ARCHITECTURE.md still describes the code.
+
+Usage: check_architecture.py SOURCE_DIR
+
+Rules, each reported by name:
+  threads-named      every file under server/src that calls pthread_create
+                     names at least as many threads (pthread_setname_np), so
+                     no thread passes for the main thread;
+  threads-documented every thread name the daemon sets is in ARCHITECTURE.md.
+                     A name is resolved from pthread_setname_np's argument: a
+                     string literal, a #define'd literal, a field assigned
+                     literals (l->thread_name = tcp ? "a" : "b"), or a buffer
+                     filled by snprintf with a format; a "%s" in the format is
+                     the first literal argument of each call of the function
+                     that formats it (workq_start(..., "http-blk", ...)).
+                     Numbers in a format ("hpw-n%d-w%u") may be written as
+                     <placeholder>, N, i or digits ("hpw-n<node>-w<i>");
+  files-mentioned    every server/src/*.c is named in ARCHITECTURE.md or in
+                     README.md's Layout block;
+  files-exist        every file.c ARCHITECTURE.md names exists (server/src,
+                     client/src, common);
+  deps-owned         each row of the outside-dependency table names exactly
+                     the files that include that dependency's headers.
+Exit 0 when all hold, 1 otherwise.
+"""
+import glob
+import os
+import re
+import sys
+
+LITERAL = r'"((?:[^"\\]|\\.)*)"'
+NUM_CONV = re.compile(r"%[-+ #0]*\d*(?:hh|h|ll|l|z|j|t)?[diuxX]")
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def enclosing_function(text, pos):
+    """Name of the function whose body holds POS: the last definition line
+    (at column 0, ending in an opening parenthesis list) before it."""
+    name = None
+    for m in re.finditer(r"^[A-Za-z_][\w \*]*?\b(\w+)\([^;{]*\)\s*\{", text, re.M | re.S):
+        if m.start() > pos:
+            break
+        name = m.group(1)
+    return name
+
+
+def name_specs(src_dir):
+    """Yield (file, spec or None, what) for every pthread_setname_np call."""
+    sources = {os.path.basename(p): read(p) for p in sorted(glob.glob(os.path.join(src_dir, "server/src/*.c")))}
+    for fname, text in sources.items():
+        for m in re.finditer(r"pthread_setname_np\s*\(([^;]*)\)\s*;", text):
+            arg = m.group(1).split(",", 1)[1].strip()
+            lit = re.fullmatch(LITERAL, arg)
+            if lit:
+                yield fname, [lit.group(1)], arg
+                continue
+            d = re.search(r"^#define\s+" + re.escape(arg) + r"\s+" + LITERAL, text, re.M)
+            if d:
+                yield fname, [d.group(1)], arg
+                continue
+            field = re.fullmatch(r"\w+(?:->|\.)(\w+)", arg)
+            if field:
+                lits = []
+                for a in re.finditer(r"(?:->|\.)" + re.escape(field.group(1)) + r"\s*=\s*([^;]*);", text):
+                    lits += re.findall(LITERAL, a.group(1))
+                yield fname, lits or None, arg
+                continue
+            fmt = None
+            for s in re.finditer(r"snprintf\s*\(\s*" + re.escape(arg) + r"\s*,[^,]*,\s*" + LITERAL, text):
+                if s.start() < m.start():
+                    fmt = s
+            if not fmt:
+                yield fname, None, arg
+                continue
+            if "%s" not in fmt.group(1):
+                yield fname, [fmt.group(1)], arg
+                continue
+            func = enclosing_function(text, fmt.start())
+            names = []
+            for other in sources.values():
+                for c in re.finditer(r"\b" + re.escape(func or "?") + r"\s*\(([^;]*)\)\s*;", other):
+                    first = re.search(LITERAL, c.group(1))
+                    if first:
+                        names.append(fmt.group(1).replace("%s", first.group(1), 1))
+            yield fname, names or None, arg
+
+
+def spec_regex(spec):
+    out, pos = "", 0
+    for m in NUM_CONV.finditer(spec):
+        out += re.escape(spec[pos:m.start()]) + r"(?:<[^<>\s]+>|N|i|\d+)"
+        pos = m.end()
+    out += re.escape(spec[pos:])
+    return re.compile(r"(?<![\w-])" + out + r"(?![\w-])")
+
+
+def layout_block(readme):
+    m = re.search(r"^## Layout\n(?:(?!^## ).)*?^```\n(.*?)^```", readme, re.M | re.S)
+    return m.group(1) if m else ""
+
+
+def includes(path):
+    return re.findall(r'^\s*#\s*include\s*<([^>]+)>', read(path), re.M)
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__)
+        return 2
+    src = argv[1]
+    arch_path = os.path.join(src, "docs/ARCHITECTURE.md")
+    arch = read(arch_path)
+    readme = read(os.path.join(src, "README.md"))
+    errors = []
+    server_c = sorted(glob.glob(os.path.join(src, "server/src/*.c")))
+
+    # threads-named
+    for path in server_c:
+        text = read(path)
+        created = len(re.findall(r"\bpthread_create\s*\(", text))
+        named = len(re.findall(r"\bpthread_setname_np\s*\(", text))
+        if named < created:
+            errors.append(f"threads-named: {os.path.basename(path)} creates {created} thread(s) "
+                          f"but names {named}")
+
+    # threads-documented
+    n_names = 0
+    for fname, specs, arg in name_specs(src):
+        if not specs:
+            errors.append(f"threads-documented: cannot tell the name {fname} sets with "
+                          f"pthread_setname_np(..., {arg}); use a literal or a #define")
+            continue
+        for spec in specs:
+            n_names += 1
+            if not spec_regex(spec).search(arch):
+                errors.append(f"threads-documented: thread \"{spec}\" ({fname}) is not in ARCHITECTURE.md")
+    if n_names < 5:
+        errors.append(f"threads-documented: found only {n_names} thread names; the scan is broken")
+
+    # files-mentioned
+    layout = layout_block(readme)
+    if not layout:
+        errors.append("files-mentioned: README.md has no ## Layout code block")
+    for path in server_c:
+        base = os.path.basename(path)
+        word = re.compile(r"(?<![\w/])" + re.escape(base) + r"\b")
+        in_layout = re.search(r"(?<![\w])(?:server/src/)?" + re.escape(base) + r"\b", layout)
+        if not word.search(arch) and not in_layout:
+            errors.append(f"files-mentioned: server/src/{base} is in neither ARCHITECTURE.md nor README's Layout")
+
+    # files-exist
+    for name in sorted(set(re.findall(r"(?<![\w/.-])((?:client/src/|common/)?[a-z][a-z0-9_]*\.c)\b", arch))):
+        cands = [os.path.join(src, name)] if "/" in name else \
+            [os.path.join(src, d, name) for d in ("server/src", "client/src", "common")]
+        if not any(os.path.exists(c) for c in cands):
+            errors.append(f"files-exist: ARCHITECTURE.md names {name}, which does not exist")
+
+    # deps-owned
+    all_c = server_c + sorted(glob.glob(os.path.join(src, "client/src/*.c"))) + \
+        sorted(glob.glob(os.path.join(src, "common/*.c")))
+    rows = 0
+    for line in arch.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not line.startswith("|"):
+            continue
+        headers = [h for h in re.findall(r"`([^`]+)`", cells[1]) if h.endswith(".h")]
+        if not headers:
+            continue
+        rows += 1
+        listed = set(re.findall(r"`((?:client/src/|common/)?[a-z][a-z0-9_]*\.c)`", cells[2]))
+        listed = {n if "/" in n else "server/src/" + n for n in listed}
+
+        def matches(inc):
+            for h in headers:
+                if h.endswith("/*.h") and inc.startswith(h[:-3]):
+                    return True
+                if inc == h:
+                    return True
+            return False
+
+        actual = {os.path.relpath(p, src) for p in all_c if any(matches(i) for i in includes(p))}
+        for f in sorted(actual - listed):
+            errors.append(f"deps-owned: {f} includes {cells[0]} ({', '.join(headers)}) but the table does not list it")
+        for f in sorted(listed - actual):
+            errors.append(f"deps-owned: the table lists {f} for {cells[0]}, but it includes none of {', '.join(headers)}")
+    if rows < 5:
+        errors.append(f"deps-owned: found only {rows} dependency rows in ARCHITECTURE.md")
+
+    for e in errors:
+        print("FAIL:", e)
+    if errors:
+        return 1
+    print(f"ok: {n_names} thread names, {len(server_c)} server files, {rows} dependencies described")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

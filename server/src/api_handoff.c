@@ -1,0 +1,241 @@
+/* api_handoff: the VMM arguments that make warm pools a guest's RAM.
+ *
+ * Two places show them: every pool object's "handoff" (one pool, every VMM)
+ * and GET /v1/handoff?vmm=...&pools=A,B (several pools composed into one
+ * multi-node guest, guest node i = the i-th pool named).  Both go through
+ * handoff.c, so a pool's own strings and a one-pool composition are the same
+ * text.  Reads only: answered on the HTTP thread from the registry's views. */
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+#include "api_handoff.h"
+#include "api_util.h"
+#include "app.h"
+#include "handoff.h"
+#include "json.h"
+#include "pools.h"
+
+/* What the caller adds around the words, per VMM; sent with the answer so
+ * nobody has to find it in a manual.  TOTAL is the size as QEMU's -m takes
+ * it (a bare -m number would be MiB). */
+static void write_note(enum handoff_vmm vmm, const char *total, char *buf, size_t len)
+{
+        switch (vmm) {
+        case HANDOFF_QEMU:
+                snprintf(buf, len,
+                         "add -m %s (exactly the pools' total: QEMU refuses any other size), -smp and "
+                         "the rest of the machine; with several pools, guest NUMA node i is the i-th pool",
+                         total);
+                break;
+        case HANDOFF_CLOUD_HYPERVISOR:
+                snprintf(buf, len,
+                         "add --cpus, --kernel and the rest of the VM; guest memory is the pools' "
+                         "total (%s) and needs nothing else; untested on a live cloud-hypervisor",
+                         total);
+                break;
+        case HANDOFF_LIBVIRT:
+                snprintf(buf, len,
+                         "put xml inside <domain> and namespace on the <domain> element; <memory> must "
+                         "be %s (the pools' total); with several pools the domain must not declare <numa> "
+                         "cells (these words do)",
+                         total);
+                break;
+        }
+}
+
+/* Bytes as QEMU's -m reads them: the largest binary unit that divides. */
+static void qemu_size(uint64_t v, char *buf, size_t len)
+{
+        static const struct {
+                char suffix;
+                unsigned shift;
+        } u[] = { { 'T', 40 }, { 'G', 30 }, { 'M', 20 }, { 'K', 10 } };
+        for (size_t i = 0; i < ARRAY_SIZE(u); i++)
+                if (v % (UINT64_C(1) << u[i].shift) == 0) {
+                        snprintf(buf, len, "%" PRIu64 "%c", v >> u[i].shift, u[i].suffix);
+                        return;
+                }
+        snprintf(buf, len, "%" PRIu64 "B", v);
+}
+
+static struct handoff_pool as_handoff_pool(const struct pool_view *v)
+{
+        return (struct handoff_pool){
+                .name = v->name,
+                .path = v->path,
+                .node = v->node,
+                .size_bytes = v->size_bytes,
+                .page_size = v->page_size,
+        };
+}
+
+static void add_argv(struct json *o, const char *key, const struct handoff *h)
+{
+        struct json *arr = json_add_array(o, key);
+        for (size_t i = 0; h && i < h->argc; i++)
+                json_append_str(arr, h->argv[i]);
+}
+
+void api_add_pool_handoff(struct json *pool, const struct pool_view *v)
+{
+        /* A pool without a file (failed, cancelled) offers nothing: "" and []. */
+        struct handoff_pool hp = as_handoff_pool(v);
+        struct handoff *q = NULL, *c = NULL, *l = NULL;
+        handoff_compose(HANDOFF_QEMU, &hp, 1, &q);
+        handoff_compose(HANDOFF_CLOUD_HYPERVISOR, &hp, 1, &c);
+        handoff_compose(HANDOFF_LIBVIRT, &hp, 1, &l);
+
+        struct json *h = json_add_object(pool, "handoff");
+        json_add_str(h, "qemu", q ? q->shell : "");
+        add_argv(h, "qemu_argv", q);
+        json_add_str(h, "cloud_hypervisor", c ? c->shell : "");
+        add_argv(h, "cloud_hypervisor_argv", c);
+        json_add_str(h, "libvirt", l ? l->xml : "");
+        handoff_free(q);
+        handoff_free(c);
+        handoff_free(l);
+}
+
+/* Split the pools= value at commas (also written %2C, as form encoders
+ * do).  0, or 422 in RESP: empty item, bad name, duplicate, too many. */
+static int parse_pool_list(const char *s, char names[][POOL_NAME_MAX + 1], size_t *ret_n, struct resp *resp)
+{
+        size_t n = 0;
+        const char *p = s;
+        for (;;) {
+                const char *end = p;
+                size_t sep = 0;
+                while (*end) {
+                        if (*end == ',') {
+                                sep = 1;
+                                break;
+                        }
+                        if (end[0] == '%' && end[1] == '2' && (end[2] == 'C' || end[2] == 'c')) {
+                                sep = 3;
+                                break;
+                        }
+                        end++;
+                }
+                char name[POOL_NAME_MAX + 2];
+                size_t len = (size_t)(end - p);
+                if (n == HANDOFF_MAX_POOLS) {
+                        problem_raise(&resp->problem, PROBLEM_INVALID_FIELD, "pools: at most %d pools per guest",
+                                      HANDOFF_MAX_POOLS);
+                        resp->status = resp->problem.status;
+                        return -1;
+                }
+                if (len == 0 || len > POOL_NAME_MAX) {
+                        problem_raise(&resp->problem, PROBLEM_INVALID_FIELD,
+                                      "pools: item %zu is %s; give pool names separated by commas, e.g. pools=vm-a,vm-b",
+                                      n + 1, len ? "too long" : "empty");
+                        resp->status = resp->problem.status;
+                        return -1;
+                }
+                memcpy(name, p, len);
+                name[len] = '\0';
+                if (!pool_name_valid(name)) {
+                        problem_raise(&resp->problem, PROBLEM_INVALID_FIELD,
+                                      "pools: \"%.64s\" is not a pool name ([A-Za-z0-9][A-Za-z0-9._-]{0,63})", name);
+                        resp->status = resp->problem.status;
+                        return -1;
+                }
+                for (size_t i = 0; i < n; i++)
+                        if (strcmp(names[i], name) == 0) {
+                                problem_raise(&resp->problem, PROBLEM_INVALID_FIELD,
+                                              "pools: \"%s\" is named twice; one pool backs one guest node", name);
+                                resp->status = resp->problem.status;
+                                return -1;
+                        }
+                memcpy(names[n++], name, len + 1);
+                if (!*end)
+                        break;
+                p = end + sep;
+        }
+        *ret_n = n;
+        return 0;
+}
+
+void api_handoff(const struct req *req, struct resp *resp)
+{
+        const char *vmm_s = req->query(req, "vmm"), *pools_s = req->query(req, "pools");
+        enum handoff_vmm vmm;
+        if (!vmm_s || handoff_vmm_parse(vmm_s, &vmm) < 0) {
+                api_invalid(resp, "vmm must be qemu, cloud-hypervisor or libvirt");
+                return;
+        }
+        if (!pools_s || !*pools_s) {
+                api_invalid(resp, "pools is required: pool names separated by commas, e.g. pools=vm-a,vm-b");
+                return;
+        }
+        char names[HANDOFF_MAX_POOLS][POOL_NAME_MAX + 1];
+        size_t n = 0;
+        if (parse_pool_list(pools_s, names, &n, resp) < 0)
+                return;
+
+        _cleanup_free_ struct pool_view *views = calloc(n, sizeof(*views));
+        struct handoff_pool hp[HANDOFF_MAX_POOLS];
+        if (!views) {
+                api_oom(resp);
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct problem p = { 0 };
+                if (pools_get(req->app->pools, names[i], &views[i]) < 0) {
+                        problem_raise(&p, PROBLEM_POOL_NOT_FOUND, "there is no pool \"%s\"", names[i]);
+                        resp_problem(resp, &p);
+                        return;
+                }
+                /* Claimed pools are ready too: a VM being restarted on its pool. */
+                if (views[i].state != POOL_READY) {
+                        problem_raise(&p, PROBLEM_POOL_NOT_READY,
+                                      "pool \"%s\" is %s; only ready pools can be handed to a VMM", names[i],
+                                      pool_state_name(views[i].state));
+                        resp_problem(resp, &p);
+                        return;
+                }
+                hp[i] = as_handoff_pool(&views[i]);
+        }
+
+        struct handoff *h = NULL;
+        int r = handoff_compose(vmm, hp, n, &h);
+        if (r < 0) {
+                struct problem p = { 0 };
+                if (r == -ENOMEM) {
+                        api_oom(resp);
+                        return;
+                }
+                problem_raise(&p, PROBLEM_INTERNAL_ERROR,
+                              "the pool paths cannot be written for %s (a control character in a path?)", vmm_s);
+                resp_problem(resp, &p);
+                return;
+        }
+
+        char total[32], note[512];
+        qemu_size(h->memory_bytes, total, sizeof(total));
+        write_note(vmm, total, note, sizeof(note));
+        struct json *o = json_new_object();
+        json_add_str(o, "vmm", handoff_vmm_name(vmm));
+        struct json *arr = json_add_array(o, "pools");
+        for (size_t i = 0; i < n; i++) {
+                struct json *e = json_append_object(arr);
+                json_add_str(e, "name", views[i].name);
+                json_add_u64(e, "guest_node", i);
+                json_add_u64(e, "node", (uint64_t)views[i].node);
+                json_add_u64(e, "size_bytes", views[i].size_bytes);
+                json_add_u64(e, "page_size_bytes", views[i].page_size);
+                json_add_str(e, "path", views[i].path);
+        }
+        json_add_u64(o, "memory_bytes", h->memory_bytes);
+        if (vmm != HANDOFF_LIBVIRT)
+                json_add_str(o, "args", h->shell);
+        add_argv(o, "argv", h);
+        if (vmm == HANDOFF_LIBVIRT) {
+                json_add_str(o, "xml", h->xml);
+                json_add_str(o, "namespace", HANDOFF_LIBVIRT_NAMESPACE);
+        }
+        json_add_str(o, "note", note);
+        handoff_free(h);
+        resp_json(resp, 200, json_print(o));
+        json_free(o);
+}

@@ -1,0 +1,481 @@
+"""libvirt.hook: deploy/libvirt/hpwarm-libvirt-hook run the way libvirt runs
+it (DOMAIN OPERATION SUB-OPERATION -, domain XML on stdin), against a fake
+hpwarm CLI that records its arguments and answers with chosen exit codes.
+No libvirt, no daemon, no root: every rule of the hook's input handling and
+every failure path, in a second.  libvirt.boot proves the same hook with a
+real libvirtd, QEMU and hpwarmd.
+
+One test per rule; each also checks the hook printed nothing on stdout
+(libvirt reads a hook's stdout as replacement XML for some operations)."""
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import unittest
+
+HOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy", "libvirt",
+                    "hpwarm-libvirt-hook")
+NS = "urn:hpwarm:libvirt:1"
+QNS = "http://libvirt.org/schemas/domain/qemu/1.0"
+MIB = 1 << 20
+
+FAKE_CLI = r"""#!/bin/sh
+echo "$*" >> "$FAKE_LOG"
+cmd=$1
+case " $* " in *" --pid "*) [ "${FAKE_NO_PID:-}" = 1 ] && { echo "hpwarm: unknown option '--pid'" >&2; exit 2; } ;; esac
+case " $* " in *" --ignore-missing "*) [ "${FAKE_NO_IGNORE:-}" = 1 ] && { echo "hpwarm: unknown option '--ignore-missing'" >&2; exit 2; } ;; esac
+case $cmd in
+warm) [ -n "${FAKE_WARM_ERR:-}" ] && echo "$FAKE_WARM_ERR" >&2; exit "${FAKE_WARM_RC:-0}" ;;
+status) [ -n "${FAKE_PATH:-}" ] && echo "path:       $FAKE_PATH"
+        [ -n "${FAKE_POOLDIR:-}" ] && echo "path:       $FAKE_POOLDIR/$2"
+        exit "${FAKE_STATUS_RC:-0}" ;;
+claim) exit "${FAKE_CLAIM_RC:-0}" ;;
+release) exit "${FAKE_RELEASE_RC:-0}" ;;
+esac
+exit 99
+"""
+
+
+def domain(name="vm1", memory="262144", unit=None, meta=None, pool=None, path=None, extra_meta=""):
+    """A domain XML; META is the <hpwarm:pool> attribute string (None: not opted in)."""
+    u = " unit='%s'" % unit if unit else ""
+    md = ""
+    if meta is not None:
+        md = "<metadata><other:x xmlns:other='urn:other'/><hpwarm:pool xmlns:hpwarm='%s' %s/>%s</metadata>" % (
+            NS, meta, extra_meta)
+    frag = ""
+    if path is not None:
+        p = pool or name
+        frag = ("<qemu:commandline><qemu:arg value='-object'/>"
+                "<qemu:arg value='memory-backend-file,id=mem-%s,mem-path=%s,size=1,share=on,prealloc=on'/>"
+                "<qemu:arg value='-machine'/><qemu:arg value='memory-backend=mem-%s'/></qemu:commandline>"
+                % (p, path.replace(",", ",,"), p))
+    return ("<domain type='qemu' xmlns:qemu='%s'><name>%s</name><memory%s>%s</memory>%s"
+            "<os><type>hvm</type></os>%s</domain>" % (QNS, name, u, memory, md, frag))
+
+
+class Hook(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="hpwarm-hook-test-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.cli = os.path.join(self.tmp, "hpwarm")
+        with open(self.cli, "w") as f:
+            f.write(FAKE_CLI)
+        os.chmod(self.cli, 0o755)
+        self.log = os.path.join(self.tmp, "calls")
+        self.rundir = os.path.join(self.tmp, "run")
+        self.statedir = os.path.join(self.tmp, "state")
+        self.pooldir = os.path.join(self.tmp, "pools")
+        os.makedirs(self.rundir)
+        os.makedirs(self.pooldir)
+        open(os.path.join(self.pooldir, ".hpwarm-pool-dir"), "w").close()
+        self.env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HPWARM": self.cli,
+                    "HPWARM_LIBVIRT_CONFIG": os.path.join(self.tmp, "no-such-config"),
+                    "HPWARM_LIBVIRT_RUNDIR": self.rundir, "HPWARM_LIBVIRT_STATEDIR": self.statedir,
+                    "FAKE_LOG": self.log}
+
+    def hook(self, xml, name="vm1", op="prepare", sub="begin", **fake):
+        env = dict(self.env)
+        env.update({k: str(v) for k, v in fake.items()})
+        r = subprocess.run([HOOK, name, op, sub, "-"], input=xml, env=env, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        self.assertEqual(r.stdout, "", "the hook printed on stdout (libvirt may read it as XML)")
+        return r
+
+    def calls(self):
+        try:
+            with open(self.log) as f:
+                return f.read().splitlines()
+        except FileNotFoundError:
+            return []
+
+    def path(self, name="vm1"):
+        return os.path.join(self.pooldir, name)
+
+    # -- opting in --
+    def test_not_opted_in_is_untouched_for_every_operation(self):
+        for op, sub in (("prepare", "begin"), ("start", "begin"), ("started", "begin"), ("stopped", "end"),
+                        ("release", "end"), ("migrate", "begin"), ("restore", "begin"), ("reconnect", "begin")):
+            r = self.hook(domain(), op=op, sub=sub)
+            self.assertEqual((r.returncode, r.stderr), (0, ""), (op, sub))
+        self.assertEqual(self.calls(), [])
+
+    def test_other_metadata_namespace_is_not_opting_in(self):
+        xml = domain().replace("<os>", "<metadata><hpwarm:pool xmlns:hpwarm='urn:not-hpwarm' node='0'/>"
+                               "</metadata><os>")
+        r = self.hook(xml)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertEqual(self.calls(), [])
+
+    def test_unused_operations_do_nothing_when_opted_in(self):
+        xml = domain(meta="node='0' size='256M'", path=self.path())
+        for op, sub in (("prepare", "end"), ("start", "begin"), ("stopped", "end"), ("migrate", "begin"),
+                        ("restore", "begin"), ("reconnect", "begin"), ("release", "begin")):
+            self.assertEqual(self.hook(xml, op=op, sub=sub).returncode, 0, (op, sub))
+        self.assertEqual(self.calls(), [])
+
+    # -- prepare --
+    def test_prepare_warms_on_node_with_reserve_and_wait(self):
+        xml = domain(meta="node='1' size='256M'", path=self.path())
+        r = self.hook(xml, FAKE_PATH=self.path())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.calls()[0], "warm vm1 --node 1 --size %d --page-size 2M --ttl 600 --reserve "
+                                          "--wait --timeout 120" % (256 * MIB))
+        self.assertEqual(self.calls()[1], "status vm1 --timeout 10")
+
+    def test_settings_from_environment(self):
+        xml = domain(meta="node='0'", path=self.path())
+        r = self.hook(xml, FAKE_PATH=self.path(), HPWARM_LIBVIRT_TIMEOUT=7, HPWARM_LIBVIRT_TTL=30,
+                      HPWARM_PAGE_SIZE="1G")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("--page-size 1G --ttl 30 --reserve --wait --timeout 7", self.calls()[0])
+
+    def test_settings_from_config_file_and_environment_wins(self):
+        conf = os.path.join(self.tmp, "conf")
+        with open(conf, "w") as f:
+            f.write("HPWARM_LIBVIRT_TIMEOUT=9\nHPWARM_LIBVIRT_TTL=11\n")
+        xml = domain(meta="node='0'", path=self.path())
+        r = self.hook(xml, FAKE_PATH=self.path(), HPWARM_LIBVIRT_CONFIG=conf, HPWARM_LIBVIRT_TTL=5)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("--ttl 5 --reserve --wait --timeout 9", self.calls()[0])
+
+    def test_size_defaults_to_memory(self):
+        r = self.hook(domain(memory="1", unit="GiB", meta="node='0'", path=self.path()), FAKE_PATH=self.path())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("--size %d " % (1 << 30), self.calls()[0])
+
+    def test_memory_units_match_pool_sizes(self):
+        same = [("262144", None, "256M"), ("262144", "KiB", "256MiB"), ("262144", "k", "262144kB"),
+                ("268435456", "bytes", "268435456"), ("268435456", "b", "256M"), ("256", "MiB", "256M"),
+                ("256", "M", "256M"), ("1", "G", "1024M"), ("1", "GiB", "1G"), ("1", "T", "1024G")]
+        for mem, unit, size in same:
+            r = self.hook(domain(memory=mem, unit=unit, meta="node='0' size='%s'" % size, path=self.path()),
+                          FAKE_PATH=self.path())
+            self.assertEqual(r.returncode, 0, (mem, unit, size, r.stderr))
+
+    def test_decimal_memory_units_are_not_binary(self):
+        for mem, unit, size in (("256", "MB", "256M"), ("1", "GB", "1G"), ("262144", "KB", "256M")):
+            r = self.hook(domain(memory=mem, unit=unit, meta="node='0' size='%s'" % size, path=self.path()))
+            self.assertEqual(r.returncode, 1, (mem, unit, size))
+            self.assertIn("differs from the domain's <memory>", r.stderr)
+        self.assertEqual(self.calls(), [])
+
+    def test_size_mismatch_refused_with_both_sizes(self):
+        r = self.hook(domain(meta="node='0' size='512M'", path=self.path()))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("hpwarm hook: domain 'vm1': pool size %d bytes" % (512 * MIB), r.stderr)
+        self.assertIn("<memory> of %d bytes" % (256 * MIB), r.stderr)
+        self.assertEqual(self.calls(), [])
+
+    def test_bad_attributes_refused(self):
+        for meta, msg in (("size='256M'", "lacks node="), ("node='x'", "not a node number"),
+                          ("node='-1'", "not a node number"), ("node='0' size='lots'", "not a size"),
+                          ("node='0' size='256Q'", "not a size"), ("node='0' required='maybe'", "expected yes or no"),
+                          ("node='0' size='99999999999999999999G'", "not a size")):
+            r = self.hook(domain(meta=meta, path=self.path()))
+            self.assertEqual(r.returncode, 1, meta)
+            self.assertIn(msg, r.stderr, meta)
+        self.assertEqual(self.calls(), [])
+
+    def test_line_break_in_an_attribute_refused(self):
+        r = self.hook(domain(meta="node='0&#10;1' size='256M'", path=self.path()))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("a line break", r.stderr)
+        self.assertEqual(self.calls(), [])
+
+    def test_unparsable_xml_refused(self):
+        r = self.hook("<domain><name>vm1</name")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("cannot parse the domain XML", r.stderr)
+
+    def test_bad_memory_refused(self):
+        r = self.hook(domain(memory="256", unit="parsecs", meta="node='0'", path=self.path()))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("cannot read <memory", r.stderr)
+
+    def test_domain_name_not_a_pool_name_refused(self):
+        for name in ("my vm", "-vm", "vm/1", "a" * 65, "vm$(touch PWNED)", "é"):
+            r = self.hook(domain(name="x", meta="node='0'", path=self.path()), name=name)
+            self.assertEqual(r.returncode, 1, name)
+            self.assertIn("is not a valid pool name", r.stderr, name)
+            self.assertIn('set pool="NAME"', r.stderr, name)
+        self.assertFalse(os.path.exists("PWNED"))
+        self.assertEqual(self.calls(), [])
+
+    def test_pool_attribute_maps_a_domain_name(self):
+        xml = domain(name="my vm", meta="node='0' pool='my-vm'", pool="my-vm", path=self.path("my-vm"))
+        r = self.hook(xml, name="my vm", FAKE_PATH=self.path("my-vm"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(self.calls()[0].startswith("warm my-vm --node 0"), self.calls())
+
+    def test_longest_pool_name_accepted(self):
+        name = "a" * 64
+        r = self.hook(domain(name=name, meta="node='0'", path=self.path(name)), name=name, FAKE_PATH=self.path(name))
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_several_pools_refused(self):
+        extra = "<hpwarm:pool xmlns:hpwarm='%s' node='1'/>" % NS
+        r = self.hook(domain(meta="node='0'", path=self.path(), extra_meta=extra))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("2 <hpwarm:pool> elements", r.stderr)
+        self.assertEqual(self.calls(), [])
+
+    def test_domain_without_the_fragment_refused(self):
+        r = self.hook(domain(meta="node='0'"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("has no memory backend id=mem-vm1", r.stderr)
+        self.assertIn("hpwarm handoff vm1 --vmm libvirt", r.stderr)
+        self.assertEqual(self.calls(), [])
+
+    def test_fragment_of_another_pool_refused(self):
+        r = self.hook(domain(meta="node='0'", pool="vm2", path=self.path("vm2")))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("has no memory backend id=mem-vm1", r.stderr)
+
+    def test_pool_at_another_path_refused_and_released(self):
+        r = self.hook(domain(meta="node='0'", path=self.path()), FAKE_PATH="/elsewhere/vm1")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("is at '/elsewhere/vm1'", r.stderr)
+        self.assertEqual(self.calls()[-1], "release vm1 --timeout 10")
+
+    def test_status_failure_after_a_ready_warm_does_not_fail_the_start(self):
+        r = self.hook(domain(meta="node='0'", path=self.path()), FAKE_STATUS_RC=3)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("release", " ".join(self.calls()))
+
+    def test_stale_cold_note_does_not_stop_the_claim(self):
+        xml = domain(meta="node='0' required='no'", path=self.path())
+        self.assertEqual(self.hook(xml, FAKE_WARM_RC=3).returncode, 0)   # cold; release never runs
+        os.remove(self.path())
+        self.assertEqual(self.hook(xml, FAKE_PATH=self.path()).returncode, 0)   # warm works now
+        with open(os.path.join(self.rundir, "vm1.pid"), "w") as f:
+            f.write("77\n")
+        self.assertEqual(self.hook(xml, op="started").returncode, 0)
+        self.assertEqual(self.calls()[-1], "claim vm1 --pid 77 --timeout 30")
+
+    def test_comma_in_pool_path_is_unescaped(self):
+        d = os.path.join(self.tmp, "a,b")
+        os.makedirs(d)
+        p = os.path.join(d, "vm1")
+        r = self.hook(domain(meta="node='0'", path=p), FAKE_PATH=p)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_warm_failures_fail_the_start_with_the_reason(self):
+        for rc, msg in ((3, "hpwarmd is unreachable"), (4, "was not ready within 120s"),
+                        (5, "not enough hugepages on node 0"), (6, "refused the credentials"),
+                        (1, "warming pool 'vm1' failed (hpwarm exit 1)")):
+            r = self.hook(domain(meta="node='0'", path=self.path()), FAKE_WARM_RC=rc, FAKE_WARM_ERR="daemon said no")
+            self.assertEqual(r.returncode, 1, rc)
+            self.assertIn(msg, r.stderr, rc)
+            self.assertIn("daemon said no", r.stderr, rc)
+            self.assertIn("refusing to start", r.stderr, rc)
+        self.assertFalse(os.path.exists(self.path()))
+
+    # -- required="no" --
+    def test_not_required_starts_cold_and_release_removes_the_file(self):
+        xml = domain(meta="node='0' required='no'", path=self.path())
+        r = self.hook(xml, FAKE_WARM_RC=3)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("starting cold on %s" % self.path(), r.stderr)
+        st = os.stat(self.path())
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o660)
+        self.assertEqual(st.st_gid, os.stat(self.pooldir).st_gid)
+        self.assertEqual(self.calls(), ["warm vm1 --node 0 --size %d --page-size 2M --ttl 600 --reserve --wait "
+                                        "--timeout 120" % (256 * MIB)], "unreachable: nothing to release")
+        # started: nothing to claim; release: the file goes, hpwarmd is not asked.
+        with open(os.path.join(self.rundir, "vm1.pid"), "w") as f:
+            f.write("4242\n")
+        self.assertEqual(self.hook(xml, op="started").returncode, 0)
+        self.assertEqual(self.hook(xml, op="release", sub="end").returncode, 0)
+        self.assertFalse(os.path.exists(self.path()))
+        self.assertEqual(len(self.calls()), 1, self.calls())
+        self.assertEqual(os.listdir(self.statedir), [])
+
+    def test_not_required_after_a_failed_warm_releases_first(self):
+        r = self.hook(domain(meta="node='0' required='no'", path=self.path()), FAKE_WARM_RC=4)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.calls()[1], "release vm1 --timeout 10")
+
+    def test_cold_file_replaced_meanwhile_is_not_removed(self):
+        xml = domain(meta="node='0' required='no'", path=self.path())
+        self.assertEqual(self.hook(xml, FAKE_WARM_RC=3).returncode, 0)
+        # Someone else's file at that path now (the old inode kept alive by a
+        # second link, so the new file cannot reuse its number).
+        os.link(self.path(), os.path.join(self.tmp, "keep"))
+        os.remove(self.path())
+        open(self.path(), "w").close()
+        self.assertEqual(self.hook(xml, op="release", sub="end").returncode, 0)
+        self.assertTrue(os.path.exists(self.path()))
+
+    def test_not_required_outside_a_pool_directory_fails(self):
+        other = os.path.join(self.tmp, "plain")
+        os.makedirs(other)
+        r = self.hook(domain(meta="node='0' required='no'", path=os.path.join(other, "vm1")), FAKE_WARM_RC=3)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("is not an hpwarmd pool directory", r.stderr)
+        self.assertEqual(os.listdir(other), [])
+
+    # -- started --
+    def test_started_claims_with_qemus_pid(self):
+        with open(os.path.join(self.rundir, "vm1.pid"), "w") as f:
+            f.write("4242\n")
+        r = self.hook(domain(meta="node='0'", path=self.path()), op="started")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.calls(), ["claim vm1 --pid 4242 --timeout 30"])
+
+    def test_started_claims_without_pid_on_an_older_cli(self):
+        with open(os.path.join(self.rundir, "vm1.pid"), "w") as f:
+            f.write("4242\n")
+        r = self.hook(domain(meta="node='0'", path=self.path()), op="started", FAKE_NO_PID=1)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.calls(), ["claim vm1 --pid 4242 --timeout 30", "claim vm1 --timeout 30"])
+
+    def test_started_without_pid_file_claims_plainly(self):
+        r = self.hook(domain(meta="node='0'", path=self.path()), op="started")
+        self.assertEqual(self.calls(), ["claim vm1 --timeout 30"])
+        self.assertEqual(r.returncode, 0)
+
+    def test_failed_claim_does_not_kill_the_guest(self):
+        r = self.hook(domain(meta="node='0'", path=self.path()), op="started", FAKE_CLAIM_RC=3)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("claiming pool 'vm1' failed (hpwarm exit 3)", r.stderr)
+
+    # -- release --
+    def test_release_ignores_a_missing_pool(self):
+        r = self.hook(domain(meta="node='0'", path=self.path()), op="release", sub="end")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.calls(), ["release vm1 --ignore-missing --timeout 30"])
+
+    def test_release_on_an_older_cli_accepts_gone_but_reports_unreachable(self):
+        xml = domain(meta="node='0'", path=self.path())
+        r = self.hook(xml, op="release", sub="end", FAKE_NO_IGNORE=1, FAKE_RELEASE_RC=1, FAKE_STATUS_RC=1)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertEqual(self.calls()[1:], ["release vm1 --timeout 30", "status vm1 --timeout 10"])
+        r = self.hook(xml, op="release", sub="end", FAKE_NO_IGNORE=1, FAKE_RELEASE_RC=3, FAKE_STATUS_RC=3)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("releasing pool 'vm1' failed (hpwarm exit 3)", r.stderr)
+
+    # -- NUMA cells on libvirt's memory files --
+    def cells_domain(self, pools, cells=((0, 128), (1, 128)), source="file", access="shared", cell_access="",
+                     dom_id="7"):
+        cx = "".join("<cell id='%d' cpus='%d' memory='%d' unit='MiB'%s/>" % (
+            c, c, m, " memAccess='%s'" % cell_access if cell_access else "") for c, m in cells)
+        mb = "<memoryBacking>%s%s</memoryBacking>" % (
+            "<source type='%s'/>" % source if source else "", "<access mode='%s'/>" % access if access else "")
+        meta = "<metadata><hpwarm:pools xmlns:hpwarm='%s'>%s</hpwarm:pools></metadata>" % (
+            NS, "".join("<hpwarm:pool %s/>" % p for p in pools))
+        return ("<domain type='qemu' id='%s'><name>vm1</name><memory unit='MiB'>256</memory>%s%s"
+                "<cpu><numa>%s</numa></cpu><os><type>hvm</type></os></domain>" % (dom_id, mb, meta, cx))
+
+    def cells_env(self):
+        mbd = os.path.join(self.tmp, "mbd")
+        memdir = os.path.join(mbd, "libvirt", "qemu", "7-vm1")
+        os.makedirs(memdir)
+        for c in (0, 1):
+            with open(os.path.join(self.pooldir, "vm1-cell%d" % c), "w") as f:
+                f.write("pool %d" % c)
+        return {"HPWARM_LIBVIRT_MEMORY_BACKING_DIR": mbd, "FAKE_POOLDIR": self.pooldir}, memdir
+
+    TWO = ("cell='0' node='0' size='128M'", "cell='1' node='1' size='128M'")
+
+    def test_cells_prepare_warms_one_pool_per_cell(self):
+        env, _ = self.cells_env()
+        r = self.hook(self.cells_domain(self.TWO), **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([c.split()[:5] for c in self.calls()],
+                         [["warm", "vm1-cell0", "--node", "0", "--size"], ["warm", "vm1-cell1", "--node", "1", "--size"]])
+        self.assertTrue(all("--size %d " % (128 * MIB) in c for c in self.calls()), self.calls())
+
+    def test_cells_start_links_each_pool_as_its_cells_file(self):
+        env, memdir = self.cells_env()
+        xml = self.cells_domain(self.TWO)
+        r = self.hook(xml, op="start", **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for c in (0, 1):
+            self.assertEqual(os.stat(os.path.join(memdir, "ram-node%d" % c)).st_ino,
+                             os.stat(os.path.join(self.pooldir, "vm1-cell%d" % c)).st_ino)
+        with open(os.path.join(self.rundir, "vm1.pid"), "w") as f:
+            f.write("99\n")
+        self.assertEqual(self.hook(xml, op="started", **env).returncode, 0)
+        self.assertEqual(self.hook(xml, op="release", sub="end", **env).returncode, 0)
+        self.assertEqual(self.calls()[-4:], ["claim vm1-cell0 --pid 99 --timeout 30", "claim vm1-cell1 --pid 99 --timeout 30",
+                                             "release vm1-cell0 --ignore-missing --timeout 30",
+                                             "release vm1-cell1 --ignore-missing --timeout 30"])
+
+    def test_cells_start_without_libvirts_directory_fails(self):
+        env, memdir = self.cells_env()
+        os.rmdir(memdir)
+        r = self.hook(self.cells_domain(self.TWO), op="start", **env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("libvirt made no memory directory", r.stderr)
+
+    def test_cells_link_failure_fails_the_start(self):
+        env, memdir = self.cells_env()
+        open(os.path.join(memdir, "ram-node0"), "w").close()   # ln refuses to replace it
+        r = self.hook(self.cells_domain(self.TWO), op="start", **env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("cannot link pool 'vm1-cell0'", r.stderr)
+
+    def test_cells_refusals(self):
+        env, _ = self.cells_env()
+        cases = [
+            (self.cells_domain(self.TWO, source=""), "needs <memoryBacking><source type='file'/>"),
+            (self.cells_domain(self.TWO, access=""), "cell 0 is not shared memory"),
+            (self.cells_domain(self.TWO, access="private", cell_access="private"), "cell 0 is not shared memory"),
+            (self.cells_domain(self.TWO[:1]), "has 2 <numa> cells but 1 <hpwarm:pool>"),
+            (self.cells_domain(("cell='0' node='0' size='128M'", "cell='0' node='1' size='128M'")),
+             "two <hpwarm:pool> elements for cell 0"),
+            (self.cells_domain(("cell='0' node='0' size='128M'", "cell='1' node='1' size='64M'")),
+             "differs from cell 1's memory"),
+            (self.cells_domain(("cell='0' node='0' size='128M'", "cell='2' node='1' size='128M'")),
+             "the domain has no <numa> cell with id 2"),
+            (self.cells_domain(("cell='0' node='0' size='128M'", "node='1' size='128M'")), "lacks cell="),
+        ]
+        for xml, msg in cases:
+            r = self.hook(xml, **env)
+            self.assertEqual(r.returncode, 1, msg)
+            self.assertIn(msg, r.stderr)
+        r = self.hook(self.cells_domain(self.TWO), FAKE_POOLDIR=self.pooldir)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("needs HPWARM_LIBVIRT_MEMORY_BACKING_DIR", r.stderr)
+        self.assertEqual(self.calls(), [])
+
+    def test_cells_shared_by_cell_attribute_is_enough(self):
+        env, _ = self.cells_env()
+        r = self.hook(self.cells_domain(self.TWO, access="", cell_access="shared"), **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_cells_not_required_start_cold_per_cell(self):
+        env, memdir = self.cells_env()
+        pools = ("cell='0' node='0' size='128M' required='no'", "cell='1' node='1' size='128M' required='no'")
+        xml = self.cells_domain(pools)
+        r = self.hook(xml, FAKE_WARM_RC=3, **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("cell 0 starts cold", r.stderr)
+        self.assertEqual(self.hook(xml, op="start", **env).returncode, 0)
+        self.assertEqual(os.listdir(memdir), [], "cold cells: libvirt's QEMU makes its own files")
+        self.assertEqual(self.hook(xml, op="started", **env).returncode, 0)
+        self.assertEqual(self.hook(xml, op="release", sub="end", **env).returncode, 0)
+        self.assertEqual([c.split()[0] for c in self.calls()], ["warm", "warm"])
+        self.assertEqual(os.listdir(self.statedir), [])
+
+    # -- the script itself --
+    def test_shellcheck_clean(self):
+        sc = shutil.which("shellcheck")
+        if not sc:
+            self.skipTest("shellcheck not installed")
+        r = subprocess.run([sc, "-s", "sh", HOOK], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout)
+
+    def test_runs_under_dash(self):
+        # /bin/sh is dash on Debian; bash-only syntax would pass under bash.
+        dash = shutil.which("dash")
+        if not dash:
+            self.skipTest("dash not installed")
+        r = subprocess.run([dash, "-n", HOOK], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

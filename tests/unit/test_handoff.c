@@ -1,0 +1,624 @@
+/* Table tests of handoff.c: the exact words for QEMU, cloud-hypervisor and
+ * libvirt with one pool and with several, the escaping of each layer, and
+ * the compositions it must refuse.
+ *
+ * Exact strings are written out so a change of the contract has to change
+ * this file.  On top of that every output is read back by a small reader of
+ * the consuming grammar, written here from its documentation: POSIX shell
+ * words, QEMU's comma-doubling option syntax, cloud-hypervisor's
+ * option_parser (split at commas outside quotes and brackets, trim, unquote
+ * with "" for a quote; the keys its --memory, --memory-zone and --numa
+ * accept, from vmm/src/config.rs and docs/memory.md) and XML attribute
+ * values.  A path full of awkward characters must come back byte for byte
+ * through each of them. */
+#include <errno.h>
+#include <stdbool.h>
+
+#include "check.h"
+#include "handoff.h"
+#include "util.h"
+
+#define M2 (2 * MIB)
+
+static const char *const CH_MEMORY_KEYS[] = {
+        "size",   "file",      "mergeable",     "hotplug_method", "hotplug_size", "hotplugged_size",
+        "shared", "hugepages", "hugepage_size", "prefault",       "reserve",      "thp",
+        NULL
+};
+static const char *const CH_ZONE_KEYS[] = { "id",
+                                            "size",
+                                            "file",
+                                            "shared",
+                                            "hugepages",
+                                            "hugepage_size",
+                                            "host_numa_node",
+                                            "hotplug_size",
+                                            "hotplugged_size",
+                                            "prefault",
+                                            "reserve",
+                                            "mergeable",
+                                            NULL };
+static const char *const CH_NUMA_KEYS[] = { "guest_numa_id", "cpus", "distances", "memory_zones", "device_id", NULL };
+
+/* ---- readers of the consuming grammars ---- */
+
+#define MAXW 512
+
+struct list {
+        char *v[MAXW];
+        size_t n;
+};
+
+static void list_free(struct list *l)
+{
+        for (size_t i = 0; i < l->n; i++)
+                free(l->v[i]);
+        l->n = 0;
+}
+
+static void list_add(struct list *l, const char *s, size_t n)
+{
+        CHECK(l->n < MAXW);
+        l->v[l->n] = strndup(s, n);
+        CHECK(l->v[l->n]);
+        l->n++;
+}
+
+/* POSIX sh word splitting of what handoff writes: blanks separate words,
+ * '...' quotes literally, a backslash outside quotes takes the next
+ * character.  Anything a shell would expand ($, `, *, ?, ~ at the start, ...)
+ * unquoted is a failure: the string must mean the same in any shell. */
+static void shell_split(const char *s, struct list *out)
+{
+        char word[8192];
+        size_t wl = 0;
+        bool in_word = false;
+        for (const char *p = s;; p++) {
+                if (*p == '\0' || *p == ' ') {
+                        if (in_word)
+                                list_add(out, word, wl);
+                        wl = 0;
+                        in_word = false;
+                        if (!*p)
+                                return;
+                        continue;
+                }
+                in_word = true;
+                if (*p == '\'') {
+                        for (p++; *p && *p != '\''; p++)
+                                word[wl++] = *p;
+                        CHECK(*p == '\'');
+                } else if (*p == '\\') {
+                        p++;
+                        CHECK(*p);
+                        word[wl++] = *p;
+                } else {
+                        if (strchr("$`\"*?[]{}~#&;|<>()!\t\n\r", *p))
+                                CHECK_FAIL_("unquoted shell metacharacter '%c' in %s", *p, s);
+                        word[wl++] = *p;
+                }
+                CHECK(wl < sizeof(word));
+        }
+}
+
+/* QEMU option string: "a,k=v,k=v" with ",," standing for a comma.  Returns
+ * the parts, unescaped; the first may be a bare word (the type). */
+static void qemu_split(const char *s, struct list *out)
+{
+        char part[8192];
+        size_t pl = 0;
+        for (const char *p = s;; p++) {
+                if (*p == ',' && p[1] == ',') {
+                        part[pl++] = ',';
+                        p++;
+                } else if (*p == ',' || *p == '\0') {
+                        list_add(out, part, pl);
+                        pl = 0;
+                        if (!*p)
+                                return;
+                } else {
+                        part[pl++] = *p;
+                }
+                CHECK(pl < sizeof(part));
+        }
+}
+
+/* cloud-hypervisor option_parser: split at commas outside "..." and [...],
+ * then per option key=value with the value trimmed and dequoted. */
+static void ch_split(const char *s, struct list *keys, struct list *vals)
+{
+        char cur[8192];
+        size_t cl = 0;
+        int brackets = 0;
+        bool q = false;
+        for (const char *p = s;; p++) {
+                if (*p == '\0' || (*p == ',' && !q && brackets == 0)) {
+                        cur[cl] = '\0';
+                        const char *eq = strchr(cur, '=');
+                        CHECK(eq);
+                        list_add(keys, cur, (size_t)(eq - cur));
+                        /* trim, then dequote: '"' toggles, "" inside quotes is one '"' */
+                        const char *v = eq + 1, *e = cur + cl;
+                        while (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r')
+                                v++;
+                        while (e > v && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+                                e--;
+                        char out[8192];
+                        size_t ol = 0;
+                        bool iq = false;
+                        char prev = 0;
+                        for (const char *c = v; c < e; c++) {
+                                if (*c == '"') {
+                                        if (prev == '"' && !iq)
+                                                out[ol++] = '"';
+                                        iq = !iq;
+                                } else {
+                                        out[ol++] = *c;
+                                }
+                                prev = *c;
+                        }
+                        CHECK(!iq);
+                        list_add(vals, out, ol);
+                        cl = 0;
+                        if (!*p)
+                                break;
+                        continue;
+                }
+                if (*p == '"')
+                        q = !q;
+                else if (!q && *p == '[')
+                        brackets++;
+                else if (!q && *p == ']')
+                        CHECK(brackets-- > 0);
+                cur[cl++] = *p;
+                CHECK(cl < sizeof(cur));
+        }
+        CHECK(!q);
+        CHECK(brackets == 0);
+}
+
+static bool in_set(const char *k, const char *const *set)
+{
+        for (; *set; set++)
+                if (strcmp(k, *set) == 0)
+                        return true;
+        return false;
+}
+
+static const char *ch_get(const struct list *keys, const struct list *vals, const char *k)
+{
+        for (size_t i = 0; i < keys->n; i++)
+                if (strcmp(keys->v[i], k) == 0)
+                        return vals->v[i];
+        return NULL;
+}
+
+/* cloud-hypervisor ByteSized: digits with an optional K, M or G (binary). */
+static uint64_t ch_bytes(const char *s)
+{
+        char *end;
+        uint64_t v = strtoull(s, &end, 10);
+        CHECK(end != s);
+        if (*end == 'K')
+                v <<= 10, end++;
+        else if (*end == 'M')
+                v <<= 20, end++;
+        else if (*end == 'G')
+                v <<= 30, end++;
+        CHECK(*end == '\0');
+        return v;
+}
+
+/* The <qemu:arg value="..."/> values of a libvirt fragment, unescaped. */
+static void xml_args(const char *xml, struct list *out)
+{
+        const char *open = "<qemu:commandline>\n", *close = "</qemu:commandline>";
+        CHECK(strncmp(xml, open, strlen(open)) == 0);
+        const char *p = xml + strlen(open);
+        for (;;) {
+                if (strcmp(p, close) == 0)
+                        return;
+                const char *pre = "  <qemu:arg value=\"";
+                CHECK(strncmp(p, pre, strlen(pre)) == 0);
+                p += strlen(pre);
+                char v[8192];
+                size_t vl = 0;
+                static const struct {
+                        const char *ref;
+                        char c;
+                } refs[] = {
+                        { "&amp;", '&' },   { "&lt;", '<' },  { "&gt;", '>' },   { "&quot;", '"' },
+                        { "&apos;", '\'' }, { "&#9;", '\t' }, { "&#10;", '\n' }, { "&#13;", '\r' },
+                };
+                while (*p != '"') {
+                        CHECK(*p && *p != '<' && *p != '>' && *p != '\'' && (unsigned char)*p >= 0x20);
+                        if (*p == '&') {
+                                size_t i;
+                                for (i = 0; i < ARRAY_SIZE(refs); i++)
+                                        if (strncmp(p, refs[i].ref, strlen(refs[i].ref)) == 0)
+                                                break;
+                                CHECK(i < ARRAY_SIZE(refs));
+                                v[vl++] = refs[i].c;
+                                p += strlen(refs[i].ref);
+                        } else {
+                                v[vl++] = *p++;
+                        }
+                        CHECK(vl < sizeof(v));
+                }
+                CHECK(strncmp(p, "\"/>\n", 4) == 0);
+                p += 4;
+                list_add(out, v, vl);
+        }
+}
+
+/* ---- helpers ---- */
+
+static struct handoff *compose(enum handoff_vmm vmm, const struct handoff_pool *p, size_t n)
+{
+        struct handoff *h = NULL;
+        int r = handoff_compose(vmm, p, n, &h);
+        CHECK_INT(r, ==, 0);
+        CHECK(h);
+        CHECK(h->argv[h->argc] == NULL);
+        return h;
+}
+
+static void check_argv(const struct handoff *h, const char *const *want)
+{
+        size_t n = 0;
+        while (want[n])
+                n++;
+        for (size_t i = 0; i < n && i < h->argc; i++)
+                CHECK_STR(h->argv[i], want[i]);
+        CHECK_INT(h->argc, ==, n);
+}
+
+/* Every rendering reads back as the argv words. */
+static void check_renderings_agree(const struct handoff *h)
+{
+        struct list l = { .n = 0 };
+        shell_split(h->shell, &l);
+        CHECK_INT(l.n, ==, h->argc);
+        for (size_t i = 0; i < l.n; i++)
+                CHECK_STR(l.v[i], h->argv[i]);
+        list_free(&l);
+        if (h->xml) {
+                xml_args(h->xml, &l);
+                CHECK_INT(l.n, ==, h->argc);
+                for (size_t i = 0; i < l.n; i++)
+                        CHECK_STR(l.v[i], h->argv[i]);
+                list_free(&l);
+        }
+        for (size_t i = 0; i < h->argc; i++)
+                if (strstr(h->argv[i], "discard-data"))
+                        CHECK_FAIL_("rule: never discard-data (it punches the pool's pages out): %s", h->argv[i]);
+}
+
+static const struct handoff_pool ONE = { "vm-42", "/dev/hugepages/hpwarm/vm-42", 0, GIB, M2 };
+static const struct handoff_pool TWO[] = {
+        { "vm-a", "/dev/hugepages/hpwarm/vm-a", 0, 160 * MIB, M2 },
+        { "vm-b", "/dev/hugepages1G/hpwarm/vm-b", 1, 2 * GIB, GIB },
+};
+
+/* ---- tests, one rule each ---- */
+
+TEST(qemu_one_pool_is_guest_ram)
+{
+        struct handoff *h = compose(HANDOFF_QEMU, &ONE, 1);
+        const char *const want[] = {
+                "-object",
+                "memory-backend-file,id=mem-vm-42,mem-path=/dev/hugepages/hpwarm/vm-42,size=1073741824,"
+                "share=on,prealloc=on,host-nodes=0,policy=bind",
+                "-machine",
+                "memory-backend=mem-vm-42",
+                NULL,
+        };
+        check_argv(h, want);
+        CHECK_STR(h->shell,
+                  "-object memory-backend-file,id=mem-vm-42,mem-path=/dev/hugepages/hpwarm/vm-42,"
+                  "size=1073741824,share=on,prealloc=on,host-nodes=0,policy=bind "
+                  "-machine memory-backend=mem-vm-42");
+        CHECK(h->xml == NULL);
+        CHECK_U64(h->memory_bytes, ==, GIB);
+        check_renderings_agree(h);
+        handoff_free(h);
+}
+
+TEST(qemu_pools_become_numa_nodes_in_order)
+{
+        struct handoff *h = compose(HANDOFF_QEMU, TWO, 2);
+        const char *const want[] = {
+                "-object",
+                "memory-backend-file,id=mem-vm-a,mem-path=/dev/hugepages/hpwarm/vm-a,size=167772160,"
+                "share=on,prealloc=on,host-nodes=0,policy=bind",
+                "-object",
+                "memory-backend-file,id=mem-vm-b,mem-path=/dev/hugepages1G/hpwarm/vm-b,size=2147483648,"
+                "share=on,prealloc=on,host-nodes=1,policy=bind",
+                "-numa",
+                "node,nodeid=0,memdev=mem-vm-a",
+                "-numa",
+                "node,nodeid=1,memdev=mem-vm-b",
+                NULL,
+        };
+        check_argv(h, want);
+        /* -machine memory-backend and -numa memdev exclude each other in QEMU. */
+        for (size_t i = 0; i < h->argc; i++)
+                CHECK(strstr(h->argv[i], "memory-backend=") == NULL);
+        CHECK_U64(h->memory_bytes, ==, 160 * MIB + 2 * GIB);
+        check_renderings_agree(h);
+        handoff_free(h);
+
+        /* The order given is the guest's node order. */
+        const struct handoff_pool rev[] = { TWO[1], TWO[0] };
+        h = compose(HANDOFF_QEMU, rev, 2);
+        CHECK_STR(h->argv[5], "node,nodeid=0,memdev=mem-vm-b");
+        CHECK_STR(h->argv[7], "node,nodeid=1,memdev=mem-vm-a");
+        handoff_free(h);
+}
+
+TEST(cloud_hypervisor_one_pool)
+{
+        struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, &ONE, 1);
+        const char *const want[] = {
+                "--memory",
+                "size=0",
+                "--memory-zone",
+                "id=vm-42,size=1073741824,file=/dev/hugepages/hpwarm/vm-42,shared=on,hugepages=on,"
+                "hugepage_size=2M,host_numa_node=0",
+                NULL,
+        };
+        check_argv(h, want);
+        CHECK(h->xml == NULL);
+        CHECK_U64(h->memory_bytes, ==, GIB);
+        check_renderings_agree(h);
+        handoff_free(h);
+}
+
+TEST(cloud_hypervisor_pools_become_numa_nodes)
+{
+        struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, TWO, 2);
+        const char *const want[] = {
+                "--memory",
+                "size=0",
+                "--memory-zone",
+                "id=vm-a,size=167772160,file=/dev/hugepages/hpwarm/vm-a,shared=on,hugepages=on,"
+                "hugepage_size=2M,host_numa_node=0",
+                "--memory-zone",
+                "id=vm-b,size=2147483648,file=/dev/hugepages1G/hpwarm/vm-b,shared=on,hugepages=on,"
+                "hugepage_size=1G,host_numa_node=1",
+                "--numa",
+                "guest_numa_id=0,memory_zones=vm-a",
+                "--numa",
+                "guest_numa_id=1,memory_zones=vm-b",
+                NULL,
+        };
+        check_argv(h, want);
+        check_renderings_agree(h);
+        handoff_free(h);
+}
+
+/* Every cloud-hypervisor word parses under its grammar with keys it knows,
+ * and says what the pool is. */
+static void check_ch_grammar(const struct handoff *h, const struct handoff_pool *pools, size_t n)
+{
+        size_t zones = 0, numa = 0;
+        CHECK_INT(h->argc % 2, ==, 0);
+        for (size_t i = 0; i < h->argc; i += 2) {
+                struct list k = { .n = 0 }, v = { .n = 0 };
+                const char *flag = h->argv[i];
+                ch_split(h->argv[i + 1], &k, &v);
+                if (strcmp(flag, "--memory") == 0) {
+                        for (size_t j = 0; j < k.n; j++)
+                                CHECK(in_set(k.v[j], CH_MEMORY_KEYS));
+                        CHECK_U64(ch_bytes(ch_get(&k, &v, "size")), ==, 0);
+                } else if (strcmp(flag, "--memory-zone") == 0) {
+                        const struct handoff_pool *p = &pools[zones++];
+                        for (size_t j = 0; j < k.n; j++)
+                                CHECK(in_set(k.v[j], CH_ZONE_KEYS));
+                        CHECK_STR(ch_get(&k, &v, "id"), p->name);
+                        CHECK_STR(ch_get(&k, &v, "file"), p->path);
+                        CHECK_U64(ch_bytes(ch_get(&k, &v, "size")), ==, p->size_bytes);
+                        CHECK_U64(ch_bytes(ch_get(&k, &v, "hugepage_size")), ==, p->page_size);
+                        CHECK_STR(ch_get(&k, &v, "shared"), "on");
+                        CHECK_STR(ch_get(&k, &v, "hugepages"), "on");
+                        CHECK_INT(atoi(ch_get(&k, &v, "host_numa_node")), ==, p->node);
+                } else if (strcmp(flag, "--numa") == 0) {
+                        for (size_t j = 0; j < k.n; j++)
+                                CHECK(in_set(k.v[j], CH_NUMA_KEYS));
+                        CHECK_INT(atoi(ch_get(&k, &v, "guest_numa_id")), ==, numa);
+                        CHECK_STR(ch_get(&k, &v, "memory_zones"), pools[numa].name);
+                        numa++;
+                } else {
+                        CHECK_FAIL_("unexpected cloud-hypervisor flag %s", flag);
+                }
+                list_free(&k);
+                list_free(&v);
+        }
+        CHECK_INT(zones, ==, n);
+        CHECK_INT(numa, ==, n > 1 ? n : 0);
+}
+
+TEST(cloud_hypervisor_grammar)
+{
+        struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, &ONE, 1);
+        check_ch_grammar(h, &ONE, 1);
+        handoff_free(h);
+        h = compose(HANDOFF_CLOUD_HYPERVISOR, TWO, 2);
+        check_ch_grammar(h, TWO, 2);
+        handoff_free(h);
+}
+
+TEST(libvirt_fragment)
+{
+        struct handoff *h = compose(HANDOFF_LIBVIRT, &ONE, 1);
+        CHECK_STR(h->xml,
+                  "<qemu:commandline>\n"
+                  "  <qemu:arg value=\"-object\"/>\n"
+                  "  <qemu:arg value=\"memory-backend-file,id=mem-vm-42,mem-path=/dev/hugepages/hpwarm/vm-42,"
+                  "size=1073741824,share=on,prealloc=on,host-nodes=0,policy=bind\"/>\n"
+                  "  <qemu:arg value=\"-machine\"/>\n"
+                  "  <qemu:arg value=\"memory-backend=mem-vm-42\"/>\n"
+                  "</qemu:commandline>");
+        /* libvirt's words are QEMU's. */
+        struct handoff *q = compose(HANDOFF_QEMU, &ONE, 1);
+        CHECK_INT(h->argc, ==, q->argc);
+        for (size_t i = 0; i < q->argc; i++)
+                CHECK_STR(h->argv[i], q->argv[i]);
+        CHECK_STR(h->shell, q->shell);
+        handoff_free(q);
+        check_renderings_agree(h);
+        handoff_free(h);
+        CHECK_STR(HANDOFF_LIBVIRT_NAMESPACE, "xmlns:qemu=\"http://libvirt.org/schemas/domain/qemu/1.0\"");
+
+        h = compose(HANDOFF_LIBVIRT, TWO, 2);
+        CHECK(strstr(h->xml, "<qemu:arg value=\"node,nodeid=1,memdev=mem-vm-b\"/>"));
+        check_renderings_agree(h);
+        handoff_free(h);
+}
+
+/* A path with every character that means something to one of the layers. */
+static const char AWKWARD[] = "/mnt/h p,o'l\"d&<x>[1]=$HOME`id`*/a,,b/vm-1";
+
+TEST(escaping_round_trips_through_every_layer)
+{
+        const struct handoff_pool p[] = {
+                { "vm-1", AWKWARD, 0, 64 * MIB, M2 },
+                { "vm.2_x", "/plain/vm.2_x", 3, 2 * MIB, M2 },
+        };
+        for (size_t n = 1; n <= 2; n++) {
+                struct handoff *h = compose(HANDOFF_QEMU, p, n);
+                struct list parts = { .n = 0 };
+                qemu_split(h->argv[1], &parts);
+                CHECK_STR(parts.v[0], "memory-backend-file");
+                CHECK_STR(parts.v[1], "id=mem-vm-1");
+                CHECK(strncmp(parts.v[2], "mem-path=", 9) == 0);
+                CHECK_STR(parts.v[2] + 9, AWKWARD);
+                CHECK_STR(parts.v[3], "size=67108864");
+                CHECK_INT(parts.n, ==, 8);
+                list_free(&parts);
+                check_renderings_agree(h);
+                handoff_free(h);
+
+                h = compose(HANDOFF_CLOUD_HYPERVISOR, p, n);
+                check_ch_grammar(h, p, n);
+                check_renderings_agree(h);
+                handoff_free(h);
+
+                h = compose(HANDOFF_LIBVIRT, p, n);
+                check_renderings_agree(h);
+                CHECK(strstr(h->xml, "&quot;d&amp;&lt;x&gt;") != NULL);
+                handoff_free(h);
+        }
+        /* cloud-hypervisor trims blanks at a value's edges: they are quoted. */
+        const struct handoff_pool edge = { "e", " /lead and trail/ ", 0, M2, M2 };
+        struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, &edge, 1);
+        check_ch_grammar(h, &edge, 1);
+        CHECK(strstr(h->argv[3], "file=\" /lead and trail/ \"") != NULL);
+        handoff_free(h);
+        /* XML carries tab and newline as references, not as blanks. */
+        const struct handoff_pool nl = { "n", "/a\tb\nc\rd", 0, M2, M2 };
+        h = compose(HANDOFF_LIBVIRT, &nl, 1);
+        CHECK(strstr(h->xml, "/a&#9;b&#10;c&#13;d") != NULL);
+        check_renderings_agree(h);
+        handoff_free(h);
+}
+
+TEST(sizes_are_exact)
+{
+        const struct handoff_pool odd = { "o", "/p/o", 0, 3 * M2, 64 * KIB };
+        struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, &odd, 1);
+        CHECK(strstr(h->argv[3], ",size=6291456,") != NULL);
+        CHECK(strstr(h->argv[3], ",hugepage_size=64K,") != NULL);
+        handoff_free(h);
+        const struct handoff_pool big[] = {
+                { "a", "/p/a", 0, UINT64_MAX / 2, GIB },
+                { "b", "/p/b", 0, UINT64_MAX / 2 + 1, GIB },
+        };
+        h = compose(HANDOFF_QEMU, big, 2);
+        CHECK_U64(h->memory_bytes, ==, UINT64_MAX);
+        CHECK(strstr(h->argv[3], ",size=9223372036854775808,") != NULL);
+        handoff_free(h);
+}
+
+TEST(max_pools)
+{
+        struct handoff_pool p[HANDOFF_MAX_POOLS + 1];
+        char names[HANDOFF_MAX_POOLS + 1][16];
+        for (size_t i = 0; i <= HANDOFF_MAX_POOLS; i++) {
+                snprintf(names[i], sizeof(names[i]), "p%zu", i);
+                p[i] = (struct handoff_pool){ names[i], "/p/x", (int)(i % 4), M2, M2 };
+        }
+        struct handoff *h = compose(HANDOFF_QEMU, p, HANDOFF_MAX_POOLS);
+        CHECK_INT(h->argc, ==, 4 * HANDOFF_MAX_POOLS);
+        CHECK_STR(h->argv[h->argc - 1], "node,nodeid=63,memdev=mem-p63");
+        CHECK_U64(h->memory_bytes, ==, HANDOFF_MAX_POOLS * M2);
+        handoff_free(h);
+        h = (struct handoff *)0x1;
+        CHECK_INT(handoff_compose(HANDOFF_QEMU, p, HANDOFF_MAX_POOLS + 1, &h), ==, -EINVAL);
+        CHECK(h == (struct handoff *)0x1);
+}
+
+struct bad {
+        const char *why;
+        enum handoff_vmm vmm;
+        struct handoff_pool p[2];
+        size_t n;
+};
+
+static const struct bad BAD[] = {
+        { "no pools", HANDOFF_QEMU, { { 0 } }, 0 },
+        { "duplicate name", HANDOFF_QEMU, { { "a", "/p/a", 0, M2, M2 }, { "a", "/p/b", 0, M2, M2 } }, 2 },
+        { "empty name", HANDOFF_QEMU, { { "", "/p/a", 0, M2, M2 } }, 1 },
+        { "NULL name", HANDOFF_QEMU, { { NULL, "/p/a", 0, M2, M2 } }, 1 },
+        { "comma in name", HANDOFF_QEMU, { { "a,b", "/p/a", 0, M2, M2 } }, 1 },
+        { "slash in name", HANDOFF_CLOUD_HYPERVISOR, { { "a/b", "/p/a", 0, M2, M2 } }, 1 },
+        { "bracket in name", HANDOFF_CLOUD_HYPERVISOR, { { "a[", "/p/a", 0, M2, M2 } }, 1 },
+        { "empty path", HANDOFF_QEMU, { { "a", "", 0, M2, M2 } }, 1 },
+        { "NULL path", HANDOFF_QEMU, { { "a", NULL, 0, M2, M2 } }, 1 },
+        { "zero size", HANDOFF_QEMU, { { "a", "/p/a", 0, 0, M2 } }, 1 },
+        { "zero page size", HANDOFF_QEMU, { { "a", "/p/a", 0, M2, 0 } }, 1 },
+        { "negative node", HANDOFF_QEMU, { { "a", "/p/a", -1, M2, M2 } }, 1 },
+        { "total overflows", HANDOFF_QEMU, { { "a", "/p/a", 0, UINT64_MAX - M2 + 1, M2 }, { "b", "/p/b", 0, M2, M2 } }, 2 },
+        { "control character in a libvirt path", HANDOFF_LIBVIRT, { { "a", "/p/\x01", 0, M2, M2 } }, 1 },
+        { "unknown vmm", (enum handoff_vmm)7, { { "a", "/p/a", 0, M2, M2 } }, 1 },
+};
+
+TEST(refusals)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(BAD); i++) {
+                struct handoff *h = (struct handoff *)0x1;
+                int r = handoff_compose(BAD[i].vmm, BAD[i].p, BAD[i].n, &h);
+                if (r != -EINVAL)
+                        CHECK_FAIL_("refusal \"%s\": want -EINVAL, got %d", BAD[i].why, r);
+                if (h != (struct handoff *)0x1)
+                        CHECK_FAIL_("refusal \"%s\": *ret written", BAD[i].why);
+        }
+        CHECK_INT(handoff_compose(HANDOFF_QEMU, NULL, 1, &(struct handoff *){ NULL }), ==, -EINVAL);
+        /* The control character QEMU's and the shell's syntax carry fine. */
+        const struct handoff_pool ctl = { "a", "/p/\x01", 0, M2, M2 };
+        struct handoff *h = compose(HANDOFF_QEMU, &ctl, 1);
+        check_renderings_agree(h);
+        handoff_free(h);
+        handoff_free(NULL);
+}
+
+TEST(vmm_names)
+{
+        enum handoff_vmm v = HANDOFF_QEMU;
+        const char *names[] = { "qemu", "cloud-hypervisor", "libvirt" };
+        for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+                CHECK_INT(handoff_vmm_parse(names[i], &v), ==, 0);
+                CHECK_INT(v, ==, i);
+                CHECK_STR(handoff_vmm_name(v), names[i]);
+        }
+        const char *bad[] = { "QEMU", "ch", "", "qemu ", "cloud_hypervisor", "xen", NULL };
+        for (size_t i = 0; bad[i]; i++) {
+                v = HANDOFF_LIBVIRT;
+                CHECK_INT(handoff_vmm_parse(bad[i], &v), ==, -EINVAL);
+                CHECK_INT(v, ==, HANDOFF_LIBVIRT);
+        }
+        CHECK_INT(handoff_vmm_parse(NULL, &v), ==, -EINVAL);
+        CHECK_STR(handoff_vmm_name((enum handoff_vmm)9), "unknown");
+}
+
+TEST_MAIN()
