@@ -238,14 +238,55 @@ static bool spec_differs(const struct journal_pool *r, const struct pool_req *re
         return true;
 }
 
+/* Put back a growth pools_admit made for a pool it then could not admit:
+ * the node's count to PREVIOUS (never below its pages in use plus what
+ * warming jobs still need, which count as free until faulted), and the
+ * journal's record as it was (HAD: BEFORE, else none).  admit_lock held. */
+static void undo_grow(struct pools *p, int node, uint64_t page_size, uint64_t previous, bool had,
+                      uint64_t before)
+{
+        struct reserve_req back = { .node = node, .page_size = page_size, .count = previous,
+                                    .allow_partial = true };
+        struct reserve_result res;
+        struct hp_counts hp;
+        uint64_t needed;
+        int r;
+
+        pthread_mutex_lock(&p->lock);
+        needed = pools_pages_still_needed(p, node, page_size);
+        pthread_mutex_unlock(&p->lock);
+        if (topo_read_hugepages(p->cfg.fs, node, page_size, &hp) == 0) {
+                uint64_t keep = (hp.total > hp.free ? hp.total - hp.free : 0) + needed;
+                if (back.count < keep)
+                        back.count = keep < hp.total ? keep : hp.total;
+        }
+        r = reserve_apply(p->cfg.fs, &back, &res);
+        pthread_mutex_lock(&p->lock);
+        if (had)
+                (void)record_reservation(p, node, page_size, before);
+        else
+                forget_reservation(p, node, page_size);
+        pthread_mutex_unlock(&p->lock);
+        int q = pools_save(p);
+        if (r < 0 || q < 0)
+                log_err("pools: putting node %d back to %" PRIu64 " pages after a refused create: %s",
+                        node, previous, strerror(r < 0 ? -r : -q));
+        else
+                log_info("pools: node %d back to %" PRIu64 " %" PRIu64 "-byte pages: the pool that needed "
+                         "more was not admitted", node, res.total, page_size);
+}
+
 /* Node NODE must have PAGES free pages of PAGE_SIZE beyond what warming jobs
  * still need; grow its pool when RESERVE.  admit_lock held.  0 or -ENOMEM
- * with ERR set (409 insufficient-hugepages), or a sysfs -errno (500). */
+ * with ERR set (409 insufficient-hugepages), or a sysfs -errno (500).  A
+ * growth for a pool that is then not admitted is undone (undo_grow). */
 int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve,
                 struct problem *err)
 {
         struct hp_counts hp;
         uint64_t others, avail;
+        uint64_t grown_from = 0, record_before = 0;
+        bool grew = false, had_record = false;
         int r;
 
         for (int attempt = 0;; attempt++) {
@@ -266,11 +307,13 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                 if (avail >= pages)
                         return 0;
                 if (!reserve || attempt > 0) {
+                        if (grew)
+                                undo_grow(p, node, page_size, grown_from, had_record, record_before);
                         problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
                                       "node %d needs %" PRIu64 " free pages of %" PRIu64 " bytes; it has %" PRIu64
                                       " free, of which %" PRIu64 " are still to be taken by other warming pools%s",
                                       node, pages, page_size, hp.free, others,
-                                      reserve ? " (even after growing the pool)"
+                                      reserve ? " (even after growing the pool; the growth was undone)"
                                               : "; retry with \"reserve\": true to grow the pool");
                         return -ENOMEM;
                 }
@@ -282,7 +325,14 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                         .floor_bytes = p->cfg.memory_floor,
                 };
                 struct reserve_result res = {0};
+                pthread_mutex_lock(&p->lock);
+                had_record = find_reservation(p, node, page_size, &record_before);
+                pthread_mutex_unlock(&p->lock);
                 r = reserve_locked(p, &rq, rq.count, &res);
+                if (r == 0) {
+                        grew = true;
+                        grown_from = res.previous;
+                }
                 if (r < 0) {
                         char why[160];
 
