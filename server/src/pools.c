@@ -360,8 +360,8 @@ void pools_notify(struct pools *p, const char *name)
 
 /* ---- queries and other changes ---- */
 
-int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct journal_pool *r, bool whole,
-                       char *detail, size_t size, bool *ret_ours)
+int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct journal_pool *r, char *detail,
+                       size_t size, bool *ret_ours)
 {
         struct stat st;
 
@@ -384,11 +384,6 @@ int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct jour
                          path, (uint64_t)st.st_size, r->size_bytes);
                 return 1;
         }
-        if (whole && (uint64_t)st.st_blocks * 512 < r->size_bytes) {
-                snprintf(detail, size, "its file %s holds only %" PRIu64 " of %" PRIu64
-                         " bytes (pages were punched out)", path, (uint64_t)st.st_blocks * 512, r->size_bytes);
-                return 1;
-        }
         return 0;
 }
 
@@ -405,8 +400,7 @@ static void check_on_get(struct pools *p, const struct journal_pool *r, dev_t de
 
         if (r->state != POOL_READY)
                 return;
-        /* A claimed pool's VM may give pages back: only its identity and size. */
-        if (!pools_file_changed(v->path, dev, ino, r, !r->claimed, detail, sizeof(detail), &ours))
+        if (!pools_file_changed(v->path, dev, ino, r, detail, sizeof(detail), &ours))
                 return;
         pthread_mutex_lock(&p->lock);
         pool = pools_find(p, r->name);

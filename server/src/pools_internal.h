@@ -161,13 +161,14 @@ int pools_remove(struct pools *p, struct pool *pool, enum pool_release why);
 /* Tell the observer NAME changed; no lock of ours held. */
 void pools_notify(struct pools *p, const char *name);
 
-/* Whether the file at PATH is still the one (DEV, INO) of R, whole: 0 if
- * so (or it cannot be told), 1 with DETAIL set if someone removed, replaced,
- * truncated or resized it, or (WHOLE) punched pages out of it.  *RET_OURS
- * says whether PATH still names our file (only then may it be unlinked).
- * No lock needed: one stat. */
-int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct journal_pool *r, bool whole,
-                       char *detail, size_t size, bool *ret_ours);
+/* Whether the file at PATH is still the one (DEV, INO) of R at its size: 0
+ * if so (or it cannot be told), 1 with DETAIL set if someone removed,
+ * replaced, truncated or resized it.  Pages missing from it are not
+ * checked: a claimed pool's VM may give pages back, and start-up re-warms
+ * an unclaimed ready pool that lost some.  *RET_OURS says whether PATH
+ * still names our file (only then may it be unlinked).  One stat, no lock. */
+int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct journal_pool *r, char *detail,
+                       size_t size, bool *ret_ours);
 
 /* ---- jobs and the upkeep thread (pools_jobs.c), no lock held ---- */
 int pools_start_job(struct pools *p, struct pool *pool);

@@ -169,7 +169,7 @@ void pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
         /* POOL is busy: its job and file stay as they are until we are done. */
         if (st.state == JOB_DONE || st.state == JOB_FAILED)
                 fc.changed = pools_file_changed(pool->path, pool->file_dev, pool->file_ino, &pool->rec,
-                                                st.state == JOB_DONE, fc.detail, sizeof(fc.detail), &fc.ours);
+                                                fc.detail, sizeof(fc.detail), &fc.ours);
         pthread_mutex_lock(&p->lock);
         pool->last = st;
         pool->have_last = true;
@@ -232,8 +232,8 @@ static void fail_changed_file(struct pools *p, struct pool *pool)
         int r;
 
         if (next.state != POOL_READY ||
-            !pools_file_changed(pool->path, pool->file_dev, pool->file_ino, &next, !next.claimed, detail,
-                                sizeof(detail), &ours))
+            !pools_file_changed(pool->path, pool->file_dev, pool->file_ino, &next, detail, sizeof(detail),
+                                &ours))
                 return;
         if (pool_transition(&next, POOL_FAILED, "file-changed", "%s after it was ready", detail) < 0)
                 return;
