@@ -23,6 +23,10 @@
  * load as they are.  They are written only for a pool that has an owner.
  * The version stays 1 on purpose: an older daemon ignores them (its pools
  * then stay claimed, as they did) instead of refusing the whole journal.
+ * "ready_boot_ns" (CLOCK_BOOTTIME when a pool turned ready, which its TTL
+ * counts from; meaningful only under the same boot_id, and pools of another
+ * boot are dropped anyway) is optional the same way: absent, the TTL counts
+ * from finished_at as seen on the wall clock at load.
  *
  * Parsing is strict: every member listed above is required with its type,
  * numbers are exact integers (json.h), names follow the pool name rule, pool
@@ -39,6 +43,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +56,8 @@
 #include "util.h"
 
 #define JOURNAL_VERSION 1
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
 #define STATE_FILE "state.json"
 #define STATE_TMP "state.json.tmp"
 /* Our journal holds at most a few thousand small records; anything much
@@ -165,6 +172,8 @@ static int parse_pool(const struct json *o, struct journal_pool *ret)
         if (get_strbuf(o, "error_slug", p.error_slug, sizeof(p.error_slug)) < 0 ||
             get_strbuf(o, "error_detail", p.error_detail, sizeof(p.error_detail)) < 0)
                 return -EINVAL;
+        if (json_get(o, "ready_boot_ns") && get_u64(o, "ready_boot_ns", &p.ready_boot_ns) < 0)
+                return -EINVAL;
         /* Optional, together, and only on a claimed pool. */
         if (json_get(o, "owner_pid") || json_get(o, "owner_start_time")) {
                 if (get_int(o, "owner_pid", &p.owner_pid) < 0 || p.owner_pid <= 0 ||
@@ -264,8 +273,11 @@ int journal_parse(const char *buf, size_t len, struct journal **ret)
                 return r == -ENOMEM ? r : -EINVAL;
         if (!json_is_object(doc))
                 return -EINVAL;
-        if (get_u64(doc, "version", &version) < 0 || version != JOURNAL_VERSION)
+        if (get_u64(doc, "version", &version) < 0 || version == 0)
                 return -EINVAL;
+        /* A newer daemon wrote it: refuse it whole, never guess at it. */
+        if (version > JOURNAL_VERSION)
+                return -EPROTONOSUPPORT;
 
         j = calloc(1, sizeof(*j));
         if (!j)
@@ -360,6 +372,8 @@ char *journal_format(const struct journal *j)
                 json_add_u64(o, "bytes_done", p->bytes_done);
                 json_add_str(o, "error_slug", p->error_slug);
                 json_add_str(o, "error_detail", p->error_detail);
+                if (p->ready_boot_ns)
+                        json_add_u64(o, "ready_boot_ns", p->ready_boot_ns);
                 if (p->owner_pid > 0) {
                         json_add_i64(o, "owner_pid", p->owner_pid);
                         json_add_u64(o, "owner_start_time", p->owner_start);
@@ -437,8 +451,10 @@ int journal_load(const char *dir, struct journal **ret)
                 return -errno;
         if (fstat(fd, &st) < 0)
                 return -errno;
-        if (!S_ISREG(st.st_mode) || st.st_size > (off_t)JOURNAL_MAX_BYTES)
-                return -EINVAL;
+        if (!S_ISREG(st.st_mode))
+                return -EISDIR;
+        if (st.st_size > (off_t)JOURNAL_MAX_BYTES)
+                return -EFBIG;
 
         /* Read to EOF rather than trusting st_size. */
         buf = malloc(JOURNAL_MAX_BYTES + 1);
@@ -455,9 +471,19 @@ int journal_load(const char *dir, struct journal **ret)
                         break;
                 len += (size_t)n;
                 if (len > JOURNAL_MAX_BYTES)
-                        return -EINVAL;
+                        return -EFBIG;
         }
         return journal_parse(buf, len, ret);
+}
+
+/* Tests only: the errno every save fails with (0 = none), as a full disk
+ * (ENOSPC), an I/O error (EIO) or a read-only remount (EROFS) would, after
+ * the temporary file was opened: the old state.json stays as it was. */
+static atomic_int save_fault;
+
+void journal_inject_save_error(int err)
+{
+        atomic_store(&save_fault, err < 0 ? -err : err);
 }
 
 int journal_save(const char *dir, const struct journal *j)
@@ -485,7 +511,9 @@ int journal_save(const char *dir, const struct journal *j)
         fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return -errno;
-        r = write_all(fd, text, strlen(text));
+        r = -atomic_load(&save_fault);
+        if (r == 0)
+                r = write_all(fd, text, strlen(text));
         if (r == 0)
                 r = write_all(fd, "\n", 1);
         if (r == 0 && fsync(fd) < 0)
@@ -499,6 +527,23 @@ int journal_save(const char *dir, const struct journal *j)
                 return r;
         }
         return fsync_dir(dir);
+}
+
+const char *journal_load_error(int r)
+{
+        switch (r) {
+        case -EINVAL:
+                return "it is not a valid journal (corrupt or truncated JSON, or a member missing, "
+                       "of the wrong type or out of range)";
+        case -EFBIG:
+                return "it is larger than the 16 MiB limit, so it is not ours";
+        case -EISDIR:
+                return "it is not a regular file";
+        case -EPROTONOSUPPORT:
+                return "a newer hpwarmd wrote it (journal version above " STRINGIFY(JOURNAL_VERSION) ")";
+        default:
+                return strerror(-r);
+        }
 }
 
 /* Several quarantines within one second get a counter suffix. */

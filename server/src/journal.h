@@ -28,7 +28,9 @@ struct journal_pool {
         bool claimed;
         int64_t created_at;      /* unix seconds */
         int64_t started_at;      /* unix seconds */
-        int64_t finished_at;     /* unix seconds, 0 = not finished */
+        int64_t finished_at;     /* unix seconds, 0 = not finished (or no wall clock): display */
+        uint64_t ready_boot_ns;  /* CLOCK_BOOTTIME when it turned ready, 0 = not ready; TTLs
+                                  * count from it.  Valid within the journal's boot_id only */
         uint64_t bytes_done;     /* at last save */
         int owner_pid;           /* claimed by this process (the VMM); 0 = none */
         uint64_t owner_start;    /* its start time, /proc/PID/stat field 22 */
@@ -65,12 +67,25 @@ int journal_parse(const char *buf, size_t len, struct journal **ret);
 char *journal_format(const struct journal *j);
 void journal_free(struct journal *j); /* accepts NULL */
 
-/* Load DIR/state.json.  -ENOENT when there is none (first start), -EINVAL when
- * it is corrupt or truncated (the caller logs, moves it aside and starts
- * empty).  Removes a stale DIR/state.json.tmp left by a crash. */
+/* Load DIR/state.json.  Removes a stale DIR/state.json.tmp left by a crash.
+ * -ENOENT when there is none (first start); a journal that is there but
+ * cannot be used is
+ *   -EINVAL           corrupt or truncated (not valid, or a member off);
+ *   -EFBIG            over the size limit;
+ *   -EISDIR           not a regular file;
+ *   -EPROTONOSUPPORT  a newer version than this daemon reads;
+ *   or open/read's -errno (unreadable).
+ * The caller refuses to start on any of these unless told to discard the
+ * journal (journal_quarantine): a journal it cannot read says nothing about
+ * which files are in use. */
 int journal_load(const char *dir, struct journal **ret);
+/* What is wrong with a journal journal_load refused with R, for a message. */
+const char *journal_load_error(int r);
+/* Tests only: make every journal_save fail with ERR (ENOSPC, EIO, EROFS...)
+ * until called with 0. */
+void journal_inject_save_error(int err);
 /* Atomically replace DIR/state.json with J. */
 int journal_save(const char *dir, const struct journal *j);
-/* Move a corrupt state.json aside to state.json.corrupt-<unix time>. */
+/* Move an unusable state.json aside to state.json.corrupt-<unix time>. */
 int journal_quarantine(const char *dir);
 

@@ -59,6 +59,7 @@ struct options {
         const char *tls_cert, *tls_key, *tls_client_ca;
         unsigned max_connections;
         unsigned connection_timeout_s;
+        bool reset_state;
         bool allow_unauthenticated_tcp;
         unsigned max_waits_per_caller;
 };
@@ -73,6 +74,9 @@ static void usage(FILE *f)
                 " when no --listen)\n"
                 "  --sysfs-root DIR          read topology and counters under DIR (default /sys)\n"
                 "  --state-dir DIR           journal directory (default " DEFAULT_STATE_DIR ")\n"
+                "  --reset-state             if the journal cannot be read, move it aside and\n"
+                "                            start empty (files a process maps are kept);\n"
+                "                            without it such a journal stops the start\n"
                 "  --memory-floor BYTES      ordinary memory a reservation must leave free per node\n"
                 "                            (default: 1/32 of the node's memory, at least 256M)\n"
                 "  --hugetlbfs SIZE=DIR      pool directory for page size SIZE inside a hugetlbfs\n"
@@ -158,12 +162,13 @@ static void parse_args(int argc, char **argv, struct options *o)
         enum { O_LISTEN = 256, O_SOCKET, O_SYSFS, O_STATE, O_FLOOR, O_HUGETLBFS, O_POOL_GROUP,
                O_THREADS, O_MAX_POOL, O_MAX_NODE, O_MAX_POOLS, O_LOG, O_VERSION, O_HELP,
                O_SOCKET_GROUP, O_TOKEN, O_READ_TOKEN, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_MAX_CONN,
-               O_CONN_TIMEOUT, O_ALLOW_UNAUTH_TCP, O_MAX_WAITS, O_RELEASE_UNMAPPED, O_STOCK };
+               O_CONN_TIMEOUT, O_ALLOW_UNAUTH_TCP, O_MAX_WAITS, O_RELEASE_UNMAPPED, O_RESET_STATE, O_STOCK };
         static const struct option longopts[] = {
                 {"listen", required_argument, NULL, O_LISTEN},
                 {"socket", required_argument, NULL, O_SOCKET},
                 {"sysfs-root", required_argument, NULL, O_SYSFS},
                 {"state-dir", required_argument, NULL, O_STATE},
+                {"reset-state", no_argument, NULL, O_RESET_STATE},
                 {"memory-floor", required_argument, NULL, O_FLOOR},
                 {"hugetlbfs", required_argument, NULL, O_HUGETLBFS},
                 {"pool-group", required_argument, NULL, O_POOL_GROUP},
@@ -199,6 +204,7 @@ static void parse_args(int argc, char **argv, struct options *o)
                 case O_SOCKET: o->socket_path = optarg; break;
                 case O_SYSFS: o->sysfs_root = optarg; break;
                 case O_STATE: o->state_dir = optarg; break;
+                case O_RESET_STATE: o->reset_state = true; break;
                 case O_FLOOR: o->memory_floor = parse_bytes_arg("--memory-floor", optarg); break;
                 case O_HUGETLBFS: {
                         char *eq = strchr(optarg, '=');
@@ -573,6 +579,7 @@ int main(int argc, char **argv)
                 .stock_targets = o.stock,
                 .n_stock_targets = o.n_stock,
                 .unmapped_sweep_ms = unmapped_sweep_ms(),
+                .reset_state = o.reset_state,
         };
         memcpy(pc.mounts, o.mounts, sizeof(o.mounts));
         r = pools_new(&pc, &pools);

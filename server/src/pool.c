@@ -144,8 +144,10 @@ int pool_transition(struct journal_pool *rec, enum pool_state to, const char *ca
                 }
         } else if (to == POOL_READY || to == POOL_STOCK) {
                 rec->finished_at = (int64_t)(now_real_ns() / UINT64_C(1000000000));
+                rec->ready_boot_ns = now_boot_ns();
         } else if (to == POOL_WARMING || to == POOL_STOCK_WARMING) {
                 rec->finished_at = 0;
+                rec->ready_boot_ns = 0;
         }
         rec->state = to;
         log_debug("pools: pool %s: %s -> %s (%s)%s%s", rec->name, pool_state_name(from), pool_state_name(to),
@@ -181,6 +183,7 @@ static const char *const hold_names[_POOL_HOLD_MAX] = {
         [POOL_CREATING] = "creating",
         [POOL_BUSY] = "busy",
         [POOL_REMOVING] = "removing",
+        [POOL_RELEASING] = "releasing",
 };
 
 const char *pool_hold_name(enum pool_hold h)
@@ -199,7 +202,10 @@ bool pool_hold_allowed(enum pool_hold from, enum pool_hold to)
         case POOL_CREATING:
                 return to == POOL_FREE;          /* created */
         case POOL_BUSY:
-                return to == POOL_FREE || to == POOL_REMOVING;
+                return to == POOL_FREE || to == POOL_RELEASING;
+        case POOL_RELEASING:
+                /* Saved and unlinked; or the save or the unlink failed. */
+                return to == POOL_REMOVING || to == POOL_BUSY;
         case POOL_REMOVING:
         case _POOL_HOLD_MAX:
                 break;

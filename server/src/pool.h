@@ -94,7 +94,8 @@ struct journal_pool;
  *     slug, required) and the printf-style detail, and the time: finished_at
  *     is set to now unless REC already has one (a ready pool that fails at
  *     start keeps the time its warm finished);
- *   - entering ready sets finished_at to now;
+ *   - entering ready sets finished_at to now (wall clock, display) and
+ *     ready_boot_ns (CLOCK_BOOTTIME, what a TTL counts from);
  *   - entering warming clears finished_at (a resumed or re-warmed pool is not
  *     finished);
  * and logs the move at debug level.  For other targets CAUSE must be NULL. */
@@ -107,12 +108,18 @@ int pool_transition(struct journal_pool *rec, enum pool_state to, const char *ca
  *   creating  pools_create has not returned: invisible to everyone else;
  *   busy      one thread works on it outside the lock (job follow-up,
  *             claim, delete, expiry); others wait for it to be free;
- *   removing  its file is gone; the record leaves after the next save. */
+ *   releasing busy, and its release is being saved: journal snapshots
+ *             leave it out, its file and job are still there; back to busy
+ *             when the save (or then the unlink) fails, so a release that
+ *             was not saved never happened;
+ *   removing  saved without it and its file is gone; the record leaves
+ *             memory now. */
 enum pool_hold {
         POOL_FREE,
         POOL_CREATING,
         POOL_BUSY,
         POOL_REMOVING,
+        POOL_RELEASING,
         _POOL_HOLD_MAX,
 };
 

@@ -63,6 +63,10 @@ struct pools_config {
          * targets at start (validated as pools_set_stock does). */
         const struct journal_stock_target *stock_targets;
         size_t n_stock_targets;
+        /* --reset-state: a journal that cannot be read is moved aside and
+         * the daemon starts empty (files a process maps are still kept).
+         * Without it such a journal stops pools_new (-errno, logged). */
+        bool reset_state;
         /* Unit tests only: accept mount dirs that are not hugetlbfs (a temp
          * dir stands in), creating them if missing.  The mount-root and
          * marker checks still apply.  Never set in the daemon. */
@@ -107,6 +111,10 @@ void pools_free(struct pools *p);
  * longer TTLs are a mistake, and the cap keeps finished_at + ttl far from
  * int64 overflow.  Ten years; the one place that checks it. */
 #define POOLS_TTL_MAX (UINT64_C(10) * 366 * 24 * 3600)
+
+/* Retry-After (seconds) of a 503 state-write-failed: nothing changed, and a
+ * full or failing disk is not fixed at once. */
+#define POOLS_SAVE_RETRY_AFTER 5
 
 struct pool_req {
         char name[POOL_NAME_MAX + 1];
@@ -174,7 +182,9 @@ int pools_list(struct pools *p, struct pool_view **ret, size_t *ret_n);
  * while waiting). */
 int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct pool_view *ret);
 /* Cancel (returns once no worker touches the file), remove the file, forget
- * the record.  -ENOENT if none. */
+ * the record.  -ENOENT if none; -EAGAIN if the journal could not be saved
+ * (nothing changed: the pool is as it was, also after a restart); or
+ * unlink's -errno (the record is kept so the release can be retried). */
 int pools_delete(struct pools *p, const char *name);
 /* Mark claimed (clears the TTL).  -ENOENT; -EBUSY (409) if not ready. */
 int pools_claim(struct pools *p, const char *name, struct pool_view *ret);
@@ -195,7 +205,10 @@ int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_vi
  * reserve_apply().  A shrink never goes below the node's pages in use plus
  * the pages its warming pools have yet to take (they count as free until
  * faulted, and the kernel would free them under the jobs): the count is
- * clamped there and *ret says complete=false, requested = REQ->count. */
+ * clamped there and *ret says complete=false, requested = REQ->count.
+ * -ECANCELED when the journal could not be saved: the count was put back
+ * to ret->previous as far as the kernel allowed (ret->total) and nothing is
+ * recorded. */
 int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve_result *ret);
 
 /* Pages of (NODE, PAGE_SIZE) held by ready pools and by warming pools (for

@@ -88,10 +88,13 @@ struct pool {
         bool have_last;               /* lock */
         uint64_t present_at_start;    /* bytes already in the file when its job (re)started */
         uint64_t job_offset;          /* holder: where the next job starts (a grown stock file) */
-        int64_t retry_at;             /* lock: unix s, a failed release is not retried before */
+        uint64_t retry_at;            /* lock: CLOCK_BOOTTIME ns, a failed release is not retried before */
         enum pool_release release_due; /* lock: set by the owner watch or the sweep */
         int64_t unmapped_since;       /* lock: unix s, 0 = mapped, not swept, or has an owner */
         char path[PATH_MAX];          /* set before the pool is added, then constant */
+        dev_t file_dev;               /* holder: the file at `path` we made or found at start; */
+        ino_t file_ino;               /*   0 = not known (no file) */
+        bool file_check_due;          /* lock: a GET saw the file changed; upkeep re-checks it */
 };
 
 struct pools {
@@ -135,8 +138,8 @@ struct pools {
 
 int64_t pools_now_unix(void);
 const char *pools_mount_dir(const struct pools *p, uint64_t page_size);
-/* Unix-seconds expiry of a ready, unclaimed pool with a TTL; 0 = none. */
-int64_t pools_rec_expires_at(const struct journal_pool *r);
+/* CLOCK_BOOTTIME expiry (ns) of a ready, unclaimed pool with a TTL; 0 = none. */
+uint64_t pools_rec_expires_boot_ns(const struct journal_pool *r);
 
 /* ---- registry (pools.c), `lock` held unless said otherwise ---- */
 struct pool *pools_find(struct pools *p, const char *name);
@@ -155,12 +158,23 @@ int pools_save(struct pools *p);
 int pools_commit(struct pools *p, struct pool *pool, const struct journal_pool *next);
 /* Make POOL free again and wake waiters (takes `lock`). */
 void pools_release(struct pools *p, struct pool *pool);
-/* Stop POOL's job if any, remove its file and its record; POOL is busy and
- * freed on success (takes `lock` itself), and the release is counted under
- * WHY in the same step that makes it invisible.  See pools.c. */
+/* Save the journal without POOL, then stop its job if any, remove its file
+ * and its record; POOL is busy and freed on success (takes `lock` itself),
+ * and the release is counted under WHY in the same step that makes it
+ * invisible.  -EAGAIN when the save failed (nothing changed), or unlink's
+ * -errno (the record is saved again).  See pools.c. */
 int pools_remove(struct pools *p, struct pool *pool, enum pool_release why);
 /* Tell the observer NAME changed; no lock of ours held. */
 void pools_notify(struct pools *p, const char *name);
+
+/* Whether the file at PATH is still the one (DEV, INO) of R at its size: 0
+ * if so (or it cannot be told), 1 with DETAIL set if someone removed,
+ * replaced, truncated or resized it.  Pages missing from it are not
+ * checked: a claimed pool's VM may give pages back, and start-up re-warms
+ * an unclaimed ready pool that lost some.  *RET_OURS says whether PATH
+ * still names our file (only then may it be unlinked).  One stat, no lock. */
+int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct journal_pool *r, char *detail,
+                       size_t size, bool *ret_ours);
 
 /* ---- jobs and the upkeep thread (pools_jobs.c), no lock held ---- */
 int pools_start_job(struct pools *p, struct pool *pool);

@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -326,6 +327,12 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
                 return r;
         }
         pool->fd = r;
+        struct stat st;
+        if (fstat(pool->fd, &st) == 0) {
+                /* The file we made: the file-changed checks compare it. */
+                pool->file_dev = st.st_dev;
+                pool->file_ino = st.st_ino;
+        }
         (void)pool_transition(&pool->rec, POOL_STOCK_WARMING, NULL, NULL);
         pthread_mutex_lock(&p->lock);
         pools_set_hold(pool, POOL_CREATING);

@@ -1,5 +1,6 @@
 """hpwarmd against sysfs fixture trees: every node report, reserve and their
 error classes, driven over HTTP on a loopback port."""
+import json
 import os
 import re
 import time
@@ -307,15 +308,41 @@ class Reserve(TestCase):
             self.assertEqual(out["r"].status, 200, out["r"])
             self.assertGreaterEqual(time.monotonic() - t0, 2.0)
 
-    def test_reapplied_on_start(self):
+    def _other_boot(self, d):
+        # The journal as a daemon of an earlier boot left it.
+        path = os.path.join(d.state_dir, "state.json")
+        with open(path) as f:
+            j = json.load(f)
+        j["boot_id"] = "00000000-0000-0000-0000-000000000000"
+        with open(path, "w") as f:
+            json.dump(j, f)
+
+    def test_reapplied_after_reboot(self):
         with Daemon("two-node") as d:
             self.assertEqual(d.put("/v1/nodes/1/hugepages/2M", {"count": 30}).status, 200)
             self.assertEqual(d.stop(), 0)
             # A reboot empties the runtime pool; the daemon puts it back.
+            self._other_boot(d)
             d.write_file(node_hp(1, M2, "nr_hugepages"), "8\n")
             d.start()
-            self.assertIsNotNone(d.wait_log(r"(?i)reservation.*node 1", timeout=10), "\n".join(d.log))
+            self.assertIsNotNone(d.wait_log(r"(?i)re-applied reservation.*node 1", timeout=10), "\n".join(d.log))
             self.assertEqual(d.read_u64(node_hp(1, M2, "nr_hugepages")), 30)
+
+    def test_same_boot_adopts_kernel_count(self):
+        # Another tool changed the count while the daemon was down: within
+        # the same boot the daemon keeps it, says so, and records it.
+        with Daemon("two-node") as d:
+            self.assertEqual(d.put("/v1/nodes/1/hugepages/2M", {"count": 30}).status, 200)
+            self.assertEqual(d.stop(), 0)
+            d.write_file(node_hp(1, M2, "nr_hugepages"), "8\n")
+            d.start()
+            line = d.wait_log(r"node 1, 2097152-byte pages: the kernel holds 8, not the 30 recorded", timeout=10)
+            self.assertIsNotNone(line, "\n".join(d.log))
+            self.assertEqual(d.read_u64(node_hp(1, M2, "nr_hugepages")), 8)
+            self.assertEqual(d.stop(), 0)
+            with open(os.path.join(d.state_dir, "state.json")) as f:
+                res = json.load(f)["reservations"]
+            self.assertEqual([(r["node"], r["count"]) for r in res], [(1, 8)])
 
 
 

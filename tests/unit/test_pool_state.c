@@ -259,7 +259,9 @@ TEST(hold_table)
                 { POOL_FREE, POOL_CREATING },
                 { POOL_CREATING, POOL_FREE },
                 { POOL_BUSY, POOL_FREE },
-                { POOL_BUSY, POOL_REMOVING },
+                { POOL_BUSY, POOL_RELEASING },
+                { POOL_RELEASING, POOL_REMOVING },
+                { POOL_RELEASING, POOL_BUSY },
         };
 
         for (int f = 0; f < _POOL_HOLD_MAX; f++)
@@ -274,6 +276,7 @@ TEST(hold_table)
                         }
                 }
         CHECK_STR(pool_hold_name(POOL_REMOVING), "removing");
+        CHECK_STR(pool_hold_name(POOL_RELEASING), "releasing");
         CHECK(pool_hold_name(_POOL_HOLD_MAX) == NULL);
 }
 
