@@ -13,6 +13,8 @@ void api_pool_get(const struct req *req, struct resp *resp);
 void api_pool_put(const struct req *req, struct resp *resp);
 void api_pool_delete(const struct req *req, struct resp *resp);
 void api_pool_claim(const struct req *req, struct resp *resp);
+void api_stock_get(const struct req *req, struct resp *resp);
+void api_stock_put(const struct req *req, struct resp *resp);
 void api_handoff(const struct req *req, struct resp *resp);
 void api_metrics(const struct req *req, struct resp *resp);
 

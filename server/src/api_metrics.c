@@ -84,6 +84,35 @@ static void pool_gauges(struct app *app, struct prom *p)
         free(v);
 }
 
+/* hpwarmd_stock_bytes{numa_node,page_size_bytes,size_bytes,state}: per
+ * stock target, its ready and refilling files. */
+static void stock_gauges(struct app *app, struct prom *p)
+{
+        struct stock_view *v = NULL;
+        size_t n = 0;
+
+        if (pools_get_stock(app->pools, &v, &n) < 0)
+                return;
+        prom_header(p, "hpwarmd_stock_bytes",
+                    "Bytes of stock files by NUMA node, page size, file size and state (ready, warming).", "gauge");
+        for (size_t i = 0; i < n; i++) {
+                char node[16], psz[24], size[24];
+                snprintf(node, sizeof(node), "%d", v[i].target.node);
+                snprintf(psz, sizeof(psz), "%" PRIu64, v[i].target.page_size);
+                snprintf(size, sizeof(size), "%" PRIu64, v[i].target.size_bytes);
+                static const char *const states[] = {"ready", "warming"};
+                const uint64_t counts[] = {v[i].ready, v[i].warming};
+                for (size_t s = 0; s < ARRAY_SIZE(states); s++)
+                        prom_sample_u64(p, "hpwarmd_stock_bytes",
+                                        (struct prom_label[]){{"numa_node", node},
+                                                              {"page_size_bytes", psz},
+                                                              {"size_bytes", size},
+                                                              {"state", states[s]}},
+                                        4, counts[s] * v[i].target.size_bytes);
+        }
+        free(v);
+}
+
 static void counter(struct prom *p, const char *name, const char *help, const char *label,
                     const char *const *values, const uint64_t *counts, size_t n)
 {
@@ -121,6 +150,19 @@ static void registry_counters(struct app *app, struct prom *p)
                     "start to the last page populated and placement checked.", "histogram");
         prom_histogram(p, "hpwarmd_warm_duration_seconds", NULL, 0, METRICS_DURATION_BOUNDS, METRICS_DURATION_BUCKETS,
                        s.job_seconds_buckets, s.job_seconds_sum);
+        counter(p, "hpwarmd_stock_requests_total",
+                "Pool creates on a stocked node and page size by how stock served them: hit (a ready file of "
+                "the size, renamed), partial (a smaller one grown), miss (warmed as usual).",
+                "result", (const char *const[]){"hit", "partial", "miss"},
+                (const uint64_t[]){s.stock_hits, s.stock_partial_hits, s.stock_misses}, 3);
+        counter(p, "hpwarmd_stock_given_way_total", "Stock files removed to make room for a pool.", NULL, NULL,
+                &s.stock_given_way, 1);
+        counter(p, "hpwarmd_stock_refilled_bytes_total", "Bytes of stock files populated by finished refills.",
+                NULL, NULL, &s.stock_refill_bytes, 1);
+        prom_header(p, "hpwarmd_stock_refill_duration_seconds",
+                    "Duration of stock refills that completed (low priority: pool warms go first).", "histogram");
+        prom_histogram(p, "hpwarmd_stock_refill_duration_seconds", NULL, 0, METRICS_DURATION_BOUNDS,
+                       METRICS_DURATION_BUCKETS, s.stock_refill_seconds_buckets, s.stock_refill_seconds_sum);
         counter(p, "hpwarmd_reservations_total", "Reservations (nr_hugepages writes) by result.", "result",
                 (const char *const[]){"ok", "partial", "shortfall", "refused", "error"},
                 (const uint64_t[]){s.reservations_ok, s.reservations_partial, s.reservations_shortfall,
@@ -136,6 +178,7 @@ void api_metrics(const struct req *req, struct resp *resp)
         prom_sample_u64(p, "hpwarmd_build_info", (struct prom_label[]){{"version", HPW_VERSION}}, 1, 1);
         node_gauges(app, p);
         pool_gauges(app, p);
+        stock_gauges(app, p);
         registry_counters(app, p);
         http_metrics_emit(app->http_metrics, p);
         char *text = prom_finish(p);

@@ -164,6 +164,13 @@ static void reserve_work(struct resp *resp, void *ctx)
                 p.requested = w->rq.count;
                 p.achieved = res.achieved;
                 break;
+        case -ECANCELED:
+                problem_raise(&p, PROBLEM_STATE_WRITE_FAILED,
+                              "node %d: the new count could not be saved to the journal, so it was undone: "
+                              "%" PRIu64 " pages now (were %" PRIu64 ")",
+                              w->rq.node, res.total, res.previous);
+                p.retry_after = POOLS_SAVE_RETRY_AFTER;
+                break;
         case -ENOENT:
                 problem_raise(&p, PROBLEM_UNKNOWN_PAGE_SIZE,
                               "node %d has no pool of that page size", w->rq.node);

@@ -64,6 +64,7 @@ static struct json *encode_pool(const struct pool_view *v)
         json_add_bool(pl, "verified", v->placement_verified);
         json_add_u64(pl, "pages_off_node", v->pages_off_node);
         json_add_bool(o, "claimed", p->claimed);
+        json_add_str(o, "from_stock", pool_from_stock_name(v->from_stock));
         json_add_u64(o, "ttl_seconds", p->ttl_seconds);
         add_time(o, "expires_at", v->expires_at);
         if (v->owner_pid > 0)
@@ -286,6 +287,15 @@ static void delete_work(struct resp *resp, void *ctx)
                 pool_not_found(resp, w->name);
                 return;
         }
+        if (r == -EAGAIN) {
+                struct problem p = {0};
+                problem_raise(&p, PROBLEM_STATE_WRITE_FAILED,
+                              "pool \"%s\": its release could not be saved to the journal; nothing was "
+                              "changed (the pool is still there), retry later", w->name);
+                p.retry_after = POOLS_SAVE_RETRY_AFTER;
+                resp_problem(resp, &p);
+                return;
+        }
         if (r < 0) {
                 struct problem p = {0};
                 problem_raise(&p, PROBLEM_POOL_FILE_ERROR,
@@ -343,8 +353,9 @@ static void claim_work(struct resp *resp, void *ctx)
                 problem_raise(&p, PROBLEM_INTERNAL_ERROR,
                               "this kernel has no pidfd_open (Linux 5.3 or later is needed to claim with a pid)");
         } else {
-                problem_raise(&p, PROBLEM_STATE_WRITE_FAILED, "pool \"%s\": %s", w->name,
+                problem_raise(&p, PROBLEM_STATE_WRITE_FAILED, "pool \"%s\": %s; not claimed", w->name,
                               strerror(-r));
+                p.retry_after = POOLS_SAVE_RETRY_AFTER;
         }
         resp_problem(resp, &p);
 }

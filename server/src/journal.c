@@ -8,7 +8,14 @@
  *              "ttl_seconds":..,"claimed":..,"created_at":..,"started_at":..,
  *              "finished_at":..,"bytes_done":..,"error_slug":"..",
  *              "error_detail":"..",
- *              "owner_pid":..,"owner_start_time":..}]}
+ *              "owner_pid":..,"owner_start_time":..,"from_stock":".."}],
+ *    "stock_targets":[{"node":0,"page_size_bytes":..,"size_bytes":..,
+ *                      "count":..}]}
+ *
+ * Stock files (issue 12) are rows of "pools" with a stock state
+ * ("stock-warming", "stock") and a stock name (pool.h: a first character no
+ * pool name has).  "stock_targets" and "from_stock" (written only when not
+ * "none") are optional like the owner members, for the same reason.
  *
  * owner_pid and owner_start_time (a claimed pool bound to its VMM process,
  * and that process's start time, to tell it from a later one with the same
@@ -16,6 +23,10 @@
  * load as they are.  They are written only for a pool that has an owner.
  * The version stays 1 on purpose: an older daemon ignores them (its pools
  * then stay claimed, as they did) instead of refusing the whole journal.
+ * "ready_boot_ns" (CLOCK_BOOTTIME when a pool turned ready, which its TTL
+ * counts from; meaningful only under the same boot_id, and pools of another
+ * boot are dropped anyway) is optional the same way: absent, the TTL counts
+ * from finished_at as seen on the wall clock at load.
  *
  * Parsing is strict: every member listed above is required with its type,
  * numbers are exact integers (json.h), names follow the pool name rule, pool
@@ -32,6 +43,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +56,8 @@
 #include "util.h"
 
 #define JOURNAL_VERSION 1
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
 #define STATE_FILE "state.json"
 #define STATE_TMP "state.json.tmp"
 /* Our journal holds at most a few thousand small records; anything much
@@ -56,6 +70,7 @@ void journal_free(struct journal *j)
                 return;
         free(j->reservations);
         free(j->pools);
+        free(j->stock_targets);
         free(j);
 }
 
@@ -126,7 +141,7 @@ static int parse_pool(const struct json *o, struct journal_pool *ret)
 
         if (!json_is_object(o))
                 return -EINVAL;
-        if (get_strbuf(o, "name", p.name, sizeof(p.name)) < 0 || !pool_name_valid(p.name))
+        if (get_strbuf(o, "name", p.name, sizeof(p.name)) < 0)
                 return -EINVAL;
         if (get_int(o, "node", &p.node) < 0 || get_u64(o, "page_size_bytes", &p.page_size) < 0 ||
             get_u64(o, "size_bytes", &p.size_bytes) < 0)
@@ -136,6 +151,14 @@ static int parse_pool(const struct json *o, struct journal_pool *ret)
         if (get_strbuf(o, "state", state, sizeof(state)) < 0 ||
             pool_state_parse(state, &p.state) < 0)
                 return -EINVAL;
+        if (pool_state_is_stock(p.state) ? !pool_stock_name_valid(p.name) : !pool_name_valid(p.name))
+                return -EINVAL;
+        if (json_get(o, "from_stock")) {
+                char from[16];
+                if (get_strbuf(o, "from_stock", from, sizeof(from)) < 0 ||
+                    pool_from_stock_parse(from, &p.from_stock) < 0)
+                        return -EINVAL;
+        }
         if (get_u64(o, "threads", &threads) < 0 || threads > UINT_MAX)
                 return -EINVAL;
         p.threads = (unsigned)threads;
@@ -149,6 +172,8 @@ static int parse_pool(const struct json *o, struct journal_pool *ret)
         if (get_strbuf(o, "error_slug", p.error_slug, sizeof(p.error_slug)) < 0 ||
             get_strbuf(o, "error_detail", p.error_detail, sizeof(p.error_detail)) < 0)
                 return -EINVAL;
+        if (json_get(o, "ready_boot_ns") && get_u64(o, "ready_boot_ns", &p.ready_boot_ns) < 0)
+                return -EINVAL;
         /* Optional, together, and only on a claimed pool. */
         if (json_get(o, "owner_pid") || json_get(o, "owner_start_time")) {
                 if (get_int(o, "owner_pid", &p.owner_pid) < 0 || p.owner_pid <= 0 ||
@@ -156,6 +181,21 @@ static int parse_pool(const struct json *o, struct journal_pool *ret)
                         return -EINVAL;
         }
         *ret = p;
+        return 0;
+}
+
+static int parse_stock_target(const struct json *o, struct journal_stock_target *ret)
+{
+        struct journal_stock_target t = {};
+
+        if (!json_is_object(o))
+                return -EINVAL;
+        if (get_int(o, "node", &t.node) < 0 || get_u64(o, "page_size_bytes", &t.page_size) < 0 ||
+            get_u64(o, "size_bytes", &t.size_bytes) < 0 || get_u64(o, "count", &t.count) < 0)
+                return -EINVAL;
+        if (!power_of_two(t.page_size) || t.size_bytes == 0 || t.size_bytes % t.page_size)
+                return -EINVAL;
+        *ret = t;
         return 0;
 }
 
@@ -191,6 +231,12 @@ static int check_unique(const struct journal *j)
                         if (cmp_pool_names(&pools[i - 1], &pools[i]) == 0)
                                 return -EINVAL;
         }
+        for (size_t i = 0; i < j->n_stock_targets; i++)
+                for (size_t k = i + 1; k < j->n_stock_targets; k++) {
+                        const struct journal_stock_target *a = &j->stock_targets[i], *b = &j->stock_targets[k];
+                        if (a->node == b->node && a->page_size == b->page_size && a->size_bytes == b->size_bytes)
+                                return -EINVAL;
+                }
         if (j->n_reservations > 1) {
                 res = malloc(j->n_reservations * sizeof(*res));
                 if (!res)
@@ -227,8 +273,11 @@ int journal_parse(const char *buf, size_t len, struct journal **ret)
                 return r == -ENOMEM ? r : -EINVAL;
         if (!json_is_object(doc))
                 return -EINVAL;
-        if (get_u64(doc, "version", &version) < 0 || version != JOURNAL_VERSION)
+        if (get_u64(doc, "version", &version) < 0 || version == 0)
                 return -EINVAL;
+        /* A newer daemon wrote it: refuse it whole, never guess at it. */
+        if (version > JOURNAL_VERSION)
+                return -EPROTONOSUPPORT;
 
         j = calloc(1, sizeof(*j));
         if (!j)
@@ -260,6 +309,21 @@ int journal_parse(const char *buf, size_t len, struct journal **ret)
         for (size_t i = 0; i < j->n_pools; i++)
                 if (parse_pool(json_array_at(pools, i), &j->pools[i]) < 0)
                         return -EINVAL;
+
+        const struct json *targets = json_get(doc, "stock_targets");
+        if (targets) {
+                if (!json_is_array(targets))
+                        return -EINVAL;
+                j->n_stock_targets = json_array_len(targets);
+                if (j->n_stock_targets) {
+                        j->stock_targets = calloc(j->n_stock_targets, sizeof(*j->stock_targets));
+                        if (!j->stock_targets)
+                                return -ENOMEM;
+                }
+                for (size_t i = 0; i < j->n_stock_targets; i++)
+                        if (parse_stock_target(json_array_at(targets, i), &j->stock_targets[i]) < 0)
+                                return -EINVAL;
+        }
 
         r = check_unique(j);
         if (r < 0)
@@ -308,10 +372,23 @@ char *journal_format(const struct journal *j)
                 json_add_u64(o, "bytes_done", p->bytes_done);
                 json_add_str(o, "error_slug", p->error_slug);
                 json_add_str(o, "error_detail", p->error_detail);
+                if (p->ready_boot_ns)
+                        json_add_u64(o, "ready_boot_ns", p->ready_boot_ns);
                 if (p->owner_pid > 0) {
                         json_add_i64(o, "owner_pid", p->owner_pid);
                         json_add_u64(o, "owner_start_time", p->owner_start);
                 }
+                if (p->from_stock != POOL_FROM_STOCK_NONE)
+                        json_add_str(o, "from_stock", pool_from_stock_name(p->from_stock));
+        }
+        arr = j->n_stock_targets ? json_add_array(doc, "stock_targets") : NULL;
+        for (size_t i = 0; arr && i < j->n_stock_targets; i++) {
+                const struct journal_stock_target *t = &j->stock_targets[i];
+                struct json *o = json_append_object(arr);
+                json_add_i64(o, "node", t->node);
+                json_add_u64(o, "page_size_bytes", t->page_size);
+                json_add_u64(o, "size_bytes", t->size_bytes);
+                json_add_u64(o, "count", t->count);
         }
         return json_print(doc);
 }
@@ -374,8 +451,10 @@ int journal_load(const char *dir, struct journal **ret)
                 return -errno;
         if (fstat(fd, &st) < 0)
                 return -errno;
-        if (!S_ISREG(st.st_mode) || st.st_size > (off_t)JOURNAL_MAX_BYTES)
-                return -EINVAL;
+        if (!S_ISREG(st.st_mode))
+                return -EISDIR;
+        if (st.st_size > (off_t)JOURNAL_MAX_BYTES)
+                return -EFBIG;
 
         /* Read to EOF rather than trusting st_size. */
         buf = malloc(JOURNAL_MAX_BYTES + 1);
@@ -392,9 +471,19 @@ int journal_load(const char *dir, struct journal **ret)
                         break;
                 len += (size_t)n;
                 if (len > JOURNAL_MAX_BYTES)
-                        return -EINVAL;
+                        return -EFBIG;
         }
         return journal_parse(buf, len, ret);
+}
+
+/* Tests only: the errno every save fails with (0 = none), as a full disk
+ * (ENOSPC), an I/O error (EIO) or a read-only remount (EROFS) would, after
+ * the temporary file was opened: the old state.json stays as it was. */
+static atomic_int save_fault;
+
+void journal_inject_save_error(int err)
+{
+        atomic_store(&save_fault, err < 0 ? -err : err);
 }
 
 int journal_save(const char *dir, const struct journal *j)
@@ -422,7 +511,9 @@ int journal_save(const char *dir, const struct journal *j)
         fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return -errno;
-        r = write_all(fd, text, strlen(text));
+        r = -atomic_load(&save_fault);
+        if (r == 0)
+                r = write_all(fd, text, strlen(text));
         if (r == 0)
                 r = write_all(fd, "\n", 1);
         if (r == 0 && fsync(fd) < 0)
@@ -436,6 +527,23 @@ int journal_save(const char *dir, const struct journal *j)
                 return r;
         }
         return fsync_dir(dir);
+}
+
+const char *journal_load_error(int r)
+{
+        switch (r) {
+        case -EINVAL:
+                return "it is not a valid journal (corrupt or truncated JSON, or a member missing, "
+                       "of the wrong type or out of range)";
+        case -EFBIG:
+                return "it is larger than the 16 MiB limit, so it is not ours";
+        case -EISDIR:
+                return "it is not a regular file";
+        case -EPROTONOSUPPORT:
+                return "a newer hpwarmd wrote it (journal version above " STRINGIFY(JOURNAL_VERSION) ")";
+        default:
+                return strerror(-r);
+        }
 }
 
 /* Several quarantines within one second get a counter suffix. */

@@ -28,12 +28,23 @@ struct journal_pool {
         bool claimed;
         int64_t created_at;      /* unix seconds */
         int64_t started_at;      /* unix seconds */
-        int64_t finished_at;     /* unix seconds, 0 = not finished */
+        int64_t finished_at;     /* unix seconds, 0 = not finished (or no wall clock): display */
+        uint64_t ready_boot_ns;  /* CLOCK_BOOTTIME when it turned ready, 0 = not ready; TTLs
+                                  * count from it.  Valid within the journal's boot_id only */
         uint64_t bytes_done;     /* at last save */
         int owner_pid;           /* claimed by this process (the VMM); 0 = none */
         uint64_t owner_start;    /* its start time, /proc/PID/stat field 22 */
         char error_slug[POOL_ERROR_SLUG_MAX];     /* "" = none */
         char error_detail[POOL_ERROR_DETAIL_MAX];
+        enum pool_from_stock from_stock; /* optional in the file; none when absent */
+};
+
+/* A stock target: keep COUNT ready files of SIZE_BYTES on (NODE, PAGE_SIZE). */
+struct journal_stock_target {
+        int node;
+        uint64_t page_size;
+        uint64_t size_bytes;
+        uint64_t count;
 };
 
 struct journal {
@@ -42,21 +53,39 @@ struct journal {
         struct journal_reservation *reservations;
         size_t n_pools;
         struct journal_pool *pools;
+        /* Optional ("stock_targets"): older journals have none.  Unique by
+         * (node, page size, size). */
+        size_t n_stock_targets;
+        struct journal_stock_target *stock_targets;
 };
 
-/* Strict parse (unknown states, bad types, names that break the name rule,
+/* Strict parse (unknown states, bad types, names that break the name rule
+ * — a stock row has a stock name and a stock state, a pool neither —,
  * duplicate pool names -> -EINVAL).  Caller owns *ret (journal_free). */
 int journal_parse(const char *buf, size_t len, struct journal **ret);
 /* Caller frees. */
 char *journal_format(const struct journal *j);
 void journal_free(struct journal *j); /* accepts NULL */
 
-/* Load DIR/state.json.  -ENOENT when there is none (first start), -EINVAL when
- * it is corrupt or truncated (the caller logs, moves it aside and starts
- * empty).  Removes a stale DIR/state.json.tmp left by a crash. */
+/* Load DIR/state.json.  Removes a stale DIR/state.json.tmp left by a crash.
+ * -ENOENT when there is none (first start); a journal that is there but
+ * cannot be used is
+ *   -EINVAL           corrupt or truncated (not valid, or a member off);
+ *   -EFBIG            over the size limit;
+ *   -EISDIR           not a regular file;
+ *   -EPROTONOSUPPORT  a newer version than this daemon reads;
+ *   or open/read's -errno (unreadable).
+ * The caller refuses to start on any of these unless told to discard the
+ * journal (journal_quarantine): a journal it cannot read says nothing about
+ * which files are in use. */
 int journal_load(const char *dir, struct journal **ret);
+/* What is wrong with a journal journal_load refused with R, for a message. */
+const char *journal_load_error(int r);
+/* Tests only: make every journal_save fail with ERR (ENOSPC, EIO, EROFS...)
+ * until called with 0. */
+void journal_inject_save_error(int err);
 /* Atomically replace DIR/state.json with J. */
 int journal_save(const char *dir, const struct journal *j);
-/* Move a corrupt state.json aside to state.json.corrupt-<unix time>. */
+/* Move an unusable state.json aside to state.json.corrupt-<unix time>. */
 int journal_quarantine(const char *dir);
 

@@ -107,12 +107,24 @@ int log_errno(enum log_level level, int err, const char *fmt, ...)
         return -e;
 }
 
-static uint64_t clock_ns(clockid_t id)
+/* Signed nanoseconds of clock ID plus OFFSET; a time before the clock's
+ * epoch (a wall clock set before 1970) is 0. */
+static uint64_t clock_ns(clockid_t id, int64_t offset)
 {
         struct timespec ts;
         clock_gettime(id, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        int64_t v = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + offset;
+        return v > 0 ? (uint64_t)v : 0;
 }
 
-uint64_t now_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
-uint64_t now_real_ns(void) { return clock_ns(CLOCK_REALTIME); }
+static _Atomic int64_t real_offset, boot_offset;
+
+void clock_inject_offsets(int64_t real_ns, int64_t boot_ns)
+{
+        atomic_store(&real_offset, real_ns);
+        atomic_store(&boot_offset, boot_ns);
+}
+
+uint64_t now_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC, 0); }
+uint64_t now_real_ns(void) { return clock_ns(CLOCK_REALTIME, atomic_load(&real_offset)); }
+uint64_t now_boot_ns(void) { return clock_ns(CLOCK_BOOTTIME, atomic_load(&boot_offset)); }

@@ -52,11 +52,14 @@ struct options {
         uint64_t max_node_warm_bytes;
         unsigned max_pools;
         unsigned release_unmapped_after;
+        struct journal_stock_target stock[POOLS_STOCK_TARGETS_MAX];
+        size_t n_stock;
         gid_t socket_gid;
         const char *token_file, *read_token_file;
         const char *tls_cert, *tls_key, *tls_client_ca;
         unsigned max_connections;
         unsigned connection_timeout_s;
+        bool reset_state;
         bool allow_unauthenticated_tcp;
         unsigned max_waits_per_caller;
 };
@@ -71,6 +74,9 @@ static void usage(FILE *f)
                 " when no --listen)\n"
                 "  --sysfs-root DIR          read topology and counters under DIR (default /sys)\n"
                 "  --state-dir DIR           journal directory (default " DEFAULT_STATE_DIR ")\n"
+                "  --reset-state             if the journal cannot be read, move it aside and\n"
+                "                            start empty (files a process maps are kept);\n"
+                "                            without it such a journal stops the start\n"
                 "  --memory-floor BYTES      ordinary memory a reservation must leave free per node\n"
                 "                            (default: 1/32 of the node's memory, at least 256M)\n"
                 "  --hugetlbfs SIZE=DIR      pool directory for page size SIZE inside a hugetlbfs\n"
@@ -81,6 +87,8 @@ static void usage(FILE *f)
                 "  --max-pool-bytes BYTES    largest pool accepted (default: no limit)\n"
                 "  --max-node-warm-bytes B   cap on warming+ready bytes per node (default: none)\n"
                 "  --max-pools N             most pools at once (default 1024)\n"
+                "  --stock NODE:PAGESIZE:SIZE:COUNT  keep COUNT ready files of SIZE on NODE\n"
+                "                            (repeatable; replaces the saved stock targets)\n"
                 "  --release-unmapped-after SEC  release a pool claimed without a pid once no\n"
                 "                            process has mapped it for SEC seconds (default: never)\n"
                 "  --socket-group GROUP      group owning the unix socket (mode 0660)\n"
@@ -154,12 +162,13 @@ static void parse_args(int argc, char **argv, struct options *o)
         enum { O_LISTEN = 256, O_SOCKET, O_SYSFS, O_STATE, O_FLOOR, O_HUGETLBFS, O_POOL_GROUP,
                O_THREADS, O_MAX_POOL, O_MAX_NODE, O_MAX_POOLS, O_LOG, O_VERSION, O_HELP,
                O_SOCKET_GROUP, O_TOKEN, O_READ_TOKEN, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_MAX_CONN,
-               O_CONN_TIMEOUT, O_ALLOW_UNAUTH_TCP, O_MAX_WAITS, O_RELEASE_UNMAPPED };
+               O_CONN_TIMEOUT, O_ALLOW_UNAUTH_TCP, O_MAX_WAITS, O_RELEASE_UNMAPPED, O_RESET_STATE, O_STOCK };
         static const struct option longopts[] = {
                 {"listen", required_argument, NULL, O_LISTEN},
                 {"socket", required_argument, NULL, O_SOCKET},
                 {"sysfs-root", required_argument, NULL, O_SYSFS},
                 {"state-dir", required_argument, NULL, O_STATE},
+                {"reset-state", no_argument, NULL, O_RESET_STATE},
                 {"memory-floor", required_argument, NULL, O_FLOOR},
                 {"hugetlbfs", required_argument, NULL, O_HUGETLBFS},
                 {"pool-group", required_argument, NULL, O_POOL_GROUP},
@@ -167,6 +176,7 @@ static void parse_args(int argc, char **argv, struct options *o)
                 {"max-pool-bytes", required_argument, NULL, O_MAX_POOL},
                 {"max-node-warm-bytes", required_argument, NULL, O_MAX_NODE},
                 {"max-pools", required_argument, NULL, O_MAX_POOLS},
+                {"stock", required_argument, NULL, O_STOCK},
                 {"release-unmapped-after", required_argument, NULL, O_RELEASE_UNMAPPED},
                 {"log-level", required_argument, NULL, O_LOG},
                 {"socket-group", required_argument, NULL, O_SOCKET_GROUP},
@@ -194,6 +204,7 @@ static void parse_args(int argc, char **argv, struct options *o)
                 case O_SOCKET: o->socket_path = optarg; break;
                 case O_SYSFS: o->sysfs_root = optarg; break;
                 case O_STATE: o->state_dir = optarg; break;
+                case O_RESET_STATE: o->reset_state = true; break;
                 case O_FLOOR: o->memory_floor = parse_bytes_arg("--memory-floor", optarg); break;
                 case O_HUGETLBFS: {
                         char *eq = strchr(optarg, '=');
@@ -250,6 +261,22 @@ static void parse_args(int argc, char **argv, struct options *o)
                 case O_MAX_POOL: o->max_pool_bytes = parse_bytes_arg("--max-pool-bytes", optarg); break;
                 case O_MAX_NODE: o->max_node_warm_bytes = parse_bytes_arg("--max-node-warm-bytes", optarg); break;
                 case O_MAX_POOLS: o->max_pools = parse_uint_arg("--max-pools", optarg, 1000000); break;
+                case O_STOCK: {
+                        char node_s[16], ps_s[16], size_s[32], count_s[16];
+                        struct journal_stock_target *t = &o->stock[o->n_stock];
+                        uint64_t node;
+                        if (o->n_stock >= POOLS_STOCK_TARGETS_MAX)
+                                die_usage("too many --stock options");
+                        if (sscanf(optarg, "%15[0-9]:%15[^:]:%31[^:]:%15[0-9]", node_s, ps_s, size_s, count_s) != 4 ||
+                            (node = strtoull(node_s, NULL, 10)) > INT32_MAX ||
+                            parse_page_size(ps_s, &t->page_size) < 0 || parse_size(size_s, &t->size_bytes) < 0 ||
+                            (t->count = strtoull(count_s, NULL, 10)) == 0)
+                                die_usage("--stock wants NODE:PAGESIZE:SIZE:COUNT (e.g. 0:2M:4G:2), got \"%s\"",
+                                          optarg);
+                        t->node = (int)node;
+                        o->n_stock++;
+                        break;
+                }
                 case O_RELEASE_UNMAPPED:
                         /* Up to a year; 0 means never, as when not given. */
                         o->release_unmapped_after =
@@ -549,7 +576,10 @@ int main(int argc, char **argv)
                 .max_pool_bytes = o.max_pool_bytes, .max_node_warm_bytes = o.max_node_warm_bytes,
                 .max_pools = o.max_pools,
                 .release_unmapped_after = o.release_unmapped_after,
+                .stock_targets = o.stock,
+                .n_stock_targets = o.n_stock,
                 .unmapped_sweep_ms = unmapped_sweep_ms(),
+                .reset_state = o.reset_state,
         };
         memcpy(pc.mounts, o.mounts, sizeof(o.mounts));
         r = pools_new(&pc, &pools);

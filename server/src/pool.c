@@ -34,6 +34,19 @@ bool pool_name_valid(const char *name)
         return i > 0;
 }
 
+bool pool_stock_name_valid(const char *name)
+{
+        size_t i;
+
+        if (!name || name[0] != POOL_STOCK_PREFIX)
+                return false;
+        for (i = 1; name[i]; i++) {
+                if (i >= POOL_NAME_MAX || !name_char(name[i], false))
+                        return false;
+        }
+        return i > 1;
+}
+
 static const struct {
         const char *name;
         bool saved;     /* may appear in the journal (and so in pool objects) */
@@ -44,7 +57,14 @@ static const struct {
         [POOL_READY] = { "ready", true, false },
         [POOL_FAILED] = { "failed", true, true },
         [POOL_CANCELLED] = { "cancelled", true, true },
+        [POOL_STOCK_WARMING] = { "stock-warming", true, false },
+        [POOL_STOCK] = { "stock", true, false },
 };
+
+bool pool_state_is_stock(int s)
+{
+        return s == POOL_STOCK_WARMING || s == POOL_STOCK;
+}
 
 static const struct {
         enum pool_state from, to;
@@ -57,6 +77,12 @@ static const struct {
         { POOL_WARMING, POOL_CANCELLED, "warm job cancelled by the engine" },
         { POOL_READY, POOL_WARMING, "its file lost pages while the daemon was down: warm again" },
         { POOL_READY, POOL_FAILED, "its file or its mount was gone at start" },
+        { POOL_NEW, POOL_STOCK_WARMING, "stock file created, refill job started" },
+        { POOL_STOCK_WARMING, POOL_STOCK_WARMING, "refill job resumed at start" },
+        { POOL_STOCK_WARMING, POOL_STOCK, "every page of the stock file populated" },
+        { POOL_STOCK, POOL_STOCK_WARMING, "the stock file lost pages while the daemon was down: refill" },
+        { POOL_STOCK, POOL_READY, "handed out: renamed into place as a ready pool" },
+        { POOL_STOCK, POOL_WARMING, "handed out grown: renamed, enlarged, only the part it gained warms" },
 };
 
 const char *pool_state_name(enum pool_state s)
@@ -116,10 +142,12 @@ int pool_transition(struct journal_pool *rec, enum pool_state to, const char *ca
                         vsnprintf(rec->error_detail, sizeof(rec->error_detail), fmt, ap);
                         va_end(ap);
                 }
-        } else if (to == POOL_READY) {
+        } else if (to == POOL_READY || to == POOL_STOCK) {
                 rec->finished_at = (int64_t)(now_real_ns() / UINT64_C(1000000000));
-        } else if (to == POOL_WARMING) {
+                rec->ready_boot_ns = now_boot_ns();
+        } else if (to == POOL_WARMING || to == POOL_STOCK_WARMING) {
                 rec->finished_at = 0;
+                rec->ready_boot_ns = 0;
         }
         rec->state = to;
         log_debug("pools: pool %s: %s -> %s (%s)%s%s", rec->name, pool_state_name(from), pool_state_name(to),
@@ -127,11 +155,35 @@ int pool_transition(struct journal_pool *rec, enum pool_state to, const char *ca
         return 0;
 }
 
+static const char *const from_stock_names[_POOL_FROM_STOCK_MAX] = {
+        [POOL_FROM_STOCK_NONE] = "none",
+        [POOL_FROM_STOCK_FULL] = "full",
+        [POOL_FROM_STOCK_PARTIAL] = "partial",
+};
+
+const char *pool_from_stock_name(enum pool_from_stock f)
+{
+        if ((unsigned)f >= ARRAY_SIZE(from_stock_names))
+                return NULL;
+        return from_stock_names[f];
+}
+
+int pool_from_stock_parse(const char *s, enum pool_from_stock *ret)
+{
+        for (size_t i = 0; s && i < ARRAY_SIZE(from_stock_names); i++)
+                if (strcmp(s, from_stock_names[i]) == 0) {
+                        *ret = (enum pool_from_stock)i;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
 static const char *const hold_names[_POOL_HOLD_MAX] = {
         [POOL_FREE] = "free",
         [POOL_CREATING] = "creating",
         [POOL_BUSY] = "busy",
         [POOL_REMOVING] = "removing",
+        [POOL_RELEASING] = "releasing",
 };
 
 const char *pool_hold_name(enum pool_hold h)
@@ -150,7 +202,10 @@ bool pool_hold_allowed(enum pool_hold from, enum pool_hold to)
         case POOL_CREATING:
                 return to == POOL_FREE;          /* created */
         case POOL_BUSY:
-                return to == POOL_FREE || to == POOL_REMOVING;
+                return to == POOL_FREE || to == POOL_RELEASING;
+        case POOL_RELEASING:
+                /* Saved and unlinked; or the save or the unlink failed. */
+                return to == POOL_REMOVING || to == POOL_BUSY;
         case POOL_REMOVING:
         case _POOL_HOLD_MAX:
                 break;

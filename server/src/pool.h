@@ -17,6 +17,15 @@
  *                    ├──populate failed──> failed <──(start: file or mount gone)─┘
  *                    └──job cancelled───> cancelled
  *
+ * Stock files (issue 12) are rows of the same table, not flags:
+ *
+ *   new ──refill──> stock-warming ──populated──> stock ──handed out (rename)──> ready
+ *                    ↺ resumed at start      │ └─(start: file lost pages)─> stock-warming
+ *                                            └─handed out grown (rename, ftruncate)─> warming
+ *
+ * A stock refill that fails or is cancelled is simply removed (removal is
+ * not a state), so stock has no final states of its own.
+ *
  * failed and cancelled are final: the file is gone, the record stays so a
  * scheduler can read why, until DELETE forgets it.  Removal (DELETE, TTL
  * expiry) ends a pool's existence in any state; it is not a state.
@@ -36,12 +45,25 @@
 /* Valid pool name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}.  NULL is not. */
 bool pool_name_valid(const char *name);
 
+/* Stock files live beside pools in the pool directory, named
+ * POOL_STOCK_PREFIX then [A-Za-z0-9._-]{1,62}: a first character no pool
+ * name can have, so the two never collide.  NULL is not valid. */
+#define POOL_STOCK_PREFIX '~'
+bool pool_stock_name_valid(const char *name);
+/* Whether S is a stock state (stock-warming, stock): the row is a stock
+ * file, not a pool. */
+bool pool_state_is_stock(int s);
+
 enum pool_state {
         POOL_NEW,        /* being created; never saved, never shown */
         POOL_WARMING,
         POOL_READY,
         POOL_FAILED,
         POOL_CANCELLED,
+        /* Stock files (issue 12): not pools, never shown as pools, named by
+         * the stock name rule below. */
+        POOL_STOCK_WARMING, /* "stock-warming": a refill job runs (low priority) */
+        POOL_STOCK,         /* "stock": every page populated, ready to hand out */
         _POOL_STATE_MAX,
 };
 
@@ -52,6 +74,17 @@ int pool_state_parse(const char *s, enum pool_state *ret);
 /* Whether the table allows FROM -> TO. */
 bool pool_transition_allowed(enum pool_state from, enum pool_state to);
 
+/* Where a pool's pages came from (pool objects' "from_stock"). */
+enum pool_from_stock {
+        POOL_FROM_STOCK_NONE = 0,  /* warmed for it */
+        POOL_FROM_STOCK_FULL,      /* a ready stock file of its size, renamed into place */
+        POOL_FROM_STOCK_PARTIAL,   /* a smaller stock file, grown and the new part warmed */
+        _POOL_FROM_STOCK_MAX,
+};
+/* "none", "full", "partial"; NULL out of range. */
+const char *pool_from_stock_name(enum pool_from_stock f);
+int pool_from_stock_parse(const char *s, enum pool_from_stock *ret);
+
 struct journal_pool;
 
 /* Move REC to state TO, the only code that writes a pool's state.
@@ -61,7 +94,8 @@ struct journal_pool;
  *     slug, required) and the printf-style detail, and the time: finished_at
  *     is set to now unless REC already has one (a ready pool that fails at
  *     start keeps the time its warm finished);
- *   - entering ready sets finished_at to now;
+ *   - entering ready sets finished_at to now (wall clock, display) and
+ *     ready_boot_ns (CLOCK_BOOTTIME, what a TTL counts from);
  *   - entering warming clears finished_at (a resumed or re-warmed pool is not
  *     finished);
  * and logs the move at debug level.  For other targets CAUSE must be NULL. */
@@ -74,12 +108,18 @@ int pool_transition(struct journal_pool *rec, enum pool_state to, const char *ca
  *   creating  pools_create has not returned: invisible to everyone else;
  *   busy      one thread works on it outside the lock (job follow-up,
  *             claim, delete, expiry); others wait for it to be free;
- *   removing  its file is gone; the record leaves after the next save. */
+ *   releasing busy, and its release is being saved: journal snapshots
+ *             leave it out, its file and job are still there; back to busy
+ *             when the save (or then the unlink) fails, so a release that
+ *             was not saved never happened;
+ *   removing  saved without it and its file is gone; the record leaves
+ *             memory now. */
 enum pool_hold {
         POOL_FREE,
         POOL_CREATING,
         POOL_BUSY,
         POOL_REMOVING,
+        POOL_RELEASING,
         _POOL_HOLD_MAX,
 };
 

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "log.h"
@@ -38,11 +39,13 @@ const char *pools_mount_dir(const struct pools *p, uint64_t page_size)
         return NULL;
 }
 
-int64_t pools_rec_expires_at(const struct journal_pool *r)
+uint64_t pools_rec_expires_boot_ns(const struct journal_pool *r)
 {
-        if (r->state != POOL_READY || r->claimed || r->ttl_seconds == 0 || r->finished_at == 0)
+        if (r->state != POOL_READY || r->claimed || r->ttl_seconds == 0)
                 return 0;
-        return r->finished_at + (int64_t)r->ttl_seconds;
+        /* ready_boot_ns is set on entering ready (0 only if CLOCK_BOOTTIME
+         * read 0, i.e. never): expire at once rather than never. */
+        return r->ready_boot_ns + r->ttl_seconds * NS_PER_SEC;
 }
 
 /* ---- registry helpers (lock held) ---- */
@@ -125,6 +128,8 @@ void pools_fill_view(struct pool *pool, struct pool_view *v)
         }
         if (r->state == POOL_READY)
                 done = r->size_bytes;
+        else if (r->state == POOL_WARMING && pool->job)
+                done = pool->job_offset + st.bytes_done;
         else if (r->state == POOL_WARMING && have)
                 done = st.bytes_done;
         v->bytes_done = done < r->size_bytes ? done : r->size_bytes;
@@ -141,9 +146,17 @@ void pools_fill_view(struct pool *pool, struct pool_view *v)
         }
         if (v->elapsed_seconds > 0 && r->state != POOL_FAILED)
                 v->rate_bytes_per_second = (double)v->bytes_done / v->elapsed_seconds;
-        v->expires_at = pools_rec_expires_at(r);
+        /* Shown in wall time: now plus what is left on the boot clock, so
+         * a wall clock jump moves the shown time, never the expiry. */
+        uint64_t exp = pools_rec_expires_boot_ns(r);
+        if (exp) {
+                uint64_t boot = now_boot_ns(), real = now_real_ns();
+                uint64_t left = exp > boot ? exp - boot : 0;
+                v->expires_at = real ? (int64_t)((real + left) / NS_PER_SEC) : 0;
+        }
         v->owner_pid = r->owner_pid;
         v->unmapped_since = pool->unmapped_since;
+        v->from_stock = r->from_stock;
 }
 
 /* ---- commits ---- */
@@ -166,14 +179,24 @@ int pools_save(struct pools *p)
         if (p->n_resv)
                 memcpy(j.reservations, p->resv, p->n_resv * sizeof(*p->resv));
         j.n_reservations = p->n_resv;
+        if (p->n_stock) {
+                j.stock_targets = calloc(p->n_stock, sizeof(*j.stock_targets));
+                if (!j.stock_targets) {
+                        pthread_mutex_unlock(&p->lock);
+                        r = -ENOMEM;
+                        goto out;
+                }
+                memcpy(j.stock_targets, p->stock, p->n_stock * sizeof(*p->stock));
+                j.n_stock_targets = p->n_stock;
+        }
         for (size_t i = 0; i < p->n_pools; i++) {
                 struct pool *o = p->pools[i];
                 struct journal_pool *d = &j.pools[j.n_pools];
 
-                if (o->hold == POOL_REMOVING)
+                if (o->hold == POOL_REMOVING || o->hold == POOL_RELEASING)
                         continue;
                 *d = *pools_latest(o);
-                if (d->state == POOL_WARMING && o->job) {
+                if ((d->state == POOL_WARMING || d->state == POOL_STOCK_WARMING) && o->job) {
                         struct job_status st;
                         job_get_status(o->job, &st);
                         d->bytes_done = st.bytes_done;
@@ -186,6 +209,7 @@ out:
         pthread_mutex_unlock(&p->save_lock);
         free(j.reservations);
         free(j.pools);
+        free(j.stock_targets);
         return r;
 }
 
@@ -212,7 +236,7 @@ static struct pool *grab_pool(struct pools *p, const char *name)
 {
         for (;;) {
                 struct pool *pool = pools_find(p, name);
-                if (!pool || pool->hold == POOL_CREATING)
+                if (!pool || pool->hold == POOL_CREATING || pools_is_stock(pool))
                         return NULL;
                 if (pool->hold == POOL_FREE) {
                         pools_set_hold(pool, POOL_BUSY);
@@ -237,14 +261,35 @@ void pools_release(struct pools *p, struct pool *pool)
                 pools_kick(p);
 }
 
-/* Only fails when the file cannot be removed (then the record stays so the
- * pages remain accounted for; a warming one whose job was stopped becomes
- * failed, "pool-file-error"). */
+/* Set POOL's hold under `lock`. */
+static void set_hold_locked(struct pools *p, struct pool *pool, enum pool_hold to)
+{
+        pthread_mutex_lock(&p->lock);
+        pools_set_hold(pool, to);
+        pthread_mutex_unlock(&p->lock);
+}
+
+/* The journal forgets the pool first, then the file goes: a release that
+ * could not be saved changes nothing (-EAGAIN; its job still runs), so
+ * whoever was told it failed sees the pool as it was, now and after a
+ * restart.  A file that cannot be removed puts the record back (a warming
+ * one whose job was stopped becomes failed, "pool-file-error") so its pages
+ * stay accounted for.  A save by another thread while the pool is releasing
+ * leaves it out too; the next save after a failure writes it again. */
 int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
 {
         char name[POOL_NAME_MAX + 1];
         struct job *job;
         int r;
+
+        set_hold_locked(p, pool, POOL_RELEASING);
+        r = pools_save(p);
+        if (r < 0) {
+                log_err("pools: cannot save the release of pool %s: %s; it stays as it was",
+                        pool->rec.name, strerror(-r));
+                set_hold_locked(p, pool, POOL_BUSY);
+                return -EAGAIN;
+        }
 
         pthread_mutex_lock(&p->lock);
         job = pool->job;
@@ -270,18 +315,21 @@ int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
         if (pool->path[0] && unlink(pool->path) < 0 && errno != ENOENT) {
                 r = -errno;
                 log_err("pools: cannot remove %s: %s", pool->path, strerror(-r));
-                if (job && pool->rec.state == POOL_WARMING) {
-                        /* Its job is gone and will never finish: say so,
-                         * rather than "warming" forever.  DELETE retries. */
-                        struct journal_pool next = pool->rec;
-                        if (pool_transition(&next, POOL_FAILED, "pool-file-error",
-                                            "its warm job was stopped, but removing its file failed: %s",
-                                            strerror(-r)) == 0) {
-                                int q = pools_commit(p, pool, &next);
-                                if (q < 0)
-                                        log_err("pools: saving state for pool %s: %s", pool->rec.name,
-                                                strerror(-q));
-                        }
+                set_hold_locked(p, pool, POOL_BUSY);
+                struct journal_pool next = pool->rec;
+                /* Its job is gone and will never finish: say so, rather
+                 * than "warming" forever.  DELETE retries. */
+                if (job && pool->rec.state == POOL_WARMING &&
+                    pool_transition(&next, POOL_FAILED, "pool-file-error",
+                                    "its warm job was stopped, but removing its file failed: %s",
+                                    strerror(-r)) == 0) {
+                        int q = pools_commit(p, pool, &next);
+                        if (q < 0)
+                                log_err("pools: saving state for pool %s: %s", pool->rec.name, strerror(-q));
+                } else {
+                        int q = pools_save(p);
+                        if (q < 0)
+                                log_err("pools: saving state for pool %s: %s", pool->rec.name, strerror(-q));
                 }
                 return r;
         }
@@ -296,14 +344,8 @@ int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
         case RELEASE_UNMAPPED: p->stats.released_unmapped++; break;
         case RELEASE_NONE: break;
         }
-        pthread_mutex_unlock(&p->lock);
-        r = pools_save(p);
-        if (r < 0)
-                log_err("pools: saving state after removing pool %s: %s", pool->rec.name, strerror(-r));
         snprintf(name, sizeof(name), "%s", pool->rec.name);
-        pthread_mutex_lock(&p->lock);
         pools_drop(p, pool);
-
         pthread_cond_broadcast(&p->changed);
         pthread_mutex_unlock(&p->lock);
         free(pool);
@@ -332,18 +374,80 @@ void pools_notify(struct pools *p, const char *name)
 
 /* ---- queries and other changes ---- */
 
+int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct journal_pool *r, char *detail,
+                       size_t size, bool *ret_ours)
+{
+        struct stat st;
+
+        *ret_ours = false;
+        if (!path[0] || !ino)
+                return 0;
+        if (stat(path, &st) < 0) {
+                if (errno != ENOENT)
+                        return 0;       /* cannot tell: not a change */
+                snprintf(detail, size, "its file %s was removed by someone else", path);
+                return 1;
+        }
+        if (st.st_dev != dev || st.st_ino != ino) {
+                snprintf(detail, size, "its file %s was replaced by another file", path);
+                return 1;
+        }
+        *ret_ours = true;
+        if ((uint64_t)st.st_size != r->size_bytes) {
+                snprintf(detail, size, "its file %s was truncated or resized to %" PRIu64 " of %" PRIu64 " bytes",
+                         path, (uint64_t)st.st_size, r->size_bytes);
+                return 1;
+        }
+        return 0;
+}
+
+/* A ready pool's file as a GET sees it (one stat, outside `lock`).  A
+ * change is shown at once (failed, file-changed) and the upkeep thread
+ * records it, so the reader never waits on a save, nor commits from inside
+ * an observer. */
+static void check_on_get(struct pools *p, const struct journal_pool *r, dev_t dev, ino_t ino,
+                         struct pool_view *v)
+{
+        char detail[POOL_ERROR_DETAIL_MAX];
+        struct pool *pool;
+        bool ours;
+
+        if (r->state != POOL_READY)
+                return;
+        if (!pools_file_changed(v->path, dev, ino, r, detail, sizeof(detail), &ours))
+                return;
+        pthread_mutex_lock(&p->lock);
+        pool = pools_find(p, r->name);
+        if (pool && pool->file_ino == ino && pool->file_dev == dev)
+                pool->file_check_due = true;
+        pthread_mutex_unlock(&p->lock);
+        pools_kick(p);
+        v->state = POOL_FAILED;
+        v->expires_at = 0;
+        snprintf(v->error_slug, sizeof(v->error_slug), "file-changed");
+        snprintf(v->error_detail, sizeof(v->error_detail), "%s", detail);
+}
+
 int pools_get(struct pools *p, const char *name, struct pool_view *ret)
 {
+        struct journal_pool rec;
         struct pool *pool;
+        dev_t dev = 0;
+        ino_t ino = 0;
         int r = -ENOENT;
 
         pthread_mutex_lock(&p->lock);
         pool = pools_find(p, name);
-        if (pool && pool->hold != POOL_CREATING) {
+        if (pool && pool->hold != POOL_CREATING && !pools_is_stock(pool)) {
                 pools_fill_view(pool, ret);
+                rec = pool->rec;
+                dev = pool->file_dev;
+                ino = pool->file_ino;
                 r = 0;
         }
         pthread_mutex_unlock(&p->lock);
+        if (r == 0)
+                check_on_get(p, &rec, dev, ino, ret);
         return r;
 }
 
@@ -359,7 +463,8 @@ int pools_list(struct pools *p, struct pool_view **ret, size_t *ret_n)
                 return -ENOMEM;
         }
         for (size_t i = 0; i < p->n_pools; i++)
-                if (p->pools[i]->hold != POOL_CREATING && p->pools[i]->hold != POOL_REMOVING)
+                if (p->pools[i]->hold != POOL_CREATING && p->pools[i]->hold != POOL_REMOVING &&
+                    !pools_is_stock(p->pools[i]))
                         pools_fill_view(p->pools[i], &v[n++]);
         pthread_mutex_unlock(&p->lock);
         *ret = v;
@@ -376,7 +481,7 @@ int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct p
         pthread_mutex_lock(&p->lock);
         for (;;) {
                 struct pool *pool = pools_find(p, name);
-                if (!pool || pool->hold == POOL_CREATING) {
+                if (!pool || pool->hold == POOL_CREATING || pools_is_stock(pool)) {
                         r = -ENOENT;
                         break;
                 }
@@ -618,6 +723,15 @@ int pools_new(const struct pools_config *cfg, struct pools **ret)
         if (r < 0)
                 goto fail_jobs;
 
+        if (cfg->n_stock_targets) {
+                struct problem err = {0};
+                r = pools_set_stock(p, cfg->stock_targets, cfg->n_stock_targets, &err);
+                if (r < 0) {
+                        log_err("pools: --stock: %s", err.detail);
+                        r = -EINVAL;
+                        goto fail_jobs;
+                }
+        }
         r = pools_start_upkeep(p);
         if (r < 0)
                 goto fail_jobs;
@@ -655,7 +769,7 @@ void pools_free(struct pools *p)
                         continue;
                 job_cancel(pool->job);
                 pools_set_hold(pool, POOL_BUSY);
-                pools_finish_job(p, pool, true);
+                (void)pools_finish_job(p, pool, true); /* never removes at shutdown */
                 pools_set_hold(pool, POOL_FREE);
                 any = true;
         }
@@ -672,6 +786,7 @@ void pools_free(struct pools *p)
         }
         free(p->pools);
         free(p->resv);
+        free(p->stock);
         pthread_cond_destroy(&p->changed);
         pthread_cond_destroy(&p->kick);
         pthread_mutex_destroy(&p->admit_lock);

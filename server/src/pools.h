@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "journal.h"
 #include "metrics.h"
 #include "pool.h"
 #include "problem.h"
@@ -58,6 +59,14 @@ struct pools_config {
         uint64_t unmapped_sweep_ms;
         uint64_t release_unmapped_after; /* seconds */
         const char *proc_root;     /* NULL = /proc; tests point it elsewhere */
+        /* --stock: when N_STOCK_TARGETS > 0, replace the journal's stock
+         * targets at start (validated as pools_set_stock does). */
+        const struct journal_stock_target *stock_targets;
+        size_t n_stock_targets;
+        /* --reset-state: a journal that cannot be read is moved aside and
+         * the daemon starts empty (files a process maps are still kept).
+         * Without it such a journal stops pools_new (-errno, logged). */
+        bool reset_state;
         /* Unit tests only: accept mount dirs that are not hugetlbfs (a temp
          * dir stands in), creating them if missing.  The mount-root and
          * marker checks still apply.  Never set in the daemon. */
@@ -103,6 +112,10 @@ void pools_free(struct pools *p);
  * int64 overflow.  Ten years; the one place that checks it. */
 #define POOLS_TTL_MAX (UINT64_C(10) * 366 * 24 * 3600)
 
+/* Retry-After (seconds) of a 503 state-write-failed: nothing changed, and a
+ * full or failing disk is not fixed at once. */
+#define POOLS_SAVE_RETRY_AFTER 5
+
 struct pool_req {
         char name[POOL_NAME_MAX + 1];
         int node;
@@ -137,6 +150,7 @@ struct pool_view {
         int64_t expires_at;        /* unix seconds; 0 = none (claimed or no TTL) */
         int owner_pid;             /* claimed with this VMM pid; 0 = none */
         int64_t unmapped_since;    /* unix s: claimed, no owner pid, no process maps it; 0 = no */
+        enum pool_from_stock from_stock;
 };
 
 /* Create and start warming.  Returns 201 (created) or 200 (an identical pool
@@ -168,7 +182,9 @@ int pools_list(struct pools *p, struct pool_view **ret, size_t *ret_n);
  * while waiting). */
 int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct pool_view *ret);
 /* Cancel (returns once no worker touches the file), remove the file, forget
- * the record.  -ENOENT if none. */
+ * the record.  -ENOENT if none; -EAGAIN if the journal could not be saved
+ * (nothing changed: the pool is as it was, also after a restart); or
+ * unlink's -errno (the record is kept so the release can be retried). */
 int pools_delete(struct pools *p, const char *name);
 /* Mark claimed (clears the TTL).  -ENOENT; -EBUSY (409) if not ready. */
 int pools_claim(struct pools *p, const char *name, struct pool_view *ret);
@@ -189,7 +205,10 @@ int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_vi
  * reserve_apply().  A shrink never goes below the node's pages in use plus
  * the pages its warming pools have yet to take (they count as free until
  * faulted, and the kernel would free them under the jobs): the count is
- * clamped there and *ret says complete=false, requested = REQ->count. */
+ * clamped there and *ret says complete=false, requested = REQ->count.
+ * -ECANCELED when the journal could not be saved: the count was put back
+ * to ret->previous as far as the kernel allowed (ret->total) and nothing is
+ * recorded. */
 int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve_result *ret);
 
 /* Pages of (NODE, PAGE_SIZE) held by ready pools and by warming pools (for
@@ -212,8 +231,45 @@ struct pools_stats {
         uint64_t job_seconds_buckets[METRICS_DURATION_BUCKETS + 1];
         uint64_t reservations_ok, reservations_partial, reservations_shortfall,
                 reservations_refused, reservations_error;
+        /* Stock: creates served by a full stock file, a smaller one grown,
+         * none (of a stocked node and page size); stock files removed to
+         * make room for pools; refills that reached "stock" and their
+         * durations. */
+        uint64_t stock_hits, stock_partial_hits, stock_misses, stock_given_way;
+        uint64_t stock_refills, stock_refill_bytes;
+        double stock_refill_seconds_sum;
+        uint64_t stock_refill_seconds_buckets[METRICS_DURATION_BUCKETS + 1];
 };
 void pools_get_stats(struct pools *p, struct pools_stats *ret);
+
+/* ---- stock (issue 12) ----
+ * A stock target asks for COUNT ready files of one (node, page size, size),
+ * kept in the pool directory under stock names (pool.h), refilled by
+ * low-priority engine jobs, and handed out to a create of that exact spec
+ * by rename(2).  Stock files are not pools: pools_get/list never show them. */
+
+/* At most this many files per target, and targets per daemon. */
+#define POOLS_STOCK_COUNT_MAX 1024
+#define POOLS_STOCK_TARGETS_MAX 64
+
+struct stock_view {
+        struct journal_stock_target target;
+        unsigned ready, warming, recycling;
+        uint64_t deficit;          /* count - (ready + warming + recycling), or 0 */
+};
+
+/* Replace all targets with T[0..N) and save.  Returns 0, or -errno with ERR
+ * set and nothing changed: -ENOENT 404 unknown-node / unknown-page-size,
+ * -EINVAL 422 invalid-field (zero size or count, size not a multiple of the
+ * page size, count over POOLS_STOCK_COUNT_MAX, too many targets, the same
+ * (node, page size, size) twice), -ENODEV 503 no-hugetlbfs, -E2BIG 409
+ * stock-too-large (the targets of one node and page size need more pages than
+ * the node has; the detail says how many files fit), or a failed save (500).
+ * Files of targets that went away are removed; new deficits are refilled
+ * by the upkeep thread. */
+int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_t n, struct problem *err);
+/* The targets with their counts.  Caller frees *ret. */
+int pools_get_stock(struct pools *p, struct stock_view **ret, size_t *ret_n);
 
 /* Change notification, for callers that wait for a pool without a thread
  * each (long-polls suspended in the HTTP layer).  FN(ARG, name) is called

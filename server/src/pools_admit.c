@@ -24,7 +24,8 @@
 #define POOL_FILE_MODE 0660
 
 
-/* Pages that warming pools on (NODE, PAGE_SIZE) have yet to take. */
+/* Pages that warming pools and stock refills on (NODE, PAGE_SIZE) have yet
+ * to take. */
 uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size)
 {
         uint64_t pages = 0;
@@ -35,7 +36,7 @@ uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size)
                 uint64_t done = 0;
 
                 if (o->hold == POOL_REMOVING || r->node != node || r->page_size != page_size ||
-                    r->state != POOL_WARMING)
+                    (r->state != POOL_WARMING && r->state != POOL_STOCK_WARMING))
                         continue;
                 if (o->job) {
                         struct job_status st;
@@ -45,7 +46,8 @@ uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size)
                          * more; its pages are already out of `free`. */
                         if (st.state != JOB_RUNNING)
                                 continue;
-                        done = st.bytes_done;
+                        /* A grown stock file's job covers only the part it gained. */
+                        done = o->job_offset + st.bytes_done;
                 } else if (o->hold == POOL_CREATING) {
                         done = 0;
                 } else {
@@ -79,6 +81,27 @@ void pools_count_reservation(struct pools *p, int r, const struct reserve_result
         pthread_mutex_unlock(&p->lock);
 }
 
+/* The recorded count of (node, page size) into *RET; false if none (lock held). */
+static bool find_reservation(struct pools *p, int node, uint64_t page_size, uint64_t *ret)
+{
+        for (size_t i = 0; i < p->n_resv; i++)
+                if (p->resv[i].node == node && p->resv[i].page_size == page_size) {
+                        *ret = p->resv[i].count;
+                        return true;
+                }
+        return false;
+}
+
+/* Drop the record of (node, page size), if any (lock held). */
+static void forget_reservation(struct pools *p, int node, uint64_t page_size)
+{
+        for (size_t i = 0; i < p->n_resv; i++)
+                if (p->resv[i].node == node && p->resv[i].page_size == page_size) {
+                        p->resv[i] = p->resv[--p->n_resv];
+                        return;
+                }
+}
+
 /* Record that (node, page size) should have COUNT pages (lock held). */
 static int record_reservation(struct pools *p, int node, uint64_t page_size, uint64_t count)
 {
@@ -97,7 +120,7 @@ static int record_reservation(struct pools *p, int node, uint64_t page_size, uin
 
 /* reserve_apply + record + save; admit_lock held.  ASKED is the count the
  * caller asked for when REQ->count is a clamped one (the result then says
- * what was asked and that it is incomplete). */
+ * what was asked and that it is incomplete); it is what is recorded. */
 static int reserve_locked(struct pools *p, const struct reserve_req *req, uint64_t asked,
                           struct reserve_result *ret)
 {
@@ -116,15 +139,40 @@ static int reserve_locked(struct pools *p, const struct reserve_req *req, uint64
                 return r;
         }
         pthread_mutex_lock(&p->lock);
-        q = record_reservation(p, req->node, req->page_size, res.complete ? req->count : res.total);
+        struct journal_reservation before = { req->node, req->page_size, 0 };
+        bool had = find_reservation(p, req->node, req->page_size, &before.count);
+        /* What was asked, not what the kernel holds now: a shrink held up
+         * by pages in use (or a partial growth) is still the count wanted,
+         * and recording the kernel's total would grow the pool back to it
+         * when the reservation is re-applied. */
+        q = record_reservation(p, req->node, req->page_size, asked);
         pthread_mutex_unlock(&p->lock);
         if (q == 0)
                 q = pools_save(p);
-        if (q < 0)
-                /* The kernel did it; only our memory of it failed.  Say so
-                 * and report what happened. */
-                log_err("pools: recording reservation node %d page size %" PRIu64 ": %s", req->node,
-                        req->page_size, strerror(-q));
+        if (q < 0) {
+                /* Not recorded: a restart would not know of it.  Undo it,
+                 * in memory and (as far as the kernel lets us) in the
+                 * kernel, and say it failed. */
+                struct reserve_req back = *req;
+                struct reserve_result bres;
+                pthread_mutex_lock(&p->lock);
+                if (had)
+                        (void)record_reservation(p, before.node, before.page_size, before.count);
+                else
+                        forget_reservation(p, req->node, req->page_size);
+                pthread_mutex_unlock(&p->lock);
+                back.count = res.previous;
+                back.allow_partial = true;
+                int b = reserve_apply(p->cfg.fs, &back, &bres);
+                if (b == 0)
+                        res.total = bres.total;
+                log_err("pools: cannot save reservation node %d page size %" PRIu64 " (%s); put the "
+                        "count back from %" PRIu64 " to %" PRIu64 "%s", req->node, req->page_size,
+                        strerror(-q), res.achieved, res.total,
+                        b == 0 && bres.complete ? "" : " (not all of it: pages in use)");
+                *ret = res;
+                return -ECANCELED;
+        }
         *ret = res;
         return 0;
 }
@@ -142,6 +190,17 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
         int r;
 
         pthread_mutex_lock(&p->admit_lock);
+        /* A shrink below the pages in use: stock files of the node give
+         * their pages back first (refills, then ready files), when that
+         * lets the shrink complete; the stock never makes it fall short. */
+        pthread_mutex_lock(&p->lock);
+        needed = pools_pages_still_needed(p, req->node, req->page_size);
+        pthread_mutex_unlock(&p->lock);
+        if (topo_read_hugepages(p->cfg.fs, req->node, req->page_size, &hp) == 0 && req->count < hp.total) {
+                uint64_t held = (hp.total > hp.free ? hp.total - hp.free : 0) + needed;
+                if (req->count < held)
+                        (void)pools_stock_make_room(p, req->node, req->page_size, held - req->count);
+        }
         /* Progress before counts, as in pools_admit(). */
         pthread_mutex_lock(&p->lock);
         needed = pools_pages_still_needed(p, req->node, req->page_size);
@@ -165,19 +224,82 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
 
 /* ---- create ---- */
 
-static bool same_spec(const struct journal_pool *r, const struct pool_req *req)
+/* The first field in which REQ asks for another pool than R, with what each
+ * says, or false if it asks for the same one.  Every field the pool keeps
+ * counts: a PUT that would get a pool other than the one it describes (a TTL
+ * it did not ask for, or none) must not be told 200.  "reserve" is not
+ * compared: it says how to admit a new pool, and an existing one needs no
+ * admission. */
+static bool spec_differs(const struct journal_pool *r, const struct pool_req *req, char *buf, size_t size)
 {
-        return r->node == req->node && r->size_bytes == req->size_bytes && r->page_size == req->page_size;
+        if (r->node != req->node)
+                snprintf(buf, size, "\"node\": %d asked, the pool is on %d", req->node, r->node);
+        else if (r->page_size != req->page_size)
+                snprintf(buf, size, "\"page_size\": %" PRIu64 " bytes asked, the pool has %" PRIu64,
+                         req->page_size, r->page_size);
+        else if (r->size_bytes != req->size_bytes)
+                snprintf(buf, size, "size: %" PRIu64 " bytes asked, the pool has %" PRIu64, req->size_bytes,
+                         r->size_bytes);
+        else if (r->ttl_seconds != req->ttl_seconds)
+                snprintf(buf, size, "\"ttl_seconds\": %" PRIu64 " asked, the pool has %" PRIu64 " (0 = none)",
+                         req->ttl_seconds, r->ttl_seconds);
+        else if (r->threads != req->threads)
+                snprintf(buf, size, "\"threads\": %u asked, the pool has %u (0 = node default)", req->threads,
+                         r->threads);
+        else
+                return false;
+        return true;
+}
+
+/* Put back a growth pools_admit made for a pool it then could not admit:
+ * the node's count to PREVIOUS (never below its pages in use plus what
+ * warming jobs still need, which count as free until faulted), and the
+ * journal's record as it was (HAD: BEFORE, else none).  admit_lock held. */
+static void undo_grow(struct pools *p, int node, uint64_t page_size, uint64_t previous, bool had,
+                      uint64_t before)
+{
+        struct reserve_req back = { .node = node, .page_size = page_size, .count = previous,
+                                    .allow_partial = true };
+        struct reserve_result res;
+        struct hp_counts hp;
+        uint64_t needed;
+        int r;
+
+        pthread_mutex_lock(&p->lock);
+        needed = pools_pages_still_needed(p, node, page_size);
+        pthread_mutex_unlock(&p->lock);
+        if (topo_read_hugepages(p->cfg.fs, node, page_size, &hp) == 0) {
+                uint64_t keep = (hp.total > hp.free ? hp.total - hp.free : 0) + needed;
+                if (back.count < keep)
+                        back.count = keep < hp.total ? keep : hp.total;
+        }
+        r = reserve_apply(p->cfg.fs, &back, &res);
+        pthread_mutex_lock(&p->lock);
+        if (had)
+                (void)record_reservation(p, node, page_size, before);
+        else
+                forget_reservation(p, node, page_size);
+        pthread_mutex_unlock(&p->lock);
+        int q = pools_save(p);
+        if (r < 0 || q < 0)
+                log_err("pools: putting node %d back to %" PRIu64 " pages after a refused create: %s",
+                        node, previous, strerror(r < 0 ? -r : -q));
+        else
+                log_info("pools: node %d back to %" PRIu64 " %" PRIu64 "-byte pages: the pool that needed "
+                         "more was not admitted", node, res.total, page_size);
 }
 
 /* Node NODE must have PAGES free pages of PAGE_SIZE beyond what warming jobs
  * still need; grow its pool when RESERVE.  admit_lock held.  0 or -ENOMEM
- * with ERR set (409 insufficient-hugepages), or a sysfs -errno (500). */
-int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve,
+ * with ERR set (409 insufficient-hugepages), or a sysfs -errno (500).  A
+ * growth for a pool that is then not admitted is undone (undo_grow). */
+int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve, bool give_way,
                 struct problem *err)
 {
         struct hp_counts hp;
         uint64_t others, avail;
+        uint64_t grown_from = 0, record_before = 0;
+        bool grew = false, had_record = false;
         int r;
 
         for (int attempt = 0;; attempt++) {
@@ -197,12 +319,23 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                 avail = hp.free > others ? hp.free - others : 0;
                 if (avail >= pages)
                         return 0;
+                /* Stock pages count as available: stock files of the node
+                 * go before anything is refused or reserved. */
+                if (give_way) {
+                        give_way = false;
+                        if (pools_stock_make_room(p, node, page_size, pages - avail) > 0) {
+                                attempt--;
+                                continue;
+                        }
+                }
                 if (!reserve || attempt > 0) {
+                        if (grew)
+                                undo_grow(p, node, page_size, grown_from, had_record, record_before);
                         problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
                                       "node %d needs %" PRIu64 " free pages of %" PRIu64 " bytes; it has %" PRIu64
                                       " free, of which %" PRIu64 " are still to be taken by other warming pools%s",
                                       node, pages, page_size, hp.free, others,
-                                      reserve ? " (even after growing the pool)"
+                                      reserve ? " (even after growing the pool; the growth was undone)"
                                               : "; retry with \"reserve\": true to grow the pool");
                         return -ENOMEM;
                 }
@@ -214,7 +347,14 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                         .floor_bytes = p->cfg.memory_floor,
                 };
                 struct reserve_result res = {0};
+                pthread_mutex_lock(&p->lock);
+                had_record = find_reservation(p, node, page_size, &record_before);
+                pthread_mutex_unlock(&p->lock);
                 r = reserve_locked(p, &rq, rq.count, &res);
+                if (r == 0) {
+                        grew = true;
+                        grown_from = res.previous;
+                }
                 if (r < 0) {
                         char why[160];
 
@@ -248,7 +388,7 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
         }
 }
 
-static int create_file(struct pools *p, const char *path, uint64_t size, struct problem *err)
+int pools_create_file(struct pools *p, const char *path, uint64_t size, struct problem *err)
 {
         _cleanup_close_ int fd = -1;
         int r;
@@ -322,26 +462,31 @@ static int check_registry(struct pools *p, const struct pool_req *req, struct po
         uint64_t node_bytes = 0;
         struct pool *o;
 
-        /* A busy pool may be on its way out (DELETE or TTL: the file is
-         * unlinked before the record goes): wait, as grab_pool does, and
-         * look again.  Its holder never takes admit_lock, which we hold. */
-        while ((o = pools_find(p, req->name)) && o->hold == POOL_BUSY)
+        /* A busy pool may be on its way out (DELETE or TTL: releasing
+         * while its removal is saved and its file unlinked): wait, as
+         * grab_pool does, and look again.  Its holder never takes
+         * admit_lock, which we hold. */
+        while ((o = pools_find(p, req->name)) && (o->hold == POOL_BUSY || o->hold == POOL_RELEASING))
                 pthread_cond_wait(&p->changed, &p->lock);
 
         if (o) {
                 const struct journal_pool *r = pools_latest(o);
-                if (!same_spec(r, req)) {
+                char why[160];
+                if (spec_differs(r, req, why, sizeof(why))) {
                         problem_raise(err, PROBLEM_POOL_CONFLICT,
-                                      "pool %s exists on node %d with %" PRIu64 " bytes of %" PRIu64 "-byte pages",
-                                      r->name, r->node, r->size_bytes, r->page_size);
+                                      "pool %s exists and differs: %s (delete it first, or ask for it as it is)",
+                                      r->name, why);
                         return -EEXIST;
                 }
                 pools_fill_view(o, ret);
                 return 1;
         }
-        if (p->n_pools >= p->max_pools) {
+        size_t n_real = 0;
+        for (size_t i = 0; i < p->n_pools; i++)
+                n_real += !pools_is_stock(p->pools[i]);
+        if (n_real >= p->max_pools) {
                 problem_raise(err, PROBLEM_TOO_MANY_POOLS, "the daemon holds %zu pools, its limit; delete some first",
-                              p->n_pools);
+                              n_real);
                 err->retry_after = 60;
                 return -ENOSPC;
         }
@@ -383,7 +528,10 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
                 return r > 0 ? 200 : r;
         }
 
-        r = pools_admit(p, req->node, req->page_size, req->size_bytes / req->page_size, req->reserve, err);
+        r = pools_stock_take(p, req, ret, err);
+        if (r != 0)
+                goto out_unlock;
+        r = pools_admit(p, req->node, req->page_size, req->size_bytes / req->page_size, req->reserve, true, err);
         if (r < 0)
                 goto out_unlock;
 
@@ -409,10 +557,18 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
                 goto out_free;
         }
 
-        r = create_file(p, pool->path, req->size_bytes, err);
+        r = pools_create_file(p, pool->path, req->size_bytes, err);
         if (r < 0)
                 goto out_free;
         pool->fd = r;
+        {
+                /* Which file is ours, to notice someone replacing it. */
+                struct stat st;
+                if (fstat(pool->fd, &st) == 0) {
+                        pool->file_dev = st.st_dev;
+                        pool->file_ino = st.st_ino;
+                }
+        }
 
         (void)pool_transition(&pool->rec, POOL_WARMING, NULL, NULL);
         pthread_mutex_lock(&p->lock);
@@ -440,6 +596,7 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         if (r < 0) {
                 problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving %s/state.json: %s (the pool was not created)",
                               p->state_dir, strerror(-r));
+                err->retry_after = POOLS_SAVE_RETRY_AFTER;
                 /* A save in another thread reads pool->job under `lock`:
                  * take the job out there first, then stop and free it. */
                 pthread_mutex_lock(&p->lock);

@@ -16,6 +16,7 @@
 #include <sys/statfs.h>
 
 #include "log.h"
+#include "owner.h"
 #include "pools_internal.h"
 #include "util.h"
 
@@ -180,10 +181,49 @@ static bool has_record(struct pools *p, const char *dir, const char *name)
         return false;
 }
 
+/* A file in one of our directories that no record owns. */
+struct orphan {
+        size_t mount;
+        char name[POOL_NAME_MAX + 1];
+        uint64_t bytes;
+};
+
+/* Whether anyone else has the file at DIRFD/NAME open or mapped: 0 no (it
+ * is unlinked then, under the lease), 1 yes, -errno cannot tell.  A write
+ * lease is refused (EAGAIN) while any other open file — an fd, or a mapping
+ * whose fd was closed — refers to the inode, and taking one needs no access
+ * to the other processes (unlike their /proc/PID/maps). */
+static int unlink_if_unused(int dirfd, const char *name)
+{
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        int r;
+
+        if (fd < 0)
+                return -errno;
+        if (fcntl(fd, F_SETLEASE, F_WRLCK) < 0)
+                return errno == EAGAIN ? 1 : -errno;
+        r = unlinkat(dirfd, name, 0) < 0 ? -errno : 0;
+        (void)fcntl(fd, F_SETLEASE, F_UNLCK);
+        return r;
+}
+
 /* Remove files in our directories that no record owns (a crash between
- * creating a file and saving, or a journal we could not use). */
+ * creating a file and saving, a journal from another boot, or one discarded
+ * with --reset-state) — but never a file some process maps or has open: a
+ * VM may run on it whatever the journal says.  Two checks: /proc/PID/maps
+ * of every process (dev + inode), and a write lease on the file, which the
+ * kernel refuses while anyone else has it open or mapped (so processes
+ * whose maps we may not read still count).  When the lease cannot be taken
+ * for another reason and not every process's maps could be read, the file
+ * is kept. */
 void pools_remove_orphans(struct pools *p)
 {
+        _cleanup_free_ struct orphan *orphans = NULL;
+        _cleanup_free_ struct owner_file *files = NULL;
+        size_t n = 0, cap = 0;
+        unsigned unreadable = 0;
+        int r;
+
         for (size_t m = 0; m < p->cfg.n_mounts; m++) {
                 const char *dir = p->mount_dirs[m];
                 DIR *d = opendir(dir);
@@ -202,21 +242,75 @@ void pools_remove_orphans(struct pools *p)
                         continue;
                 }
                 while ((de = readdir(d))) {
-                        /* Only names a pool can have: never the marker, nor
-                         * anything else we could not have created. */
-                        if (!pool_name_valid(de->d_name))
+                        /* Only names a pool or a stock file can have: never
+                         * the marker, nor anything else we could not have
+                         * created. */
+                        if (!pool_name_valid(de->d_name) && !pool_stock_name_valid(de->d_name))
                                 continue;
                         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
                             !S_ISREG(st.st_mode) || has_record(p, dir, de->d_name))
                                 continue;
-                        if (unlinkat(dirfd(d), de->d_name, 0) < 0) {
-                                log_warn("pools: cannot remove orphan %s/%s: %m", dir, de->d_name);
-                                continue;
+                        if (n == cap) {
+                                size_t c = cap ? 2 * cap : 16;
+                                struct orphan *o = realloc(orphans, c * sizeof(*o));
+                                struct owner_file *f = realloc(files, c * sizeof(*f));
+                                if (o)
+                                        orphans = o;
+                                if (f)
+                                        files = f;
+                                if (!o || !f) {
+                                        log_err("pools: out of memory listing orphan files; removing none");
+                                        closedir(d);
+                                        return;
+                                }
+                                cap = c;
                         }
-                        log_notice("pools: removed %s/%s (%" PRIu64 " bytes held), which no pool record owns",
-                                   dir, de->d_name, (uint64_t)st.st_blocks * 512);
-                        p->stats.orphan_files_removed++;
+                        orphans[n] = (struct orphan){ .mount = m, .bytes = (uint64_t)st.st_blocks * 512 };
+                        snprintf(orphans[n].name, sizeof(orphans[n].name), "%.*s", POOL_NAME_MAX, de->d_name);
+                        files[n] = (struct owner_file){ .dev = st.st_dev, .ino = st.st_ino };
+                        n++;
                 }
                 closedir(d);
+        }
+        if (n == 0)
+                return;
+        r = owner_scan_mapped(p->proc_root, files, n, &unreadable);
+        bool complete = r == 0 && unreadable == 0;
+        if (r < 0)
+                for (size_t i = 0; i < n; i++)
+                        files[i].mapped = false;        /* the lease alone decides */
+        for (size_t i = 0; i < n; i++) {
+                const char *dir = p->mount_dirs[orphans[i].mount];
+                char path[PATH_MAX];
+                int dfd, q;
+
+                snprintf(path, sizeof(path), "%s/%s", dir, orphans[i].name);
+                if (files[i].mapped) {
+                        log_warn("pools: %s has no pool record but a process maps it; kept (remove it "
+                                 "once no VM uses it)", path);
+                        continue;
+                }
+                dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                q = dfd < 0 ? -errno : unlink_if_unused(dfd, orphans[i].name);
+                if (q == -EINVAL || q == -ENOSYS) {
+                        /* No leases here: the maps scan decides, if whole. */
+                        q = complete ? (unlinkat(dfd, orphans[i].name, 0) < 0 ? -errno : 0) : -EINVAL;
+                }
+                if (dfd >= 0)
+                        close(dfd);
+                if (q == 1) {
+                        log_warn("pools: %s has no pool record but a process has it open or mapped; kept "
+                                 "(remove it once no VM uses it)", path);
+                        continue;
+                }
+                if (q < 0) {
+                        log_warn("pools: %s has no pool record; kept: cannot tell whether a process uses "
+                                 "it (%s)", path, q == -EINVAL ? "no file leases, and some processes' "
+                                 "mappings are unreadable" : strerror(-q));
+                        continue;
+                }
+                log_notice("pools: removed %s (%" PRIu64 " bytes held), which no pool record owns", path,
+                           orphans[i].bytes);
+                p->stats.orphan_files_removed++;
         }
 }

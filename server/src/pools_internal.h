@@ -9,6 +9,7 @@
  *   pools_admit.c    admission, reservations and pools_create
  *   pools_dir.c      pool directories: mount checks, marker, orphans
  *   pools_recover.c  start-up: journal load, reconcile, re-applied reservations
+ *   pools_stock.c    stock targets, refills, hand-outs, making room
  *   pool.c           the name rule and the state table (pool.h)
  *
  * Locks, outermost first, and why there are five:
@@ -86,10 +87,14 @@ struct pool {
         struct job_status last;       /* lock: status of the last job, once freed */
         bool have_last;               /* lock */
         uint64_t present_at_start;    /* bytes already in the file when its job (re)started */
-        int64_t retry_at;             /* lock: unix s, a failed release is not retried before */
+        uint64_t job_offset;          /* holder: where the next job starts (a grown stock file) */
+        uint64_t retry_at;            /* lock: CLOCK_BOOTTIME ns, a failed release is not retried before */
         enum pool_release release_due; /* lock: set by the owner watch or the sweep */
         int64_t unmapped_since;       /* lock: unix s, 0 = mapped, not swept, or has an owner */
         char path[PATH_MAX];          /* set before the pool is added, then constant */
+        dev_t file_dev;               /* holder: the file at `path` we made or found at start; */
+        ino_t file_ino;               /*   0 = not known (no file) */
+        bool file_check_due;          /* lock: a GET saw the file changed; upkeep re-checks it */
 };
 
 struct pools {
@@ -125,12 +130,16 @@ struct pools {
         struct journal_reservation *resv; /* lock */
         size_t n_resv;
         struct pools_stats stats;     /* lock */
+        struct journal_stock_target *stock; /* lock: the stock targets */
+        size_t n_stock;
+        unsigned stock_seq;           /* admit_lock: numbers new stock file names */
+        bool stock_short_logged;      /* upkeep thread: "no room to refill" said */
 };
 
 int64_t pools_now_unix(void);
 const char *pools_mount_dir(const struct pools *p, uint64_t page_size);
-/* Unix-seconds expiry of a ready, unclaimed pool with a TTL; 0 = none. */
-int64_t pools_rec_expires_at(const struct journal_pool *r);
+/* CLOCK_BOOTTIME expiry (ns) of a ready, unclaimed pool with a TTL; 0 = none. */
+uint64_t pools_rec_expires_boot_ns(const struct journal_pool *r);
 
 /* ---- registry (pools.c), `lock` held unless said otherwise ---- */
 struct pool *pools_find(struct pools *p, const char *name);
@@ -149,16 +158,29 @@ int pools_save(struct pools *p);
 int pools_commit(struct pools *p, struct pool *pool, const struct journal_pool *next);
 /* Make POOL free again and wake waiters (takes `lock`). */
 void pools_release(struct pools *p, struct pool *pool);
-/* Stop POOL's job if any, remove its file and its record; POOL is busy and
- * freed on success (takes `lock` itself), and the release is counted under
- * WHY in the same step that makes it invisible.  See pools.c. */
+/* Save the journal without POOL, then stop its job if any, remove its file
+ * and its record; POOL is busy and freed on success (takes `lock` itself),
+ * and the release is counted under WHY in the same step that makes it
+ * invisible.  -EAGAIN when the save failed (nothing changed), or unlink's
+ * -errno (the record is saved again).  See pools.c. */
 int pools_remove(struct pools *p, struct pool *pool, enum pool_release why);
 /* Tell the observer NAME changed; no lock of ours held. */
 void pools_notify(struct pools *p, const char *name);
 
+/* Whether the file at PATH is still the one (DEV, INO) of R at its size: 0
+ * if so (or it cannot be told), 1 with DETAIL set if someone removed,
+ * replaced, truncated or resized it.  Pages missing from it are not
+ * checked: a claimed pool's VM may give pages back, and start-up re-warms
+ * an unclaimed ready pool that lost some.  *RET_OURS says whether PATH
+ * still names our file (only then may it be unlinked).  One stat, no lock. */
+int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct journal_pool *r, char *detail,
+                       size_t size, bool *ret_ours);
+
 /* ---- jobs and the upkeep thread (pools_jobs.c), no lock held ---- */
 int pools_start_job(struct pools *p, struct pool *pool);
-void pools_finish_job(struct pools *p, struct pool *pool, bool shutdown);
+/* Returns true when POOL is gone (a stock refill that failed: its file and
+ * row are removed, POOL freed); never at SHUTDOWN. */
+bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown);
 void pools_kick(struct pools *p);
 int pools_start_upkeep(struct pools *p);
 void pools_stop_upkeep(struct pools *p);
@@ -167,9 +189,29 @@ void pools_stop_upkeep(struct pools *p);
 /* Pages that warming pools on (NODE, PAGE_SIZE) have yet to take; `lock` held. */
 uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size);
 /* admit_lock held. */
-int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve,
+/* GIVE_WAY: remove stock files of the node and page size before refusing
+ * or reserving (never at start-up, which walks the registry). */
+int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve, bool give_way,
                 struct problem *err);
 void pools_count_reservation(struct pools *p, int r, const struct reserve_result *res);
+/* Create PATH (O_EXCL, mode, group) with SIZE bytes; returns the fd or
+ * -errno with ERR set. */
+int pools_create_file(struct pools *p, const char *path, uint64_t size, struct problem *err);
+
+/* ---- stock (pools_stock.c) ---- */
+/* Whether POOL is a stock file, not a pool (lock held). */
+bool pools_is_stock(const struct pool *pool);
+/* Create stock files for every target with a deficit while the nodes have
+ * free pages no warm needs (upkeep thread, no lock held). */
+void pools_stock_refill(struct pools *p);
+/* Hand a ready stock file out as REQ's pool (admit_lock held, REQ
+ * validated, no pool of its name): 201 with *ret filled, 0 when no stock
+ * file fits, or -errno with ERR set. */
+int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_view *ret, struct problem *err);
+/* Remove stock files of (NODE, PAGE_SIZE) until PAGES pages are back; none
+ * when all of them would not be enough.  Returns the pages given back
+ * (admit_lock held, no lock). */
+uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, uint64_t pages);
 
 /* ---- pool directories (pools_dir.c) ---- */
 int pools_prepare_dir(const char *dir, uint64_t page_size, gid_t gid, bool check_fs);

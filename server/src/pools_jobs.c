@@ -68,6 +68,9 @@ int pools_start_job(struct pools *p, struct pool *pool)
                 .size_bytes = pool->rec.size_bytes,
                 .page_size = pool->rec.page_size,
                 .threads = pool->rec.threads,
+                .offset = pool->job_offset,
+                /* Stock refills yield to pool warms on the node. */
+                .prio = pool_state_is_stock(pool->rec.state) ? JOB_PRIO_LOW : JOB_PRIO_NORMAL,
                 .on_done = on_job_done,
                 .arg = pool,
         };
@@ -88,15 +91,51 @@ int pools_start_job(struct pools *p, struct pool *pool)
         return 0;
 }
 
+/* What became of a pool's file while its job ran (pools_file_changed). */
+struct file_change {
+        bool changed, ours;
+        char detail[POOL_ERROR_DETAIL_MAX];
+};
+
 /* The record POOL should get for a job that ended as ST (lock held); updates
  * the counters.  *ret_unlink says whether the file must go.  At shutdown a
- * cancelled job stays warming, to resume at the next start. */
+ * cancelled job stays warming, to resume at the next start.  A file that
+ * someone removed, replaced or truncated while the job ran fails the pool
+ * as file-changed, whatever the job made of it (a truncated file faults
+ * like a lack of hugepages, a removed one warms fine). */
 static void job_outcome(struct pools *p, struct pool *pool, const struct job_status *st, bool shutdown,
-                        struct journal_pool *next, bool *ret_unlink)
+                        const struct file_change *fc, struct journal_pool *next, bool *ret_unlink)
 {
         *next = pool->rec;
         *ret_unlink = false;
         next->bytes_done = st->bytes_done;
+        if (pool_state_is_stock(pool->rec.state)) {
+                /* A refill: done joins the stock; anything else (also a
+                 * file someone changed) removes the file (the caller drops
+                 * the row), except a cancel at shutdown, which resumes at
+                 * the next start. */
+                if (st->state == JOB_DONE && !fc->changed && pool_transition(next, POOL_STOCK, NULL, NULL) == 0) {
+                        next->bytes_done = next->size_bytes;
+                        p->stats.stock_refills++;
+                        p->stats.stock_refill_bytes += next->size_bytes;
+                        if (st->finished_ns > st->started_ns) {
+                                double secs = (double)(st->finished_ns - st->started_ns) / 1e9;
+                                p->stats.stock_refill_seconds_sum += secs;
+                                p->stats.stock_refill_seconds_buckets[histogram_bucket(
+                                        METRICS_DURATION_BOUNDS, METRICS_DURATION_BUCKETS, secs)]++;
+                        }
+                } else if (st->state != JOB_RUNNING && (st->state != JOB_CANCELLED || !shutdown)) {
+                        *ret_unlink = true;
+                }
+                return;
+        }
+        if (fc->changed && (st->state == JOB_DONE || st->state == JOB_FAILED)) {
+                p->stats.jobs_failed++;
+                *ret_unlink = fc->ours;
+                (void)pool_transition(next, POOL_FAILED, "file-changed", "%s while it was warming",
+                                      fc->detail);
+                return;
+        }
         switch (st->state) {
         case JOB_DONE:
                 if (pool_transition(next, POOL_READY, NULL, NULL) < 0)
@@ -133,7 +172,7 @@ static void job_outcome(struct pools *p, struct pool *pool, const struct job_sta
 }
 
 /* Turn POOL's finished job into its new state.  POOL is busy, `lock` not held. */
-void pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
+bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
 {
         struct journal_pool next;
         struct job_status st;
@@ -141,17 +180,24 @@ void pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
         bool unlink_file;
         int r;
 
+        struct file_change fc = {0};
+
         pthread_mutex_lock(&p->lock);
         job = pool->job;
-        if (!job) {
-                pthread_mutex_unlock(&p->lock);
-                return;
-        }
-        job_get_status(job, &st);
+        if (job)
+                job_get_status(job, &st);
+        pthread_mutex_unlock(&p->lock);
+        if (!job)
+                return false;
+        /* POOL is busy: its job and file stay as they are until we are done. */
+        if (st.state == JOB_DONE || st.state == JOB_FAILED)
+                fc.changed = pools_file_changed(pool->path, pool->file_dev, pool->file_ino, &pool->rec,
+                                                fc.detail, sizeof(fc.detail), &fc.ours);
+        pthread_mutex_lock(&p->lock);
         pool->last = st;
         pool->have_last = true;
         pool->job = NULL;
-        job_outcome(p, pool, &st, shutdown, &next, &unlink_file);
+        job_outcome(p, pool, &st, shutdown, &fc, &next, &unlink_file);
         pthread_mutex_unlock(&p->lock);
 
         job_free(job);
@@ -159,9 +205,24 @@ void pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
                 close(pool->fd);
                 pool->fd = -1;
         }
+        pool->job_offset = 0;
+        if (unlink_file && pool_state_is_stock(next.state)) {
+                log_warn("pools: refill of stock file %s %s; removing it", next.name,
+                         st.state == JOB_FAILED ? engine_error_cause(-st.error) : "was cancelled");
+                if (shutdown) {
+                        /* Not now: the next start finds the file gone and
+                         * drops the row. */
+                        if (unlink(pool->path) < 0 && errno != ENOENT)
+                                log_err("pools: cannot remove %s: %m", pool->path);
+                        return false;
+                }
+                if (pools_remove(p, pool, RELEASE_NONE) == 0)
+                        return true;
+                return false;
+        }
         if (unlink_file && unlink(pool->path) < 0 && errno != ENOENT)
                 log_err("pools: cannot remove %s of failed pool: %m", pool->path);
-        if (st.state == JOB_FAILED)
+        if (next.state == POOL_FAILED)
                 log_warn("pools: pool %s failed: %s", pool->rec.name, next.error_detail);
         if (next.state == POOL_READY) {
                 /* The one change shown before it is saved: a crash in between
@@ -179,6 +240,7 @@ void pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
         r = pools_commit(p, pool, &next);
         if (r < 0)
                 log_err("pools: saving state for pool %s: %s", pool->rec.name, strerror(-r));
+        return false;
 }
 
 /* ---- the upkeep thread ---- */
@@ -198,16 +260,41 @@ static const char *release_reason(enum pool_release why)
         return "it was not claimed within its TTL";
 }
 
+/* A GET saw POOL's file changed: look again and, if so, fail it (saved
+ * before shown, as every change).  Its file is removed only if it is still
+ * ours and no VM took the pool.  POOL is busy. */
+static void fail_changed_file(struct pools *p, struct pool *pool)
+{
+        struct journal_pool next = pool->rec;
+        char detail[POOL_ERROR_DETAIL_MAX];
+        bool ours;
+        int r;
+
+        if (next.state != POOL_READY ||
+            !pools_file_changed(pool->path, pool->file_dev, pool->file_ino, &next, detail, sizeof(detail),
+                                &ours))
+                return;
+        if (pool_transition(&next, POOL_FAILED, "file-changed", "%s after it was ready", detail) < 0)
+                return;
+        log_warn("pools: pool %s failed: %s", next.name, next.error_detail);
+        if (ours && !next.claimed && unlink(pool->path) < 0 && errno != ENOENT)
+                log_err("pools: cannot remove %s of failed pool: %m", pool->path);
+        r = pools_commit(p, pool, &next);
+        if (r < 0)
+                log_err("pools: saving state for pool %s: %s", next.name, strerror(-r));
+}
+
 /* Handle one finished job or one pool due for release; false when there is
  * none.  Finished jobs come first, and a pool whose release failed waits
  * for its retry_at, so one stuck pool cannot starve the others.
- * *next_expiry gets the earliest expiry (or retry) still ahead (0 = none). */
-static bool upkeep_one(struct pools *p, int64_t *next_expiry)
+ * *next_expiry gets the earliest expiry (or retry) still ahead (0 = none).
+ * All on CLOCK_BOOTTIME: setting the wall clock never moves an expiry. */
+static bool upkeep_one(struct pools *p, uint64_t *next_expiry)
 {
-        int64_t now = pools_now_unix();
+        uint64_t now = now_boot_ns();
         enum pool_release why = RELEASE_TTL;
         struct pool *pool = NULL;
-        bool release = false;
+        bool release = false, check = false;
 
         *next_expiry = 0;
         pthread_mutex_lock(&p->lock);
@@ -220,11 +307,19 @@ static bool upkeep_one(struct pools *p, int64_t *next_expiry)
         }
         for (size_t i = 0; i < p->n_pools && !pool; i++) {
                 struct pool *o = p->pools[i];
-                int64_t exp;
+                if (o->hold == POOL_FREE && o->file_check_due) {
+                        o->file_check_due = false;
+                        pool = o;
+                        check = true;
+                }
+        }
+        for (size_t i = 0; i < p->n_pools && !pool; i++) {
+                struct pool *o = p->pools[i];
+                uint64_t exp;
 
                 if (o->hold != POOL_FREE)
                         continue;
-                exp = o->release_due != RELEASE_NONE ? 1 : pools_rec_expires_at(&o->rec);
+                exp = o->release_due != RELEASE_NONE ? 1 : pools_rec_expires_boot_ns(&o->rec);
                 if (exp && o->retry_at > exp)
                         exp = o->retry_at;
                 if (exp && exp <= now) {
@@ -249,13 +344,17 @@ static bool upkeep_one(struct pools *p, int64_t *next_expiry)
                         return true;
                 /* Could not unlink: others first, this one again later. */
                 pthread_mutex_lock(&p->lock);
-                pool->retry_at = now + POOLS_RELEASE_RETRY_SECONDS;
+                pool->retry_at = now + POOLS_RELEASE_RETRY_SECONDS * NS_PER_SEC;
                 pthread_mutex_unlock(&p->lock);
                 pools_release(p, pool);
                 return true;
         }
-        pools_finish_job(p, pool, false);
-        pools_release(p, pool);
+        if (check) {
+                fail_changed_file(p, pool);
+                pools_release(p, pool);
+        } else if (!pools_finish_job(p, pool, false)) {
+                pools_release(p, pool);
+        }
         return true;
 }
 
@@ -357,7 +456,7 @@ static void *upkeep_thread(void *arg)
         pthread_setname_np(pthread_self(), UPKEEP_THREAD_NAME);
         p->next_sweep_ns = now_mono_ns() + p->sweep_interval_ns;
         for (;;) {
-                int64_t next_expiry;
+                uint64_t next_expiry;
 
                 if (now_mono_ns() >= p->next_sweep_ns) {
                         sweep_unmapped(p);
@@ -365,12 +464,14 @@ static void *upkeep_thread(void *arg)
                 }
                 while (upkeep_one(p, &next_expiry))
                         ;
+                pools_stock_refill(p);
                 /* The condvar runs on CLOCK_MONOTONIC; convert the
-                 * wall-clock expiry to a monotonic deadline. */
+                 * boot-clock expiry to a monotonic deadline (the two differ
+                 * by time suspended, which only makes us wake early). */
                 uint64_t at = p->next_sweep_ns;
                 if (next_expiry) {
-                        uint64_t exp_ns = (uint64_t)next_expiry * NS_PER_SEC, real = now_real_ns();
-                        uint64_t exp_at = now_mono_ns() + (exp_ns > real ? exp_ns - real : 0);
+                        uint64_t boot = now_boot_ns();
+                        uint64_t exp_at = now_mono_ns() + (next_expiry > boot ? next_expiry - boot : 0);
                         if (exp_at < at)
                                 at = exp_at;
                 }

@@ -5,8 +5,13 @@
  * (populate skips present pages), ready pools whose file holds all its pages
  * (st_blocks) stay ready, claimed ones stay ready whatever their file holds
  * (a VM may map it), records whose file is gone become failed — and last the
- * files no record owns are removed (pools_dir.c).  A journal from another
- * boot (boot_id) is dropped, except its reservations, which are re-applied.
+ * files no record owns and no process maps are removed (pools_dir.c).  A
+ * journal from another boot (boot_id) is dropped, except its reservations,
+ * which are re-applied; within the same boot the kernel's counts are
+ * adopted instead (another tool may have changed them while we were down),
+ * and the drift logged.  A journal that cannot be read stops the start
+ * (unless --reset-state moves it aside): starting empty would make every
+ * pool file an orphan.
  * Last, claimed pools bound to an owner process are watched again if that
  * very process (pid and start time) still runs, and marked for release if
  * it is gone or its pid now names another process.
@@ -38,6 +43,33 @@ static int read_boot_id(const char *path, char *buf, size_t len)
         while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
                 buf[--n] = '\0';
         return n > 0 ? 0 : -EINVAL;
+}
+
+/* Within the boot the journal was written in, the kernel kept its counts;
+ * if they differ from ours, another tool (kubelet, virsh allocpages, an
+ * operator) changed them while we were down: theirs win, and we remember
+ * them as ours from now on. */
+static void adopt_reservations(struct pools *p)
+{
+        for (size_t i = 0; i < p->n_resv; i++) {
+                struct journal_reservation *rv = &p->resv[i];
+                struct hp_counts hp;
+                int r = topo_read_hugepages(p->cfg.fs, rv->node, rv->page_size, &hp);
+
+                if (r < 0) {
+                        log_warn("pools: cannot read node %d %" PRIu64 "-byte page count to check the "
+                                 "recorded reservation: %s; keeping %" PRIu64, rv->node, rv->page_size,
+                                 strerror(-r), rv->count);
+                        continue;
+                }
+                if (hp.total == rv->count)
+                        continue;
+                log_notice("pools: node %d, %" PRIu64 "-byte pages: the kernel holds %" PRIu64
+                           ", not the %" PRIu64 " recorded; something else changed it since, so it is "
+                           "kept and recorded (reservations are re-applied only after a reboot)",
+                           rv->node, rv->page_size, hp.total, rv->count);
+                rv->count = hp.total;
+        }
 }
 
 static void reapply_reservations(struct pools *p)
@@ -110,6 +142,8 @@ static void reconcile(struct pools *p, struct pool *pool)
                 fail_at_start(pool, "file-missing", "its file %s was gone at start", pool->path);
                 return;
         }
+        pool->file_dev = st.st_dev;
+        pool->file_ino = st.st_ino;
         uint64_t present = (uint64_t)st.st_blocks * 512;
         if (r->state == POOL_READY && present == r->size_bytes && (uint64_t)st.st_size == r->size_bytes) {
                 close(fd);
@@ -144,7 +178,7 @@ static void reconcile(struct pools *p, struct pool *pool)
         /* Pages already in the file are ours; only the rest must be free. */
         struct problem err = {0};
         uint64_t need = present < r->size_bytes ? (r->size_bytes - present) / r->page_size : 0;
-        if (pools_admit(p, r->node, r->page_size, need, false, &err) < 0) {
+        if (pools_admit(p, r->node, r->page_size, need, false, false, &err) < 0) {
                 close(fd);
                 pool->fd = -1;
                 unlink(pool->path);
@@ -164,24 +198,108 @@ static void reconcile(struct pools *p, struct pool *pool)
                  present, r->size_bytes);
 }
 
-static int load_journal(struct pools *p)
+/* A stock row: keep a complete stock file, resume a refill (low priority),
+ * or say false: the row goes (and its file, if any).  Never handed out
+ * unless its file holds every page. */
+static bool reconcile_stock(struct pools *p, struct pool *pool)
+{
+        struct journal_pool *r = &pool->rec;
+        struct problem err = {0};
+        struct stat st;
+        int fd, q;
+
+        if (!pool->path[0])
+                return false;
+        fd = open(pool->path, O_RDWR | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                if (fd >= 0)
+                        close(fd);
+                log_notice("pools: stock file %s was gone at start; dropping it", r->name);
+                return false;
+        }
+        pool->file_dev = st.st_dev;
+        pool->file_ino = st.st_ino;
+        uint64_t present = (uint64_t)st.st_blocks * 512;
+        if (r->state == POOL_STOCK && present == r->size_bytes && (uint64_t)st.st_size == r->size_bytes) {
+                close(fd);
+                return true;
+        }
+        if (((uint64_t)st.st_size != r->size_bytes && ftruncate(fd, (off_t)r->size_bytes) < 0) ||
+            pool_transition(r, POOL_STOCK_WARMING, NULL, NULL) < 0)
+                goto drop;
+        pool->present_at_start = present < r->size_bytes ? present : r->size_bytes;
+        uint64_t need = present < r->size_bytes ? (r->size_bytes - present) / r->page_size : 0;
+        if (pools_admit(p, r->node, r->page_size, need, false, false, &err) < 0)
+                goto drop;
+        pool->fd = fd;
+        q = pools_start_job(p, pool);
+        if (q < 0) {
+                pool->fd = -1;
+                goto drop;
+        }
+        log_info("pools: resuming refill of stock file %s (%" PRIu64 " of %" PRIu64 " bytes present)", r->name,
+                 present, r->size_bytes);
+        return true;
+drop:
+        close(fd);
+        log_notice("pools: stock file %s could not be refilled at start; removing it", r->name);
+        return false;
+}
+
+/* A TTL counts on CLOCK_BOOTTIME from when the pool turned ready; the
+ * journal's stamp is valid in this boot (pools of another are dropped).
+ * A journal written before the stamp existed has only the wall clock's
+ * finished_at: count from there as the wall clock sees it now, once. */
+static void ready_stamp(struct journal_pool *r)
+{
+        uint64_t boot = now_boot_ns();
+
+        if (r->state != POOL_READY)
+                return;
+        if (!r->ready_boot_ns) {
+                int64_t real = (int64_t)(now_real_ns() / NS_PER_SEC);
+                uint64_t age = real > r->finished_at && r->finished_at > 0
+                                       ? (uint64_t)(real - r->finished_at) * NS_PER_SEC : 0;
+                r->ready_boot_ns = age < boot ? boot - age : 1;
+        }
+        if (r->ready_boot_ns > boot)
+                r->ready_boot_ns = boot;        /* not from this boot after all */
+}
+
+/* *RET_REBOOTED: the journal is from another boot (its reservations are to
+ * be re-applied). */
+static int load_journal(struct pools *p, bool *ret_rebooted)
 {
         struct journal *j = NULL;
         int r;
 
+        *ret_rebooted = false;
         r = journal_load(p->state_dir, &j);
         if (r == -ENOENT) {
                 log_info("pools: no state in %s, starting empty", p->state_dir);
                 return 0;
         }
-        if (r == -EINVAL) {
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 && !p->cfg.reset_state) {
+                /* Starting empty would forget the pools whose files VMs map
+                 * and the reservations; refuse, and leave everything as is. */
+                log_err("pools: cannot use %s/state.json: %s; not starting, nothing was changed "
+                        "(to discard it, start once with --reset-state: it is moved aside and files "
+                        "that a process maps are kept)", p->state_dir, journal_load_error(r));
+                return r;
+        }
+        if (r < 0) {
                 int q = journal_quarantine(p->state_dir);
-                log_err("pools: %s/state.json is corrupt; %s, starting empty", p->state_dir,
-                        q < 0 ? "could not move it aside" : "moved it aside");
+                if (q < 0) {
+                        log_err("pools: cannot use %s/state.json (%s) and cannot move it aside: %s; "
+                                "not starting", p->state_dir, journal_load_error(r), strerror(-q));
+                        return q;
+                }
+                log_warn("pools: --reset-state: %s/state.json was unusable (%s); moved it aside to "
+                         "state.json.corrupt-*, starting empty", p->state_dir, journal_load_error(r));
                 return 0;
         }
-        if (r < 0)
-                return r;
 
         /* Reservations hold across reboots: the kernel forgot them, we did not. */
         if (j->n_reservations) {
@@ -193,7 +311,18 @@ static int load_journal(struct pools *p)
                 memcpy(p->resv, j->reservations, j->n_reservations * sizeof(*p->resv));
                 p->n_resv = j->n_reservations;
         }
+        /* Stock targets are configuration: they hold across reboots too. */
+        if (j->n_stock_targets) {
+                p->stock = calloc(j->n_stock_targets, sizeof(*p->stock));
+                if (!p->stock) {
+                        journal_free(j);
+                        return -ENOMEM;
+                }
+                memcpy(p->stock, j->stock_targets, j->n_stock_targets * sizeof(*p->stock));
+                p->n_stock = j->n_stock_targets;
+        }
         if (strcmp(j->boot_id, p->boot_id) != 0) {
+                *ret_rebooted = true;
                 if (j->n_pools)
                         log_notice("pools: state is from another boot; dropping its %zu pools", j->n_pools);
                 journal_free(j);
@@ -211,6 +340,7 @@ static int load_journal(struct pools *p)
                 pool->owner = p;
                 pool->fd = -1;
                 pool->rec = j->pools[i];
+                ready_stamp(&pool->rec);
                 if (dir)
                         snprintf(pool->path, sizeof(pool->path), "%s/%s", dir, pool->rec.name);
         }
@@ -259,13 +389,29 @@ int pools_recover(struct pools *p)
         r = read_boot_id(p->boot_id_path, p->boot_id, sizeof(p->boot_id));
         if (r < 0)
                 return r;
-        r = load_journal(p);
+        bool rebooted;
+        r = load_journal(p, &rebooted);
         if (r < 0)
                 return r;
         /* Pages first, then the jobs that need them. */
-        reapply_reservations(p);
-        for (size_t i = 0; i < p->n_pools; i++)
-                reconcile(p, p->pools[i]);
+        if (rebooted)
+                reapply_reservations(p);
+        else
+                adopt_reservations(p);
+        for (size_t i = 0; i < p->n_pools;) {
+                struct pool *pool = p->pools[i];
+                if (!pool_state_is_stock(pool->rec.state)) {
+                        reconcile(p, pool);
+                        i++;
+                } else if (reconcile_stock(p, pool)) {
+                        i++;
+                } else {
+                        if (pool->path[0])
+                                unlink(pool->path);
+                        pools_drop(p, pool); /* moves the last row here */
+                        free(pool);
+                }
+        }
         pools_remove_orphans(p);
         for (size_t i = 0; i < p->n_pools; i++)
                 if (p->pools[i]->rec.state == POOL_READY && p->pools[i]->rec.claimed &&

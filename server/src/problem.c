@@ -49,7 +49,7 @@ static const struct problem_type catalog[PROBLEM__COUNT] = {
         [PROBLEM_INSUFFICIENT_HUGEPAGES] = { "insufficient-hugepages", 409, "Not enough free hugepages" },
         [PROBLEM_NO_HUGETLBFS] = { "no-hugetlbfs", 503, "No hugetlbfs for that page size" },
         [PROBLEM_POOL_FILE_ERROR] = { "pool-file-error", 500, "Pool file error" },
-        [PROBLEM_STATE_WRITE_FAILED] = { "state-write-failed", 500, "Cannot save state" },
+        [PROBLEM_STATE_WRITE_FAILED] = { "state-write-failed", 503, "Cannot save state" },
         [PROBLEM_WARM_START_FAILED] = { "warm-start-failed", 500, "Cannot start warming" },
         [PROBLEM_HUGEPAGES_EXHAUSTED] = { "hugepages-exhausted", 500, "Hugepages exhausted while warming" },
         [PROBLEM_OUT_OF_MEMORY] = { "out-of-memory", 500, "Out of memory while warming" },
@@ -58,7 +58,9 @@ static const struct problem_type catalog[PROBLEM__COUNT] = {
         [PROBLEM_POPULATE_UNSUPPORTED] = { "populate-unsupported", 500, "Kernel cannot prefault the pool" },
         [PROBLEM_POPULATE_FAILED] = { "populate-failed", 500, "Warming failed" },
         [PROBLEM_FILE_MISSING] = { "file-missing", 500, "Pool file missing" },
+        [PROBLEM_FILE_CHANGED] = { "file-changed", 500, "Pool file changed by someone else" },
         [PROBLEM_CANCELLED] = { "cancelled", 500, "Warming cancelled" },
+        [PROBLEM_STOCK_TOO_LARGE] = { "stock-too-large", 409, "Stock targets do not fit the node" },
 };
 
 const struct problem_type *problem_type(enum problem_id id)

@@ -61,7 +61,10 @@ enum problem_id {
         PROBLEM_POPULATE_UNSUPPORTED,
         PROBLEM_POPULATE_FAILED,
         PROBLEM_FILE_MISSING,
+        PROBLEM_FILE_CHANGED,
         PROBLEM_CANCELLED,
+        /* stock (issue 12) */
+        PROBLEM_STOCK_TOO_LARGE,
         PROBLEM__COUNT
 };
 

@@ -21,6 +21,8 @@ const struct route routes[] = {
         {"PUT",    "/v1/pools/{name}",                  api_pool_put,      true},
         {"DELETE", "/v1/pools/{name}",                  api_pool_delete,   false},
         {"POST",   "/v1/pools/{name}/claim",            api_pool_claim,    ROUTE_BODY_OPTIONAL},
+        {"GET",    "/v1/stock",                         api_stock_get,     false},
+        {"PUT",    "/v1/stock",                         api_stock_put,     true},
         {"GET",    "/v1/handoff",                       api_handoff,       false},
         {"GET",    "/metrics",                          api_metrics,       false},
         {NULL, NULL, NULL, false},

@@ -42,6 +42,14 @@ static inline void closep(int *fd)
                 take_fd_;                                                      \
         })
 
-/* CLOCK_MONOTONIC / CLOCK_REALTIME in nanoseconds. */
+/* CLOCK_MONOTONIC / CLOCK_REALTIME / CLOCK_BOOTTIME in nanoseconds.
+ * now_real_ns is wall time, for display only (a clock set before 1970 reads
+ * 0: unknown, never a wrapped year-2548 value); anything that must elapse
+ * (TTLs) uses now_boot_ns, which counts suspend and is valid within one boot
+ * (boot_id). */
 uint64_t now_mono_ns(void);
 uint64_t now_real_ns(void);
+uint64_t now_boot_ns(void);
+/* Tests only (fault injection): shift what now_real_ns and now_boot_ns
+ * return by these signed offsets (a wall clock jump, time passing). */
+void clock_inject_offsets(int64_t real_ns, int64_t boot_ns);

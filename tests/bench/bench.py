@@ -591,6 +591,88 @@ def measure(args, mnt, res):
 
 # -- report ------------------------------------------------------------------
 
+def pctl(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def stock_phase(args, mnt, res):
+    """Time to ready from stock against a cold warm of the same size (issue
+    12): client wall from PUT /v1/pools/NAME to a ready pool, over one
+    keep-alive connection.  From stock the PUT itself answers 201 ready (a
+    rename); cold, the PUT answers 201 warming and ?wait=ready long-polls.
+    Between rounds the pool is deleted and, for stock, the refill awaited
+    (not timed)."""
+    size, threads, rounds = args.size, args.threads, args.rounds
+    in_use = node0("nr_hugepages") - node0("free_hugepages")
+    want = 2 * size // PAGE + args.headroom_pages + in_use   # the stock file + its refill
+    got = reserve_node0(want)
+    if got < want:
+        raise BenchError("kernel gave only %d of %d 2 MiB pages on node 0" % (got, want))
+    d = Daemon(args.hpwarmd, os.path.join(mnt, "pools"), threads)
+    conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=900)
+
+    def call(method, path, body=None):
+        hdrs = {}
+        if body is not None:
+            body = json.dumps(body).encode()
+            hdrs["Content-Type"] = "application/json"
+        conn.request(method, path, body=body, headers=hdrs)
+        r = conn.getresponse()
+        data = r.read()
+        return r.status, (json.loads(data) if data else None)
+
+    def stock_ready():
+        for _ in range(60000):
+            st, body = call("GET", "/v1/stock")
+            if st == 200 and body["targets"] and body["targets"][0]["ready"] == 1:
+                return
+            time.sleep(0.001)
+        raise BenchError("stock never became ready")
+
+    pool = {"node": 0, "size_bytes": size, "page_size": "2M", "threads": threads}
+    out = {"stock": [], "cold": []}
+    try:
+        st, body = call("PUT", "/v1/stock", {"targets": [{"node": 0, "page_size": "2M",
+                                                           "size_bytes": size, "count": 1}]})
+        if st != 200:
+            raise BenchError("PUT /v1/stock: %d %s" % (st, body))
+        for rnd in range(rounds):
+            stock_ready()
+            name = "bench-stock-%d" % rnd
+            t0 = time.perf_counter()
+            st, body = call("PUT", "/v1/pools/" + name, pool)
+            wall = time.perf_counter() - t0
+            if st != 201 or body.get("state") != "ready" or body.get("from_stock") != "full":
+                raise BenchError("PUT %s from stock: %d %s" % (name, st, body))
+            out["stock"].append(wall)
+            call("DELETE", "/v1/pools/" + name)
+        st, body = call("PUT", "/v1/stock", {"targets": []})
+        for rnd in range(rounds):
+            name = "bench-cold-%d" % rnd
+            t0 = time.perf_counter()
+            st, body = call("PUT", "/v1/pools/" + name, pool)
+            if st != 201 or body.get("from_stock") != "none":
+                raise BenchError("PUT %s cold: %d %s" % (name, st, body))
+            if body.get("state") != "ready":
+                st, body = call("GET", "/v1/pools/%s?wait=ready&timeout=300" % name)
+            wall = time.perf_counter() - t0
+            if body.get("state") != "ready":
+                raise BenchError("cold %s: %s" % (name, body))
+            out["cold"].append(wall)
+            call("DELETE", "/v1/pools/" + name)
+    finally:
+        conn.close()
+        d.stop()
+    res["stock_ready_s"] = out
+    s50, s99 = median(out["stock"]), pctl(out["stock"], 0.99)
+    c50, c99 = median(out["cold"]), pctl(out["cold"], 0.99)
+    print("time to ready, %s, %d rounds, keep-alive client:" % (human(size), rounds))
+    print("  from stock: median %.3f ms  p99 %.3f ms   (target p99 <= 10 ms)" % (s50 * 1e3, s99 * 1e3))
+    print("  cold warm:  median %.3f ms  p99 %.3f ms" % (c50 * 1e3, c99 * 1e3))
+    print("  cold/stock: %.0fx by medians, %.0fx by p99   (target >= 20x)" % (c50 / s50, c99 / s99))
+
+
 def qemu_boot_skipped(args):
     return args.no_boot or args.no_qemu
 
@@ -746,6 +828,8 @@ def main():
     ap.add_argument("--boot-size", type=parse_size, help="guest RAM for (e) (default --size)")
     ap.add_argument("--boot-rounds", type=int, default=5, help="rounds of (e), each one warm and one cold boot")
     ap.add_argument("--no-latency", action="store_true")
+    ap.add_argument("--stock-only", action="store_true",
+                    help="only the stock phase: time to ready from stock vs a cold warm (issue 12)")
     ap.add_argument("--latency-requests", type=int, default=2000)
     ap.add_argument("--latency-max-warms", type=int, default=10)
     ap.add_argument("--latency-size", type=parse_size, help="pool size for the latency phase (default --size)")
@@ -755,6 +839,8 @@ def main():
     args.ideal = args.ideal or os.path.join(args.build, "tests", "bench", "populate_ideal")
     args.recycle_bench = args.recycle_bench or os.path.join(args.build, "tests", "bench", "recycle_bench")
     args.prio_bench = args.prio_bench or os.path.join(args.build, "tests", "bench", "prio_bench")
+    if args.stock_only:
+        args.no_recycle = args.no_prio = True
     for exe in [args.hpwarmd, args.ideal] + ([] if args.no_recycle else [args.recycle_bench]) + (
             [] if args.no_prio else [args.prio_bench]):
         if not os.access(exe, os.X_OK):
@@ -776,6 +862,12 @@ def main():
     res = {"size_bytes": args.size, "threads": args.threads, "rounds": args.rounds, "command": cmdline,
            "notes": []}
     try:
+        if args.stock_only:
+            stock_phase(args, mnt, res)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(res, f, indent=2)
+            return 0
         measure(args, mnt, res)
     except (BenchError, subprocess.TimeoutExpired, OSError) as e:
         log("FAILED: %s" % e)

@@ -1,5 +1,6 @@
 """hpwarmd against sysfs fixture trees: every node report, reserve and their
 error classes, driven over HTTP on a loopback port."""
+import json
 import os
 import re
 import time
@@ -307,16 +308,105 @@ class Reserve(TestCase):
             self.assertEqual(out["r"].status, 200, out["r"])
             self.assertGreaterEqual(time.monotonic() - t0, 2.0)
 
-    def test_reapplied_on_start(self):
+    def _other_boot(self, d):
+        # The journal as a daemon of an earlier boot left it.
+        path = os.path.join(d.state_dir, "state.json")
+        with open(path) as f:
+            j = json.load(f)
+        j["boot_id"] = "00000000-0000-0000-0000-000000000000"
+        with open(path, "w") as f:
+            json.dump(j, f)
+
+    def test_reapplied_after_reboot(self):
         with Daemon("two-node") as d:
             self.assertEqual(d.put("/v1/nodes/1/hugepages/2M", {"count": 30}).status, 200)
             self.assertEqual(d.stop(), 0)
             # A reboot empties the runtime pool; the daemon puts it back.
+            self._other_boot(d)
             d.write_file(node_hp(1, M2, "nr_hugepages"), "8\n")
             d.start()
-            self.assertIsNotNone(d.wait_log(r"(?i)reservation.*node 1", timeout=10), "\n".join(d.log))
+            self.assertIsNotNone(d.wait_log(r"(?i)re-applied reservation.*node 1", timeout=10), "\n".join(d.log))
             self.assertEqual(d.read_u64(node_hp(1, M2, "nr_hugepages")), 30)
 
+    def test_same_boot_adopts_kernel_count(self):
+        # Another tool changed the count while the daemon was down: within
+        # the same boot the daemon keeps it, says so, and records it.
+        with Daemon("two-node") as d:
+            self.assertEqual(d.put("/v1/nodes/1/hugepages/2M", {"count": 30}).status, 200)
+            self.assertEqual(d.stop(), 0)
+            d.write_file(node_hp(1, M2, "nr_hugepages"), "8\n")
+            d.start()
+            line = d.wait_log(r"node 1, 2097152-byte pages: the kernel holds 8, not the 30 recorded", timeout=10)
+            self.assertIsNotNone(line, "\n".join(d.log))
+            self.assertEqual(d.read_u64(node_hp(1, M2, "nr_hugepages")), 8)
+            self.assertEqual(d.stop(), 0)
+            with open(os.path.join(d.state_dir, "state.json")) as f:
+                res = json.load(f)["reservations"]
+            self.assertEqual([(r["node"], r["count"]) for r in res], [(1, 8)])
+
+
+
+class Stock(TestCase):
+    """PUT/GET /v1/stock over HTTP: shapes and every refusal (nothing
+    changes on a refusal).  Pools and refills are unit.stock's and the real
+    kernel tests' business: this daemon has no hugetlbfs."""
+
+    def put_stock(self, d, targets):
+        return d.put("/v1/stock", {"targets": targets})
+
+    def assert_problem(self, r, status, slug):
+        self.assertEqual(r.status, status, r)
+        self.assertEqual(r.headers.get("content-type"), "application/problem+json")
+        self.assertEqual(r.json["type"].rsplit(":", 1)[-1], slug, r.json)
+
+    def test_empty(self):
+        with Daemon() as d:
+            r = d.get("/v1/stock")
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(r.json, {"targets": []})
+            r = self.put_stock(d, [])
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(r.json, {"targets": []})
+            m = d.get("/metrics").body.decode()
+            for series in ('hpwarmd_stock_requests_total{result="hit"} 0',
+                           'hpwarmd_stock_requests_total{result="miss"} 0',
+                           "hpwarmd_stock_given_way_total 0",
+                           "hpwarmd_stock_refill_duration_seconds_count 0"):
+                self.assertIn(series, m)
+
+    def test_refusals(self):
+        one = {"node": 0, "page_size": "2M", "size": "4M", "count": 1}
+        cases = [
+            ([dict(one, node=9)], 404, "unknown-node"),
+            ([dict(one, page_size="64K")], 404, "unknown-page-size"),
+            ([dict(one, size="lots")], 422, "invalid-field"),
+            ([dict(one, size="3M")], 422, "invalid-field"),
+            ([dict(one, count=0)], 422, "invalid-field"),
+            ([dict(one, count=1.5)], 422, "invalid-field"),
+            ([one, dict(one, count=2)], 422, "invalid-field"),
+            ([dict(one, size="4611686018427387904", count=1024)], 422, "invalid-field"),
+            ([{"node": 0, "count": 1}], 422, "invalid-field"),
+            ([one], 503, "no-hugetlbfs"),
+        ]
+        with Daemon() as d:
+            for targets, status, slug in cases:
+                with self.subTest(targets=targets):
+                    self.assert_problem(self.put_stock(d, targets), status, slug)
+                    self.assertEqual(d.get("/v1/stock").json, {"targets": []})
+            self.assert_problem(d.put("/v1/stock", {"targets": {}}), 422, "invalid-field")
+            r = d.request("PUT", "/v1/stock", body=b"{\"targets\": [", ctype="application/json")
+            self.assert_problem(r, 400, "malformed-json")
+
+    def test_bad_flag(self):
+        for arg in ("0:2M:4M", "x:2M:4M:1", "0:2M:4M:0", "0:3M:4M:1"):
+            with self.subTest(arg=arg):
+                d = Daemon(args=("--stock", arg))
+                try:
+                    d.start(expect_ok=False)
+                    rc = d.proc.wait(15)
+                finally:
+                    d.__exit__()
+                self.assertNotEqual(rc, 0, d.log)
 
 if __name__ == "__main__":
     main()

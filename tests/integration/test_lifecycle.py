@@ -102,6 +102,45 @@ class Lock(TestCase):
                 nxt.__exit__()
 
 
+class BadJournal(TestCase):
+    """A journal that cannot be read stops the start, names the file and the
+    cause and changes nothing; --reset-state moves it aside and starts."""
+
+    CASES = {
+        "garbage": (b"\x8fnot json{{", "not a valid journal"),
+        "truncated": (b'{"version":1,"boot_id":"x","reservations":[],"po', "not a valid journal"),
+        "future version": (b'{"version":9,"boot_id":"x","reservations":[],"pools":[]}', "newer hpwarmd"),
+    }
+
+    def test_refused_then_reset(self):
+        for name, (text, cause) in self.CASES.items():
+            with self.subTest(name):
+                d = Daemon()
+                try:
+                    os.makedirs(d.state_dir, mode=0o700)
+                    path = os.path.join(d.state_dir, "state.json")
+                    with open(path, "wb") as f:
+                        f.write(text)
+                    d.start(expect_ok=False)
+                    rc = d.proc.wait(15)
+                    line = d.wait_log(r"cannot use .*state\.json", timeout=2)
+                    self.assertNotEqual(rc, 0)
+                    self.assertIsNotNone(line, d.log)
+                    self.assertIn(path, line)
+                    self.assertIn(cause, line)
+                    self.assertIn("--reset-state", line)
+                    with open(path, "rb") as f:
+                        self.assertEqual(f.read(), text)
+                    d.args = ["--reset-state"]
+                    d.start()
+                    self.assertEqual(d.get("/v1/health").status, 200)
+                    aside = [n for n in os.listdir(d.state_dir) if n.startswith("state.json.corrupt-")]
+                    self.assertEqual(len(aside), 1, os.listdir(d.state_dir))
+                    self.assertEqual(d.stop(), 0)
+                finally:
+                    d.__exit__(None, None, None)
+
+
 class Stop(TestCase):
     def test_sigterm_fast_and_clean(self):
         tmp = tempfile.mkdtemp(prefix="hpwarm-life-")

@@ -73,6 +73,52 @@ class RealKernel(TestCase):
         self.assertEqual(r.status, 200, r)
         return r.json
 
+    # -- stock (issue 12) --
+    def stock(self):
+        r = self.d.get("/v1/stock")
+        self.assertEqual(r.status, 200, r)
+        return r.json["targets"]
+
+    def wait_stock_ready(self, want, timeout=60):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            t = self.stock()
+            if t and t[0]["ready"] == want:
+                return
+            time.sleep(0.01)
+        self.fail("stock never had %d ready files: %s" % (want, self.stock()))
+
+    def test_stock_kill9_during_refill(self):
+        """kill -9 while refills run: at restart every stock file is whole
+        (or refilled), none is leaked, the hand-out reads zero and dropping
+        the targets gives every page back."""
+        self.start_with_pages(300)
+        free0 = node0("free_hugepages")
+        r = self.d.put("/v1/stock", {"targets": [{"node": 0, "page_size": "2M", "size": "256M", "count": 2}]})
+        self.assertEqual(r.status, 200, r)
+        self.d.kill()                       # at once: the refills are running
+        self.d.start()
+        self.wait_stock_ready(2)
+        files = [f for f in pool_files(self.pool_dir)]
+        self.assertEqual(len(files), 2, files)
+        for f in files:
+            self.assertTrue(f.startswith("~"), f)
+            self.assertEqual(os.stat(os.path.join(self.pool_dir, f)).st_blocks * 512, 256 << 20)
+        self.assertEqual(node0("free_hugepages"), free0 - 256)
+        r = self.d.put("/v1/pools/vm", {"node": 0, "size": "256M"})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual((r.json["state"], r.json["from_stock"]), ("ready", "full"))
+        with open(r.json["path"], "rb") as f:
+            m = mmap.mmap(f.fileno(), 256 << 20, mmap.MAP_SHARED, mmap.PROT_READ)
+            try:
+                self.assertEqual(m[:].count(0), 256 << 20)
+            finally:
+                m.close()
+        self.assertEqual(self.d.put("/v1/stock", {"targets": []}).status, 200)
+        self.assertEqual(self.d.request("DELETE", "/v1/pools/vm").status, 204)
+        self.assertEqual(pool_files(self.pool_dir), [])
+        self.assertEqual(node0("free_hugepages"), free0)
+
     # -- reserve: PUT /v1/nodes/{id}/hugepages/{size} --
     def test_reserve_node0(self):
         self.start_with_pages(0)

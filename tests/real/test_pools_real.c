@@ -21,6 +21,7 @@
  *
  * Only madvise is wrapped (to slow or cut a chunk on request); every other
  * kernel call is real.  guard.sh cleans up after a failed check. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -488,6 +489,85 @@ TEST(orphan)
         pools_get_stats(p, &s);
         CHECK_U64(s.orphan_files_removed, ==, 1);
         CHECK_U64(node_free(), ==, base);
+}
+
+/* Stock on real hugetlbfs: refills take exactly their pages, a hand-out is
+ * the stock file renamed (same inode, no page taken, reads as zero), the
+ * refill follows, a pool that needs the stock's pages gets them, and
+ * removing the targets gives every page back. */
+static unsigned stock_ready(struct pools *p)
+{
+        struct stock_view *v = NULL;
+        size_t n = 0;
+        unsigned ready;
+
+        CHECK_INT(pools_get_stock(p, &v, &n), ==, 0);
+        ready = n ? v[0].ready : 0;
+        free(v);
+        return ready;
+}
+
+static void wait_stock(struct pools *p, unsigned want)
+{
+        for (int tries = 0; stock_ready(p) != want; tries++) {
+                CHECK(tries < 60000);
+                usleep(1000);
+        }
+}
+
+TEST(stock)
+{
+        struct pools *p = pools_;
+        uint64_t base = base_;
+
+        CHECK(p != NULL); /* an earlier test failed between stop and start */
+        struct journal_stock_target t = { .node = 0, .page_size = PAGE, .size_bytes = 8 * PAGE, .count = 2 };
+        struct problem err = {0};
+        struct pool_view v;
+        struct stat st;
+        ino_t inos[2];
+        int n_ino = 0;
+
+        CHECK_INT(pools_set_stock(p, &t, 1, &err), ==, 0);
+        wait_stock(p, 2);
+        CHECK_U64(node_free(), ==, base - 16);
+        CHECK_U64(meminfo_free(), ==, mbase - 16);
+        DIR *d = opendir(pooldir);
+        CHECK(d);
+        for (struct dirent *de; (de = readdir(d));)
+                if (de->d_name[0] == POOL_STOCK_PREFIX && n_ino < 2) {
+                        CHECK_INT(fstatat(dirfd(d), de->d_name, &st, 0), ==, 0);
+                        CHECK_U64((uint64_t)st.st_blocks * 512, ==, 8 * PAGE);
+                        inos[n_ino++] = st.st_ino;
+                }
+        closedir(d);
+        CHECK_INT(n_ino, ==, 2);
+
+        struct pool_req r = req("s8", 8);
+        CHECK_INT(create(p, &r, &v), ==, 201);
+        CHECK_STR(pool_state_name(v.state), "ready");
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
+        CHECK_INT(stat(v.path, &st), ==, 0);
+        CHECK(st.st_ino == inos[0] || st.st_ino == inos[1]);
+        check_zero(v.path, 8 * PAGE);
+        wait_stock(p, 2); /* refilled */
+        CHECK_U64(node_free(), ==, base - 24);
+
+        /* 8 free, 16 in stock: a 20-page pool fits only if stock yields. */
+        struct pool_req big = req("big", 20);
+        CHECK_INT(create(p, &big, &v), ==, 201);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
+        wait_ready(p, "big", &v);
+        struct pools_stats s;
+        pools_get_stats(p, &s);
+        CHECK_U64(s.stock_given_way, >=, 1);
+        CHECK_U64(s.stock_hits, ==, 1);
+
+        CHECK_INT(pools_set_stock(p, NULL, 0, &err), ==, 0);
+        CHECK_INT(pools_delete(p, "s8"), ==, 0);
+        CHECK_INT(pools_delete(p, "big"), ==, 0);
+        CHECK_U64(node_free(), ==, base);
+        CHECK_U64(meminfo_free(), ==, mbase);
 }
 
 int main(void)

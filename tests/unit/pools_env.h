@@ -51,7 +51,7 @@ static inline pthread_t open_gate_soon(void)
 struct env {
         char *sys;              /* fixture copy */
         char root[64];          /* /dev/shm/hpw-pools.XXXXXX */
-        char mount[128], state[128], boot[128];
+        char mount[128], state[128], boot[128], proc[128];
         struct sysfs *fs;
         struct topo *topo;
         struct engine *engine;
@@ -79,6 +79,17 @@ static inline void env_init(struct env *e)
         snprintf(e->boot, sizeof(e->boot), "%s/boot_id", e->root);
         CHECK_INT(mkdir(e->state, 0700), ==, 0);
         write_file(e->boot, "11111111-2222-3333-4444-555555555555\n");
+        /* The processes whose mappings pools may scan: this one only.  The
+         * host's /proc may hold processes nobody here can read (pid 1 of a
+         * sandbox), and start-up keeps orphans when it cannot tell. */
+        snprintf(e->proc, sizeof(e->proc), "%s/proc", e->root);
+        CHECK_INT(mkdir(e->proc, 0700), ==, 0);
+        {
+                char link[192], target[64];
+                snprintf(link, sizeof(link), "%s/%d", e->proc, (int)getpid());
+                snprintf(target, sizeof(target), "/proc/%d", (int)getpid());
+                CHECK_INT(symlink(target, link), ==, 0);
+        }
         /* Plenty of free pages on node 0 unless a test says otherwise. */
         fixture_write(e->sys, HP_DIR(0) "free_hugepages", "64\n");
         fixture_write(e->sys, HP_DIR(0) "nr_hugepages", "64\n");
@@ -98,6 +109,7 @@ static inline void env_init(struct env *e)
                 .n_mounts = 1,
                 .pool_gid = (gid_t)-1,
                 .skip_mount_check = true,
+                .proc_root = e->proc,
         };
         fake_gate_set(false);
         fake_gate_fail_with(0);

@@ -153,7 +153,7 @@ TEST(owner_optional)
 
 TEST(corrupt)
 {
-        corrupt("\"version\":1", "\"version\":2");
+        corrupt("\"version\":1", "\"version\":0");
         corrupt("\"version\":1", "\"version\":\"1\"");
         corrupt("\"version\":1,", "");
         corrupt("\"boot_id\":\"", "\"boot_id\":1,\"x\":\"");
@@ -355,7 +355,7 @@ TEST(corrupt_file_quarantined)
 }
 
 /* Empty file, a directory in its place. */
-TEST(empty_file_or_directory_is_einval)
+TEST(empty_file_einval_directory_eisdir)
 {
         struct journal *back = NULL;
         char path[256];
@@ -366,8 +366,63 @@ TEST(empty_file_or_directory_is_einval)
         CHECK_INT(journal_quarantine(dir), ==, 0);
         snprintf(path, sizeof(path), "%s/state.json", dir);
         CHECK_INT(mkdir(path, 0700), ==, 0);
-        CHECK_INT(journal_load(dir, &back), ==, -EINVAL);
+        CHECK_INT(journal_load(dir, &back), ==, -EISDIR);
         CHECK_INT(rmdir(path), ==, 0);
+}
+
+/* A journal from a newer daemon is refused as such, not as corrupt: the
+ * caller must not treat it as garbage it may discard. */
+TEST(future_version_is_eprotonosupport)
+{
+        struct journal j, *back = NULL;
+        char *text, *at;
+
+        sample(&j);
+        text = journal_format(&j);
+        at = strstr(text, "\"version\":1");
+        CHECK(at);
+        at[10] = '7';
+        CHECK_INT(journal_parse(text, strlen(text), &back), ==, -EPROTONOSUPPORT);
+        CHECK(back == NULL);
+        CHECK(strstr(journal_load_error(-EPROTONOSUPPORT), "newer hpwarmd"));
+        free(text);
+}
+
+/* Over the size limit: -EFBIG, whatever it holds. */
+TEST(oversized_is_efbig)
+{
+        struct journal *back = NULL;
+        char path[256];
+
+        fresh_dir();
+        snprintf(path, sizeof(path), "%s/state.json", dir);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        CHECK(fd >= 0);
+        CHECK_INT(ftruncate(fd, 16 * 1024 * 1024 + 1), ==, 0);
+        close(fd);
+        CHECK_INT(journal_load(dir, &back), ==, -EFBIG);
+        CHECK(strstr(journal_load_error(-EFBIG), "16 MiB"));
+}
+
+/* The save fault seam: each injected errno comes back, the old journal
+ * stays whole and no temporary file is left. */
+TEST(injected_save_errors)
+{
+        static const int errs[] = { ENOSPC, EIO, EROFS };
+        struct journal j, empty = {0}, *back = NULL;
+
+        fresh_dir();
+        sample(&j);
+        CHECK_INT(journal_save(dir, &j), ==, 0);
+        for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
+                journal_inject_save_error(errs[i]);
+                CHECK_INT(journal_save(dir, &empty), ==, -errs[i]);
+                CHECK(!exists("state.json.tmp"));
+        }
+        journal_inject_save_error(0);
+        CHECK_INT(journal_load(dir, &back), ==, 0);
+        CHECK_U64(back->n_pools, ==, j.n_pools);
+        journal_free(back);
 }
 
 /* Save refuses a journal it could not read back, and writes nothing. */

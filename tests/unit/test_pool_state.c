@@ -22,6 +22,12 @@ static const struct {
         { POOL_WARMING, POOL_CANCELLED },
         { POOL_READY, POOL_WARMING },
         { POOL_READY, POOL_FAILED },
+        { POOL_NEW, POOL_STOCK_WARMING },
+        { POOL_STOCK_WARMING, POOL_STOCK_WARMING },
+        { POOL_STOCK_WARMING, POOL_STOCK },
+        { POOL_STOCK, POOL_STOCK_WARMING },
+        { POOL_STOCK, POOL_READY },
+        { POOL_STOCK, POOL_WARMING },
 };
 
 static bool expected(enum pool_state from, enum pool_state to)
@@ -196,11 +202,40 @@ TEST(names)
         CHECK_STR(pool_state_name(POOL_READY), "ready");
         CHECK_STR(pool_state_name(POOL_FAILED), "failed");
         CHECK_STR(pool_state_name(POOL_CANCELLED), "cancelled");
+        CHECK_STR(pool_state_name(POOL_STOCK_WARMING), "stock-warming");
+        CHECK_STR(pool_state_name(POOL_STOCK), "stock");
         CHECK(pool_state_name(_POOL_STATE_MAX) == NULL);
         for (int i = POOL_WARMING; i < _POOL_STATE_MAX; i++) {
                 CHECK_INT(pool_state_parse(pool_state_name((enum pool_state)i), &s), ==, 0);
                 CHECK_INT(s, ==, i);
         }
+}
+
+/* A ready pool never goes back to the stock: a file handed to a VM returns
+ * only through a recycle, which is not a move of this table. */
+TEST(stock_rows)
+{
+        CHECK(pool_state_is_stock(POOL_STOCK));
+        CHECK(pool_state_is_stock(POOL_STOCK_WARMING));
+        CHECK(!pool_state_is_stock(POOL_READY));
+        CHECK(!pool_state_is_stock(POOL_WARMING));
+        CHECK(!pool_transition_allowed(POOL_READY, POOL_STOCK));
+        CHECK(!pool_transition_allowed(POOL_STOCK_WARMING, POOL_READY));
+        CHECK(!pool_transition_allowed(POOL_WARMING, POOL_STOCK));
+}
+
+/* Stock names can never be pool names, and the other way round. */
+TEST(stock_names)
+{
+        CHECK(pool_stock_name_valid("~1"));
+        CHECK(pool_stock_name_valid("~n0-2097152-17"));
+        CHECK(!pool_stock_name_valid("~"));
+        CHECK(!pool_stock_name_valid("1"));
+        CHECK(!pool_stock_name_valid("~a/b"));
+        CHECK(!pool_stock_name_valid("~~"));
+        CHECK(!pool_stock_name_valid(NULL));
+        CHECK(!pool_name_valid("~1"));
+        CHECK(!pool_stock_name_valid("a~1"));
 }
 
 /* "new" is never saved: a journal that says so is not ours. */
@@ -224,7 +259,9 @@ TEST(hold_table)
                 { POOL_FREE, POOL_CREATING },
                 { POOL_CREATING, POOL_FREE },
                 { POOL_BUSY, POOL_FREE },
-                { POOL_BUSY, POOL_REMOVING },
+                { POOL_BUSY, POOL_RELEASING },
+                { POOL_RELEASING, POOL_REMOVING },
+                { POOL_RELEASING, POOL_BUSY },
         };
 
         for (int f = 0; f < _POOL_HOLD_MAX; f++)
@@ -239,6 +276,7 @@ TEST(hold_table)
                         }
                 }
         CHECK_STR(pool_hold_name(POOL_REMOVING), "removing");
+        CHECK_STR(pool_hold_name(POOL_RELEASING), "releasing");
         CHECK(pool_hold_name(_POOL_HOLD_MAX) == NULL);
 }
 

@@ -176,11 +176,25 @@ TEST(lifecycle)
         }
         journal_free(j);
 
-        /* Idempotent: same spec, other knobs ignored -> 200 and the view. */
-        r.ttl_seconds = 77;
-        r.threads = 1;
+        /* Idempotent: the same pool again -> 200 and the view; "reserve"
+         * is how to admit a new pool and does not count. */
+        r.reserve = true;
         CHECK_INT(create(p, &r, &v, &err), ==, 200);
         CHECK_STR(pool_state_name(v.state), "ready");
+        CHECK_INT(v.ttl_seconds, ==, 0);
+        r.reserve = false;
+        /* Every field the pool keeps counts (issue 11 item 10): another TTL
+         * or thread count is another pool, 409 naming the field. */
+        r.ttl_seconds = 77;
+        CHECK_INT(create(p, &r, &v, &err), ==, -EEXIST);
+        CHECK_STR(err.slug, "pool-conflict");
+        CHECK(strstr(err.detail, "\"ttl_seconds\": 77 asked"));
+        r.ttl_seconds = 0;
+        r.threads = 1;
+        CHECK_INT(create(p, &r, &v, &err), ==, -EEXIST);
+        CHECK(strstr(err.detail, "\"threads\": 1 asked"));
+        r.threads = 0;
+        CHECK_INT(pools_get(p, "vm1", &v), ==, 0);
         CHECK_INT(v.ttl_seconds, ==, 0);
 
         /* Same name, different pool. */
@@ -265,17 +279,17 @@ TEST(admission)
         CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
 
         /* reserve: grows node 1 to 8 + 1 pages; the fixture's free counter does
-         * not move, so admission still fails, but the reservation is real,
-         * recorded, and counted. */
+         * not move, so admission still fails, and the growth (counted) is
+         * undone: the kernel back at 8, nothing recorded (issue 11 item 5:
+         * no grown pool left behind and saved when the create fails). */
         r.reserve = true;
         CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
         CHECK(strstr(err.detail, "even after growing"));
+        CHECK(strstr(err.detail, "undone"));
         fixture_read(e.sys, HP_DIR(1) "nr_hugepages", buf, sizeof(buf));
-        CHECK_STR(buf, "9\n");
+        CHECK_STR(buf, "8\n");
         struct journal *j = load(&e);
-        CHECK_U64(j->n_reservations, ==, 1);
-        CHECK_INT(j->reservations[0].node, ==, 1);
-        CHECK_U64(j->reservations[0].count, ==, 9);
+        CHECK_U64(j->n_reservations, ==, 0);
         journal_free(j);
         struct pools_stats s;
         pools_get_stats(p, &s);
@@ -286,7 +300,7 @@ TEST(admission)
         wait_state(p, "c", POOL_READY);
 
         /* Growing past the memory floor is refused and nothing is written
-         * (re-applying the recorded 9 at start grows nothing, so passes). */
+         * (the restart is within the same boot: nothing is re-applied). */
         pools_free(p);
         e.cfg.memory_floor = UINT64_C(1) << 50;
         p = start(&e);
@@ -295,10 +309,10 @@ TEST(admission)
         CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
         CHECK(strstr(err.detail, "memory floor"));
         fixture_read(e.sys, HP_DIR(1) "nr_hugepages", buf, sizeof(buf));
-        CHECK_STR(buf, "9\n");
+        CHECK_STR(buf, "8\n");
         pools_get_stats(p, &s);
         CHECK_U64(s.reservations_refused, ==, 1);
-        CHECK_U64(s.reservations_ok, ==, 1);
+        CHECK_U64(s.reservations_ok, ==, 0);
 
         /* Per node cap: a and c hold 12 pages; 40 is the cap. */
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "64\n");
@@ -356,9 +370,11 @@ TEST(shrink_keeps_warming)
         CHECK_STR(buf, "12\n");
         pools_get_stats(p, &s);
         CHECK_U64(s.reservations_partial, ==, 1);
+        /* What was asked is recorded, not the 12 the kernel holds (issue 11
+         * item 6). */
         struct journal *j = load(&e);
         CHECK_U64(j->n_reservations, ==, 1);
-        CHECK_U64(j->reservations[0].count, ==, 12);
+        CHECK_U64(j->reservations[0].count, ==, 4);
         journal_free(j);
         /* Other nodes are not held back by it. */
         rq = (struct reserve_req){ .node = 1, .page_size = PAGE, .count = 2 };
@@ -546,8 +562,9 @@ TEST(save_failure)
         pthread_t t = open_gate_soon();
         CHECK(create(p, &r, &v, &err) < 0);
         pthread_join(t, NULL);
-        CHECK_INT(err.status, ==, 500);
+        CHECK_INT(err.status, ==, 503);
         CHECK_STR(err.slug, "state-write-failed");
+        CHECK_INT(err.retry_after, ==, POOLS_SAVE_RETRY_AFTER);
         CHECK(!file_exists(&e, "nosave"));
         CHECK_INT(pools_get(p, "nosave", &v), ==, -ENOENT);
 
@@ -579,7 +596,9 @@ TEST(ttl)
         wait_state(p, "short", POOL_READY);
         wait_state(p, "kept", POOL_READY);
         CHECK_INT(pools_get(p, "short", &v), ==, 0);
-        CHECK_INT(v.expires_at, ==, v.finished_at + 1);
+        /* Shown as now plus what is left: within a second of finished + ttl. */
+        CHECK_INT(v.expires_at, >=, v.finished_at);
+        CHECK_INT(v.expires_at, <=, v.finished_at + 2);
         CHECK_INT(pools_claim(p, "kept", &v), ==, 0);
         CHECK_INT(v.expires_at, ==, 0);
 
@@ -596,6 +615,15 @@ TEST(ttl)
         CHECK_INT(pools_delete(p, "kept"), ==, 0);
         pools_free(p);
         env_fini(&e);
+}
+
+/* Whether NAME exists, without the file check a GET makes (this test puts
+ * a directory in place of the file, which a GET reports as file-changed). */
+static int present(struct pools *p, const char *name)
+{
+        struct pool_view v;
+
+        return pools_wait(p, name, now_mono_ns(), &v);
 }
 
 /* A pool whose TTL release keeps failing (its path became a directory, so
@@ -620,7 +648,7 @@ TEST(ttl_release_fails)
         CHECK_INT(unlink(path), ==, 0);
         CHECK_INT(mkdir(path, 0700), ==, 0);
         usleep(2200 * 1000); /* expired, and its release failed */
-        CHECK_INT(pools_get(p, "stuck", &v), ==, 0);
+        CHECK_INT(present(p, "stuck"), ==, 0);
 
         r = req("later", 0, 2);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
@@ -630,9 +658,9 @@ TEST(ttl_release_fails)
 
         /* Unstuck: released on the retry, within its delay. */
         CHECK_INT(rmdir(path), ==, 0);
-        for (int i = 0; i < 160 && pools_get(p, "stuck", &v) == 0; i++)
+        for (int i = 0; i < 160 && present(p, "stuck") == 0; i++)
                 usleep(50 * 1000);
-        CHECK_INT(pools_get(p, "stuck", &v), ==, -ENOENT);
+        CHECK_INT(present(p, "stuck"), ==, -ENOENT);
         struct pools_stats s;
         pools_get_stats(p, &s);
         CHECK_U64(s.pools_expired, ==, 1);
@@ -702,11 +730,15 @@ TEST(restart)
         CHECK_U64(s.jobs_started, ==, 2);
         pools_free(p);
 
-        /* A corrupt journal is moved aside; the files it described become
-         * orphans. */
+        /* A corrupt journal stops the start and changes nothing; with
+         * reset_state it is moved aside and the files it described (nobody
+         * maps them) become orphans. */
         char sj[256];
         snprintf(sj, sizeof(sj), "%s/state.json", e.state);
         write_file(sj, "{\"version\": 1, \"boot_id\": tru");
+        CHECK(pools_new(&e.cfg, &p) < 0);
+        CHECK(file_exists(&e, "ready"));
+        e.cfg.reset_state = true;
         p = start(&e);
         CHECK_INT(pools_get(p, "ready", &v), ==, -ENOENT);
         CHECK(!file_exists(&e, "ready"));
@@ -1505,6 +1537,679 @@ TEST(release_unmapped)
         pools_get_stats(p, &s);
         CHECK_U64(s.released_unmapped, ==, 1);
         CHECK_U64(s.pools_unmapped, ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* ---- issue 11 item 2: a bad journal never deletes a mapped file ---- */
+
+static char *slurp(const char *path, size_t *ret_len)
+{
+        FILE *f = fopen(path, "re");
+        char *buf = malloc(1 << 16);
+        size_t n;
+
+        CHECK(f && buf);
+        n = fread(buf, 1, (1 << 16) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        *ret_len = n;
+        return buf;
+}
+
+static void put_state(const struct env *e, const char *text, size_t len)
+{
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/state.json", e->state);
+        FILE *f = fopen(path, "we");
+        CHECK(f);
+        CHECK_U64(fwrite(text, 1, len, f), ==, len);
+        CHECK_INT(fclose(f), ==, 0);
+}
+
+/* Remove state.json (file or directory) and what --reset-state moved aside;
+ * returns how many state.json.corrupt-* there were. */
+static int clear_state(const struct env *e)
+{
+        char cmd[512];
+        int n = 0;
+        DIR *d = opendir(e->state);
+        struct dirent *de;
+
+        CHECK(d);
+        while ((de = readdir(d)))
+                if (strncmp(de->d_name, "state.json.corrupt-", 19) == 0)
+                        n++;
+        closedir(d);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s/state.json' '%s'/state.json.corrupt-*", e->state, e->state);
+        CHECK_INT(system(cmd), ==, 0);
+        return n;
+}
+
+enum bad_kind { BAD_GARBAGE, BAD_TRUNCATED, BAD_OVERSIZED, BAD_FUTURE, BAD_NOT_A_FILE, _BAD_MAX };
+static const char *const bad_names[_BAD_MAX] = { "garbage", "truncated", "oversized", "future version",
+                                                 "not a regular file" };
+
+static void write_bad(const struct env *e, enum bad_kind k, const char *good, size_t len)
+{
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/state.json", e->state);
+        switch (k) {
+        case BAD_GARBAGE:
+                put_state(e, "\x8f\x01garbage{{[\"", 12);
+                break;
+        case BAD_TRUNCATED:
+                put_state(e, good, len / 2);
+                break;
+        case BAD_OVERSIZED: {
+                put_state(e, good, len);
+                CHECK_INT(truncate(path, 17 * 1024 * 1024), ==, 0);
+                break;
+        }
+        case BAD_FUTURE: {
+                char *copy = strdup(good);
+                char *at = strstr(copy, "\"version\":1");
+                CHECK(at);
+                at[10] = '2';
+                put_state(e, copy, len);
+                free(copy);
+                break;
+        }
+        case BAD_NOT_A_FILE:
+                CHECK_INT(mkdir(path, 0700), ==, 0);
+                break;
+        case _BAD_MAX:
+                break;
+        }
+}
+
+/* A claimed pool whose file this process maps, and a stray file nobody maps.
+ * For every kind of unreadable journal: no start without --reset-state, and
+ * nothing touched (journal, pool file, stray); with it, the journal is moved
+ * aside, the start is empty, the stray goes, the mapped file stays.  A
+ * journal from another boot starts without the flag, drops its pools, and
+ * still keeps the mapped file. */
+TEST(bad_journal_keeps_mapped_files)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct pools_stats s;
+        char path[PATH_MAX], stray[PATH_MAX];
+        size_t len;
+
+        env_init(&e);
+        p = start(&e);
+        ready_pool(p, "vm");
+        CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
+        pools_free(p);
+        snprintf(path, sizeof(path), "%s/state.json", e.state);
+        char *good = slurp(path, &len);
+
+        snprintf(path, sizeof(path), "%s/vm", e.mount);
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        CHECK(fd >= 0);
+        void *m = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        CHECK(m != MAP_FAILED);
+        close(fd);
+        snprintf(stray, sizeof(stray), "%s/stray", e.mount);
+
+        for (int k = 0; k < _BAD_MAX; k++) {
+                struct pools *q = NULL;
+                size_t n;
+
+                write_file(stray, "x");
+                write_bad(&e, (enum bad_kind)k, good, len);
+                bool small = k != BAD_NOT_A_FILE && k != BAD_OVERSIZED;
+                snprintf(path, sizeof(path), "%s/state.json", e.state);
+                char *before = small ? slurp(path, &n) : NULL;
+                e.cfg.reset_state = false;
+                if (pools_new(&e.cfg, &q) == 0)
+                        CHECK_FAIL_("%s journal: started without --reset-state", bad_names[k]);
+                CHECK(q == NULL);
+                CHECK(file_exists(&e, "vm"));
+                CHECK(file_exists(&e, "stray"));
+                if (small) {
+                        size_t n2;
+                        char *after = slurp(path, &n2);
+                        if (n2 != n || memcmp(before, after, n) != 0)
+                                CHECK_FAIL_("%s journal: changed by a refused start", bad_names[k]);
+                        free(after);
+                        free(before);
+                }
+
+                e.cfg.reset_state = true;
+                CHECK_INT(pools_new(&e.cfg, &q), ==, 0);
+                if (!file_exists(&e, "vm"))
+                        CHECK_FAIL_("%s journal, --reset-state: the mapped pool file was removed", bad_names[k]);
+                if (file_exists(&e, "stray"))
+                        CHECK_FAIL_("%s journal, --reset-state: the unmapped stray file was kept", bad_names[k]);
+                CHECK_INT(pools_get(q, "vm", &v), ==, -ENOENT);
+                pools_get_stats(q, &s);
+                CHECK_U64(s.orphan_files_removed, ==, 1);
+                pools_free(q);
+                CHECK_INT(clear_state(&e), ==, 1);
+        }
+
+        /* Another boot: pools dropped, without any flag; mapped file kept. */
+        char *other = strdup(good);
+        char *at = strstr(other, "11111111-");
+        CHECK(at);
+        at[0] = '9';
+        put_state(&e, other, len);
+        write_file(stray, "x");
+        e.cfg.reset_state = false;
+        p = start(&e);
+        CHECK_INT(pools_get(p, "vm", &v), ==, -ENOENT);
+        CHECK(file_exists(&e, "vm"));
+        CHECK(!file_exists(&e, "stray"));
+        pools_free(p);
+
+        /* Mapped by a process the maps scan cannot see (here: hidden from
+         * its proc root, as another user's process is without
+         * CAP_SYS_PTRACE): the write lease still finds it in use. */
+        char self[PATH_MAX];
+        snprintf(self, sizeof(self), "%s/%d", e.proc, (int)getpid());
+        CHECK_INT(unlink(self), ==, 0);
+        p = start(&e);
+        CHECK(file_exists(&e, "vm"));
+        pools_free(p);
+        {
+                char target[64];
+                snprintf(target, sizeof(target), "/proc/%d", (int)getpid());
+                if (access(self, F_OK) != 0)
+                        CHECK_INT(symlink(target, self), ==, 0);
+        }
+        CHECK_INT(munmap(m, 2 * PAGE), ==, 0);
+
+        /* Nobody maps it: it goes like any orphan. */
+        p = start(&e);
+        CHECK(!file_exists(&e, "vm"));
+        pools_free(p);
+        free(other);
+        free(good);
+        env_fini(&e);
+}
+
+/* ---- issue 11 item 9: a release or reservation that was not saved did not happen ---- */
+
+/* DELETE while saves fail (ENOSPC): -EAGAIN, the pool, its file and its
+ * record on disk stay, also across a restart; once saves work it goes. */
+TEST(delete_save_fails_changes_nothing)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct journal *j;
+
+        env_init(&e);
+        p = start(&e);
+        ready_pool(p, "keep");
+        journal_inject_save_error(ENOSPC);
+        CHECK_INT(pools_delete(p, "keep"), ==, -EAGAIN);
+        CHECK_INT(pools_get(p, "keep", &v), ==, 0);
+        CHECK_STR(pool_state_name(v.state), "ready");
+        CHECK(file_exists(&e, "keep"));
+        j = load(&e);
+        CHECK(jpool(j, "keep"));
+        journal_free(j);
+        journal_inject_save_error(0);
+        pools_free(p);          /* a restart: it is still there */
+        p = start(&e);
+        CHECK_INT(pools_get(p, "keep", &v), ==, 0);
+        CHECK_INT(pools_delete(p, "keep"), ==, 0);
+        CHECK(!file_exists(&e, "keep"));
+        j = load(&e);
+        CHECK(!jpool(j, "keep"));
+        journal_free(j);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A warming pool's DELETE that cannot be saved (EIO) leaves its job
+ * running: it still turns ready. */
+TEST(delete_save_fails_while_warming)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("busy", 0, 4);
+
+        env_init(&e);
+        p = start(&e);
+        fake_gate_set(true);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_inside();
+        journal_inject_save_error(EIO);
+        CHECK_INT(pools_delete(p, "busy"), ==, -EAGAIN);
+        journal_inject_save_error(0);
+        fake_gate_set(false);
+        wait_state(p, "busy", POOL_READY);
+        CHECK(file_exists(&e, "busy"));
+        CHECK_INT(pools_delete(p, "busy"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* TTL expiry while the journal is read-only (EROFS): not released (not
+ * counted, file kept, still in the journal) until a save works. */
+TEST(ttl_save_fails_keeps_pool)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pools_stats s;
+        struct pool_req r = req("brief", 0, 2);
+        struct journal *j;
+
+        env_init(&e);
+        p = start(&e);
+        r.ttl_seconds = 1;
+        journal_inject_save_error(0);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "brief", POOL_READY);
+        journal_inject_save_error(EROFS);
+        usleep(1600 * 1000);    /* expired, its release not saved */
+        CHECK_INT(pools_get(p, "brief", &v), ==, 0);
+        CHECK(file_exists(&e, "brief"));
+        pools_get_stats(p, &s);
+        CHECK_U64(s.pools_expired, ==, 0);
+        j = load(&e);
+        CHECK(jpool(j, "brief"));
+        journal_free(j);
+        journal_inject_save_error(0);
+        for (int i = 0; i < 160 && pools_get(p, "brief", &v) == 0; i++)
+                usleep(50 * 1000);
+        CHECK_INT(pools_get(p, "brief", &v), ==, -ENOENT);
+        CHECK(!file_exists(&e, "brief"));
+        pools_get_stats(p, &s);
+        CHECK_U64(s.pools_expired, ==, 1);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A reservation that cannot be saved is undone in the kernel and in memory
+ * and reported as -ECANCELED, never as done. */
+TEST(reserve_save_fails_is_undone)
+{
+        struct env e;
+        struct pools *p;
+        struct reserve_result res;
+        struct journal *j;
+        char buf[64];
+
+        env_init(&e);
+        fixture_write(e.sys, HP_DIR(1) "nr_hugepages", "3\n");
+        p = start(&e);
+        struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 12 };
+        journal_inject_save_error(ENOSPC);
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, -ECANCELED);
+        journal_inject_save_error(0);
+        fixture_read(e.sys, HP_DIR(1) "nr_hugepages", buf, sizeof(buf));
+        CHECK_STR(buf, "3\n");
+        CHECK_U64(res.total, ==, 3);
+        pools_free(p);          /* saves: memory must not hold it either */
+        j = load(&e);
+        CHECK_U64(j->n_reservations, ==, 0);
+        journal_free(j);
+        env_fini(&e);
+}
+
+/* ---- issue 11 item 7: TTLs run on the boot clock ---- */
+
+#define DAY_NS (INT64_C(86400) * 1000000000)
+#define SEC_NS INT64_C(1000000000)
+
+static bool still_there_after(struct pools *p, const char *name, double seconds)
+{
+        struct pool_view v;
+        uint64_t until = deadline_in(seconds);
+
+        while (now_mono_ns() < until) {
+                if (pools_get(p, name, &v) != 0)
+                        return false;
+                usleep(20 * 1000);
+        }
+        return pools_get(p, name, &v) == 0;
+}
+
+/* A wall clock set a day ahead does not release an unclaimed pool early;
+ * set a day back it does not keep it: the TTL runs on CLOCK_BOOTTIME (the
+ * seam moves both clocks), and expires_at is shown on the wall clock. */
+TEST(ttl_ignores_wall_clock_jumps)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("timed", 0, 2);
+
+        env_init(&e);
+        e.cfg.unmapped_sweep_ms = 50;   /* upkeep looks every 50 ms */
+        p = start(&e);
+        r.ttl_seconds = 100;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "timed", POOL_READY);
+
+        clock_inject_offsets(DAY_NS, 0);
+        CHECK(still_there_after(p, "timed", 0.3));
+        CHECK_INT(pools_get(p, "timed", &v), ==, 0);
+        int64_t shown = v.expires_at - (int64_t)(now_real_ns() / SEC_NS);
+        CHECK_INT(shown, >=, 98);
+        CHECK_INT(shown, <=, 101);
+
+        clock_inject_offsets(-DAY_NS, 0);
+        CHECK(still_there_after(p, "timed", 0.3));
+        clock_inject_offsets(-DAY_NS, 99 * SEC_NS);
+        CHECK(still_there_after(p, "timed", 0.3));
+        clock_inject_offsets(-DAY_NS, 101 * SEC_NS);
+        CHECK(!still_there_after(p, "timed", 2));
+        CHECK(!file_exists(&e, "timed"));
+        clock_inject_offsets(0, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Within one boot a restart keeps the time already run: the journal holds
+ * the boot-clock stamp. */
+TEST(ttl_survives_restart)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("kept", 0, 2);
+        struct journal *j;
+
+        env_init(&e);
+        e.cfg.unmapped_sweep_ms = 50;
+        p = start(&e);
+        r.ttl_seconds = 100;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "kept", POOL_READY);
+        pools_free(p);
+        j = load(&e);
+        CHECK(jpool(j, "kept"));
+        CHECK_U64(jpool(j, "kept")->ready_boot_ns, >, 0);
+        journal_free(j);
+
+        clock_inject_offsets(0, 60 * SEC_NS);
+        p = start(&e);
+        CHECK(still_there_after(p, "kept", 0.3));
+        clock_inject_offsets(0, 101 * SEC_NS);
+        CHECK(!still_there_after(p, "kept", 2));
+        clock_inject_offsets(0, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A wall clock before 1970 reads as unknown (0, shown as null), never as a
+ * wrapped time centuries ahead; expiry still works. */
+TEST(pre_1970_wall_clock)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("old", 0, 2);
+
+        env_init(&e);
+        e.cfg.unmapped_sweep_ms = 50;
+        p = start(&e);
+        clock_inject_offsets(-(int64_t)now_real_ns() - 3650 * DAY_NS, 0);
+        CHECK_U64(now_real_ns(), ==, 0);
+        r.ttl_seconds = 1;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(v.created_at, ==, 0);
+        wait_state(p, "old", POOL_READY);
+        CHECK_INT(pools_get(p, "old", &v), ==, 0);
+        CHECK_INT(v.finished_at, ==, 0);
+        CHECK_INT(v.expires_at, ==, 0);
+        CHECK(!still_there_after(p, "old", 3));
+        clock_inject_offsets(0, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* ---- issue 11 item 8: files changed behind our back ---- */
+
+static void pool_path(const struct env *e, const char *name, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s/%s", e->mount, name);
+}
+
+/* Removed while warming: the warm still "succeeds" on the open fd, but the
+ * pool must not turn ready with a path that names nothing. */
+TEST(file_removed_while_warming)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("vanish", 0, 4);
+        char path[PATH_MAX];
+
+        env_init(&e);
+        p = start(&e);
+        fake_gate_set(true);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_inside();
+        pool_path(&e, "vanish", path, sizeof(path));
+        CHECK_INT(unlink(path), ==, 0);
+        fake_gate_set(false);
+        wait_state(p, "vanish", POOL_FAILED);
+        CHECK_INT(pools_get(p, "vanish", &v), ==, 0);
+        CHECK_STR(v.error_slug, "file-changed");
+        CHECK(strstr(v.error_detail, "removed"));
+        CHECK_INT(pools_delete(p, "vanish"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Truncated while warming: the populate faults past the end, which is not a
+ * lack of hugepages. */
+TEST(file_truncated_while_warming)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("short", 0, 4);
+        char path[PATH_MAX];
+
+        env_init(&e);
+        p = start(&e);
+        fake_gate_set(true);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_inside();
+        pool_path(&e, "short", path, sizeof(path));
+        CHECK_INT(truncate(path, 0), ==, 0);
+        fake_gate_set(false);
+        wait_state(p, "short", POOL_FAILED);
+        CHECK_INT(pools_get(p, "short", &v), ==, 0);
+        CHECK_STR(v.error_slug, "file-changed");
+        CHECK(strstr(v.error_detail, "truncated"));
+        CHECK(!file_exists(&e, "short"));      /* still ours: removed like any failed pool's */
+        CHECK_INT(pools_delete(p, "short"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+static bool failed_on_disk_within(const struct env *e, const char *name, double seconds)
+{
+        uint64_t until = deadline_in(seconds);
+
+        for (;;) {
+                struct journal *j = load(e);
+                bool failed = jpool(j, name) && jpool(j, name)->state == POOL_FAILED;
+                journal_free(j);
+                if (failed || now_mono_ns() >= until)
+                        return failed;
+                usleep(20 * 1000);
+        }
+}
+
+/* A ready file truncated to 0: GET says failed/file-changed at once, and the
+ * upkeep thread records it. */
+TEST(ready_file_truncated)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        char path[PATH_MAX];
+
+        env_init(&e);
+        p = start(&e);
+        ready_pool(p, "emptied");
+        pool_path(&e, "emptied", path, sizeof(path));
+        CHECK_INT(truncate(path, 0), ==, 0);
+        CHECK_INT(pools_get(p, "emptied", &v), ==, 0);
+        CHECK_STR(pool_state_name(v.state), "failed");
+        CHECK_STR(v.error_slug, "file-changed");
+        CHECK(failed_on_disk_within(&e, "emptied", 2));
+        CHECK_INT(pools_get(p, "emptied", &v), ==, 0);
+        CHECK_STR(pool_state_name(v.state), "failed");
+        CHECK_INT(pools_delete(p, "emptied"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A claimed pool whose VM gave pages back (holes) is not a change; its file
+ * replaced by another is. */
+TEST(claimed_file_holes_are_fine)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        char path[PATH_MAX];
+
+        env_init(&e);
+        p = start(&e);
+        ready_pool(p, "vm");
+        CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
+        pool_path(&e, "vm", path, sizeof(path));
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        CHECK(fd >= 0);
+        CHECK_INT(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, PAGE), ==, 0);
+        close(fd);
+        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK_STR(pool_state_name(v.state), "ready");
+        CHECK_INT(unlink(path), ==, 0);
+        write_file(path, "someone else's");
+        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK_STR(v.error_slug, "file-changed");
+        CHECK(strstr(v.error_detail, "replaced"));
+        CHECK(failed_on_disk_within(&e, "vm", 2));
+        CHECK(file_exists(&e, "vm"));          /* not ours: never removed */
+        CHECK_INT(unlink(path), ==, 0);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* The issue's case: a pool made with a TTL, then PUT again asking for none,
+ * must not answer 200 with a pool that will expire. */
+TEST(put_without_ttl_after_ttl_conflicts)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("ttl1", 0, 2);
+
+        env_init(&e);
+        p = start(&e);
+        r.ttl_seconds = 30;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, 200);
+        r.ttl_seconds = 0;
+        CHECK_INT(create(p, &r, &v, &err), ==, -EEXIST);
+        CHECK_INT(err.status, ==, 409);
+        CHECK(strstr(err.detail, "ttl_seconds"));
+        CHECK_INT(pools_delete(p, "ttl1"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Count 0 asked while pages are in use: 0 is recorded, so re-applying the
+ * reservation (after a reboot) does not grow the pool back to what the
+ * kernel held when it was asked (issue 11 item 6). */
+TEST(shrink_to_zero_remembered)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("busy", 0, 8);
+        struct reserve_result res;
+        char buf[64];
+
+        env_init(&e);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "12\n");
+        fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "16\n");
+        p = start(&e);
+        fake_gate_set(true);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_inside();
+        struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = 0 };
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK(!res.complete);
+        CHECK_U64(res.total, ==, 12);
+        fake_gate_set(false);
+        wait_state(p, "busy", POOL_READY);
+        CHECK_INT(pools_delete(p, "busy"), ==, 0);
+        pools_free(p);
+        struct journal *j = load(&e);
+        CHECK_U64(j->n_reservations, ==, 1);
+        CHECK_U64(j->reservations[0].count, ==, 0);
+        journal_free(j);
+
+        /* A reboot: the kernel starts with what the firmware gave (16). */
+        write_file(e.boot, "99999999-2222-3333-4444-555555555555\n");
+        fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "16\n");
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "16\n");
+        p = start(&e);
+        fixture_read(e.sys, HP_DIR(0) "nr_hugepages", buf, sizeof(buf));
+        CHECK_STR(buf, "0\n");
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Within one boot, a count another tool changed while we were down is
+ * adopted and recorded, not overridden; after a reboot the record is
+ * re-applied. */
+TEST(reservations_same_boot_adopted)
+{
+        struct env e;
+        struct pools *p;
+        struct reserve_result res;
+        struct journal *j;
+        char buf[64];
+
+        env_init(&e);
+        p = start(&e);
+        struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 10 };
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        pools_free(p);
+        fixture_write(e.sys, HP_DIR(1) "nr_hugepages", "7\n");
+        p = start(&e);
+        fixture_read(e.sys, HP_DIR(1) "nr_hugepages", buf, sizeof(buf));
+        CHECK_STR(buf, "7\n");
+        pools_free(p);
+        j = load(&e);
+        CHECK_U64(j->n_reservations, ==, 1);
+        CHECK_U64(j->reservations[0].count, ==, 7);
+        journal_free(j);
+
+        write_file(e.boot, "99999999-2222-3333-4444-555555555555\n");
+        fixture_write(e.sys, HP_DIR(1) "nr_hugepages", "0\n");
+        p = start(&e);
+        fixture_read(e.sys, HP_DIR(1) "nr_hugepages", buf, sizeof(buf));
+        CHECK_STR(buf, "7\n");
         pools_free(p);
         env_fini(&e);
 }

@@ -1,0 +1,121 @@
+/* api_stock: GET and PUT /v1/stock (issue 12), the stock targets and how
+ * full each one is.  Parsing only; pools_set_stock validates and applies. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "api_util.h"
+#include "app.h"
+#include "json.h"
+#include "pools.h"
+#include "units.h"
+
+static void send_stock(struct resp *resp, struct pools *pools)
+{
+        struct stock_view *v = NULL;
+        size_t n = 0;
+
+        if (pools_get_stock(pools, &v, &n) < 0) {
+                api_oom(resp);
+                return;
+        }
+        struct json *o = json_new_object();
+        struct json *arr = json_add_array(o, "targets");
+        for (size_t i = 0; i < n; i++) {
+                struct json *t = json_append_object(arr);
+                json_add_u64(t, "node", (uint64_t)v[i].target.node);
+                json_add_u64(t, "page_size_bytes", v[i].target.page_size);
+                json_add_u64(t, "size_bytes", v[i].target.size_bytes);
+                json_add_u64(t, "count", v[i].target.count);
+                json_add_u64(t, "ready", v[i].ready);
+                json_add_u64(t, "warming", v[i].warming);
+                json_add_u64(t, "recycling", v[i].recycling);
+                json_add_u64(t, "deficit", v[i].deficit);
+        }
+        free(v);
+        resp_json(resp, 200, json_print(o));
+        json_free(o);
+}
+
+void api_stock_get(const struct req *req, struct resp *resp)
+{
+        send_stock(resp, req->app->pools);
+}
+
+/* One target object: node, page_size (default "2M"), exactly one of size and
+ * size_bytes, count.  0 or -EINVAL with a 422 in RESP. */
+static int parse_target(const struct json *o, size_t i, struct journal_stock_target *ret, struct resp *resp)
+{
+        char detail[160];
+        uint64_t node, count, size = 0, ps = 2 * 1024 * 1024;
+        const char *s;
+
+        if (!json_is_object(o) || json_get_u64(o, "node", &node) < 0 || node > INT32_MAX ||
+            json_get_u64(o, "count", &count) < 0) {
+                snprintf(detail, sizeof(detail),
+                         "targets[%zu] must be an object with \"node\" and \"count\" (whole numbers)", i);
+                goto bad;
+        }
+        if (json_get(o, "page_size") && (json_get_str(o, "page_size", &s) < 0 || parse_page_size(s, &ps) < 0)) {
+                snprintf(detail, sizeof(detail), "targets[%zu].page_size must be a size such as \"2M\" or \"1G\"", i);
+                goto bad;
+        }
+        bool has_size = json_get(o, "size") != NULL, has_bytes = json_get(o, "size_bytes") != NULL;
+        if (has_size == has_bytes ||
+            (has_size && (json_get_str(o, "size", &s) < 0 || parse_size(s, &size) < 0)) ||
+            (has_bytes && json_get_u64(o, "size_bytes", &size) < 0)) {
+                snprintf(detail, sizeof(detail),
+                         "targets[%zu] needs exactly one of \"size\" (e.g. \"4G\") and \"size_bytes\"", i);
+                goto bad;
+        }
+        *ret = (struct journal_stock_target){ .node = (int)node, .page_size = ps, .size_bytes = size,
+                                              .count = count };
+        return 0;
+bad:
+        api_invalid(resp, detail);
+        return -EINVAL;
+}
+
+void api_stock_put(const struct req *req, struct resp *resp)
+{
+        struct journal_stock_target *t = NULL;
+        struct json *doc = NULL;
+        struct problem p = {0};
+        const struct json *arr;
+        size_t n;
+
+        if (json_parse(req->body, req->body_len, &doc) < 0) {
+                problem_raise(&p, PROBLEM_MALFORMED_JSON, "the body is not valid JSON");
+                resp_problem(resp, &p);
+                return;
+        }
+        arr = json_get(doc, "targets");
+        if (!json_is_object(doc) || !json_is_array(arr)) {
+                api_invalid(resp, "the body must be {\"targets\": [...]}");
+                goto out;
+        }
+        n = json_array_len(arr);
+        if (n > POOLS_STOCK_TARGETS_MAX) {
+                api_invalid(resp, "too many stock targets");
+                goto out;
+        }
+        t = calloc(n ? n : 1, sizeof(*t));
+        if (!t) {
+                api_oom(resp);
+                goto out;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (parse_target(json_array_at(arr, i), i, &t[i], resp) < 0)
+                        goto out;
+        if (pools_set_stock(req->app->pools, t, n, &p) < 0) {
+                resp_problem(resp, &p);
+                goto out;
+        }
+        send_stock(resp, req->app->pools);
+out:
+        free(t);
+        json_free(doc);
+}

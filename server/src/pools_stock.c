@@ -1,0 +1,669 @@
+/* pools_stock: a standing stock of warm files per (node, page size, size).
+ *
+ * A stock file is a row of the registry like a pool, with a stock state
+ * (pool.h: stock-warming, stock) and a stock name, a first character no pool
+ * name has, so the journal, the start-up reconcile and the orphan sweep
+ * treat it as they treat pools while nothing that shows pools ever shows it.
+ *
+ * Refills are ordinary engine jobs at JOB_PRIO_LOW, so a pool warm on the
+ * same node is always served first; they are started by the upkeep thread
+ * under admit_lock, like creates, and only take pages no warm needs (they
+ * never reserve).  A create of a stocked spec takes a ready file by
+ * rename(2) (same inode, no page touched), and a create that finds too few
+ * free pages first removes stock files of its node and page size: stock
+ * never causes a refusal that would not happen without it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "pools_internal.h"
+#include "util.h"
+
+bool pools_is_stock(const struct pool *pool)
+{
+        return pool_state_is_stock(pools_latest(pool)->state);
+}
+
+static bool row_matches(const struct pool *o, const struct journal_stock_target *t)
+{
+        const struct journal_pool *r = pools_latest(o);
+
+        return o->hold != POOL_REMOVING && pool_state_is_stock(r->state) && r->node == t->node &&
+               r->page_size == t->page_size && r->size_bytes == t->size_bytes;
+}
+
+/* Files of T: ready and warming (lock held). */
+static void count_rows(struct pools *p, const struct journal_stock_target *t, unsigned *ret_ready,
+                       unsigned *ret_warming)
+{
+        unsigned ready = 0, warming = 0;
+
+        for (size_t i = 0; i < p->n_pools; i++) {
+                if (!row_matches(p->pools[i], t))
+                        continue;
+                /* The committed state: "ready" only once it is saved. */
+                if (p->pools[i]->rec.state == POOL_STOCK)
+                        ready++;
+                else
+                        warming++;
+        }
+        *ret_ready = ready;
+        *ret_warming = warming;
+}
+
+static uint64_t deficit_of(struct pools *p, const struct journal_stock_target *t)
+{
+        unsigned ready, warming;
+
+        count_rows(p, t, &ready, &warming);
+        return t->count > (uint64_t)ready + warming ? t->count - ready - warming : 0;
+}
+
+/* ---- targets ---- */
+
+static bool same_target(const struct journal_stock_target *a, const struct journal_stock_target *b)
+{
+        return a->node == b->node && a->page_size == b->page_size && a->size_bytes == b->size_bytes;
+}
+
+static int validate_targets(struct pools *p, const struct journal_stock_target *t, size_t n,
+                            struct problem *err)
+{
+        if (n > POOLS_STOCK_TARGETS_MAX) {
+                problem_raise(err, PROBLEM_INVALID_FIELD, "at most %d stock targets", POOLS_STOCK_TARGETS_MAX);
+                return -EINVAL;
+        }
+        for (size_t i = 0; i < n; i++) {
+                uint64_t total;
+
+                if (!topo_node(p->cfg.topo, t[i].node)) {
+                        problem_raise(err, PROBLEM_UNKNOWN_NODE, "target %zu: there is no node %d", i, t[i].node);
+                        return -ENOENT;
+                }
+                if (!topo_has_page_size(p->cfg.topo, t[i].page_size)) {
+                        problem_raise(err, PROBLEM_UNKNOWN_PAGE_SIZE,
+                                      "target %zu: the kernel offers no %" PRIu64 "-byte hugepages", i,
+                                      t[i].page_size);
+                        return -ENOENT;
+                }
+                if (t[i].size_bytes == 0 || t[i].size_bytes % t[i].page_size != 0) {
+                        problem_raise(err, PROBLEM_INVALID_FIELD,
+                                      "target %zu: size must be a positive multiple of the page size (%" PRIu64
+                                      " bytes)", i, t[i].page_size);
+                        return -EINVAL;
+                }
+                if (t[i].count == 0 || t[i].count > POOLS_STOCK_COUNT_MAX) {
+                        problem_raise(err, PROBLEM_INVALID_FIELD, "target %zu: count must be 1 to %d", i,
+                                      POOLS_STOCK_COUNT_MAX);
+                        return -EINVAL;
+                }
+                if (__builtin_mul_overflow(t[i].size_bytes, t[i].count, &total)) {
+                        problem_raise(err, PROBLEM_INVALID_FIELD, "target %zu: size times count overflows", i);
+                        return -EINVAL;
+                }
+                if (p->cfg.max_pool_bytes && t[i].size_bytes > p->cfg.max_pool_bytes) {
+                        problem_raise(err, PROBLEM_POOL_TOO_LARGE,
+                                      "target %zu: %" PRIu64 " bytes is over the pool limit of %" PRIu64, i,
+                                      t[i].size_bytes, p->cfg.max_pool_bytes);
+                        return -EFBIG;
+                }
+                for (size_t k = 0; k < i; k++)
+                        if (same_target(&t[k], &t[i])) {
+                                problem_raise(err, PROBLEM_INVALID_FIELD,
+                                              "targets %zu and %zu name the same node, page size and size", k, i);
+                                return -EINVAL;
+                        }
+        }
+        /* The daemon's setup last: bad input is 4xx whatever the host. */
+        for (size_t i = 0; i < n; i++)
+                if (!pools_mount_dir(p, t[i].page_size)) {
+                        problem_raise(err, PROBLEM_NO_HUGETLBFS,
+                                      "target %zu: no --hugetlbfs directory is configured for %" PRIu64
+                                      "-byte pages", i, t[i].page_size);
+                        return -ENODEV;
+                }
+        /* Per (node, page size): all its targets together within the node's
+         * hugepages.  Stock only ever takes free pages, so a target larger
+         * than the node could never be met. */
+        for (size_t i = 0; i < n; i++) {
+                struct hp_counts hp;
+                uint64_t pages = 0, before = 0;
+                int r;
+
+                for (size_t k = 0; k < n; k++)
+                        if (t[k].node == t[i].node && t[k].page_size == t[i].page_size) {
+                                uint64_t add = t[k].size_bytes / t[k].page_size * t[k].count;
+                                if (__builtin_add_overflow(pages, add, &pages))
+                                        pages = UINT64_MAX;
+                                if (k < i)
+                                        before = pages;
+                        }
+                r = topo_read_hugepages(p->cfg.fs, t[i].node, t[i].page_size, &hp);
+                if (r < 0) {
+                        problem_raise(err, PROBLEM_SYSFS_ERROR, "reading node %d hugepage counters: %s",
+                                      t[i].node, strerror(-r));
+                        return r;
+                }
+                if (pages > hp.total) {
+                        uint64_t per = t[i].size_bytes / t[i].page_size;
+                        uint64_t left = hp.total > before ? hp.total - before : 0;
+                        problem_raise(err, PROBLEM_STOCK_TOO_LARGE,
+                                      "target %zu: the stock of node %d needs %" PRIu64 " pages of %" PRIu64
+                                      " bytes; the node has %" PRIu64 "; %" PRIu64 " files of this size fit",
+                                      i, t[i].node, pages, t[i].page_size, hp.total, left / per);
+                        return -E2BIG;
+                }
+        }
+        return 0;
+}
+
+/* Remove stock files beyond what the targets ask for (admit_lock held). */
+static void trim_rows(struct pools *p)
+{
+        for (;;) {
+                struct pool *victim = NULL;
+
+                pthread_mutex_lock(&p->lock);
+                for (size_t i = 0; i < p->n_pools && !victim; i++) {
+                        struct pool *o = p->pools[i];
+                        const struct journal_pool *r = &o->rec;
+                        const struct journal_stock_target *t = NULL;
+
+                        if (!pool_state_is_stock(r->state))
+                                continue;
+                        if (o->hold == POOL_BUSY) {
+                                /* A refill being finished: wait for it (its
+                                 * holder never waits for admit_lock), or it
+                                 * would outlive its target. */
+                                pthread_cond_wait(&p->changed, &p->lock);
+                                i = (size_t)-1;
+                                continue;
+                        }
+                        if (o->hold != POOL_FREE)
+                                continue;
+                        for (size_t k = 0; k < p->n_stock; k++)
+                                if (row_matches(o, &p->stock[k]))
+                                        t = &p->stock[k];
+                        if (!t) {
+                                victim = o;
+                        } else {
+                                unsigned ready, warming;
+                                count_rows(p, t, &ready, &warming);
+                                if ((uint64_t)ready + warming > t->count &&
+                                    (r->state == POOL_STOCK_WARMING || warming == 0))
+                                        victim = o;
+                        }
+                }
+                if (victim)
+                        pools_set_hold(victim, POOL_BUSY);
+                pthread_mutex_unlock(&p->lock);
+                if (!victim)
+                        return;
+                log_info("pools: removing stock file %s: no stock target asks for it any more", victim->rec.name);
+                if (pools_remove(p, victim, RELEASE_NONE) < 0) {
+                        pools_release(p, victim);
+                        return;
+                }
+        }
+}
+
+int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_t n, struct problem *err)
+{
+        struct journal_stock_target *copy = NULL, *old;
+        size_t old_n;
+        int r;
+
+        pthread_mutex_lock(&p->admit_lock);
+        r = validate_targets(p, t, n, err);
+        if (r < 0)
+                goto out;
+        if (n) {
+                copy = calloc(n, sizeof(*copy));
+                if (!copy) {
+                        r = -ENOMEM;
+                        problem_raise(err, PROBLEM_INTERNAL_ERROR, "out of memory");
+                        goto out;
+                }
+                memcpy(copy, t, n * sizeof(*copy));
+        }
+        pthread_mutex_lock(&p->lock);
+        old = p->stock;
+        old_n = p->n_stock;
+        p->stock = copy;
+        p->n_stock = n;
+        pthread_mutex_unlock(&p->lock);
+        r = pools_save(p);
+        if (r < 0) {
+                /* Nothing changes on failure. */
+                pthread_mutex_lock(&p->lock);
+                p->stock = old;
+                p->n_stock = old_n;
+                pthread_mutex_unlock(&p->lock);
+                free(copy);
+                problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving %s/state.json: %s", p->state_dir,
+                              strerror(-r));
+                goto out;
+        }
+        free(old);
+        log_info("pools: %zu stock targets set", n);
+        trim_rows(p);
+        p->stock_short_logged = false;
+out:
+        pthread_mutex_unlock(&p->admit_lock);
+        if (r == 0)
+                pools_kick(p);
+        return r;
+}
+
+int pools_get_stock(struct pools *p, struct stock_view **ret, size_t *ret_n)
+{
+        struct stock_view *v;
+
+        pthread_mutex_lock(&p->lock);
+        v = calloc(p->n_stock ? p->n_stock : 1, sizeof(*v));
+        if (!v) {
+                pthread_mutex_unlock(&p->lock);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < p->n_stock; i++) {
+                v[i].target = p->stock[i];
+                count_rows(p, &p->stock[i], &v[i].ready, &v[i].warming);
+                v[i].deficit = deficit_of(p, &p->stock[i]);
+        }
+        *ret_n = p->n_stock;
+        pthread_mutex_unlock(&p->lock);
+        *ret = v;
+        return 0;
+}
+
+/* ---- refills ---- */
+
+/* Start one stock file of T (admit_lock held).  -ENOSPC when the node has
+ * no free pages that no warm needs; other -errno on failure. */
+static int add_one(struct pools *p, const struct journal_stock_target *t)
+{
+        uint64_t pages = t->size_bytes / t->page_size, others;
+        struct problem err = {0};
+        struct hp_counts hp;
+        struct pool *pool;
+        int r;
+
+        pthread_mutex_lock(&p->lock);
+        others = pools_pages_still_needed(p, t->node, t->page_size);
+        pthread_mutex_unlock(&p->lock);
+        r = topo_read_hugepages(p->cfg.fs, t->node, t->page_size, &hp);
+        if (r < 0)
+                return r;
+        if (hp.free < others || hp.free - others < pages)
+                return -ENOSPC;
+
+        pool = calloc(1, sizeof(*pool));
+        if (!pool)
+                return -ENOMEM;
+        pool->owner = p;
+        pool->fd = -1;
+        pthread_mutex_lock(&p->lock);
+        do
+                snprintf(pool->rec.name, sizeof(pool->rec.name), "%cn%d-%" PRIu64 "k-%u", POOL_STOCK_PREFIX,
+                         t->node, t->page_size / 1024, p->stock_seq++);
+        while (pools_find(p, pool->rec.name));
+        pthread_mutex_unlock(&p->lock);
+        pool->rec.node = t->node;
+        pool->rec.page_size = t->page_size;
+        pool->rec.size_bytes = t->size_bytes;
+        pool->rec.created_at = pool->rec.started_at = pools_now_unix();
+        snprintf(pool->path, sizeof(pool->path), "%s/%s", pools_mount_dir(p, t->page_size), pool->rec.name);
+
+        r = pools_create_file(p, pool->path, t->size_bytes, &err);
+        if (r < 0) {
+                log_warn("pools: stock refill: %s", err.detail);
+                free(pool);
+                return r;
+        }
+        pool->fd = r;
+        struct stat st;
+        if (fstat(pool->fd, &st) == 0) {
+                /* The file we made: the file-changed checks compare it. */
+                pool->file_dev = st.st_dev;
+                pool->file_ino = st.st_ino;
+        }
+        (void)pool_transition(&pool->rec, POOL_STOCK_WARMING, NULL, NULL);
+        pthread_mutex_lock(&p->lock);
+        pools_set_hold(pool, POOL_CREATING);
+        r = pools_add(p, pool);
+        pthread_mutex_unlock(&p->lock);
+        if (r < 0)
+                goto out_unlink;
+        r = pools_start_job(p, pool);
+        if (r < 0) {
+                log_warn("pools: starting the refill of stock file %s: %s", pool->rec.name, strerror(-r));
+                goto out_drop;
+        }
+        r = pools_save(p);
+        if (r < 0) {
+                log_err("pools: saving state for stock file %s: %s", pool->rec.name, strerror(-r));
+                pthread_mutex_lock(&p->lock);
+                struct job *job = pool->job;
+                pool->job = NULL;
+                pthread_mutex_unlock(&p->lock);
+                job_cancel(job);
+                job_free(job);
+                goto out_drop;
+        }
+        pthread_mutex_lock(&p->lock);
+        pools_set_hold(pool, POOL_FREE);
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+        log_info("pools: refilling stock: %s, %" PRIu64 " bytes on node %d", pool->rec.name, t->size_bytes,
+                 t->node);
+        return 0;
+
+out_drop:
+        pthread_mutex_lock(&p->lock);
+        pools_drop(p, pool);
+        pthread_mutex_unlock(&p->lock);
+        (void)pools_save(p);
+out_unlink:
+        close(pool->fd);
+        unlink(pool->path);
+        free(pool);
+        return r;
+}
+
+void pools_stock_refill(struct pools *p)
+{
+        for (size_t i = 0;; i++) {
+                struct journal_stock_target t;
+                bool have = false;
+                int r = 0;
+
+                pthread_mutex_lock(&p->admit_lock);
+                pthread_mutex_lock(&p->lock);
+                if (i < p->n_stock) {
+                        t = p->stock[i];
+                        have = true;
+                }
+                pthread_mutex_unlock(&p->lock);
+                if (!have) {
+                        pthread_mutex_unlock(&p->admit_lock);
+                        return;
+                }
+                for (;;) {
+                        pthread_mutex_lock(&p->lock);
+                        uint64_t deficit = deficit_of(p, &t);
+                        pthread_mutex_unlock(&p->lock);
+                        if (deficit == 0)
+                                break;
+                        r = add_one(p, &t);
+                        if (r < 0)
+                                break;
+                }
+                pthread_mutex_unlock(&p->admit_lock);
+                if (r == -ENOSPC && !p->stock_short_logged) {
+                        /* Said once per target change: it is the host's
+                         * state, not an event; pools come first. */
+                        p->stock_short_logged = true;
+                        log_info("pools: node %d has too few free %" PRIu64
+                                 "-byte pages to refill its stock of %" PRIu64 "-byte files; waiting",
+                                 t.node, t.page_size, t.size_bytes);
+                }
+        }
+}
+
+/* ---- hand-out ---- */
+
+/* The largest ready stock file of REQ's node and page size smaller than REQ,
+ * renamed to REQ's name, grown, and only the part it gained warmed (normal
+ * priority: it is a pool now).  Same returns as pools_stock_take. */
+static int take_partial(struct pools *p, const struct pool_req *req, struct pool_view *ret, struct problem *err)
+{
+        char old_path[PATH_MAX], new_path[PATH_MAX];
+        struct journal_pool next;
+        struct pool *pool = NULL;
+        uint64_t old_size;
+        int fd, r;
+
+        pthread_mutex_lock(&p->lock);
+        for (size_t i = 0; i < p->n_pools; i++) {
+                struct pool *o = p->pools[i];
+                if (o->hold == POOL_FREE && o->rec.state == POOL_STOCK && o->rec.node == req->node &&
+                    o->rec.page_size == req->page_size && o->rec.size_bytes < req->size_bytes &&
+                    (!pool || o->rec.size_bytes > pool->rec.size_bytes))
+                        pool = o;
+        }
+        if (pool)
+                pools_set_hold(pool, POOL_BUSY);
+        pthread_mutex_unlock(&p->lock);
+        if (!pool)
+                return 0;
+        old_size = pool->rec.size_bytes;
+        /* Only the part it gains needs free pages. */
+        struct problem admit_err = {0};
+        /* No giving way here: it would wait for the row we hold.  A
+         * refusal falls back to an ordinary create, which gives way. */
+        if (pools_admit(p, req->node, req->page_size, (req->size_bytes - old_size) / req->page_size, req->reserve,
+                        false, &admit_err) < 0) {
+                pools_release(p, pool);
+                return 0;
+        }
+        snprintf(old_path, sizeof(old_path), "%s", pool->path);
+        snprintf(new_path, sizeof(new_path), "%s/%s", pools_mount_dir(p, req->page_size), req->name);
+        errno = 0;
+        if (access(new_path, F_OK) == 0 || rename(old_path, new_path) < 0) {
+                log_warn("pools: cannot hand out stock file %s as %s: %s", pool->rec.name, req->name,
+                         errno ? strerror(errno) : "a file of that name exists");
+                pools_release(p, pool);
+                return 0;
+        }
+        fd = open(new_path, O_RDWR | O_CLOEXEC);
+        if (fd < 0 || ftruncate(fd, (off_t)req->size_bytes) < 0) {
+                r = -errno;
+                if (fd >= 0)
+                        close(fd);
+                /* Put it back as it was. */
+                if (truncate(new_path, (off_t)old_size) < 0 || rename(new_path, old_path) < 0)
+                        unlink(new_path);
+                problem_raise(err, PROBLEM_POOL_FILE_ERROR, "growing %s: %s", new_path, strerror(-r));
+                if (access(old_path, F_OK) == 0)
+                        pools_release(p, pool);
+                else if (pools_remove(p, pool, RELEASE_NONE) < 0)
+                        pools_release(p, pool);
+                return r;
+        }
+
+        next = pool->rec;
+        (void)pool_transition(&next, POOL_WARMING, NULL, NULL);
+        snprintf(next.name, sizeof(next.name), "%s", req->name);
+        next.size_bytes = req->size_bytes;
+        next.threads = req->threads;
+        next.ttl_seconds = req->ttl_seconds;
+        next.created_at = next.started_at = pools_now_unix();
+        next.bytes_done = old_size;
+        next.from_stock = POOL_FROM_STOCK_PARTIAL;
+        log_info("pools: pool %s handed out from stock file %s (%" PRIu64 " bytes), growing it to %" PRIu64,
+                 req->name, pool->rec.name, old_size, req->size_bytes);
+        pthread_mutex_lock(&p->lock);
+        snprintf(pool->path, sizeof(pool->path), "%s", new_path);
+        pool->have_last = false;
+        pool->fd = fd;
+        pool->job_offset = old_size;
+        pool->present_at_start = old_size;
+        pthread_mutex_unlock(&p->lock);
+        /* Saved as warming before the job starts: a crash from here on
+         * resumes the whole file at start (populate skips present pages). */
+        r = pools_commit(p, pool, &next);
+        if (r == 0)
+                r = pools_start_job(p, pool);
+        if (r < 0) {
+                problem_raise(err, r == -ENOMEM ? PROBLEM_INSUFFICIENT_HUGEPAGES : PROBLEM_WARM_START_FAILED,
+                              "starting the warm of the part %s gained: %s", req->name, strerror(-r));
+                if (pools_remove(p, pool, RELEASE_NONE) < 0)
+                        pools_release(p, pool);
+                return r;
+        }
+        pthread_mutex_lock(&p->lock);
+        p->stats.stock_partial_hits++;
+        pools_set_hold(pool, POOL_FREE);
+        pools_fill_view(pool, ret);
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+        pools_kick(p);
+        return 201;
+}
+
+int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_view *ret, struct problem *err)
+{
+        char old_path[PATH_MAX], new_path[PATH_MAX];
+        struct journal_pool next;
+        struct pool *pool = NULL;
+        bool stocked = false;
+        int r;
+
+        pthread_mutex_lock(&p->lock);
+        for (size_t k = 0; k < p->n_stock; k++)
+                stocked |= p->stock[k].node == req->node && p->stock[k].page_size == req->page_size;
+        for (size_t i = 0; i < p->n_pools && !pool; i++) {
+                struct pool *o = p->pools[i];
+                if (!pool_state_is_stock(o->rec.state) || o->rec.node != req->node ||
+                    o->rec.page_size != req->page_size || o->rec.size_bytes != req->size_bytes)
+                        continue;
+                if (o->hold == POOL_BUSY) {
+                        /* The upkeep thread is finishing its refill (it
+                         * shows "stock" in GET /v1/stock already): wait
+                         * for it rather than warm cold.  Whoever holds a
+                         * stock row never waits for admit_lock. */
+                        pthread_cond_wait(&p->changed, &p->lock);
+                        i = (size_t)-1;
+                        continue;
+                }
+                if (o->hold == POOL_FREE && o->rec.state == POOL_STOCK)
+                        pool = o;
+        }
+        if (!pool) {
+                pthread_mutex_unlock(&p->lock);
+                int q = take_partial(p, req, ret, err);
+                if (q == 0 && stocked) {
+                        pthread_mutex_lock(&p->lock);
+                        p->stats.stock_misses++;
+                        pthread_mutex_unlock(&p->lock);
+                }
+                return q;
+        }
+        pools_set_hold(pool, POOL_BUSY);
+        snprintf(old_path, sizeof(old_path), "%s", pool->path);
+        pthread_mutex_unlock(&p->lock);
+
+        snprintf(new_path, sizeof(new_path), "%s/%s", pools_mount_dir(p, req->page_size), req->name);
+        /* RENAME_NOREPLACE semantics by hand: check_registry found no pool
+         * of this name and the orphan sweep removed unrecorded files, so a
+         * file here would be someone else's; link(2)-free, so just look. */
+        errno = 0;
+        if (access(new_path, F_OK) == 0 || rename(old_path, new_path) < 0) {
+                log_warn("pools: cannot hand out stock file %s as %s: %s", pool->rec.name, req->name,
+                         errno ? strerror(errno) : "a file of that name exists");
+                pools_release(p, pool);
+                return 0;
+        }
+
+        next = pool->rec;
+        (void)pool_transition(&next, POOL_READY, NULL, NULL);
+        snprintf(next.name, sizeof(next.name), "%s", req->name);
+        next.threads = req->threads;
+        next.ttl_seconds = req->ttl_seconds;
+        next.created_at = next.started_at = pools_now_unix();
+        next.bytes_done = next.size_bytes;
+        next.from_stock = POOL_FROM_STOCK_FULL;
+        log_info("pools: pool %s handed out from stock file %s", req->name, pool->rec.name);
+        pthread_mutex_lock(&p->lock);
+        snprintf(pool->path, sizeof(pool->path), "%s", new_path);
+        pool->have_last = false;
+        pthread_mutex_unlock(&p->lock);
+        /* A crash before this save leaves a stock record whose file is gone
+         * (dropped at start) and an unrecorded file (removed as an orphan):
+         * nothing leaks and nothing is handed out twice. */
+        r = pools_commit(p, pool, &next);
+        if (r < 0) {
+                problem_raise(err, PROBLEM_STATE_WRITE_FAILED,
+                              "saving %s/state.json: %s (the pool was not created)", p->state_dir, strerror(-r));
+                if (pools_remove(p, pool, RELEASE_NONE) < 0)
+                        pools_release(p, pool);
+                return r;
+        }
+        pthread_mutex_lock(&p->lock);
+        p->stats.stock_hits++;
+        pools_set_hold(pool, POOL_FREE);
+        pools_fill_view(pool, ret);
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+        pools_kick(p); /* refill */
+        return 201;
+}
+
+/* ---- making room ---- */
+
+uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, uint64_t pages)
+{
+        uint64_t got = 0, held = 0;
+
+        /* Only when the stock makes the difference: removing files for a
+         * request that fails anyway would only lose them. */
+        pthread_mutex_lock(&p->lock);
+        for (size_t i = 0; i < p->n_pools; i++) {
+                const struct pool *o = p->pools[i];
+                if (!pool_state_is_stock(o->rec.state) || o->rec.node != node || o->rec.page_size != page_size)
+                        continue;
+                if (o->hold == POOL_BUSY) {
+                        /* The upkeep thread finishing its refill: wait, or
+                         * a create could be refused for a moment the stock
+                         * would have covered.  Nobody holding a stock row
+                         * waits for admit_lock (which we hold), and refills
+                         * are only created under it. */
+                        pthread_cond_wait(&p->changed, &p->lock);
+                        held = 0;
+                        i = (size_t)-1;
+                        continue;
+                }
+                if (o->hold == POOL_FREE)
+                        held += o->rec.size_bytes / page_size;
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (held < pages)
+                return 0;
+
+        while (got < pages) {
+                struct pool *victim = NULL;
+
+                pthread_mutex_lock(&p->lock);
+                /* Refills first (least invested), then ready files. */
+                for (int pass = 0; pass < 2 && !victim; pass++)
+                        for (size_t i = 0; i < p->n_pools && !victim; i++) {
+                                struct pool *o = p->pools[i];
+                                if (o->hold == POOL_FREE && o->rec.node == node && o->rec.page_size == page_size &&
+                                    o->rec.state == (pass == 0 ? POOL_STOCK_WARMING : POOL_STOCK))
+                                        victim = o;
+                        }
+                if (victim)
+                        pools_set_hold(victim, POOL_BUSY);
+                pthread_mutex_unlock(&p->lock);
+                if (!victim)
+                        break;
+                uint64_t gain = victim->rec.size_bytes / page_size;
+                log_notice("pools: removing stock file %s (%s, %" PRIu64 " bytes on node %d) to make room",
+                           victim->rec.name, pool_state_name(victim->rec.state), victim->rec.size_bytes, node);
+                if (pools_remove(p, victim, RELEASE_NONE) < 0) {
+                        pools_release(p, victim);
+                        break;
+                }
+                pthread_mutex_lock(&p->lock);
+                p->stats.stock_given_way++;
+                pthread_mutex_unlock(&p->lock);
+                got += gain;
+        }
+        return got;
+}

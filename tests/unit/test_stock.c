@@ -1,0 +1,611 @@
+/* Unit tests for the stock (pools_stock.c, issue 12) in pools_env.h's
+ * environment: the two-node sysfs fixture (node 0: 64 free 2M pages, which
+ * the fixture never decrements: tests that need pages to be gone write
+ * free_hugepages themselves), a tmpfs directory for the hugetlbfs mount and
+ * the real engine with fake_engine.h's gated ops. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "journal.h"
+#include "pools.h"
+#include "pools_env.h"
+
+static const struct stock_view *find_target(const struct stock_view *v, size_t n, uint64_t pages)
+{
+        for (size_t i = 0; i < n; i++)
+                if (v[i].target.size_bytes == pages * PAGE)
+                        return &v[i];
+        return NULL;
+}
+
+/* Wait until the target of PAGES-page files has READY ready files. */
+static void wait_ready(struct pools *p, uint64_t pages, unsigned ready)
+{
+        for (int tries = 0;; tries++) {
+                struct stock_view *v = NULL;
+                size_t n = 0;
+                CHECK_INT(pools_get_stock(p, &v, &n), ==, 0);
+                const struct stock_view *t = find_target(v, n, pages);
+                CHECK(t);
+                bool done = t->ready == ready;
+                free(v);
+                if (done)
+                        return;
+                CHECK(tries < 10000);
+                usleep(1000);
+        }
+}
+
+static struct stock_view stock_of(struct pools *p, uint64_t pages)
+{
+        struct stock_view *v = NULL, out = {0};
+        size_t n = 0;
+
+        CHECK_INT(pools_get_stock(p, &v, &n), ==, 0);
+        const struct stock_view *t = find_target(v, n, pages);
+        if (t)
+                out = *t;
+        free(v);
+        return out;
+}
+
+static int set1(struct pools *p, int node, uint64_t pages, uint64_t count, struct problem *err)
+{
+        struct journal_stock_target t = { .node = node, .page_size = PAGE, .size_bytes = pages * PAGE,
+                                          .count = count };
+        memset(err, 0, sizeof(*err));
+        return pools_set_stock(p, &t, 1, err);
+}
+
+/* Names of stock files in the mount (the caller frees nothing: fixed room). */
+static size_t stock_files(const struct env *e, char names[][64], size_t max)
+{
+        DIR *d = opendir(e->mount);
+        struct dirent *de;
+        size_t n = 0;
+
+        CHECK(d);
+        while ((de = readdir(d)))
+                if (de->d_name[0] == POOL_STOCK_PREFIX && n < max)
+                        snprintf(names[n++], 64, "%.63s", de->d_name);
+        closedir(d);
+        return n;
+}
+
+static ino_t inode_of(const struct env *e, const char *name)
+{
+        char path[256];
+        struct stat st;
+
+        snprintf(path, sizeof(path), "%s/%s", e->mount, name);
+        CHECK_INT(stat(path, &st), ==, 0);
+        return st.st_ino;
+}
+
+/* Targets fill: stock files appear, fully populated, journalled, and are
+ * no pools. */
+TEST(fill)
+{
+        struct env e;
+        struct problem err;
+        char names[8][64];
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        CHECK_INT(set1(p, 0, 4, 2, &err), ==, 0);
+        wait_ready(p, 4, 2);
+        struct stock_view s = stock_of(p, 4);
+        CHECK_U64(s.deficit, ==, 0);
+        CHECK_U64(s.warming, ==, 0);
+        CHECK_U64(stock_files(&e, names, 8), ==, 2);
+        for (int i = 0; i < 2; i++) {
+                char path[256];
+                struct stat st;
+                snprintf(path, sizeof(path), "%.127s/%.63s", e.mount, names[i]);
+                CHECK_INT(stat(path, &st), ==, 0);
+                CHECK_U64((uint64_t)st.st_blocks * 512, ==, 4 * PAGE);
+        }
+
+        struct pool_view *list;
+        size_t n;
+        CHECK_INT(pools_list(p, &list, &n), ==, 0);
+        CHECK_U64(n, ==, 0);
+        free(list);
+        struct pool_view v;
+        CHECK_INT(pools_get(p, names[0], &v), ==, -ENOENT);
+        CHECK_INT(pools_delete(p, names[0]), ==, -ENOENT);
+
+        struct journal *j = load(&e);
+        CHECK_U64(j->n_stock_targets, ==, 1);
+        CHECK_U64(j->stock_targets[0].count, ==, 2);
+        CHECK(jpool(j, names[0]));
+        CHECK_STR(pool_state_name(jpool(j, names[0])->state), "stock");
+        journal_free(j);
+
+        struct pools_stats st;
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_refills, ==, 2);
+        CHECK_U64(st.stock_refill_bytes, ==, 8 * PAGE);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A create of the stocked spec is the stock file renamed: same inode,
+ * ready at once, from_stock full; the stock refills behind it. */
+TEST(hand_out_by_rename)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        char names[8][64];
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        CHECK_INT(set1(p, 0, 4, 1, &err), ==, 0);
+        wait_ready(p, 4, 1);
+        CHECK_U64(stock_files(&e, names, 8), ==, 1);
+        ino_t ino = inode_of(&e, names[0]);
+
+        fake_gate_set(true); /* the refill must not finish before we look */
+        struct pool_req r = req("vm1", 0, 4);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_STR(pool_state_name(v.state), "ready");
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
+        CHECK_U64(v.bytes_done, ==, 4 * PAGE);
+        CHECK(inode_of(&e, "vm1") == ino);
+        CHECK(!file_exists(&e, names[0]));
+        struct journal *j = load(&e);
+        CHECK(jpool(j, "vm1"));
+        CHECK_INT(jpool(j, "vm1")->from_stock, ==, POOL_FROM_STOCK_FULL);
+        CHECK(!jpool(j, names[0]));
+        journal_free(j);
+
+        /* The refill started (low priority, held at the gate). */
+        for (int tries = 0; stock_of(p, 4).warming != 1; tries++) {
+                CHECK(tries < 5000);
+                usleep(1000);
+        }
+        fake_gate_set(false);
+        wait_ready(p, 4, 1);
+        CHECK(inode_of(&e, "vm1") == ino);
+
+        struct pools_stats st;
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_hits, ==, 1);
+        CHECK_U64(st.stock_misses, ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A size no stock file covers (smaller than all of them) is warmed as
+ * usual and counted as a miss. */
+TEST(miss_warms)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        CHECK_INT(set1(p, 0, 4, 1, &err), ==, 0);
+        wait_ready(p, 4, 1);
+        struct pool_req r = req("vm2", 0, 3);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
+        wait_state(p, "vm2", POOL_READY);
+        CHECK_U64(stock_of(p, 4).ready, ==, 1);
+        struct pools_stats st;
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_misses, ==, 1);
+        CHECK_U64(st.stock_hits, ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+static void check_refused(struct pools *p, const struct journal_stock_target *t, size_t n, int want_r,
+                          int status, const char *slug)
+{
+        struct problem err = {0};
+
+        CHECK_INT(pools_set_stock(p, t, n, &err), ==, want_r);
+        CHECK_INT(err.status, ==, status);
+        CHECK_STR(err.slug, slug);
+}
+
+/* Bad targets are refused with the right problem and change nothing. */
+TEST(validation)
+{
+        struct env e;
+        struct problem err;
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        CHECK_INT(set1(p, 0, 2, 1, &err), ==, 0);
+
+        struct journal_stock_target t = { .node = 7, .page_size = PAGE, .size_bytes = PAGE, .count = 1 };
+        check_refused(p, &t, 1, -ENOENT, 404, "unknown-node");
+        t = (struct journal_stock_target){ .node = 0, .page_size = 4096, .size_bytes = 4096, .count = 1 };
+        check_refused(p, &t, 1, -ENOENT, 404, "unknown-page-size");
+        t = (struct journal_stock_target){ .node = 0, .page_size = PAGE, .size_bytes = 0, .count = 1 };
+        check_refused(p, &t, 1, -EINVAL, 422, "invalid-field");
+        t.size_bytes = PAGE + 4096;
+        check_refused(p, &t, 1, -EINVAL, 422, "invalid-field");
+        t.size_bytes = PAGE;
+        t.count = 0;
+        check_refused(p, &t, 1, -EINVAL, 422, "invalid-field");
+        /* size times count overflows 64 bits */
+        t = (struct journal_stock_target){ .node = 0, .page_size = PAGE, .size_bytes = UINT64_C(1) << 62,
+                                           .count = 8 };
+        check_refused(p, &t, 1, -EINVAL, 422, "invalid-field");
+        /* duplicates */
+        struct journal_stock_target two[2] = {
+                { .node = 0, .page_size = PAGE, .size_bytes = PAGE, .count = 1 },
+                { .node = 0, .page_size = PAGE, .size_bytes = PAGE, .count = 2 },
+        };
+        check_refused(p, two, 2, -EINVAL, 422, "invalid-field");
+        /* 9 files of 8 pages on a node of 64 pages: 409, and how many fit */
+        t = (struct journal_stock_target){ .node = 0, .page_size = PAGE, .size_bytes = 8 * PAGE, .count = 9 };
+        memset(&err, 0, sizeof(err));
+        CHECK_INT(pools_set_stock(p, &t, 1, &err), ==, -E2BIG);
+        CHECK_INT(err.status, ==, 409);
+        CHECK_STR(err.slug, "stock-too-large");
+        CHECK(strstr(err.detail, "8 files of this size fit"));
+        /* Two targets that fit alone but not together. */
+        two[0] = (struct journal_stock_target){ .node = 0, .page_size = PAGE, .size_bytes = 16 * PAGE, .count = 2 };
+        two[1] = (struct journal_stock_target){ .node = 0, .page_size = PAGE, .size_bytes = 8 * PAGE, .count = 5 };
+        memset(&err, 0, sizeof(err));
+        CHECK_INT(pools_set_stock(p, two, 2, &err), ==, -E2BIG);
+        CHECK(strstr(err.detail, "4 files of this size fit"));
+
+        /* Nothing changed. */
+        struct stock_view *v;
+        size_t n;
+        CHECK_INT(pools_get_stock(p, &v, &n), ==, 0);
+        CHECK_U64(n, ==, 1);
+        CHECK_U64(v[0].target.size_bytes, ==, 2 * PAGE);
+        free(v);
+        struct journal *j = load(&e);
+        CHECK_U64(j->n_stock_targets, ==, 1);
+        journal_free(j);
+
+        /* Empty targets: stock files go. */
+        wait_ready(p, 2, 1);
+        CHECK_INT(pools_set_stock(p, NULL, 0, &err), ==, 0);
+        char names[4][64];
+        CHECK_U64(stock_files(&e, names, 4), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A pool name that looks like a stock file is refused by the name rule. */
+TEST(stock_like_pool_name)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        struct pool_req r = req("~n0-2048k-0", 0, 1);
+        CHECK_INT(create(p, &r, &v, &err), ==, -EINVAL);
+        CHECK_STR(err.slug, "invalid-field");
+        CHECK(!file_exists(&e, "~n0-2048k-0"));
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A pool that needs pages stock refills still hold gets them: the stock
+ * gives way instead of a 409. */
+TEST(gives_way_to_pools)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        struct pools_stats st;
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        fake_gate_set(true);
+        CHECK_INT(set1(p, 0, 16, 2, &err), ==, 0);
+        for (int tries = 0; stock_of(p, 16).warming != 2; tries++) {
+                CHECK(tries < 5000);
+                usleep(1000);
+        }
+        /* More than the node has even without stock: refused as before,
+         * and no stock file is thrown away for nothing. */
+        struct pool_req huge = req("huge", 0, 65);
+        CHECK_INT(create(p, &huge, &v, &err), ==, -ENOMEM);
+        CHECK_STR(err.slug, "insufficient-hugepages");
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_given_way, ==, 0);
+        CHECK_U64(stock_of(p, 16).warming, ==, 2);
+
+        /* 64 free, 32 promised to refills: 40 fits only if stock yields.
+         * The removed refill's chunk in flight ends first (the gate opens
+         * soon). */
+        pthread_t t = open_gate_soon();
+        struct pool_req r = req("big", 0, 40);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        pthread_join(t, NULL);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_given_way, ==, 1);
+        /* (How many stock files follow depends on the fixture's free
+         * count, which never moves here: the real-kernel test counts pages.) */
+        wait_state(p, "big", POOL_READY);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Stock files and targets survive a restart as they are: no refill job. */
+TEST(restart_with_stock)
+{
+        struct env e;
+        struct problem err;
+        char names[4][64];
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        CHECK_INT(set1(p, 0, 4, 2, &err), ==, 0);
+        wait_ready(p, 4, 2);
+        CHECK_U64(stock_files(&e, names, 4), ==, 2);
+        ino_t ino = inode_of(&e, names[0]);
+        pools_free(p);
+
+        /* An unrecorded file with a stock name is an orphan. */
+        char orphan[256];
+        snprintf(orphan, sizeof(orphan), "%s/~n0-2048k-999", e.mount);
+        write_file(orphan, "");
+        p = start(&e);
+        CHECK(access(orphan, F_OK) < 0);
+        struct stock_view s = stock_of(p, 4);
+        CHECK_U64(s.ready, ==, 2);
+        CHECK_U64(s.target.count, ==, 2);
+        CHECK(inode_of(&e, names[0]) == ino);
+        struct pools_stats st;
+        pools_get_stats(p, &st);
+        CHECK_U64(st.jobs_started, ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A refill cut short (daemon stopped mid-job) resumes at start; a stock
+ * record whose file is gone is dropped and refilled; a stock file that
+ * lost pages is refilled before it can be handed out. */
+TEST(restart_mid_refill)
+{
+        struct env e;
+        struct problem err;
+        char names[4][64];
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        fake_gate_set(true);
+        CHECK_INT(set1(p, 0, 16, 1, &err), ==, 0);
+        wait_inside();
+        /* Two low-priority chunks of 16 MiB: stopping cancels after the
+         * first, and the file stays stock-warming. */
+        pthread_t t = open_gate_soon();
+        pools_free(p);
+        pthread_join(t, NULL);
+        struct journal *j = load(&e);
+        CHECK_U64(j->n_pools, ==, 1);
+        CHECK_STR(pool_state_name(j->pools[0].state), "stock-warming");
+        journal_free(j);
+
+        p = start(&e);
+        wait_ready(p, 16, 1);
+        CHECK_U64(stock_files(&e, names, 4), ==, 1);
+        pools_free(p);
+
+        /* File gone while down: the row goes, a new file is made. */
+        char path[256];
+        snprintf(path, sizeof(path), "%.127s/%.63s", e.mount, names[0]);
+        CHECK_INT(unlink(path), ==, 0);
+        p = start(&e);
+        wait_ready(p, 16, 1);
+        CHECK_U64(stock_files(&e, names, 4), ==, 1);
+        pools_free(p);
+
+        /* Lost pages: refilled, never handed out short. */
+        snprintf(path, sizeof(path), "%.127s/%.63s", e.mount, names[0]);
+        CHECK_INT(truncate(path, 0), ==, 0);
+        fake_gate_set(true);
+        p = start(&e);
+        CHECK_U64(stock_of(p, 16).warming, ==, 1);
+        struct pool_view v;
+        struct pool_req r = req("vm", 0, 16);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
+        fake_gate_set(false);
+        wait_state(p, "vm", POOL_READY);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* --stock at start replaces the journal's targets; a bad one stops start. */
+TEST(config_targets)
+{
+        struct env e;
+        struct problem err;
+        struct pools *p;
+
+        env_init(&e);
+        p = start(&e);
+        CHECK_INT(set1(p, 0, 2, 1, &err), ==, 0);
+        pools_free(p);
+
+        struct journal_stock_target t = { .node = 0, .page_size = PAGE, .size_bytes = 4 * PAGE, .count = 1 };
+        e.cfg.stock_targets = &t;
+        e.cfg.n_stock_targets = 1;
+        p = start(&e);
+        struct stock_view *v;
+        size_t n;
+        CHECK_INT(pools_get_stock(p, &v, &n), ==, 0);
+        CHECK_U64(n, ==, 1);
+        CHECK_U64(v[0].target.size_bytes, ==, 4 * PAGE);
+        free(v);
+        pools_free(p);
+
+        t.node = 9;
+        p = NULL;
+        CHECK_INT(pools_new(&e.cfg, &p), ==, -EINVAL);
+        CHECK(!p);
+        env_fini(&e);
+}
+
+/* The journal: stock rows need stock names and the other way round;
+ * targets round-trip; a journal without them (older) loads. */
+TEST(journal_rows)
+{
+        static const char base[] =
+                "{\"version\":1,\"boot_id\":\"b\",\"reservations\":[],\"pools\":[{\"name\":\"%s\",\"node\":0,"
+                "\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"state\":\"%s\",\"threads\":0,"
+                "\"ttl_seconds\":0,\"claimed\":false,\"created_at\":1,\"started_at\":1,\"finished_at\":0,"
+                "\"bytes_done\":0,\"error_slug\":\"\",\"error_detail\":\"\"}]%s}";
+        char buf[1024];
+        struct journal *j = NULL;
+
+        snprintf(buf, sizeof(buf), base, "~s1", "stock", "");
+        CHECK_INT(journal_parse(buf, strlen(buf), &j), ==, 0);
+        CHECK_U64(j->n_stock_targets, ==, 0);
+        journal_free(j);
+        snprintf(buf, sizeof(buf), base, "vm", "stock", "");
+        CHECK_INT(journal_parse(buf, strlen(buf), &j), ==, -EINVAL);
+        snprintf(buf, sizeof(buf), base, "~s1", "ready", "");
+        CHECK_INT(journal_parse(buf, strlen(buf), &j), ==, -EINVAL);
+        snprintf(buf, sizeof(buf), base, "~s1", "stock-warming",
+                 ",\"stock_targets\":[{\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"count\":3}]");
+        CHECK_INT(journal_parse(buf, strlen(buf), &j), ==, 0);
+        CHECK_U64(j->n_stock_targets, ==, 1);
+        CHECK_U64(j->stock_targets[0].count, ==, 3);
+        j->pools[0].from_stock = POOL_FROM_STOCK_NONE;
+        char *text = journal_format(j);
+        journal_free(j);
+        CHECK(text);
+        j = NULL;
+        CHECK_INT(journal_parse(text, strlen(text), &j), ==, 0);
+        CHECK_U64(j->n_stock_targets, ==, 1);
+        CHECK_STR(pool_state_name(j->pools[0].state), "stock-warming");
+        journal_free(j);
+        free(text);
+        /* duplicate targets */
+        snprintf(buf, sizeof(buf), base, "~s1", "stock",
+                 ",\"stock_targets\":[{\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"count\":3},"
+                 "{\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"count\":1}]");
+        CHECK_INT(journal_parse(buf, strlen(buf), &j), ==, -EINVAL);
+        /* from_stock */
+        snprintf(buf, sizeof(buf), base, "vm", "ready", "");
+        char *at = strstr(buf, "\"error_detail\":\"\"");
+        CHECK(at);
+        char with[1100];
+        snprintf(with, sizeof(with), "%.*s\"from_stock\":\"full\",%s", (int)(at - buf), buf, at);
+        CHECK_INT(journal_parse(with, strlen(with), &j), ==, 0);
+        CHECK_INT(j->pools[0].from_stock, ==, POOL_FROM_STOCK_FULL);
+        journal_free(j);
+        snprintf(with, sizeof(with), "%.*s\"from_stock\":\"most\",%s", (int)(at - buf), buf, at);
+        CHECK_INT(journal_parse(with, strlen(with), &j), ==, -EINVAL);
+}
+
+/* Another size takes the largest smaller ready stock file, grows it and
+ * warms only the part it gained (same inode, from_stock partial). */
+TEST(partial_growth)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        char names[4][64];
+        struct journal_stock_target t[2] = {
+                { .node = 0, .page_size = PAGE, .size_bytes = 2 * PAGE, .count = 1 },
+                { .node = 0, .page_size = PAGE, .size_bytes = 4 * PAGE, .count = 1 },
+        };
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        CHECK_INT(pools_set_stock(p, t, 2, &err), ==, 0);
+        wait_ready(p, 2, 1);
+        wait_ready(p, 4, 1);
+        CHECK_U64(stock_files(&e, names, 4), ==, 2);
+        ino_t ino4 = 0;
+        for (int i = 0; i < 2; i++) {
+                char path[256];
+                struct stat st;
+                snprintf(path, sizeof(path), "%.127s/%.63s", e.mount, names[i]);
+                CHECK_INT(stat(path, &st), ==, 0);
+                if ((uint64_t)st.st_size == 4 * PAGE)
+                        ino4 = st.st_ino;
+        }
+        CHECK(ino4 != 0);
+
+        fake_gate_set(true);
+        struct pool_req r = req("grown", 0, 12);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_STR(pool_state_name(v.state), "warming");
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_PARTIAL);
+        CHECK(inode_of(&e, "grown") == ino4);
+        fake_gate_set(false);
+        wait_state(p, "grown", POOL_READY);
+        CHECK_INT(pools_get(p, "grown", &v), ==, 0);
+        CHECK_U64(v.bytes_done, ==, 12 * PAGE);
+        CHECK_U64(v.placement_verified, ==, 1);
+        char path[256];
+        struct stat st;
+        snprintf(path, sizeof(path), "%.127s/grown", e.mount);
+        CHECK_INT(stat(path, &st), ==, 0);
+        CHECK_U64(st.st_size, ==, 12 * PAGE);
+        CHECK_U64((uint64_t)st.st_blocks * 512, ==, 12 * PAGE);
+        /* The job covered only the 8 pages the file gained. */
+        struct pools_stats s;
+        pools_get_stats(p, &s);
+        CHECK_U64(s.stock_partial_hits, ==, 1);
+        CHECK_U64(s.stock_misses, ==, 0);
+        struct journal *j = load(&e);
+        CHECK_INT(jpool(j, "grown")->from_stock, ==, POOL_FROM_STOCK_PARTIAL);
+        journal_free(j);
+        /* A size smaller than every stock file is a miss. */
+        struct pool_req small = req("small", 0, 1);
+        CHECK_INT(create(p, &small, &v, &err), ==, 201);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
+        wait_state(p, "small", POOL_READY);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A reservation that shrinks the node below its pages in use gets the
+ * stock's pages: stock files go first (the fixture's counters stand in for
+ * the kernel: 16 of 64 pages held by two ready stock files). */
+TEST(gives_way_to_reservations)
+{
+        struct env e;
+        struct problem err;
+        struct reserve_result res;
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        CHECK_INT(set1(p, 0, 8, 2, &err), ==, 0);
+        wait_ready(p, 8, 2);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "48\n");
+        /* Down to 60: free pages cover it, the stock stays. */
+        struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = 60 };
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        struct pools_stats st;
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_given_way, ==, 0);
+        CHECK_U64(stock_of(p, 8).ready, ==, 2);
+        /* Down to 10: 16 in use, so 6 must come from the stock: one file. */
+        fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "64\n");
+        rq.count = 10;
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_given_way, ==, 1);
+        CHECK_U64(stock_of(p, 8).ready + stock_of(p, 8).warming, ==, 1);
+        pools_free(p);
+        env_fini(&e);
+}
+
+TEST_MAIN()
