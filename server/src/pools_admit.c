@@ -388,9 +388,11 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
         }
 }
 
-int pools_create_file(struct pools *p, const char *path, uint64_t size, struct problem *err)
+int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, struct problem *err)
 {
+        const char *path = pool->path;
         _cleanup_close_ int fd = -1;
+        struct stat st;
         int r;
 
         fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, POOL_FILE_MODE);
@@ -409,7 +411,13 @@ int pools_create_file(struct pools *p, const char *path, uint64_t size, struct p
                 goto fail;
         if (ftruncate(fd, (off_t)size) < 0)
                 goto fail;
-        return TAKE_FD(fd);
+        /* Which file is ours: the file-changed checks compare it. */
+        if (fstat(fd, &st) < 0)
+                goto fail;
+        pool->file_dev = st.st_dev;
+        pool->file_ino = st.st_ino;
+        pool->fd = TAKE_FD(fd);
+        return 0;
 fail:
         r = -errno;
         problem_raise(err, PROBLEM_POOL_FILE_ERROR, "setting up %s: %s", path, strerror(-r));
@@ -557,18 +565,9 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
                 goto out_free;
         }
 
-        r = pools_create_file(p, pool->path, req->size_bytes, err);
+        r = pools_create_file(p, pool, req->size_bytes, err);
         if (r < 0)
                 goto out_free;
-        pool->fd = r;
-        {
-                /* Which file is ours, to notice someone replacing it. */
-                struct stat st;
-                if (fstat(pool->fd, &st) == 0) {
-                        pool->file_dev = st.st_dev;
-                        pool->file_ino = st.st_ino;
-                }
-        }
 
         (void)pool_transition(&pool->rec, POOL_WARMING, NULL, NULL);
         pthread_mutex_lock(&p->lock);

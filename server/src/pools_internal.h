@@ -194,9 +194,10 @@ uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size)
 int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve, bool give_way,
                 struct problem *err);
 void pools_count_reservation(struct pools *p, int r, const struct reserve_result *res);
-/* Create PATH (O_EXCL, mode, group) with SIZE bytes; returns the fd or
- * -errno with ERR set. */
-int pools_create_file(struct pools *p, const char *path, uint64_t size, struct problem *err);
+/* Create POOL's file at POOL->path (O_EXCL, mode, group) with SIZE bytes;
+ * on success POOL->fd is open and file_dev/file_ino name the file (what the
+ * file-changed checks compare).  0, or -errno with ERR set and no file left. */
+int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, struct problem *err);
 
 /* ---- stock (pools_stock.c) ---- */
 /* Whether POOL is a stock file, not a pool (lock held). */

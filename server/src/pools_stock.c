@@ -320,18 +320,11 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
         pool->rec.created_at = pool->rec.started_at = pools_now_unix();
         snprintf(pool->path, sizeof(pool->path), "%s/%s", pools_mount_dir(p, t->page_size), pool->rec.name);
 
-        r = pools_create_file(p, pool->path, t->size_bytes, &err);
+        r = pools_create_file(p, pool, t->size_bytes, &err);
         if (r < 0) {
                 log_warn("pools: stock refill: %s", err.detail);
                 free(pool);
                 return r;
-        }
-        pool->fd = r;
-        struct stat st;
-        if (fstat(pool->fd, &st) == 0) {
-                /* The file we made: the file-changed checks compare it. */
-                pool->file_dev = st.st_dev;
-                pool->file_ino = st.st_ino;
         }
         (void)pool_transition(&pool->rec, POOL_STOCK_WARMING, NULL, NULL);
         pthread_mutex_lock(&p->lock);
@@ -417,6 +410,20 @@ void pools_stock_refill(struct pools *p)
 }
 
 /* ---- hand-out ---- */
+
+/* A hand-out is done (its record saved): count it in COUNTER, let others see
+ * the pool, fill RET and wake the upkeep thread for the refill.  201. */
+static int handed_out(struct pools *p, struct pool *pool, uint64_t *counter, struct pool_view *ret)
+{
+        pthread_mutex_lock(&p->lock);
+        (*counter)++;
+        pools_set_hold(pool, POOL_FREE);
+        pools_fill_view(pool, ret);
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+        pools_kick(p);
+        return 201;
+}
 
 /* The largest ready stock file of REQ's node and page size smaller than REQ,
  * renamed to REQ's name, grown, and only the part it gained warmed (normal
@@ -507,14 +514,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
                         pools_release(p, pool);
                 return r;
         }
-        pthread_mutex_lock(&p->lock);
-        p->stats.stock_partial_hits++;
-        pools_set_hold(pool, POOL_FREE);
-        pools_fill_view(pool, ret);
-        pthread_cond_broadcast(&p->changed);
-        pthread_mutex_unlock(&p->lock);
-        pools_kick(p);
-        return 201;
+        return handed_out(p, pool, &p->stats.stock_partial_hits, ret);
 }
 
 int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_view *ret, struct problem *err)
@@ -595,14 +595,7 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
                         pools_release(p, pool);
                 return r;
         }
-        pthread_mutex_lock(&p->lock);
-        p->stats.stock_hits++;
-        pools_set_hold(pool, POOL_FREE);
-        pools_fill_view(pool, ret);
-        pthread_cond_broadcast(&p->changed);
-        pthread_mutex_unlock(&p->lock);
-        pools_kick(p); /* refill */
-        return 201;
+        return handed_out(p, pool, &p->stats.stock_hits, ret);
 }
 
 /* ---- making room ---- */
