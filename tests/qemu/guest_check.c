@@ -731,20 +731,30 @@ static int check_reserve_node1(struct ctx *c)
 static struct {
         bool ok;
         bool overlap_seen;
+        int attempts;           /* warms whose overlap was not seen */
         char overlap_why[256];
         char path[2][512];
 } warm;
 
+/* How often the two warms are tried until the checker sees them overlap.
+ * Whether qn0 is still warming when qn1's answer comes back depends on how
+ * the host schedules this guest's vCPUs; a daemon that warms nodes one after
+ * the other never shows an overlap, however often it is tried. */
+#define OVERLAP_ATTEMPTS 3
+
 /* Pools on node 0 and node 1 warming at once: each node's free count drops by
- * exactly its pool's pages, nothing else moves. */
+ * exactly its pool's pages, nothing else moves.  When the overlap was not
+ * seen, both pools are deleted (every page must come back) and it is tried
+ * again, up to OVERLAP_ATTEMPTS times. */
 static int check_warm_two_nodes(struct ctx *c)
 {
         static const char *const names[2] = {"qn0", "qn1"};
         const uint64_t pages[2] = {WARM_PAGES_N0, WARM_PAGES_N1};
         struct counts before, after;
         struct resp r;
-        counts_read(&before);
 
+again:
+        counts_read(&before);
         for (int n = 0; n < 2; n++) {
                 if (pool_put(c, names[n], n, pages[n] * PAGE_2M, "2M", 201, &r) < 0)
                         return -1;
@@ -780,6 +790,17 @@ static int check_warm_two_nodes(struct ctx *c)
         const struct moved m[2] = {{0, 0, 0, -(int64_t)pages[0]}, {1, 0, 0, -(int64_t)pages[1]}};
         if (counts_expect(c, &before, &after, m, 2) < 0)
                 return -1;
+        if (!warm.overlap_seen && ++warm.attempts < OVERLAP_ATTEMPTS) {
+                struct counts gone;
+                for (int n = 0; n < 2; n++)
+                        if (pool_delete(c, names[n]) < 0)
+                                return -1;
+                counts_read(&gone);
+                if (counts_expect(c, &before, &gone, NULL, 0) < 0)
+                        return -1;
+                printf("HPWARM-INFO overlap not seen (%s); trying again\n", warm.overlap_why);
+                goto again;
+        }
         warm.ok = true;
         return 0;
 }
@@ -789,7 +810,8 @@ static int check_warm_overlap(struct ctx *c)
         if (!warm.ok)
                 return fail(c, "the concurrent warm failed");
         if (!warm.overlap_seen)
-                return fail(c, "not seen warming at the same time: %s", warm.overlap_why);
+                return fail(c, "not seen warming at the same time in %d attempts: %s", OVERLAP_ATTEMPTS,
+                            warm.overlap_why);
         return 0;
 }
 
