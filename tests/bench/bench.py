@@ -829,7 +829,7 @@ def main():
     ap.add_argument("--boot-rounds", type=int, default=5, help="rounds of (e), each one warm and one cold boot")
     ap.add_argument("--no-latency", action="store_true")
     ap.add_argument("--stock-only", action="store_true",
-                    help="only the stock phase: time to ready from stock vs a cold warm (issue 12)")
+                    help="only the stock phase: time to ready from stock vs a cold warm")
     ap.add_argument("--latency-requests", type=int, default=2000)
     ap.add_argument("--latency-max-warms", type=int, default=10)
     ap.add_argument("--latency-size", type=parse_size, help="pool size for the latency phase (default --size)")
