@@ -32,10 +32,10 @@ for n in "$nodes"/node[0-9]*; do
         echo "$line"
 done
 
-# The machine run.sh asked for: node0 = cpu 0, node1 = cpu 1, 128 2 MiB pages
-# on each, the boot-time 1 GiB page on node 1.  If this fails, the API checks
+# The machine run.sh asked for: node0 = cpu 0, node1 = cpu 1, 512 2 MiB pages
+# on node 0 and 128 on node 1, the boot-time 1 GiB page on node 1.  If this fails, the API checks
 # below fail for a reason that is not hpwarmd's.
-want="node0:0:128:0 node1:1:128:1"
+want="node0:0:512:0 node1:1:128:1"
 got=
 for n in "$nodes"/node[0-9]*; do
         got="$got ${n##*/}:$(cat "$n/cpulist"):$(cat "$n/hugepages/hugepages-2048kB/nr_hugepages"):$(cat "$n/hugepages/hugepages-1048576kB/nr_hugepages" 2>/dev/null)"

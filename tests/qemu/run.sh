@@ -36,7 +36,7 @@ rc=$?
 log=$out/serial.log
 # Node 1 needs a free, 1 GiB-aligned gigabyte for the boot-time 1 GiB page,
 # hence 2 GiB per node.  hugepages=<node>:<count> is per-node syntax (5.14+).
-cmdline="console=ttyS0 quiet panic=-1 hugepagesz=2M hugepages=0:128,1:128 hugepagesz=1G hugepages=1:1"
+cmdline="console=ttyS0 quiet panic=-1 hugepagesz=2M hugepages=0:512,1:128 hugepagesz=1G hugepages=1:1"
 echo "run: booting, serial log in $log" >&2
 start=$(date +%s)
 timeout --kill-after=10 "$TIMEOUT_S" "$qemu" \
