@@ -388,6 +388,22 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
         }
 }
 
+void pools_abandon(struct pools *p, struct pool *pool, bool registered)
+{
+        if (registered) {
+                pthread_mutex_lock(&p->lock);
+                pools_drop(p, pool);
+                pthread_mutex_unlock(&p->lock);
+                /* A save that raced with us may hold the record; forget it
+                 * again.  Failing that, the next start finds the file gone
+                 * and says so. */
+                (void)pools_save(p);
+        }
+        close(pool->fd);
+        unlink(pool->path);
+        free(pool);
+}
+
 int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, struct problem *err)
 {
         const char *path = pool->path;
@@ -619,15 +635,11 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         return 201;
 
 out_drop:
-        pthread_mutex_lock(&p->lock);
-        pools_drop(p, pool);
-        pthread_mutex_unlock(&p->lock);
-        /* A save that raced with us may hold the record; forget it again.
-         * Failing that, the next start finds the file gone and says so. */
-        (void)pools_save(p);
+        pools_abandon(p, pool, true);
+        goto out_unlock;
 out_unlink:
-        close(pool->fd);
-        unlink(pool->path);
+        pools_abandon(p, pool, false);
+        goto out_unlock;
 out_free:
         free(pool);
 out_unlock:

@@ -358,14 +358,10 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
         return 0;
 
 out_drop:
-        pthread_mutex_lock(&p->lock);
-        pools_drop(p, pool);
-        pthread_mutex_unlock(&p->lock);
-        (void)pools_save(p);
+        pools_abandon(p, pool, true);
+        return r;
 out_unlink:
-        close(pool->fd);
-        unlink(pool->path);
-        free(pool);
+        pools_abandon(p, pool, false);
         return r;
 }
 
