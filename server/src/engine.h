@@ -68,7 +68,7 @@ size_t engine_node_tids(const struct engine *e, int node, pid_t *tids, size_t ma
 bool engine_node_pinned(const struct engine *e, int node);
 /* Whether every worker of NODE has its memory policy bound to the node. */
 bool engine_node_mem_bound(const struct engine *e, int node);
-/* Name of the routine zero jobs use ("avx512", "avx2", "sse2", "memset";
+/* Name of the routine zero jobs use ("clzero", "avx512", "avx2", "sse2", "erms", "memset";
  * "injected" with engine_ops.zero).  Static string. */
 const char *engine_zero_routine(const struct engine *e);
 

@@ -1,5 +1,5 @@
-/* zero: clear memory with non-temporal (streaming) stores, choosing the
- * widest routine the CPU supports at run time.  Used by the engine to zero a
+/* zero: clear memory without reading it first (CLZERO or non-temporal
+ * streaming stores), choosing the best routine the CPU supports at run time.  Used by the engine to zero a
  * populated hugetlbfs file in place (a recycle) without taking its pages back
  * from the kernel.  Pure CPU work: no syscalls, no allocation. */
 #pragma once
@@ -7,15 +7,15 @@
 #include <stddef.h>
 
 struct zero_routine {
-        const char *name;   /* "avx512", "avx2", "sse2", "memset" */
-        bool streaming;     /* non-temporal stores (false: plain memset) */
+        const char *name;   /* "clzero", "avx512", "avx2", "sse2", "erms", "memset" */
+        bool streaming;     /* non-temporal stores or CLZERO (false: rep stosb, memset) */
         /* Sets LEN bytes at DST to zero.  Any alignment and length work; the
          * streaming routines go fastest on 64-byte aligned ranges (pages). */
         void (*fn)(void *dst, size_t len);
 };
 
-/* The best routine this CPU and kernel support (widest streaming stores,
- * else the portable memset).  Static; never NULL. */
+/* The best routine this CPU and kernel support (CLZERO, else the widest
+ * streaming stores, else the portable memset).  Static; never NULL. */
 const struct zero_routine *zero_best(void);
 /* The routine called NAME if this machine can run it, else NULL. */
 const struct zero_routine *zero_find(const char *name);

@@ -35,7 +35,7 @@ class Report(TestCase):
             self.assertIn("hpwarmd ", line)
             self.assertRegex(line, r"nodes 0\(cpus 0-1\),1\(cpus 2-3\)")
             self.assertRegex(line, r"page sizes 2M,1G")
-            self.assertRegex(line, r"; zeroing routine (avx512|avx2|sse2|memset)$")
+            self.assertRegex(line, r"; zeroing routine (clzero|avx512|avx2|sse2|erms|memset)$")
 
     def check_nodes_match_files(self, d, ids, sizes):
         r = d.get("/v1/nodes")

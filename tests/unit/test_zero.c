@@ -2,7 +2,8 @@
  * given (every byte of the range is zero, the guard bytes on both sides keep
  * their pattern) for heads and tails that are not line-aligned, lengths below,
  * at and above one and four cache lines, and a 2 MiB page plus change; and the
- * dispatch picks the best supported routine with memset always available. */
+ * dispatch picks the best supported routine (clzero where the CPU has it)
+ * with memset always available. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,8 +79,12 @@ TEST(dispatch)
 #if defined(__x86_64__)
         /* SSE2 is part of x86-64: the best routine streams. */
         CHECK(zero_find("sse2") != NULL);
+        /* rep stosb is always there on x86-64; only with ERMS is it offered. */
+        CHECK(zero_find("erms") == NULL || !zero_find("erms")->streaming);
         CHECK(best->streaming);
-        if (__builtin_cpu_supports("avx512f"))
+        if (zero_find("clzero"))
+                CHECK_STR(best->name, "clzero");
+        else if (__builtin_cpu_supports("avx512f"))
                 CHECK_STR(best->name, "avx512");
         else if (__builtin_cpu_supports("avx2"))
                 CHECK_STR(best->name, "avx2");
