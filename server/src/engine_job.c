@@ -14,7 +14,17 @@
  * while it warms no other process can take the pages it will need.  The
  * reservation is global, not per node: a node that runs dry midway still
  * shows up as EFAULT from populate.  Populating pages that are already there
- * is cheap and succeeds, which is what resuming a warm after a restart needs. */
+ * is cheap and succeeds, which is what resuming a warm after a restart needs.
+ *
+ * A zero job maps with MAP_POPULATE: its pages are all present (checked
+ * first), so that only fills the page table, about 0.5 us per page here
+ * (1 ms for 4 GiB of 2 MiB pages), in one pass before any zeroing.  Left to
+ * each chunk's MADV_POPULATE_WRITE instead, the same mapping ran 10-50
+ * times slower per page (9-50 ms per thread for 4 GiB, measured), because
+ * each chunk's faults then queue for memory behind the other workers'
+ * zeroing stores.  The chunks still populate (engine_kernel.c): on mapped
+ * pages that is a cheap walk, and it stays the guard against a page that
+ * went missing. */
 #include <errno.h>
 #include <numaif.h>
 #include <pthread.h>
@@ -82,7 +92,8 @@ int engine_submit(struct engine *e, const struct job_spec *spec, struct job **re
         link_init(&j->run);
         link_init(&j->all);
 
-        map = e->ops.mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, spec->fd, (off_t)spec->offset);
+        map = e->ops.mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | (spec->kind == JOB_ZERO ? MAP_POPULATE : 0),
+                          spec->fd, (off_t)spec->offset);
         if (map == MAP_FAILED) {
                 r = errno > 0 ? -errno : -EIO;
                 free(j);
