@@ -9,8 +9,9 @@
  * memory policy to the node.  A job maps its file MAP_SHARED, mbinds the
  * mapping to the node, and its chunks (see plan.h) are pulled by that node's
  * workers, one MADV_POPULATE_WRITE per chunk; several jobs on one node share
- * its workers round-robin.  When the last chunk is done the mapping is
- * checked page by page with move_pages, unmapped, and on_done runs.
+ * its workers round-robin.  Each chunk's pages are checked with move_pages
+ * (query mode) right after it.  When the last chunk is done on_done runs,
+ * and then the mapping is unmapped (a failed job unmaps first).
  *
  * A zero job (JOB_ZERO) has the same chunks, queue, cancellation, progress
  * and on_done; its file is mapped with MAP_POPULATE (all its pages are
@@ -108,6 +109,9 @@ struct job_spec {
         /* Called exactly once when the job leaves JOB_RUNNING: from a worker
          * when done or failed, from the thread in job_cancel (or job_free,
          * engine_free) when cancelled.  May run before engine_submit returns.
+         * For a job that is DONE the engine may still hold its mapping of
+         * the file then (it unmaps right after); for FAILED and CANCELLED
+         * it does not.  Once job_free returns it holds nothing.
          * Must not block or call back into the engine for this job except
          * job_get_status.  NULL = no callback. */
         void (*on_done)(struct job *job, void *arg);

@@ -293,6 +293,7 @@ struct done {
         pthread_cond_t cond;
         unsigned calls;
         enum job_state state;
+        unsigned munmaps_before; /* fk.munmaps when on_done ran */
 };
 
 #define DONE_INIT { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER }
@@ -302,12 +303,18 @@ static void on_done(struct job *j, void *arg)
         struct done *d = arg;
         struct job_status st;
 
+        unsigned munmaps;
+
         job_get_status(j, &st);
         CHECK(st.state != JOB_RUNNING);
         CHECK(st.finished_ns >= st.started_ns);
+        pthread_mutex_lock(&fk.lock);
+        munmaps = fk.munmaps;
+        pthread_mutex_unlock(&fk.lock);
         pthread_mutex_lock(&d->lock);
         d->calls++;
         d->state = st.state;
+        d->munmaps_before = munmaps;
         pthread_cond_broadcast(&d->cond);
         pthread_mutex_unlock(&d->lock);
 }
@@ -501,6 +508,11 @@ TEST(success)
         CHECK_INT(st.threads, ==, engine_node_workers(e, 0));
         CHECK_INT(st.threads, ==, p.threads);
         CHECK(st.finished_ns >= st.started_ns);
+        /* Ready before the mapping goes: on_done ran with it still there,
+         * and job_cancel (no effect on a finished job) returns once the
+         * final phase is over, the mapping gone. */
+        CHECK_INT(d.munmaps_before, ==, 0);
+        job_cancel(j);
         /* Every chunk populated exactly once, nothing else. */
         CHECK_INT(chunk_calls(base, size, &p, per), ==, p.n_chunks);
         for (uint64_t k = 0; k < p.n_chunks; k++)
@@ -603,6 +615,8 @@ static void check_failure(const struct topo *t, int err, uint64_t size)
                 CHECK(fk.call_addr[k] == base + k * p.chunk_bytes);
         CHECK_INT(fk.munmaps, ==, 1);
         pthread_mutex_unlock(&fk.lock);
+        /* A failed job unmaps before on_done (its reservation goes with it). */
+        CHECK_INT(d.munmaps_before, ==, 1);
         CHECK_INT(done_calls(&d), ==, 1);
         job_free(j);
         engine_free(e);
@@ -1012,6 +1026,8 @@ TEST(zero_job)
         for (uint64_t k = 0; k < p.n_chunks; k++)
                 CHECK_INT(per[k], ==, 1);
         CHECK_INT(zero_calls(base, size, &p), ==, p.n_chunks);
+        CHECK_INT(d.munmaps_before, ==, 0);
+        job_cancel(j); /* waits for the munmap after on_done */
         pthread_mutex_lock(&fk.lock);
         CHECK_INT(fk.zcalls, ==, p.n_chunks);
         CHECK_INT(fk.fstats, ==, 1);
@@ -1226,6 +1242,7 @@ TEST(priority_cancel_starved)
         CHECK_INT(st.state, ==, JOB_DONE);
         CHECK_INT(chunk_calls(a_base, size, &pa, NULL), ==, pa.n_chunks);
         CHECK_INT(first_call_in(l_base, size), ==, -1);
+        job_cancel(a); /* A unmaps after its on_done: wait for that */
         pthread_mutex_lock(&fk.lock);
         CHECK_INT(fk.calls, ==, pa.n_chunks);
         CHECK_INT(fk.zcalls, ==, 0);
