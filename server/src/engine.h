@@ -11,8 +11,7 @@
  * workers, one MADV_POPULATE_WRITE per chunk; several jobs on one node share
  * its workers round-robin.  Each chunk's pages are checked with move_pages
  * (query mode) right after it.  When the last chunk is done on_done runs,
- * the job is complete, and then the mapping is unmapped (a failed job
- * unmaps first).
+ * and then the mapping is unmapped (a failed job unmaps first).
  *
  * A zero job (JOB_ZERO) has the same chunks, queue, cancellation, progress
  * and on_done; its file is mapped with MAP_POPULATE (all its pages are
@@ -110,10 +109,9 @@ struct job_spec {
         /* Called exactly once when the job leaves JOB_RUNNING: from a worker
          * when done or failed, from the thread in job_cancel (or job_free,
          * engine_free) when cancelled.  May run before engine_submit returns.
-         * For a job that is DONE the engine may still hold its mapping of
-         * the file then, and for a moment after job_free (its worker unmaps
-         * it right after, without touching the job; engine_free waits for
-         * that); for FAILED and CANCELLED it does not.
+         * For a job that is DONE the engine still holds its mapping of the
+         * file then (it unmaps right after; job_free waits for that); for
+         * FAILED and CANCELLED it does not.
          * Must not block or call back into the engine for this job except
          * job_get_status.  NULL = no callback. */
         void (*on_done)(struct job *job, void *arg);
@@ -142,8 +140,7 @@ struct job_status {
 int engine_submit(struct engine *e, const struct job_spec *spec, struct job **ret);
 void job_get_status(struct job *j, struct job_status *ret);
 /* Stop at the next chunk boundary; returns once no worker touches the
- * mapping any more (the mapping is unmapped; of a job that had finished
- * DONE on its own, see on_done).  on_done has run when it returns
+ * mapping any more (the mapping is unmapped).  on_done has run when it returns
  * (in this thread, unless the job was already finishing on its own), so do not
  * hold a lock that on_done takes.  Safe against the job finishing at the same
  * moment.  No effect on a finished job. */

@@ -35,9 +35,7 @@
  * phase of a job (sum the placement checks, munmap, on_done) is run by
  * exactly one thread, the one that set `finishing`: the worker that accounts
  * for the job's last chunk, or the thread in job_cancel.  It sets `complete`
- * after on_done has returned (and after the munmap, except for a job that
- * succeeded: its worker unmaps from a copy of the address after `complete`,
- * touching the job no more); from then on no engine thread touches the job, and
+ * after on_done has returned and the mapping is gone; from then on no engine thread touches the job, and
  * job_free may free it.  engine_free cuts loose the jobs the caller has not
  * freed yet (n = NULL), so that job_free only frees them. */
 #pragma once

@@ -4,8 +4,7 @@
  * queue, where the node's workers (engine.c) take its chunks.  Whoever
  * finishes the job (the worker that completes its last chunk, or the thread
  * in job_cancel) does the rest outside the lock: sum the placement checks,
- * munmap and on_done (on_done first when the job succeeded, the munmap then
- * coming after the job is complete).  `finishing` makes sure exactly one of them does, and
+ * munmap and on_done (on_done first when the job succeeded).  `finishing` makes sure exactly one of them does, and
  * `complete` tells job_cancel/job_free that no engine thread will touch the
  * job again (engine_internal.h has the rules).
  *
@@ -160,20 +159,17 @@ static void job_complete(struct job *j)
 /* Final phase of a job whose chunks are all done or that failed: runs
  * unlocked, in the worker that did the last chunk.
  *
- * A job that succeeded is announced (state, finished_ns, on_done) and
- * marked complete before its mapping goes: every page is in the file by
- * then, and tearing down the page table of 4 GiB took 1.5 ms here, on the
- * path from the last chunk to the client seeing ready (the daemon frees the
- * job before it announces the pool).  The worker unmaps from its own copy
- * of the address afterwards, touching nothing of the job, which may be
- * freed by then; engine_free joins the workers, so the engine outlives the
- * munmap.  A failed job unmaps first: its mapping may still hold a
- * reservation for pages it never got, which a retry would need. */
+ * A job that succeeded is announced (state, finished_ns, on_done) before
+ * its mapping goes: every page is in the file by then, and tearing down the
+ * page table of 4 GiB took 1.5 ms here, which the caller can spend telling
+ * its client the pool is ready.  The job is complete, and job_free returns,
+ * only after the munmap, so whoever truncates the file after job_free finds
+ * its pages freed at once (a page still mapped here would go back to the
+ * kernel only at our munmap).  A failed job unmaps first: its mapping may
+ * still hold a reservation for pages it never got, which a retry needs. */
 void job_finish(struct job *j)
 {
         const struct engine *e = j->n->e;
-        uint8_t *map = j->map;
-        uint64_t len = j->len;
         uint64_t off = 0;
         bool verified = false;
         int error;
@@ -187,10 +183,11 @@ void job_finish(struct job *j)
         pthread_mutex_unlock(&j->n->lock);
 
         if (error != 0)
-                e->ops.munmap(map, len);
+                e->ops.munmap(j->map, j->len);
 
         pthread_mutex_lock(&j->n->lock);
-        j->map = NULL;
+        if (error != 0)
+                j->map = NULL;
         j->state = error == 0 ? JOB_DONE : JOB_FAILED;
         j->verified = verified;
         j->pages_off_node = verified ? off : 0;
@@ -199,10 +196,14 @@ void job_finish(struct job *j)
 
         if (j->spec.on_done)
                 j->spec.on_done(j, j->spec.arg);
+
+        if (error == 0) {
+                e->ops.munmap(j->map, j->len);
+                pthread_mutex_lock(&j->n->lock);
+                j->map = NULL;
+                pthread_mutex_unlock(&j->n->lock);
+        }
         job_complete(j);
-        /* J may be gone from here on. */
-        if (error == 0)
-                e->ops.munmap(map, len);
 }
 
 void job_cancel(struct job *j)

@@ -4,6 +4,12 @@ thread count for every contender.
 
   (a) hpwarmd warm: client-observed wall time from PUT /v1/pools/NAME to the
       answer of GET ...?wait=ready (the long-poll), then DELETE (not timed);
+      both requests over one keep-alive connection made before the clock,
+      as libhpwarm (the hpwarm CLI) talks to the daemon;
+ (a0) the same with a new connection per request, made inside the clock (a
+      row for comparison: the daemon's HTTP library maps and unmaps a
+      buffer per connection, and mid-warm that waits for the populates'
+      mmap lock and stalls them);
   (b) populate_ideal: the same MADV_POPULATE_WRITE over a file of the same
       size with the same threads and nothing else (its own mmap..munmap
       clock), the threads created and parked on a barrier before the clock
@@ -269,8 +275,18 @@ class Daemon:
             self.stop()
             raise BenchError("hpwarmd did not start:\n" + "\n".join(self.log[-20:]))
 
-    def request(self, method, path, body=None, timeout=900):
+    def connect(self, timeout=900):
+        """A keep-alive connection, connected now (libhpwarm keeps one per
+        handle: the PUT and the wait go over it)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn.connect()
+        return conn
+
+    def request(self, method, path, body=None, timeout=900, conn=None):
+        """Over CONN (kept open), or over a connection of its own."""
+        own = conn is None
+        if own:
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             hdrs = {}
             if body is not None:
@@ -281,17 +297,18 @@ class Daemon:
             data = r.read()
             return r.status, (json.loads(data) if data else None)
         finally:
-            conn.close()
+            if own:
+                conn.close()
 
-    def put_pool(self, name, size, threads):
+    def put_pool(self, name, size, threads, conn=None):
         st, body = self.request("PUT", "/v1/pools/" + name,
-                                {"node": 0, "size_bytes": size, "page_size": "2M", "threads": threads})
+                                {"node": 0, "size_bytes": size, "page_size": "2M", "threads": threads}, conn=conn)
         if st != 201:
             raise BenchError("PUT %s: %d %s" % (name, st, body))
         return body
 
-    def wait_ready(self, name):
-        st, body = self.request("GET", "/v1/pools/%s?wait=ready&timeout=300" % name)
+    def wait_ready(self, name, conn=None):
+        st, body = self.request("GET", "/v1/pools/%s?wait=ready&timeout=300" % name, conn=conn)
         if st != 200 or body.get("state") != "ready":
             raise BenchError("wait %s: %d %s" % (name, st, body))
         return body
@@ -324,11 +341,21 @@ class Daemon:
 
 # -- phases ------------------------------------------------------------------
 
-def warm_a(d, name, size, threads):
-    t0 = time.perf_counter()
-    d.put_pool(name, size, threads)
-    p = d.wait_ready(name)
-    wall = time.perf_counter() - t0
+def warm_a(d, name, size, threads, keepalive=True):
+    """PUT then ?wait=ready, timed.  KEEPALIVE: both over one connection
+    made before the clock starts, as libhpwarm (the hpwarm CLI) does; else
+    each over a connection of its own, made and closed inside the clock (the
+    daemon then maps and unmaps a connection buffer mid-warm, which waits
+    for the populates' mmap lock: the (a0) row)."""
+    conn = d.connect() if keepalive else None
+    try:
+        t0 = time.perf_counter()
+        d.put_pool(name, size, threads, conn=conn)
+        p = d.wait_ready(name, conn=conn)
+        wall = time.perf_counter() - t0
+    finally:
+        if conn:
+            conn.close()
     if p.get("bytes_done") != size or not (p.get("placement") or {}).get("verified"):
         raise BenchError("pool %s not fully warm/verified: %s" % (name, p))
     return wall, p
@@ -499,10 +526,15 @@ def measure(args, mnt, res):
 
     d = Daemon(args.hpwarmd, pool_dir, threads)
     try:
-        r = {k: [] for k in ("a", "a_server", "b", "b_wall", "b0", "c_wall", "d_wall", "base",
+        r = {k: [] for k in ("a", "a_server", "a0", "b", "b_wall", "b0", "c_wall", "d_wall", "base",
                                 "c_strace", "d_strace", "delete")}
 
         def do_a(rnd):
+            # (a0) first: fresh connections per request, its own pool.
+            name = "bench-a0-%d" % rnd
+            wall, _ = warm_a(d, name, size, threads, keepalive=False)
+            r["a0"].append(wall)
+            d.delete(name)
             name = "bench-a-%d" % rnd
             wall, p = warm_a(d, name, size, threads)
             r["a"].append(wall)
@@ -686,6 +718,8 @@ def report(args, res, cmdline):
     rows, checks, notes = [], [], list(res.get("notes", []))
     rows.append(("(a) hpwarmd PUT->ready (client wall)", a))
     rows.append(("    hpwarmd elapsed_seconds (server)", median(r["a_server"])))
+    if r.get("a0"):
+        rows.append(("(a0) the same, a new connection per request", median(r["a0"])))
     rows.append(("(b) populate_ideal, threads parked (mmap..munmap)", b))
     rows.append(("    populate_ideal (process wall)", median(r["b_wall"])))
     rows.append(("(b0) populate_ideal --spawn (threads made in clock)", median(r["b0"])))
