@@ -63,6 +63,54 @@ uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size)
         return pages;
 }
 
+/* How often pools_node_counts reads again when a warm moved between its
+ * reads.  A chunk ends every few milliseconds per worker at most while a
+ * read of the counters takes microseconds, so two tries nearly always
+ * settle; the bound only keeps a node with many tiny chunks from holding
+ * admission, and running out of tries costs a conservative count, never a
+ * wrong one. */
+#define ADMIT_SNAPSHOT_TRIES 16
+
+/* Still needed first, the kernel's counts, still needed again: a chunk that
+ * ends between the reads took its pages out of `free` and out of what is
+ * still needed, and counting it in both would refuse pages that are there
+ * (issue 11 item 5).  What is still needed only falls while admit_lock is
+ * held (a warm starts only under it) and falls only after the kernel took
+ * the pages, so the count read before `free` is never below the truth:
+ * when both reads agree it is exact up to the chunks still in flight (the
+ * engine counts a chunk when its populate returns); when they never agree,
+ * the larger one is kept, which refuses at worst, never over-admits. */
+int pools_node_counts(struct pools *p, int node, uint64_t page_size, struct hp_counts *ret_hp,
+                      uint64_t *ret_needed)
+{
+        uint64_t before, after;
+        struct hp_counts hp;
+        int r;
+
+        pthread_mutex_lock(&p->lock);
+        before = pools_pages_still_needed(p, node, page_size);
+        pthread_mutex_unlock(&p->lock);
+        for (unsigned tries = 1;; tries++) {
+                r = topo_read_hugepages(p->cfg.fs, node, page_size, &hp);
+                if (r < 0)
+                        return r;
+                pthread_mutex_lock(&p->lock);
+                after = pools_pages_still_needed(p, node, page_size);
+                pthread_mutex_unlock(&p->lock);
+                if (after == before)
+                        break;
+                if (tries == ADMIT_SNAPSHOT_TRIES) {
+                        if (after > before)
+                                before = after;
+                        break;
+                }
+                before = after;
+        }
+        *ret_hp = hp;
+        *ret_needed = before;
+        return 0;
+}
+
 /* ---- reservations ---- */
 
 void pools_count_reservation(struct pools *p, int r, const struct reserve_result *res)
@@ -193,20 +241,15 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
         /* A shrink below the pages in use: stock files of the node give
          * their pages back first (refills, then ready files), when that
          * lets the shrink complete; the stock never makes it fall short. */
-        pthread_mutex_lock(&p->lock);
-        needed = pools_pages_still_needed(p, req->node, req->page_size);
-        pthread_mutex_unlock(&p->lock);
-        if (topo_read_hugepages(p->cfg.fs, req->node, req->page_size, &hp) == 0 && req->count < hp.total) {
+        if (pools_node_counts(p, req->node, req->page_size, &hp, &needed) == 0 && req->count < hp.total) {
                 uint64_t held = (hp.total > hp.free ? hp.total - hp.free : 0) + needed;
                 if (req->count < held)
                         (void)pools_stock_make_room(p, req->node, req->page_size, held - req->count);
         }
-        /* Progress before counts, as in pools_admit(). */
-        pthread_mutex_lock(&p->lock);
-        needed = pools_pages_still_needed(p, req->node, req->page_size);
-        pthread_mutex_unlock(&p->lock);
-        r = needed > 0 ? topo_read_hugepages(p->cfg.fs, req->node, req->page_size, &hp) : 0;
+        r = pools_node_counts(p, req->node, req->page_size, &hp, &needed);
         if (r < 0) {
+                /* An unknown node or unreadable counters: nothing written. */
+                pools_count_reservation(p, r, &(struct reserve_result){0});
                 pthread_mutex_unlock(&p->admit_lock);
                 return r;
         }
@@ -251,74 +294,73 @@ static bool spec_differs(const struct journal_pool *r, const struct pool_req *re
         return true;
 }
 
-/* Put back a growth pools_admit made for a pool it then could not admit:
- * the node's count to PREVIOUS (never below its pages in use plus what
- * warming jobs still need, which count as free until faulted), and the
- * journal's record as it was (HAD: BEFORE, else none).  admit_lock held. */
-static void undo_grow(struct pools *p, int node, uint64_t page_size, uint64_t previous, bool had,
-                      uint64_t before)
+/* The node's count back to G->previous (never below its pages in use plus
+ * what warming jobs still need, which count as free until faulted), and the
+ * journal's record as it was.  admit_lock held. */
+void pools_undo_growth(struct pools *p, const struct pools_growth *g)
 {
-        struct reserve_req back = { .node = node, .page_size = page_size, .count = previous,
+        struct reserve_req back = { .node = g->node, .page_size = g->page_size, .count = g->previous,
                                     .allow_partial = true };
         struct reserve_result res;
         struct hp_counts hp;
         uint64_t needed;
         int r;
 
-        pthread_mutex_lock(&p->lock);
-        needed = pools_pages_still_needed(p, node, page_size);
-        pthread_mutex_unlock(&p->lock);
-        if (topo_read_hugepages(p->cfg.fs, node, page_size, &hp) == 0) {
+        if (!g->grew)
+                return;
+        if (pools_node_counts(p, g->node, g->page_size, &hp, &needed) == 0) {
                 uint64_t keep = (hp.total > hp.free ? hp.total - hp.free : 0) + needed;
                 if (back.count < keep)
                         back.count = keep < hp.total ? keep : hp.total;
         }
         r = reserve_apply(p->cfg.fs, &back, &res);
         pthread_mutex_lock(&p->lock);
-        if (had)
-                (void)record_reservation(p, node, page_size, before);
+        if (g->had_record)
+                (void)record_reservation(p, g->node, g->page_size, g->record);
         else
-                forget_reservation(p, node, page_size);
+                forget_reservation(p, g->node, g->page_size);
         pthread_mutex_unlock(&p->lock);
         int q = pools_save(p);
         if (r < 0 || q < 0)
-                log_err("pools: putting node %d back to %" PRIu64 " pages after a refused create: %s",
-                        node, previous, strerror(r < 0 ? -r : -q));
+                log_err("pools: putting node %d back to %" PRIu64 " pages after a failed create: %s",
+                        g->node, g->previous, strerror(r < 0 ? -r : -q));
         else
-                log_info("pools: node %d back to %" PRIu64 " %" PRIu64 "-byte pages: the pool that needed "
-                         "more was not admitted", node, res.total, page_size);
+                log_info("pools: node %d back to %" PRIu64 " %" PRIu64 "-byte pages: the pool they were "
+                         "grown for was not created", g->node, res.total, g->page_size);
 }
 
 /* Node NODE must have PAGES free pages of PAGE_SIZE beyond what warming jobs
- * still need; grow its pool when RESERVE.  admit_lock held.  0 or -ENOMEM
- * with ERR set (409 insufficient-hugepages), or a sysfs -errno (500).  A
- * growth for a pool that is then not admitted is undone (undo_grow). */
+ * still need; grow its pool by what is missing when RESERVE.  admit_lock
+ * held.  0 or -ENOMEM with ERR set (409 insufficient-hugepages), or a sysfs
+ * -errno (500).  A growth for a pool that is then not admitted is undone
+ * here; one for a pool admitted is described in *RET_GROWTH (NULL only
+ * without RESERVE) for the caller to undo if the create fails later. */
 int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve, bool give_way,
-                struct problem *err)
+                struct pools_growth *ret_growth, struct problem *err)
 {
+        struct pools_growth g = { .node = node, .page_size = page_size };
         struct hp_counts hp;
         uint64_t others, avail;
-        uint64_t grown_from = 0, record_before = 0;
-        bool grew = false, had_record = false;
         int r;
 
+        if (ret_growth)
+                *ret_growth = g;
         for (int attempt = 0;; attempt++) {
-                /* Progress first, then free: a page faulted in between is
-                 * at worst counted twice (still needed, and gone from free),
-                 * never missed.  The other order would count a page that a
-                 * job took in between as free and as no longer needed. */
-                pthread_mutex_lock(&p->lock);
-                others = pools_pages_still_needed(p, node, page_size);
-                pthread_mutex_unlock(&p->lock);
-                r = topo_read_hugepages(p->cfg.fs, node, page_size, &hp);
+                /* One consistent reading: a chunk that ends while the
+                 * counters are read is not counted as still needed and as
+                 * taken (pools_node_counts). */
+                r = pools_node_counts(p, node, page_size, &hp, &others);
                 if (r < 0) {
                         problem_raise(err, PROBLEM_SYSFS_ERROR, "reading node %d hugepage counters: %s", node,
                                       strerror(-r));
                         return r;
                 }
                 avail = hp.free > others ? hp.free - others : 0;
-                if (avail >= pages)
+                if (avail >= pages) {
+                        if (ret_growth)
+                                *ret_growth = g;
                         return 0;
+                }
                 /* Stock pages count as available: stock files of the node
                  * go before anything is refused or reserved. */
                 if (give_way) {
@@ -329,8 +371,7 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                         }
                 }
                 if (!reserve || attempt > 0) {
-                        if (grew)
-                                undo_grow(p, node, page_size, grown_from, had_record, record_before);
+                        pools_undo_growth(p, &g);
                         problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
                                       "node %d needs %" PRIu64 " free pages of %" PRIu64 " bytes; it has %" PRIu64
                                       " free, of which %" PRIu64 " are still to be taken by other warming pools%s",
@@ -348,12 +389,12 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                 };
                 struct reserve_result res = {0};
                 pthread_mutex_lock(&p->lock);
-                had_record = find_reservation(p, node, page_size, &record_before);
+                g.had_record = find_reservation(p, node, page_size, &g.record);
                 pthread_mutex_unlock(&p->lock);
                 r = reserve_locked(p, &rq, rq.count, &res);
                 if (r == 0) {
-                        grew = true;
-                        grown_from = res.previous;
+                        g.grew = true;
+                        g.previous = res.previous;
                 }
                 if (r < 0) {
                         char why[160];
@@ -536,6 +577,7 @@ static int check_registry(struct pools *p, const struct pool_req *req, struct po
 
 int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *ret, struct problem *err)
 {
+        struct pools_growth growth = {0};
         struct pool *pool = NULL;
         int r;
 
@@ -555,7 +597,8 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         r = pools_stock_take(p, req, ret, err);
         if (r != 0)
                 goto out_unlock;
-        r = pools_admit(p, req->node, req->page_size, req->size_bytes / req->page_size, req->reserve, true, err);
+        r = pools_admit(p, req->node, req->page_size, req->size_bytes / req->page_size, req->reserve, true,
+                        &growth, err);
         if (r < 0)
                 goto out_unlock;
 
@@ -563,7 +606,7 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         if (!pool) {
                 r = -ENOMEM;
                 problem_raise(err, PROBLEM_INTERNAL_ERROR, "out of memory");
-                goto out_unlock;
+                goto out_ungrow;
         }
         pool->owner = p;
         pool->fd = -1;
@@ -636,12 +679,17 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
 
 out_drop:
         pools_abandon(p, pool, true);
-        goto out_unlock;
+        goto out_ungrow;
 out_unlink:
         pools_abandon(p, pool, false);
-        goto out_unlock;
+        goto out_ungrow;
 out_free:
         free(pool);
+out_ungrow:
+        /* The pool the node was grown for does not exist: neither does
+         * the growth (issue 11 item 5).  Its file is gone first, so its
+         * pages count as free again. */
+        pools_undo_growth(p, &growth);
 out_unlock:
         pthread_mutex_unlock(&p->admit_lock);
         return r;

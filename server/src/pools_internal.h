@@ -188,11 +188,34 @@ void pools_stop_upkeep(struct pools *p);
 /* ---- admission (pools_admit.c) ---- */
 /* Pages that warming pools on (NODE, PAGE_SIZE) have yet to take; `lock` held. */
 uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size);
+/* The node's counters and the pages warming jobs there still need, read so
+ * that a chunk ending in between is not counted both as needed and as
+ * taken (what every admission, reservation and refill decides on; takes
+ * `lock` itself, admit_lock held).  0 or topo_read_hugepages' -errno. */
+int pools_node_counts(struct pools *p, int node, uint64_t page_size, struct hp_counts *ret_hp,
+                      uint64_t *ret_needed);
+/* A growth of a node's pool that "reserve": true made for a create, kept
+ * until the create is done so a create that fails after admission can put
+ * it back. */
+struct pools_growth {
+        bool grew;
+        int node;
+        uint64_t page_size;
+        uint64_t previous;    /* the node's count before the growth */
+        bool had_record;      /* the journal's reservation before: RECORD, or none */
+        uint64_t record;
+};
 /* admit_lock held. */
 /* GIVE_WAY: remove stock files of the node and page size before refusing
- * or reserving (never at start-up, which walks the registry). */
+ * or reserving (never at start-up, which walks the registry).  A growth
+ * that still did not admit is undone here; one that did is returned in
+ * *RET_GROWTH (NULL only without RESERVE). */
 int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve, bool give_way,
-                struct problem *err);
+                struct pools_growth *ret_growth, struct problem *err);
+/* Put back G's growth if there was one: the count (never below the pages
+ * in use plus what warms still need) and the journal's record (admit_lock
+ * held; call it after the failed create's file is gone). */
+void pools_undo_growth(struct pools *p, const struct pools_growth *g);
 void pools_count_reservation(struct pools *p, int r, const struct reserve_result *res);
 /* Create POOL's file at POOL->path (O_EXCL, mode, group) with SIZE bytes;
  * on success POOL->fd is open and file_dev/file_ino name the file (what the

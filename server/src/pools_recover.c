@@ -178,7 +178,7 @@ static void reconcile(struct pools *p, struct pool *pool)
         /* Pages already in the file are ours; only the rest must be free. */
         struct problem err = {0};
         uint64_t need = present < r->size_bytes ? (r->size_bytes - present) / r->page_size : 0;
-        if (pools_admit(p, r->node, r->page_size, need, false, false, &err) < 0) {
+        if (pools_admit(p, r->node, r->page_size, need, false, false, NULL, &err) < 0) {
                 close(fd);
                 pool->fd = -1;
                 unlink(pool->path);
@@ -229,7 +229,7 @@ static bool reconcile_stock(struct pools *p, struct pool *pool)
                 goto drop;
         pool->present_at_start = present < r->size_bytes ? present : r->size_bytes;
         uint64_t need = present < r->size_bytes ? (r->size_bytes - present) / r->page_size : 0;
-        if (pools_admit(p, r->node, r->page_size, need, false, false, &err) < 0)
+        if (pools_admit(p, r->node, r->page_size, need, false, false, NULL, &err) < 0)
                 goto drop;
         pool->fd = fd;
         q = pools_start_job(p, pool);

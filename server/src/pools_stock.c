@@ -294,10 +294,7 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
         struct pool *pool;
         int r;
 
-        pthread_mutex_lock(&p->lock);
-        others = pools_pages_still_needed(p, t->node, t->page_size);
-        pthread_mutex_unlock(&p->lock);
-        r = topo_read_hugepages(p->cfg.fs, t->node, t->page_size, &hp);
+        r = pools_node_counts(p, t->node, t->page_size, &hp, &others);
         if (r < 0)
                 return r;
         if (hp.free < others || hp.free - others < pages)
@@ -448,10 +445,12 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
         old_size = pool->rec.size_bytes;
         /* Only the part it gains needs free pages. */
         struct problem admit_err = {0};
+        struct pools_growth growth;
         /* No giving way here: it would wait for the row we hold.  A
-         * refusal falls back to an ordinary create, which gives way. */
+         * refusal falls back to an ordinary create, which gives way.  A
+         * growth ("reserve") is put back on every way out but success. */
         if (pools_admit(p, req->node, req->page_size, (req->size_bytes - old_size) / req->page_size, req->reserve,
-                        false, &admit_err) < 0) {
+                        false, &growth, &admit_err) < 0) {
                 pools_release(p, pool);
                 return 0;
         }
@@ -462,6 +461,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
                 log_warn("pools: cannot hand out stock file %s as %s: %s", pool->rec.name, req->name,
                          errno ? strerror(errno) : "a file of that name exists");
                 pools_release(p, pool);
+                pools_undo_growth(p, &growth);
                 return 0;
         }
         fd = open(new_path, O_RDWR | O_CLOEXEC);
@@ -477,6 +477,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
                         pools_release(p, pool);
                 else if (pools_remove(p, pool, RELEASE_NONE) < 0)
                         pools_release(p, pool);
+                pools_undo_growth(p, &growth);
                 return r;
         }
 
@@ -508,6 +509,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
                               "starting the warm of the part %s gained: %s", req->name, strerror(-r));
                 if (pools_remove(p, pool, RELEASE_NONE) < 0)
                         pools_release(p, pool);
+                pools_undo_growth(p, &growth);
                 return r;
         }
         return handed_out(p, pool, &p->stats.stock_partial_hits, ret);
