@@ -3,7 +3,8 @@
  * hugetlb reservations are global, not per node, so the kernel cannot say
  * whether a node-bound warm will find its pages: admission counts them
  * itself, as the node's free pages minus what warming jobs there have yet
- * to fault in, under admit_lock so two creates never count the same pages.
+ * to fault in (one consistent reading of both: pools_need.c), under
+ * admit_lock so two creates never count the same pages.
  * Reservations (PUT /v1/nodes/{id}/hugepages/{size} and "reserve": true)
  * go through the same lock, so a growth and a warm never interleave, and
  * are recorded in the journal to be re-applied at start (pools_recover.c). */
@@ -22,94 +23,6 @@
 
 /* Pool files: the VMM's group may open them, nobody else. */
 #define POOL_FILE_MODE 0660
-
-
-/* Pages that warming pools and stock refills on (NODE, PAGE_SIZE) have yet
- * to take. */
-uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size)
-{
-        uint64_t pages = 0;
-
-        for (size_t i = 0; i < p->n_pools; i++) {
-                struct pool *o = p->pools[i];
-                const struct journal_pool *r = pools_latest(o);
-                uint64_t done = 0;
-
-                if (o->hold == POOL_REMOVING || r->node != node || r->page_size != page_size ||
-                    (r->state != POOL_WARMING && r->state != POOL_STOCK_WARMING))
-                        continue;
-                if (o->job) {
-                        struct job_status st;
-                        job_get_status(o->job, &st);
-                        /* Finished, not yet collected (upkeep is busy, or
-                         * not started yet at start-up): it takes nothing
-                         * more; its pages are already out of `free`. */
-                        if (st.state != JOB_RUNNING)
-                                continue;
-                        /* A grown stock file's job covers only the part it gained. */
-                        done = o->job_offset + st.bytes_done;
-                } else if (o->hold == POOL_CREATING) {
-                        done = 0;
-                } else {
-                        continue; /* not running: takes nothing now */
-                }
-                /* A resumed job re-walks pages its file already holds (they
-                 * are not free any more); the job's own count starts at 0. */
-                if (done < o->present_at_start)
-                        done = o->present_at_start;
-                if (done < r->size_bytes)
-                        pages += (r->size_bytes - done) / page_size;
-        }
-        return pages;
-}
-
-/* How often pools_node_counts reads again when a warm moved between its
- * reads.  A chunk ends every few milliseconds per worker at most while a
- * read of the counters takes microseconds, so two tries nearly always
- * settle; the bound only keeps a node with many tiny chunks from holding
- * admission, and running out of tries costs a conservative count, never a
- * wrong one. */
-#define ADMIT_SNAPSHOT_TRIES 16
-
-/* Still needed first, the kernel's counts, still needed again: a chunk that
- * ends between the reads took its pages out of `free` and out of what is
- * still needed, and counting it in both would refuse pages that are there
- * (issue 11 item 5).  What is still needed only falls while admit_lock is
- * held (a warm starts only under it) and falls only after the kernel took
- * the pages, so the count read before `free` is never below the truth:
- * when both reads agree it is exact up to the chunks still in flight (the
- * engine counts a chunk when its populate returns); when they never agree,
- * the larger one is kept, which refuses at worst, never over-admits. */
-int pools_node_counts(struct pools *p, int node, uint64_t page_size, struct hp_counts *ret_hp,
-                      uint64_t *ret_needed)
-{
-        uint64_t before, after;
-        struct hp_counts hp;
-        int r;
-
-        pthread_mutex_lock(&p->lock);
-        before = pools_pages_still_needed(p, node, page_size);
-        pthread_mutex_unlock(&p->lock);
-        for (unsigned tries = 1;; tries++) {
-                r = topo_read_hugepages(p->cfg.fs, node, page_size, &hp);
-                if (r < 0)
-                        return r;
-                pthread_mutex_lock(&p->lock);
-                after = pools_pages_still_needed(p, node, page_size);
-                pthread_mutex_unlock(&p->lock);
-                if (after == before)
-                        break;
-                if (tries == ADMIT_SNAPSHOT_TRIES) {
-                        if (after > before)
-                                before = after;
-                        break;
-                }
-                before = after;
-        }
-        *ret_hp = hp;
-        *ret_needed = before;
-        return 0;
-}
 
 /* ---- reservations ---- */
 

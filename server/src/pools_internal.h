@@ -7,6 +7,8 @@
  *   pools_jobs.c     warm jobs and the upkeep thread (finished jobs, TTL expiry,
  *                    owner exits, the unmapped sweep)
  *   pools_admit.c    admission, reservations and pools_create
+ *   pools_need.c     what warms still need, read consistently with the
+ *                    node's counters (admission's one reading)
  *   pools_dir.c      pool directories: mount checks, marker, orphans
  *   pools_recover.c  start-up: journal load, reconcile, re-applied reservations
  *   pools_stock.c    stock targets, refills, hand-outs, making room
@@ -185,15 +187,20 @@ void pools_kick(struct pools *p);
 int pools_start_upkeep(struct pools *p);
 void pools_stop_upkeep(struct pools *p);
 
-/* ---- admission (pools_admit.c) ---- */
-/* Pages that warming pools on (NODE, PAGE_SIZE) have yet to take; `lock` held. */
+/* ---- what warms still need (pools_need.c) ---- */
+/* Pages that warming pools on (NODE, PAGE_SIZE) have yet to take by their
+ * jobs' counters alone (late by up to a chunk per worker); `lock` held. */
 uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size);
-/* The node's counters and the pages warming jobs there still need, read so
- * that a chunk ending in between is not counted both as needed and as
- * taken (what every admission, reservation and refill decides on; takes
- * `lock` itself, admit_lock held).  0 or topo_read_hugepages' -errno. */
+/* The node's counters and the pages warming jobs there still need (by
+ * their counters and their files' blocks), read so that a page faulted in
+ * meanwhile is not counted both as needed and as taken, and never as free
+ * and as no longer needed: what every admission, reservation and refill
+ * decides on.  admit_lock held, no other lock (takes `lock` itself; stats
+ * pool files outside it).  0 or topo_read_hugepages' -errno. */
 int pools_node_counts(struct pools *p, int node, uint64_t page_size, struct hp_counts *ret_hp,
                       uint64_t *ret_needed);
+
+/* ---- admission (pools_admit.c) ---- */
 /* A growth of a node's pool that "reserve": true made for a create, kept
  * until the create is done so a create that fails after admission can put
  * it back. */

@@ -2,11 +2,13 @@
  * pools_env.h's environment, with two seams:
  *
  * - the sysfs hook below makes the fixture answer nr_hugepages writes as the
- *   kernel does (free pages follow the count), and can let one chunk of a
- *   warm through the fake engine's gate (fake_gate_step) exactly while
- *   admission reads node 0's free counter, the kernel's free count dropping
- *   by the chunk's pages: a chunk that ends between admission's reads,
- *   reproduced without a timer (issue 11 item 5);
+ *   kernel does (free pages follow the count), and, exactly while admission
+ *   reads node 0's free counter, can let one chunk of a warm through the
+ *   fake engine's gate (fake_gate_step) or fault one page into a warm's
+ *   file (fallocate on the tmpfs stand-in raises st_blocks as a hugetlbfs
+ *   fault does), the kernel's free count dropping by those pages: a chunk
+ *   that ends, or a page faulted in, between admission's reads, reproduced
+ *   without a timer (issue 11 item 5);
  * - an mbind that fails on demand, so a create fails after it was admitted
  *   (its warm cannot start).
  * No test here sleeps for an outcome: each step waits for its condition. */
@@ -28,7 +30,10 @@
 
 static struct {
         const char *step_path;  /* at the next read of this counter ... */
-        uint64_t step_pages;    /* ... one chunk ends and takes this many free pages */
+        uint64_t step_pages;    /* ... one chunk ends and takes this many free pages, */
+        const char *fault_file; /* ... or this file gains one page, at ... */
+        uint64_t fault_at;      /* ... this offset, and free loses it */
+        bool fault_after;       /* the fault comes just after the read returned */
         bool stepped;
         bool frozen;            /* writes to nr_hugepages bring no free page */
 } fk;
@@ -47,13 +52,34 @@ static bool ends_with(const char *s, const char *tail)
         return n >= t && strcmp(s + n - t, tail) == 0;
 }
 
+/* What a fault does to the file: one more page present (st_blocks). */
+static void fault_page(const char *path, uint64_t offset)
+{
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+
+        CHECK(fd >= 0);
+        CHECK_INT(fallocate(fd, 0, (off_t)offset, (off_t)PAGE), ==, 0);
+        close(fd);
+}
+
 static int fk_read(const struct sysfs *fs, const char *path, uint64_t *ret, void *userdata)
 {
+        if (fk.fault_after && fk.step_path && strcmp(path, fk.step_path) == 0) {
+                int r = sysfs_default_ops.read_u64(fs, path, ret, userdata);
+                fk.fault_after = false; /* then as below */
+                CHECK_INT(fk_read(fs, path, &(uint64_t){0}, userdata), ==, 0);
+                return r;
+        }
         if (fk.step_path && strcmp(path, fk.step_path) == 0) {
                 uint64_t free_;
 
                 fk.step_path = NULL;
-                CHECK_INT(fake_gate_step(10), ==, 0);
+                if (fk.fault_file) {
+                        fault_page(fk.fault_file, fk.fault_at);
+                        fk.step_pages = 1;
+                } else {
+                        CHECK_INT(fake_gate_step(10), ==, 0);
+                }
                 CHECK_INT(sysfs_default_ops.read_u64(fs, path, &free_, NULL), ==, 0);
                 CHECK_U64(free_, >=, fk.step_pages);
                 CHECK_INT(sysfs_default_ops.write_u64(fs, path, free_ - fk.step_pages, NULL), ==, 0);
@@ -208,6 +234,84 @@ TEST(nothing_counted_free_twice)
         CHECK(strstr(err.detail, "10 free"));
         CHECK(strstr(err.detail, "10 are still to be taken"));
         CHECK(!file_exists(&e, "c"));
+        const char *names[] = { "a", "b" };
+        finish(&e, p, names, ARRAY_SIZE(names));
+}
+
+/* A chunk in flight: its populate has faulted 1 of its 2 pages (the page
+ * left `free`, 11 now, and the file's blocks show it) and has not returned,
+ * so the job's count still says 0.  Counting by the job alone, "a" needs 8
+ * and 3 are left: the page is counted twice.  By the file, "a" needs 7 and
+ * 4 pages are admissible, as before the fault. */
+TEST(page_of_chunk_in_flight_is_counted_once)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("b", 0, 4);
+        char a_path[256];
+        struct pools *p = start_with_a_warming(&e);
+
+        snprintf(a_path, sizeof(a_path), "%s/a", e.mount);
+        fault_page(a_path, 0);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "11\n");
+        CHECK_U64(bytes_done(p, "a"), ==, 0);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        /* And nothing more: 7 + 4 still needed, 11 free. */
+        r = req("c", 0, 1);
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
+        CHECK(strstr(err.detail, "11 are still to be taken"));
+        const char *names[] = { "a", "b" };
+        finish(&e, p, names, ARRAY_SIZE(names));
+}
+
+/* The same page faulted in while admission reads the counters: the blocks
+ * read before say 8 needed, the free count says 11, the blocks after say 7;
+ * the reading is taken again (7 and 11), and 4 pages are admitted. */
+TEST(page_faulted_between_reads_is_counted_once)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("b", 0, 4);
+        char a_path[256];
+        struct pools *p = start_with_a_warming(&e);
+
+        snprintf(a_path, sizeof(a_path), "%s/a", e.mount);
+        fk.step_path = HP_DIR(0) "free_hugepages";
+        fk.fault_file = a_path;
+        fk.fault_at = 0;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK(fk.stepped);
+        CHECK_U64(counter(&e, HP_DIR(0) "free_hugepages"), ==, 11);
+        const char *names[] = { "a", "b" };
+        finish(&e, p, names, ARRAY_SIZE(names));
+}
+
+/* The other order: the page is faulted just after free_hugepages was read
+ * (12).  A need read after that (7) must not be set against that free
+ * count: 5 pages would look admissible while only 4 are (12 - 8 before the
+ * fault, 11 - 7 after).  The reading is taken again, and 5 are refused. */
+TEST(page_faulted_after_free_read_is_not_counted_free)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("b", 0, 5);
+        char a_path[256];
+        struct pools *p = start_with_a_warming(&e);
+
+        snprintf(a_path, sizeof(a_path), "%s/a", e.mount);
+        fk.step_path = HP_DIR(0) "free_hugepages";
+        fk.fault_file = a_path;
+        fk.fault_after = true;
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
+        CHECK(fk.stepped);
+        CHECK(strstr(err.detail, "11 free"));
+        CHECK(strstr(err.detail, "7 are still to be taken"));
+        CHECK(!file_exists(&e, "b"));
+        r = req("b", 0, 4);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
         const char *names[] = { "a", "b" };
         finish(&e, p, names, ARRAY_SIZE(names));
 }
