@@ -428,6 +428,57 @@ TEST(growth_undone_when_warm_cannot_start)
         env_fini(&e);
 }
 
+/* The same for a partial hand-out from stock: node 1's 2-page stock file
+ * (7 free -> 5) is taken for an 8-page pool, the 6 pages it lacks need a
+ * growth of 1 (8 -> 9), and the warm of the part it gained cannot start:
+ * the file is gone (it was renamed to the pool's name), and so is the
+ * growth, in the kernel and in the journal. */
+TEST(growth_undone_when_partial_hand_out_fails)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("g", 1, 8);
+        struct journal_stock_target t = { .node = 1, .page_size = PAGE, .size_bytes = 2 * PAGE, .count = 1 };
+
+        admit_env_init(&e);
+        p = start(&e);
+        CHECK_INT(pools_set_stock(p, &t, 1, &err), ==, 0);
+        for (int tries = 0;; tries++) {
+                struct stock_view *sv = NULL;
+                size_t n = 0;
+                CHECK_INT(pools_get_stock(p, &sv, &n), ==, 0);
+                bool ready = n == 1 && sv[0].ready == 1;
+                free(sv);
+                if (ready)
+                        break;
+                CHECK(tries < 10000);
+                usleep(1000);
+        }
+        fixture_write(e.sys, HP_DIR(1) "free_hugepages", "5\n"); /* the stock file's 2 pages */
+
+        mbind_errno = EIO;
+        r.reserve = true;
+        CHECK(create(p, &r, &v, &err) < 0);
+        CHECK_STR(err.slug, "warm-start-failed");
+        CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 8);
+        CHECK_U64(counter(&e, HP_DIR(1) "free_hugepages"), ==, 5);
+        CHECK(!file_exists(&e, "g"));
+        CHECK_INT(pools_get(p, "g", &v), ==, -ENOENT);
+        struct journal *j = load(&e);
+        CHECK_U64(j->n_reservations, ==, 0);
+        CHECK(!jpool(j, "g"));
+        journal_free(j);
+        struct pools_stats s;
+        pools_get_stats(p, &s);
+        CHECK_U64(s.reservations_ok, ==, 1);
+        mbind_errno = 0;
+        pools_free(p);
+        sysfs_set_ops(e.fs, NULL, NULL);
+        env_fini(&e);
+}
+
 /* A refused create leaves a recorded reservation as it was too: 9 pages
  * would not be enough after the growth (the kernel gives none), so the 409
  * says the growth was undone, and the journal still says 8. */
