@@ -258,6 +258,8 @@ static void print_pool(const struct hpw_pool *p)
                (unsigned long long)p->pages_off_node);
         printf("claimed:    %s\n", p->claimed ? "yes" : "no");
         printf("expires:    %s\n", t3);
+        if (p->from_stock[0])
+                printf("from stock: %s\n", p->from_stock);
         if (p->error)
                 printf("error:      %s: %s%s%s\n", p->error->slug, p->error->title,
                        p->error->detail[0] ? ": " : "", p->error->detail);
@@ -421,11 +423,12 @@ static int warm_at(struct ctx *x, const char *name, int node, uint64_t size, uin
                 if (x->cli->json)
                         print_json(p->json);
                 else
-                        printf("%s: %s on node %d (%s)\n", p->name, created ? "created" : "exists", p->node,
-                               p->state_name);
+                        printf("%s: %s on node %d (%s%s%s)\n", p->name, created ? "created" : "exists", p->node,
+                               p->state_name, p->from_stock[0] ? ", from stock: " : "", p->from_stock);
         } else {
                 if (!x->cli->json)
-                        printf("%s: %s on node %d\n", p->name, created ? "created" : "exists", p->node);
+                        printf("%s: %s on node %d%s%s%s\n", p->name, created ? "created" : "exists", p->node,
+                               p->from_stock[0] ? " (from stock: " : "", p->from_stock, p->from_stock[0] ? ")" : "");
                 rc = do_wait(x, name, p);
         }
         hpw_pool_free(p);
@@ -583,6 +586,56 @@ static int cmd_health(struct ctx *x)
         return 0;
 }
 
+/* ---- stock ---- */
+
+#define STOCK_HEADER "NODE\tPAGE\tSIZE\tCOUNT\tREADY\tWARMING\tRECYCLING\tDEFICIT"
+
+static void print_stock(const struct hpw_stock *st)
+{
+        struct table *t = table_new(STOCK_HEADER);
+
+        for (size_t i = 0; i < st->n; i++) {
+                const struct hpw_stock_target *g = &st->targets[i];
+                char ps[32], sz[32];
+
+                fmt_ps(g->page_size_bytes, ps, sizeof(ps));
+                cli_format_bytes(g->size_bytes, sz, sizeof(sz));
+                table_addf(t, "%d\t%s\t%s\t%llu\t%llu\t%llu\t%llu\t%llu", g->node, ps, sz,
+                           (unsigned long long)g->count, (unsigned long long)g->ready,
+                           (unsigned long long)g->warming, (unsigned long long)g->recycling,
+                           (unsigned long long)g->deficit);
+        }
+        table_print(t, stdout);
+        table_free(t);
+}
+
+/* show: GET; set and clear: PUT of the whole list, then the daemon's answer
+ * (the new targets with their counts) as show would print it. */
+static int cmd_stock(struct ctx *x)
+{
+        const struct cli *c = x->cli;
+        struct hpw_stock *st = NULL;
+        const char *what = c->stock_op == STOCK_SHOW ? "stock" : c->stock_op == STOCK_SET ? "stock set" : "stock clear";
+        enum hpw_error err = c->stock_op == STOCK_SHOW ? hpw_stock_get(x->h, &st)
+                                                       : hpw_stock_set(x->h, c->stock, c->n_stock, &st);
+
+        if (err) {
+                int rc = fail(x, what, err);
+                /* The only 404 of GET /v1/stock is "no such route". */
+                if (err == HPW_E_NOT_FOUND && c->stock_op == STOCK_SHOW)
+                        fprintf(stderr, "hpwarm: stock: the daemon has no /v1/stock (older than stock support?)\n");
+                return rc;
+        }
+        if (c->json)
+                print_json(st->json);
+        else if (c->stock_op == STOCK_CLEAR && st->n == 0)
+                printf("stock: no targets (stock files are being removed)\n");
+        else
+                print_stock(st);
+        hpw_stock_free(st);
+        return 0;
+}
+
 /* ---- fleet ---- */
 
 static void print_unreachable(const struct hpw_fleet *f)
@@ -637,6 +690,67 @@ static void fleet_json(const struct hpw_fleet *f, enum cli_fleet what)
                 free(body);
         }
         printf("]}\n");
+}
+
+/* Fill each candidate's stock_ready: ask the hosts that answered /v1/nodes
+ * for /v1/stock (one more concurrent round, so dead hosts cost no second
+ * timeout) and count the ready files of exactly the requested size on the
+ * candidate's node and page size.  A host whose stock cannot be read (a
+ * daemon without stock answers 404) keeps 0: placed by free pages, which
+ * --verbose says. */
+static void fleet_stock(struct ctx *x, const struct hpw_fleet *f, struct place_cand *cand, size_t nc)
+{
+        const struct cli *c = x->cli;
+        const char **urls = calloc(f->n ? f->n : 1, sizeof(*urls));
+        size_t *idx = calloc(f->n ? f->n : 1, sizeof(*idx)), n = 0;
+        struct hpw_fleet *sf = NULL;
+        enum hpw_error err;
+
+        if (!urls || !idx) {
+                if (c->verbose)
+                        fprintf(stderr, "hpwarm: fleet place: out of memory: placing by free pages only\n");
+                goto out;
+        }
+        for (size_t i = 0; i < f->n; i++)
+                if (f->hosts[i].err == HPW_OK) {
+                        idx[n] = i;
+                        urls[n++] = f->hosts[i].url;
+                }
+        if (n == 0)
+                goto out;
+        err = hpw_fleet_get(x->h, urls, n, HPW_FLEET_STOCK, &sf);
+        if (err) {
+                if (c->verbose)
+                        fprintf(stderr, "hpwarm: fleet place: stock not asked (%s): placing by free pages only\n",
+                                hpw_strerror(err));
+                goto out;
+        }
+        for (size_t k = 0; k < n; k++) {
+                const struct hpw_fleet_host *sh = &sf->hosts[k];
+
+                if (sh->err != HPW_OK || !sh->stock) {
+                        if (c->verbose)
+                                fprintf(stderr, "hpwarm: fleet place: %s: no stock information (%s%s%s%s): free "
+                                        "pages only\n", sh->url, hpw_strerror(sh->err), sh->message[0] ? ", " : "",
+                                        sh->message, sh->err == HPW_E_NOT_FOUND ? "; a daemon without stock?" : "");
+                        continue;
+                }
+                for (size_t j = 0; j < nc; j++) {
+                        if (cand[j].host != idx[k])
+                                continue;
+                        for (size_t t = 0; t < sh->stock->n; t++) {
+                                const struct hpw_stock_target *g = &sh->stock->targets[t];
+
+                                if (g->node == cand[j].node && g->page_size_bytes == cand[j].page_size &&
+                                    g->size_bytes == c->size)
+                                        cand[j].stock_ready += g->ready;
+                        }
+                }
+        }
+out:
+        hpw_fleet_free(sf);
+        free(urls);
+        free(idx);
 }
 
 static int cmd_fleet(struct ctx *x)
@@ -705,6 +819,7 @@ static int cmd_fleet(struct ctx *x)
         /* place */
         struct place_cand *cand = NULL;
         size_t nc = 0, cap = 0, best;
+        enum place_why why;
         for (size_t i = 0; i < n; i++) {
                 const struct hpw_node_list *l = f->hosts[i].nodes;
                 for (size_t j = 0; l && j < l->n; j++)
@@ -730,7 +845,8 @@ static int cmd_fleet(struct ctx *x)
                         }
         }
         print_unreachable(f);
-        if (cli_place(cand, nc, c->size, c->page_size, &best) < 0) {
+        fleet_stock(x, f, cand, nc);
+        if (cli_place(cand, nc, c->size, c->page_size, &best, &why) < 0) {
                 char sz[32], ps[32];
                 cli_format_bytes(c->size, sz, sizeof(sz));
                 fmt_ps(c->page_size, ps, sizeof(ps));
@@ -742,16 +858,23 @@ static int cmd_fleet(struct ctx *x)
         {
                 const char *url = f->hosts[cand[best].host].url;
                 int node = cand[best].node;
-                uint64_t fr = cand[best].free;
+                uint64_t fr = cand[best].free, ready = cand[best].stock_ready;
+                char ps[32], sz[32];
 
                 free(cand);
+                fmt_ps(c->page_size, ps, sizeof(ps));
+                cli_format_bytes(c->size, sz, sizeof(sz));
                 if (c->json) {
                         printf("{\"url\":");
                         print_json_string(url, stdout);
-                        printf(",\"node\":%d,\"free\":%llu}\n", node, (unsigned long long)fr);
-                }
-                else {
-                        printf("%s node %d (%llu free pages)\n", url, node, (unsigned long long)fr);
+                        printf(",\"node\":%d,\"free\":%llu,\"why\":\"%s\",\"stock_ready\":%llu}\n", node,
+                               (unsigned long long)fr, why == PLACE_STOCK ? "stock" : "free",
+                               (unsigned long long)ready);
+                } else if (why == PLACE_STOCK) {
+                        printf("%s node %d (stock hit: %llu ready stock file%s of %s in %s pages on node %d)\n", url,
+                               node, (unsigned long long)ready, ready == 1 ? "" : "s", sz, ps, node);
+                } else {
+                        printf("%s node %d (free pages: %llu free %s pages)\n", url, node, (unsigned long long)fr, ps);
                 }
                 /* A choice among the hosts that answered: 7 when some did
                  * not (a better place may be among them); with --warm, the
@@ -852,6 +975,7 @@ int main(int argc, char **argv)
         case CMD_RELEASE: rc = cmd_release(&x); break;
         case CMD_HANDOFF: rc = cmd_handoff(&x); break;
         case CMD_FLEET: rc = cmd_fleet(&x); break;
+        case CMD_STOCK: rc = cmd_stock(&x); break;
         default: rc = CLI_EXIT_USAGE; break;
         }
         hpw_free(x.h);
