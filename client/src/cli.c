@@ -729,10 +729,13 @@ static void fleet_stock(struct ctx *x, const struct hpw_fleet *f, struct place_c
                 const struct hpw_fleet_host *sh = &sf->hosts[k];
 
                 if (sh->err != HPW_OK || !sh->stock) {
+                        const char *why = hpw_strerror(sh->err);
+                        bool more = sh->message[0] && strcmp(sh->message, why) != 0;
+
                         if (c->verbose)
                                 fprintf(stderr, "hpwarm: fleet place: %s: no stock information (%s%s%s%s): free "
-                                        "pages only\n", sh->url, hpw_strerror(sh->err), sh->message[0] ? ", " : "",
-                                        sh->message, sh->err == HPW_E_NOT_FOUND ? "; a daemon without stock?" : "");
+                                        "pages only\n", sh->url, why, more ? ", " : "", more ? sh->message : "",
+                                        sh->err == HPW_E_NOT_FOUND ? "; a daemon without stock?" : "");
                         continue;
                 }
                 for (size_t j = 0; j < nc; j++) {

@@ -135,7 +135,7 @@ static const struct cmddef {
           "output covers those that did); when none answered, the code their\n"
           "errors share (3 unreachable, 4 timed out, 6 unauthorized).  place:\n"
           "5 when nothing fits; with --warm, the warm's own exit code.\n" },
-        { "stock", CMD_STOCK, 0, 2 + HPW_STOCK_MAX_TARGETS, "[set SPEC... | clear]",
+        { "stock", CMD_STOCK, 0, 2 + HPW_STOCK_MAX_TARGETS, "[show | set SPEC... | clear]",
           "show or replace the daemon's stock targets",
           "hpwarm stock (or stock show): each target with how many files are ready,\n"
           "warming and recycling, and the deficit.  stock set SPEC...: replace ALL\n"
