@@ -372,6 +372,50 @@ int cli_parse_stock_spec(const char *s, struct hpw_stock_target *ret, char *err,
         return 0;
 }
 
+/* stock [show] | set SPEC... | clear: POS[0..N) are the words after
+ * "stock".  Every SPEC is checked here, so a bad one sends nothing. */
+static int parse_stock_args(struct cli *c, const char *const *pos, size_t n, char *err, size_t errlen)
+{
+        if (n == 0 || strcmp(pos[0], "show") == 0) {
+                c->stock_op = STOCK_SHOW;
+                if (n > 1)
+                        return usage_err(err, errlen, "stock show: unexpected argument '%s'", pos[1]);
+                return 0;
+        }
+        if (strcmp(pos[0], "clear") == 0) {
+                c->stock_op = STOCK_CLEAR;
+                if (n > 1)
+                        return usage_err(err, errlen, "stock clear: takes no arguments (got '%s')", pos[1]);
+                return 0;
+        }
+        if (strcmp(pos[0], "set") != 0)
+                return usage_err(err, errlen, "stock: expected show, set or clear, not '%s'", pos[0]);
+        c->stock_op = STOCK_SET;
+        /* An empty set would remove every target: say so by name instead. */
+        if (n == 1)
+                return usage_err(err, errlen, "stock set: give at least one NODE:PAGESIZE:SIZE:COUNT (e.g. "
+                                 "0:2M:4G:2); to remove every target: hpwarm stock clear");
+        if (n - 1 > HPW_STOCK_MAX_TARGETS)
+                return usage_err(err, errlen, "stock set: at most %d targets", HPW_STOCK_MAX_TARGETS);
+        for (size_t i = 1; i < n; i++) {
+                struct hpw_stock_target *t = &c->stock[c->n_stock];
+                char why[200];
+
+                if (cli_parse_stock_spec(pos[i], t, why, sizeof(why)) < 0)
+                        return usage_err(err, errlen, "stock set: %s", why);
+                for (size_t j = 0; j < c->n_stock; j++) {
+                        const struct hpw_stock_target *o = &c->stock[j];
+
+                        if (o->node == t->node && o->page_size_bytes == t->page_size_bytes &&
+                            o->size_bytes == t->size_bytes)
+                                return usage_err(err, errlen, "stock set: '%s' names the same node, page size "
+                                                 "and size as '%s' (one target each)", pos[i], pos[j + 1]);
+                }
+                c->n_stock++;
+        }
+        return 0;
+}
+
 static const struct optdef *opt_by_id(int id)
 {
         for (size_t i = 0; i < sizeof(optdefs) / sizeof(optdefs[0]); i++)
@@ -700,38 +744,8 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
                 }
                 break;
         case CMD_STOCK:
-                if (npos == 0 || strcmp(pos[0], "show") == 0) {
-                        c.stock_op = STOCK_SHOW;
-                        if (npos > 1)
-                                return usage_err(err, errlen, "stock show: unexpected argument '%s'", pos[1]);
-                } else if (strcmp(pos[0], "clear") == 0) {
-                        c.stock_op = STOCK_CLEAR;
-                        if (npos > 1)
-                                return usage_err(err, errlen, "stock clear: takes no arguments (got '%s')", pos[1]);
-                } else if (strcmp(pos[0], "set") == 0) {
-                        c.stock_op = STOCK_SET;
-                        if (npos == 1)
-                                return usage_err(err, errlen, "stock set: give at least one NODE:PAGESIZE:SIZE:COUNT "
-                                                 "(e.g. 0:2M:4G:2); to remove every target: hpwarm stock clear");
-                        if (npos - 1 > HPW_STOCK_MAX_TARGETS)
-                                return usage_err(err, errlen, "stock set: at most %d targets", HPW_STOCK_MAX_TARGETS);
-                        for (size_t i = 1; i < npos; i++) {
-                                struct hpw_stock_target *t = &c.stock[c.n_stock];
-                                char why[200];
-
-                                if (cli_parse_stock_spec(pos[i], t, why, sizeof(why)) < 0)
-                                        return usage_err(err, errlen, "stock set: %s", why);
-                                for (size_t j = 0; j < c.n_stock; j++)
-                                        if (c.stock[j].node == t->node && c.stock[j].page_size_bytes == t->page_size_bytes &&
-                                            c.stock[j].size_bytes == t->size_bytes)
-                                                return usage_err(err, errlen, "stock set: '%s' names the same node, page "
-                                                                 "size and size as '%s' (one target each)", pos[i],
-                                                                 pos[j + 1]);
-                                c.n_stock++;
-                        }
-                } else {
-                        return usage_err(err, errlen, "stock: expected show, set or clear, not '%s'", pos[0]);
-                }
+                if ((r = parse_stock_args(&c, pos, npos, err, errlen)) < 0)
+                        return r;
                 break;
         default:
                 break;

@@ -27,7 +27,8 @@ canned data and scripted misbehaviour chosen by the pool name:
                 count).  A pool PUT of a stocked node, page size and size is
                 ready at once with "from_stock": "full", others "none".
                 State(stock=None) is a daemon without stock: 404, and pools
-                carry no from_stock.  PUT bodies are kept in state.stock_puts.
+                carry no from_stock.  PUT bodies are kept in state.stock_puts;
+                state.stock_503 = N answers the next N PUTs 503 (retry test).
 
 A bearer token is required when the server is given one (401 otherwise;
 token "readonly" gets 403 on writes).  Every request is logged in
@@ -163,6 +164,7 @@ class State:
         # Stock targets as GET /v1/stock lists them; None: no stock support.
         self.stock = [] if stock == () else stock
         self.stock_puts = []
+        self.stock_503 = 0     # PUT /v1/stock answers 503 this many times first
         self.raw = {}          # path -> bytes answered verbatim with 200 (hostile hosts)
         self.pools = {}
         self.claims = []       # (name, parsed body or None) of every claim
@@ -273,6 +275,11 @@ class Handler(BaseHTTPRequestHandler):
             if st.stock is None:
                 return self.send(*problem(404, "not-found", "Not found", self.path))
             if method == "PUT":
+                with st.lock:
+                    busy, st.stock_503 = st.stock_503 > 0, max(st.stock_503 - 1, 0)
+                if busy:
+                    return self.send(*problem(503, "unavailable", "Unavailable", "restarting"),
+                                     headers={"Retry-After": "0"})
                 return self.stock_put(body)
             return self.send(200, {"targets": st.stock})
         if parts == ["v1", "handoff"] and method == "GET":

@@ -413,6 +413,13 @@ def test_stock(srv):
         finally:
             del srv.state.raw["/v1/stock"]
 
+    # A whole-list PUT is idempotent: retried after a 503, as the other PUTs.
+    n0 = stock_puts(srv)
+    srv.state.stock_503 = 1
+    p = run("stock", "set", "0:2M:8M:2", "1:2M:16M:1", *u)
+    expect(p, 0, "stock set retried after a 503")
+    check(stock_puts(srv) - n0 == 2, "two PUTs for 503-then-200 (%d)" % (stock_puts(srv) - n0), p)
+
     p = run("stock", "clear", *u)
     expect(p, 0, "stock clear")
     check(srv.state.stock_puts[-1] == {"targets": []} and "no targets" in p.stdout, "clear sends no targets", p)
