@@ -744,9 +744,11 @@ static void fleet_stock(struct ctx *x, const struct hpw_fleet *f, struct place_c
                         for (size_t t = 0; t < sh->stock->n; t++) {
                                 const struct hpw_stock_target *g = &sh->stock->targets[t];
 
+                                /* Saturating: a host's numbers are its own word. */
                                 if (g->node == cand[j].node && g->page_size_bytes == cand[j].page_size &&
-                                    g->size_bytes == c->size)
-                                        cand[j].stock_ready += g->ready;
+                                    g->size_bytes == c->size &&
+                                    __builtin_add_overflow(cand[j].stock_ready, g->ready, &cand[j].stock_ready))
+                                        cand[j].stock_ready = UINT64_MAX;
                         }
                 }
         }
