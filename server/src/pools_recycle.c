@@ -125,7 +125,6 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
                 case RELEASE_NONE: break;
                 }
                 p->stats.stock_recycle_kept++;
-                p->recycle_due = true;
         }
         pthread_cond_broadcast(&p->changed);
         pthread_mutex_unlock(&p->lock);
@@ -144,6 +143,10 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
         log_info("pools: pool %s released; its file is kept as stock file %s, to be zeroed once no process maps it",
                  old_name, name);
         pools_release(p, pool);
+        /* Only now that it is free: a look before would skip it. */
+        pthread_mutex_lock(&p->lock);
+        p->recycle_due = true;
+        pthread_mutex_unlock(&p->lock);
         pools_kick(p);
         return 0;
 }
@@ -262,8 +265,9 @@ struct waiting {
 };
 
 /* Rows waiting to be zeroed: dirty ones, and recycling ones without a job
- * (interrupted by a restart or a failed save).  FILES gets their files. */
-static size_t collect_waiting(struct pools *p, struct waiting **ret, struct owner_file **ret_files)
+ * (interrupted by a restart or a failed save).  FILES gets their files.
+ * *RET_BUSY: some were held by another thread (look again later). */
+static size_t collect_waiting(struct pools *p, struct waiting **ret, struct owner_file **ret_files, bool *ret_busy)
 {
         struct waiting *w = NULL;
         struct owner_file *f = NULL;
@@ -271,10 +275,15 @@ static size_t collect_waiting(struct pools *p, struct waiting **ret, struct owne
 
         pthread_mutex_lock(&p->lock);
         p->recycle_due = false;
+        *ret_busy = false;
         for (size_t i = 0; i < p->n_pools; i++) {
                 const struct pool *o = p->pools[i];
-                if (o->hold != POOL_FREE || !(o->rec.state == POOL_DIRTY || (o->rec.state == POOL_RECYCLING && !o->job)))
+                if (!(o->rec.state == POOL_DIRTY || (o->rec.state == POOL_RECYCLING && !o->job)))
                         continue;
+                if (o->hold != POOL_FREE) {
+                        *ret_busy |= o->hold != POOL_REMOVING;
+                        continue;
+                }
                 if (!w) {
                         w = calloc(p->n_pools, sizeof(*w));
                         f = calloc(p->n_pools, sizeof(*f));
@@ -306,7 +315,7 @@ void pools_recycle_upkeep(struct pools *p)
         _cleanup_free_ struct owner_file *files = NULL;
         uint64_t now = now_mono_ns();
         unsigned unreadable = 0;
-        bool due;
+        bool due, busy;
         size_t n;
         int r;
 
@@ -316,12 +325,13 @@ void pools_recycle_upkeep(struct pools *p)
         if (!due && (!p->next_recycle_ns || now < p->next_recycle_ns))
                 return;
         p->next_recycle_ns = 0;
-        n = collect_waiting(p, &w, &files);
-        if (!n)
-                return;
+        n = collect_waiting(p, &w, &files, &busy);
         /* Look again later whatever happens now: a mapped file waits, and a
          * row that was busy is looked at then. */
-        p->next_recycle_ns = now + p->recycle_interval_ns;
+        if (n || busy)
+                p->next_recycle_ns = now + p->recycle_interval_ns;
+        if (!n)
+                return;
         r = owner_scan_mapped(p->proc_root, files, n, &unreadable);
         if (r < 0) {
                 log_warn("pools: cannot list processes in %s to recycle stock files: %s", p->proc_root,
