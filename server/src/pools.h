@@ -4,7 +4,8 @@
  * Its states and the moves between them are in pool.h:
  * (create) -> warming -> ready | failed | cancelled;
  * ready -(claim)-> ready+claimed; ready unclaimed past its TTL -> released.
- * DELETE removes the file in every state.  A pool that fails or is cancelled
+ * DELETE removes the file in every state (a ready pool whose stock target
+ * is short is recycled instead: pools_delete_recycle).  A pool that fails or is cancelled
  * has its file removed at once (no hugepages leak); the record stays so a
  * scheduler can read why, until DELETE.
  *
