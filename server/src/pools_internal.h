@@ -144,7 +144,7 @@ struct pools {
         bool recycle_due;             /* lock: a dirty row appeared; look at once */
         uint64_t next_recycle_ns;     /* upkeep thread: CLOCK_MONOTONIC of the next mapped check, 0 = none */
         uint64_t recycle_interval_ns;
-        bool warned_recycle_unreadable; /* upkeep thread */
+        bool warned_recycle_unreadable, warned_recycle_nolease; /* upkeep thread */
 };
 
 int64_t pools_now_unix(void);

@@ -24,11 +24,15 @@
  * "recycling" row is zeroed again from the start and a "dirty" one waits
  * for no mapper again (pools_recover.c), neither is ever handed out.
  *
- * What the mapped check cannot see: a process that holds the file open
- * without mapping it yet (nothing but the daemon and the VM it was given
- * to opens pool files), and processes whose maps are unreadable (another
- * user's without CAP_SYS_PTRACE), which are skipped as the unmapped sweep
- * skips them, with a warning. */
+ * The maps scan skips processes whose maps it may not read (another user's
+ * without CAP_SYS_PTRACE, other user namespaces), as the unmapped sweep
+ * does, and cannot see a process that holds the file open without mapping
+ * it.  So right before the "recycling" step a second, kernel-side check
+ * asks for a write lease (F_SETLEASE F_WRLCK, released at once): the
+ * kernel refuses it (EAGAIN) while any other open file of the inode exists,
+ * and a mapping keeps its file open.  A refused lease means "still in use,
+ * wait"; where leases are unavailable (fs.leases-enable=0, no CAP_LEASE)
+ * the maps scan alone decides, with a warning. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -185,6 +189,16 @@ static int commit_saved(struct pools *p, struct pool *pool, const struct journal
         return r;
 }
 
+/* Whether another open file (a descriptor, or a mapping's) of FD's inode
+ * exists: 1 yes, 0 no, -errno when the kernel cannot tell us (no leases). */
+static int open_elsewhere(int fd)
+{
+        if (fcntl(fd, F_SETLEASE, F_WRLCK) < 0)
+                return errno == EAGAIN ? 1 : -errno;
+        (void)fcntl(fd, F_SETLEASE, F_UNLCK);
+        return 0;
+}
+
 /* No process maps POOL's file (dirty, or recycling without a job): check
  * the file, save "recycling" (if dirty), start the zero job.  POOL busy. */
 static void start_zeroing(struct pools *p, struct pool *pool)
@@ -225,6 +239,21 @@ static void start_zeroing(struct pools *p, struct pool *pool)
                          (uint64_t)st.st_blocks * 512, pool->rec.size_bytes);
                 discard(p, pool, detail);
                 return;
+        }
+        r = open_elsewhere(fd);
+        if (r > 0) {
+                close(fd);
+                if (!pool->recycle_wait_logged)
+                        log_info("pools: stock file %s is still open or mapped by a process (its lease was "
+                                 "refused); it is recycled once none holds it", pool->rec.name);
+                pool->recycle_wait_logged = true;
+                pools_release(p, pool);
+                return;
+        }
+        if (r < 0 && !p->warned_recycle_nolease) {
+                p->warned_recycle_nolease = true;
+                log_warn("pools: cannot take a file lease to confirm that no process holds a released file "
+                         "(%s); recycling relies on /proc/*/maps alone", strerror(-r));
         }
         if (next.state == POOL_DIRTY) {
                 /* Saved before any byte is written: a crash from here on

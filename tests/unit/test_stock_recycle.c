@@ -236,6 +236,37 @@ TEST(recycle_cycle)
         env_fini(&e);
 }
 
+/* A process that holds the file open without mapping it (the maps scan
+ * cannot see it) keeps it dirty too: the kernel refuses the daemon a
+ * write lease while another open file of the inode exists. */
+TEST(open_file_waits)
+{
+        struct env e;
+        char name[64], path[256];
+
+        env_init(&e);
+        struct pools *p = start_fast(&e);
+        used_pool(p, &e, "vm");
+        path_of(&e, "vm", path, sizeof(path));
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        CHECK(fd >= 0);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 1);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        wait_journal(&e, POOL_DIRTY, name);
+        usleep(300 * 1000);
+        struct journal *j = load(&e);
+        CHECK_STR(pool_state_name(stock_row(j)->state), "dirty");
+        journal_free(j);
+        CHECK(all_bytes(&e, name, PATTERN));
+        CHECK_U64(stock_now(p).dirty, ==, 1);
+        close(fd);
+        wait_ready_count(p, 1);
+        CHECK(all_bytes(&e, name, 0));
+        pools_free(p);
+        env_fini(&e);
+}
+
 /* The name of a recycled pool is free at once: a new pool of that name. */
 TEST(name_free_at_once)
 {
