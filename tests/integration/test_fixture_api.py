@@ -374,6 +374,24 @@ class Stock(TestCase):
                            "hpwarmd_stock_refill_duration_seconds_count 0"):
                 self.assertIn(series, m)
 
+    def test_delete_recycle_query(self):
+        """DELETE ?recycle= takes true or false; anything else is 422 and
+        nothing changes (the value is checked before the pool is looked
+        up).  The recycle metrics are there from the start."""
+        with Daemon() as d:
+            for bad in ("maybe", "", "TRUE", "0", "false,true"):
+                r = d.request("DELETE", "/v1/pools/nope?recycle=" + bad)
+                self.assert_problem(r, 422, "invalid-field")
+                self.assertIn("recycle", r.json["detail"])
+            for good in ("true", "false"):
+                r = d.request("DELETE", "/v1/pools/nope?recycle=" + good)
+                self.assert_problem(r, 404, "pool-not-found")
+            m = d.get("/metrics").body.decode()
+            for series in ("hpwarmd_stock_recycled_bytes_total 0",
+                           'hpwarmd_stock_recycles_total{result="recycled"} 0',
+                           "hpwarmd_stock_recycle_duration_seconds_count 0"):
+                self.assertIn(series, m)
+
     def test_refusals(self):
         one = {"node": 0, "page_size": "2M", "size": "4M", "count": 1}
         cases = [

@@ -42,7 +42,11 @@ def set_node0_pages(n):
     return node0("nr_hugepages")
 
 
-class RealKernel(TestCase):
+class RealKernelCase(TestCase):
+    """The daemon on the real kernel with a private pool directory and state
+    dir, and the helpers its tests share (also tests/real/test_recycle.py):
+    no tests of its own."""
+
     def setUp(self):
         if not MNT:
             self.skipTest("not under tests/real/guard.sh")
@@ -89,6 +93,8 @@ class RealKernel(TestCase):
             time.sleep(0.01)
         self.fail("stock never had %d ready files: %s" % (want, self.stock()))
 
+
+class RealKernel(RealKernelCase):
     def test_stock_kill9_during_refill(self):
         """kill -9 while refills run: at restart every stock file is whole
         (or refilled), none is leaked, the hand-out reads zero and dropping
