@@ -124,11 +124,12 @@ static void *worker_main(void *arg)
                 if (!j)
                         break;
 
-                off = j->next_chunk++ * j->plan.chunk_bytes;
-                if (j->next_chunk == j->plan.n_chunks)
+                off = j->next_off;
+                len = plan_chunk_len(&j->plan, j->len - off);
+                j->next_off += len;
+                if (j->next_off == j->len)
                         node_unqueue(n, j);
                 j->active++;
-                len = j->len - off < j->plan.chunk_bytes ? j->len - off : j->plan.chunk_bytes;
                 pthread_mutex_unlock(&n->lock);
 
                 uint64_t off_node = 0;

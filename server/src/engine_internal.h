@@ -87,7 +87,7 @@ struct job {
         struct link run;          /* in n->run[spec.prio] while chunks are left to hand out */
         struct link all;          /* in n->jobs until job_free or engine_free */
         bool queued;              /* in n->run[spec.prio] */
-        uint64_t next_chunk;      /* next chunk to hand out */
+        uint64_t next_off;        /* start of the next chunk to hand out (plan_chunk_len) */
         unsigned active;          /* workers inside a chunk of this job */
         bool cancel;              /* job_cancel asked to stop */
         bool finishing;           /* one thread owns the final phase */

@@ -460,10 +460,29 @@ static uint8_t *last_map(void)
         return m;
 }
 
+/* Which of P's chunks over SIZE starts at OFF (the chunks follow each other
+ * from 0, each plan_chunk_len of what is left), with its length; -1 if none
+ * starts there. */
+static int64_t chunk_at(const struct plan *p, uint64_t size, uint64_t off, uint64_t *ret_len)
+{
+        uint64_t at = 0;
+
+        for (int64_t k = 0; at < size; k++) {
+                uint64_t len = plan_chunk_len(p, size - at);
+
+                if (at == off) {
+                        *ret_len = len;
+                        return k;
+                }
+                at += len;
+        }
+        return -1;
+}
+
 /* The madvise calls that fell in the mapping [BASE, BASE + SIZE): each must
- * be exactly one of P's chunks (starts on a chunk boundary; full length,
- * only the last one shorter).  Counts them per chunk into PER_CHUNK (NULL, or
- * MAX_CHUNKS entries) and returns the total. */
+ * be exactly one of P's chunks (starts where a chunk starts, with its
+ * length).  Counts them per chunk into PER_CHUNK (NULL, or MAX_CHUNKS
+ * entries) and returns the total. */
 static unsigned chunk_calls(const uint8_t *base, uint64_t size, const struct plan *p, unsigned *per_chunk)
 {
         unsigned total = 0;
@@ -476,16 +495,16 @@ static unsigned chunk_calls(const uint8_t *base, uint64_t size, const struct pla
         CHECK_INT(fk.calls, <=, MAX_CALLS);
         for (unsigned i = 0; i < fk.calls; i++) {
                 const uint8_t *a = fk.call_addr[i];
-                uint64_t off, k;
+                uint64_t off, k, len = 0;
 
                 if (a < base || a >= base + size)
                         continue;
                 off = (uint64_t)(a - base);
-                k = off / p->chunk_bytes;
-                CHECK_U64(off % p->chunk_bytes, ==, 0);
+                k = (uint64_t)chunk_at(p, size, off, &len);
+                CHECK_INT((int64_t)k, >=, 0);
                 CHECK_U64(k, <, p->n_chunks);
-                CHECK_U64(fk.call_len[i], ==, size - off < p->chunk_bytes ? size - off : p->chunk_bytes);
-                if (per_chunk)
+                CHECK_U64(fk.call_len[i], ==, len);
+                if (per_chunk && k < MAX_CHUNKS)
                         per_chunk[k]++;
                 total++;
         }
@@ -998,15 +1017,19 @@ static unsigned zero_calls(const uint8_t *base, uint64_t size, const struct plan
         pthread_mutex_lock(&fk.lock);
         for (unsigned i = 0; i < fk.zcalls && i < MAX_CALLS; i++) {
                 const uint8_t *a = fk.zcall_addr[i];
-                uint64_t off;
+                uint64_t off, len = 0;
+                int64_t k;
 
                 if (a < base || a >= base + size)
                         continue;
                 off = (uint64_t)(a - base);
-                CHECK_U64(off % p->chunk_bytes, ==, 0);
-                CHECK_U64(fk.zcall_len[i], ==, size - off < p->chunk_bytes ? size - off : p->chunk_bytes);
-                per[off / p->chunk_bytes]++;
-                CHECK_INT(per[off / p->chunk_bytes], ==, 1);
+                k = chunk_at(p, size, off, &len);
+                CHECK_INT(k, >=, 0);
+                CHECK_U64(fk.zcall_len[i], ==, len);
+                if (k >= 0 && k < MAX_CHUNKS) {
+                        per[k]++;
+                        CHECK_INT(per[k], ==, 1);
+                }
                 total++;
         }
         pthread_mutex_unlock(&fk.lock);
