@@ -204,7 +204,7 @@ int pools_save(struct pools *p)
                 j.n_pools++;
         }
         pthread_mutex_unlock(&p->lock);
-        r = journal_save(p->state_dir, &j);
+        r = journal_save_sync(p->state_dir, &j, &p->jsync);
 out:
         pthread_mutex_unlock(&p->save_lock);
         free(j.reservations);
@@ -787,6 +787,7 @@ void pools_free(struct pools *p)
         free(p->pools);
         free(p->resv);
         free(p->stock);
+        journal_sync_reset(&p->jsync);
         pthread_cond_destroy(&p->changed);
         pthread_cond_destroy(&p->kick);
         pthread_mutex_destroy(&p->admit_lock);

@@ -20,7 +20,9 @@
  *                  on it but other creates and reservations.
  *   save_lock      serialises journal writes.  A save snapshots the registry
  *                  after taking it, so the last write always holds the newest
- *                  state; fsync happens under it, never under `lock`.
+ *                  state; fsync happens under it, never under `lock`.  A save
+ *                  that changes only pool rows skips the directory fsync
+ *                  (journal.c, jsync).
  *   observer_lock  held while the observer runs, so pools_set_observer can
  *                  wait for a call in flight.  Taken with no other lock of
  *                  ours held; the observer may take `lock` under it (it
@@ -108,6 +110,7 @@ struct pools {
 
         pthread_mutex_t admit_lock;
         pthread_mutex_t save_lock;
+        struct journal_sync jsync;    /* save_lock: what the saves made durable */
         pthread_mutex_t observer_lock;
         pthread_mutex_t lock;
         pthread_cond_t changed;       /* with lock: broadcast on every committed change */
