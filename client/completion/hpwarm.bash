@@ -15,13 +15,13 @@ _hpwarm_cmd_opts() {
         claim) echo "--pid" ;;
         release) echo "--ignore-missing" ;;
         handoff) echo "--vmm --argv" ;;
-        fleet) echo "--hosts --size --page-size --warm --wait" ;;
+        fleet) echo "--hosts --size --page-size --warm --wait --verbose" ;;
         esac
 }
 
 _hpwarm() {
         local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-        local commands="health nodes reserve warm status wait pools claim release handoff fleet help"
+        local commands="health nodes reserve warm status wait pools claim release handoff fleet stock help"
         local cmd="" i w
         local -a globals_url=()
 
@@ -94,6 +94,9 @@ _hpwarm() {
                 ((npos == 0)) && COMPREPLY=($(compgen -W "$commands" -- "$cur")) ;;
         fleet)
                 ((npos == 0)) && COMPREPLY=($(compgen -W "nodes pools place" -- "$cur")) ;;
+        stock)
+                # stock set takes NODE:PAGESIZE:SIZE:COUNT words: nothing to offer.
+                ((npos == 0)) && COMPREPLY=($(compgen -W "show set clear" -- "$cur")) ;;
         status|wait|claim|release|handoff)
                 # One pool, or for handoff one per guest node.
                 if ((npos == 0)) || [[ $cmd == handoff ]]; then

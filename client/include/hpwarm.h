@@ -200,6 +200,11 @@ struct hpw_pool {
         char *handoff_qemu;       /* complete words for a one-node guest on this pool; "" if not offered */
         char *handoff_cloud_hypervisor;
         char *json;               /* NULL for members of a list */
+        /* Whether the pool came out of the daemon's stock: "full" (a ready
+         * stock file renamed into place: ready at once), "partial" (a smaller
+         * stock file grown; only the new part warms), "none", or "" when the
+         * server does not say (a daemon without stock). */
+        char *from_stock;
 };
 HPW_EXPORT void hpw_pool_free(struct hpw_pool *x);
 
@@ -263,6 +268,50 @@ HPW_EXPORT enum hpw_error hpw_claim_pid(struct hpw *h, const char *name, int pid
  * retried: a 404 then means an earlier attempt did it, and is HPW_OK. */
 HPW_EXPORT enum hpw_error hpw_release(struct hpw *h, const char *name);
 
+/* ---- stock: warm files the daemon keeps ready ahead of requests ---- */
+
+/* Most targets one hpw_stock_set() sends (the server's limit too). */
+#define HPW_STOCK_MAX_TARGETS 64
+
+/* One stock target: keep COUNT ready files of SIZE_BYTES on NODE in
+ * PAGE_SIZE_BYTES pages.  A PUT /v1/pools of exactly that node, page size
+ * and size is then answered ready at once (hpw_pool.from_stock "full").
+ * The counters are what the daemon reports; hpw_stock_set() ignores them. */
+struct hpw_stock_target {
+        int node;
+        uint64_t page_size_bytes;
+        uint64_t size_bytes;
+        uint64_t count;           /* files wanted */
+        uint64_t ready;           /* files ready to hand out */
+        uint64_t warming;         /* files being filled */
+        uint64_t recycling;       /* released pools being zeroed for the stock */
+        uint64_t deficit;         /* files still missing */
+};
+
+struct hpw_stock {
+        size_t n;
+        struct hpw_stock_target *targets; /* array of N, in the server's order */
+        char *json;
+};
+HPW_EXPORT void hpw_stock_free(struct hpw_stock *x);
+
+/* GET /v1/stock: every target with its counts.  A daemon without stock
+ * answers 404 (HPW_E_NOT_FOUND). */
+HPW_EXPORT enum hpw_error hpw_stock_get(struct hpw *h, struct hpw_stock **ret);
+/* PUT /v1/stock: replace every target with TARGETS[0..N) (N = 0 removes them
+ * all, and the daemon deletes its stock files).  Only node,
+ * page_size_bytes, size_bytes and count are sent.  HPW_E_INVALID, with
+ * nothing sent, for N over HPW_STOCK_MAX_TARGETS, TARGETS NULL with N > 0, a
+ * negative node, a page size or size of 0, or a count of 0.  The server
+ * answers 404 for an unknown node or page size (HPW_E_NOT_FOUND), 422 for a
+ * size that is not a multiple of the page size, a count over its limit or
+ * two targets naming the same node, page size and size (HPW_E_BAD_REQUEST),
+ * 409 "stock-too-large" when the targets cannot fit the node
+ * (HPW_E_CONFLICT; the detail says how many fit).  *ret is the new stock as
+ * hpw_stock_get() would return it. */
+HPW_EXPORT enum hpw_error hpw_stock_set(struct hpw *h, const struct hpw_stock_target *targets, size_t n,
+                                        struct hpw_stock **ret);
+
 /* ---- handoff: the VMM arguments that make warm pools a guest's RAM ---- */
 
 /* Most pools one hpw_handoff() composes (the server's limit too). */
@@ -296,7 +345,7 @@ HPW_EXPORT enum hpw_error hpw_handoff(struct hpw *h, const char *vmm, const char
 
 /* ---- fleet: one request to many hosts at once ---- */
 
-enum hpw_fleet_what { HPW_FLEET_NODES = 0, HPW_FLEET_POOLS = 1 };
+enum hpw_fleet_what { HPW_FLEET_NODES = 0, HPW_FLEET_POOLS = 1, HPW_FLEET_STOCK = 2 };
 
 struct hpw_fleet_host {
         char *url;
@@ -304,6 +353,7 @@ struct hpw_fleet_host {
         char *message;            /* why not, "" on success */
         struct hpw_node_list *nodes; /* HPW_FLEET_NODES and HPW_OK, else NULL */
         struct hpw_pool_list *pools; /* HPW_FLEET_POOLS and HPW_OK, else NULL */
+        struct hpw_stock *stock;     /* HPW_FLEET_STOCK and HPW_OK, else NULL */
 };
 
 struct hpw_fleet {
@@ -312,9 +362,11 @@ struct hpw_fleet {
 };
 HPW_EXPORT void hpw_fleet_free(struct hpw_fleet *x);
 
-/* Ask every URL at once (one attempt each, no retries), each bounded by the
- * handle's connect and total timeouts; token and TLS options of H apply to
- * all.  Succeeds even when hosts fail: see each host's err. */
+/* Ask every URL at once (one attempt each, no retries) for WHAT (GET
+ * /v1/nodes, /v1/pools or /v1/stock), each bounded by the handle's connect
+ * and total timeouts; token and TLS options of H apply to all.  Succeeds
+ * even when hosts fail: see each host's err (a daemon without stock answers
+ * /v1/stock with 404, HPW_E_NOT_FOUND). */
 HPW_EXPORT enum hpw_error hpw_fleet_get(struct hpw *h, const char *const *urls, size_t n,
                                         enum hpw_fleet_what what, struct hpw_fleet **ret);
 

@@ -3,10 +3,8 @@
  * Parse (cli_parse.c), make one handle, run one command, print, and turn the
  * library's error into the documented exit code.  Output goes to stdout
  * (tables, or with --json the server's JSON verbatim once it parsed as one
- * whole object; fleet documents embed each host's answer re-printed from its
- * parsed tree, never raw); diagnostics go to stderr, once, here where the error is handled.  Fleet commands use the
- * library's concurrent fleet call so a dead host costs one timeout, not one
- * per host. */
+ * whole object); diagnostics go to stderr, once, where the error is handled.
+ * The fleet command lives in cli_fleet.c; what both use is in cli_cmd.h. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,16 +16,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_cmd.h"
 #include "internal.h"
 
-struct ctx {
-        const struct cli *cli;
-        struct hpw *h;
-        const char *url;
-        uint64_t start_ms;      /* --timeout is one deadline for the whole command */
-};
-
-static uint64_t now_ms(void)
+uint64_t cli_now_ms(void)
 {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -37,7 +29,7 @@ static uint64_t now_ms(void)
 /* What connect(2) says about the unix socket PATH: 0 when it connects (the
  * failure was elsewhere), else the errno that names the cause (missing,
  * permission, nobody listening) better than curl's "Couldn't connect". */
-static int probe_unix(const char *path)
+int cli_probe_unix(const char *path)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int fd, r = 0;
@@ -56,7 +48,7 @@ static int probe_unix(const char *path)
 
 /* One line on stderr for a failed call; for an unreachable server it names
  * the socket or URL tried and the likely cause. */
-static void fail_msg(struct hpw *h, const char *url, const char *what, enum hpw_error err)
+void cli_fail_msg(struct hpw *h, const char *url, const char *what, enum hpw_error err)
 {
         const struct hpw_problem *p = hpw_last_problem(h);
         const char *m = hpw_last_message(h);
@@ -69,7 +61,7 @@ static void fail_msg(struct hpw *h, const char *url, const char *what, enum hpw_
                 /* curl's words ("localhost port 80" for a unix socket) name
                  * neither what was tried nor why; the hint does both. */
                 char hint[768];
-                int e = strncmp(url, "unix://", 7) == 0 ? probe_unix(url + 7) : 0;
+                int e = strncmp(url, "unix://", 7) == 0 ? cli_probe_unix(url + 7) : 0;
 
                 cli_unreachable_hint(url, e, m, hint, sizeof(hint));
                 fprintf(stderr, ": %s\n", hint);
@@ -87,39 +79,22 @@ static void fail_msg(struct hpw *h, const char *url, const char *what, enum hpw_
 
 /* With --json a failure still prints the server's problem body on stdout, so
  * scripts can parse why. */
-static int fail(struct ctx *x, const char *what, enum hpw_error err)
+int cli_fail(struct ctx *x, const char *what, enum hpw_error err)
 {
         const char *body = hpw_last_body(x->h);
 
         if (x->cli->json && body[0] && hpw_last_problem(x->h))
                 printf("%s\n", body);
-        fail_msg(x->h, x->url, what, err);
+        cli_fail_msg(x->h, x->url, what, err);
         return cli_exit_code(err);
 }
 
-static void print_json(const char *json)
+void cli_print_json(const char *json)
 {
         size_t n = strlen(json);
         fputs(json, stdout);
         if (n == 0 || json[n - 1] != '\n')
                 fputc('\n', stdout);
-}
-
-/* S as a JSON string, quotes included: everything we put into JSON that did
- * not come out of cJSON (URLs from the hosts file, handoff arguments) goes
- * through here. */
-static void print_json_string(const char *s, FILE *f)
-{
-        fputc('"', f);
-        for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-                if (*c == '"' || *c == '\\')
-                        fprintf(f, "\\%c", *c);
-                else if (*c < 0x20 || *c == 0x7f)
-                        fprintf(f, "\\u%04x", *c);
-                else
-                        fputc(*c, f);
-        }
-        fputc('"', f);
 }
 
 static void fmt_ps(uint64_t ps, char *buf, size_t len)
@@ -141,7 +116,7 @@ static void fmt_time(int64_t t, char *buf, size_t len)
 
 /* ---- nodes ---- */
 
-static void add_node_rows(struct table *t, const char *host, const struct hpw_node *n)
+void cli_add_node_rows(struct table *t, const char *host, const struct hpw_node *n)
 {
         char tot[32], fr[32];
 
@@ -184,12 +159,12 @@ static int cmd_nodes(struct ctx *x)
                 struct hpw_node *n = NULL;
                 err = hpw_node(x->h, x->cli->node, &n);
                 if (err)
-                        return fail(x, "nodes", err);
+                        return cli_fail(x, "nodes", err);
                 if (x->cli->json) {
-                        print_json(n->json);
+                        cli_print_json(n->json);
                 } else {
                         t = table_new(NODES_HEADER);
-                        add_node_rows(t, NULL, n);
+                        cli_add_node_rows(t, NULL, n);
                         table_print(t, stdout);
                         table_free(t);
                 }
@@ -199,13 +174,13 @@ static int cmd_nodes(struct ctx *x)
         struct hpw_node_list *l = NULL;
         err = hpw_nodes(x->h, &l);
         if (err)
-                return fail(x, "nodes", err);
+                return cli_fail(x, "nodes", err);
         if (x->cli->json) {
-                print_json(l->json);
+                cli_print_json(l->json);
         } else {
                 t = table_new(NODES_HEADER);
                 for (size_t i = 0; i < l->n; i++)
-                        add_node_rows(t, NULL, &l->nodes[i]);
+                        cli_add_node_rows(t, NULL, &l->nodes[i]);
                 table_print(t, stdout);
                 table_free(t);
         }
@@ -215,9 +190,7 @@ static int cmd_nodes(struct ctx *x)
 
 /* ---- pools ---- */
 
-#define POOLS_HEADER "NAME\tNODE\tPAGE\tSIZE\tSTATE\tDONE\tRATE\tCLAIMED\tEXPIRES"
-
-static void add_pool_row(struct table *t, const char *host, const struct hpw_pool *p)
+void cli_add_pool_row(struct table *t, const char *host, const struct hpw_pool *p)
 {
         char ps[32], sz[32], rate[32], exp[40];
         double pct = p->size_bytes ? 100.0 * (double)p->bytes_done / (double)p->size_bytes : 0;
@@ -258,6 +231,8 @@ static void print_pool(const struct hpw_pool *p)
                (unsigned long long)p->pages_off_node);
         printf("claimed:    %s\n", p->claimed ? "yes" : "no");
         printf("expires:    %s\n", t3);
+        if (p->from_stock[0])
+                printf("from stock: %s\n", p->from_stock);
         if (p->error)
                 printf("error:      %s: %s%s%s\n", p->error->slug, p->error->title,
                        p->error->detail[0] ? ": " : "", p->error->detail);
@@ -269,13 +244,13 @@ static int cmd_pools(struct ctx *x)
         enum hpw_error err = hpw_pools(x->h, &l);
 
         if (err)
-                return fail(x, "pools", err);
+                return cli_fail(x, "pools", err);
         if (x->cli->json) {
-                print_json(l->json);
+                cli_print_json(l->json);
         } else {
                 struct table *t = table_new(POOLS_HEADER);
                 for (size_t i = 0; i < l->n; i++)
-                        add_pool_row(t, NULL, &l->pools[i]);
+                        cli_add_pool_row(t, NULL, &l->pools[i]);
                 table_print(t, stdout);
                 table_free(t);
         }
@@ -289,9 +264,9 @@ static int cmd_status(struct ctx *x)
         enum hpw_error err = hpw_pool(x->h, x->cli->name, &p);
 
         if (err)
-                return fail(x, "status", err);
+                return cli_fail(x, "status", err);
         if (x->cli->json)
-                print_json(p->json);
+                cli_print_json(p->json);
         else
                 print_pool(p);
         hpw_pool_free(p);
@@ -348,7 +323,7 @@ static int do_wait(struct ctx *x, const char *name, const struct hpw_pool *initi
         struct progress pr = { .tty = !x->cli->json && isatty(STDOUT_FILENO), .last = HPW_POOL_UNKNOWN,
                                .name = name };
         uint64_t tmo = x->cli->timeout_set ? x->cli->timeout_ms : CLI_DEFAULT_WAIT_TIMEOUT_MS;
-        uint64_t spent = now_ms() - x->start_ms;
+        uint64_t spent = cli_now_ms() - x->start_ms;
 
         /* After warm's PUT, wait only for what is left of the deadline. */
         if (tmo)
@@ -362,9 +337,9 @@ static int do_wait(struct ctx *x, const char *name, const struct hpw_pool *initi
         if (pr.drawn)
                 fputc('\n', stdout);
         if (x->cli->json && p)
-                print_json(p->json);
+                cli_print_json(p->json);
         if (err) {
-                fail_msg(x->h, x->url, "wait", err);
+                cli_fail_msg(x->h, x->url, "wait", err);
                 hpw_pool_free(p);
                 return cli_exit_code(err);
         }
@@ -396,7 +371,7 @@ static void floor_hint(const struct ctx *x, const struct hpw_problem *p, int nod
                 node, ps, (unsigned long long)p->max_count);
 }
 
-static int warm_at(struct ctx *x, const char *name, int node, uint64_t size, uint64_t page_size)
+int cli_warm_at(struct ctx *x, const char *name, int node, uint64_t size, uint64_t page_size)
 {
         struct hpw_warm_request req = {
                 .node = node,
@@ -413,19 +388,20 @@ static int warm_at(struct ctx *x, const char *name, int node, uint64_t size, uin
         int rc = 0;
 
         if (err) {
-                int rc2 = fail(x, "warm", err);
+                int rc2 = cli_fail(x, "warm", err);
                 floor_hint(x, hpw_last_problem(x->h), node, page_size);
                 return rc2;
         }
         if (!x->cli->wait) {
                 if (x->cli->json)
-                        print_json(p->json);
+                        cli_print_json(p->json);
                 else
-                        printf("%s: %s on node %d (%s)\n", p->name, created ? "created" : "exists", p->node,
-                               p->state_name);
+                        printf("%s: %s on node %d (%s%s%s)\n", p->name, created ? "created" : "exists", p->node,
+                               p->state_name, p->from_stock[0] ? ", from stock: " : "", p->from_stock);
         } else {
                 if (!x->cli->json)
-                        printf("%s: %s on node %d\n", p->name, created ? "created" : "exists", p->node);
+                        printf("%s: %s on node %d%s%s%s\n", p->name, created ? "created" : "exists", p->node,
+                               p->from_stock[0] ? " (from stock: " : "", p->from_stock, p->from_stock[0] ? ")" : "");
                 rc = do_wait(x, name, p);
         }
         hpw_pool_free(p);
@@ -434,7 +410,7 @@ static int warm_at(struct ctx *x, const char *name, int node, uint64_t size, uin
 
 static int cmd_warm(struct ctx *x)
 {
-        return warm_at(x, x->cli->name, x->cli->node, x->cli->size, x->cli->page_size);
+        return cli_warm_at(x, x->cli->name, x->cli->node, x->cli->size, x->cli->page_size);
 }
 
 static int cmd_reserve(struct ctx *x)
@@ -446,7 +422,7 @@ static int cmd_reserve(struct ctx *x)
 
         if (err) {
                 const struct hpw_problem *p = hpw_last_problem(x->h);
-                rc = fail(x, "reserve", err);
+                rc = cli_fail(x, "reserve", err);
                 if (p && (p->requested || p->achieved))
                         fprintf(stderr, "hpwarm: reserve: requested %llu pages, achieved %llu\n",
                                 (unsigned long long)p->requested, (unsigned long long)p->achieved);
@@ -454,7 +430,7 @@ static int cmd_reserve(struct ctx *x)
                 return rc;
         }
         if (x->cli->json) {
-                print_json(r->json);
+                cli_print_json(r->json);
         } else {
                 char ps[32];
                 fmt_ps(r->page_size_bytes ? r->page_size_bytes : x->cli->page_size, ps, sizeof(ps));
@@ -477,9 +453,9 @@ static int cmd_claim(struct ctx *x)
                                          : hpw_claim(x->h, x->cli->name, &p);
 
         if (err)
-                return fail(x, "claim", err);
+                return cli_fail(x, "claim", err);
         if (x->cli->json)
-                print_json(p->json);
+                cli_print_json(p->json);
         else
                 printf("%s: claimed\n", p->name);
         hpw_pool_free(p);
@@ -494,19 +470,19 @@ static int cmd_release(struct ctx *x)
         if (err == HPW_E_NOT_FOUND && x->cli->ignore_missing) {
                 /* Already gone: what the caller wanted. */
                 if (x->cli->json)
-                        print_json("{}");
+                        cli_print_json("{}");
                 else
                         printf("%s: no such pool (already released)\n", x->cli->name);
                 return 0;
         }
         if (err == HPW_E_NOT_FOUND) {
-                rc = fail(x, "release", err);
+                rc = cli_fail(x, "release", err);
                 fprintf(stderr, "hpwarm: release: there is no pool %s (add --ignore-missing to accept that)\n",
                         x->cli->name);
                 return rc;
         }
         if (err)
-                return fail(x, "release", err);
+                return cli_fail(x, "release", err);
         if (x->cli->json) {
                 /* The server's answer when it is one whole JSON object and a
                  * 2xx (a retried release that found the pool gone got 404). */
@@ -514,7 +490,7 @@ static int cmd_release(struct ctx *x)
                 int st = hpw_last_status(x->h);
                 char *whole = st >= 200 && st < 300 && b[0] ? hpw_json_reprint(b, strlen(b)) : NULL;
 
-                print_json(whole ? b : "{}");
+                cli_print_json(whole ? b : "{}");
                 free(whole);
         } else {
                 printf("%s: released\n", x->cli->name);
@@ -538,13 +514,13 @@ static int cmd_handoff(struct ctx *x)
         int rc = 0;
 
         if (err) {
-                rc = fail(x, "handoff", err);
+                rc = cli_fail(x, "handoff", err);
                 if (err == HPW_E_CONFLICT)
                         fprintf(stderr, "hpwarm: handoff: wait until the pools are ready (hpwarm wait NAME)\n");
                 return rc;
         }
         if (c->json) {
-                print_json(ho->json);
+                cli_print_json(ho->json);
         } else if (c->argv_words) {
                 /* One word per line reads back with `mapfile -t`; a word with a
                  * newline in it would not, so it is refused, not split. */
@@ -574,219 +550,63 @@ static int cmd_health(struct ctx *x)
         enum hpw_error err = hpw_health(x->h, &hl);
 
         if (err)
-                return fail(x, "health", err);
+                return cli_fail(x, "health", err);
         if (x->cli->json)
-                print_json(hl->json);
+                cli_print_json(hl->json);
         else
                 printf("%s %s (%s)\n", hl->status, hl->version[0] ? hl->version : "-", x->url);
         hpw_health_free(hl);
         return 0;
 }
 
-/* ---- fleet ---- */
+/* ---- stock ---- */
 
-static void print_unreachable(const struct hpw_fleet *f)
+#define STOCK_HEADER "NODE\tPAGE\tSIZE\tCOUNT\tREADY\tWARMING\tRECYCLING\tDEFICIT"
+
+static void print_stock(const struct hpw_stock *st)
 {
-        size_t bad = 0;
+        struct table *t = table_new(STOCK_HEADER);
 
-        for (size_t i = 0; i < f->n; i++)
-                bad += f->hosts[i].err != HPW_OK;
-        if (!bad)
-                return;
-        fprintf(stderr, "unreachable or failing hosts (%zu of %zu):\n", bad, f->n);
-        for (size_t i = 0; i < f->n; i++) {
-                const struct hpw_fleet_host *fh = &f->hosts[i];
+        for (size_t i = 0; i < st->n; i++) {
+                const struct hpw_stock_target *g = &st->targets[i];
+                char ps[32], sz[32];
 
-                if (fh->err == HPW_OK)
-                        continue;
-                if (fh->err == HPW_E_UNREACHABLE || fh->err == HPW_E_TLS) {
-                        /* Name the likely cause, as for one host. */
-                        char hint[768];
-                        int e = strncmp(fh->url, "unix://", 7) == 0 ? probe_unix(fh->url + 7) : 0;
-
-                        cli_unreachable_hint(fh->url, e, fh->message, hint, sizeof(hint));
-                        fprintf(stderr, "  %s: %s: %s\n", fh->url, hpw_strerror(fh->err), hint);
-                } else {
-                        fprintf(stderr, "  %s: %s (%s)\n", fh->url, hpw_strerror(fh->err),
-                                fh->message[0] ? fh->message : "-");
-                }
+                fmt_ps(g->page_size_bytes, ps, sizeof(ps));
+                cli_format_bytes(g->size_bytes, sz, sizeof(sz));
+                table_addf(t, "%d\t%s\t%s\t%llu\t%llu\t%llu\t%llu\t%llu", g->node, ps, sz,
+                           (unsigned long long)g->count, (unsigned long long)g->ready,
+                           (unsigned long long)g->warming, (unsigned long long)g->recycling,
+                           (unsigned long long)g->deficit);
         }
+        table_print(t, stdout);
+        table_free(t);
 }
 
-/* One document for the whole fleet.  Each host's answer goes in as cJSON
- * printed it again from the parsed tree, never as the raw body, so a host
- * cannot add or alter anything outside its own "nodes"/"pools" member. */
-static void fleet_json(const struct hpw_fleet *f, enum cli_fleet what)
-{
-        printf("{\"hosts\":[");
-        for (size_t i = 0; i < f->n; i++) {
-                const struct hpw_fleet_host *fh = &f->hosts[i];
-                const char *raw = fh->nodes ? fh->nodes->json : fh->pools ? fh->pools->json : NULL;
-                char *body = raw ? hpw_json_reprint(raw, strlen(raw)) : NULL;
-                bool ok = fh->err == HPW_OK && body;
-
-                printf("%s{\"url\":", i ? "," : "");
-                print_json_string(fh->url, stdout);
-                printf(",\"ok\":%s", ok ? "true" : "false");
-                if (ok)
-                        printf(",\"%s\":%s", what == FLEET_POOLS ? "pools" : "nodes", body);
-                else
-                        printf(",\"error\":\"%s\"",
-                               hpw_strerror(fh->err != HPW_OK ? fh->err : HPW_E_NOMEM));
-                printf("}");
-                free(body);
-        }
-        printf("]}\n");
-}
-
-static int cmd_fleet(struct ctx *x)
+/* show: GET; set and clear: PUT of the whole list, then the daemon's answer
+ * (the new targets with their counts) as show would print it. */
+static int cmd_stock(struct ctx *x)
 {
         const struct cli *c = x->cli;
-        char **urls = NULL;
-        size_t n = 0, ok = 0;
-        struct hpw_fleet *f = NULL;
-        enum hpw_error err;
-        int r, rc = 0;
+        struct hpw_stock *st = NULL;
+        const char *what = c->stock_op == STOCK_SHOW ? "stock" : c->stock_op == STOCK_SET ? "stock set" : "stock clear";
+        enum hpw_error err = c->stock_op == STOCK_SHOW ? hpw_stock_get(x->h, &st)
+                                                       : hpw_stock_set(x->h, c->stock, c->n_stock, &st);
 
-        r = cli_read_hosts(c->hosts, &urls, &n);
-        if (r < 0) {
-                fprintf(stderr, "hpwarm: fleet: cannot read %s: %s\n", c->hosts, strerror(-r));
-                return CLI_EXIT_USAGE;
-        }
-        if (n == 0) {
-                fprintf(stderr, "hpwarm: fleet: no hosts in %s\n", c->hosts);
-                cli_hosts_free(urls, n);
-                return CLI_EXIT_USAGE;
-        }
-        /* Hosts files take what --url takes (HOST:PORT means http://). */
-        for (size_t i = 0; i < n; i++) {
-                char u[4096], why[256];
-                char *nu;
-
-                if (cli_url_normalize(urls[i], u, sizeof(u), why, sizeof(why)) == 0 && strcmp(u, urls[i]) &&
-                    (nu = strdup(u))) {
-                        free(urls[i]);
-                        urls[i] = nu;
-                }
-        }
-        err = hpw_fleet_get(x->h, (const char *const *)urls, n, c->fleet == FLEET_POOLS ? HPW_FLEET_POOLS
-                                                                                         : HPW_FLEET_NODES, &f);
         if (err) {
-                cli_hosts_free(urls, n);
-                return fail(x, "fleet", err);
+                int rc = cli_fail(x, what, err);
+                /* The only 404 of GET /v1/stock is "no such route". */
+                if (err == HPW_E_NOT_FOUND && c->stock_op == STOCK_SHOW)
+                        fprintf(stderr, "hpwarm: stock: the daemon has no /v1/stock (older than stock support?)\n");
+                return rc;
         }
-        for (size_t i = 0; i < n; i++)
-                ok += f->hosts[i].err == HPW_OK;
-
-        if (c->fleet == FLEET_NODES || c->fleet == FLEET_POOLS) {
-                if (c->json) {
-                        fleet_json(f, c->fleet);
-                } else {
-                        struct table *t = table_new(c->fleet == FLEET_NODES ? "HOST\tNODE\tPAGE\tTOTAL\tFREE\tWARM"
-                                                                            : "HOST\t" POOLS_HEADER);
-                        for (size_t i = 0; i < n; i++) {
-                                const struct hpw_fleet_host *fh = &f->hosts[i];
-                                for (size_t j = 0; fh->nodes && j < fh->nodes->n; j++)
-                                        add_node_rows(t, fh->url, &fh->nodes->nodes[j]);
-                                for (size_t j = 0; fh->pools && j < fh->pools->n; j++)
-                                        add_pool_row(t, fh->url, &fh->pools->pools[j]);
-                        }
-                        table_print(t, stdout);
-                        table_free(t);
-                }
-                print_unreachable(f);
-                /* The table covers the hosts that answered; the exit code
-                 * says whether that is all of them (0), some (7), or none
-                 * (with the reason they share). */
-                rc = cli_fleet_exit(f);
-                goto out;
-        }
-
-        /* place */
-        struct place_cand *cand = NULL;
-        size_t nc = 0, cap = 0, best;
-        for (size_t i = 0; i < n; i++) {
-                const struct hpw_node_list *l = f->hosts[i].nodes;
-                for (size_t j = 0; l && j < l->n; j++)
-                        for (size_t k = 0; k < l->nodes[j].n_hugepages; k++) {
-                                if (nc == cap) {
-                                        size_t ncap = cap ? cap * 2 : 64;
-                                        struct place_cand *nv = realloc(cand, ncap * sizeof(*nv));
-                                        if (!nv) {
-                                                free(cand);
-                                                fprintf(stderr, "hpwarm: out of memory\n");
-                                                rc = CLI_EXIT_FAILED;
-                                                goto out;
-                                        }
-                                        cand = nv;
-                                        cap = ncap;
-                                }
-                                cand[nc++] = (struct place_cand){
-                                        .host = i,
-                                        .node = l->nodes[j].id,
-                                        .page_size = l->nodes[j].hugepages[k].page_size_bytes,
-                                        .free = l->nodes[j].hugepages[k].free,
-                                };
-                        }
-        }
-        print_unreachable(f);
-        if (cli_place(cand, nc, c->size, c->page_size, &best) < 0) {
-                char sz[32], ps[32];
-                cli_format_bytes(c->size, sz, sizeof(sz));
-                fmt_ps(c->page_size, ps, sizeof(ps));
-                fprintf(stderr, "hpwarm: fleet place: no host has %s free in %s pages\n", sz, ps);
-                free(cand);
-                rc = ok ? CLI_EXIT_CONFLICT : cli_fleet_exit(f);
-                goto out;
-        }
-        {
-                const char *url = f->hosts[cand[best].host].url;
-                int node = cand[best].node;
-                uint64_t fr = cand[best].free;
-
-                free(cand);
-                if (c->json) {
-                        printf("{\"url\":");
-                        print_json_string(url, stdout);
-                        printf(",\"node\":%d,\"free\":%llu}\n", node, (unsigned long long)fr);
-                }
-                else {
-                        printf("%s node %d (%llu free pages)\n", url, node, (unsigned long long)fr);
-                }
-                /* A choice among the hosts that answered: 7 when some did
-                 * not (a better place may be among them); with --warm, the
-                 * warm's own outcome decides. */
-                rc = cli_fleet_exit(f);
-                if (c->warm_name) {
-                        struct hpw *h2 = NULL;
-                        struct ctx x2 = *x;
-
-                        x2.start_ms = now_ms();
-                        fflush(stdout);
-                        err = hpw_new(url, &h2);
-                        if (!err && c->token_file)
-                                err = hpw_set_token_file(h2, c->token_file);
-                        if (!err)
-                                err = hpw_set_tls(h2, c->cacert, c->cert, c->key);
-                        if (!err)
-                                err = hpw_set_timeouts(h2, c->connect_timeout_ms,
-                                                       cli_timeout_ms(c, false));
-                        if (err) {
-                                fprintf(stderr, "hpwarm: fleet place: %s: %s\n", url, hpw_strerror(err));
-                                hpw_free(h2);
-                                rc = cli_exit_code(err);
-                                goto out;
-                        }
-                        x2.h = h2;
-                        x2.url = url;
-                        rc = warm_at(&x2, c->warm_name, node, c->size, c->page_size);
-                        hpw_free(h2);
-                }
-        }
-out:
-        hpw_fleet_free(f);
-        cli_hosts_free(urls, n);
-        return rc;
+        if (c->json)
+                cli_print_json(st->json);
+        else if (c->stock_op == STOCK_CLEAR && st->n == 0)
+                printf("stock: no targets (stock files are being removed)\n");
+        else
+                print_stock(st);
+        hpw_stock_free(st);
+        return 0;
 }
 
 int main(int argc, char **argv)
@@ -817,7 +637,7 @@ int main(int argc, char **argv)
         }
         c.url = url;
         x.url = c.url;
-        x.start_ms = now_ms();
+        x.start_ms = cli_now_ms();
         e = hpw_new(c.url, &x.h);
         if (e) {
                 fprintf(stderr, "hpwarm: --url %s: %s (use http://HOST:PORT, https://HOST:PORT or unix:///PATH)\n",
@@ -851,7 +671,8 @@ int main(int argc, char **argv)
         case CMD_CLAIM: rc = cmd_claim(&x); break;
         case CMD_RELEASE: rc = cmd_release(&x); break;
         case CMD_HANDOFF: rc = cmd_handoff(&x); break;
-        case CMD_FLEET: rc = cmd_fleet(&x); break;
+        case CMD_FLEET: rc = cli_cmd_fleet(&x); break;
+        case CMD_STOCK: rc = cmd_stock(&x); break;
         default: rc = CLI_EXIT_USAGE; break;
         }
         hpw_free(x.h);

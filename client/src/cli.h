@@ -31,9 +31,10 @@ enum {
 
 enum cli_cmd {
         CMD_NONE, CMD_HEALTH, CMD_NODES, CMD_RESERVE, CMD_WARM, CMD_STATUS, CMD_WAIT,
-        CMD_POOLS, CMD_CLAIM, CMD_RELEASE, CMD_HANDOFF, CMD_FLEET,
+        CMD_POOLS, CMD_CLAIM, CMD_RELEASE, CMD_HANDOFF, CMD_FLEET, CMD_STOCK,
 };
 enum cli_fleet { FLEET_NONE, FLEET_NODES, FLEET_POOLS, FLEET_PLACE };
+enum cli_stock { STOCK_SHOW, STOCK_SET, STOCK_CLEAR };
 enum cli_vmm { VMM_NONE, VMM_QEMU, VMM_CLOUD_HYPERVISOR, VMM_LIBVIRT };
 
 struct cli {
@@ -62,6 +63,10 @@ struct cli {
         const char *hosts;         /* fleet --hosts FILE */
         enum cli_fleet fleet;
         const char *warm_name;     /* fleet place --warm NAME */
+        bool verbose;              /* fleet --verbose */
+        enum cli_stock stock_op;   /* stock [show] | set SPEC... | clear */
+        struct hpw_stock_target stock[HPW_STOCK_MAX_TARGETS]; /* stock set: the targets */
+        size_t n_stock;
 };
 
 /* Parse ARGV with getopt_long: global options before the command (only
@@ -73,6 +78,13 @@ struct cli {
  * says whose help. */
 int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_token_file,
               struct cli *ret, char *err, size_t errlen);
+
+/* One stock target as hpwarmd's --stock takes it: NODE:PAGESIZE:SIZE:COUNT
+ * (e.g. 0:2M:4G:2); SIZE a positive multiple of PAGESIZE, COUNT at least 1.
+ * -EINVAL with the reason in ERR (naming the part that is wrong); *ret is
+ * written only on success (node, page_size_bytes, size_bytes, count; the
+ * counters 0). */
+int cli_parse_stock_spec(const char *s, struct hpw_stock_target *ret, char *err, size_t errlen);
 
 /* Sizes: the grammar hpwarmd uses too (common/size.h). */
 int cli_parse_size(const char *s, uint64_t *ret);
@@ -122,11 +134,25 @@ struct place_cand {
         int node;
         uint64_t page_size;
         uint64_t free;             /* free pages */
+        /* Ready stock files on this node of this page size and exactly the
+         * requested size (0 when the host has no stock or did not say). */
+        uint64_t stock_ready;
 };
-/* Choose where SIZE bytes of PAGE_SIZE pages fit best: the candidate with
- * the most free pages among those with enough; ties go to the earlier host,
- * then the lower node id.  -ENOENT if nothing fits. */
-int cli_place(const struct place_cand *c, size_t n, uint64_t size, uint64_t page_size, size_t *ret_index);
+/* Why cli_place chose its candidate. */
+enum place_why {
+        PLACE_STOCK,               /* a ready stock file of the size: the pool is ready at once */
+        PLACE_FREE,                /* enough free pages: the pool warms */
+};
+/* Choose where SIZE bytes of PAGE_SIZE pages go.  A candidate of that page
+ * size with a ready stock file (stock_ready > 0) wins over any that only has
+ * free pages, whatever its free count (the file already holds the pages);
+ * among those, the most ready files, then the most free pages.  Otherwise
+ * the candidate with the most free pages among those with enough.  Ties go
+ * to the earlier host, then the lower node id.  -ENOENT if nothing fits,
+ * -EINVAL for a page size of 0.  *ret_index and *ret_why are written only on
+ * success. */
+int cli_place(const struct place_cand *c, size_t n, uint64_t size, uint64_t page_size, size_t *ret_index,
+              enum place_why *ret_why);
 
 /* Read a hosts file: one URL per line, blank lines and '#' comments
  * skipped.  Caller frees with cli_hosts_free. */

@@ -3,6 +3,7 @@
  * reached, byte formatting, place selection, hosts files and text tables. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,25 +128,46 @@ void cli_format_bytes(uint64_t bytes, char *buf, size_t len)
                 snprintf(buf, len, "%.1f %s", v, units[u]);
 }
 
-int cli_place(const struct place_cand *c, size_t n, uint64_t size, uint64_t page_size, size_t *ret_index)
+/* Does candidate A beat B (both of the requested page size, both in the
+ * same class)?  STOCK: rank by ready files first. */
+static bool place_better(const struct place_cand *a, const struct place_cand *b, bool stock)
+{
+        if (stock && a->stock_ready != b->stock_ready)
+                return a->stock_ready > b->stock_ready;
+        if (a->free != b->free)
+                return a->free > b->free;
+        if (a->host != b->host)
+                return a->host < b->host;
+        return a->node < b->node;
+}
+
+int cli_place(const struct place_cand *c, size_t n, uint64_t size, uint64_t page_size, size_t *ret_index,
+              enum place_why *ret_why)
 {
         uint64_t need;
-        size_t best = SIZE_MAX;
+        size_t best = SIZE_MAX, best_stock = SIZE_MAX;
 
         if (page_size == 0)
                 return -EINVAL;
         need = size / page_size + (size % page_size ? 1 : 0);
         for (size_t i = 0; i < n; i++) {
-                if (c[i].page_size != page_size || c[i].free < need)
+                if (c[i].page_size != page_size)
                         continue;
-                if (best == SIZE_MAX || c[i].free > c[best].free ||
-                    (c[i].free == c[best].free &&
-                     (c[i].host < c[best].host || (c[i].host == c[best].host && c[i].node < c[best].node))))
+                if (c[i].stock_ready > 0 &&
+                    (best_stock == SIZE_MAX || place_better(&c[i], &c[best_stock], true)))
+                        best_stock = i;
+                if (c[i].free >= need && (best == SIZE_MAX || place_better(&c[i], &c[best], false)))
                         best = i;
+        }
+        if (best_stock != SIZE_MAX) {
+                *ret_index = best_stock;
+                *ret_why = PLACE_STOCK;
+                return 0;
         }
         if (best == SIZE_MAX)
                 return -ENOENT;
         *ret_index = best;
+        *ret_why = PLACE_FREE;
         return 0;
 }
 

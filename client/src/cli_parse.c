@@ -25,7 +25,7 @@ enum opt_id {
         O_HELP = 'h',
         O_URL = 256, O_TOKEN_FILE, O_CACERT, O_CERT, O_KEY, O_TIMEOUT, O_CONNECT_TIMEOUT, O_JSON,
         O_VERSION, O_NODE, O_SIZE, O_PAGE_SIZE, O_THREADS, O_TTL, O_RESERVE, O_WAIT,
-        O_ALLOW_PARTIAL, O_VMM, O_HOSTS, O_WARM, O_PID, O_IGNORE_MISSING, O_ARGV,
+        O_ALLOW_PARTIAL, O_VMM, O_HOSTS, O_WARM, O_PID, O_IGNORE_MISSING, O_ARGV, O_VERBOSE,
 };
 
 #define C(x) (1u << (x))
@@ -81,6 +81,9 @@ static const struct optdef {
           "one URL per line; blank lines and # comments\n"
           "skipped (required)" },
         { "warm", required_argument, O_WARM, C(CMD_FLEET), "NAME", "place: also warm pool NAME where it fits" },
+        { "verbose", no_argument, O_VERBOSE, C(CMD_FLEET), NULL,
+          "place: say on stderr which hosts' stock could not be\n"
+          "read (older daemons: free pages only there)" },
         { "pid", required_argument, O_PID, C(CMD_CLAIM), "PID",
           "the VMM process that maps the pool: the daemon\n"
           "releases the pool when that process exits" },
@@ -119,14 +122,31 @@ static const struct cmddef {
           "(else exit 5).\n" },
         { "fleet", CMD_FLEET, 1, 1, "--hosts FILE nodes|pools|place",
           "ask every host in FILE at once",
-          "nodes, pools: one table of every host's answer.  place --size SIZE: the\n"
-          "host and node with most free pages of --page-size (default 2M) that fit\n"
-          "(ties: file order, then node id); with --warm NAME also warm it there.\n"
+          "nodes, pools: one table of every host's answer.  place --size SIZE: a\n"
+          "host and node with a ready stock file of exactly SIZE and --page-size\n"
+          "(default 2M) first (\"stock hit\": the pool is ready at once; most ready\n"
+          "files, then most free pages); else the one with most free pages that\n"
+          "fit (\"free pages\"); ties: file order, then node id.  The line printed\n"
+          "says which and why.  Hosts whose stock cannot be read (a daemon without\n"
+          "stock) count by free pages (--verbose names them).  With --warm NAME\n"
+          "also warm it there.\n"
           "Hosts that did not answer are listed on stderr.\n"
           "Exit codes: 0 every host answered; 7 some hosts did not answer (the\n"
           "output covers those that did); when none answered, the code their\n"
           "errors share (3 unreachable, 4 timed out, 6 unauthorized).  place:\n"
           "5 when nothing fits; with --warm, the warm's own exit code.\n" },
+        { "stock", CMD_STOCK, 0, 2 + HPW_STOCK_MAX_TARGETS, "[show | set SPEC... | clear]",
+          "show or replace the daemon's stock targets",
+          "hpwarm stock (or stock show): each target with how many files are ready,\n"
+          "warming and recycling, and the deficit.  stock set SPEC...: replace ALL\n"
+          "targets by these (a target left out is dropped and its files deleted).\n"
+          "SPEC is NODE:PAGESIZE:SIZE:COUNT as for hpwarmd --stock, e.g. 0:2M:4G:2\n"
+          "(keep 2 ready 4G files of 2M pages on node 0); at most 64.  stock clear:\n"
+          "remove every target (set with no SPEC is a usage error, so nothing is\n"
+          "wiped by a script that lost its arguments).  A warm of exactly a target's\n"
+          "node, page size and size is then ready at once (from stock: full).\n"
+          "A bad SPEC exits 2 with nothing sent; the daemon's refusals: 1 (unknown\n"
+          "node or page size, invalid), 5 (the targets do not fit the node).\n" },
         { "help", CMD_NONE, 0, 1, "[COMMAND]", "this text, or one command's", NULL },
 };
 
@@ -213,7 +233,7 @@ void cli_help(enum cli_cmd cmd, FILE *f)
                 any = true;
                 print_opt(f, &optdefs[i]);
         }
-        if (cmd == CMD_WARM || cmd == CMD_FLEET || cmd == CMD_RESERVE)
+        if (cmd == CMD_WARM || cmd == CMD_FLEET || cmd == CMD_RESERVE || cmd == CMD_STOCK)
                 fputs("\n" CLI_SIZE_HELP "\n", f);
         fputs("\nGlobal options (--url, --token-file, --timeout, --json, ...): hpwarm --help\n", f);
 }
@@ -312,6 +332,87 @@ static int parse_uint(const char *s, uint64_t max, uint64_t *ret)
                         return -ERANGE;
         }
         *ret = v;
+        return 0;
+}
+
+int cli_parse_stock_spec(const char *s, struct hpw_stock_target *ret, char *err, size_t errlen)
+{
+        char part[4][64], why[160];
+        const char *p = s;
+        uint64_t node, ps, size, count;
+        size_t i;
+
+        /* Exactly four non-empty fields split at ':'. */
+        for (i = 0; i < 4; i++) {
+                const char *e = i < 3 ? strchr(p, ':') : p + strlen(p);
+
+                if (!e || e == p || (size_t)(e - p) >= sizeof(part[i]) || (i == 3 && strchr(p, ':')))
+                        return usage_err(err, errlen, "'%s' is not NODE:PAGESIZE:SIZE:COUNT (e.g. 0:2M:4G:2)", s);
+                memcpy(part[i], p, (size_t)(e - p));
+                part[i][e - p] = '\0';
+                p = e + 1;
+        }
+        if (parse_uint(part[0], 65535, &node) < 0)
+                return usage_err(err, errlen, "'%s': NODE: not a node id: '%s'", s, part[0]);
+        if (cli_parse_page_size(part[1], &ps) < 0) {
+                cli_size_explain(part[1], true, why, sizeof(why));
+                return usage_err(err, errlen, "'%s': PAGESIZE: %s", s, why);
+        }
+        if (cli_parse_size(part[2], &size) < 0) {
+                cli_size_explain(part[2], false, why, sizeof(why));
+                return usage_err(err, errlen, "'%s': SIZE: %s", s, why);
+        }
+        if (size == 0 || size % ps)
+                return usage_err(err, errlen, "'%s': SIZE must be a positive multiple of PAGESIZE", s);
+        if (parse_uint(part[3], UINT32_MAX, &count) < 0 || count == 0)
+                return usage_err(err, errlen, "'%s': COUNT: want a whole number of files, at least 1, not '%s'", s,
+                                 part[3]);
+        *ret = (struct hpw_stock_target){ .node = (int)node, .page_size_bytes = ps, .size_bytes = size,
+                                          .count = count };
+        return 0;
+}
+
+/* stock [show] | set SPEC... | clear: POS[0..N) are the words after
+ * "stock".  Every SPEC is checked here, so a bad one sends nothing. */
+static int parse_stock_args(struct cli *c, const char *const *pos, size_t n, char *err, size_t errlen)
+{
+        if (n == 0 || strcmp(pos[0], "show") == 0) {
+                c->stock_op = STOCK_SHOW;
+                if (n > 1)
+                        return usage_err(err, errlen, "stock show: unexpected argument '%s'", pos[1]);
+                return 0;
+        }
+        if (strcmp(pos[0], "clear") == 0) {
+                c->stock_op = STOCK_CLEAR;
+                if (n > 1)
+                        return usage_err(err, errlen, "stock clear: takes no arguments (got '%s')", pos[1]);
+                return 0;
+        }
+        if (strcmp(pos[0], "set") != 0)
+                return usage_err(err, errlen, "stock: expected show, set or clear, not '%s'", pos[0]);
+        c->stock_op = STOCK_SET;
+        /* An empty set would remove every target: say so by name instead. */
+        if (n == 1)
+                return usage_err(err, errlen, "stock set: give at least one NODE:PAGESIZE:SIZE:COUNT (e.g. "
+                                 "0:2M:4G:2); to remove every target: hpwarm stock clear");
+        if (n - 1 > HPW_STOCK_MAX_TARGETS)
+                return usage_err(err, errlen, "stock set: at most %d targets", HPW_STOCK_MAX_TARGETS);
+        for (size_t i = 1; i < n; i++) {
+                struct hpw_stock_target *t = &c->stock[c->n_stock];
+                char why[200];
+
+                if (cli_parse_stock_spec(pos[i], t, why, sizeof(why)) < 0)
+                        return usage_err(err, errlen, "stock set: %s", why);
+                for (size_t j = 0; j < c->n_stock; j++) {
+                        const struct hpw_stock_target *o = &c->stock[j];
+
+                        if (o->node == t->node && o->page_size_bytes == t->page_size_bytes &&
+                            o->size_bytes == t->size_bytes)
+                                return usage_err(err, errlen, "stock set: '%s' names the same node, page size "
+                                                 "and size as '%s' (one target each)", pos[i], pos[j + 1]);
+                }
+                c->n_stock++;
+        }
         return 0;
 }
 
@@ -415,6 +516,7 @@ static int apply_opt(struct cli *c, int id, const char *v, char *err, size_t err
                 break;
         case O_IGNORE_MISSING: c->ignore_missing = true; break;
         case O_ARGV: c->argv_words = true; break;
+        case O_VERBOSE: c->verbose = true; break;
         default:
                 return usage_err(err, errlen, "internal: option %d not handled", id);
         }
@@ -472,7 +574,10 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
                 .token_file = env_token_file && env_token_file[0] ? env_token_file : NULL,
         };
         struct option lo[sizeof(optdefs) / sizeof(optdefs[0]) + 1];
-        const char *pos[2 + HPW_HANDOFF_MAX_POOLS];
+        /* handoff: up to 64 names; stock set: "set" and up to 64 specs (one
+         * more is read, to say "at most 64"). */
+        const char *pos[2 + (HPW_HANDOFF_MAX_POOLS > HPW_STOCK_MAX_TARGETS ? HPW_HANDOFF_MAX_POOLS
+                                                                            : HPW_STOCK_MAX_TARGETS)];
         size_t npos = 0;
         const struct cmddef *d;
         char *sub[256];          /* the command's words; more is a usage error */
@@ -622,9 +727,9 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
                         c.fleet = FLEET_PLACE;
                 else
                         return usage_err(err, errlen, "fleet: expected nodes, pools or place, not '%s'", pos[0]);
-                if (c.fleet != FLEET_PLACE && (c.size || c.page_size || c.warm_name || c.wait))
-                        return usage_err(err, errlen, "fleet %s takes no --size, --page-size, --warm or --wait",
-                                         pos[0]);
+                if (c.fleet != FLEET_PLACE && (c.size || c.page_size || c.warm_name || c.wait || c.verbose))
+                        return usage_err(err, errlen,
+                                         "fleet %s takes no --size, --page-size, --warm, --wait or --verbose", pos[0]);
                 if (c.fleet == FLEET_PLACE) {
                         if (c.size == 0)
                                 return usage_err(err, errlen, "fleet place: --size is required");
@@ -637,6 +742,10 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
                         if (c.wait && !c.warm_name)
                                 return usage_err(err, errlen, "fleet place: --wait needs --warm NAME");
                 }
+                break;
+        case CMD_STOCK:
+                if ((r = parse_stock_args(&c, pos, npos, err, errlen)) < 0)
+                        return r;
                 break;
         default:
                 break;

@@ -564,6 +564,38 @@ enum hpw_error hpw_warm(struct hpw *h, const char *name, const struct hpw_warm_r
         return err;
 }
 
+enum hpw_error hpw_stock_get(struct hpw *h, struct hpw_stock **ret)
+{
+        enum hpw_error err;
+
+        if (!h || !ret)
+                return HPW_E_INVALID;
+        err = request(h, "GET", "/v1/stock", NULL, true, call_deadline(h), 0);
+        return err ? err : parsed(h, hpw_json_stock(h->last.body, h->last.len, ret));
+}
+
+enum hpw_error hpw_stock_set(struct hpw *h, const struct hpw_stock_target *targets, size_t n,
+                             struct hpw_stock **ret)
+{
+        char *body;
+        enum hpw_error err;
+
+        if (!h || !ret || n > HPW_STOCK_MAX_TARGETS || (n && !targets))
+                return HPW_E_INVALID;
+        for (size_t i = 0; i < n; i++)
+                if (targets[i].node < 0 || targets[i].page_size_bytes == 0 || targets[i].size_bytes == 0 ||
+                    targets[i].count == 0)
+                        return HPW_E_INVALID;
+        body = hpw_json_stock_body(targets, n);
+        if (!body)
+                return HPW_E_NOMEM;
+        /* A PUT of the whole target list: sending it twice leaves the same
+         * targets, so a retry after a lost answer is safe. */
+        err = request(h, "PUT", "/v1/stock", body, true, call_deadline(h), 0);
+        free(body);
+        return err ? err : parsed(h, hpw_json_stock(h->last.body, h->last.len, ret));
+}
+
 enum hpw_error hpw_handoff(struct hpw *h, const char *vmm, const char *const *pools, size_t n,
                            struct hpw_handoff **ret)
 {
@@ -734,6 +766,7 @@ void hpw_fleet_free(struct hpw_fleet *x)
                 free(x->hosts[i].message);
                 hpw_node_list_free(x->hosts[i].nodes);
                 hpw_pool_list_free(x->hosts[i].pools);
+                hpw_stock_free(x->hosts[i].stock);
         }
         free(x->hosts);
         free(x);
@@ -748,7 +781,12 @@ enum hpw_error hpw_fleet_get(struct hpw *h, const char *const *urls, size_t n, e
         struct hpw_fleet *f = NULL;
         enum hpw_error err = HPW_OK;
 
-        if (!h || !ret || (n && !urls) || (what != HPW_FLEET_NODES && what != HPW_FLEET_POOLS))
+        static const char *const paths[] = {
+                [HPW_FLEET_NODES] = "/v1/nodes", [HPW_FLEET_POOLS] = "/v1/pools", [HPW_FLEET_STOCK] = "/v1/stock",
+        };
+
+        if (!h || !ret || (n && !urls) || (what != HPW_FLEET_NODES && what != HPW_FLEET_POOLS &&
+                                           what != HPW_FLEET_STOCK))
                 return HPW_E_INVALID;
         f = calloc(1, sizeof(*f));
         conns = calloc(n ? n : 1, sizeof(*conns));
@@ -776,8 +814,7 @@ enum hpw_error hpw_fleet_get(struct hpw *h, const char *const *urls, size_t n, e
                 conns[i].base_url = bases[i];
                 conns[i].socket_path = socks[i];
         }
-        err = hpw_http_multi_get(conns, n, what == HPW_FLEET_NODES ? "/v1/nodes" : "/v1/pools",
-                                 h->total_ms, resps);
+        err = hpw_http_multi_get(conns, n, paths[what], h->total_ms, resps);
         if (err != HPW_OK)
                 goto out;
         for (size_t i = 0; i < n; i++) {
@@ -792,10 +829,13 @@ enum hpw_error hpw_fleet_get(struct hpw *h, const char *const *urls, size_t n, e
                         snprintf(msg, sizeof(msg), "%s", r->message);
                 } else if ((fh->err = hpw_status_error(r->status, NULL)) != HPW_OK) {
                         snprintf(msg, sizeof(msg), "HTTP %ld", r->status);
+                } else if (!r->body) {
+                        fh->err = HPW_E_PROTOCOL;
+                        snprintf(msg, sizeof(msg), "%s", hpw_strerror(fh->err));
                 } else {
-                        fh->err = what == HPW_FLEET_NODES
-                                          ? (r->body ? hpw_json_node_list(r->body, r->len, &fh->nodes) : HPW_E_PROTOCOL)
-                                          : (r->body ? hpw_json_pool_list(r->body, r->len, &fh->pools) : HPW_E_PROTOCOL);
+                        fh->err = what == HPW_FLEET_NODES   ? hpw_json_node_list(r->body, r->len, &fh->nodes)
+                                  : what == HPW_FLEET_POOLS ? hpw_json_pool_list(r->body, r->len, &fh->pools)
+                                                            : hpw_json_stock(r->body, r->len, &fh->stock);
                         if (fh->err != HPW_OK)
                                 snprintf(msg, sizeof(msg), "%s", hpw_strerror(fh->err));
                 }

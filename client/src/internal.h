@@ -113,6 +113,10 @@ enum hpw_error hpw_json_pool_list(const char *body, size_t len, struct hpw_pool_
  * required; args (qemu, cloud-hypervisor) or xml and namespace (libvirt)
  * too, as strings. */
 enum hpw_error hpw_json_handoff(const char *body, size_t len, struct hpw_handoff **ret);
+/* GET and PUT /v1/stock: "targets" is an array of objects, each with node,
+ * page_size_bytes, size_bytes, count and ready (whole numbers) required;
+ * warming, recycling and deficit default to 0. */
+enum hpw_error hpw_json_stock(const char *body, size_t len, struct hpw_stock **ret);
 /* Most items in any array of an answer (nodes, pools, page sizes); more is
  * HPW_E_PROTOCOL, so a hostile answer cannot make us allocate for it. */
 #define HPW_MAX_ITEMS 65536
@@ -128,6 +132,8 @@ void hpw_problem_free(struct hpw_problem *p);
 /* Request bodies; NULL on allocation failure.  Caller frees. */
 char *hpw_json_reserve_body(uint64_t count, bool allow_partial);
 char *hpw_json_warm_body(const struct hpw_warm_request *req);
+/* {"targets":[{"node":..,"page_size":"2M","size_bytes":..,"count":..},...]} */
+char *hpw_json_stock_body(const struct hpw_stock_target *t, size_t n);
 
 /* Internal release of member contents (for arrays). */
 void hpw_node_clear(struct hpw_node *n);

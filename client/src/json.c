@@ -527,6 +527,7 @@ void hpw_pool_clear(struct hpw_pool *p)
         free(p->path);
         free(p->handoff_qemu);
         free(p->handoff_cloud_hypervisor);
+        free(p->from_stock);
         free(p->json);
         memset(p, 0, sizeof(*p));
 }
@@ -563,7 +564,9 @@ static enum hpw_error pool_from(const cJSON *o, void *item)
         p->path = opt_str(o, "path");
         p->handoff_qemu = opt_str(ho, "qemu");
         p->handoff_cloud_hypervisor = opt_str(ho, "cloud_hypervisor");
-        if (!p->name || !p->state_name || !p->path || !p->handoff_qemu || !p->handoff_cloud_hypervisor)
+        p->from_stock = opt_str(o, "from_stock");
+        if (!p->name || !p->state_name || !p->path || !p->handoff_qemu || !p->handoff_cloud_hypervisor ||
+            !p->from_stock)
                 return HPW_E_NOMEM;
         p->state = state_parse(p->state_name);
         if (!get_int(o, "node", &p->node))
@@ -629,6 +632,64 @@ enum hpw_error hpw_json_pool_list(const char *body, size_t len, struct hpw_pool_
                 return err;
         }
         x->pools = items;
+        *ret = x;
+        return HPW_OK;
+}
+
+/* ---- stock ---- */
+
+void hpw_stock_free(struct hpw_stock *x)
+{
+        if (!x)
+                return;
+        free(x->targets);
+        free(x->json);
+        free(x);
+}
+
+/* Strict on what a caller acts on (which target, how many ready: fleet
+ * place sends VMs by it), lenient on the rest. */
+static enum hpw_error stock_target_from(const cJSON *o, void *item)
+{
+        struct hpw_stock_target *t = item;
+
+        if (!cJSON_IsObject(o) || !get_int(o, "node", &t->node) || t->node < 0 ||
+            !get_u64(o, "page_size_bytes", &t->page_size_bytes) || t->page_size_bytes == 0 ||
+            !get_u64(o, "size_bytes", &t->size_bytes) || !get_u64(o, "count", &t->count) ||
+            !get_u64(o, "ready", &t->ready))
+                return HPW_E_PROTOCOL;
+        t->warming = opt_u64(o, "warming");
+        t->recycling = opt_u64(o, "recycling");
+        t->deficit = opt_u64(o, "deficit");
+        return HPW_OK;
+}
+
+/* A target owns no memory. */
+static void stock_target_clear(void *item)
+{
+        (void)item;
+}
+
+static const struct item_kind stock_target_kind = {
+        .size = sizeof(struct hpw_stock_target),
+        .from = stock_target_from,
+        .clear = stock_target_clear,
+};
+
+enum hpw_error hpw_json_stock(const char *body, size_t len, struct hpw_stock **ret)
+{
+        struct hpw_stock *x = calloc(1, sizeof(*x));
+        void *items;
+        enum hpw_error err;
+
+        if (!x)
+                return HPW_E_NOMEM;
+        err = parse_items(body, len, "targets", &stock_target_kind, &items, &x->n, &x->json);
+        if (err != HPW_OK) {
+                free(x);
+                return err;
+        }
+        x->targets = items;
         *ret = x;
         return HPW_OK;
 }
@@ -785,5 +846,30 @@ char *hpw_json_warm_body(const struct hpw_warm_request *req)
         free(pp);
         free(pt);
         free(pl);
+        return s;
+}
+
+char *hpw_json_stock_body(const struct hpw_stock_target *t, size_t n)
+{
+        char *s = strdup("{\"targets\":["), *next;
+
+        for (size_t i = 0; s && i < n; i++) {
+                char ps[32];
+
+                hpw_format_page_size(t[i].page_size_bytes, ps, sizeof(ps));
+                if (asprintf(&next, "%s%s{\"node\":%d,\"page_size\":\"%s\",\"size_bytes\":%llu,\"count\":%llu}", s,
+                             i ? "," : "", t[i].node, ps, (unsigned long long)t[i].size_bytes,
+                             (unsigned long long)t[i].count) < 0)
+                        next = NULL;
+                free(s);
+                s = next;
+        }
+        if (s) {
+                next = NULL;
+                if (asprintf(&next, "%s]}", s) < 0)
+                        next = NULL;
+                free(s);
+                s = next;
+        }
         return s;
 }

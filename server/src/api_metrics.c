@@ -85,7 +85,8 @@ static void pool_gauges(struct app *app, struct prom *p)
 }
 
 /* hpwarmd_stock_bytes{numa_node,page_size_bytes,size_bytes,state}: per
- * stock target, its ready and refilling files. */
+ * stock target, its ready and refilling files and released files on their
+ * way back (dirty: waiting for no mapper; recycling: being zeroed). */
 static void stock_gauges(struct app *app, struct prom *p)
 {
         struct stock_view *v = NULL;
@@ -94,14 +95,15 @@ static void stock_gauges(struct app *app, struct prom *p)
         if (pools_get_stock(app->pools, &v, &n) < 0)
                 return;
         prom_header(p, "hpwarmd_stock_bytes",
-                    "Bytes of stock files by NUMA node, page size, file size and state (ready, warming).", "gauge");
+                    "Bytes of stock files by NUMA node, page size, file size and state (ready, warming, dirty, "
+                    "recycling).", "gauge");
         for (size_t i = 0; i < n; i++) {
                 char node[16], psz[24], size[24];
                 snprintf(node, sizeof(node), "%d", v[i].target.node);
                 snprintf(psz, sizeof(psz), "%" PRIu64, v[i].target.page_size);
                 snprintf(size, sizeof(size), "%" PRIu64, v[i].target.size_bytes);
-                static const char *const states[] = {"ready", "warming"};
-                const uint64_t counts[] = {v[i].ready, v[i].warming};
+                static const char *const states[] = {"ready", "warming", "dirty", "recycling"};
+                const uint64_t counts[] = {v[i].ready, v[i].warming, v[i].dirty, v[i].recycling - v[i].dirty};
                 for (size_t s = 0; s < ARRAY_SIZE(states); s++)
                         prom_sample_u64(p, "hpwarmd_stock_bytes",
                                         (struct prom_label[]){{"numa_node", node},
@@ -163,6 +165,20 @@ static void registry_counters(struct app *app, struct prom *p)
                     "Duration of stock refills that completed (low priority: pool warms go first).", "histogram");
         prom_histogram(p, "hpwarmd_stock_refill_duration_seconds", NULL, 0, METRICS_DURATION_BOUNDS,
                        METRICS_DURATION_BUCKETS, s.stock_refill_seconds_buckets, s.stock_refill_seconds_sum);
+        counter(p, "hpwarmd_stock_recycles_total",
+                "Released pools kept for recycling by outcome: kept (became a dirty stock file), recycled "
+                "(zeroed and saved as stock), discarded (removed instead: changed, holes, a failed zero job "
+                "or save).",
+                "result", (const char *const[]){"kept", "recycled", "discarded"},
+                (const uint64_t[]){s.stock_recycle_kept, s.stock_recycled, s.stock_recycle_discarded}, 3);
+        counter(p, "hpwarmd_stock_recycled_bytes_total",
+                "Bytes of released pool files zeroed in place and returned to the stock.", NULL, NULL,
+                &s.stock_recycled_bytes, 1);
+        prom_header(p, "hpwarmd_stock_recycle_duration_seconds",
+                    "Duration of the zero jobs of recycles that completed (low priority: pool warms go first).",
+                    "histogram");
+        prom_histogram(p, "hpwarmd_stock_recycle_duration_seconds", NULL, 0, METRICS_DURATION_BOUNDS,
+                       METRICS_DURATION_BUCKETS, s.stock_recycle_seconds_buckets, s.stock_recycle_seconds_sum);
         counter(p, "hpwarmd_reservations_total", "Reservations (nr_hugepages writes) by result.", "result",
                 (const char *const[]){"ok", "partial", "shortfall", "refused", "error"},
                 (const uint64_t[]){s.reservations_ok, s.reservations_partial, s.reservations_shortfall,

@@ -123,6 +123,7 @@ struct pool_work {
         char name[ROUTE_PARAM_MAX];
         struct pool_req rq;
         pid_t pid;                 /* claim: the owner process, 0 = none */
+        bool recycle;              /* delete: recycle into the stock if its target is short */
 };
 
 /* Work about the pool named in the path ({name}, already checked); NULL
@@ -282,7 +283,7 @@ void api_pool_put(const struct req *req, struct resp *resp)
 static void delete_work(struct resp *resp, void *ctx)
 {
         struct pool_work *w = ctx;
-        int r = pools_delete(w->app->pools, w->name);
+        int r = pools_delete_recycle(w->app->pools, w->name, w->recycle);
         if (r == -ENOENT) {
                 pool_not_found(resp, w->name);
                 return;
@@ -313,9 +314,16 @@ void api_pool_delete(const struct req *req, struct resp *resp)
         const char *name = req->params[0];
         if (!check_name(name, resp))
                 return;
+        const char *recycle = req->query(req, "recycle");
+        if (recycle && strcmp(recycle, "true") != 0 && strcmp(recycle, "false") != 0) {
+                api_invalid(resp, "recycle must be \"true\" or \"false\"");
+                return;
+        }
         struct pool_work *w = new_work(req, resp);
-        if (w)
-                resp_defer(resp, delete_work, w, WORK_BLOCKING);
+        if (!w)
+                return;
+        w->recycle = !recycle || strcmp(recycle, "true") == 0;
+        resp_defer(resp, delete_work, w, WORK_BLOCKING);
 }
 
 /* Claiming saves the journal (an fsync) and may wait for a pool another

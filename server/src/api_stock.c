@@ -12,6 +12,7 @@
 #include "json.h"
 #include "pools.h"
 #include "units.h"
+#include "util.h"
 
 static void send_stock(struct resp *resp, struct pools *pools)
 {
@@ -45,6 +46,12 @@ void api_stock_get(const struct req *req, struct resp *resp)
         send_stock(resp, req->app->pools);
 }
 
+/* The members a body and a target may have: anything else is refused, as
+ * json_decode refuses it in a pool's body (a misspelt "cuont" must not be
+ * read as "no count"). */
+static const char *const body_keys[] = { "targets" };
+static const char *const target_keys[] = { "node", "page_size", "size", "size_bytes", "count" };
+
 /* One target object: node, page_size (default "2M"), exactly one of size and
  * size_bytes, count.  0 or -EINVAL with a 422 in RESP. */
 static int parse_target(const struct json *o, size_t i, struct journal_stock_target *ret, struct resp *resp)
@@ -52,7 +59,13 @@ static int parse_target(const struct json *o, size_t i, struct journal_stock_tar
         char detail[160];
         uint64_t node, count, size = 0, ps = 2 * 1024 * 1024;
         const char *s;
+        struct problem p = {0};
 
+        snprintf(detail, sizeof(detail), "targets[%zu]", i);
+        if (json_check_keys(o, target_keys, ARRAY_SIZE(target_keys), detail, &p) < 0) {
+                resp_problem(resp, &p);
+                return -EINVAL;
+        }
         if (!json_is_object(o) || json_get_u64(o, "node", &node) < 0 || node > INT32_MAX ||
             json_get_u64(o, "count", &count) < 0) {
                 snprintf(detail, sizeof(detail),
@@ -95,6 +108,10 @@ void api_stock_put(const struct req *req, struct resp *resp)
         arr = json_get(doc, "targets");
         if (!json_is_object(doc) || !json_is_array(arr)) {
                 api_invalid(resp, "the body must be {\"targets\": [...]}");
+                goto out;
+        }
+        if (json_check_keys(doc, body_keys, ARRAY_SIZE(body_keys), NULL, &p) < 0) {
+                resp_problem(resp, &p);
                 goto out;
         }
         n = json_array_len(arr);

@@ -525,6 +525,28 @@ static void store_member(const cJSON *v, const struct jfield *f)
                 *f->present = true;
 }
 
+int json_check_keys(const struct json *obj, const char *const *allowed, size_t n, const char *where,
+                    struct problem *err)
+{
+        if (!cJSON_IsObject(CC(obj)))
+                return 0;
+        for (const cJSON *m = CC(obj)->child; m; m = m->next) {
+                const char *key = m->string ? m->string : "";
+                size_t i, cut;
+
+                for (i = 0; i < n; i++)
+                        if (strcmp(allowed[i], key) == 0)
+                                break;
+                if (i < n)
+                        continue;
+                cut = utf8_prefix(key, DETAIL_NAME_MAX);
+                problem_raise(err, PROBLEM_INVALID_FIELD, "unknown field \"%.*s\"%s%s%s", (int)cut, key,
+                              key[cut] ? "..." : "", where ? " in " : "", where ? where : "");
+                return -EINVAL;
+        }
+        return 0;
+}
+
 /* Validate everything first and store afterwards, so a rejected body leaves
  * every output as it was. */
 int json_decode(const char *body, size_t len, const struct jfield *fields, size_t n_fields,

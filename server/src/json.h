@@ -40,6 +40,14 @@ int json_decode(const char *body, size_t len, const struct jfield *fields, size_
  * keys anywhere in the document. */
 int json_parse(const char *buf, size_t len, struct json **ret);
 void json_free(struct json *v); /* accepts NULL */
+/* For documents read with json_parse whose objects the caller walks itself
+ * (PUT /v1/stock): refuse a member of object OBJ whose key is not one of
+ * ALLOWED (N names, case-sensitive).  0 (also when OBJ is not an object),
+ * or -EINVAL with *ERR set to 422 "invalid-field" naming the first unknown
+ * key, cut short as json_decode cuts it, and WHERE ("targets[2]"; NULL for
+ * the body itself). */
+int json_check_keys(const struct json *obj, const char *const *allowed, size_t n, const char *where,
+                    struct problem *err);
 /* Case-sensitive member lookup; NULL if absent (or V is not an object). */
 const struct json *json_get(const struct json *obj, const char *key);
 /* Typed member getters: 0, -ENOENT if absent, -EINVAL if of the wrong type or

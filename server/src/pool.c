@@ -59,11 +59,13 @@ static const struct {
         [POOL_CANCELLED] = { "cancelled", true, true },
         [POOL_STOCK_WARMING] = { "stock-warming", true, false },
         [POOL_STOCK] = { "stock", true, false },
+        [POOL_DIRTY] = { "dirty", true, false },
+        [POOL_RECYCLING] = { "recycling", true, false },
 };
 
 bool pool_state_is_stock(int s)
 {
-        return s == POOL_STOCK_WARMING || s == POOL_STOCK;
+        return s == POOL_STOCK_WARMING || s == POOL_STOCK || s == POOL_DIRTY || s == POOL_RECYCLING;
 }
 
 static const struct {
@@ -83,6 +85,10 @@ static const struct {
         { POOL_STOCK, POOL_STOCK_WARMING, "the stock file lost pages while the daemon was down: refill" },
         { POOL_STOCK, POOL_READY, "handed out: renamed into place as a ready pool" },
         { POOL_STOCK, POOL_WARMING, "handed out grown: renamed, enlarged, only the part it gained warms" },
+        { POOL_READY, POOL_DIRTY, "released while its stock target was short: renamed, kept for recycling" },
+        { POOL_DIRTY, POOL_RECYCLING, "no process maps it and its file is whole: zeroing (saved first)" },
+        { POOL_RECYCLING, POOL_RECYCLING, "zeroed again from the start (restart, or a save that failed)" },
+        { POOL_RECYCLING, POOL_STOCK, "every byte zeroed and saved: joins the stock" },
 };
 
 const char *pool_state_name(enum pool_state s)
@@ -145,7 +151,7 @@ int pool_transition(struct journal_pool *rec, enum pool_state to, const char *ca
         } else if (to == POOL_READY || to == POOL_STOCK) {
                 rec->finished_at = (int64_t)(now_real_ns() / UINT64_C(1000000000));
                 rec->ready_boot_ns = now_boot_ns();
-        } else if (to == POOL_WARMING || to == POOL_STOCK_WARMING) {
+        } else if (to == POOL_WARMING || to == POOL_STOCK_WARMING || to == POOL_DIRTY || to == POOL_RECYCLING) {
                 rec->finished_at = 0;
                 rec->ready_boot_ns = 0;
         }

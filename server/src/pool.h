@@ -23,8 +23,17 @@
  *                    ↺ resumed at start      │ └─(start: file lost pages)─> stock-warming
  *                                            └─handed out grown (rename, ftruncate)─> warming
  *
- * A stock refill that fails or is cancelled is simply removed (removal is
- * not a state), so stock has no final states of its own.
+ * A released pool (DELETE, TTL, owner exit, unmapped sweep) whose target is
+ * short is recycled rather than removed (pools_recycle.c):
+ *
+ *   ready ──released, target short (renamed to a stock name)──> dirty
+ *   dirty ──no process maps it, file whole (saved first)──> recycling
+ *   recycling ──every byte zeroed (saved before it can be handed out)──> stock
+ *           ↺ zeroed again from the start (at start, or after a failed save)
+ *
+ * A stock refill or a recycle that fails or is cancelled is simply removed
+ * (removal is not a state), so stock has no final states of its own; so is
+ * a dirty file someone changed or punched holes in.
  *
  * failed and cancelled are final: the file is gone, the record stays so a
  * scheduler can read why, until DELETE forgets it.  Removal (DELETE, TTL
@@ -50,8 +59,8 @@ bool pool_name_valid(const char *name);
  * name can have, so the two never collide.  NULL is not valid. */
 #define POOL_STOCK_PREFIX '~'
 bool pool_stock_name_valid(const char *name);
-/* Whether S is a stock state (stock-warming, stock): the row is a stock
- * file, not a pool. */
+/* Whether S is a stock state (stock-warming, stock, dirty, recycling): the
+ * row is a stock file, not a pool. */
 bool pool_state_is_stock(int s);
 
 enum pool_state {
@@ -64,6 +73,10 @@ enum pool_state {
          * the stock name rule below. */
         POOL_STOCK_WARMING, /* "stock-warming": a refill job runs (low priority) */
         POOL_STOCK,         /* "stock": every page populated, ready to hand out */
+        POOL_DIRTY,         /* "dirty": a released pool's file kept for recycling; waits
+                             * until no process maps it, never handed out */
+        POOL_RECYCLING,     /* "recycling": being zeroed in place (low priority); never
+                             * handed out before the journal says "stock" */
         _POOL_STATE_MAX,
 };
 

@@ -6,8 +6,9 @@
  * start and stop, and the change observer.  The structs, the locks and their
  * order are described once, in pools_internal.h; the other concerns live in
  * pools_jobs.c (warm jobs, the upkeep thread), pools_admit.c (admission,
- * reservations, create), pools_dir.c (pool directories) and pools_recover.c
- * (start-up).  Pool states change only through pool_transition (pool.c). */
+ * reservations, create), pools_claim.c (claims, owner processes),
+ * pools_dir.c (pool directories), pools_stock.c and pools_recycle.c (the
+ * stock) and pools_recover.c (start-up).  Pool states change only through pool_transition (pool.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -28,6 +29,10 @@
  * walk over every process's maps, so rarely; the answer is for operators
  * and a release measured in minutes. */
 #define POOLS_UNMAPPED_SWEEP_MS_DEFAULT 60000
+/* How often dirty stock files are checked for mappers: each check walks
+ * every process's maps, but a released VM's file should come back within
+ * seconds of its process exiting. */
+#define POOLS_RECYCLE_CHECK_MS_DEFAULT 1000
 
 int64_t pools_now_unix(void) { return (int64_t)(now_real_ns() / NS_PER_SEC); }
 
@@ -230,9 +235,7 @@ int pools_commit(struct pools *p, struct pool *pool, const struct journal_pool *
         return r;
 }
 
-/* Wait (lock held) until NAME's pool is free; returns it busy, or NULL if it
- * does not exist (or is still being created). */
-static struct pool *grab_pool(struct pools *p, const char *name)
+struct pool *pools_grab(struct pools *p, const char *name)
 {
         for (;;) {
                 struct pool *pool = pools_find(p, name);
@@ -374,60 +377,6 @@ void pools_notify(struct pools *p, const char *name)
 
 /* ---- queries and other changes ---- */
 
-int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct journal_pool *r, char *detail,
-                       size_t size, bool *ret_ours)
-{
-        struct stat st;
-
-        *ret_ours = false;
-        if (!path[0] || !ino)
-                return 0;
-        if (stat(path, &st) < 0) {
-                if (errno != ENOENT)
-                        return 0;       /* cannot tell: not a change */
-                snprintf(detail, size, "its file %s was removed by someone else", path);
-                return 1;
-        }
-        if (st.st_dev != dev || st.st_ino != ino) {
-                snprintf(detail, size, "its file %s was replaced by another file", path);
-                return 1;
-        }
-        *ret_ours = true;
-        if ((uint64_t)st.st_size != r->size_bytes) {
-                snprintf(detail, size, "its file %s was truncated or resized to %" PRIu64 " of %" PRIu64 " bytes",
-                         path, (uint64_t)st.st_size, r->size_bytes);
-                return 1;
-        }
-        return 0;
-}
-
-/* A ready pool's file as a GET sees it (one stat, outside `lock`).  A
- * change is shown at once (failed, file-changed) and the upkeep thread
- * records it, so the reader never waits on a save, nor commits from inside
- * an observer. */
-static void check_on_get(struct pools *p, const struct journal_pool *r, dev_t dev, ino_t ino,
-                         struct pool_view *v)
-{
-        char detail[POOL_ERROR_DETAIL_MAX];
-        struct pool *pool;
-        bool ours;
-
-        if (r->state != POOL_READY)
-                return;
-        if (!pools_file_changed(v->path, dev, ino, r, detail, sizeof(detail), &ours))
-                return;
-        pthread_mutex_lock(&p->lock);
-        pool = pools_find(p, r->name);
-        if (pool && pool->file_ino == ino && pool->file_dev == dev)
-                pool->file_check_due = true;
-        pthread_mutex_unlock(&p->lock);
-        pools_kick(p);
-        v->state = POOL_FAILED;
-        v->expires_at = 0;
-        snprintf(v->error_slug, sizeof(v->error_slug), "file-changed");
-        snprintf(v->error_detail, sizeof(v->error_detail), "%s", detail);
-}
-
 int pools_get(struct pools *p, const char *name, struct pool_view *ret)
 {
         struct journal_pool rec;
@@ -447,7 +396,7 @@ int pools_get(struct pools *p, const char *name, struct pool_view *ret)
         }
         pthread_mutex_unlock(&p->lock);
         if (r == 0)
-                check_on_get(p, &rec, dev, ino, ret);
+                pools_check_on_get(p, &rec, dev, ino, ret);
         return r;
 }
 
@@ -497,121 +446,23 @@ int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct p
 
 int pools_delete(struct pools *p, const char *name)
 {
+        return pools_delete_recycle(p, name, true);
+}
+
+int pools_delete_recycle(struct pools *p, const char *name, bool recycle)
+{
         struct pool *pool;
         int r;
 
         pthread_mutex_lock(&p->lock);
-        pool = grab_pool(p, name);
+        pool = pools_grab(p, name);
         pthread_mutex_unlock(&p->lock);
         if (!pool)
                 return -ENOENT;
-        r = pools_remove(p, pool, RELEASE_DELETE);
+        r = pools_release_pool(p, pool, RELEASE_DELETE, recycle);
         if (r < 0)
                 pools_release(p, pool);
         return r;
-}
-
-int pools_claim(struct pools *p, const char *name, struct pool_view *ret)
-{
-        return pools_claim_pid(p, name, 0, ret);
-}
-
-int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_view *ret)
-{
-        _cleanup_close_ int pidfd = -1;
-        struct journal_pool next, before;
-        struct pool *pool;
-        uint64_t start = 0;
-        int r;
-
-        if (pid < 0)
-                return -EINVAL;
-        /* Who the owner is, before touching the pool: bad input changes
-         * nothing. */
-        if (pid > 0) {
-                r = owner_open(pid, &pidfd, &start);
-                if (r < 0)
-                        return r;
-        }
-
-        pthread_mutex_lock(&p->lock);
-        pool = grab_pool(p, name);
-        if (!pool) {
-                pthread_mutex_unlock(&p->lock);
-                return -ENOENT;
-        }
-        r = 1;  /* 1: go on and commit */
-        if (pool->rec.state != POOL_READY)
-                r = -EBUSY;
-        else if (pool->rec.claimed && (pid == 0 || (pool->rec.owner_pid == pid &&
-                                                    pool->rec.owner_start == start)))
-                r = 0;          /* claimed as asked already */
-        else if (pool->rec.claimed && pool->rec.owner_pid != 0)
-                r = -EEXIST;    /* bound to another process */
-        if (r <= 0) {
-                if (r == 0)
-                        pools_fill_view(pool, ret);
-                pthread_mutex_unlock(&p->lock);
-                pools_release(p, pool);
-                return r;
-        }
-        before = next = pool->rec;
-        pthread_mutex_unlock(&p->lock);
-
-        next.claimed = true;
-        next.owner_pid = pid;
-        next.owner_start = start;
-        r = pools_commit(p, pool, &next);
-        if (r == 0 && pid > 0)
-                /* After the commit: an exit from now on finds the owner in
-                 * the record.  One before it is reported at once (a pidfd
-                 * stays readable). */
-                r = owner_watch_add(p->owners, name, pid, start, TAKE_FD(pidfd));
-        if (r < 0) {
-                /* Not durable or not watched: undo, so a restart cannot
-                 * contradict us and no pool is bound to an unwatched pid. */
-                (void)pools_commit(p, pool, &before);
-                pools_release(p, pool);
-                return r;
-        }
-        pthread_mutex_lock(&p->lock);
-        if (pid > 0) {
-                /* Bound to a process now: the sweep and its release are
-                 * for pools without one. */
-                pool->unmapped_since = 0;
-                if (pool->release_due == RELEASE_UNMAPPED)
-                        pool->release_due = RELEASE_NONE;
-        }
-        pools_fill_view(pool, ret);
-        pthread_mutex_unlock(&p->lock);
-        /* Through pools_release: the new owner may have exited already. */
-        pools_release(p, pool);
-        if (pid > 0)
-                log_info("pools: pool %s is bound to process %d", name, (int)pid);
-        return 0;
-}
-
-void pools_on_owner_exit(void *arg, const char *name, pid_t pid, uint64_t start)
-{
-        struct pools *p = arg;
-        struct pool *pool;
-        bool due = false;
-
-        pthread_mutex_lock(&p->lock);
-        pool = pools_find(p, name);
-        if (pool) {
-                const struct journal_pool *r = pools_latest(pool);
-                if (r->claimed && r->owner_pid == pid && r->owner_start == start) {
-                        pool->release_due = RELEASE_OWNER_EXITED;
-                        pool->retry_at = 0;
-                        due = true;
-                }
-        }
-        pthread_mutex_unlock(&p->lock);
-        if (due) {
-                log_info("pools: process %d, owner of pool %s, exited", (int)pid, name);
-                pools_kick(p);
-        }
 }
 
 void pools_node_usage(struct pools *p, int node, uint64_t page_size, uint64_t *ret_warm,
@@ -687,6 +538,8 @@ int pools_new(const struct pools_config *cfg, struct pools **ret)
         p->cfg.proc_root = p->proc_root;
         p->sweep_interval_ns = (cfg->unmapped_sweep_ms ? cfg->unmapped_sweep_ms : POOLS_UNMAPPED_SWEEP_MS_DEFAULT) *
                                UINT64_C(1000000);
+        p->recycle_interval_ns = (cfg->recycle_check_ms ? cfg->recycle_check_ms : POOLS_RECYCLE_CHECK_MS_DEFAULT) *
+                                 UINT64_C(1000000);
         p->max_pools = cfg->max_pools ? cfg->max_pools : POOLS_DEFAULT_MAX;
         pthread_mutex_init(&p->admit_lock, NULL);
         pthread_mutex_init(&p->save_lock, NULL);

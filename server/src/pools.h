@@ -4,7 +4,8 @@
  * Its states and the moves between them are in pool.h:
  * (create) -> warming -> ready | failed | cancelled;
  * ready -(claim)-> ready+claimed; ready unclaimed past its TTL -> released.
- * DELETE removes the file in every state.  A pool that fails or is cancelled
+ * DELETE removes the file in every state (a ready pool whose stock target
+ * is short is recycled instead: pools_delete_recycle).  A pool that fails or is cancelled
  * has its file removed at once (no hugepages leak); the record stays so a
  * scheduler can read why, until DELETE.
  *
@@ -58,6 +59,9 @@ struct pools_config {
          * long unmapped to release them (0 = never: only reported). */
         uint64_t unmapped_sweep_ms;
         uint64_t release_unmapped_after; /* seconds */
+        /* Dirty stock files (released pools kept for recycling): how often
+         * to look whether a process still maps them (0 = default, 1 s). */
+        uint64_t recycle_check_ms;
         const char *proc_root;     /* NULL = /proc; tests point it elsewhere */
         /* --stock: when N_STOCK_TARGETS > 0, replace the journal's stock
          * targets at start (validated as pools_set_stock does). */
@@ -186,6 +190,12 @@ int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct p
  * (nothing changed: the pool is as it was, also after a restart); or
  * unlink's -errno (the record is kept so the release can be retried). */
 int pools_delete(struct pools *p, const char *name);
+/* pools_delete, saying whether a ready pool whose stock target is short may
+ * be recycled into the stock (pools_delete: yes; DELETE ?recycle=false: no,
+ * its file is removed).  Recycled, the pool is gone at once as for a
+ * removal (its name is free), and its file waits as a "dirty" stock row
+ * until no process maps it, then is zeroed in place (pools_recycle.c). */
+int pools_delete_recycle(struct pools *p, const char *name, bool recycle);
 /* Mark claimed (clears the TTL).  -ENOENT; -EBUSY (409) if not ready. */
 int pools_claim(struct pools *p, const char *name, struct pool_view *ret);
 /* The same, binding the pool to the life of process PID (the VMM that maps
@@ -239,6 +249,13 @@ struct pools_stats {
         uint64_t stock_refills, stock_refill_bytes;
         double stock_refill_seconds_sum;
         uint64_t stock_refill_seconds_buckets[METRICS_DURATION_BUCKETS + 1];
+        /* Recycling: released pools kept as dirty stock files; recycles
+         * that reached "stock" (saved), their bytes and zeroing durations;
+         * kept files removed instead (changed, holes, zero job failed or
+         * cancelled, a save that failed). */
+        uint64_t stock_recycle_kept, stock_recycled, stock_recycled_bytes, stock_recycle_discarded;
+        double stock_recycle_seconds_sum;
+        uint64_t stock_recycle_seconds_buckets[METRICS_DURATION_BUCKETS + 1];
 };
 void pools_get_stats(struct pools *p, struct pools_stats *ret);
 
@@ -252,9 +269,12 @@ void pools_get_stats(struct pools *p, struct pools_stats *ret);
 #define POOLS_STOCK_COUNT_MAX 1024
 #define POOLS_STOCK_TARGETS_MAX 64
 
+/* recycling counts the target's released files on their way back: dirty
+ * (waiting until no process maps them) and being zeroed; dirty says how
+ * many of them are still dirty. */
 struct stock_view {
         struct journal_stock_target target;
-        unsigned ready, warming, recycling;
+        unsigned ready, warming, recycling, dirty;
         uint64_t deficit;          /* count - (ready + warming + recycling), or 0 */
 };
 

@@ -3,7 +3,8 @@
  * hugetlb reservations are global, not per node, so the kernel cannot say
  * whether a node-bound warm will find its pages: admission counts them
  * itself, as the node's free pages minus what warming jobs there have yet
- * to fault in, under admit_lock so two creates never count the same pages.
+ * to fault in (one consistent reading of both: pools_need.c), under
+ * admit_lock so two creates never count the same pages.
  * Reservations (PUT /v1/nodes/{id}/hugepages/{size} and "reserve": true)
  * go through the same lock, so a growth and a warm never interleave, and
  * are recorded in the journal to be re-applied at start (pools_recover.c). */
@@ -22,46 +23,6 @@
 
 /* Pool files: the VMM's group may open them, nobody else. */
 #define POOL_FILE_MODE 0660
-
-
-/* Pages that warming pools and stock refills on (NODE, PAGE_SIZE) have yet
- * to take. */
-uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size)
-{
-        uint64_t pages = 0;
-
-        for (size_t i = 0; i < p->n_pools; i++) {
-                struct pool *o = p->pools[i];
-                const struct journal_pool *r = pools_latest(o);
-                uint64_t done = 0;
-
-                if (o->hold == POOL_REMOVING || r->node != node || r->page_size != page_size ||
-                    (r->state != POOL_WARMING && r->state != POOL_STOCK_WARMING))
-                        continue;
-                if (o->job) {
-                        struct job_status st;
-                        job_get_status(o->job, &st);
-                        /* Finished, not yet collected (upkeep is busy, or
-                         * not started yet at start-up): it takes nothing
-                         * more; its pages are already out of `free`. */
-                        if (st.state != JOB_RUNNING)
-                                continue;
-                        /* A grown stock file's job covers only the part it gained. */
-                        done = o->job_offset + st.bytes_done;
-                } else if (o->hold == POOL_CREATING) {
-                        done = 0;
-                } else {
-                        continue; /* not running: takes nothing now */
-                }
-                /* A resumed job re-walks pages its file already holds (they
-                 * are not free any more); the job's own count starts at 0. */
-                if (done < o->present_at_start)
-                        done = o->present_at_start;
-                if (done < r->size_bytes)
-                        pages += (r->size_bytes - done) / page_size;
-        }
-        return pages;
-}
 
 /* ---- reservations ---- */
 
@@ -193,20 +154,15 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
         /* A shrink below the pages in use: stock files of the node give
          * their pages back first (refills, then ready files), when that
          * lets the shrink complete; the stock never makes it fall short. */
-        pthread_mutex_lock(&p->lock);
-        needed = pools_pages_still_needed(p, req->node, req->page_size);
-        pthread_mutex_unlock(&p->lock);
-        if (topo_read_hugepages(p->cfg.fs, req->node, req->page_size, &hp) == 0 && req->count < hp.total) {
+        if (pools_node_counts(p, req->node, req->page_size, &hp, &needed) == 0 && req->count < hp.total) {
                 uint64_t held = (hp.total > hp.free ? hp.total - hp.free : 0) + needed;
                 if (req->count < held)
                         (void)pools_stock_make_room(p, req->node, req->page_size, held - req->count);
         }
-        /* Progress before counts, as in pools_admit(). */
-        pthread_mutex_lock(&p->lock);
-        needed = pools_pages_still_needed(p, req->node, req->page_size);
-        pthread_mutex_unlock(&p->lock);
-        r = needed > 0 ? topo_read_hugepages(p->cfg.fs, req->node, req->page_size, &hp) : 0;
+        r = pools_node_counts(p, req->node, req->page_size, &hp, &needed);
         if (r < 0) {
+                /* An unknown node or unreadable counters: nothing written. */
+                pools_count_reservation(p, r, &(struct reserve_result){0});
                 pthread_mutex_unlock(&p->admit_lock);
                 return r;
         }
@@ -251,74 +207,73 @@ static bool spec_differs(const struct journal_pool *r, const struct pool_req *re
         return true;
 }
 
-/* Put back a growth pools_admit made for a pool it then could not admit:
- * the node's count to PREVIOUS (never below its pages in use plus what
- * warming jobs still need, which count as free until faulted), and the
- * journal's record as it was (HAD: BEFORE, else none).  admit_lock held. */
-static void undo_grow(struct pools *p, int node, uint64_t page_size, uint64_t previous, bool had,
-                      uint64_t before)
+/* The node's count back to G->previous (never below its pages in use plus
+ * what warming jobs still need, which count as free until faulted), and the
+ * journal's record as it was.  admit_lock held. */
+void pools_undo_growth(struct pools *p, const struct pools_growth *g)
 {
-        struct reserve_req back = { .node = node, .page_size = page_size, .count = previous,
+        struct reserve_req back = { .node = g->node, .page_size = g->page_size, .count = g->previous,
                                     .allow_partial = true };
         struct reserve_result res;
         struct hp_counts hp;
         uint64_t needed;
         int r;
 
-        pthread_mutex_lock(&p->lock);
-        needed = pools_pages_still_needed(p, node, page_size);
-        pthread_mutex_unlock(&p->lock);
-        if (topo_read_hugepages(p->cfg.fs, node, page_size, &hp) == 0) {
+        if (!g->grew)
+                return;
+        if (pools_node_counts(p, g->node, g->page_size, &hp, &needed) == 0) {
                 uint64_t keep = (hp.total > hp.free ? hp.total - hp.free : 0) + needed;
                 if (back.count < keep)
                         back.count = keep < hp.total ? keep : hp.total;
         }
         r = reserve_apply(p->cfg.fs, &back, &res);
         pthread_mutex_lock(&p->lock);
-        if (had)
-                (void)record_reservation(p, node, page_size, before);
+        if (g->had_record)
+                (void)record_reservation(p, g->node, g->page_size, g->record);
         else
-                forget_reservation(p, node, page_size);
+                forget_reservation(p, g->node, g->page_size);
         pthread_mutex_unlock(&p->lock);
         int q = pools_save(p);
         if (r < 0 || q < 0)
-                log_err("pools: putting node %d back to %" PRIu64 " pages after a refused create: %s",
-                        node, previous, strerror(r < 0 ? -r : -q));
+                log_err("pools: putting node %d back to %" PRIu64 " pages after a failed create: %s",
+                        g->node, g->previous, strerror(r < 0 ? -r : -q));
         else
-                log_info("pools: node %d back to %" PRIu64 " %" PRIu64 "-byte pages: the pool that needed "
-                         "more was not admitted", node, res.total, page_size);
+                log_info("pools: node %d back to %" PRIu64 " %" PRIu64 "-byte pages: the pool they were "
+                         "grown for was not created", g->node, res.total, g->page_size);
 }
 
 /* Node NODE must have PAGES free pages of PAGE_SIZE beyond what warming jobs
- * still need; grow its pool when RESERVE.  admit_lock held.  0 or -ENOMEM
- * with ERR set (409 insufficient-hugepages), or a sysfs -errno (500).  A
- * growth for a pool that is then not admitted is undone (undo_grow). */
+ * still need; grow its pool by what is missing when RESERVE.  admit_lock
+ * held.  0 or -ENOMEM with ERR set (409 insufficient-hugepages), or a sysfs
+ * -errno (500).  A growth for a pool that is then not admitted is undone
+ * here; one for a pool admitted is described in *RET_GROWTH (NULL only
+ * without RESERVE) for the caller to undo if the create fails later. */
 int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve, bool give_way,
-                struct problem *err)
+                struct pools_growth *ret_growth, struct problem *err)
 {
+        struct pools_growth g = { .node = node, .page_size = page_size };
         struct hp_counts hp;
         uint64_t others, avail;
-        uint64_t grown_from = 0, record_before = 0;
-        bool grew = false, had_record = false;
         int r;
 
+        if (ret_growth)
+                *ret_growth = g;
         for (int attempt = 0;; attempt++) {
-                /* Progress first, then free: a page faulted in between is
-                 * at worst counted twice (still needed, and gone from free),
-                 * never missed.  The other order would count a page that a
-                 * job took in between as free and as no longer needed. */
-                pthread_mutex_lock(&p->lock);
-                others = pools_pages_still_needed(p, node, page_size);
-                pthread_mutex_unlock(&p->lock);
-                r = topo_read_hugepages(p->cfg.fs, node, page_size, &hp);
+                /* One consistent reading: a chunk that ends while the
+                 * counters are read is not counted as still needed and as
+                 * taken (pools_node_counts). */
+                r = pools_node_counts(p, node, page_size, &hp, &others);
                 if (r < 0) {
                         problem_raise(err, PROBLEM_SYSFS_ERROR, "reading node %d hugepage counters: %s", node,
                                       strerror(-r));
                         return r;
                 }
                 avail = hp.free > others ? hp.free - others : 0;
-                if (avail >= pages)
+                if (avail >= pages) {
+                        if (ret_growth)
+                                *ret_growth = g;
                         return 0;
+                }
                 /* Stock pages count as available: stock files of the node
                  * go before anything is refused or reserved. */
                 if (give_way) {
@@ -329,8 +284,7 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                         }
                 }
                 if (!reserve || attempt > 0) {
-                        if (grew)
-                                undo_grow(p, node, page_size, grown_from, had_record, record_before);
+                        pools_undo_growth(p, &g);
                         problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
                                       "node %d needs %" PRIu64 " free pages of %" PRIu64 " bytes; it has %" PRIu64
                                       " free, of which %" PRIu64 " are still to be taken by other warming pools%s",
@@ -348,12 +302,12 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                 };
                 struct reserve_result res = {0};
                 pthread_mutex_lock(&p->lock);
-                had_record = find_reservation(p, node, page_size, &record_before);
+                g.had_record = find_reservation(p, node, page_size, &g.record);
                 pthread_mutex_unlock(&p->lock);
                 r = reserve_locked(p, &rq, rq.count, &res);
                 if (r == 0) {
-                        grew = true;
-                        grown_from = res.previous;
+                        g.grew = true;
+                        g.previous = res.previous;
                 }
                 if (r < 0) {
                         char why[160];
@@ -536,6 +490,7 @@ static int check_registry(struct pools *p, const struct pool_req *req, struct po
 
 int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *ret, struct problem *err)
 {
+        struct pools_growth growth = {0};
         struct pool *pool = NULL;
         int r;
 
@@ -555,7 +510,8 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         r = pools_stock_take(p, req, ret, err);
         if (r != 0)
                 goto out_unlock;
-        r = pools_admit(p, req->node, req->page_size, req->size_bytes / req->page_size, req->reserve, true, err);
+        r = pools_admit(p, req->node, req->page_size, req->size_bytes / req->page_size, req->reserve, true,
+                        &growth, err);
         if (r < 0)
                 goto out_unlock;
 
@@ -563,7 +519,7 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         if (!pool) {
                 r = -ENOMEM;
                 problem_raise(err, PROBLEM_INTERNAL_ERROR, "out of memory");
-                goto out_unlock;
+                goto out_ungrow;
         }
         pool->owner = p;
         pool->fd = -1;
@@ -636,12 +592,17 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
 
 out_drop:
         pools_abandon(p, pool, true);
-        goto out_unlock;
+        goto out_ungrow;
 out_unlink:
         pools_abandon(p, pool, false);
-        goto out_unlock;
+        goto out_ungrow;
 out_free:
         free(pool);
+out_ungrow:
+        /* The pool the node was grown for does not exist: neither does
+         * the growth (issue 11 item 5).  Its file is gone first, so its
+         * pages count as free again. */
+        pools_undo_growth(p, &growth);
 out_unlock:
         pthread_mutex_unlock(&p->admit_lock);
         return r;

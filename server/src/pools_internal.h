@@ -7,9 +7,16 @@
  *   pools_jobs.c     warm jobs and the upkeep thread (finished jobs, TTL expiry,
  *                    owner exits, the unmapped sweep)
  *   pools_admit.c    admission, reservations and pools_create
+ *   pools_need.c     what warms still need, read consistently with the
+ *                    node's counters (admission's one reading)
  *   pools_dir.c      pool directories: mount checks, marker, orphans
  *   pools_recover.c  start-up: journal load, reconcile, re-applied reservations
  *   pools_stock.c    stock targets, refills, hand-outs, making room
+ *   pools_recycle.c  released pools back into the stock: dirty rows, the
+ *                    mapped check, zero jobs, their saved completion
+ *   pools_claim.c    claims and owner processes
+ *   pools_file.c     the file-changed checks
+ *   pools_room.c     stock files removed to make room for pools
  *   pool.c           the name rule and the state table (pool.h)
  *
  * Locks, outermost first, and why there are five:
@@ -97,6 +104,7 @@ struct pool {
         dev_t file_dev;               /* holder: the file at `path` we made or found at start; */
         ino_t file_ino;               /*   0 = not known (no file) */
         bool file_check_due;          /* lock: a GET saw the file changed; upkeep re-checks it */
+        bool recycle_wait_logged;     /* upkeep thread: "still mapped, waits" said for this row */
 };
 
 struct pools {
@@ -137,6 +145,11 @@ struct pools {
         size_t n_stock;
         unsigned stock_seq;           /* admit_lock: numbers new stock file names */
         bool stock_short_logged;      /* upkeep thread: "no room to refill" said */
+        unsigned recycle_seq;         /* lock: numbers the stock names of recycled files */
+        bool recycle_due;             /* lock: a dirty row appeared; look at once */
+        uint64_t next_recycle_ns;     /* upkeep thread: CLOCK_MONOTONIC of the next mapped check, 0 = none */
+        uint64_t recycle_interval_ns;
+        bool warned_recycle_unreadable, warned_recycle_nolease; /* upkeep thread */
 };
 
 int64_t pools_now_unix(void);
@@ -178,6 +191,11 @@ void pools_notify(struct pools *p, const char *name);
  * still names our file (only then may it be unlinked).  One stat, no lock. */
 int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct journal_pool *r, char *detail,
                        size_t size, bool *ret_ours);
+/* A ready pool's file as a GET sees it (R, DEV, INO copied under `lock`):
+ * a change is shown in V at once (failed, file-changed) and the upkeep
+ * thread is asked to record it (pools_file.c). */
+void pools_check_on_get(struct pools *p, const struct journal_pool *r, dev_t dev, ino_t ino,
+                        struct pool_view *v);
 
 /* ---- jobs and the upkeep thread (pools_jobs.c), no lock held ---- */
 int pools_start_job(struct pools *p, struct pool *pool);
@@ -188,14 +206,42 @@ void pools_kick(struct pools *p);
 int pools_start_upkeep(struct pools *p);
 void pools_stop_upkeep(struct pools *p);
 
-/* ---- admission (pools_admit.c) ---- */
-/* Pages that warming pools on (NODE, PAGE_SIZE) have yet to take; `lock` held. */
+/* ---- what warms still need (pools_need.c) ---- */
+/* Pages that warming pools on (NODE, PAGE_SIZE) have yet to take by their
+ * jobs' counters alone (late by up to a chunk per worker); `lock` held. */
 uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size);
+/* The node's counters and the pages warming jobs there still need (by
+ * their counters and their files' blocks), read so that a page faulted in
+ * meanwhile is not counted both as needed and as taken, and never as free
+ * and as no longer needed: what every admission, reservation and refill
+ * decides on.  admit_lock held, no other lock (takes `lock` itself; stats
+ * pool files outside it).  0 or topo_read_hugepages' -errno. */
+int pools_node_counts(struct pools *p, int node, uint64_t page_size, struct hp_counts *ret_hp,
+                      uint64_t *ret_needed);
+
+/* ---- admission (pools_admit.c) ---- */
+/* A growth of a node's pool that "reserve": true made for a create, kept
+ * until the create is done so a create that fails after admission can put
+ * it back. */
+struct pools_growth {
+        bool grew;
+        int node;
+        uint64_t page_size;
+        uint64_t previous;    /* the node's count before the growth */
+        bool had_record;      /* the journal's reservation before: RECORD, or none */
+        uint64_t record;
+};
 /* admit_lock held. */
 /* GIVE_WAY: remove stock files of the node and page size before refusing
- * or reserving (never at start-up, which walks the registry). */
+ * or reserving (never at start-up, which walks the registry).  A growth
+ * that still did not admit is undone here; one that did is returned in
+ * *RET_GROWTH (NULL only without RESERVE). */
 int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve, bool give_way,
-                struct problem *err);
+                struct pools_growth *ret_growth, struct problem *err);
+/* Put back G's growth if there was one: the count (never below the pages
+ * in use plus what warms still need) and the journal's record (admit_lock
+ * held; call it after the failed create's file is gone). */
+void pools_undo_growth(struct pools *p, const struct pools_growth *g);
 void pools_count_reservation(struct pools *p, int r, const struct reserve_result *res);
 /* Create POOL's file at POOL->path (O_EXCL, mode, group) with SIZE bytes;
  * on success POOL->fd is open and file_dev/file_ino name the file (what the
@@ -207,6 +253,10 @@ int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, struct 
 void pools_abandon(struct pools *p, struct pool *pool, bool registered);
 
 /* ---- stock (pools_stock.c) ---- */
+/* The deficit of the target of (NODE, PAGE_SIZE, SIZE): count minus its
+ * ready, warming and recycling rows (pending records count), 0 when there
+ * is no such target (lock held). */
+uint64_t pools_stock_deficit(struct pools *p, int node, uint64_t page_size, uint64_t size);
 /* Whether POOL is a stock file, not a pool (lock held). */
 bool pools_is_stock(const struct pool *pool);
 /* Create stock files for every target with a deficit while the nodes have
@@ -218,8 +268,25 @@ void pools_stock_refill(struct pools *p);
 int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_view *ret, struct problem *err);
 /* Remove stock files of (NODE, PAGE_SIZE) until PAGES pages are back; none
  * when all of them would not be enough.  Returns the pages given back
- * (admit_lock held, no lock). */
+ * (admit_lock held, no lock).  In pools_room.c. */
 uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, uint64_t pages);
+
+/* ---- recycling (pools_recycle.c) ---- */
+/* Release POOL (busy) for WHY.  With RECYCLE, a ready pool whose stock
+ * target is short becomes a dirty stock row in one saved step (renamed to a
+ * stock name; its pool name is free at once); otherwise, or with WHY none,
+ * pools_remove.  Same returns as pools_remove; on 0, POOL is no longer the
+ * caller's (removed, or a free dirty row). */
+int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why, bool recycle);
+/* Upkeep thread: start the zeroing of dirty rows no process maps (and of
+ * recycling rows without a job: interrupted), remove those whose file
+ * changed or has holes.  No lock held. */
+void pools_recycle_upkeep(struct pools *p);
+/* A recycle's zero job ended as JOB_DONE: save NEXT ("stock") before the
+ * row can be handed out; a save that fails removes the file instead (not
+ * at SHUTDOWN: it stays recycling, redone at the next start).  POOL busy;
+ * true when it is gone. */
+bool pools_recycle_done(struct pools *p, struct pool *pool, const struct journal_pool *next, bool shutdown);
 
 /* ---- pool directories (pools_dir.c) ---- */
 int pools_prepare_dir(const char *dir, uint64_t page_size, gid_t gid, bool check_fs);
@@ -228,7 +295,11 @@ void pools_remove_orphans(struct pools *p);
 /* ---- start-up (pools_recover.c), single-threaded apart from engine callbacks ---- */
 int pools_recover(struct pools *p);
 
-/* ---- owners (pools.c) ---- */
+/* Wait (lock held) until NAME's pool is free; returns it busy, or NULL if
+ * it does not exist, is still being created or is a stock row (pools.c). */
+struct pool *pools_grab(struct pools *p, const char *name);
+
+/* ---- owners (pools_claim.c) ---- */
 /* The owner watch's callback: marks NAME's pool for release if it is still
  * bound to (PID, START), and kicks the upkeep thread. */
 void pools_on_owner_exit(void *arg, const char *name, pid_t pid, uint64_t start);

@@ -7,7 +7,10 @@
  * thread releases pools: ready ones whose TTL ran out, claimed ones whose
  * owner process exited (the owner watch, owner.c, marks them and kicks it),
  * and, when asked to, claimed ones that no process mapped for a while (a
- * sweep over /proc, every unmapped_sweep_ms).  It sleeps on a condition
+ * sweep over /proc, every unmapped_sweep_ms); a released pool whose stock
+ * target is short is kept for recycling instead (pools_recycle.c), whose
+ * dirty files the same thread checks for mappers and starts zeroing.  It
+ * sleeps on a condition
  * variable until the next expiry or sweep or until something kicks it,
  * never polling. */
 #include <errno.h>
@@ -69,7 +72,9 @@ int pools_start_job(struct pools *p, struct pool *pool)
                 .page_size = pool->rec.page_size,
                 .threads = pool->rec.threads,
                 .offset = pool->job_offset,
-                /* Stock refills yield to pool warms on the node. */
+                /* A recycle zeroes the file in place; it and stock
+                 * refills yield to pool warms on the node. */
+                .kind = pool->rec.state == POOL_RECYCLING ? JOB_ZERO : JOB_POPULATE,
                 .prio = pool_state_is_stock(pool->rec.state) ? JOB_PRIO_LOW : JOB_PRIO_NORMAL,
                 .on_done = on_job_done,
                 .arg = pool,
@@ -110,22 +115,31 @@ static void job_outcome(struct pools *p, struct pool *pool, const struct job_sta
         *ret_unlink = false;
         next->bytes_done = st->bytes_done;
         if (pool_state_is_stock(pool->rec.state)) {
-                /* A refill: done joins the stock; anything else (also a
-                 * file someone changed) removes the file (the caller drops
-                 * the row), except a cancel at shutdown, which resumes at
-                 * the next start. */
+                /* A refill or a recycle: done joins the stock (a recycle
+                 * only once that is saved: pools_recycle_done); anything
+                 * else (also a file someone changed) removes the file (the
+                 * caller drops the row), except a cancel at shutdown,
+                 * which resumes (or zeroes again) at the next start. */
+                bool recycle = pool->rec.state == POOL_RECYCLING;
                 if (st->state == JOB_DONE && !fc->changed && pool_transition(next, POOL_STOCK, NULL, NULL) == 0) {
+                        double secs = st->finished_ns > st->started_ns
+                                              ? (double)(st->finished_ns - st->started_ns) / 1e9 : 0;
+                        size_t b = histogram_bucket(METRICS_DURATION_BOUNDS, METRICS_DURATION_BUCKETS, secs);
                         next->bytes_done = next->size_bytes;
-                        p->stats.stock_refills++;
-                        p->stats.stock_refill_bytes += next->size_bytes;
-                        if (st->finished_ns > st->started_ns) {
-                                double secs = (double)(st->finished_ns - st->started_ns) / 1e9;
+                        if (recycle) {
+                                p->stats.stock_recycled++;
+                                p->stats.stock_recycled_bytes += next->size_bytes;
+                                p->stats.stock_recycle_seconds_sum += secs;
+                                p->stats.stock_recycle_seconds_buckets[b]++;
+                        } else {
+                                p->stats.stock_refills++;
+                                p->stats.stock_refill_bytes += next->size_bytes;
                                 p->stats.stock_refill_seconds_sum += secs;
-                                p->stats.stock_refill_seconds_buckets[histogram_bucket(
-                                        METRICS_DURATION_BOUNDS, METRICS_DURATION_BUCKETS, secs)]++;
+                                p->stats.stock_refill_seconds_buckets[b]++;
                         }
                 } else if (st->state != JOB_RUNNING && (st->state != JOB_CANCELLED || !shutdown)) {
                         *ret_unlink = true;
+                        p->stats.stock_recycle_discarded += recycle;
                 }
                 return;
         }
@@ -206,9 +220,14 @@ bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
                 pool->fd = -1;
         }
         pool->job_offset = 0;
+        if (pool->rec.state == POOL_RECYCLING && next.state == POOL_STOCK)
+                return pools_recycle_done(p, pool, &next, shutdown);
         if (unlink_file && pool_state_is_stock(next.state)) {
-                log_warn("pools: refill of stock file %s %s; removing it", next.name,
-                         st.state == JOB_FAILED ? engine_error_cause(-st.error) : "was cancelled");
+                log_warn("pools: %s of stock file %s %s%s; removing it",
+                         next.state == POOL_RECYCLING ? "recycle" : "refill", next.name,
+                         fc.changed ? "found its file changed: " : "",
+                         fc.changed ? fc.detail
+                                    : st.state == JOB_FAILED ? engine_error_cause(-st.error) : "was cancelled");
                 if (shutdown) {
                         /* Not now: the next start finds the file gone and
                          * drops the row. */
@@ -340,7 +359,7 @@ static bool upkeep_one(struct pools *p, uint64_t *next_expiry)
         if (release) {
                 log_notice("pools: releasing pool %s (%" PRIu64 " bytes on node %d): %s", pool->rec.name,
                            pool->rec.size_bytes, pool->rec.node, release_reason(why));
-                if (pools_remove(p, pool, why) == 0)
+                if (pools_release_pool(p, pool, why, true) == 0)
                         return true;
                 /* Could not unlink: others first, this one again later. */
                 pthread_mutex_lock(&p->lock);
@@ -465,10 +484,13 @@ static void *upkeep_thread(void *arg)
                 while (upkeep_one(p, &next_expiry))
                         ;
                 pools_stock_refill(p);
+                pools_recycle_upkeep(p);
                 /* The condvar runs on CLOCK_MONOTONIC; convert the
                  * boot-clock expiry to a monotonic deadline (the two differ
                  * by time suspended, which only makes us wake early). */
                 uint64_t at = p->next_sweep_ns;
+                if (p->next_recycle_ns && p->next_recycle_ns < at)
+                        at = p->next_recycle_ns;
                 if (next_expiry) {
                         uint64_t boot = now_boot_ns();
                         uint64_t exp_at = now_mono_ns() + (next_expiry > boot ? next_expiry - boot : 0);

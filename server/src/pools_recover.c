@@ -12,6 +12,9 @@
  * and the drift logged.  A journal that cannot be read stops the start
  * (unless --reset-state moves it aside): starting empty would make every
  * pool file an orphan.
+ * Stock rows on their way back (dirty, recycling) are kept but never
+ * handed out: they are zeroed (again) from the start once no process maps
+ * them (pools_recycle.c).
  * Last, claimed pools bound to an owner process are watched again if that
  * very process (pid and start time) still runs, and marked for release if
  * it is gone or its pid now names another process.
@@ -178,7 +181,7 @@ static void reconcile(struct pools *p, struct pool *pool)
         /* Pages already in the file are ours; only the rest must be free. */
         struct problem err = {0};
         uint64_t need = present < r->size_bytes ? (r->size_bytes - present) / r->page_size : 0;
-        if (pools_admit(p, r->node, r->page_size, need, false, false, &err) < 0) {
+        if (pools_admit(p, r->node, r->page_size, need, false, false, NULL, &err) < 0) {
                 close(fd);
                 pool->fd = -1;
                 unlink(pool->path);
@@ -198,9 +201,35 @@ static void reconcile(struct pools *p, struct pool *pool)
                  present, r->size_bytes);
 }
 
+/* A released pool's file on its way back (dirty, or recycling when the
+ * daemon stopped): kept in its state, never handed out; the upkeep thread
+ * checks again that no process maps it, then zeroes it from the start (a
+ * recycling row's zeroing was not saved as complete, so it never counts).
+ * False (the row and its file go) when its file is gone, resized or has
+ * holes.  FD is its open file, ST its stat; closed here. */
+static bool reconcile_recycle(struct pools *p, struct pool *pool, int fd, const struct stat *st)
+{
+        const struct journal_pool *r = &pool->rec;
+
+        close(fd);
+        if ((uint64_t)st->st_size != r->size_bytes || (uint64_t)st->st_blocks * 512 < r->size_bytes) {
+                log_notice("pools: %s stock file %s holds %" PRIu64 " of %" PRIu64 " bytes at start; removing it",
+                           pool_state_name(r->state), r->name, (uint64_t)st->st_blocks * 512, r->size_bytes);
+                return false;
+        }
+        if (r->state == POOL_RECYCLING)
+                log_notice("pools: the recycle of stock file %s was cut short; it is zeroed again from the start",
+                           r->name);
+        pthread_mutex_lock(&p->lock);
+        p->recycle_due = true;
+        pthread_mutex_unlock(&p->lock);
+        return true;
+}
+
 /* A stock row: keep a complete stock file, resume a refill (low priority),
- * or say false: the row goes (and its file, if any).  Never handed out
- * unless its file holds every page. */
+ * keep a recycled one for zeroing (again), or say false: the row goes (and
+ * its file, if any).  Never handed out unless its file holds every page
+ * and, for a recycled file, the journal says its zeroing completed. */
 static bool reconcile_stock(struct pools *p, struct pool *pool)
 {
         struct journal_pool *r = &pool->rec;
@@ -219,6 +248,8 @@ static bool reconcile_stock(struct pools *p, struct pool *pool)
         }
         pool->file_dev = st.st_dev;
         pool->file_ino = st.st_ino;
+        if (r->state == POOL_DIRTY || r->state == POOL_RECYCLING)
+                return reconcile_recycle(p, pool, fd, &st);
         uint64_t present = (uint64_t)st.st_blocks * 512;
         if (r->state == POOL_STOCK && present == r->size_bytes && (uint64_t)st.st_size == r->size_bytes) {
                 close(fd);
@@ -229,7 +260,7 @@ static bool reconcile_stock(struct pools *p, struct pool *pool)
                 goto drop;
         pool->present_at_start = present < r->size_bytes ? present : r->size_bytes;
         uint64_t need = present < r->size_bytes ? (r->size_bytes - present) / r->page_size : 0;
-        if (pools_admit(p, r->node, r->page_size, need, false, false, &err) < 0)
+        if (pools_admit(p, r->node, r->page_size, need, false, false, NULL, &err) < 0)
                 goto drop;
         pool->fd = fd;
         q = pools_start_job(p, pool);

@@ -11,7 +11,11 @@
  * never reserve).  A create of a stocked spec takes a ready file by
  * rename(2) (same inode, no page touched), and a create that finds too few
  * free pages first removes stock files of its node and page size: stock
- * never causes a refusal that would not happen without it. */
+ * never causes a refusal that would not happen without it (pools_room.c:
+ * stock files are removed to make room).  Released pools
+ * come back through pools_recycle.c as dirty, then recycling rows, which
+ * count toward their target and give way like the others (a dirty file a
+ * process still maps frees nothing, so it is never counted as room). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -38,31 +42,57 @@ static bool row_matches(const struct pool *o, const struct journal_stock_target 
                r->page_size == t->page_size && r->size_bytes == t->size_bytes;
 }
 
-/* Files of T: ready and warming (lock held). */
+/* Files of T: ready, warming, and on their way back (dirty or being zeroed;
+ * *RET_DIRTY of them dirty) (lock held).  "ready" counts the committed
+ * state only (saved); a pending dirty record (a release being saved)
+ * already counts as recycling, so two releases never fill one gap. */
 static void count_rows(struct pools *p, const struct journal_stock_target *t, unsigned *ret_ready,
-                       unsigned *ret_warming)
+                       unsigned *ret_warming, unsigned *ret_recycling, unsigned *ret_dirty)
 {
-        unsigned ready = 0, warming = 0;
+        unsigned ready = 0, warming = 0, recycling = 0, dirty = 0;
 
         for (size_t i = 0; i < p->n_pools; i++) {
-                if (!row_matches(p->pools[i], t))
+                const struct pool *o = p->pools[i];
+                enum pool_state now, latest;
+
+                if (!row_matches(o, t))
                         continue;
-                /* The committed state: "ready" only once it is saved. */
-                if (p->pools[i]->rec.state == POOL_STOCK)
+                now = o->rec.state;
+                latest = pools_latest(o)->state;
+                if (now == POOL_STOCK) {
                         ready++;
-                else
+                } else if (now == POOL_RECYCLING || now == POOL_DIRTY || latest == POOL_DIRTY) {
+                        recycling++;
+                        dirty += now != POOL_RECYCLING;
+                } else {
                         warming++;
+                }
         }
         *ret_ready = ready;
         *ret_warming = warming;
+        if (ret_recycling)
+                *ret_recycling = recycling;
+        if (ret_dirty)
+                *ret_dirty = dirty;
 }
 
 static uint64_t deficit_of(struct pools *p, const struct journal_stock_target *t)
 {
-        unsigned ready, warming;
+        unsigned ready, warming, recycling;
+        uint64_t have;
 
-        count_rows(p, t, &ready, &warming);
-        return t->count > (uint64_t)ready + warming ? t->count - ready - warming : 0;
+        count_rows(p, t, &ready, &warming, &recycling, NULL);
+        have = (uint64_t)ready + warming + recycling;
+        return t->count > have ? t->count - have : 0;
+}
+
+uint64_t pools_stock_deficit(struct pools *p, int node, uint64_t page_size, uint64_t size)
+{
+        for (size_t k = 0; k < p->n_stock; k++)
+                if (p->stock[k].node == node && p->stock[k].page_size == page_size &&
+                    p->stock[k].size_bytes == size)
+                        return deficit_of(p, &p->stock[k]);
+        return 0;
 }
 
 /* ---- targets ---- */
@@ -193,10 +223,14 @@ static void trim_rows(struct pools *p)
                         if (!t) {
                                 victim = o;
                         } else {
-                                unsigned ready, warming;
-                                count_rows(p, t, &ready, &warming);
-                                if ((uint64_t)ready + warming > t->count &&
-                                    (r->state == POOL_STOCK_WARMING || warming == 0))
+                                /* Surplus goes least ready first: files on
+                                 * their way back, then refills, then ready
+                                 * files. */
+                                unsigned ready, warming, recycling;
+                                bool back = r->state == POOL_DIRTY || r->state == POOL_RECYCLING;
+                                count_rows(p, t, &ready, &warming, &recycling, NULL);
+                                if ((uint64_t)ready + warming + recycling > t->count &&
+                                    (back || (recycling == 0 && (r->state == POOL_STOCK_WARMING || warming == 0))))
                                         victim = o;
                         }
                 }
@@ -273,7 +307,7 @@ int pools_get_stock(struct pools *p, struct stock_view **ret, size_t *ret_n)
         }
         for (size_t i = 0; i < p->n_stock; i++) {
                 v[i].target = p->stock[i];
-                count_rows(p, &p->stock[i], &v[i].ready, &v[i].warming);
+                count_rows(p, &p->stock[i], &v[i].ready, &v[i].warming, &v[i].recycling, &v[i].dirty);
                 v[i].deficit = deficit_of(p, &p->stock[i]);
         }
         *ret_n = p->n_stock;
@@ -294,10 +328,7 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
         struct pool *pool;
         int r;
 
-        pthread_mutex_lock(&p->lock);
-        others = pools_pages_still_needed(p, t->node, t->page_size);
-        pthread_mutex_unlock(&p->lock);
-        r = topo_read_hugepages(p->cfg.fs, t->node, t->page_size, &hp);
+        r = pools_node_counts(p, t->node, t->page_size, &hp, &others);
         if (r < 0)
                 return r;
         if (hp.free < others || hp.free - others < pages)
@@ -448,10 +479,12 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
         old_size = pool->rec.size_bytes;
         /* Only the part it gains needs free pages. */
         struct problem admit_err = {0};
+        struct pools_growth growth;
         /* No giving way here: it would wait for the row we hold.  A
-         * refusal falls back to an ordinary create, which gives way. */
+         * refusal falls back to an ordinary create, which gives way.  A
+         * growth ("reserve") is put back on every way out but success. */
         if (pools_admit(p, req->node, req->page_size, (req->size_bytes - old_size) / req->page_size, req->reserve,
-                        false, &admit_err) < 0) {
+                        false, &growth, &admit_err) < 0) {
                 pools_release(p, pool);
                 return 0;
         }
@@ -462,6 +495,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
                 log_warn("pools: cannot hand out stock file %s as %s: %s", pool->rec.name, req->name,
                          errno ? strerror(errno) : "a file of that name exists");
                 pools_release(p, pool);
+                pools_undo_growth(p, &growth);
                 return 0;
         }
         fd = open(new_path, O_RDWR | O_CLOEXEC);
@@ -477,6 +511,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
                         pools_release(p, pool);
                 else if (pools_remove(p, pool, RELEASE_NONE) < 0)
                         pools_release(p, pool);
+                pools_undo_growth(p, &growth);
                 return r;
         }
 
@@ -508,6 +543,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
                               "starting the warm of the part %s gained: %s", req->name, strerror(-r));
                 if (pools_remove(p, pool, RELEASE_NONE) < 0)
                         pools_release(p, pool);
+                pools_undo_growth(p, &growth);
                 return r;
         }
         return handed_out(p, pool, &p->stats.stock_partial_hits, ret);
@@ -592,67 +628,4 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
                 return r;
         }
         return handed_out(p, pool, &p->stats.stock_hits, ret);
-}
-
-/* ---- making room ---- */
-
-uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, uint64_t pages)
-{
-        uint64_t got = 0, held = 0;
-
-        /* Only when the stock makes the difference: removing files for a
-         * request that fails anyway would only lose them. */
-        pthread_mutex_lock(&p->lock);
-        for (size_t i = 0; i < p->n_pools; i++) {
-                const struct pool *o = p->pools[i];
-                if (!pool_state_is_stock(o->rec.state) || o->rec.node != node || o->rec.page_size != page_size)
-                        continue;
-                if (o->hold == POOL_BUSY) {
-                        /* The upkeep thread finishing its refill: wait, or
-                         * a create could be refused for a moment the stock
-                         * would have covered.  Nobody holding a stock row
-                         * waits for admit_lock (which we hold), and refills
-                         * are only created under it. */
-                        pthread_cond_wait(&p->changed, &p->lock);
-                        held = 0;
-                        i = (size_t)-1;
-                        continue;
-                }
-                if (o->hold == POOL_FREE)
-                        held += o->rec.size_bytes / page_size;
-        }
-        pthread_mutex_unlock(&p->lock);
-        if (held < pages)
-                return 0;
-
-        while (got < pages) {
-                struct pool *victim = NULL;
-
-                pthread_mutex_lock(&p->lock);
-                /* Refills first (least invested), then ready files. */
-                for (int pass = 0; pass < 2 && !victim; pass++)
-                        for (size_t i = 0; i < p->n_pools && !victim; i++) {
-                                struct pool *o = p->pools[i];
-                                if (o->hold == POOL_FREE && o->rec.node == node && o->rec.page_size == page_size &&
-                                    o->rec.state == (pass == 0 ? POOL_STOCK_WARMING : POOL_STOCK))
-                                        victim = o;
-                        }
-                if (victim)
-                        pools_set_hold(victim, POOL_BUSY);
-                pthread_mutex_unlock(&p->lock);
-                if (!victim)
-                        break;
-                uint64_t gain = victim->rec.size_bytes / page_size;
-                log_notice("pools: removing stock file %s (%s, %" PRIu64 " bytes on node %d) to make room",
-                           victim->rec.name, pool_state_name(victim->rec.state), victim->rec.size_bytes, node);
-                if (pools_remove(p, victim, RELEASE_NONE) < 0) {
-                        pools_release(p, victim);
-                        break;
-                }
-                pthread_mutex_lock(&p->lock);
-                p->stats.stock_given_way++;
-                pthread_mutex_unlock(&p->lock);
-                got += gain;
-        }
-        return got;
 }

@@ -731,6 +731,91 @@ def stock_phase(args, mnt, res):
         c50 / s50, c99 / s99, paired))
 
 
+def recycle_phase(args, mnt, res):
+    """Recycle through the daemon (issue 12) against truncate + populate of
+    the same size with the same threads.  The node holds the stock file's
+    pages and no more, so a released pool can only come back by recycling:
+    each round takes the stock file as a pool, DELETEs it and times DELETE
+    -> GET /v1/stock ready again (client wall: the saved release, the /proc
+    maps check, the saved "recycling" step, the zero job, the saved
+    completion), with the zero job's own time from
+    hpwarmd_stock_recycle_duration_seconds_sum.  Then, the stock dropped,
+    populate_ideal (threads parked before the clock) populates a file of the
+    same size after truncating it to 0, the kernel path a recycle replaces."""
+    size, threads, rounds = args.size, args.threads, args.rounds
+    in_use = node0("nr_hugepages") - node0("free_hugepages")
+    want = size // PAGE + in_use
+    got = reserve_node0(want)
+    if got < want:
+        raise BenchError("kernel gave only %d of %d 2 MiB pages on node 0" % (got, want))
+    d = Daemon(args.hpwarmd, os.path.join(mnt, "pools"), threads)
+    conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=900)
+
+    def call(method, path, body=None):
+        hdrs = {"Content-Type": "application/json"} if body is not None else {}
+        conn.request(method, path, body=json.dumps(body).encode() if body is not None else None, headers=hdrs)
+        r = conn.getresponse()
+        data = r.read()
+        if r.getheader("content-type", "").startswith("text/plain"):
+            return r.status, data.decode()
+        return r.status, (json.loads(data) if data else None)
+
+    def stock_ready():
+        for _ in range(600000):
+            st, body = call("GET", "/v1/stock")
+            if st == 200 and body["targets"] and body["targets"][0]["ready"] == 1:
+                return
+            time.sleep(0.0002)
+        raise BenchError("stock never became ready")
+
+    def job_seconds():
+        st, text = call("GET", "/metrics")
+        m = re.search(r"^hpwarmd_stock_recycle_duration_seconds_sum (\S+)$", text, re.M)
+        if st != 200 or not m:
+            raise BenchError("no hpwarmd_stock_recycle_duration_seconds_sum in /metrics")
+        return float(m.group(1))
+
+    out = {"daemon_wall": [], "daemon_job": [], "truncate_populate": []}
+    path = os.path.join(mnt, "bench-recycle-ref")
+    try:
+        st, body = call("PUT", "/v1/stock", {"targets": [{"node": 0, "page_size": "2M",
+                                                           "size_bytes": size, "count": 1}]})
+        if st != 200:
+            raise BenchError("PUT /v1/stock: %d %s" % (st, body))
+        stock_ready()
+        pool = {"node": 0, "size_bytes": size, "page_size": "2M"}
+        for rnd in range(rounds):
+            name = "bench-recycle-%d" % rnd
+            st, body = call("PUT", "/v1/pools/" + name, pool)
+            if st != 201 or body.get("from_stock") != "full":
+                raise BenchError("PUT %s from stock: %d %s" % (name, st, body))
+            before = job_seconds()
+            t0 = time.perf_counter()
+            st, _ = call("DELETE", "/v1/pools/" + name)
+            if st != 204:
+                raise BenchError("DELETE %s: %d" % (name, st))
+            stock_ready()
+            out["daemon_wall"].append(time.perf_counter() - t0)
+            out["daemon_job"].append(job_seconds() - before)
+        call("PUT", "/v1/stock", {"targets": []})
+        for rnd in range(rounds):
+            with open(path, "wb"):
+                pass                            # truncate to 0: its pages go back
+            secs, _ = run_ideal(args.ideal, path, size, threads)
+            out["truncate_populate"].append(secs)
+    finally:
+        conn.close()
+        d.stop()
+        rm(path)
+    res["recycle_daemon_s"] = out
+    w, j, t = median(out["daemon_wall"]), median(out["daemon_job"]), median(out["truncate_populate"])
+    print("recycle through the daemon, %s, %d threads, %d rounds:" % (human(size), threads, rounds))
+    print("  DELETE -> stock ready (client wall): median %.1f ms" % (w * 1e3))
+    print("  zero job (server, metric):           median %.1f ms" % (j * 1e3))
+    print("  truncate + populate (parked threads): median %.1f ms" % (t * 1e3))
+    print("  truncate+populate / zero job: %.2fx   (target >= 1.2x); / client wall: %.2fx" % (t / j, t / w))
+
+
 def qemu_boot_skipped(args):
     return args.no_boot or args.no_qemu
 
@@ -887,7 +972,10 @@ def main():
     ap.add_argument("--boot-rounds", type=int, default=5, help="rounds of (e), each one warm and one cold boot")
     ap.add_argument("--no-latency", action="store_true")
     ap.add_argument("--stock-only", action="store_true",
-                    help="only the stock phase: time to ready from stock vs a cold warm")
+                    help="only the stock phases: time to ready from stock vs a cold warm, and recycling "
+                         "through the daemon vs truncate + populate")
+    ap.add_argument("--no-recycle-daemon", action="store_true",
+                    help="with --stock-only: leave out recycling through the daemon")
     ap.add_argument("--stock-rounds", type=int, default=100,
                     help="timed hand-outs and cold warms of the stock phase, each (default 100: a p99 "
                          "of fewer rounds is just their maximum)")
@@ -925,6 +1013,8 @@ def main():
     try:
         if args.stock_only:
             stock_phase(args, mnt, res)
+            if not args.no_recycle_daemon:
+                recycle_phase(args, mnt, res)
             if args.json:
                 with open(args.json, "w") as f:
                     json.dump(res, f, indent=2)

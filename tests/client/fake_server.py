@@ -21,6 +21,14 @@ canned data and scripted misbehaviour chosen by the pool name:
                 and max_count, as hpwarmd's memory floor answers
   claim bodies  recorded in state.claims; {"pid": N} with no such process
                 answers 422, as hpwarmd does
+  /v1/stock     GET and PUT as hpwarmd validates them (404 unknown node or
+                page size, 422 bad numbers or duplicates, 409 stock-too-large
+                past the node's hugepages); targets fill at once (ready =
+                count).  A pool PUT of a stocked node, page size and size is
+                ready at once with "from_stock": "full", others "none".
+                State(stock=None) is a daemon without stock: 404, and pools
+                carry no from_stock.  PUT bodies are kept in state.stock_puts;
+                state.stock_503 = N answers the next N PUTs 503 (retry test).
 
 A bearer token is required when the server is given one (401 otherwise;
 token "readonly" gets 403 on writes).  Every request is logged in
@@ -69,10 +77,12 @@ NEVER_READY = ("stuck", "slow", "hook-slow")
 class Pool:
     WARM_SECONDS = 0.8   # how long a fake warm takes
 
-    def __init__(self, name, node, size, page_size, threads, ttl):
+    def __init__(self, name, node, size, page_size, threads, ttl, from_stock=None):
         self.name, self.node, self.size, self.page_size = name, node, size, page_size
         self.threads, self.ttl = threads or 2, ttl
-        self.started = time.time()
+        self.from_stock = from_stock
+        # A stock hit is ready at once: its warm happened before.
+        self.started = time.time() - (self.WARM_SECONDS if from_stock == "full" else 0)
         self.claimed = False
         self.cancelled = False
         self.doomed = name == "doomed"
@@ -95,7 +105,8 @@ class Pool:
         if st == "failed":
             err = problem(409, "insufficient-hugepages", "Not enough free hugepages",
                           "node %d ran out of free hugepages" % self.node)[1]
-        return {
+        extra = {"from_stock": self.from_stock} if self.from_stock else {}
+        return extra | {
             "name": self.name, "node": self.node, "page_size_bytes": self.page_size,
             "size_bytes": self.size, "state": st, "bytes_done": done,
             "rate_bytes_per_second": self.size / self.WARM_SECONDS, "threads": self.threads,
@@ -147,9 +158,13 @@ def ch_words(pools):
 
 
 class State:
-    def __init__(self, token=None, nodes=None):
+    def __init__(self, token=None, nodes=None, stock=()):
         self.token = token
         self.nodes = nodes if nodes is not None else default_nodes()
+        # Stock targets as GET /v1/stock lists them; None: no stock support.
+        self.stock = [] if stock == () else stock
+        self.stock_puts = []
+        self.stock_503 = 0     # PUT /v1/stock answers 503 this many times first
         self.raw = {}          # path -> bytes answered verbatim with 200 (hostile hosts)
         self.pools = {}
         self.claims = []       # (name, parsed body or None) of every claim
@@ -256,6 +271,17 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, {"pools": pools})
         if len(parts) == 3 and parts[:2] == ["v1", "pools"]:
             return self.pool(method, parts[2], q, body)
+        if parts == ["v1", "stock"] and method in ("GET", "PUT"):
+            if st.stock is None:
+                return self.send(*problem(404, "not-found", "Not found", self.path))
+            if method == "PUT":
+                with st.lock:
+                    busy, st.stock_503 = st.stock_503 > 0, max(st.stock_503 - 1, 0)
+                if busy:
+                    return self.send(*problem(503, "unavailable", "Unavailable", "restarting"),
+                                     headers={"Retry-After": "0"})
+                return self.stock_put(body)
+            return self.send(200, {"targets": st.stock})
         if parts == ["v1", "handoff"] and method == "GET":
             return self.handoff(q)
         if len(parts) == 4 and parts[:2] == ["v1", "pools"] and parts[3] == "claim" and method == "POST":
@@ -308,6 +334,71 @@ class Handler(BaseHTTPRequestHandler):
         else:
             ans["args"] = " ".join(words)
         return self.send(200, ans)
+
+    def stock_put(self, body):
+        """hpwarmd's checks (server/src/api_stock.c, pools_stock.c), in its order."""
+        st = self.server.state
+        with st.lock:
+            st.stock_puts.append(body)
+        if not isinstance(body, dict) or not isinstance(body.get("targets"), list):
+            return self.send(*problem(422, "invalid-field", "Invalid field", 'the body must be {"targets": [...]}'))
+        if len(body["targets"]) > 64:
+            return self.send(*problem(422, "invalid-field", "Invalid field", "too many stock targets"))
+        sizes = {"2M": M2, "1G": G1}
+        out = []
+        for i, t in enumerate(body["targets"]):
+            if not isinstance(t, dict) or not isinstance(t.get("node"), int) or not isinstance(t.get("count"), int) \
+                    or ("size" in t) == ("size_bytes" in t) or set(t) - {"node", "page_size", "size", "size_bytes",
+                                                                        "count"}:
+                return self.send(*problem(422, "invalid-field", "Invalid field", "targets[%d] is malformed" % i))
+            ps = sizes.get(t.get("page_size", "2M"))
+            try:
+                size = t["size_bytes"] if "size_bytes" in t else \
+                    int(t["size"][:-1]) * {"M": 1 << 20, "G": G1}[t["size"][-1]]
+            except (ValueError, KeyError, TypeError, IndexError):
+                size = -1
+            node = [n for n in st.nodes if n["id"] == t["node"]]
+            if not node:
+                return self.send(*problem(404, "unknown-node", "Unknown node",
+                                          "target %d: there is no node %d" % (i, t["node"])))
+            if ps is None:
+                return self.send(*problem(404, "unknown-page-size", "Unknown page size",
+                                          "target %d: the kernel offers no %s hugepages" % (i, t["page_size"])))
+            if not isinstance(size, int) or isinstance(size, bool) or size <= 0 or size % ps:
+                return self.send(*problem(422, "invalid-field", "Invalid field",
+                                          "target %d: size must be a positive multiple of the page size" % i))
+            if not 1 <= t["count"] <= 1024:
+                return self.send(*problem(422, "invalid-field", "Invalid field", "target %d: count must be 1 to 1024"
+                                          % i))
+            for k, o in enumerate(out):
+                if (o["node"], o["page_size_bytes"], o["size_bytes"]) == (t["node"], ps, size):
+                    return self.send(*problem(422, "invalid-field", "Invalid field",
+                                              "targets %d and %d name the same node, page size and size" % (k, i)))
+            out.append({"node": t["node"], "page_size_bytes": ps, "size_bytes": size, "count": t["count"],
+                        "ready": t["count"], "warming": 0, "recycling": 0, "deficit": 0})
+        for node, ps in {(o["node"], o["page_size_bytes"]) for o in out}:
+            n = [n for n in st.nodes if n["id"] == node][0]
+            total = sum(hp["total"] for hp in n["hugepages"] if hp["page_size_bytes"] == ps)
+            need = sum(o["size_bytes"] // ps * o["count"] for o in out
+                       if (o["node"], o["page_size_bytes"]) == (node, ps))
+            if need > total:
+                return self.send(*problem(409, "stock-too-large", "Stock targets do not fit the node",
+                                          "node %d has %d pages of %d bytes; the targets need %d"
+                                          % (node, total, ps, need)))
+        with st.lock:
+            st.stock = out
+        return self.send(200, {"targets": out})
+
+    def stock_hit(self, node, size, ps):
+        """"full" when a ready stock file matches (the fake refills at once),
+        "none" otherwise, None for a daemon without stock."""
+        st = self.server.state
+        if st.stock is None:
+            return None
+        for t in st.stock:
+            if (t["node"], t["size_bytes"], t["page_size_bytes"]) == (node, size, ps) and t["ready"] > 0:
+                return "full"
+        return "none"
 
     def reserve(self, node, size, body):
         if not isinstance(body, dict) or set(body) - {"count", "allow_partial"} or \
@@ -387,7 +478,7 @@ class Handler(BaseHTTPRequestHandler):
                 if old:
                     return self.send(*problem(409, "pool-conflict", "Pool exists", "different pool"))
                 p = Pool(name, body["node"], body["size_bytes"], ps, body.get("threads"),
-                         body.get("ttl_seconds", 0))
+                         body.get("ttl_seconds", 0), self.stock_hit(body["node"], body["size_bytes"], ps))
                 st.pools[name] = p
             return self.send(201, p.to_json())
         if method == "DELETE":
@@ -431,9 +522,9 @@ def _serve(srv):
     return srv
 
 
-def start_tcp(token=None, nodes=None):
+def start_tcp(token=None, nodes=None, stock=()):
     srv = TCPServer(("127.0.0.1", 0), Handler)
-    srv.state = State(token, nodes)
+    srv.state = State(token, nodes, stock)
     srv.url = "http://127.0.0.1:%d" % srv.server_address[1]
     return _serve(srv)
 
@@ -474,8 +565,9 @@ def dead_port():
 class FakeFleet:
     """N fake daemons on loopback ports, plus dead and silent ports."""
 
-    def __init__(self, n, dead=3, silent=0, nodes_for=None):
-        self.servers = [start_tcp(nodes=nodes_for(i) if nodes_for else None) for i in range(n)]
+    def __init__(self, n, dead=3, silent=0, nodes_for=None, stock_for=None):
+        self.servers = [start_tcp(nodes=nodes_for(i) if nodes_for else None,
+                                  stock=stock_for(i) if stock_for else ()) for i in range(n)]
         self.dead = ["http://127.0.0.1:%d" % dead_port() for _ in range(dead)]
         self.silent_socks = []
         for _ in range(silent):

@@ -404,31 +404,213 @@ static void test_place(void)
 {
         const uint64_t M2 = 2ull << 20, G1 = 1ull << 30;
         struct place_cand c[] = {
-                { 0, 0, M2, 100 }, { 0, 1, M2, 300 }, { 1, 0, M2, 300 }, { 1, 1, G1, 900 },
-                { 2, 2, M2, 300 }, { 2, 0, M2, 300 }, { 3, 0, M2, 50 },
+                { 0, 0, M2, 100, 0 }, { 0, 1, M2, 300, 0 }, { 1, 0, M2, 300, 0 }, { 1, 1, G1, 900, 0 },
+                { 2, 2, M2, 300, 0 }, { 2, 0, M2, 300, 0 }, { 3, 0, M2, 50, 0 },
         };
         size_t best = 99;
+        enum place_why why = PLACE_STOCK;
 
         /* Most free wins; ties: earlier host, then lower node. */
-        CHECK_INT(cli_place(c, 7, 64 * M2, M2, &best), ==, 0);
+        CHECK_INT(cli_place(c, 7, 64 * M2, M2, &best, &why), ==, 0);
         CHECK_INT(best, ==, 1);
+        CHECK_INT(why, ==, PLACE_FREE);
         /* Reorder so the tie is resolved by node id within a host. */
-        struct place_cand d[] = { { 5, 2, M2, 300 }, { 5, 0, M2, 300 }, { 6, 0, M2, 300 } };
-        CHECK_INT(cli_place(d, 3, M2, M2, &best), ==, 0);
+        struct place_cand d[] = { { 5, 2, M2, 300, 0 }, { 5, 0, M2, 300, 0 }, { 6, 0, M2, 300, 0 } };
+        CHECK_INT(cli_place(d, 3, M2, M2, &best, &why), ==, 0);
         CHECK_INT(best, ==, 1);
         /* Page size must match. */
-        CHECK_INT(cli_place(c, 7, 2 * G1, G1, &best), ==, 0);
+        CHECK_INT(cli_place(c, 7, 2 * G1, G1, &best, &why), ==, 0);
         CHECK_INT(best, ==, 3);
         /* Exactly fits; one page more does not; partial pages round up. */
-        CHECK_INT(cli_place(c, 7, 300 * M2, M2, &best), ==, 0);
+        CHECK_INT(cli_place(c, 7, 300 * M2, M2, &best, &why), ==, 0);
         best = 99;
-        CHECK_INT(cli_place(c, 7, 301 * M2, M2, &best), ==, -ENOENT);
+        why = PLACE_STOCK;
+        CHECK_INT(cli_place(c, 7, 301 * M2, M2, &best, &why), ==, -ENOENT);
         CHECK_INT(best, ==, 99);
-        CHECK_INT(cli_place(c, 7, 300 * M2 - 1, M2, &best), ==, 0);
-        CHECK_INT(cli_place(c, 7, 300 * M2 + 1, M2, &best), ==, -ENOENT);
-        CHECK_INT(cli_place(c, 0, M2, M2, &best), ==, -ENOENT);
-        CHECK_INT(cli_place(c, 7, M2, 0, &best), ==, -EINVAL);
-        CHECK_INT(cli_place(c, 7, 2 * G1, 4096, &best), ==, -ENOENT);
+        CHECK_INT(why, ==, PLACE_STOCK);   /* written only on success */
+        CHECK_INT(cli_place(c, 7, 300 * M2 - 1, M2, &best, &why), ==, 0);
+        CHECK_INT(cli_place(c, 7, 300 * M2 + 1, M2, &best, &why), ==, -ENOENT);
+        CHECK_INT(cli_place(c, 0, M2, M2, &best, &why), ==, -ENOENT);
+        CHECK_INT(cli_place(c, 7, M2, 0, &best, &why), ==, -EINVAL);
+        CHECK_INT(cli_place(c, 7, 2 * G1, 4096, &best, &why), ==, -ENOENT);
+}
+
+/* A ready stock file of the size beats free pages; the table says which
+ * candidate each case must pick and why. */
+static void test_place_stock(void)
+{
+        static const struct {
+                const char *rule;
+                struct place_cand c[4];
+                size_t n;
+                uint64_t size, page_size;
+                int rc;
+                size_t best;
+                enum place_why why;
+        } t[] = {
+                { "stock hit beats the most free pages",
+                  { { 0, 0, 2ull << 20, 500, 0 }, { 1, 1, 2ull << 20, 10, 1 } }, 2, 8 << 20, 2ull << 20, 0, 1,
+                  PLACE_STOCK },
+                { "stock hit needs no free pages (the file holds them)",
+                  { { 0, 0, 2ull << 20, 500, 0 }, { 1, 0, 2ull << 20, 0, 1 } }, 2, 1ull << 30, 2ull << 20, 0, 1,
+                  PLACE_STOCK },
+                { "stock of another page size is no hit",
+                  { { 0, 0, 2ull << 20, 500, 0 }, { 1, 0, 1ull << 30, 0, 3 } }, 2, 512ull << 20, 2ull << 20, 0, 0,
+                  PLACE_FREE },
+                { "among hits the most ready files win",
+                  { { 0, 0, 2ull << 20, 900, 1 }, { 1, 0, 2ull << 20, 10, 2 } }, 2, 8 << 20, 2ull << 20, 0, 1,
+                  PLACE_STOCK },
+                { "equal ready: the most free pages",
+                  { { 0, 0, 2ull << 20, 10, 1 }, { 1, 1, 2ull << 20, 20, 1 } }, 2, 8 << 20, 2ull << 20, 0, 1,
+                  PLACE_STOCK },
+                { "equal ready and free: earlier host, then lower node",
+                  { { 3, 1, 2ull << 20, 10, 1 }, { 3, 0, 2ull << 20, 10, 1 }, { 4, 0, 2ull << 20, 10, 1 } }, 3,
+                  8 << 20, 2ull << 20, 0, 1, PLACE_STOCK },
+                { "no stock anywhere: free pages as before",
+                  { { 0, 0, 2ull << 20, 5, 0 }, { 1, 0, 2ull << 20, 50, 0 } }, 2, 8 << 20, 2ull << 20, 0, 1,
+                  PLACE_FREE },
+                { "no stock and nothing fits",
+                  { { 0, 0, 2ull << 20, 1, 0 } }, 1, 8 << 20, 2ull << 20, -ENOENT, 0, PLACE_FREE },
+                { "a 1G stock hit",
+                  { { 0, 0, 1ull << 30, 64, 0 }, { 1, 1, 1ull << 30, 0, 1 } }, 2, 4ull << 30, 1ull << 30, 0, 1,
+                  PLACE_STOCK },
+        };
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+                size_t best = 99;
+                enum place_why why = (enum place_why)-1;
+                int rc = cli_place(t[i].c, t[i].n, t[i].size, t[i].page_size, &best, &why);
+
+                if (rc != t[i].rc || (rc == 0 && (best != t[i].best || why != t[i].why)))
+                        fprintf(stderr, "place rule '%s': rc %d best %zu why %d\n", t[i].rule, rc, best, (int)why);
+                CHECK_INT(rc, ==, t[i].rc);
+                if (rc == 0) {
+                        CHECK_U64(best, ==, t[i].best);
+                        CHECK_INT(why, ==, t[i].why);
+                }
+        }
+}
+
+/* NODE:PAGESIZE:SIZE:COUNT, as hpwarmd --stock reads it. */
+static void test_stock_spec(void)
+{
+        static const struct {
+                const char *spec;
+                int rc;
+                int node;
+                uint64_t ps, size, count;
+                const char *why;   /* part of the message on failure */
+        } t[] = {
+                { "0:2M:4G:2", 0, 0, 2ull << 20, 4ull << 30, 2, NULL },
+                { "1:1G:64G:1", 0, 1, 1ull << 30, 64ull << 30, 1, NULL },
+                { "3:2048kB:8M:4294967295", 0, 3, 2ull << 20, 8ull << 20, 4294967295ull, NULL },
+                { "65535:2M:2M:1", 0, 65535, 2ull << 20, 2ull << 20, 1, NULL },
+                { "", -EINVAL, 0, 0, 0, 0, "NODE:PAGESIZE:SIZE:COUNT" },
+                { "0:2M:4G", -EINVAL, 0, 0, 0, 0, "NODE:PAGESIZE:SIZE:COUNT" },
+                { "0:2M:4G:2:9", -EINVAL, 0, 0, 0, 0, "NODE:PAGESIZE:SIZE:COUNT" },
+                { "0::4G:2", -EINVAL, 0, 0, 0, 0, "NODE:PAGESIZE:SIZE:COUNT" },
+                { ":2M:4G:2", -EINVAL, 0, 0, 0, 0, "NODE:PAGESIZE:SIZE:COUNT" },
+                { "0:2M:4G:", -EINVAL, 0, 0, 0, 0, "NODE:PAGESIZE:SIZE:COUNT" },
+                { "x:2M:4G:2", -EINVAL, 0, 0, 0, 0, "NODE: not a node id" },
+                { "-1:2M:4G:2", -EINVAL, 0, 0, 0, 0, "NODE: not a node id" },
+                { "65536:2M:4G:2", -EINVAL, 0, 0, 0, 0, "NODE: not a node id" },
+                { "0:3M:4G:2", -EINVAL, 0, 0, 0, 0, "PAGESIZE" },
+                { "0:2m:4G:2", -EINVAL, 0, 0, 0, 0, "PAGESIZE" },
+                { "0:2M:4X:2", -EINVAL, 0, 0, 0, 0, "SIZE" },
+                { "0:2M:0:2", -EINVAL, 0, 0, 0, 0, "positive multiple" },
+                { "0:2M:3M:2", -EINVAL, 0, 0, 0, 0, "positive multiple" },
+                { "0:1G:2M:1", -EINVAL, 0, 0, 0, 0, "positive multiple" },
+                { "0:2M:4G:0", -EINVAL, 0, 0, 0, 0, "COUNT" },
+                { "0:2M:4G:-1", -EINVAL, 0, 0, 0, 0, "COUNT" },
+                { "0:2M:4G:4294967296", -EINVAL, 0, 0, 0, 0, "COUNT" },
+                { "0:2M:4G:2x", -EINVAL, 0, 0, 0, 0, "COUNT" },
+                { "0:2M:18446744073709551616:1", -EINVAL, 0, 0, 0, 0, "SIZE" },
+                { "00000000000000000000000000000000000000000000000000000000000000000:2M:4G:2", -EINVAL, 0, 0, 0, 0,
+                  "NODE:PAGESIZE:SIZE:COUNT" },
+        };
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+                struct hpw_stock_target g = { .node = -7 };
+                char err[256] = "";
+                int rc = cli_parse_stock_spec(t[i].spec, &g, err, sizeof(err));
+
+                if (rc != t[i].rc)
+                        fprintf(stderr, "spec '%s': rc %d (%s)\n", t[i].spec, rc, err);
+                CHECK_INT(rc, ==, t[i].rc);
+                if (rc == 0) {
+                        CHECK_INT(g.node, ==, t[i].node);
+                        CHECK_U64(g.page_size_bytes, ==, t[i].ps);
+                        CHECK_U64(g.size_bytes, ==, t[i].size);
+                        CHECK_U64(g.count, ==, t[i].count);
+                        CHECK_U64(g.ready + g.warming + g.recycling + g.deficit, ==, 0);
+                } else {
+                        if (!strstr(err, t[i].why))
+                                fprintf(stderr, "spec '%s': message '%s' lacks '%s'\n", t[i].spec, err, t[i].why);
+                        CHECK(strstr(err, t[i].why) != NULL);
+                        CHECK_INT(g.node, ==, -7);   /* written only on success */
+                }
+        }
+}
+
+static void test_parse_stock(void)
+{
+        struct cli c;
+
+        CHECK_INT(parse(&c, NULL, "stock", NULL), ==, 0);
+        CHECK_INT(c.cmd, ==, CMD_STOCK);
+        CHECK_INT(c.stock_op, ==, STOCK_SHOW);
+        CHECK_INT(parse(&c, NULL, "stock", "show", "--json", NULL), ==, 0);
+        CHECK_INT(c.stock_op, ==, STOCK_SHOW);
+        CHECK(c.json);
+        CHECK_INT(parse(&c, NULL, "stock", "clear", NULL), ==, 0);
+        CHECK_INT(c.stock_op, ==, STOCK_CLEAR);
+        CHECK_U64(c.n_stock, ==, 0);
+        CHECK_INT(parse(&c, NULL, "--json", "stock", "set", "0:2M:4G:2", "1:1G:8G:1", "0:2M:8G:1", NULL), ==, 0);
+        CHECK_INT(c.stock_op, ==, STOCK_SET);
+        CHECK_U64(c.n_stock, ==, 3);
+        CHECK_INT(c.stock[1].node, ==, 1);
+        CHECK_U64(c.stock[1].page_size_bytes, ==, 1ull << 30);
+        CHECK_U64(c.stock[2].size_bytes, ==, 8ull << 30);
+        CHECK_U64(c.stock[0].count, ==, 2);
+        CHECK_INT(parse(&c, NULL, "fleet", "--hosts", "f", "place", "--size", "2M", "--verbose", NULL), ==, 0);
+        CHECK(c.verbose);
+        CHECK_INT(parse(&c, NULL, "fleet", "--hosts", "f", "place", "--size", "2M", NULL), ==, 0);
+        CHECK(!c.verbose);
+
+        static const struct { const char *w[6]; const char *why; } bad[] = {
+                { { "stock", "set", NULL }, "stock clear" },          /* set with nothing: say how to clear */
+                { { "stock", "set", "0:2M:4G", NULL }, "NODE:PAGESIZE:SIZE:COUNT" },
+                { { "stock", "set", "0:2M:4G:2", "0:2M:4G:1", NULL }, "same node, page size and size" },
+                { { "stock", "set", "0:2M:4G:2", "0:2048kB:4G:1", NULL }, "same node, page size and size" },
+                { { "stock", "clear", "0:2M:4G:2", NULL }, "no arguments" },
+                { { "stock", "show", "x", NULL }, "unexpected" },
+                { { "stock", "refill", NULL }, "show, set or clear" },
+                { { "stock", "--size", "1G", NULL }, "stock does not take --size" },
+                { { "fleet", "--hosts", "f", "nodes", "--verbose", NULL }, "--verbose" },
+                { { "health", "--verbose", NULL }, "health does not take --verbose" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char *argv[8] = { (char *)"hpwarm" };
+                int argc = 1;
+
+                for (size_t j = 0; bad[i].w[j]; j++)
+                        argv[argc++] = (char *)bad[i].w[j];
+                errbuf[0] = '\0';
+                CHECK_INT(cli_parse(argc, argv, NULL, NULL, &c, errbuf, sizeof(errbuf)), ==, -EINVAL);
+                if (!strstr(errbuf, bad[i].why))
+                        fprintf(stderr, "stock case %zu: '%s' lacks '%s'\n", i, errbuf, bad[i].why);
+                CHECK(strstr(errbuf, bad[i].why) != NULL);
+        }
+
+        /* 64 targets are the limit (the server's too); 65 are refused here. */
+        static char specs[HPW_STOCK_MAX_TARGETS + 1][32];
+        char *argv[HPW_STOCK_MAX_TARGETS + 4] = { (char *)"hpwarm", (char *)"stock", (char *)"set" };
+        for (int i = 0; i <= HPW_STOCK_MAX_TARGETS; i++) {
+                snprintf(specs[i], sizeof(specs[i]), "0:2M:%dM:1", 2 * (i + 1));
+                argv[3 + i] = specs[i];
+        }
+        CHECK_INT(cli_parse(3 + HPW_STOCK_MAX_TARGETS, argv, NULL, NULL, &c, errbuf, sizeof(errbuf)), ==, 0);
+        CHECK_U64(c.n_stock, ==, HPW_STOCK_MAX_TARGETS);
+        CHECK_INT(cli_parse(4 + HPW_STOCK_MAX_TARGETS, argv, NULL, NULL, &c, errbuf, sizeof(errbuf)), ==, -EINVAL);
+        CHECK(strstr(errbuf, "at most 64") != NULL);
 }
 
 static void test_hosts_and_table(void)
@@ -475,6 +657,9 @@ int main(void)
         test_urls_and_hints();
         test_timeouts_and_fleet_exit();
         test_place();
+        test_place_stock();
+        test_stock_spec();
+        test_parse_stock();
         test_hosts_and_table();
         printf("ok\n");
         return 0;

@@ -2,8 +2,9 @@
 """Integration test of the hpwarm CLI (and through it libhpwarm) against
 fake_server.py: every command, --json parsed back, exit codes 0-6, retries
 (503 then 200; 429 with Retry-After), no retry of POST, a hanging server
-(timeout -> 4), a dead port (-> 3), a unix socket, and fleet over ~50 fake
-hosts plus dead and silent ones (fast, dead ones listed, place correct).
+(timeout -> 4), a dead port (-> 3), a unix socket, fleet over ~50 fake
+hosts plus dead and silent ones (fast, dead ones listed, place correct),
+hpwarm stock, and fleet place preferring stock.
 
 Usage: test_cli_fake.py PATH/TO/hpwarm"""
 
@@ -312,6 +313,128 @@ def test_pools(srv):
     check("no process 2147483646" in p.stderr, "says which pid is unknown", p)
     expect(run("release", "pidvm", *u), 0, "release pidvm")
     expect(run("status", "vm-42", *u), 1, "status after release -> 1")
+
+
+def stock_puts(srv):
+    return sum(1 for m, path in srv.state.log if m == "PUT" and path == "/v1/stock")
+
+
+def test_stock(srv):
+    """hpwarm stock [show] | set SPEC... | clear: the table, --json, the PUT
+    body, bad specs refused before anything is sent, the daemon's refusals
+    (its detail and the usual exit codes), hostile answers, from_stock on
+    warm and status, and a daemon without stock."""
+    u = ["--url", srv.url, "--token-file", TOKEN]
+    with srv.state.lock:
+        srv.state.stock = []
+    p = run("stock", *u)
+    expect(p, 0, "stock with no targets")
+    check(p.stdout.split() == ["NODE", "PAGE", "SIZE", "COUNT", "READY", "WARMING", "RECYCLING", "DEFICIT"],
+          "stock: the header and no rows", p)
+    p = run("stock", "--json", *u)
+    check(p.returncode == 0 and json.loads(p.stdout or "null") == {"targets": []}, "stock --json empty", p)
+
+    before = len(srv.state.stock_puts)
+    p = run("stock", "set", "0:2M:8M:2", "1:2M:16M:1", *u)
+    expect(p, 0, "stock set two targets")
+    check(srv.state.stock_puts[before:] == [{"targets": [
+        {"node": 0, "page_size": "2M", "size_bytes": 8 << 20, "count": 2},
+        {"node": 1, "page_size": "2M", "size_bytes": 16 << 20, "count": 1}]}], "stock set PUT body %r"
+          % srv.state.stock_puts[before:], p)
+    rows = [l.split() for l in p.stdout.splitlines()]
+    check(len(rows) == 3 and rows[1] == ["0", "2M", "8", "MiB", "2", "2", "0", "0", "0"] and
+          rows[2] == ["1", "2M", "16", "MiB", "1", "1", "0", "0", "0"], "stock set prints the new targets", p)
+    p = run("stock", "show", "--json", *u)
+    d = json.loads(p.stdout or "{}")
+    check([(t["node"], t["size_bytes"], t["count"], t["ready"]) for t in d.get("targets", [])] ==
+          [(0, 8 << 20, 2, 2), (1, 16 << 20, 1, 1)], "stock --json: the server's targets", p)
+
+    # A warm of a stocked size comes from stock; another size does not.
+    p = run("warm", "stocked", "--node", "0", "--size", "8M", *u)
+    expect(p, 0, "warm of a stocked size")
+    check("created on node 0 (ready, from stock: full)" in p.stdout, "warm says from stock: full", p)
+    p = run("status", "stocked", *u)
+    check("from stock: full" in p.stdout, "status prints from stock", p)
+    p = run("warm", "unstocked", "--node", "0", "--size", "4M", "--wait", *u)
+    expect(p, 0, "warm of another size")
+    check("created on node 0 (from stock: none)" in p.stdout, "warm --wait says from stock: none", p)
+    for n in ("stocked", "unstocked"):
+        expect(run("release", n, *u), 0, "release " + n)
+
+    # Bad specs: usage (2), a message naming the problem, nothing sent.
+    n0 = stock_puts(srv)
+    for args, why in ((["set"], "hpwarm stock clear"),
+                      (["set", "0:2M:8M"], "NODE:PAGESIZE:SIZE:COUNT"),
+                      (["set", "0:2M:3M:1"], "multiple of PAGESIZE"),
+                      (["set", "0:2M:8M:0"], "COUNT"),
+                      (["set", "0:2X:8M:1"], "PAGESIZE"),
+                      (["set", "0:2M:8M:1", "0:2M:8M:3"], "same node, page size and size"),
+                      (["set", "0:2M:8M:1", "bogus"], "'bogus' is not"),
+                      (["clear", "0:2M:8M:1"], "no arguments"),
+                      (["frob"], "show, set or clear")):
+        p = run("stock", *args, *u)
+        expect(p, 2, "stock " + " ".join(args))
+        check(why in p.stderr and p.stdout == "", "stock %s: says '%s'" % (" ".join(args), why), p)
+    check(stock_puts(srv) == n0, "no PUT for a bad spec (%d sent)" % (stock_puts(srv) - n0))
+
+    # The daemon's refusals: its detail and slug; 404 -> 1, 409 -> 5.
+    p = run("stock", "set", "5:2M:8M:1", *u)
+    expect(p, 1, "stock on an unknown node")
+    check("there is no node 5" in p.stderr and "[unknown-node]" in p.stderr, "unknown node: the daemon's detail", p)
+    p = run("stock", "set", "0:2M:1G:1", *u)
+    expect(p, 5, "stock that does not fit the node")
+    check("node 0 has 64 pages" in p.stderr and "[stock-too-large]" in p.stderr, "stock-too-large detail", p)
+    p = run("stock", "set", "0:2M:1G:1", "--json", *u)
+    check(json.loads(p.stdout or "{}").get("type", "").endswith("stock-too-large"),
+          "--json failure prints the problem", p)
+    p = run("stock", "set", "0:1G:1G:1", *u)
+    check(p.returncode == 5, "1G target on a node without 1G pages -> 5", p)
+    p = run("stock", "set", "0:2M:8M:2000", *u)
+    expect(p, 1, "count over the daemon's limit -> 1")
+    check("count must be 1 to 1024" in p.stderr, "422 detail", p)
+    p = run("stock", "set", "0:2M:8M:1", "--token-file", ROTOKEN, "--url", srv.url)
+    expect(p, 6, "stock set with a read-only token -> 6")
+    d = json.loads(run("stock", "--json", *u).stdout or "{}")
+    check(len(d.get("targets", [])) == 2, "refused sets changed nothing: %r" % d)
+
+    # Hostile answers: 1, nothing printed from them.
+    for raw, what in ((b'{"targets":[', "malformed JSON"),
+                      (b'{"targets":[{"node":0,"page_size_bytes":2097152,"count":1,"ready":1}]}', "no size_bytes"),
+                      (b'{"targets":[{"node":0,"page_size_bytes":2097152,"size_bytes":2097152,"count":1,'
+                       b'"ready":1e300}]}', "a huge count"),
+                      (b'{"targets":{"node":0}}', "targets not an array"),
+                      (b'{"targets":[]} {"targets":[]}', "two documents")):
+        srv.state.raw["/v1/stock"] = raw
+        try:
+            for args in ([], ["set", "0:2M:8M:1"]):
+                p = run("stock", *args, "--json", *u)
+                expect(p, 1, "stock %s answered with %s" % (" ".join(args), what))
+                check(p.stdout == "" and "unexpected answer" in p.stderr, "%s: says so, prints nothing" % what, p)
+        finally:
+            del srv.state.raw["/v1/stock"]
+
+    # A whole-list PUT is idempotent: retried after a 503, as the other PUTs.
+    n0 = stock_puts(srv)
+    srv.state.stock_503 = 1
+    p = run("stock", "set", "0:2M:8M:2", "1:2M:16M:1", *u)
+    expect(p, 0, "stock set retried after a 503")
+    check(stock_puts(srv) - n0 == 2, "two PUTs for 503-then-200 (%d)" % (stock_puts(srv) - n0), p)
+
+    p = run("stock", "clear", *u)
+    expect(p, 0, "stock clear")
+    check(srv.state.stock_puts[-1] == {"targets": []} and "no targets" in p.stdout, "clear sends no targets", p)
+    check(json.loads(run("stock", "--json", *u).stdout or "{}") == {"targets": []}, "cleared")
+
+    old = fs.start_tcp(stock=None)
+    try:
+        p = run("stock", "--url", old.url)
+        expect(p, 1, "stock on a daemon without stock")
+        check("no /v1/stock" in p.stderr, "says the daemon has no stock", p)
+        p = run("warm", "plain", "--node", "0", "--size", "4M", "--url", old.url)
+        check(p.returncode == 0 and "from stock" not in p.stdout, "no from_stock from an older daemon", p)
+    finally:
+        old.shutdown()
+        old.server_close()
 
 
 def test_tty_progress(srv):
@@ -692,7 +815,8 @@ def test_fleet():
         expect(p, 7, "fleet place with dead hosts -> 7")
         check(p.stdout.startswith(urls[20] + " node 1 "), "place picks host 20 node 1 (tie -> earlier host)", p)
         p = run("fleet", "--hosts", hosts, "place", "--size", "2G", "--page-size", "1G", "--json")
-        check(json.loads(p.stdout or "{}") == {"url": urls[40], "node": 1, "free": 900}, "place 1G", p)
+        check(json.loads(p.stdout or "{}") == {"url": urls[40], "node": 1, "free": 900, "why": "free",
+                                               "stock_ready": 0}, "place 1G", p)
         p = run("fleet", "--hosts", hosts, "place", "--size", "2T", "--page-size", "2M")
         expect(p, 5, "nothing fits -> 5")
 
@@ -762,13 +886,91 @@ def test_fleet():
         fleet.close()
 
 
+def stock_target(node, size, count, ready, ps=fs.M2):
+    return {"node": node, "page_size_bytes": ps, "size_bytes": size, "count": count, "ready": ready,
+            "warming": count - ready, "recycling": 0, "deficit": count - ready}
+
+
+def test_fleet_stock():
+    """fleet place prefers a node with a ready stock file of exactly the size
+    (and page size) over more free pages, says which it chose and why, and
+    places by free pages on hosts whose stock cannot be read (named with
+    --verbose only)."""
+    def nodes(free0, free1):
+        return [{"id": i, "cpus": str(i), "cpu_count": 1, "memory": {"total_bytes": fs.G1, "free_bytes": fs.G1},
+                 "hugepages": [{"page_size_bytes": fs.M2, "total": f, "free": f, "surplus": 0, "warm": 0,
+                                "warming": 0}]} for i, f in enumerate((free0, free1))]
+    hosts_spec = [
+        (nodes(500, 400), None),                                      # 0: most free; a daemon without stock
+        (nodes(100, 100), [stock_target(1, 8 << 20, 2, 0)]),          # 1: 8M stock, none ready yet
+        (nodes(50, 0), [stock_target(1, 8 << 20, 1, 1)]),             # 2: a ready 8M file on node 1 (0 free)
+        (nodes(30, 30), [stock_target(0, 16 << 20, 3, 3),             # 3: ready 16M files; 8M of 1G pages
+                         stock_target(0, 8 << 20, 1, 1, ps=fs.G1)]),
+        (nodes(20, 20), "raw"),                                       # 4: stock answer malformed
+    ]
+    servers = [fs.start_tcp(nodes=n, stock=None if st in (None, "raw") else st) for n, st in hosts_spec]
+    servers[4].state.stock = []
+    servers[4].state.raw["/v1/stock"] = b'{"targets":[{"node":0'
+    try:
+        urls = [s.url for s in servers]
+        hosts = os.path.join(TMP, "stock-hosts")
+        with open(hosts, "w") as f:
+            f.write("\n".join(urls) + "\n")
+
+        p = run("fleet", "--hosts", hosts, "place", "--size", "8M")
+        expect(p, 0, "place with stock: every host answered /v1/nodes -> 0")
+        check(p.stdout == urls[2] + " node 1 (stock hit: 1 ready stock file of 8 MiB in 2M pages on node 1)\n",
+              "an 8M stock hit on host 2 node 1 beats 500 free pages", p)
+        check(p.stderr == "", "hosts without stock are not mentioned without --verbose", p)
+        p = run("fleet", "--hosts", hosts, "place", "--size", "8M", "--json")
+        check(json.loads(p.stdout or "{}") == {"url": urls[2], "node": 1, "free": 0, "why": "stock",
+                                               "stock_ready": 1}, "place --json says why", p)
+        p = run("fleet", "--hosts", hosts, "place", "--size", "16M")
+        check(p.stdout.startswith(urls[3] + " node 0 (stock hit: 3 ready stock files of 16 MiB"),
+              "a 16M request takes host 3's 16M stock", p)
+        p = run("fleet", "--hosts", hosts, "place", "--size", "32M")
+        check(p.stdout == urls[0] + " node 0 (free pages: 500 free 2M pages)\n",
+              "no stock of the size: most free pages, and says so", p)
+        p = run("fleet", "--hosts", hosts, "place", "--size", "8M", "--verbose")
+        expect(p, 0, "place --verbose")
+        check(urls[0] + ": no stock information (not found" in p.stderr and "daemon without stock" in p.stderr,
+              "--verbose names the host without stock", p)
+        check(urls[4] + ": no stock information (unexpected answer" in p.stderr,
+              "--verbose names the host whose stock answer is malformed", p)
+        check(urls[2] not in p.stderr and urls[1] not in p.stderr, "--verbose names only those", p)
+        # Ask each host once for nodes and once for stock, no more.
+        for s in servers:
+            got = [x for x in s.state.log if x[0] == "GET"][-2:]
+            check(got == [("GET", "/v1/nodes"), ("GET", "/v1/stock")], "one nodes and one stock GET: %r" % got)
+
+        # --warm on a stock hit: the pool is ready at once, from stock.
+        p = run("fleet", "--hosts", hosts, "place", "--size", "8M", "--warm", "instant")
+        expect(p, 0, "place --warm on a stock hit")
+        check("stock hit" in p.stdout and "instant: created on node 1 (ready, from stock: full)" in p.stdout,
+              "the warm came from stock", p)
+        check("instant" in servers[2].state.pools, "pool made on the chosen host", p)
+
+        # A dead host is asked once (nodes), not again for stock.
+        dead = "http://127.0.0.1:%d" % fs.dead_port()
+        with open(hosts, "a") as f:
+            f.write(dead + "\n")
+        p = run("fleet", "--hosts", hosts, "place", "--size", "8M", "--verbose")
+        expect(p, 7, "place with a dead host -> 7")
+        check(p.stdout.startswith(urls[2] + " node 1 (stock hit") and "  %s: server unreachable" % dead in p.stderr
+              and dead + ": no stock" not in p.stderr, "the dead host is listed as such, not asked for stock", p)
+    finally:
+        for s in servers:
+            s.shutdown()
+            s.server_close()
+
+
 def main():
     if not os.access(HPWARM, os.X_OK):
         print("no hpwarm binary at", HPWARM, file=sys.stderr)
         return 1
     srv = fs.start_tcp(token="s3cret")
     try:
-        for t in (test_basic, test_pools, test_tty_progress, test_retries, test_hook, test_proxy):
+        for t in (test_basic, test_pools, test_stock, test_tty_progress, test_retries, test_hook, test_proxy):
             t0 = time.monotonic()
             t(srv)
             print("%-20s %.2fs" % (t.__name__, time.monotonic() - t0))
@@ -787,6 +989,9 @@ def main():
     t0 = time.monotonic()
     test_fleet()
     print("%-20s %.2fs" % ("test_fleet", time.monotonic() - t0))
+    t0 = time.monotonic()
+    test_fleet_stock()
+    print("%-20s %.2fs" % ("test_fleet_stock", time.monotonic() - t0))
     if failures:
         print("%d failure(s)" % len(failures), file=sys.stderr)
         return 1

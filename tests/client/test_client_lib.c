@@ -536,6 +536,122 @@ static void test_json_misc(void)
         free(s);
 }
 
+/* GET/PUT /v1/stock answers: the shape the API promises, then hostile ones. */
+static void test_json_stock(void)
+{
+        struct hpw_stock *st = NULL;
+
+        CHECK_INT(hpw_json_stock(J("{\"targets\":[{\"node\":1,\"page_size_bytes\":2097152,\"size_bytes\":4294967296,"
+                                   "\"count\":2,\"ready\":1,\"warming\":1,\"recycling\":0,\"deficit\":1},"
+                                   "{\"node\":0,\"page_size_bytes\":1073741824,\"size_bytes\":68719476736,"
+                                   "\"count\":1,\"ready\":0,\"future\":{\"x\":1}}]}"), &st), ==, HPW_OK);
+        CHECK_U64(st->n, ==, 2);
+        CHECK_INT(st->targets[0].node, ==, 1);
+        CHECK_U64(st->targets[0].page_size_bytes, ==, 2097152);
+        CHECK_U64(st->targets[0].size_bytes, ==, 4294967296ull);
+        CHECK_U64(st->targets[0].count, ==, 2);
+        CHECK_U64(st->targets[0].ready, ==, 1);
+        CHECK_U64(st->targets[0].warming, ==, 1);
+        CHECK_U64(st->targets[0].deficit, ==, 1);
+        /* warming, recycling, deficit default to 0; unknown members ignored. */
+        CHECK_U64(st->targets[1].size_bytes, ==, 64ull << 30);
+        CHECK_U64(st->targets[1].warming + st->targets[1].recycling + st->targets[1].deficit, ==, 0);
+        CHECK(strstr(st->json, "\"future\"") != NULL);
+        hpw_stock_free(st);
+        st = NULL;
+        CHECK_INT(hpw_json_stock(J("{\"targets\":[]}"), &st), ==, HPW_OK);
+        CHECK_U64(st->n, ==, 0);
+        CHECK(st->targets == NULL);
+        hpw_stock_free(st);
+        hpw_stock_free(NULL);
+
+        /* Each of these is not a stock answer: HPW_E_PROTOCOL, nothing written. */
+        static const char *const bad[] = {
+                "",
+                "not json",
+                "{\"targets\":[",                                    /* cut short */
+                "{\"targets\":[]} {\"targets\":[]}",                  /* trailing document */
+                "[]",
+                "{}",                                                /* no targets */
+                "{\"targets\":{}}",
+                "{\"targets\":null}",
+                "{\"Targets\":[]}",                                   /* case matters */
+                "{\"targets\":[1]}",
+                "{\"targets\":[{}]}",
+                /* each required member missing in turn */
+                "{\"targets\":[{\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"count\":1,\"ready\":0}]}",
+                "{\"targets\":[{\"node\":0,\"size_bytes\":2097152,\"count\":1,\"ready\":0}]}",
+                "{\"targets\":[{\"node\":0,\"page_size_bytes\":2097152,\"count\":1,\"ready\":0}]}",
+                "{\"targets\":[{\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"ready\":0}]}",
+                "{\"targets\":[{\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"count\":1}]}",
+                /* wrong types and values */
+                "{\"targets\":[{\"node\":\"0\",\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"count\":1,"
+                "\"ready\":0}]}",
+                "{\"targets\":[{\"node\":-1,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"count\":1,"
+                "\"ready\":0}]}",
+                "{\"targets\":[{\"node\":0.5,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"count\":1,"
+                "\"ready\":0}]}",
+                "{\"targets\":[{\"node\":0,\"page_size_bytes\":0,\"size_bytes\":2097152,\"count\":1,\"ready\":0}]}",
+                "{\"targets\":[{\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"count\":1,"
+                "\"ready\":-3}]}",
+                "{\"targets\":[{\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"count\":1,"
+                "\"ready\":true}]}",
+                /* huge counts: past what a double carries exactly, or not finite */
+                "{\"targets\":[{\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"count\":1,"
+                "\"ready\":18446744073709551616}]}",
+                "{\"targets\":[{\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,"
+                "\"count\":9007199254740993000,\"ready\":0}]}",
+                "{\"targets\":[{\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":1e400,\"count\":1,"
+                "\"ready\":0}]}",
+                "{\"targets\":[{\"node\":4294967296,\"page_size_bytes\":2097152,\"size_bytes\":2097152,"
+                "\"count\":1,\"ready\":0}]}",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                st = (struct hpw_stock *)&st;   /* a value that must survive */
+                if (hpw_json_stock(bad[i], strlen(bad[i]), &st) != HPW_E_PROTOCOL)
+                        fprintf(stderr, "stock body %zu accepted: %s\n", i, bad[i]);
+                CHECK_INT(hpw_json_stock(bad[i], strlen(bad[i]), &st), ==, HPW_E_PROTOCOL);
+                CHECK(st == (struct hpw_stock *)&st);
+        }
+        /* More targets than any answer may carry. */
+        const char *item = "{\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"count\":1,\"ready\":1},";
+        size_t cap = 32 + (HPW_MAX_ITEMS + 1) * strlen(item);
+        char *b = malloc(cap), *p;
+        CHECK(b);
+        p = b + sprintf(b, "{\"targets\":[");
+        for (size_t i = 0; i <= HPW_MAX_ITEMS; i++)
+                p += sprintf(p, "%s", item);
+        p[-1] = ']';
+        *p++ = '}';
+        CHECK_INT(hpw_json_stock(b, (size_t)(p - b), &st), ==, HPW_E_PROTOCOL);
+        free(b);
+
+        /* The request body: page sizes spelled as the API takes them, sizes exact. */
+        struct hpw_stock_target t[] = {
+                { .node = 0, .page_size_bytes = 2ull << 20, .size_bytes = 4ull << 30, .count = 2, .ready = 9 },
+                { .node = 3, .page_size_bytes = 1ull << 30, .size_bytes = 1ull << 40, .count = 1 },
+        };
+        char *s = hpw_json_stock_body(t, 2);
+        CHECK_STR(s, "{\"targets\":[{\"node\":0,\"page_size\":\"2M\",\"size_bytes\":4294967296,\"count\":2},"
+                     "{\"node\":3,\"page_size\":\"1G\",\"size_bytes\":1099511627776,\"count\":1}]}");
+        free(s);
+        s = hpw_json_stock_body(t, 0);
+        CHECK_STR(s, "{\"targets\":[]}");
+        free(s);
+
+        /* A pool says whether it came from stock; "" from a daemon without. */
+        struct hpw_pool *pl = NULL;
+        CHECK_INT(hpw_json_pool(J("{\"name\":\"a\",\"state\":\"ready\",\"from_stock\":\"full\"}"), &pl), ==, HPW_OK);
+        CHECK_STR(pl->from_stock, "full");
+        hpw_pool_free(pl);
+        CHECK_INT(hpw_json_pool(J("{\"name\":\"a\",\"state\":\"ready\"}"), &pl), ==, HPW_OK);
+        CHECK_STR(pl->from_stock, "");
+        hpw_pool_free(pl);
+        CHECK_INT(hpw_json_pool(J("{\"name\":\"a\",\"state\":\"ready\",\"from_stock\":7}"), &pl), ==, HPW_OK);
+        CHECK_STR(pl->from_stock, "");
+        hpw_pool_free(pl);
+}
+
 static void write_file(const char *path, const char *data, size_t len)
 {
         FILE *f = fopen(path, "we");
@@ -617,6 +733,39 @@ static void test_handle(void)
         CHECK_INT(hpw_claim_pid(h, "x", -1, &p), ==, HPW_E_INVALID);
         CHECK_INT(hpw_claim_pid(h, "a b", 1, &p), ==, HPW_E_INVALID);
         CHECK(p == NULL);
+        /* Stock targets are checked before anything goes on the wire (no
+         * answer recorded; below, the same call that does send is
+         * HPW_E_UNREACHABLE, not HPW_E_INVALID). */
+        struct hpw_stock *st = NULL;
+        struct hpw_stock_target tg[HPW_STOCK_MAX_TARGETS + 1];
+        for (size_t i = 0; i <= HPW_STOCK_MAX_TARGETS; i++)
+                tg[i] = (struct hpw_stock_target){ .node = 0, .page_size_bytes = 2ull << 20,
+                                                   .size_bytes = (i + 1) * (2ull << 20), .count = 1 };
+        CHECK_INT(hpw_stock_set(h, tg, HPW_STOCK_MAX_TARGETS + 1, &st), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_stock_set(h, NULL, 1, &st), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_stock_set(h, tg, 1, NULL), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_stock_set(NULL, tg, 1, &st), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_stock_get(h, NULL), ==, HPW_E_INVALID);
+        tg[1].node = -1;
+        CHECK_INT(hpw_stock_set(h, tg, 2, &st), ==, HPW_E_INVALID);
+        tg[1].node = 0;
+        tg[1].count = 0;
+        CHECK_INT(hpw_stock_set(h, tg, 2, &st), ==, HPW_E_INVALID);
+        tg[1].count = 1;
+        tg[1].size_bytes = 0;
+        CHECK_INT(hpw_stock_set(h, tg, 2, &st), ==, HPW_E_INVALID);
+        tg[1].size_bytes = 4ull << 20;
+        tg[1].page_size_bytes = 0;
+        CHECK_INT(hpw_stock_set(h, tg, 2, &st), ==, HPW_E_INVALID);
+        CHECK(st == NULL);
+        CHECK_INT(hpw_last_status(h), ==, 0);
+        hpw_free(h);
+        /* The same handle kind, now really asked: unreachable, not invalid. */
+        CHECK_INT(hpw_new("unix:///nonexistent/hpwarm-test.sock", &h), ==, HPW_OK);
+        CHECK_INT(hpw_set_retry(h, 1, 1, 1), ==, HPW_OK);
+        CHECK_INT(hpw_stock_set(h, tg, 1, &st), ==, HPW_E_UNREACHABLE);
+        CHECK_INT(hpw_stock_get(h, &st), ==, HPW_E_UNREACHABLE);
+        CHECK(st == NULL);
         hpw_free(h);
         hpw_free(NULL);
         hpw_pool_free(NULL);
@@ -638,6 +787,7 @@ int main(void)
         test_json_times();
         test_json_caps();
         test_json_misc();
+        test_json_stock();
         test_handle();
         printf("ok\n");
         return 0;

@@ -40,6 +40,13 @@ expect "cloud-hypervisor libvirt qemu" handoff vm-1 --vmm ""
 expect "--argv" handoff vm-1 vm-2 --ar
 expect "nodes place pools" fleet ""
 expect "place pools" fleet --hosts f p
+expect "--verbose" fleet --hosts f place --size 2M --verb
+expect "clear set show" stock ""
+expect "set show" stock s
+expect "" stock set ""
+expect "" stock set 0:2M:4G:2 ""
+expect "--json" stock --js
+expect "status stock" st
 expect "--json" --js
 expect "wait warm" --url unix:///x/y.sock wa
 expect "1G 2M" warm x --page-size ""
@@ -50,7 +57,7 @@ expect "wait warm" help wa
 expect "" --res
 
 # The lists match what each command's --help documents.
-for cmd in health nodes reserve warm status wait pools claim release handoff fleet; do
+for cmd in health nodes reserve warm status wait pools claim release handoff fleet stock; do
         want=$("$hpwarm" "$cmd" --help | sed -n '/^Options:/,/^$/p' | grep -o -- '^  --[a-z-]*' |
                 sed 's/^ *//' | sort | tr '\n' ' ' | sed 's/ $//')
         got=$(_hpwarm_cmd_opts "$cmd" | tr ' ' '\n' | grep . | sort | tr '\n' ' ' | sed 's/ $//')

@@ -374,6 +374,24 @@ class Stock(TestCase):
                            "hpwarmd_stock_refill_duration_seconds_count 0"):
                 self.assertIn(series, m)
 
+    def test_delete_recycle_query(self):
+        """DELETE ?recycle= takes true or false; anything else is 422 and
+        nothing changes (the value is checked before the pool is looked
+        up).  The recycle metrics are there from the start."""
+        with Daemon() as d:
+            for bad in ("maybe", "", "TRUE", "0", "false,true"):
+                r = d.request("DELETE", "/v1/pools/nope?recycle=" + bad)
+                self.assert_problem(r, 422, "invalid-field")
+                self.assertIn("recycle", r.json["detail"])
+            for good in ("true", "false"):
+                r = d.request("DELETE", "/v1/pools/nope?recycle=" + good)
+                self.assert_problem(r, 404, "pool-not-found")
+            m = d.get("/metrics").body.decode()
+            for series in ("hpwarmd_stock_recycled_bytes_total 0",
+                           'hpwarmd_stock_recycles_total{result="recycled"} 0',
+                           "hpwarmd_stock_recycle_duration_seconds_count 0"):
+                self.assertIn(series, m)
+
     def test_refusals(self):
         one = {"node": 0, "page_size": "2M", "size": "4M", "count": 1}
         cases = [
@@ -386,6 +404,26 @@ class Stock(TestCase):
             ([one, dict(one, count=2)], 422, "invalid-field"),
             ([dict(one, size="4611686018427387904", count=1024)], 422, "invalid-field"),
             ([{"node": 0, "count": 1}], 422, "invalid-field"),
+            # Hostile numbers (issue 12): a count past the cap or past 2^53,
+            # size x count past 64 bits within the cap, sizes that are no
+            # multiple of the page size, nodes that cannot be.
+            ([dict(one, count=1025)], 422, "invalid-field"),
+            ([dict(one, count=2 ** 53)], 422, "invalid-field"),
+            ([dict(one, count=2 ** 64)], 422, "invalid-field"),
+            ([dict(one, count=-1)], 422, "invalid-field"),
+            ([dict(one, size="8E", count=2)], 422, "invalid-field"),
+            ([dict(one, size="16E")], 422, "invalid-field"),
+            ([dict(one, size="4E", count=1024)], 422, "invalid-field"),
+            ([{"node": 0, "size_bytes": 2097153, "count": 1}], 422, "invalid-field"),
+            ([dict(one, page_size="1G", size="2M")], 422, "invalid-field"),
+            ([dict(one, size="0")], 422, "invalid-field"),
+            ([dict(one, node=-1)], 422, "invalid-field"),
+            ([dict(one, node=2 ** 31)], 422, "invalid-field"),
+            # Duplicates however they are written.
+            ([{"node": 0, "size": "4M", "count": 1}, {"node": 0, "page_size": "2M", "size_bytes": 4194304,
+                                                     "count": 3}], 422, "invalid-field"),
+            ([one, dict(one, node=1), dict(one, size="4096K")], 422, "invalid-field"),
+            ([one] * 65, 422, "invalid-field"),
             ([one], 503, "no-hugetlbfs"),
         ]
         with Daemon() as d:
@@ -396,6 +434,52 @@ class Stock(TestCase):
             self.assert_problem(d.put("/v1/stock", {"targets": {}}), 422, "invalid-field")
             r = d.request("PUT", "/v1/stock", body=b"{\"targets\": [", ctype="application/json")
             self.assert_problem(r, 400, "malformed-json")
+
+    def test_unknown_keys(self):
+        """Unknown keys, in a target or beside "targets", are refused with
+        422 naming the key (as a pool's body refuses them), before anything
+        else is looked at: even with a target this daemon could not take."""
+        one = {"node": 0, "page_size": "2M", "size": "4M", "count": 1}
+        cases = [
+            ({"targets": [dict(one, cuont=2)]}, '"cuont" in targets[0]'),
+            ({"targets": [one, dict(one, node=1, Count=2)]}, '"Count" in targets[1]'),
+            ({"targets": [dict(one, ttl_seconds=5)]}, '"ttl_seconds" in targets[0]'),
+            ({"targets": [one], "replace": False}, 'unknown field "replace"'),
+            ({"targets": [], "Targets": []}, 'unknown field "Targets"'),
+            ({"targets": [{"node": 0, "count": 1, "size": "4M", "x" * 100: 1}]}, '"' + "x" * 64 + '"...'),
+        ]
+        with Daemon() as d:
+            for body, detail in cases:
+                with self.subTest(body=body):
+                    r = d.put("/v1/stock", body)
+                    self.assert_problem(r, 422, "invalid-field")
+                    self.assertIn(detail, r.json["detail"])
+                    self.assertEqual(d.get("/v1/stock").json, {"targets": []})
+            # The known keys alone, every one of them, are accepted as far as
+            # this daemon goes (no hugetlbfs).
+            r = d.put("/v1/stock", {"targets": [one, {"node": 0, "page_size": "2M", "size_bytes": 8 << 20,
+                                                      "count": 1}]})
+            self.assert_problem(r, 503, "no-hugetlbfs")
+            # A pool's body refuses them the same way.
+            r = d.put("/v1/pools/vm", {"node": 0, "size": "2M", "cuont": 1})
+            self.assert_problem(r, 422, "invalid-field")
+            self.assertIn('"cuont"', r.json["detail"])
+
+    def test_stock_like_pool_names(self):
+        """A pool name shaped like a stock file's (a leading "~", also
+        percent-encoded) is refused by the name rule on every pool route:
+        422, never a stock file shown, claimed or deleted."""
+        with Daemon() as d:
+            for name in ("~n0-2048k-0", "%7En0-2048k-0", "~x"):
+                path = "/v1/pools/" + name
+                for method, body in (("PUT", b'{"node": 0, "size": "2M"}'), ("GET", None), ("DELETE", None)):
+                    with self.subTest(method=method, name=name):
+                        r = d.request(method, path, body=body, ctype="application/json")
+                        self.assert_problem(r, 422, "invalid-field")
+                with self.subTest(method="POST claim", name=name):
+                    r = d.request("POST", path + "/claim", body=b"{}", ctype="application/json")
+                    self.assert_problem(r, 422, "invalid-field")
+            self.assertEqual(d.get("/v1/pools").json["pools"], [])
 
     def test_bad_flag(self):
         for arg in ("0:2M:4M", "x:2M:4M:1", "0:2M:4M:0", "0:3M:4M:1"):

@@ -4,6 +4,7 @@ pools in a real hugetlbfs, checking /sys and /proc/meminfo after every step.
 Run under tests/real/guard.sh, which holds the host-wide lock, restores every
 nr_hugepages value and unmounts its hugetlbfs afterwards, even on failure.
 Each test also removes what it created.  Skips (77) where guard.sh does."""
+import json
 import mmap
 import os
 import shutil
@@ -41,7 +42,11 @@ def set_node0_pages(n):
     return node0("nr_hugepages")
 
 
-class RealKernel(TestCase):
+class RealKernelCase(TestCase):
+    """The daemon on the real kernel with a private pool directory and state
+    dir, and the helpers its tests share (also tests/real/test_recycle.py):
+    no tests of its own."""
+
     def setUp(self):
         if not MNT:
             self.skipTest("not under tests/real/guard.sh")
@@ -88,6 +93,8 @@ class RealKernel(TestCase):
             time.sleep(0.01)
         self.fail("stock never had %d ready files: %s" % (want, self.stock()))
 
+
+class RealKernel(RealKernelCase):
     def test_stock_kill9_during_refill(self):
         """kill -9 while refills run: at restart every stock file is whole
         (or refilled), none is leaked, the hand-out reads zero and dropping
@@ -257,6 +264,49 @@ class RealKernel(TestCase):
         self.assertEqual(run("release", "vm-42").returncode, 0)
         self.assertEqual(run("status", "vm-42").returncode, 1)
         self.assertEqual(pool_files(self.pool_dir), [])
+
+    def test_cli_stock_round_trip(self):
+        # hpwarm stock set / stock / warm from stock / stock clear against the
+        # real daemon and kernel: what the CLI sends is what hpwarmd takes.
+        cli = os.environ.get("HPWARM_CLI")
+        if not cli:
+            self.skipTest("CLI not built")
+        self.start_with_pages(16)
+        free0 = node0("free_hugepages")
+        url = ["--url", "http://127.0.0.1:%d" % self.d.port]
+        run = lambda *a: subprocess.run([cli, *a, *url], capture_output=True, text=True, timeout=90)
+        r = run("stock", "set", "0:2M:8M:1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines()[1].split()[:5], ["0", "2M", "8", "MiB", "1"], r.stdout)
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            r = run("stock", "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            t = json.loads(r.stdout)["targets"]
+            if t[0]["ready"] == 1:
+                break
+            time.sleep(0.02)
+        self.assertEqual((t[0]["node"], t[0]["page_size_bytes"], t[0]["size_bytes"], t[0]["count"], t[0]["ready"]),
+                         (0, 2 << 20, 8 << 20, 1, 1), t)
+        r = run("warm", "vm-s", "--node", "0", "--size", "8M")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("created on node 0 (ready, from stock: full)", r.stdout)
+        r = run("status", "vm-s")
+        self.assertIn("from stock: full", r.stdout)
+        # Refused by the daemon: more than node 0 has -> 5, its detail shown, nothing changed.
+        r = run("stock", "set", "0:2M:1G:1")
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("[stock-too-large]", r.stderr)
+        self.assertEqual(json.loads(run("stock", "--json").stdout)["targets"][0]["size_bytes"], 8 << 20)
+        r = run("stock", "clear")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(run("stock", "--json").stdout), {"targets": []})
+        self.assertEqual(run("release", "vm-s").returncode, 0)
+        end = time.monotonic() + 30
+        while pool_files(self.pool_dir) and time.monotonic() < end:
+            time.sleep(0.02)
+        self.assertEqual(pool_files(self.pool_dir), [])
+        self.assertEqual(node0("free_hugepages"), free0)
 
     def test_handoff_to_qemu_uses_warm_pages(self):
         if not QEMU:

@@ -66,10 +66,12 @@ static inline void write_file(const char *path, const char *text)
         CHECK(fclose(f) == 0);
 }
 
-static inline void env_init(struct env *e)
+/* env_init on a copy of the sysfs fixture FIXTURE (tests/fixtures); it
+ * must have node 0 with 2M pages. */
+static inline void env_init_fixture(struct env *e, const char *fixture)
 {
         memset(e, 0, sizeof(*e));
-        e->sys = fixture_copy("two-node");
+        e->sys = fixture_copy(fixture);
         snprintf(e->root, sizeof(e->root), "/dev/shm/hpw-pools.XXXXXX");
         if (!mkdtemp(e->root))
                 SKIP("no /dev/shm");
@@ -113,6 +115,11 @@ static inline void env_init(struct env *e)
         };
         fake_gate_set(false);
         fake_gate_fail_with(0);
+}
+
+static inline void env_init(struct env *e)
+{
+        env_init_fixture(e, "two-node");
 }
 
 static inline void env_fini(struct env *e)

@@ -234,6 +234,63 @@ TEST(parse_same_keys_in_different_objects)
         json_free(v);
 }
 
+/* json_check_keys: every member's key must be one of the allowed names,
+ * case-sensitively; the first one that is not is named (cut at 64 bytes, on
+ * a UTF-8 boundary), with where it was.  Non-objects have no keys to check. */
+TEST(check_keys_table)
+{
+        static const char *const allowed[] = { "node", "count", "size" };
+        static const struct {
+                const char *doc;
+                const char *where;
+                const char *detail; /* NULL: accepted */
+        } cases[] = {
+                { "{}", NULL, NULL },
+                { "{\"node\":0,\"count\":1,\"size\":\"4G\"}", NULL, NULL },
+                { "{\"count\":1}", "t[0]", NULL },
+                { "[1,2]", NULL, NULL },
+                { "7", NULL, NULL },
+                { "{\"node\":0,\"cuont\":1}", NULL, "unknown field \"cuont\"" },
+                { "{\"cuont\":1}", "targets[3]", "unknown field \"cuont\" in targets[3]" },
+                { "{\"Node\":0}", NULL, "unknown field \"Node\"" },
+                { "{\"\":0}", "x", "unknown field \"\" in x" },
+                { "{\"node \":0}", NULL, "unknown field \"node \"" },
+                /* The first unknown one, in document order. */
+                { "{\"a\":1,\"node\":0,\"b\":2}", NULL, "unknown field \"a\"" },
+                /* Nested objects are the caller's to check. */
+                { "{\"node\":{\"zzz\":1}}", NULL, NULL },
+                { "{\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\":1}",
+                  NULL, "unknown field \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"..." },
+                { "{\"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+                  "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9a\u00e9\":1}",
+                  NULL, "unknown field \"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                  "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                  "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9" "a\"..." },
+        };
+
+        for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+                struct json *v = NULL;
+                struct problem p = {0};
+                int r;
+
+                CHECK_INT(json_parse(cases[k].doc, strlen(cases[k].doc), &v), ==, 0);
+                r = json_check_keys(v, allowed, 3, cases[k].where, &p);
+                json_free(v);
+                if (!cases[k].detail) {
+                        if (r != 0)
+                                CHECK_FAIL_("refused %s: %s", cases[k].doc, p.detail);
+                        continue;
+                }
+                if (r != -EINVAL) {
+                        CHECK_FAIL_("accepted %s", cases[k].doc);
+                        continue;
+                }
+                CHECK_INT(p.status, ==, 422);
+                CHECK_STR(p.slug, "invalid-field");
+                CHECK_STR(p.detail, cases[k].detail);
+        }
+}
+
 TEST(builder)
 {
         struct json *o = json_new_object();

@@ -28,6 +28,10 @@ static const struct {
         { POOL_STOCK, POOL_STOCK_WARMING },
         { POOL_STOCK, POOL_READY },
         { POOL_STOCK, POOL_WARMING },
+        { POOL_READY, POOL_DIRTY },
+        { POOL_DIRTY, POOL_RECYCLING },
+        { POOL_RECYCLING, POOL_RECYCLING },
+        { POOL_RECYCLING, POOL_STOCK },
 };
 
 static bool expected(enum pool_state from, enum pool_state to)
@@ -204,6 +208,8 @@ TEST(names)
         CHECK_STR(pool_state_name(POOL_CANCELLED), "cancelled");
         CHECK_STR(pool_state_name(POOL_STOCK_WARMING), "stock-warming");
         CHECK_STR(pool_state_name(POOL_STOCK), "stock");
+        CHECK_STR(pool_state_name(POOL_DIRTY), "dirty");
+        CHECK_STR(pool_state_name(POOL_RECYCLING), "recycling");
         CHECK(pool_state_name(_POOL_STATE_MAX) == NULL);
         for (int i = POOL_WARMING; i < _POOL_STATE_MAX; i++) {
                 CHECK_INT(pool_state_parse(pool_state_name((enum pool_state)i), &s), ==, 0);
@@ -211,17 +217,26 @@ TEST(names)
         }
 }
 
-/* A ready pool never goes back to the stock: a file handed to a VM returns
- * only through a recycle, which is not a move of this table. */
+/* A ready pool never goes back to the stock directly: a file handed to a
+ * VM returns only through dirty and recycling, and only a completed recycle
+ * reaches stock. */
 TEST(stock_rows)
 {
         CHECK(pool_state_is_stock(POOL_STOCK));
         CHECK(pool_state_is_stock(POOL_STOCK_WARMING));
+        CHECK(pool_state_is_stock(POOL_DIRTY));
+        CHECK(pool_state_is_stock(POOL_RECYCLING));
         CHECK(!pool_state_is_stock(POOL_READY));
         CHECK(!pool_state_is_stock(POOL_WARMING));
         CHECK(!pool_transition_allowed(POOL_READY, POOL_STOCK));
         CHECK(!pool_transition_allowed(POOL_STOCK_WARMING, POOL_READY));
         CHECK(!pool_transition_allowed(POOL_WARMING, POOL_STOCK));
+        /* The security invariant: nothing dirty is ever handed out or
+         * joins the stock without a zeroing. */
+        CHECK(!pool_transition_allowed(POOL_DIRTY, POOL_STOCK));
+        CHECK(!pool_transition_allowed(POOL_DIRTY, POOL_READY));
+        CHECK(!pool_transition_allowed(POOL_RECYCLING, POOL_READY));
+        CHECK(!pool_transition_allowed(POOL_WARMING, POOL_DIRTY));
 }
 
 /* Stock names can never be pool names, and the other way round. */

@@ -299,6 +299,73 @@ TEST(stock_like_pool_name)
         env_fini(&e);
 }
 
+/* A stock file's real name is no pool's: GET, wait, claim and DELETE of
+ * it answer "no such pool" (the HTTP layer already refuses the name with
+ * 422), a create of it is refused by the name rule, and the stock file is
+ * still there, ready, afterwards. */
+TEST(stock_file_name_is_no_pool)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        char names[4][64];
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        CHECK_INT(set1(p, 0, 2, 1, &err), ==, 0);
+        wait_ready(p, 2, 1);
+        CHECK_U64(stock_files(&e, names, 4), ==, 1);
+        ino_t ino = inode_of(&e, names[0]);
+
+        CHECK_INT(pools_get(p, names[0], &v), ==, -ENOENT);
+        CHECK_INT(pools_wait(p, names[0], deadline_in(1), &v), ==, -ENOENT);
+        CHECK_INT(pools_claim(p, names[0], &v), ==, -ENOENT);
+        CHECK_INT(pools_delete(p, names[0]), ==, -ENOENT);
+        struct pool_req r = req("x", 0, 2);
+        snprintf(r.name, sizeof(r.name), "%s", names[0]);
+        CHECK_INT(create(p, &r, &v, &err), ==, -EINVAL);
+        CHECK_STR(err.slug, "invalid-field");
+
+        CHECK(file_exists(&e, names[0]));
+        CHECK(inode_of(&e, names[0]) == ino);
+        CHECK_U64(stock_of(p, 2).ready, ==, 1);
+        struct pool_view *all = NULL;
+        size_t n = 99;
+        CHECK_INT(pools_list(p, &all, &n), ==, 0);
+        CHECK_U64(n, ==, 0);
+        free(all);
+        struct journal *j = load(&e);
+        CHECK(jpool(j, names[0]));
+        journal_free(j);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A node with memory but no CPUs (CXL, HBM) is stocked as it is warmed for
+ * pools: by its own engine workers, which run unpinned there (README,
+ * --threads-per-node), with the memory bound to the node.  So a target on
+ * it is accepted, filled, and handed out like any other. */
+TEST(stock_on_memory_only_node)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+
+        env_init_fixture(&e, "memory-only");
+        struct pools *p = start(&e);
+        CHECK_INT(set1(p, 1, 2, 1, &err), ==, 0);
+        wait_ready(p, 2, 1);
+        struct pool_req r = req("cxl", 1, 2);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_STR(pool_state_name(v.state), "ready");
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
+        CHECK_INT(v.node, ==, 1);
+        wait_ready(p, 2, 1); /* refilled */
+        CHECK_INT(pools_delete(p, "cxl"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
 /* A pool that needs pages stock refills still hold gets them: the stock
  * gives way instead of a 409. */
 TEST(gives_way_to_pools)

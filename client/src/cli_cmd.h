@@ -1,0 +1,41 @@
+/* cli_cmd: what the command half of hpwarm (cli.c, cli_fleet.c) shares and
+ * nothing else sees: the per-run context and the helpers that print results
+ * and failures.  Output rules: results on stdout, one diagnostic line per
+ * failure on stderr, printed where the failure is handled. */
+#pragma once
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cli.h"
+
+struct ctx {
+        const struct cli *cli;
+        struct hpw *h;
+        const char *url;
+        uint64_t start_ms;      /* --timeout is one deadline for the whole command */
+};
+
+uint64_t cli_now_ms(void);
+/* What connect(2) says about the unix socket PATH: 0 when it connects. */
+int cli_probe_unix(const char *path);
+/* One line on stderr for a failed call WHAT (for an unreachable server, the
+ * socket or URL tried and the likely cause). */
+void cli_fail_msg(struct hpw *h, const char *url, const char *what, enum hpw_error err);
+/* cli_fail_msg, and with --json the server's problem body on stdout; returns
+ * the exit code for ERR. */
+int cli_fail(struct ctx *x, const char *what, enum hpw_error err);
+/* JSON as received, with a newline. */
+void cli_print_json(const char *json);
+
+#define POOLS_HEADER "NAME\tNODE\tPAGE\tSIZE\tSTATE\tDONE\tRATE\tCLAIMED\tEXPIRES"
+/* Table rows of a node (one per page size) and of a pool; HOST, when not
+ * NULL, is a first column (fleet tables, whose node rows are shorter). */
+void cli_add_node_rows(struct table *t, const char *host, const struct hpw_node *n);
+void cli_add_pool_row(struct table *t, const char *host, const struct hpw_pool *p);
+
+/* hpwarm warm with these values (fleet place --warm uses it on the chosen
+ * host's handle); prints the outcome and returns the exit code. */
+int cli_warm_at(struct ctx *x, const char *name, int node, uint64_t size, uint64_t page_size);
+
+/* hpwarm fleet (cli_fleet.c). */
+int cli_cmd_fleet(struct ctx *x);

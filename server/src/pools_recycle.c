@@ -1,0 +1,426 @@
+/* pools_recycle: released pools back into the stock, zeroed in place.
+ *
+ * When a ready pool is released (DELETE, TTL, its owner exiting, the
+ * unmapped sweep) and the stock target of its (node, page size, size) is
+ * short, its file is not removed: in one saved step the pool leaves the
+ * registry's pools (its name is free at once) and the file, renamed to a
+ * fresh stock name, stays as a "dirty" stock row.  Its pages never go back
+ * to the kernel.
+ *
+ * The upkeep thread then looks, every recycle_check_ms, whether any process
+ * still maps a dirty file (owner.h: /proc/PID/maps by device and inode).  A
+ * mapped file is never touched: it is a live VM's memory.  Once nobody maps
+ * it, and only if it is still the file we renamed at its size with every
+ * page present (zeroing through a hole would take a fresh page from the
+ * kernel), the row is saved as "recycling" before any byte is written, and
+ * a JOB_ZERO engine job at low priority zeroes it on the node's pinned
+ * workers with non-temporal stores.  When the job is done the row is saved
+ * as "stock", and only then can it be handed out.
+ *
+ * The security invariant this keeps: a file handed to a VM was either
+ * freshly populated by the kernel or fully zeroed by a recycle the journal
+ * records as complete.  Hence: a failed or cancelled zero job removes the
+ * file; a save of the completion that fails removes it too; at start a
+ * "recycling" row is zeroed again from the start and a "dirty" one waits
+ * for no mapper again (pools_recover.c), neither is ever handed out.
+ *
+ * The maps scan skips processes whose maps it may not read (another user's
+ * without CAP_SYS_PTRACE, other user namespaces), as the unmapped sweep
+ * does, and cannot see a process that holds the file open without mapping
+ * it.  So right before the "recycling" step a second, kernel-side check
+ * asks for a write lease (F_SETLEASE F_WRLCK, released at once): the
+ * kernel refuses it (EAGAIN) while any other open file of the inode exists,
+ * and a mapping keeps its file open.  A refused lease means "still in use,
+ * wait"; where leases are unavailable (fs.leases-enable=0, no CAP_LEASE)
+ * the maps scan alone decides, with a warning. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "owner.h"
+#include "pools_internal.h"
+#include "util.h"
+
+/* ---- release: a pool becomes a dirty stock row ---- */
+
+/* The record of POOL's file as a dirty stock row named NAME (R: its pool
+ * record).  Nothing of the pool it was stays: no owner, no TTL. */
+static void dirty_record(const struct journal_pool *r, const char *name, struct journal_pool *ret)
+{
+        *ret = (struct journal_pool){
+                .node = r->node,
+                .page_size = r->page_size,
+                .size_bytes = r->size_bytes,
+                .state = r->state,
+        };
+        snprintf(ret->name, sizeof(ret->name), "%s", name);
+        ret->created_at = ret->started_at = pools_now_unix();
+}
+
+int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why, bool recycle)
+{
+        char old_name[POOL_NAME_MAX + 1], name[POOL_NAME_MAX + 1], path[PATH_MAX];
+        const char *dir = pools_mount_dir(p, pool->rec.page_size);
+        struct journal_pool next;
+        bool keep = false;
+        int r;
+
+        snprintf(old_name, sizeof(old_name), "%s", pool->rec.name);
+        pthread_mutex_lock(&p->lock);
+        if (recycle && why != RELEASE_NONE && dir && pool->rec.state == POOL_READY && !pool->job &&
+            pools_stock_deficit(p, pool->rec.node, pool->rec.page_size, pool->rec.size_bytes) > 0) {
+                do
+                        snprintf(name, sizeof(name), "%cn%d-%" PRIu64 "k-r%u", POOL_STOCK_PREFIX,
+                                 pool->rec.node, pool->rec.page_size / 1024, p->recycle_seq++);
+                while (pools_find(p, name));
+                dirty_record(&pool->rec, name, &next);
+                keep = pool_transition(&next, POOL_DIRTY, NULL, NULL) == 0;
+                /* Counted by the stock from here on (count_rows sees the
+                 * pending record), so a second release cannot take the same
+                 * place in the target. */
+                if (keep)
+                        pool->pending = &next;
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (!keep)
+                return pools_remove(p, pool, why);
+
+        r = pools_save(p);
+        if (r < 0) {
+                pthread_mutex_lock(&p->lock);
+                pool->pending = NULL;
+                pthread_cond_broadcast(&p->changed);
+                pthread_mutex_unlock(&p->lock);
+                log_err("pools: cannot save the release of pool %s: %s; it stays as it was", old_name,
+                        strerror(-r));
+                return -EAGAIN;
+        }
+        /* Saved: the journal knows the file only as the dirty row.  A crash
+         * before the rename leaves that row without its file (dropped at
+         * start) and the pool's file unrecorded (an orphan, removed unless
+         * mapped): nothing leaks, nothing dirty is handed out. */
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        bool moved = rename(pool->path, path) == 0;
+        int err = errno;
+
+        pthread_mutex_lock(&p->lock);
+        pool->rec = next;
+        pool->pending = NULL;
+        pool->release_due = RELEASE_NONE;
+        pool->retry_at = 0;
+        pool->unmapped_since = 0;
+        pool->file_check_due = false;
+        pool->have_last = false;
+        pool->recycle_wait_logged = false;
+        if (moved) {
+                snprintf(pool->path, sizeof(pool->path), "%s", path);
+                switch (why) {
+                case RELEASE_DELETE: p->stats.released_delete++; break;
+                case RELEASE_TTL: p->stats.pools_expired++; break;
+                case RELEASE_OWNER_EXITED: p->stats.released_owner_exited++; break;
+                case RELEASE_UNMAPPED: p->stats.released_unmapped++; break;
+                case RELEASE_NONE: break;
+                }
+                p->stats.stock_recycle_kept++;
+        }
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+        owner_watch_remove(p->owners, old_name);
+        pools_notify(p, old_name);
+        if (!moved) {
+                /* Still at its pool path: remove it from there, as a
+                 * release without recycling would have. */
+                log_warn("pools: cannot rename %s to keep it for recycling: %s; removing it", old_name,
+                         strerror(err));
+                r = pools_remove(p, pool, why);
+                if (r < 0)
+                        pools_release(p, pool);
+                return 0;
+        }
+        log_info("pools: pool %s released; its file is kept as stock file %s, to be zeroed once no process maps it",
+                 old_name, name);
+        pools_release(p, pool);
+        /* Only now that it is free: a look before would skip it. */
+        pthread_mutex_lock(&p->lock);
+        p->recycle_due = true;
+        pthread_mutex_unlock(&p->lock);
+        pools_kick(p);
+        return 0;
+}
+
+/* ---- the upkeep thread: mapped check, then zeroing ---- */
+
+/* A dirty or recycling row whose file must not be zeroed (changed, holes,
+ * unreadable): remove it.  POOL busy. */
+static void discard(struct pools *p, struct pool *pool, const char *why)
+{
+        log_warn("pools: stock file %s is not recycled: %s; removing it", pool->rec.name, why);
+        pthread_mutex_lock(&p->lock);
+        p->stats.stock_recycle_discarded++;
+        pthread_mutex_unlock(&p->lock);
+        if (pools_remove(p, pool, RELEASE_NONE) < 0)
+                pools_release(p, pool);
+}
+
+/* Save NEXT as POOL's record; unlike pools_commit, a failed save leaves the
+ * record as it was (a step of the recycle that is not saved never
+ * happened).  POOL busy, `lock` not held. */
+static int commit_saved(struct pools *p, struct pool *pool, const struct journal_pool *next)
+{
+        int r;
+
+        pthread_mutex_lock(&p->lock);
+        pool->pending = next;
+        pthread_mutex_unlock(&p->lock);
+        r = pools_save(p);
+        pthread_mutex_lock(&p->lock);
+        if (r == 0)
+                pool->rec = *next;
+        pool->pending = NULL;
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+        return r;
+}
+
+/* Whether another open file (a descriptor, or a mapping's) of FD's inode
+ * exists: 1 yes, 0 no, -errno when the kernel cannot tell us (no leases). */
+static int open_elsewhere(int fd)
+{
+        if (fcntl(fd, F_SETLEASE, F_WRLCK) < 0)
+                return errno == EAGAIN ? 1 : -errno;
+        (void)fcntl(fd, F_SETLEASE, F_UNLCK);
+        return 0;
+}
+
+/* No process maps POOL's file (dirty, or recycling without a job): check
+ * the file, save "recycling" (if dirty), start the zero job.  POOL busy. */
+static void start_zeroing(struct pools *p, struct pool *pool)
+{
+        char detail[POOL_ERROR_DETAIL_MAX];
+        struct journal_pool next = pool->rec;
+        struct stat st;
+        bool ours;
+        int fd, r;
+
+        if (pools_file_changed(pool->path, pool->file_dev, pool->file_ino, &pool->rec, detail, sizeof(detail),
+                               &ours)) {
+                if (!ours)
+                        pool->path[0] = '\0'; /* not ours to unlink */
+                discard(p, pool, detail);
+                return;
+        }
+        fd = open(pool->path, O_RDWR | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                snprintf(detail, sizeof(detail), "opening its file: %s", strerror(errno));
+                if (fd >= 0)
+                        close(fd);
+                discard(p, pool, detail);
+                return;
+        }
+        if (!pool->file_ino || st.st_dev != pool->file_dev || st.st_ino != pool->file_ino) {
+                /* Replaced since the mapped check looked at our inode. */
+                close(fd);
+                pool->path[0] = '\0';
+                discard(p, pool, "its file was replaced by another file");
+                return;
+        }
+        if ((uint64_t)st.st_blocks * 512 < pool->rec.size_bytes) {
+                /* Its VM gave pages back (balloon, discard): a hole would
+                 * be a fresh page taken while zeroing; not worth it. */
+                close(fd);
+                snprintf(detail, sizeof(detail), "its file holds %" PRIu64 " of %" PRIu64 " bytes",
+                         (uint64_t)st.st_blocks * 512, pool->rec.size_bytes);
+                discard(p, pool, detail);
+                return;
+        }
+        r = open_elsewhere(fd);
+        if (r > 0) {
+                close(fd);
+                if (!pool->recycle_wait_logged)
+                        log_info("pools: stock file %s is still open or mapped by a process (its lease was "
+                                 "refused); it is recycled once none holds it", pool->rec.name);
+                pool->recycle_wait_logged = true;
+                pools_release(p, pool);
+                return;
+        }
+        if (r < 0 && !p->warned_recycle_nolease) {
+                p->warned_recycle_nolease = true;
+                log_warn("pools: cannot take a file lease to confirm that no process holds a released file "
+                         "(%s); recycling relies on /proc/*/maps alone", strerror(-r));
+        }
+        if (next.state == POOL_DIRTY) {
+                /* Saved before any byte is written: a crash from here on
+                 * finds "recycling" and zeroes it again, never hands it out. */
+                (void)pool_transition(&next, POOL_RECYCLING, NULL, NULL);
+                r = commit_saved(p, pool, &next);
+                if (r < 0) {
+                        close(fd);
+                        log_err("pools: cannot save the recycle of stock file %s: %s; it waits", next.name,
+                                strerror(-r));
+                        pools_release(p, pool);
+                        return;
+                }
+        } else {
+                pthread_mutex_lock(&p->lock);
+                (void)pool_transition(&pool->rec, POOL_RECYCLING, NULL, NULL);
+                pthread_mutex_unlock(&p->lock);
+        }
+        pool->fd = fd;
+        pool->job_offset = 0;
+        pool->present_at_start = pool->rec.size_bytes;
+        r = pools_start_job(p, pool);
+        if (r < 0) {
+                close(fd);
+                pool->fd = -1;
+                snprintf(detail, sizeof(detail), "starting its zero job: %s", strerror(-r));
+                discard(p, pool, detail);
+                return;
+        }
+        log_info("pools: recycling stock file %s: zeroing %" PRIu64 " bytes on node %d", pool->rec.name,
+                 pool->rec.size_bytes, pool->rec.node);
+        pools_release(p, pool);
+}
+
+struct waiting {
+        char name[POOL_NAME_MAX + 1];
+        enum pool_state state;
+};
+
+/* Rows waiting to be zeroed: dirty ones, and recycling ones without a job
+ * (interrupted by a restart or a failed save).  FILES gets their files.
+ * *RET_BUSY: some were held by another thread (look again later). */
+static size_t collect_waiting(struct pools *p, struct waiting **ret, struct owner_file **ret_files, bool *ret_busy)
+{
+        struct waiting *w = NULL;
+        struct owner_file *f = NULL;
+        size_t n = 0;
+
+        pthread_mutex_lock(&p->lock);
+        p->recycle_due = false;
+        *ret_busy = false;
+        for (size_t i = 0; i < p->n_pools; i++) {
+                const struct pool *o = p->pools[i];
+                if (!(o->rec.state == POOL_DIRTY || (o->rec.state == POOL_RECYCLING && !o->job)))
+                        continue;
+                if (o->hold != POOL_FREE) {
+                        *ret_busy |= o->hold != POOL_REMOVING;
+                        continue;
+                }
+                if (!w) {
+                        w = calloc(p->n_pools, sizeof(*w));
+                        f = calloc(p->n_pools, sizeof(*f));
+                        if (!w || !f)
+                                break;
+                }
+                snprintf(w[n].name, sizeof(w[n].name), "%s", o->rec.name);
+                w[n].state = o->rec.state;
+                f[n].dev = o->file_dev;
+                f[n].ino = o->file_ino;
+                n++;
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (!n || !w || !f) {
+                free(w);
+                free(f);
+                w = NULL;
+                f = NULL;
+                n = 0;
+        }
+        *ret = w;
+        *ret_files = f;
+        return n;
+}
+
+void pools_recycle_upkeep(struct pools *p)
+{
+        _cleanup_free_ struct waiting *w = NULL;
+        _cleanup_free_ struct owner_file *files = NULL;
+        uint64_t now = now_mono_ns();
+        unsigned unreadable = 0;
+        bool due, busy;
+        size_t n;
+        int r;
+
+        pthread_mutex_lock(&p->lock);
+        due = p->recycle_due;
+        pthread_mutex_unlock(&p->lock);
+        if (!due && (!p->next_recycle_ns || now < p->next_recycle_ns))
+                return;
+        p->next_recycle_ns = 0;
+        n = collect_waiting(p, &w, &files, &busy);
+        /* Look again later whatever happens now: a mapped file waits, and a
+         * row that was busy is looked at then. */
+        if (n || busy)
+                p->next_recycle_ns = now + p->recycle_interval_ns;
+        if (!n)
+                return;
+        r = owner_scan_mapped(p->proc_root, files, n, &unreadable);
+        if (r < 0) {
+                log_warn("pools: cannot list processes in %s to recycle stock files: %s", p->proc_root,
+                         strerror(-r));
+                return;
+        }
+        if (unreadable && !p->warned_recycle_unreadable) {
+                p->warned_recycle_unreadable = true;
+                log_warn("pools: the mappings of %u processes cannot be read (CAP_SYS_PTRACE is needed for "
+                         "other users' processes); a released file only they map would be recycled under them",
+                         unreadable);
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct pool *pool;
+
+                pthread_mutex_lock(&p->lock);
+                pool = pools_find(p, w[i].name);
+                if (pool && (pool->hold != POOL_FREE || pool->rec.state != w[i].state || pool->job))
+                        pool = NULL;
+                if (pool && files[i].mapped) {
+                        bool said = pool->recycle_wait_logged;
+                        pool->recycle_wait_logged = true;
+                        pthread_mutex_unlock(&p->lock);
+                        if (!said)
+                                log_info("pools: stock file %s is still mapped by a process; it is recycled "
+                                         "once none maps it", w[i].name);
+                        continue;
+                }
+                if (pool)
+                        pools_set_hold(pool, POOL_BUSY);
+                pthread_mutex_unlock(&p->lock);
+                if (pool)
+                        start_zeroing(p, pool);
+        }
+}
+
+/* ---- completion ---- */
+
+bool pools_recycle_done(struct pools *p, struct pool *pool, const struct journal_pool *next, bool shutdown)
+{
+        int r = commit_saved(p, pool, next);
+
+        if (r == 0) {
+                log_info("pools: stock file %s is recycled (%" PRIu64 " bytes zeroed); it joins the stock",
+                         next->name, next->size_bytes);
+                pools_notify(p, next->name);
+                pools_kick(p);
+                return false;
+        }
+        if (shutdown) {
+                /* Still "recycling" in the journal: zeroed again at start. */
+                log_err("pools: cannot save the recycle of stock file %s: %s", next->name, strerror(-r));
+                return false;
+        }
+        log_err("pools: cannot save that stock file %s is recycled: %s; removing it (an unsaved recycle is "
+                "never handed out)", next->name, strerror(-r));
+        pthread_mutex_lock(&p->lock);
+        p->stats.stock_recycle_discarded++;
+        p->stats.stock_recycled--;
+        p->stats.stock_recycled_bytes -= next->size_bytes;
+        pthread_mutex_unlock(&p->lock);
+        return pools_remove(p, pool, RELEASE_NONE) == 0;
+}

@@ -1,0 +1,513 @@
+/* Unit tests for admission (pools_admit.c) under concurrency, in
+ * pools_env.h's environment, with two seams:
+ *
+ * - the sysfs hook below makes the fixture answer nr_hugepages writes as the
+ *   kernel does (free pages follow the count), and, exactly while admission
+ *   reads node 0's free counter, can let one chunk of a warm through the
+ *   fake engine's gate (fake_gate_step) or fault one page into a warm's
+ *   file (fallocate on the tmpfs stand-in raises st_blocks as a hugetlbfs
+ *   fault does), the kernel's free count dropping by those pages: a chunk
+ *   that ends, or a page faulted in, between admission's reads, reproduced
+ *   without a timer (issue 11 item 5);
+ * - an mbind that fails on demand, so a create fails after it was admitted
+ *   (its warm cannot start).
+ * No test here sleeps for an outcome: each step waits for its condition. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "fake_engine.h"
+#include "fixture.h"
+#include "journal.h"
+#include "pools.h"
+#include "pools_env.h"
+#include "sysfs.h"
+
+/* ---- the fake kernel ---- */
+
+static struct {
+        const char *step_path;  /* at the next read of this counter ... */
+        uint64_t step_pages;    /* ... one chunk ends and takes this many free pages, */
+        const char *fault_file; /* ... or this file gains one page, at ... */
+        uint64_t fault_at;      /* ... this offset, and free loses it */
+        bool fault_after;       /* the fault comes just after the read returned */
+        bool stepped;
+        bool frozen;            /* writes to nr_hugepages bring no free page */
+} fk;
+
+static void sibling(const char *path, const char *name, char *buf, size_t len)
+{
+        const char *slash = strrchr(path, '/');
+
+        snprintf(buf, len, "%.*s/%s", (int)(slash - path), path, name);
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+        size_t n = strlen(s), t = strlen(tail);
+
+        return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
+/* What a fault does to the file: one more page present (st_blocks). */
+static void fault_page(const char *path, uint64_t offset)
+{
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+
+        CHECK(fd >= 0);
+        CHECK_INT(fallocate(fd, 0, (off_t)offset, (off_t)PAGE), ==, 0);
+        close(fd);
+}
+
+static int fk_read(const struct sysfs *fs, const char *path, uint64_t *ret, void *userdata)
+{
+        if (fk.fault_after && fk.step_path && strcmp(path, fk.step_path) == 0) {
+                int r = sysfs_default_ops.read_u64(fs, path, ret, userdata);
+                fk.fault_after = false; /* then as below */
+                CHECK_INT(fk_read(fs, path, &(uint64_t){0}, userdata), ==, 0);
+                return r;
+        }
+        if (fk.step_path && strcmp(path, fk.step_path) == 0) {
+                uint64_t free_;
+
+                fk.step_path = NULL;
+                if (fk.fault_file) {
+                        fault_page(fk.fault_file, fk.fault_at);
+                        fk.step_pages = 1;
+                } else {
+                        CHECK_INT(fake_gate_step(10), ==, 0);
+                }
+                CHECK_INT(sysfs_default_ops.read_u64(fs, path, &free_, NULL), ==, 0);
+                CHECK_U64(free_, >=, fk.step_pages);
+                CHECK_INT(sysfs_default_ops.write_u64(fs, path, free_ - fk.step_pages, NULL), ==, 0);
+                fk.stepped = true;
+        }
+        return sysfs_default_ops.read_u64(fs, path, ret, userdata);
+}
+
+/* nr_hugepages: the count moves by what is written, never below the pages
+ * in use, and free_hugepages moves with it. */
+static int fk_write(const struct sysfs *fs, const char *path, uint64_t v, void *userdata)
+{
+        uint64_t prev, free_, in_use, now;
+        char p_free[256];
+
+        if (!ends_with(path, "/nr_hugepages") || fk.frozen)
+                return sysfs_default_ops.write_u64(fs, path, v, userdata);
+        sibling(path, "free_hugepages", p_free, sizeof(p_free));
+        CHECK_INT(sysfs_default_ops.read_u64(fs, path, &prev, NULL), ==, 0);
+        CHECK_INT(sysfs_default_ops.read_u64(fs, p_free, &free_, NULL), ==, 0);
+        in_use = prev - free_;
+        now = v < in_use ? in_use : v;
+        CHECK_INT(sysfs_default_ops.write_u64(fs, path, now, NULL), ==, 0);
+        CHECK_INT(sysfs_default_ops.write_u64(fs, p_free, now - in_use, NULL), ==, 0);
+        return 0;
+}
+
+static const struct sysfs_ops fk_ops = { .read_u64 = fk_read, .write_u64 = fk_write };
+
+/* ---- an engine whose mbind fails on demand ---- */
+
+static int mbind_errno;
+
+static long mbind_or_fail(void *addr, unsigned long len, int mode, const unsigned long *nodemask,
+                          unsigned long maxnode, unsigned flags)
+{
+        if (mbind_errno) {
+                errno = mbind_errno;
+                return -1;
+        }
+        return 0;
+}
+
+static const struct engine_ops admit_ops = {
+        .madvise = fake_gate_madvise,
+        .mbind = mbind_or_fail,
+        .move_pages = fake_engine_move_pages_node0,
+};
+
+/* pools_env's environment with the fake kernel and the engine above. */
+static void admit_env_init(struct env *e)
+{
+        env_init(e);
+        engine_free(e->engine);
+        struct engine_config ec = { .topo = e->topo, .threads_per_node = 1, .ops = &admit_ops };
+        CHECK_INT(engine_new(&ec, &e->engine), ==, 0);
+        e->cfg.engine = e->engine;
+        sysfs_set_ops(e->fs, &fk_ops, NULL);
+        memset(&fk, 0, sizeof(fk));
+        mbind_errno = 0;
+}
+
+static uint64_t counter(const struct env *e, const char *rel)
+{
+        char buf[32];
+
+        fixture_read(e->sys, rel, buf, sizeof(buf));
+        return strtoull(buf, NULL, 10);
+}
+
+static uint64_t bytes_done(struct pools *p, const char *name)
+{
+        struct pool_view v;
+
+        CHECK_INT(pools_get(p, name, &v), ==, 0);
+        return v.bytes_done;
+}
+
+/* Node 0: 16 pages, 12 free; "a" (8 pages, 4 chunks of 2 with one worker)
+ * holds at the gate before its first chunk, so 4 pages are admissible. */
+static struct pools *start_with_a_warming(struct env *e)
+{
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("a", 0, 8);
+        struct pools *p;
+
+        admit_env_init(e);
+        fixture_write(e->sys, HP_DIR(0) "free_hugepages", "12\n");
+        fixture_write(e->sys, HP_DIR(0) "nr_hugepages", "16\n");
+        p = start(e);
+        fake_gate_set(true);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_inside();
+        CHECK_U64(bytes_done(p, "a"), ==, 0);
+        return p;
+}
+
+static void finish(struct env *e, struct pools *p, const char *const *names, size_t n)
+{
+        fake_gate_set(false);
+        for (size_t i = 0; i < n; i++) {
+                wait_state(p, names[i], POOL_READY);
+                CHECK_INT(pools_delete(p, names[i]), ==, 0);
+        }
+        pools_free(p);
+        sysfs_set_ops(e->fs, NULL, NULL);
+        env_fini(e);
+}
+
+/* ---- tests ---- */
+
+/* A chunk of "a" ends while a create reads node 0's counters: its 2 pages
+ * leave `free` and leave what "a" still needs.  4 pages were free for
+ * others before and still are; counting the chunk twice (still needed,
+ * and gone from free) refused the 4 with a 409. */
+TEST(chunk_ending_between_reads_is_counted_once)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("b", 0, 4);
+        struct pools *p = start_with_a_warming(&e);
+
+        fk.step_path = HP_DIR(0) "free_hugepages";
+        fk.step_pages = 2;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK(fk.stepped);
+        CHECK_U64(bytes_done(p, "a"), ==, 2 * PAGE);
+        CHECK_U64(counter(&e, HP_DIR(0) "free_hugepages"), ==, 10);
+        const char *names[] = { "a", "b" };
+        finish(&e, p, names, ARRAY_SIZE(names));
+}
+
+/* The other side of the same rule: a count read once the chunk is known to
+ * have ended is not taken as free either.  "a" needs 6 more, "b" 4, and
+ * node 0 has 10 free: nothing is left for a third pool. */
+TEST(nothing_counted_free_twice)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("b", 0, 4);
+        struct pools *p = start_with_a_warming(&e);
+
+        fk.step_path = HP_DIR(0) "free_hugepages";
+        fk.step_pages = 2;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        r = req("c", 0, 1);
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
+        CHECK_STR(err.slug, "insufficient-hugepages");
+        CHECK(strstr(err.detail, "10 free"));
+        CHECK(strstr(err.detail, "10 are still to be taken"));
+        CHECK(!file_exists(&e, "c"));
+        const char *names[] = { "a", "b" };
+        finish(&e, p, names, ARRAY_SIZE(names));
+}
+
+/* A chunk in flight: its populate has faulted 1 of its 2 pages (the page
+ * left `free`, 11 now, and the file's blocks show it) and has not returned,
+ * so the job's count still says 0.  Counting by the job alone, "a" needs 8
+ * and 3 are left: the page is counted twice.  By the file, "a" needs 7 and
+ * 4 pages are admissible, as before the fault. */
+TEST(page_of_chunk_in_flight_is_counted_once)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("b", 0, 4);
+        char a_path[256];
+        struct pools *p = start_with_a_warming(&e);
+
+        snprintf(a_path, sizeof(a_path), "%s/a", e.mount);
+        fault_page(a_path, 0);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "11\n");
+        CHECK_U64(bytes_done(p, "a"), ==, 0);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        /* And nothing more: 7 + 4 still needed, 11 free. */
+        r = req("c", 0, 1);
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
+        CHECK(strstr(err.detail, "11 are still to be taken"));
+        const char *names[] = { "a", "b" };
+        finish(&e, p, names, ARRAY_SIZE(names));
+}
+
+/* The same page faulted in while admission reads the counters: the blocks
+ * read before say 8 needed, the free count says 11, the blocks after say 7;
+ * the reading is taken again (7 and 11), and 4 pages are admitted. */
+TEST(page_faulted_between_reads_is_counted_once)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("b", 0, 4);
+        char a_path[256];
+        struct pools *p = start_with_a_warming(&e);
+
+        snprintf(a_path, sizeof(a_path), "%s/a", e.mount);
+        fk.step_path = HP_DIR(0) "free_hugepages";
+        fk.fault_file = a_path;
+        fk.fault_at = 0;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK(fk.stepped);
+        CHECK_U64(counter(&e, HP_DIR(0) "free_hugepages"), ==, 11);
+        const char *names[] = { "a", "b" };
+        finish(&e, p, names, ARRAY_SIZE(names));
+}
+
+/* The other order: the page is faulted just after free_hugepages was read
+ * (12).  A need read after that (7) must not be set against that free
+ * count: 5 pages would look admissible while only 4 are (12 - 8 before the
+ * fault, 11 - 7 after).  The reading is taken again, and 5 are refused. */
+TEST(page_faulted_after_free_read_is_not_counted_free)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("b", 0, 5);
+        char a_path[256];
+        struct pools *p = start_with_a_warming(&e);
+
+        snprintf(a_path, sizeof(a_path), "%s/a", e.mount);
+        fk.step_path = HP_DIR(0) "free_hugepages";
+        fk.fault_file = a_path;
+        fk.fault_after = true;
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
+        CHECK(fk.stepped);
+        CHECK(strstr(err.detail, "11 free"));
+        CHECK(strstr(err.detail, "7 are still to be taken"));
+        CHECK(!file_exists(&e, "b"));
+        r = req("b", 0, 4);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        const char *names[] = { "a", "b" };
+        finish(&e, p, names, ARRAY_SIZE(names));
+}
+
+/* "reserve": true grows the node by what is missing, measured consistently:
+ * 4 admissible pages before the chunk and after it, 6 asked, so 2 more
+ * (16 -> 18), not 4 (the chunk counted as needed and as taken). */
+TEST(reserve_grows_by_what_is_missing)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("r", 0, 6);
+        struct pools *p = start_with_a_warming(&e);
+
+        r.reserve = true;
+        fk.step_path = HP_DIR(0) "free_hugepages";
+        fk.step_pages = 2;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK(fk.stepped);
+        CHECK_U64(counter(&e, HP_DIR(0) "nr_hugepages"), ==, 18);
+        struct journal *j = load(&e);
+        CHECK_U64(j->n_reservations, ==, 1);
+        CHECK_U64(j->reservations[0].count, ==, 18);
+        journal_free(j);
+        const char *names[] = { "a", "r" };
+        finish(&e, p, names, ARRAY_SIZE(names));
+}
+
+/* Node 1 (8 pages, 7 free) grown to 9 for an 8-page pool whose file then
+ * cannot be made (a file of its name that no record owns): the count goes
+ * back to 8, the journal records no reservation, and the stranger's file
+ * is left alone. */
+TEST(growth_undone_when_file_cannot_be_made)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("d", 1, 8);
+        struct pools_stats s;
+        char path[256];
+        int fd;
+
+        admit_env_init(&e);
+        p = start(&e);
+        snprintf(path, sizeof(path), "%s/d", e.mount);
+        fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+        CHECK(fd >= 0);
+        close(fd);
+
+        r.reserve = true;
+        CHECK_INT(create(p, &r, &v, &err), ==, -EEXIST);
+        CHECK_STR(err.slug, "pool-conflict");
+        CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 8);
+        CHECK_U64(counter(&e, HP_DIR(1) "free_hugepages"), ==, 7);
+        struct journal *j = load(&e);
+        CHECK_U64(j->n_reservations, ==, 0);
+        CHECK_U64(j->n_pools, ==, 0);
+        journal_free(j);
+        pools_get_stats(p, &s);
+        CHECK_U64(s.reservations_ok, ==, 1); /* the growth happened, and was put back */
+        CHECK(file_exists(&e, "d"));
+        CHECK_INT(pools_get(p, "d", &v), ==, -ENOENT);
+        CHECK_INT(unlink(path), ==, 0);
+
+        /* Without the stranger the same create works, and the growth stays. */
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 9);
+        j = load(&e);
+        CHECK_U64(j->n_reservations, ==, 1);
+        CHECK_U64(j->reservations[0].count, ==, 9);
+        journal_free(j);
+        wait_state(p, "d", POOL_READY);
+        CHECK_INT(pools_delete(p, "d"), ==, 0);
+        pools_free(p);
+        sysfs_set_ops(e.fs, NULL, NULL);
+        env_fini(&e);
+}
+
+/* The warm of a pool grown for cannot start (mbind fails): the pool, its
+ * file and the growth are gone, and a reservation recorded before (8) is
+ * what the journal holds again, not the 9 of the growth. */
+TEST(growth_undone_when_warm_cannot_start)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("d", 1, 8);
+        struct reserve_result res;
+
+        admit_env_init(&e);
+        p = start(&e);
+        struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 8 };
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+
+        mbind_errno = EIO;
+        r.reserve = true;
+        CHECK(create(p, &r, &v, &err) < 0);
+        CHECK_STR(err.slug, "warm-start-failed");
+        CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 8);
+        CHECK_U64(counter(&e, HP_DIR(1) "free_hugepages"), ==, 7);
+        CHECK(!file_exists(&e, "d"));
+        CHECK_INT(pools_get(p, "d", &v), ==, -ENOENT);
+        struct journal *j = load(&e);
+        CHECK_U64(j->n_reservations, ==, 1);
+        CHECK_U64(j->reservations[0].count, ==, 8);
+        CHECK_U64(j->n_pools, ==, 0);
+        journal_free(j);
+        mbind_errno = 0;
+        pools_free(p);
+        sysfs_set_ops(e.fs, NULL, NULL);
+        env_fini(&e);
+}
+
+/* The same for a partial hand-out from stock: node 1's 2-page stock file
+ * (7 free -> 5) is taken for an 8-page pool, the 6 pages it lacks need a
+ * growth of 1 (8 -> 9), and the warm of the part it gained cannot start:
+ * the file is gone (it was renamed to the pool's name), and so is the
+ * growth, in the kernel and in the journal. */
+TEST(growth_undone_when_partial_hand_out_fails)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("g", 1, 8);
+        struct journal_stock_target t = { .node = 1, .page_size = PAGE, .size_bytes = 2 * PAGE, .count = 1 };
+
+        admit_env_init(&e);
+        p = start(&e);
+        CHECK_INT(pools_set_stock(p, &t, 1, &err), ==, 0);
+        for (int tries = 0;; tries++) {
+                struct stock_view *sv = NULL;
+                size_t n = 0;
+                CHECK_INT(pools_get_stock(p, &sv, &n), ==, 0);
+                bool ready = n == 1 && sv[0].ready == 1;
+                free(sv);
+                if (ready)
+                        break;
+                CHECK(tries < 10000);
+                usleep(1000);
+        }
+        fixture_write(e.sys, HP_DIR(1) "free_hugepages", "5\n"); /* the stock file's 2 pages */
+
+        mbind_errno = EIO;
+        r.reserve = true;
+        CHECK(create(p, &r, &v, &err) < 0);
+        CHECK_STR(err.slug, "warm-start-failed");
+        CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 8);
+        CHECK_U64(counter(&e, HP_DIR(1) "free_hugepages"), ==, 5);
+        CHECK(!file_exists(&e, "g"));
+        CHECK_INT(pools_get(p, "g", &v), ==, -ENOENT);
+        struct journal *j = load(&e);
+        CHECK_U64(j->n_reservations, ==, 0);
+        CHECK(!jpool(j, "g"));
+        journal_free(j);
+        struct pools_stats s;
+        pools_get_stats(p, &s);
+        CHECK_U64(s.reservations_ok, ==, 1);
+        mbind_errno = 0;
+        pools_free(p);
+        sysfs_set_ops(e.fs, NULL, NULL);
+        env_fini(&e);
+}
+
+/* A refused create leaves a recorded reservation as it was too: 9 pages
+ * would not be enough after the growth (the kernel gives none), so the 409
+ * says the growth was undone, and the journal still says 8. */
+TEST(refused_growth_keeps_recorded_count)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("d", 1, 8);
+        struct reserve_result res;
+
+        admit_env_init(&e);
+        p = start(&e);
+        struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 8 };
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        /* The growth is written but brings no free page. */
+        fk.frozen = true;
+        r.reserve = true;
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
+        CHECK(strstr(err.detail, "undone"));
+        CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 8);
+        struct journal *j = load(&e);
+        CHECK_U64(j->n_reservations, ==, 1);
+        CHECK_U64(j->reservations[0].count, ==, 8);
+        journal_free(j);
+        pools_free(p);
+        sysfs_set_ops(e.fs, NULL, NULL);
+        env_fini(&e);
+}
+
+TEST_MAIN()

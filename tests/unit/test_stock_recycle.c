@@ -1,0 +1,616 @@
+/* Unit tests for recycling (pools_recycle.c, issue 12) in pools_env.h's
+ * environment: the two-node sysfs fixture, a tmpfs directory for the
+ * hugetlbfs mount, the real engine with fake_engine.h's gated ops (a zero
+ * job's chunk is one gated madvise, then real non-temporal zeroing), and a
+ * /proc that holds this process only: a file the test maps itself is
+ * "mapped by a process" for the daemon's maps scan.
+ *
+ * The fixture's free page count never moves: a test that wants no refill
+ * writes free_hugepages 0, so a released pool is the only way back to the
+ * stock. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "journal.h"
+#include "pools.h"
+#include "pools_env.h"
+
+#define PAGES 4
+#define PATTERN 0xa5
+
+static struct pools *start_fast(struct env *e)
+{
+        e->cfg.recycle_check_ms = 20;
+        return start(e);
+}
+
+static void set_target(struct pools *p, uint64_t pages, uint64_t count)
+{
+        struct journal_stock_target t = { .node = 0, .page_size = PAGE, .size_bytes = pages * PAGE,
+                                          .count = count };
+        struct problem err = {0};
+
+        CHECK_INT(pools_set_stock(p, &t, 1, &err), ==, 0);
+}
+
+static struct stock_view stock_now(struct pools *p)
+{
+        struct stock_view *v = NULL, out = {0};
+        size_t n = 0;
+
+        CHECK_INT(pools_get_stock(p, &v, &n), ==, 0);
+        if (n)
+                out = v[0];
+        free(v);
+        return out;
+}
+
+static void path_of(const struct env *e, const char *name, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s/%s", e->mount, name);
+}
+
+static ino_t ino_of(const struct env *e, const char *name)
+{
+        char path[256];
+        struct stat st;
+
+        path_of(e, name, path, sizeof(path));
+        CHECK_INT(stat(path, &st), ==, 0);
+        return st.st_ino;
+}
+
+/* Whether every byte of NAME's file is BYTE. */
+static bool all_bytes(const struct env *e, const char *name, unsigned char byte)
+{
+        static unsigned char buf[1 << 16];
+        char path[256];
+        bool ok = true;
+        ssize_t n;
+        int fd;
+
+        path_of(e, name, path, sizeof(path));
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        CHECK(fd >= 0);
+        while ((n = read(fd, buf, sizeof(buf))) > 0)
+                for (ssize_t i = 0; i < n && ok; i++)
+                        ok = buf[i] == byte;
+        close(fd);
+        return ok;
+}
+
+/* A ready pool NAME of PAGES pages, every byte PATTERN (as a guest left it). */
+static void used_pool(struct pools *p, const struct env *e, const char *name)
+{
+        struct pool_req r = req(name, 0, PAGES);
+        struct problem err;
+        struct pool_view v;
+        char path[256];
+
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, name, POOL_READY);
+        path_of(e, name, path, sizeof(path));
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        CHECK(fd >= 0);
+        unsigned char *m = mmap(NULL, PAGES * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        CHECK(m != MAP_FAILED);
+        memset(m, PATTERN, PAGES * PAGE);
+        CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
+        close(fd);
+}
+
+/* The only stock row in the journal (NULL: none). */
+static const struct journal_pool *stock_row(const struct journal *j)
+{
+        const struct journal_pool *row = NULL;
+
+        for (size_t i = 0; i < j->n_pools; i++)
+                if (pool_state_is_stock(j->pools[i].state)) {
+                        CHECK(!row);
+                        row = &j->pools[i];
+                }
+        return row;
+}
+
+/* Wait until the journal's stock row is in state WANT; its name in NAME. */
+static void wait_journal(const struct env *e, enum pool_state want, char name[64])
+{
+        for (int tries = 0;; tries++) {
+                struct journal *j = load(e);
+                const struct journal_pool *row = stock_row(j);
+                bool done = row && row->state == want;
+                if (done)
+                        snprintf(name, 64, "%.63s", row->name);
+                journal_free(j);
+                if (done)
+                        return;
+                CHECK(tries < 5000);
+                usleep(2000);
+        }
+}
+
+static void wait_ready_count(struct pools *p, unsigned ready)
+{
+        for (int tries = 0; stock_now(p).ready != ready; tries++) {
+                CHECK(tries < 10000);
+                usleep(1000);
+        }
+}
+
+static void *map_file(const struct env *e, const char *name)
+{
+        char path[256];
+
+        path_of(e, name, path, sizeof(path));
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        CHECK(fd >= 0);
+        void *m = mmap(NULL, PAGES * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        CHECK(m != MAP_FAILED);
+        close(fd);
+        return m;
+}
+
+/* A pool of the stock target's size, used, released with the target short
+ * (no free pages to refill): no longer a pool, its name free; its file is
+ * a dirty stock row (journalled) while this process maps it, a recycling
+ * one (journalled before any byte changes) once nothing does, then stock
+ * (journalled), all zero, the same inode; the next create of that size
+ * gets it as from_stock full. */
+TEST(recycle_cycle)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        char name[64];
+
+        env_init(&e);
+        struct pools *p = start_fast(&e);
+        used_pool(p, &e, "vm");
+        ino_t ino = ino_of(&e, "vm");
+        void *m = map_file(&e, "vm"); /* the VM still runs */
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 1);
+        CHECK_U64(stock_now(p).deficit, ==, 1);
+
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        CHECK_INT(pools_get(p, "vm", &v), ==, -ENOENT);
+        CHECK(!file_exists(&e, "vm"));
+        struct journal *j = load(&e);
+        CHECK(!jpool(j, "vm"));
+        CHECK(stock_row(j));
+        CHECK_STR(pool_state_name(stock_row(j)->state), "dirty");
+        snprintf(name, sizeof(name), "%.63s", stock_row(j)->name);
+        journal_free(j);
+        CHECK(ino_of(&e, name) == ino);
+        struct stock_view s = stock_now(p);
+        CHECK_U64(s.recycling, ==, 1);
+        CHECK_U64(s.dirty, ==, 1);
+        CHECK_U64(s.deficit, ==, 0);
+        struct pool_view *list;
+        size_t n;
+        CHECK_INT(pools_list(p, &list, &n), ==, 0);
+        CHECK_U64(n, ==, 0);
+        free(list);
+
+        /* Mapped: many checks later, still dirty and untouched. */
+        usleep(300 * 1000);
+        j = load(&e);
+        CHECK_STR(pool_state_name(stock_row(j)->state), "dirty");
+        journal_free(j);
+        CHECK(all_bytes(&e, name, PATTERN));
+
+        /* Unmapped: saved as recycling before the first chunk is zeroed
+         * (the gate holds the job before it writes). */
+        fake_gate_set(true);
+        CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
+        wait_journal(&e, POOL_RECYCLING, name);
+        wait_inside();
+        CHECK(all_bytes(&e, name, PATTERN));
+        CHECK_U64(stock_now(p).ready, ==, 0);
+        CHECK_U64(stock_now(p).recycling, ==, 1);
+        CHECK_U64(stock_now(p).dirty, ==, 0);
+        fake_gate_set(false);
+        wait_ready_count(p, 1);
+        wait_journal(&e, POOL_STOCK, name);
+        CHECK(all_bytes(&e, name, 0));
+        CHECK(ino_of(&e, name) == ino);
+        struct pools_stats st;
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_recycle_kept, ==, 1);
+        CHECK_U64(st.stock_recycled, ==, 1);
+        CHECK_U64(st.stock_recycled_bytes, ==, PAGES * PAGE);
+        CHECK_U64(st.released_delete, ==, 1);
+
+        struct pool_req r = req("vm2", 0, PAGES);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
+        CHECK(ino_of(&e, "vm2") == ino);
+        CHECK(all_bytes(&e, "vm2", 0));
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A process that holds the file open without mapping it (the maps scan
+ * cannot see it) keeps it dirty too: the kernel refuses the daemon a
+ * write lease while another open file of the inode exists. */
+TEST(open_file_waits)
+{
+        struct env e;
+        char name[64], path[256];
+
+        env_init(&e);
+        struct pools *p = start_fast(&e);
+        used_pool(p, &e, "vm");
+        path_of(&e, "vm", path, sizeof(path));
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        CHECK(fd >= 0);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 1);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        wait_journal(&e, POOL_DIRTY, name);
+        usleep(300 * 1000);
+        struct journal *j = load(&e);
+        CHECK_STR(pool_state_name(stock_row(j)->state), "dirty");
+        journal_free(j);
+        CHECK(all_bytes(&e, name, PATTERN));
+        CHECK_U64(stock_now(p).dirty, ==, 1);
+        close(fd);
+        wait_ready_count(p, 1);
+        CHECK(all_bytes(&e, name, 0));
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* The name of a recycled pool is free at once: a new pool of that name. */
+TEST(name_free_at_once)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+
+        env_init(&e);
+        struct pools *p = start_fast(&e);
+        used_pool(p, &e, "vm");
+        void *m = map_file(&e, "vm");
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 1);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        CHECK_U64(stock_now(p).dirty, ==, 1);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "64\n");
+        struct pool_req r = req("vm", 0, 2);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
+        wait_state(p, "vm", POOL_READY);
+        CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* No deficit (the target is full): the released file is removed. */
+TEST(no_deficit_removes)
+{
+        struct env e;
+
+        env_init(&e);
+        struct pools *p = start_fast(&e);
+        set_target(p, PAGES, 1);
+        wait_ready_count(p, 1);
+        used_pool(p, &e, "vm2"); /* takes the stock file; wait for the refill */
+        wait_ready_count(p, 1);
+        CHECK_U64(stock_now(p).deficit, ==, 0);
+        CHECK_INT(pools_delete(p, "vm2"), ==, 0);
+        CHECK(!file_exists(&e, "vm2"));
+        struct stock_view s = stock_now(p);
+        CHECK_U64(s.recycling, ==, 0);
+        CHECK_U64(s.ready, ==, 1);
+        struct pools_stats st;
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_recycle_kept, ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* ?recycle=false: removed even with a deficit; and a pool of another size,
+ * or one that is not ready, is never kept. */
+TEST(opt_out_and_other_sizes)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+
+        env_init(&e);
+        struct pools *p = start_fast(&e);
+        used_pool(p, &e, "a");
+        used_pool(p, &e, "b");
+        struct pool_req r = req("other", 0, PAGES + 1);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "other", POOL_READY);
+        fake_gate_set(true);
+        struct pool_req w = req("warm", 0, PAGES);
+        CHECK_INT(create(p, &w, &v, &err), ==, 201);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 2);
+        CHECK_INT(pools_delete_recycle(p, "a", false), ==, 0);
+        CHECK_INT(pools_delete(p, "other"), ==, 0);
+        pthread_t t = open_gate_soon();
+        CHECK_INT(pools_delete(p, "warm"), ==, 0);
+        pthread_join(t, NULL);
+        CHECK(!file_exists(&e, "a"));
+        CHECK(!file_exists(&e, "other"));
+        CHECK(!file_exists(&e, "warm"));
+        CHECK_U64(stock_now(p).recycling, ==, 0);
+        CHECK_U64(stock_now(p).deficit, ==, 2);
+        /* and the default recycles */
+        CHECK_INT(pools_delete(p, "b"), ==, 0);
+        CHECK_U64(stock_now(p).recycling + stock_now(p).ready, ==, 1);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A TTL expiry is a release too: recycled when the target is short. */
+TEST(ttl_release_recycles)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+
+        env_init(&e);
+        struct pools *p = start_fast(&e);
+        struct pool_req r = req("ttl", 0, PAGES);
+        r.ttl_seconds = 1;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        wait_state(p, "ttl", POOL_READY);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 1);
+        wait_ready_count(p, 1);
+        CHECK(!file_exists(&e, "ttl"));
+        struct pools_stats st;
+        pools_get_stats(p, &st);
+        CHECK_U64(st.pools_expired, ==, 1);
+        CHECK_U64(st.stock_recycled, ==, 1);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A zero job that fails: the file is removed, never stock. */
+TEST(zero_failure_removes)
+{
+        struct env e;
+        char name[64];
+
+        env_init(&e);
+        struct pools *p = start_fast(&e);
+        used_pool(p, &e, "vm");
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 1);
+        fake_gate_set(true);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        wait_journal(&e, POOL_RECYCLING, name);
+        fake_gate_fail_with(EIO);
+        fake_gate_set(false);
+        for (int tries = 0; file_exists(&e, name); tries++) {
+                CHECK(tries < 5000);
+                usleep(1000);
+        }
+        fake_gate_fail_with(0);
+        struct pools_stats st;
+        for (int tries = 0;; tries++) {
+                pools_get_stats(p, &st);
+                if (st.stock_recycle_discarded == 1)
+                        break;
+                CHECK(tries < 5000);
+                usleep(1000);
+        }
+        CHECK_U64(st.stock_recycled, ==, 0);
+        /* The file goes first, then the row. */
+        for (int tries = 0; stock_now(p).recycling != 0; tries++) {
+                CHECK(tries < 5000);
+                usleep(1000);
+        }
+        CHECK_U64(stock_now(p).ready, ==, 0);
+        struct journal *j = load(&e);
+        CHECK(!stock_row(j));
+        journal_free(j);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A file whose pages went (its VM gave them back) is not zeroed: removed. */
+TEST(holes_removed)
+{
+        struct env e;
+        char name[64], path[256];
+
+        env_init(&e);
+        struct pools *p = start_fast(&e);
+        used_pool(p, &e, "vm");
+        void *m = map_file(&e, "vm");
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 1);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        wait_journal(&e, POOL_DIRTY, name);
+        path_of(&e, name, path, sizeof(path));
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        CHECK(fd >= 0);
+        CHECK_INT(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, PAGE), ==, 0);
+        close(fd);
+        CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
+        /* The file goes first, then the row. */
+        for (int tries = 0; stock_now(p).recycling != 0; tries++) {
+                CHECK(tries < 5000);
+                usleep(1000);
+        }
+        CHECK(!file_exists(&e, name));
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Killed mid-recycle (the journal says recycling, the zeroing stopped
+ * half-way): at start the row is not handed out, is zeroed again from the
+ * start, and only then joins the stock. */
+TEST(restart_mid_recycle)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        char name[64];
+
+        env_init(&e);
+        struct pools *p = start_fast(&e);
+        struct pool_req big = req("vm", 0, 16);
+        CHECK_INT(create(p, &big, &v, &err), ==, 201);
+        wait_state(p, "vm", POOL_READY);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        struct journal_stock_target t = { .node = 0, .page_size = PAGE, .size_bytes = 16 * PAGE, .count = 1 };
+        CHECK_INT(pools_set_stock(p, &t, 1, &err), ==, 0);
+        char path[256];
+        path_of(&e, "vm", path, sizeof(path));
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        CHECK(fd >= 0);
+        unsigned char *m = mmap(NULL, 16 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        CHECK(m != MAP_FAILED);
+        memset(m, PATTERN, 16 * PAGE);
+        CHECK_INT(munmap(m, 16 * PAGE), ==, 0);
+        close(fd);
+        fake_gate_set(true);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        wait_journal(&e, POOL_RECYCLING, name);
+        wait_inside();
+        /* Two low-priority chunks of 16 MiB: stopping cancels after the
+         * first, half the file zeroed. */
+        pthread_t th = open_gate_soon();
+        pools_free(p);
+        pthread_join(th, NULL);
+        struct journal *j = load(&e);
+        CHECK_STR(pool_state_name(stock_row(j)->state), "recycling");
+        journal_free(j);
+        CHECK(!all_bytes(&e, name, 0));
+
+        fake_gate_set(true);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "32\n");
+        p = start_fast(&e);
+        struct stock_view s = stock_now(p);
+        CHECK_U64(s.ready, ==, 0);
+        CHECK_U64(s.recycling, ==, 1);
+        struct pool_req again = req("vm3", 0, 16);
+        CHECK_INT(create(p, &again, &v, &err), ==, 201);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
+        CHECK(file_exists(&e, name));
+        fake_gate_set(false);
+        wait_state(p, "vm3", POOL_READY);
+        wait_ready_count(p, 1);
+        CHECK(all_bytes(&e, name, 0));
+        j = load(&e);
+        CHECK_STR(pool_state_name(jpool(j, name)->state), "stock");
+        journal_free(j);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Restart with a dirty row whose file is still mapped: it stays dirty and
+ * untouched, and is recycled once unmapped. */
+TEST(restart_dirty)
+{
+        struct env e;
+        char name[64];
+
+        env_init(&e);
+        struct pools *p = start_fast(&e);
+        used_pool(p, &e, "vm");
+        void *m = map_file(&e, "vm");
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 1);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        wait_journal(&e, POOL_DIRTY, name);
+        pools_free(p);
+
+        p = start_fast(&e);
+        usleep(200 * 1000);
+        struct stock_view s = stock_now(p);
+        CHECK_U64(s.dirty, ==, 1);
+        CHECK_U64(s.ready, ==, 0);
+        CHECK(all_bytes(&e, name, PATTERN));
+        CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
+        wait_ready_count(p, 1);
+        CHECK(all_bytes(&e, name, 0));
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Giving way (a reservation needs pages): a dirty file still mapped frees
+ * nothing and is kept; a recycling one is removed, its zero job
+ * cancelled. */
+TEST(gives_way)
+{
+        struct env e;
+        struct reserve_result res;
+        char name[64];
+
+        env_init(&e);
+        struct pools *p = start_fast(&e);
+        used_pool(p, &e, "vm");
+        void *m = map_file(&e, "vm");
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 1);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        wait_journal(&e, POOL_DIRTY, name);
+
+        /* 4 of 64 pages in use (the dirty file); shrink to 2. */
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "60\n");
+        struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = 2 };
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        struct pools_stats st;
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_given_way, ==, 0);
+        CHECK(file_exists(&e, name));
+        CHECK_U64(stock_now(p).dirty, ==, 1);
+
+        fake_gate_set(true);
+        CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
+        wait_journal(&e, POOL_RECYCLING, name);
+        wait_inside();
+        fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "64\n");
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "60\n");
+        pthread_t t = open_gate_soon();
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        pthread_join(t, NULL);
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_given_way, ==, 1);
+        CHECK_U64(st.stock_recycled, ==, 0);
+        CHECK(!file_exists(&e, name));
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Trimming the targets removes files on their way back too. */
+TEST(trim_removes_dirty)
+{
+        struct env e;
+        struct problem err;
+        char name[64];
+
+        env_init(&e);
+        struct pools *p = start_fast(&e);
+        used_pool(p, &e, "vm");
+        void *m = map_file(&e, "vm");
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 1);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        wait_journal(&e, POOL_DIRTY, name);
+        CHECK_INT(pools_set_stock(p, NULL, 0, &err), ==, 0);
+        CHECK(!file_exists(&e, name));
+        struct journal *j = load(&e);
+        CHECK(!stock_row(j));
+        journal_free(j);
+        CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+TEST_MAIN()
