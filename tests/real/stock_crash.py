@@ -47,7 +47,7 @@ PAGES = 80                        # reserved on node 0 for the test (160 MiB)
 FILE_MIB = 16
 STOCK_COUNT = 2
 MAX_POOLS = 2                     # alive at once: 2 pools + 2 stock files + 2 refills = 96 MiB
-ITERATIONS = 12
+ITERATIONS = 40
 TIME_BUDGET_S = 90
 SETTLE_TIMEOUT_S = 30
 
