@@ -209,7 +209,16 @@ int pools_save(struct pools *p)
                 j.n_pools++;
         }
         pthread_mutex_unlock(&p->lock);
+        unsigned long full = p->jsync.full_saves;
         r = journal_save_sync(p->state_dir, &j, &p->jsync);
+        if (r == 0) {
+                pthread_mutex_lock(&p->lock);
+                if (p->jsync.full_saves != full)
+                        p->stats.journal_saves_full++;
+                else
+                        p->stats.journal_saves_light++;
+                pthread_mutex_unlock(&p->lock);
+        }
 out:
         pthread_mutex_unlock(&p->save_lock);
         free(j.reservations);
