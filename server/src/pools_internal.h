@@ -145,6 +145,11 @@ struct pools {
         size_t n_stock;
         unsigned stock_seq;           /* admit_lock: numbers new stock file names */
         bool stock_short_logged;      /* upkeep thread: "no room to refill" said */
+        /* lock: the target a refill is adding a file to, from the deficit it
+         * saw until its row is in the registry (or it gave up), so a release
+         * deciding meanwhile whether to recycle counts that file too. */
+        struct journal_stock_target refilling;
+        bool refilling_set;
         unsigned recycle_seq;         /* lock: numbers the stock names of recycled files */
         bool recycle_due;             /* lock: a dirty row appeared; look at once */
         uint64_t next_recycle_ns;     /* upkeep thread: CLOCK_MONOTONIC of the next mapped check, 0 = none */
