@@ -1,7 +1,8 @@
 /* journal: the daemon's durable state — reservations it made and pools it
  * holds — as one JSON document in the state dir ("state.json"), written
- * atomically (temp file, fsync, rename, fsync dir) and stamped with the
- * kernel's boot_id, since a reboot empties hugetlbfs and the runtime pools. */
+ * atomically (temp file, fsync, rename, fsync dir; the last only when what
+ * must outlive a reboot changed) and stamped with the kernel's boot_id,
+ * since a reboot empties hugetlbfs and the runtime pools. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -84,8 +85,24 @@ const char *journal_load_error(int r);
 /* Tests only: make every journal_save fail with ERR (ENOSPC, EIO, EROFS...)
  * until called with 0. */
 void journal_inject_save_error(int err);
-/* Atomically replace DIR/state.json with J. */
+/* Atomically replace DIR/state.json with J, durably: the file is fsynced
+ * before its rename and the directory after it. */
 int journal_save(const char *dir, const struct journal *j);
+
+/* What the saves to one state dir have made durable across a reboot, kept by
+ * their caller (zeroed to start; journal_sync_reset frees): the reservations
+ * and stock targets of the last save whose directory fsync succeeded. */
+struct journal_sync {
+        char *durable;             /* their text; NULL = none yet (the next save is full) */
+        unsigned long full_saves;  /* saves that fsynced the directory */
+        unsigned long light_saves; /* saves that could skip it */
+};
+/* journal_save, except that the directory fsync is skipped when J's
+ * reservations and stock targets are those S last made durable: only pool
+ * rows changed, and a reboot drops those anyway (journal.c).  S NULL: as
+ * journal_save. */
+int journal_save_sync(const char *dir, const struct journal *j, struct journal_sync *s);
+void journal_sync_reset(struct journal_sync *s); /* accepts NULL */
 /* Move an unusable state.json aside to state.json.corrupt-<unix time>. */
 int journal_quarantine(const char *dir);
 

@@ -209,7 +209,16 @@ int pools_save(struct pools *p)
                 j.n_pools++;
         }
         pthread_mutex_unlock(&p->lock);
-        r = journal_save(p->state_dir, &j);
+        unsigned long full = p->jsync.full_saves;
+        r = journal_save_sync(p->state_dir, &j, &p->jsync);
+        if (r == 0) {
+                pthread_mutex_lock(&p->lock);
+                if (p->jsync.full_saves != full)
+                        p->stats.journal_saves_full++;
+                else
+                        p->stats.journal_saves_light++;
+                pthread_mutex_unlock(&p->lock);
+        }
 out:
         pthread_mutex_unlock(&p->save_lock);
         free(j.reservations);
@@ -640,6 +649,7 @@ void pools_free(struct pools *p)
         free(p->pools);
         free(p->resv);
         free(p->stock);
+        journal_sync_reset(&p->jsync);
         pthread_cond_destroy(&p->changed);
         pthread_cond_destroy(&p->kick);
         pthread_mutex_destroy(&p->admit_lock);

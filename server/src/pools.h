@@ -256,6 +256,9 @@ struct pools_stats {
         uint64_t stock_recycle_kept, stock_recycled, stock_recycled_bytes, stock_recycle_discarded;
         double stock_recycle_seconds_sum;
         uint64_t stock_recycle_seconds_buckets[METRICS_DURATION_BUCKETS + 1];
+        /* Journal saves that succeeded: with the directory fsync (what must
+         * outlive a reboot changed), and without it (pool rows only). */
+        uint64_t journal_saves_full, journal_saves_light;
 };
 void pools_get_stats(struct pools *p, struct pools_stats *ret);
 

@@ -27,7 +27,9 @@
  *                  on it but other creates and reservations.
  *   save_lock      serialises journal writes.  A save snapshots the registry
  *                  after taking it, so the last write always holds the newest
- *                  state; fsync happens under it, never under `lock`.
+ *                  state; fsync happens under it, never under `lock`.  A save
+ *                  that changes only pool rows skips the directory fsync
+ *                  (journal.c, jsync).
  *   observer_lock  held while the observer runs, so pools_set_observer can
  *                  wait for a call in flight.  Taken with no other lock of
  *                  ours held; the observer may take `lock` under it (it
@@ -116,6 +118,7 @@ struct pools {
 
         pthread_mutex_t admit_lock;
         pthread_mutex_t save_lock;
+        struct journal_sync jsync;    /* save_lock: what the saves made durable */
         pthread_mutex_t observer_lock;
         pthread_mutex_t lock;
         pthread_cond_t changed;       /* with lock: broadcast on every committed change */
@@ -142,6 +145,11 @@ struct pools {
         size_t n_stock;
         unsigned stock_seq;           /* admit_lock: numbers new stock file names */
         bool stock_short_logged;      /* upkeep thread: "no room to refill" said */
+        /* lock: the target a refill is adding a file to, from the deficit it
+         * saw until its row is in the registry (or it gave up), so a release
+         * deciding meanwhile whether to recycle counts that file too. */
+        struct journal_stock_target refilling;
+        bool refilling_set;
         unsigned recycle_seq;         /* lock: numbers the stock names of recycled files */
         bool recycle_due;             /* lock: a dirty row appeared; look at once */
         uint64_t next_recycle_ns;     /* upkeep thread: CLOCK_MONOTONIC of the next mapped check, 0 = none */

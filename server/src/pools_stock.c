@@ -76,13 +76,18 @@ static void count_rows(struct pools *p, const struct journal_stock_target *t, un
                 *ret_dirty = dirty;
 }
 
+static bool same_target(const struct journal_stock_target *a, const struct journal_stock_target *b)
+{
+        return a->node == b->node && a->page_size == b->page_size && a->size_bytes == b->size_bytes;
+}
+
 static uint64_t deficit_of(struct pools *p, const struct journal_stock_target *t)
 {
         unsigned ready, warming, recycling;
         uint64_t have;
 
         count_rows(p, t, &ready, &warming, &recycling, NULL);
-        have = (uint64_t)ready + warming + recycling;
+        have = (uint64_t)ready + warming + recycling + (p->refilling_set && same_target(&p->refilling, t));
         return t->count > have ? t->count - have : 0;
 }
 
@@ -97,10 +102,6 @@ uint64_t pools_stock_deficit(struct pools *p, int node, uint64_t page_size, uint
 
 /* ---- targets ---- */
 
-static bool same_target(const struct journal_stock_target *a, const struct journal_stock_target *b)
-{
-        return a->node == b->node && a->page_size == b->page_size && a->size_bytes == b->size_bytes;
-}
 
 static int validate_targets(struct pools *p, const struct journal_stock_target *t, size_t n,
                             struct problem *err)
@@ -361,6 +362,7 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
         pthread_mutex_lock(&p->lock);
         pools_set_hold(pool, POOL_CREATING);
         r = pools_add(p, pool);
+        p->refilling_set = false; /* the row counts itself now */
         pthread_mutex_unlock(&p->lock);
         if (r < 0)
                 goto out_unlink;
@@ -417,10 +419,18 @@ void pools_stock_refill(struct pools *p)
                 for (;;) {
                         pthread_mutex_lock(&p->lock);
                         uint64_t deficit = deficit_of(p, &t);
+                        if (deficit > 0) {
+                                p->refilling = t;
+                                p->refilling_set = true;
+                        }
                         pthread_mutex_unlock(&p->lock);
                         if (deficit == 0)
                                 break;
                         r = add_one(p, &t);
+                        /* Its row (if any) is counted from here on. */
+                        pthread_mutex_lock(&p->lock);
+                        p->refilling_set = false;
+                        pthread_mutex_unlock(&p->lock);
                         if (r < 0)
                                 break;
                 }

@@ -441,6 +441,129 @@ TEST(save_refuses_unreadable_journal)
         CHECK(!exists("state.json.tmp"));
 }
 
+/* journal_save_sync: the directory fsync is skipped only while the
+ * reservations and stock targets are those the last full save made durable
+ * (a reboot drops pool rows, so only those need the rename to outlive it). */
+TEST(save_sync_first_save_is_full)
+{
+        struct journal j, *back = NULL;
+        struct journal_sync s = {0};
+
+        fresh_dir();
+        sample(&j);
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        CHECK_U64(s.full_saves, ==, 1);
+        CHECK_U64(s.light_saves, ==, 0);
+        CHECK(s.durable != NULL);
+        CHECK_INT(journal_load(dir, &back), ==, 0);
+        check_equal(&j, back);
+        journal_free(back);
+        journal_sync_reset(&s);
+        CHECK(s.durable == NULL);
+}
+
+/* Only pool rows changed: light, and the file holds the change all the
+ * same (a daemon crash, which keeps the page cache, loses nothing). */
+TEST(save_sync_pool_rows_only_skip_dir_fsync)
+{
+        struct journal j, *back = NULL;
+        struct journal_sync s = {0};
+
+        fresh_dir();
+        sample(&j);
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        j.n_pools = 1;
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        j.n_pools = 0;
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        CHECK_U64(s.full_saves, ==, 1);
+        CHECK_U64(s.light_saves, ==, 2);
+        CHECK_INT(journal_load(dir, &back), ==, 0);
+        CHECK_U64(back->n_pools, ==, 0);
+        CHECK_U64(back->n_reservations, ==, 2);
+        CHECK(!exists("state.json.tmp"));
+        journal_free(back);
+        journal_sync_reset(&s);
+}
+
+/* A reservation or a stock target changed: what outlives a reboot changed,
+ * so the rename must too. */
+TEST(save_sync_durable_change_is_full)
+{
+        struct journal j;
+        struct journal_sync s = {0};
+        struct journal_reservation res[2];
+        struct journal_stock_target t = {.node = 0, .page_size = 2u << 20, .size_bytes = 4u << 20, .count = 1};
+
+        fresh_dir();
+        sample(&j);
+        memcpy(res, sample_res, sizeof(res));
+        j.reservations = res;
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        res[1].count++;
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        CHECK_U64(s.full_saves, ==, 2);
+        j.stock_targets = &t;
+        j.n_stock_targets = 1;
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        CHECK_U64(s.full_saves, ==, 3);
+        t.count = 2;
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        CHECK_U64(s.full_saves, ==, 4);
+        j.n_reservations = 1;
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        CHECK_U64(s.full_saves, ==, 5);
+        CHECK_U64(s.light_saves, ==, 0);
+        /* The same again: light. */
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        CHECK_U64(s.light_saves, ==, 1);
+        journal_sync_reset(&s);
+}
+
+/* A failed save makes nothing durable and forgets nothing that was: the
+ * old file stays, and what the last full save made durable still is. */
+TEST(save_sync_failed_save_changes_nothing)
+{
+        struct journal j, *back = NULL;
+        struct journal_sync s = {0};
+
+        fresh_dir();
+        sample(&j);
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        j.n_reservations = 1;
+        journal_inject_save_error(EIO);
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, -EIO);
+        journal_inject_save_error(0);
+        CHECK_U64(s.full_saves, ==, 1);
+        CHECK_U64(s.light_saves, ==, 0);
+        CHECK(!exists("state.json.tmp"));
+        CHECK_INT(journal_load(dir, &back), ==, 0);
+        CHECK_U64(back->n_reservations, ==, 2);
+        journal_free(back);
+        /* The change, retried, is a full save. */
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        CHECK_U64(s.full_saves, ==, 2);
+        journal_sync_reset(&s);
+}
+
+/* Forgetting (a new daemon, or after a directory fsync that failed) makes
+ * the next save full again. */
+TEST(save_sync_reset_makes_next_full)
+{
+        struct journal j;
+        struct journal_sync s = {0};
+
+        fresh_dir();
+        sample(&j);
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        journal_sync_reset(&s);
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        CHECK_U64(s.full_saves, ==, 2);
+        CHECK_U64(s.light_saves, ==, 0);
+        journal_sync_reset(&s);
+        journal_sync_reset(NULL);
+}
+
 TEST(save_to_missing_directory_fails)
 {
         struct journal j;

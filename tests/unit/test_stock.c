@@ -182,6 +182,43 @@ TEST(hand_out_by_rename)
         env_fini(&e);
 }
 
+/* A hand-out changes only pool rows: its save, and the refill's, skip the
+ * directory fsync; a target change, which outlives a reboot, does not. */
+TEST(hand_out_save_is_light)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        struct pools_stats a, b;
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        pools_get_stats(p, &a);
+        CHECK_INT(set1(p, 0, 4, 1, &err), ==, 0);
+        pools_get_stats(p, &b);
+        CHECK_U64(b.journal_saves_full, ==, a.journal_saves_full + 1);
+        wait_ready(p, 4, 1);
+
+        pools_get_stats(p, &a);
+        struct pool_req r = req("vm1", 0, 4);
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
+        wait_ready(p, 4, 1);
+        pools_get_stats(p, &b);
+        CHECK_U64(b.journal_saves_full, ==, a.journal_saves_full);
+        /* The hand-out, the refill's start and its "stock" at least. */
+        CHECK_U64(b.journal_saves_light, >=, a.journal_saves_light + 3);
+        struct journal *j = load(&e);
+        CHECK(jpool(j, "vm1"));
+        journal_free(j);
+
+        CHECK_INT(set1(p, 0, 4, 2, &err), ==, 0);
+        pools_get_stats(p, &a);
+        CHECK_U64(a.journal_saves_full, ==, b.journal_saves_full + 1);
+        pools_free(p);
+        env_fini(&e);
+}
+
 /* A size no stock file covers (smaller than all of them) is warmed as
  * usual and counted as a miss. */
 TEST(miss_warms)

@@ -10,6 +10,7 @@
  * stock. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -610,6 +611,59 @@ TEST(trim_removes_dirty)
         journal_free(j);
         CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
         pools_free(p);
+        env_fini(&e);
+}
+
+/* A release deciding whether to recycle while a refill of the same target
+ * is between the deficit it saw and its row in the registry: the refill's
+ * file counts, so the target never ends with more files than it asks for.
+ * The sysfs hook releases the pool from inside the refill's read of the
+ * node's counters (the upkeep thread, admit_lock held, `lock` not). */
+static struct {
+        struct pools *p;
+        bool armed;
+        int deleted;
+} race;
+
+static int race_read(const struct sysfs *fs, const char *path, uint64_t *ret, void *userdata)
+{
+        char me[16] = "";
+
+        pthread_getname_np(pthread_self(), me, sizeof(me));
+        if (race.armed && strcmp(me, "hpw-pool-upkeep") == 0 && strstr(path, "/free_hugepages")) {
+                race.armed = false;
+                race.deleted = pools_delete(race.p, "vm") == 0 ? 1 : -1;
+        }
+        return sysfs_default_ops.read_u64(fs, path, ret, userdata);
+}
+
+TEST(refill_and_release_race)
+{
+        static const struct sysfs_ops ops = { .read_u64 = race_read };
+        struct env e;
+
+        env_init(&e);
+        sysfs_set_ops(e.fs, &ops, NULL);
+        struct pools *p = start_fast(&e);
+        race.p = p;
+        used_pool(p, &e, "vm");
+        race.armed = true;
+        set_target(p, PAGES, 1);
+        wait_ready_count(p, 1);
+        CHECK_INT(race.deleted, ==, 1);
+        CHECK(!file_exists(&e, "vm"));
+        /* Let a wrongly kept file come back as stock before counting. */
+        usleep(200 * 1000);
+        struct stock_view s = stock_now(p);
+        CHECK_U64((uint64_t)s.ready + s.warming + s.recycling, ==, 1);
+        struct journal *j = load(&e);
+        unsigned rows = 0;
+        for (size_t i = 0; i < j->n_pools; i++)
+                rows += pool_state_is_stock(j->pools[i].state);
+        CHECK_U64(rows, ==, 1);
+        journal_free(j);
+        pools_free(p);
+        sysfs_set_ops(e.fs, NULL, NULL);
         env_fini(&e);
 }
 
