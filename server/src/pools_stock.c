@@ -87,7 +87,7 @@ static uint64_t deficit_of(struct pools *p, const struct journal_stock_target *t
         uint64_t have;
 
         count_rows(p, t, &ready, &warming, &recycling, NULL);
-        have = (uint64_t)ready + warming + recycling + (p->refilling_set && same_target(&p->refilling, t));
+        have = (uint64_t)ready + warming + recycling;
         return t->count > have ? t->count - have : 0;
 }
 
@@ -95,8 +95,14 @@ uint64_t pools_stock_deficit(struct pools *p, int node, uint64_t page_size, uint
 {
         for (size_t k = 0; k < p->n_stock; k++)
                 if (p->stock[k].node == node && p->stock[k].page_size == page_size &&
-                    p->stock[k].size_bytes == size)
-                        return deficit_of(p, &p->stock[k]);
+                    p->stock[k].size_bytes == size) {
+                        /* A refill about to add a file to this target
+                         * counts here (a release must not fill the same
+                         * gap), not in what GET /v1/stock shows: it may
+                         * still find no room. */
+                        uint64_t d = deficit_of(p, &p->stock[k]);
+                        return d > 0 && p->refilling_set && same_target(&p->refilling, &p->stock[k]) ? d - 1 : d;
+                }
         return 0;
 }
 
