@@ -153,6 +153,8 @@ struct pools {
         unsigned recycle_seq;         /* lock: numbers the stock names of recycled files */
         bool recycle_due;             /* lock: a dirty row appeared; look at once */
         uint64_t next_recycle_ns;     /* upkeep thread: CLOCK_MONOTONIC of the next mapped check, 0 = none */
+        uint64_t handed_out_ns;       /* lock: CLOCK_MONOTONIC of the last hand-out from stock */
+        uint64_t next_refill_ns;      /* upkeep thread: a refill deferred until then, 0 = none */
         uint64_t recycle_interval_ns;
         bool warned_recycle_unreadable, warned_recycle_nolease; /* upkeep thread */
 };

@@ -494,6 +494,8 @@ static void *upkeep_thread(void *arg)
                 uint64_t at = p->next_sweep_ns;
                 if (p->next_recycle_ns && p->next_recycle_ns < at)
                         at = p->next_recycle_ns;
+                if (p->next_refill_ns && p->next_refill_ns < at)
+                        at = p->next_refill_ns;
                 if (next_expiry) {
                         uint64_t boot = now_boot_ns();
                         uint64_t exp_at = now_mono_ns() + (next_expiry > boot ? next_expiry - boot : 0);

@@ -404,8 +404,21 @@ out_unlink:
         return r;
 }
 
+/* How long after a hand-out its refill waits: the answer to the hand-out
+ * (and the VMM its caller starts next) should not share the node's CPUs
+ * with the refill's workers; the refill is background work of seconds. */
+#define REFILL_AFTER_HAND_OUT_NS (20 * UINT64_C(1000000))
+
 void pools_stock_refill(struct pools *p)
 {
+        uint64_t now = now_mono_ns(), after;
+
+        pthread_mutex_lock(&p->lock);
+        after = p->handed_out_ns ? p->handed_out_ns + REFILL_AFTER_HAND_OUT_NS : 0;
+        pthread_mutex_unlock(&p->lock);
+        p->next_refill_ns = after > now ? after : 0;
+        if (p->next_refill_ns)
+                return;
         for (size_t i = 0;; i++) {
                 struct journal_stock_target t;
                 bool have = false;
@@ -460,6 +473,7 @@ static int handed_out(struct pools *p, struct pool *pool, uint64_t *counter, str
 {
         pthread_mutex_lock(&p->lock);
         (*counter)++;
+        p->handed_out_ns = now_mono_ns();
         pools_set_hold(pool, POOL_FREE);
         pools_fill_view(pool, ret);
         pthread_cond_broadcast(&p->changed);
