@@ -9,89 +9,12 @@ import mmap
 import os
 import shutil
 import subprocess
-import sys
-import tempfile
 import time
 
-from hpwtest import Daemon, TestCase, main
+from hpwreal import RealKernelCase, node0, pool_files
+from hpwtest import main
 
-NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
-PAGE = 2 * 1024 * 1024
-MNT = os.environ.get("HPW_TEST_HUGETLBFS", "")
 QEMU = shutil.which("qemu-system-x86_64")
-# hpwarmd marks its pool directories with this file (pools.h POOLS_DIR_MARKER).
-DIR_MARKER = ".hpwarm-pool-dir"
-
-
-def pool_files(d):
-    return [f for f in os.listdir(d) if f != DIR_MARKER]
-
-
-def read(path):
-    with open(path) as f:
-        return int(f.read().strip())
-
-
-def node0(leaf):
-    return read(NODE0 + leaf)
-
-
-def set_node0_pages(n):
-    with open(NODE0 + "nr_hugepages", "w") as f:
-        f.write("%d\n" % n)
-    return node0("nr_hugepages")
-
-
-class RealKernelCase(TestCase):
-    """The daemon on the real kernel with a private pool directory and state
-    dir, and the helpers its tests share (also tests/real/test_recycle.py):
-    no tests of its own."""
-
-    def setUp(self):
-        if not MNT:
-            self.skipTest("not under tests/real/guard.sh")
-        self.pool_dir = os.path.join(MNT, "hpwarm-%d" % os.getpid())
-        self.state = tempfile.mkdtemp(prefix="hpwarm-real-state-")
-        self.d = Daemon(sysfs_root="/sys", preload=False, state_dir=self.state,
-                        args=["--hugetlbfs", "2M=" + self.pool_dir])
-
-    def tearDown(self):
-        if not MNT:
-            return
-        try:
-            if self.d.proc and self.d.proc.poll() is None:
-                for p in (self.d.get("/v1/pools").json or {}).get("pools", []):
-                    self.d.request("DELETE", "/v1/pools/" + p["name"])
-        finally:
-            self.d.__exit__()
-            shutil.rmtree(self.pool_dir, ignore_errors=True)
-            shutil.rmtree(self.state, ignore_errors=True)
-
-    def start_with_pages(self, n):
-        got = set_node0_pages(n)
-        if got < n:
-            self.skipTest("kernel gave only %d of %d 2 MiB pages" % (got, n))
-        self.d.start()
-
-    def wait_ready(self, name, timeout=60):
-        r = self.d.get("/v1/pools/%s?wait=ready&timeout=%d" % (name, timeout), timeout=timeout + 10)
-        self.assertEqual(r.status, 200, r)
-        return r.json
-
-    # -- stock (issue 12) --
-    def stock(self):
-        r = self.d.get("/v1/stock")
-        self.assertEqual(r.status, 200, r)
-        return r.json["targets"]
-
-    def wait_stock_ready(self, want, timeout=60):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            t = self.stock()
-            if t and t[0]["ready"] == want:
-                return
-            time.sleep(0.01)
-        self.fail("stock never had %d ready files: %s" % (want, self.stock()))
 
 
 class RealKernel(RealKernelCase):

@@ -17,22 +17,13 @@ with HPW_CRASH_SEED=<seed>.  Bounded: ITERATIONS rounds, stopping early once
 TIME_BUDGET_S is spent."""
 import json
 import os
-import random
 import re
-import shutil
-import signal
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from hpwtest import HPWARMD, Daemon  # noqa: E402
+from hpwreal import PAGE, CrashLoop, check, node0, run_crash_loop  # noqa: E402
 
-# hpwarmd marks its pool directories with this file (pools.h POOLS_DIR_MARKER).
-DIR_MARKER = ".hpwarm-pool-dir"
-
-NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
-PAGE = 2 * 1024 * 1024
 PAGES = 128               # reserved on node 0 for the test (256 MiB)
 ITERATIONS = 12
 TIME_BUDGET_S = 60
@@ -40,62 +31,18 @@ MIN_POOL_MIB, MAX_POOL_MIB = 8, 64
 READY_TIMEOUT_S = 30
 
 
-def node0(leaf):
-    with open(NODE0 + leaf) as f:
-        return int(f.read())
+class Loop(CrashLoop):
+    STATE_PREFIX = "hpwarm-crash-state-"
 
-
-def set_node0_pages(n):
-    with open(NODE0 + "nr_hugepages", "w") as f:
-        f.write("%d\n" % n)
-    return node0("nr_hugepages")
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
-
-class Loop:
     def __init__(self, mnt, seed):
-        self.rng = random.Random(seed)
-        self.pool_dir = os.path.join(mnt, "hpwarm")
-        self.state = tempfile.mkdtemp(prefix="hpwarm-crash-state-")
-        self.d = None
-        self.kills = self.mid_warm_kills = self.created = self.refused = 0
-
-    # -- daemon --
-    def start(self):
-        self.d = Daemon(sysfs_root="/sys", preload=False, state_dir=self.state,
-                        args=["--hugetlbfs", "2M=" + self.pool_dir, "--log-level", "notice"])
-        self.d.start()
-
-    def kill9(self):
-        self.d.proc.send_signal(signal.SIGKILL)
-        self.d.proc.wait()
-        self.d.__exit__()  # removes only the Daemon's own temp dir
-        self.kills += 1
+        super().__init__(mnt, seed)
+        self.mid_warm_kills = self.created = self.refused = 0
 
     # -- invariants --
-    def pools(self):
-        r = self.d.get("/v1/pools")
-        check(r.status == 200, "GET /v1/pools: %r" % r)
-        return {p["name"]: p for p in r.json["pools"]}
-
     def check_consistent(self, when):
-        path = os.path.join(self.state, "state.json")
-        if os.path.exists(path):
-            with open(path) as f:
-                try:
-                    json.load(f)
-                except ValueError as e:
-                    raise Failure("%s: state.json does not parse: %s" % (when, e))
+        self.check_journal(when)
         pools = self.pools()
-        files = set(os.listdir(self.pool_dir)) - {DIR_MARKER} if os.path.isdir(self.pool_dir) else set()
+        files = self.files()
         by_path = {p["path"]: p for p in pools.values()}
         for f in files:
             full = os.path.join(self.pool_dir, f)
@@ -189,62 +136,28 @@ class Loop:
         return started
 
 
-def main():
-    mnt = os.environ.get("HPW_TEST_HUGETLBFS", "")
-    if not mnt:
-        print("SKIP: not under tests/real/guard.sh", file=sys.stderr)
-        return 77
-    if not HPWARMD or not os.path.exists(HPWARMD):
-        print("HPWARMD is not set to the daemon binary", file=sys.stderr)
-        return 2
-    seed = int(os.environ.get("HPW_CRASH_SEED", "0")) or random.SystemRandom().randrange(1, 2**31)
-    print("crash_loop: seed %d (rerun with HPW_CRASH_SEED=%d)" % (seed, seed), flush=True)
+def rounds(loop, free0, t0):
+    n = 0
+    for i in range(ITERATIONS):
+        if time.monotonic() - t0 > TIME_BUDGET_S:
+            break
+        loop.round(i, free0)
+        n += 1
+    # Final: restart, everything resumes to ready, pages add up, delete all.
+    loop.start()
+    loop.check_consistent("final restart")
+    pools = loop.wait_all_ready("final")
+    loop.check_pages(pools, free0, "final")
+    for name in pools:
+        r = loop.d.request("DELETE", "/v1/pools/" + name)
+        check(r.status == 204, "final DELETE %s: %r" % (name, r))
+    loop.check_all_gone(free0, "deleting every pool")
+    return ("%d rounds, %d kill -9 (%d while a pool was warming), %d pools created, %d refused near the limit"
+            % (n, loop.kills, loop.mid_warm_kills, loop.created, loop.refused))
 
-    got = set_node0_pages(PAGES)
-    if got < PAGES:
-        print("SKIP: kernel gave only %d of %d 2 MiB pages on node 0" % (got, PAGES), file=sys.stderr)
-        return 77
-    free0 = node0("free_hugepages")
-    loop = Loop(mnt, seed)
-    t0 = time.monotonic()
-    rc = 1
-    try:
-        rounds = 0
-        for i in range(ITERATIONS):
-            if time.monotonic() - t0 > TIME_BUDGET_S:
-                break
-            loop.round(i, free0)
-            rounds += 1
-        # Final: restart, everything resumes to ready, pages add up, delete all.
-        loop.start()
-        loop.check_consistent("final restart")
-        pools = loop.wait_all_ready("final")
-        loop.check_pages(pools, free0, "final")
-        for name in pools:
-            r = loop.d.request("DELETE", "/v1/pools/" + name)
-            check(r.status == 204, "final DELETE %s: %r" % (name, r))
-        check(loop.pools() == {}, "pools left after deleting every pool")
-        left = [f for f in os.listdir(loop.pool_dir) if f != DIR_MARKER] if os.path.isdir(loop.pool_dir) else []
-        check(left == [], "files left in the pool dir: %s" % left)
-        free = node0("free_hugepages")
-        check(free == free0, "node 0 free_hugepages %d after deleting every pool, was %d" % (free, free0))
-        check(loop.d.stop() == 0, "hpwarmd did not exit 0 on SIGTERM")
-        print("crash_loop: ok: %d rounds, %d kill -9 (%d while a pool was warming), %d pools created, "
-              "%d refused near the limit, %.1fs"
-              % (rounds, loop.kills, loop.mid_warm_kills, loop.created, loop.refused, time.monotonic() - t0))
-        rc = 0
-    except Failure as e:
-        print("crash_loop: FAIL (seed %d): %s" % (seed, e), file=sys.stderr)
-        if loop.d:
-            print("daemon log:\n  " + "\n  ".join(loop.d.log[-30:]), file=sys.stderr)
-    finally:
-        if loop.d:
-            loop.d.kill()
-            loop.d.__exit__()
-        # Leave nothing behind even on failure (guard.sh also empties its mount).
-        shutil.rmtree(loop.pool_dir, ignore_errors=True)
-        shutil.rmtree(loop.state, ignore_errors=True)
-    return rc
+
+def main():
+    return run_crash_loop("crash_loop", PAGES, Loop, rounds)
 
 
 if __name__ == "__main__":

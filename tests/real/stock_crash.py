@@ -28,21 +28,13 @@ the pages.  Random choices come from one seed, printed first; rerun a failure
 with HPW_CRASH_SEED=<seed>."""
 import json
 import os
-import random
-import shutil
-import signal
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from hpwtest import HPWARMD, Daemon  # noqa: E402
+from hpwreal import STOCK_PREFIX, CrashLoop, Failure, check, run_crash_loop  # noqa: E402
 
-DIR_MARKER = ".hpwarm-pool-dir"   # pools.h POOLS_DIR_MARKER
-STOCK_PREFIX = "~"                # pool.h POOL_STOCK_PREFIX
-NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
-PAGE = 2 * 1024 * 1024
 PAGES = 80                        # reserved on node 0 for the test (160 MiB)
 FILE_MIB = 16
 STOCK_COUNT = 2
@@ -52,46 +44,14 @@ TIME_BUDGET_S = 90
 SETTLE_TIMEOUT_S = 30
 
 
-def node0(leaf):
-    with open(NODE0 + leaf) as f:
-        return int(f.read())
+class Loop(CrashLoop):
+    STATE_PREFIX = "hpwarm-stockcrash-state-"
 
-
-def set_node0_pages(n):
-    with open(NODE0 + "nr_hugepages", "w") as f:
-        f.write("%d\n" % n)
-    return node0("nr_hugepages")
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
-
-class Loop:
     def __init__(self, mnt, seed):
-        self.rng = random.Random(seed)
-        self.pool_dir = os.path.join(mnt, "hpwarm")
-        self.state = tempfile.mkdtemp(prefix="hpwarm-stockcrash-state-")
-        self.d = None
+        super().__init__(mnt, seed)
         self.answered = {}        # pool name -> inode of the file its 201 named
         self.maybe = set()        # hand-outs cut by the kill: a ready pool or nothing
-        self.kills = self.handed = self.cut = 0
-
-    def start(self):
-        self.d = Daemon(sysfs_root="/sys", preload=False, state_dir=self.state,
-                        args=["--hugetlbfs", "2M=" + self.pool_dir, "--log-level", "notice"])
-        self.d.start()
-
-    def kill9(self):
-        self.d.proc.send_signal(signal.SIGKILL)
-        self.d.proc.wait()
-        self.d.__exit__()  # removes only the Daemon's own temp dir
-        self.kills += 1
+        self.handed = self.cut = 0
 
     def pool_body(self):
         return {"node": 0, "size": "%dM" % FILE_MIB, "page_size": "2M", "threads": 1}
@@ -101,19 +61,8 @@ class Loop:
         check(r.status == 200, "GET /v1/stock: %r" % r)
         return r.json["targets"]
 
-    def pools(self):
-        r = self.d.get("/v1/pools")
-        check(r.status == 200, "GET /v1/pools: %r" % r)
-        return {p["name"]: p for p in r.json["pools"]}
-
     def check_consistent(self, when):
-        path = os.path.join(self.state, "state.json")
-        if os.path.exists(path):
-            with open(path) as f:
-                try:
-                    json.load(f)
-                except ValueError as e:
-                    raise Failure("%s: state.json does not parse: %s" % (when, e))
+        self.check_journal(when)
         pools = self.pools()
         for name, ino in self.answered.items():
             p = pools.get(name)
@@ -132,9 +81,6 @@ class Loop:
             if p["state"] in ("warming", "ready"):
                 check(os.path.exists(p["path"]), "%s: %s pool %s has no file" % (when, p["state"], p["name"]))
         return pools
-
-    def files(self):
-        return set(os.listdir(self.pool_dir)) - {DIR_MARKER} if os.path.isdir(self.pool_dir) else set()
 
     def check_stock_files(self, when):
         """The stock at its target and quiet: its files are exactly the
@@ -227,66 +173,34 @@ class Loop:
         self.kill9()
 
 
-def main():
-    mnt = os.environ.get("HPW_TEST_HUGETLBFS", "")
-    if not mnt:
-        print("SKIP: not under tests/real/guard.sh", file=sys.stderr)
-        return 77
-    if not HPWARMD or not os.path.exists(HPWARMD):
-        print("HPWARMD is not set to the daemon binary", file=sys.stderr)
-        return 2
-    seed = int(os.environ.get("HPW_CRASH_SEED", "0")) or random.SystemRandom().randrange(1, 2**31)
-    print("stock_crash: seed %d (rerun with HPW_CRASH_SEED=%d)" % (seed, seed), flush=True)
+def rounds(loop, free0, t0):
+    n = 0
+    for i in range(ITERATIONS):
+        if time.monotonic() - t0 > TIME_BUDGET_S:
+            break
+        loop.round(i)
+        n += 1
+    # Final: restart, everything is there, the stock comes back; then
+    # remove it all and count the pages.
+    loop.start()
+    pools = loop.check_consistent("final restart")
+    for name in loop.maybe:
+        p = pools.get(name)
+        check(p is None or p["state"] == "ready", "final: cut hand-out left %s %r" % (name, p))
+    loop.wait_stock("final")
+    for name in pools:
+        r = loop.d.request("DELETE", "/v1/pools/%s?recycle=false" % name)
+        check(r.status == 204, "final DELETE %s: %r" % (name, r))
+    r = loop.d.put("/v1/stock", {"targets": []})
+    check(r.status == 200, "final PUT /v1/stock []: %r" % r)
+    loop.check_all_gone(free0, "removing everything")
+    check(loop.handed > 0, "no hand-out was answered 201: the test tested nothing")
+    return ("%d rounds, %d kill -9, %d hand-outs answered and kept, %d cut by the kill"
+            % (n, loop.kills, loop.handed, loop.cut))
 
-    got = set_node0_pages(PAGES)
-    if got < PAGES:
-        print("SKIP: kernel gave only %d of %d 2 MiB pages on node 0" % (got, PAGES), file=sys.stderr)
-        return 77
-    free0 = node0("free_hugepages")
-    loop = Loop(mnt, seed)
-    t0 = time.monotonic()
-    rc = 1
-    try:
-        rounds = 0
-        for i in range(ITERATIONS):
-            if time.monotonic() - t0 > TIME_BUDGET_S:
-                break
-            loop.round(i)
-            rounds += 1
-        # Final: restart, everything is there, the stock comes back; then
-        # remove it all and count the pages.
-        loop.start()
-        pools = loop.check_consistent("final restart")
-        for name in loop.maybe:
-            p = pools.get(name)
-            check(p is None or p["state"] == "ready", "final: cut hand-out left %s %r" % (name, p))
-        loop.wait_stock("final")
-        for name in pools:
-            r = loop.d.request("DELETE", "/v1/pools/%s?recycle=false" % name)
-            check(r.status == 204, "final DELETE %s: %r" % (name, r))
-        r = loop.d.put("/v1/stock", {"targets": []})
-        check(r.status == 200, "final PUT /v1/stock []: %r" % r)
-        check(loop.pools() == {}, "pools left after deleting every pool")
-        left = [f for f in os.listdir(loop.pool_dir) if f != DIR_MARKER] if os.path.isdir(loop.pool_dir) else []
-        check(left == [], "files left in the pool dir: %s" % left)
-        free = node0("free_hugepages")
-        check(free == free0, "node 0 free_hugepages %d after removing everything, was %d" % (free, free0))
-        check(loop.d.stop() == 0, "hpwarmd did not exit 0 on SIGTERM")
-        check(loop.handed > 0, "no hand-out was answered 201: the test tested nothing")
-        print("stock_crash: ok: %d rounds, %d kill -9, %d hand-outs answered and kept, %d cut by the kill, %.1fs"
-              % (rounds, loop.kills, loop.handed, loop.cut, time.monotonic() - t0))
-        rc = 0
-    except Failure as e:
-        print("stock_crash: FAIL (seed %d): %s" % (seed, e), file=sys.stderr)
-        if loop.d:
-            print("daemon log:\n  " + "\n  ".join(loop.d.log[-30:]), file=sys.stderr)
-    finally:
-        if loop.d:
-            loop.d.kill()
-            loop.d.__exit__()
-        shutil.rmtree(loop.pool_dir, ignore_errors=True)
-        shutil.rmtree(loop.state, ignore_errors=True)
-    return rc
+
+def main():
+    return run_crash_loop("stock_crash", PAGES, Loop, rounds)
 
 
 if __name__ == "__main__":

@@ -8,22 +8,17 @@ process maps them, and --release-unmapped-after releases them.
 Run under tests/real/guard.sh (host-wide lock, nr_hugepages restored, private
 hugetlbfs unmounted afterwards); every test removes what it created and
 kills the processes it started."""
-import ctypes
 import json
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from hpwtest import Daemon, TestCase, main  # noqa: E402
+from hpwreal import RealKernelCase, node0, real_daemon, set_node0_pages  # noqa: E402
+from hpwtest import main  # noqa: E402
 
-NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
-MNT = os.environ.get("HPW_TEST_HUGETLBFS", "")
 SWEEP_MS = "100"
 
 # A stand-in VMM: maps the file shared, touches every page, says so, sleeps.
@@ -42,49 +37,28 @@ time.sleep(3600)
 """
 
 
-def node0(leaf):
-    with open(NODE0 + leaf) as f:
-        return int(f.read())
+class OwnerBound(RealKernelCase):
+    POOL_DIR = "hpwarm-owner"
+    STATE_PREFIX = "hpwarm-owner-state-"
 
-
-def set_node0_pages(n):
-    with open(NODE0 + "nr_hugepages", "w") as f:
-        f.write("%d\n" % n)
-    return node0("nr_hugepages")
-
-
-class OwnerBound(TestCase):
     def setUp(self):
-        if not MNT:
-            self.skipTest("not under tests/real/guard.sh")
-        self.pool_dir = os.path.join(MNT, "hpwarm-owner-%d" % os.getpid())
-        self.state = tempfile.mkdtemp(prefix="hpwarm-owner-state-")
         self.mappers = []
-        self.d = self.daemon()
+        super().setUp()
         got = set_node0_pages(32)
         if got < 32:
             self.skipTest("kernel gave only %d of 32 2 MiB pages" % got)
 
     def daemon(self, *extra):
-        return Daemon(sysfs_root="/sys", preload=False, state_dir=self.state,
-                      args=["--hugetlbfs", "2M=" + self.pool_dir, *extra],
-                      env={"HPWARMD_TEST_UNMAPPED_SWEEP_MS": SWEEP_MS})
+        return real_daemon(self.pool_dir, self.state, *extra, env={"HPWARMD_TEST_UNMAPPED_SWEEP_MS": SWEEP_MS})
 
     def tearDown(self):
-        if not MNT:
-            return
         try:
             for m in self.mappers:
                 if m.poll() is None:
                     m.kill()
                     m.wait()
-            if self.d.proc and self.d.proc.poll() is None:
-                for p in (self.d.get("/v1/pools").json or {}).get("pools", []):
-                    self.d.request("DELETE", "/v1/pools/" + p["name"])
         finally:
-            self.d.__exit__()
-            shutil.rmtree(self.pool_dir, ignore_errors=True)
-            shutil.rmtree(self.state, ignore_errors=True)
+            super().tearDown()
 
     # -- helpers --
     def ready_pool(self, name, size="8M"):
@@ -121,12 +95,6 @@ class OwnerBound(TestCase):
         m = re.search(r"^%s%s (\d+)$" % (re.escape(name), re.escape(labels)), text, re.M)
         self.assertIsNotNone(m, name + labels)
         return int(m.group(1))
-
-    def restart(self, *extra):
-        self.assertEqual(self.d.stop(), 0)
-        self.d.__exit__()
-        self.d = self.daemon(*extra)
-        self.d.start()
 
     # -- tests --
     def test_claim_body_is_strict_and_changes_nothing(self):
@@ -264,8 +232,7 @@ class OwnerBound(TestCase):
 
     def test_release_unmapped_after_is_checked(self):
         for bad in ("-1", "x", "99999999999"):
-            d = Daemon(sysfs_root="/sys", preload=False, state_dir=self.state,
-                       args=["--hugetlbfs", "2M=" + self.pool_dir, "--release-unmapped-after", bad])
+            d = real_daemon(self.pool_dir, self.state, "--release-unmapped-after", bad)
             d.start(expect_ok=False)
             self.assertEqual(d.proc.wait(timeout=10), 2)
             d.__exit__()

@@ -6,7 +6,7 @@ nothing.
 Run under tests/real/guard.sh (host-wide lock, nr_hugepages restored,
 private hugetlbfs unmounted afterwards); every test removes what it created
 and kills the processes it started.  The daemon and its helpers are
-test_real_kernel.py's (RealKernelCase)."""
+in tests/integration/hpwreal.py (RealKernelCase)."""
 import json
 import mmap
 import os
@@ -16,7 +16,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hpwtest import main  # noqa: E402
-from test_real_kernel import RealKernelCase, node0, pool_files  # noqa: E402
+from hpwreal import RealKernelCase, node0, pool_files  # noqa: E402
 
 MIB = 1 << 20
 CHUNK = 64 * MIB
@@ -84,6 +84,17 @@ class Recycle(RealKernelCase):
         self.assertEqual((r.json["state"], r.json["from_stock"]), ("ready", "full"), r)
         return r.json["path"]
 
+    def vm_from_stock(self, size):
+        """The daemon on 32 pages, a stock target of one SIZE file, and pool
+        vm handed out from it: node 0's free pages before, its path, its
+        inode."""
+        self.start_with_pages(32)
+        free0 = node0("free_hugepages")
+        self.target(size)
+        self.wait_stock_ready(1)
+        path = self.take("vm", size)
+        return free0, path, os.stat(path).st_ino
+
     def rows(self):
         with open(os.path.join(self.state, "state.json")) as f:
             return [p for p in json.load(f)["pools"] if p["name"].startswith("~")]
@@ -115,12 +126,7 @@ class Recycle(RealKernelCase):
         is the same inode, served from stock, and reads all zero.  Then
         ?recycle=false removes the file although the target is short."""
         size = 64 * MIB
-        self.start_with_pages(32)
-        free0 = node0("free_hugepages")
-        self.target("64M")
-        self.wait_stock_ready(1)
-        path = self.take("vm", "64M")
-        ino = os.stat(path).st_ino
+        free0, path, ino = self.vm_from_stock("64M")
         fill(path, size, 0xA5)
         self.assertEqual(self.d.request("DELETE", "/v1/pools/vm").status, 204)
         self.assertEqual(self.d.get("/v1/pools/vm").status, 404)
@@ -146,12 +152,7 @@ class Recycle(RealKernelCase):
         untouched (its bytes are the guest's), and is recycled once that
         process exits."""
         size = 64 * MIB
-        self.start_with_pages(32)
-        free0 = node0("free_hugepages")
-        self.target("64M")
-        self.wait_stock_ready(1)
-        path = self.take("vm", "64M")
-        ino = os.stat(path).st_ino
+        free0, path, ino = self.vm_from_stock("64M")
         g = self.guest(path)
         self.assertEqual(self.d.request("DELETE", "/v1/pools/vm").status, 204)
         files = pool_files(self.pool_dir)

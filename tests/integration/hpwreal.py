@@ -1,0 +1,214 @@
+"""Shared harness for the real-kernel Python tests (test_real_kernel.py and
+tests/real/*.py): node 0's 2 MiB page counts, the daemon on /sys with a
+private pool directory in guard.sh's hugetlbfs, and the skeleton of the
+kill -9 loops (tests/real/crash_loop.py, tests/real/stock_crash.py).
+
+Every test using it runs under tests/real/guard.sh, which holds the host-wide
+lock, restores every nr_hugepages value and unmounts its hugetlbfs ($MNT)
+afterwards, even on failure; what is here removes the daemon, its state dir
+and its pool dir on every way out as well."""
+import json
+import os
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+from hpwtest import HPWARMD, Daemon, TestCase
+
+NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
+PAGE = 2 * 1024 * 1024
+MNT = os.environ.get("HPW_TEST_HUGETLBFS", "")
+# hpwarmd marks its pool directories with this file (pools.h POOLS_DIR_MARKER).
+DIR_MARKER = ".hpwarm-pool-dir"
+STOCK_PREFIX = "~"                # pool.h POOL_STOCK_PREFIX
+
+
+def pool_files(d):
+    return [f for f in os.listdir(d) if f != DIR_MARKER]
+
+
+def node0(leaf):
+    with open(NODE0 + leaf) as f:
+        return int(f.read().strip())
+
+
+def set_node0_pages(n):
+    """Ask for N pages on node 0; what the kernel gave (may be fewer)."""
+    with open(NODE0 + "nr_hugepages", "w") as f:
+        f.write("%d\n" % n)
+    return node0("nr_hugepages")
+
+
+def real_daemon(pool_dir, state, *extra, env=None):
+    """hpwarmd on /sys, its 2 MiB pools in POOL_DIR, its journal in STATE."""
+    return Daemon(sysfs_root="/sys", preload=False, state_dir=state,
+                  args=["--hugetlbfs", "2M=" + pool_dir, *extra], env=env)
+
+
+class RealKernelCase(TestCase):
+    """The daemon on the real kernel with a private pool directory and state
+    dir, and the helpers its tests share (test_real_kernel.py,
+    tests/real/test_recycle.py, tests/real/test_owner.py): no tests of its
+    own.  tearDown deletes every pool the daemon still lists, then removes
+    the pool dir and the state dir, also when the test failed."""
+    POOL_DIR = "hpwarm"               # + "-<pid>" below $MNT
+    STATE_PREFIX = "hpwarm-real-state-"
+
+    def setUp(self):
+        if not MNT:
+            self.skipTest("not under tests/real/guard.sh")
+        self.pool_dir = os.path.join(MNT, "%s-%d" % (self.POOL_DIR, os.getpid()))
+        self.state = tempfile.mkdtemp(prefix=self.STATE_PREFIX)
+        self.d = self.daemon()
+
+    def daemon(self, *extra):
+        return real_daemon(self.pool_dir, self.state, *extra)
+
+    def tearDown(self):
+        if not MNT:
+            return
+        try:
+            if self.d.proc and self.d.proc.poll() is None:
+                for p in (self.d.get("/v1/pools").json or {}).get("pools", []):
+                    self.d.request("DELETE", "/v1/pools/" + p["name"])
+        finally:
+            self.d.__exit__()
+            shutil.rmtree(self.pool_dir, ignore_errors=True)
+            shutil.rmtree(self.state, ignore_errors=True)
+
+    def start_with_pages(self, n):
+        got = set_node0_pages(n)
+        if got < n:
+            self.skipTest("kernel gave only %d of %d 2 MiB pages" % (got, n))
+        self.d.start()
+
+    def restart(self, *extra):
+        """SIGTERM (it must exit 0), then a new daemon on the same dirs."""
+        self.assertEqual(self.d.stop(), 0)
+        self.d.__exit__()
+        self.d = self.daemon(*extra)
+        self.d.start()
+
+    def wait_ready(self, name, timeout=60):
+        r = self.d.get("/v1/pools/%s?wait=ready&timeout=%d" % (name, timeout), timeout=timeout + 10)
+        self.assertEqual(r.status, 200, r)
+        return r.json
+
+    # -- stock (issue 12) --
+    def stock(self):
+        r = self.d.get("/v1/stock")
+        self.assertEqual(r.status, 200, r)
+        return r.json["targets"]
+
+    def wait_stock_ready(self, want, timeout=60):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            t = self.stock()
+            if t and t[0]["ready"] == want:
+                return
+            time.sleep(0.01)
+        self.fail("stock never had %d ready files: %s" % (want, self.stock()))
+
+
+# -- kill -9 loops --
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+class CrashLoop:
+    """One daemon at a time on a state dir and a pool dir that outlive it:
+    start, kill -9, restart, and the checks every round shares."""
+    STATE_PREFIX = "hpwarm-crash-state-"
+
+    def __init__(self, mnt, seed):
+        self.rng = random.Random(seed)
+        self.pool_dir = os.path.join(mnt, "hpwarm")
+        self.state = tempfile.mkdtemp(prefix=self.STATE_PREFIX)
+        self.d = None
+        self.kills = 0
+
+    def start(self):
+        self.d = real_daemon(self.pool_dir, self.state, "--log-level", "notice")
+        self.d.start()
+
+    def kill9(self):
+        self.d.proc.send_signal(signal.SIGKILL)
+        self.d.proc.wait()
+        self.d.__exit__()  # removes only the Daemon's own temp dir
+        self.kills += 1
+
+    def pools(self):
+        r = self.d.get("/v1/pools")
+        check(r.status == 200, "GET /v1/pools: %r" % r)
+        return {p["name"]: p for p in r.json["pools"]}
+
+    def files(self):
+        return set(os.listdir(self.pool_dir)) - {DIR_MARKER} if os.path.isdir(self.pool_dir) else set()
+
+    def check_journal(self, when):
+        """state.json, where there is one, parses as JSON."""
+        path = os.path.join(self.state, "state.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                try:
+                    json.load(f)
+                except ValueError as e:
+                    raise Failure("%s: state.json does not parse: %s" % (when, e))
+
+    def check_all_gone(self, free0, what):
+        """Every pool deleted: none listed, no file, node 0's free pages back."""
+        check(self.pools() == {}, "pools left after deleting every pool")
+        left = sorted(self.files())
+        check(left == [], "files left in the pool dir: %s" % left)
+        free = node0("free_hugepages")
+        check(free == free0, "node 0 free_hugepages %d after %s, was %d" % (free, what, free0))
+        check(self.d.stop() == 0, "hpwarmd did not exit 0 on SIGTERM")
+
+
+def run_crash_loop(name, pages, make_loop, body):
+    """The frame of a kill -9 loop: skip (77) outside guard.sh or when node 0
+    will not get PAGES pages; one seed (HPW_CRASH_SEED, else random), printed
+    first; BODY(loop, free0, t0) runs the rounds and returns the ok line, or
+    raises Failure.  The daemon, its state dir and its pool dir are removed
+    on every way out (guard.sh also empties its mount)."""
+    mnt = os.environ.get("HPW_TEST_HUGETLBFS", "")
+    if not mnt:
+        print("SKIP: not under tests/real/guard.sh", file=sys.stderr)
+        return 77
+    if not HPWARMD or not os.path.exists(HPWARMD):
+        print("HPWARMD is not set to the daemon binary", file=sys.stderr)
+        return 2
+    seed = int(os.environ.get("HPW_CRASH_SEED", "0")) or random.SystemRandom().randrange(1, 2**31)
+    print("%s: seed %d (rerun with HPW_CRASH_SEED=%d)" % (name, seed, seed), flush=True)
+
+    got = set_node0_pages(pages)
+    if got < pages:
+        print("SKIP: kernel gave only %d of %d 2 MiB pages on node 0" % (got, pages), file=sys.stderr)
+        return 77
+    free0 = node0("free_hugepages")
+    loop = make_loop(mnt, seed)
+    t0 = time.monotonic()
+    rc = 1
+    try:
+        print("%s: ok: %s, %.1fs" % (name, body(loop, free0, t0), time.monotonic() - t0))
+        rc = 0
+    except Failure as e:
+        print("%s: FAIL (seed %d): %s" % (name, seed, e), file=sys.stderr)
+        if loop.d:
+            print("daemon log:\n  " + "\n  ".join(loop.d.log[-30:]), file=sys.stderr)
+    finally:
+        if loop.d:
+            loop.d.kill()
+            loop.d.__exit__()
+        shutil.rmtree(loop.pool_dir, ignore_errors=True)
+        shutil.rmtree(loop.state, ignore_errors=True)
+    return rc
