@@ -134,6 +134,15 @@ static inline void env_fini(struct env *e)
         fixture_track_(e->root, false);
 }
 
+/* The end of a test that hooked the sysfs ops: the registry goes first (its
+ * threads may still read through the hook), then the hook, then the rest. */
+static inline void env_fini_hooked(struct env *e, struct pools *p)
+{
+        pools_free(p);
+        sysfs_set_ops(e->fs, NULL, NULL);
+        env_fini(e);
+}
+
 static inline struct pools *start(struct env *e)
 {
         struct pools *p = NULL;
@@ -199,4 +208,56 @@ static inline const struct journal_pool *jpool(const struct journal *j, const ch
                 if (strcmp(j->pools[i].name, name) == 0)
                         return &j->pools[i];
         return NULL;
+}
+
+/* ---- the stock ---- */
+
+/* Poll COND every millisecond; the test fails after TRIES polls. */
+#define WAIT_UNTIL(cond, tries)                           \
+        do {                                              \
+                for (int tries_ = 0; !(cond); tries_++) { \
+                        CHECK(tries_ < (tries));          \
+                        usleep(1000);                     \
+                }                                         \
+        } while (0)
+
+static inline const struct stock_view *find_target(const struct stock_view *v, size_t n, uint64_t pages)
+{
+        for (size_t i = 0; i < n; i++)
+                if (v[i].target.size_bytes == pages * PAGE)
+                        return &v[i];
+        return NULL;
+}
+
+/* The target of PAGES-page files as GET /v1/stock shows it (all zero: none). */
+static inline struct stock_view stock_of(struct pools *p, uint64_t pages)
+{
+        struct stock_view *v = NULL, out = {0};
+        size_t n = 0;
+
+        CHECK_INT(pools_get_stock(p, &v, &n), ==, 0);
+        const struct stock_view *t = find_target(v, n, pages);
+        if (t)
+                out = *t;
+        free(v);
+        return out;
+}
+
+/* Wait until the target of PAGES-page files (it must exist) has READY
+ * ready files. */
+static inline void wait_ready(struct pools *p, uint64_t pages, unsigned ready)
+{
+        for (int tries = 0;; tries++) {
+                struct stock_view *v = NULL;
+                size_t n = 0;
+                CHECK_INT(pools_get_stock(p, &v, &n), ==, 0);
+                const struct stock_view *t = find_target(v, n, pages);
+                CHECK(t);
+                bool done = t->ready == ready;
+                free(v);
+                if (done)
+                        return;
+                CHECK(tries < 10000);
+                usleep(1000);
+        }
 }

@@ -881,9 +881,7 @@ TEST(resume_after_finished)
         CHECK_INT(pools_delete(p, "A"), ==, 0);
         CHECK_INT(pools_delete(p, "X"), ==, 0);
         CHECK_INT(pools_delete(p, "B"), ==, 0);
-        pools_free(p);
-        sysfs_set_ops(e.fs, NULL, NULL);
-        env_fini(&e);
+        env_fini_hooked(&e, p);
 }
 
 TEST(reboot_and_reservations)

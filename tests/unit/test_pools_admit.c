@@ -28,6 +28,8 @@
 
 /* ---- the fake kernel ---- */
 
+#define FREE0 HP_DIR(0) "free_hugepages"
+
 static struct {
         const char *step_path;  /* at the next read of this counter ... */
         uint64_t step_pages;    /* ... one chunk ends and takes this many free pages, */
@@ -158,36 +160,117 @@ static uint64_t bytes_done(struct pools *p, const char *name)
         return v.bytes_done;
 }
 
-/* Node 0: 16 pages, 12 free; "a" (8 pages, 4 chunks of 2 with one worker)
- * holds at the gate before its first chunk, so 4 pages are admissible. */
-static struct pools *start_with_a_warming(struct env *e)
-{
+static char a_path[256]; /* "a"'s file, once start_with_a_warming() made it */
+
+/* A test on start_with_a_warming(): its environment and registry, and the
+ * view and problem of its last create. */
+struct warm_a {
+        struct env e;
+        struct pools *p;
         struct pool_view v;
         struct problem err;
+};
+
+/* Node 0: 16 pages, 12 free; "a" (8 pages, 4 chunks of 2 with one worker)
+ * holds at the gate before its first chunk, so 4 pages are admissible. */
+static void start_with_a_warming(struct warm_a *t)
+{
         struct pool_req r = req("a", 0, 8);
+
+        admit_env_init(&t->e);
+        fixture_write(t->e.sys, FREE0, "12\n");
+        fixture_write(t->e.sys, HP_DIR(0) "nr_hugepages", "16\n");
+        t->p = start(&t->e);
+        fake_gate_set(true);
+        CHECK_INT(create(t->p, &r, &t->v, &t->err), ==, 201);
+        wait_inside();
+        CHECK_U64(bytes_done(t->p, "a"), ==, 0);
+        snprintf(a_path, sizeof(a_path), "%s/a", t->e.mount);
+}
+
+/* Create NAME, PAGES pages on node 0 (RESERVE: grow the node for it). */
+static int create0(struct warm_a *t, const char *name, uint64_t pages, bool reserve)
+{
+        struct pool_req r = req(name, 0, pages);
+
+        r.reserve = reserve;
+        return create(t->p, &r, &t->v, &t->err);
+}
+
+/* Node 1 (8 pages, 7 free) with a reservation of 8 recorded. */
+static struct pools *start_with_node1_reserved(struct env *e)
+{
+        struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 8 };
+        struct reserve_result res;
         struct pools *p;
 
         admit_env_init(e);
-        fixture_write(e->sys, HP_DIR(0) "free_hugepages", "12\n");
-        fixture_write(e->sys, HP_DIR(0) "nr_hugepages", "16\n");
         p = start(e);
-        fake_gate_set(true);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
-        wait_inside();
-        CHECK_U64(bytes_done(p, "a"), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
         return p;
 }
 
-static void finish(struct env *e, struct pools *p, const char *const *names, size_t n)
+/* The journal on disk, checked to record one reservation of COUNT pages
+ * (0: none).  The caller frees it. */
+static struct journal *load_reserved(const struct env *e, uint64_t count)
 {
+        struct journal *j = load(e);
+
+        CHECK_U64(j->n_reservations, ==, count ? 1 : 0);
+        if (count)
+                CHECK_U64(j->reservations[0].count, ==, count);
+        return j;
+}
+
+/* NAME, 8 pages on node 1 with "reserve": true, admitted (node 1 grown)
+ * but its warm cannot start: mbind fails from here to the end of the test.
+ * Refused, node 1 back at 8 pages with FREE_ free, no pool, no file. */
+static void warm_cannot_start(const struct env *e, struct pools *p, const char *name, uint64_t free_)
+{
+        struct pool_req r = req(name, 1, 8);
+        struct pool_view v;
+        struct problem err;
+
+        mbind_errno = EIO;
+        r.reserve = true;
+        CHECK(create(p, &r, &v, &err) < 0);
+        CHECK_STR(err.slug, "warm-start-failed");
+        CHECK_U64(counter(e, HP_DIR(1) "nr_hugepages"), ==, 8);
+        CHECK_U64(counter(e, HP_DIR(1) "free_hugepages"), ==, free_);
+        CHECK(!file_exists(e, name));
+        CHECK_INT(pools_get(p, name, &v), ==, -ENOENT);
+}
+
+/* The end of a test on start_with_a_warming(): the gate opens, "a" and
+ * OTHER warm to ready and are deleted, and the environment goes. */
+static void finish(struct warm_a *t, const char *other)
+{
+        const char *names[] = { "a", other };
+
         fake_gate_set(false);
-        for (size_t i = 0; i < n; i++) {
-                wait_state(p, names[i], POOL_READY);
-                CHECK_INT(pools_delete(p, names[i]), ==, 0);
+        for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+                wait_state(t->p, names[i], POOL_READY);
+                CHECK_INT(pools_delete(t->p, names[i]), ==, 0);
         }
-        pools_free(p);
-        sysfs_set_ops(e->fs, NULL, NULL);
-        env_fini(e);
+        env_fini_hooked(&t->e, t->p);
+}
+
+/* At the next read of node 0's free count, one chunk of "a" ends (its 2
+ * pages leave free_hugepages) ... */
+static void chunk_ends_at_free_read(void)
+{
+        fk.step_path = FREE0;
+        fk.step_pages = 2;
+}
+
+/* ... or one page is faulted into "a"'s file, during that read or (AFTER)
+ * just after it returned. */
+static void page_faults_at_free_read(bool after)
+{
+        fk.step_path = FREE0;
+        fk.fault_file = a_path;
+        fk.fault_at = 0;
+        fk.fault_after = after;
 }
 
 /* ---- tests ---- */
@@ -198,20 +281,15 @@ static void finish(struct env *e, struct pools *p, const char *const *names, siz
  * and gone from free) refused the 4 with a 409. */
 TEST(chunk_ending_between_reads_is_counted_once)
 {
-        struct env e;
-        struct pool_view v;
-        struct problem err;
-        struct pool_req r = req("b", 0, 4);
-        struct pools *p = start_with_a_warming(&e);
+        struct warm_a t;
 
-        fk.step_path = HP_DIR(0) "free_hugepages";
-        fk.step_pages = 2;
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        start_with_a_warming(&t);
+        chunk_ends_at_free_read();
+        CHECK_INT(create0(&t, "b", 4, false), ==, 201);
         CHECK(fk.stepped);
-        CHECK_U64(bytes_done(p, "a"), ==, 2 * PAGE);
-        CHECK_U64(counter(&e, HP_DIR(0) "free_hugepages"), ==, 10);
-        const char *names[] = { "a", "b" };
-        finish(&e, p, names, ARRAY_SIZE(names));
+        CHECK_U64(bytes_done(t.p, "a"), ==, 2 * PAGE);
+        CHECK_U64(counter(&t.e, FREE0), ==, 10);
+        finish(&t, "b");
 }
 
 /* The other side of the same rule: a count read once the chunk is known to
@@ -219,23 +297,17 @@ TEST(chunk_ending_between_reads_is_counted_once)
  * node 0 has 10 free: nothing is left for a third pool. */
 TEST(nothing_counted_free_twice)
 {
-        struct env e;
-        struct pool_view v;
-        struct problem err;
-        struct pool_req r = req("b", 0, 4);
-        struct pools *p = start_with_a_warming(&e);
+        struct warm_a t;
 
-        fk.step_path = HP_DIR(0) "free_hugepages";
-        fk.step_pages = 2;
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
-        r = req("c", 0, 1);
-        CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
-        CHECK_STR(err.slug, "insufficient-hugepages");
-        CHECK(strstr(err.detail, "10 free"));
-        CHECK(strstr(err.detail, "10 are still to be taken"));
-        CHECK(!file_exists(&e, "c"));
-        const char *names[] = { "a", "b" };
-        finish(&e, p, names, ARRAY_SIZE(names));
+        start_with_a_warming(&t);
+        chunk_ends_at_free_read();
+        CHECK_INT(create0(&t, "b", 4, false), ==, 201);
+        CHECK_INT(create0(&t, "c", 1, false), ==, -ENOMEM);
+        CHECK_STR(t.err.slug, "insufficient-hugepages");
+        CHECK(strstr(t.err.detail, "10 free"));
+        CHECK(strstr(t.err.detail, "10 are still to be taken"));
+        CHECK(!file_exists(&t.e, "c"));
+        finish(&t, "b");
 }
 
 /* A chunk in flight: its populate has faulted 1 of its 2 pages (the page
@@ -245,24 +317,17 @@ TEST(nothing_counted_free_twice)
  * 4 pages are admissible, as before the fault. */
 TEST(page_of_chunk_in_flight_is_counted_once)
 {
-        struct env e;
-        struct pool_view v;
-        struct problem err;
-        struct pool_req r = req("b", 0, 4);
-        char a_path[256];
-        struct pools *p = start_with_a_warming(&e);
+        struct warm_a t;
 
-        snprintf(a_path, sizeof(a_path), "%s/a", e.mount);
+        start_with_a_warming(&t);
         fault_page(a_path, 0);
-        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "11\n");
-        CHECK_U64(bytes_done(p, "a"), ==, 0);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        fixture_write(t.e.sys, FREE0, "11\n");
+        CHECK_U64(bytes_done(t.p, "a"), ==, 0);
+        CHECK_INT(create0(&t, "b", 4, false), ==, 201);
         /* And nothing more: 7 + 4 still needed, 11 free. */
-        r = req("c", 0, 1);
-        CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
-        CHECK(strstr(err.detail, "11 are still to be taken"));
-        const char *names[] = { "a", "b" };
-        finish(&e, p, names, ARRAY_SIZE(names));
+        CHECK_INT(create0(&t, "c", 1, false), ==, -ENOMEM);
+        CHECK(strstr(t.err.detail, "11 are still to be taken"));
+        finish(&t, "b");
 }
 
 /* The same page faulted in while admission reads the counters: the blocks
@@ -270,22 +335,14 @@ TEST(page_of_chunk_in_flight_is_counted_once)
  * the reading is taken again (7 and 11), and 4 pages are admitted. */
 TEST(page_faulted_between_reads_is_counted_once)
 {
-        struct env e;
-        struct pool_view v;
-        struct problem err;
-        struct pool_req r = req("b", 0, 4);
-        char a_path[256];
-        struct pools *p = start_with_a_warming(&e);
+        struct warm_a t;
 
-        snprintf(a_path, sizeof(a_path), "%s/a", e.mount);
-        fk.step_path = HP_DIR(0) "free_hugepages";
-        fk.fault_file = a_path;
-        fk.fault_at = 0;
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        start_with_a_warming(&t);
+        page_faults_at_free_read(false);
+        CHECK_INT(create0(&t, "b", 4, false), ==, 201);
         CHECK(fk.stepped);
-        CHECK_U64(counter(&e, HP_DIR(0) "free_hugepages"), ==, 11);
-        const char *names[] = { "a", "b" };
-        finish(&e, p, names, ARRAY_SIZE(names));
+        CHECK_U64(counter(&t.e, FREE0), ==, 11);
+        finish(&t, "b");
 }
 
 /* The other order: the page is faulted just after free_hugepages was read
@@ -294,26 +351,17 @@ TEST(page_faulted_between_reads_is_counted_once)
  * fault, 11 - 7 after).  The reading is taken again, and 5 are refused. */
 TEST(page_faulted_after_free_read_is_not_counted_free)
 {
-        struct env e;
-        struct pool_view v;
-        struct problem err;
-        struct pool_req r = req("b", 0, 5);
-        char a_path[256];
-        struct pools *p = start_with_a_warming(&e);
+        struct warm_a t;
 
-        snprintf(a_path, sizeof(a_path), "%s/a", e.mount);
-        fk.step_path = HP_DIR(0) "free_hugepages";
-        fk.fault_file = a_path;
-        fk.fault_after = true;
-        CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
+        start_with_a_warming(&t);
+        page_faults_at_free_read(true);
+        CHECK_INT(create0(&t, "b", 5, false), ==, -ENOMEM);
         CHECK(fk.stepped);
-        CHECK(strstr(err.detail, "11 free"));
-        CHECK(strstr(err.detail, "7 are still to be taken"));
-        CHECK(!file_exists(&e, "b"));
-        r = req("b", 0, 4);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
-        const char *names[] = { "a", "b" };
-        finish(&e, p, names, ARRAY_SIZE(names));
+        CHECK(strstr(t.err.detail, "11 free"));
+        CHECK(strstr(t.err.detail, "7 are still to be taken"));
+        CHECK(!file_exists(&t.e, "b"));
+        CHECK_INT(create0(&t, "b", 4, false), ==, 201);
+        finish(&t, "b");
 }
 
 /* "reserve": true grows the node by what is missing, measured consistently:
@@ -321,24 +369,15 @@ TEST(page_faulted_after_free_read_is_not_counted_free)
  * (16 -> 18), not 4 (the chunk counted as needed and as taken). */
 TEST(reserve_grows_by_what_is_missing)
 {
-        struct env e;
-        struct pool_view v;
-        struct problem err;
-        struct pool_req r = req("r", 0, 6);
-        struct pools *p = start_with_a_warming(&e);
+        struct warm_a t;
 
-        r.reserve = true;
-        fk.step_path = HP_DIR(0) "free_hugepages";
-        fk.step_pages = 2;
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        start_with_a_warming(&t);
+        chunk_ends_at_free_read();
+        CHECK_INT(create0(&t, "r", 6, true), ==, 201);
         CHECK(fk.stepped);
-        CHECK_U64(counter(&e, HP_DIR(0) "nr_hugepages"), ==, 18);
-        struct journal *j = load(&e);
-        CHECK_U64(j->n_reservations, ==, 1);
-        CHECK_U64(j->reservations[0].count, ==, 18);
-        journal_free(j);
-        const char *names[] = { "a", "r" };
-        finish(&e, p, names, ARRAY_SIZE(names));
+        CHECK_U64(counter(&t.e, HP_DIR(0) "nr_hugepages"), ==, 18);
+        journal_free(load_reserved(&t.e, 18));
+        finish(&t, "r");
 }
 
 /* Node 1 (8 pages, 7 free) grown to 9 for an 8-page pool whose file then
@@ -368,8 +407,7 @@ TEST(growth_undone_when_file_cannot_be_made)
         CHECK_STR(err.slug, "pool-conflict");
         CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 8);
         CHECK_U64(counter(&e, HP_DIR(1) "free_hugepages"), ==, 7);
-        struct journal *j = load(&e);
-        CHECK_U64(j->n_reservations, ==, 0);
+        struct journal *j = load_reserved(&e, 0);
         CHECK_U64(j->n_pools, ==, 0);
         journal_free(j);
         pools_get_stats(p, &s);
@@ -381,15 +419,10 @@ TEST(growth_undone_when_file_cannot_be_made)
         /* Without the stranger the same create works, and the growth stays. */
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 9);
-        j = load(&e);
-        CHECK_U64(j->n_reservations, ==, 1);
-        CHECK_U64(j->reservations[0].count, ==, 9);
-        journal_free(j);
+        journal_free(load_reserved(&e, 9));
         wait_state(p, "d", POOL_READY);
         CHECK_INT(pools_delete(p, "d"), ==, 0);
-        pools_free(p);
-        sysfs_set_ops(e.fs, NULL, NULL);
-        env_fini(&e);
+        env_fini_hooked(&e, p);
 }
 
 /* The warm of a pool grown for cannot start (mbind fails): the pool, its
@@ -398,34 +431,14 @@ TEST(growth_undone_when_file_cannot_be_made)
 TEST(growth_undone_when_warm_cannot_start)
 {
         struct env e;
-        struct pools *p;
-        struct pool_view v;
-        struct problem err;
-        struct pool_req r = req("d", 1, 8);
-        struct reserve_result res;
+        struct pools *p = start_with_node1_reserved(&e);
 
-        admit_env_init(&e);
-        p = start(&e);
-        struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 8 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
-
-        mbind_errno = EIO;
-        r.reserve = true;
-        CHECK(create(p, &r, &v, &err) < 0);
-        CHECK_STR(err.slug, "warm-start-failed");
-        CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 8);
-        CHECK_U64(counter(&e, HP_DIR(1) "free_hugepages"), ==, 7);
-        CHECK(!file_exists(&e, "d"));
-        CHECK_INT(pools_get(p, "d", &v), ==, -ENOENT);
-        struct journal *j = load(&e);
-        CHECK_U64(j->n_reservations, ==, 1);
-        CHECK_U64(j->reservations[0].count, ==, 8);
+        warm_cannot_start(&e, p, "d", 7);
+        struct journal *j = load_reserved(&e, 8);
         CHECK_U64(j->n_pools, ==, 0);
         journal_free(j);
         mbind_errno = 0;
-        pools_free(p);
-        sysfs_set_ops(e.fs, NULL, NULL);
-        env_fini(&e);
+        env_fini_hooked(&e, p);
 }
 
 /* The same for a partial hand-out from stock: node 1's 2-page stock file
@@ -437,46 +450,24 @@ TEST(growth_undone_when_partial_hand_out_fails)
 {
         struct env e;
         struct pools *p;
-        struct pool_view v;
         struct problem err;
-        struct pool_req r = req("g", 1, 8);
         struct journal_stock_target t = { .node = 1, .page_size = PAGE, .size_bytes = 2 * PAGE, .count = 1 };
 
         admit_env_init(&e);
         p = start(&e);
         CHECK_INT(pools_set_stock(p, &t, 1, &err), ==, 0);
-        for (int tries = 0;; tries++) {
-                struct stock_view *sv = NULL;
-                size_t n = 0;
-                CHECK_INT(pools_get_stock(p, &sv, &n), ==, 0);
-                bool ready = n == 1 && sv[0].ready == 1;
-                free(sv);
-                if (ready)
-                        break;
-                CHECK(tries < 10000);
-                usleep(1000);
-        }
+        wait_ready(p, 2, 1);
         fixture_write(e.sys, HP_DIR(1) "free_hugepages", "5\n"); /* the stock file's 2 pages */
 
-        mbind_errno = EIO;
-        r.reserve = true;
-        CHECK(create(p, &r, &v, &err) < 0);
-        CHECK_STR(err.slug, "warm-start-failed");
-        CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 8);
-        CHECK_U64(counter(&e, HP_DIR(1) "free_hugepages"), ==, 5);
-        CHECK(!file_exists(&e, "g"));
-        CHECK_INT(pools_get(p, "g", &v), ==, -ENOENT);
-        struct journal *j = load(&e);
-        CHECK_U64(j->n_reservations, ==, 0);
+        warm_cannot_start(&e, p, "g", 5);
+        struct journal *j = load_reserved(&e, 0);
         CHECK(!jpool(j, "g"));
         journal_free(j);
         struct pools_stats s;
         pools_get_stats(p, &s);
         CHECK_U64(s.reservations_ok, ==, 1);
         mbind_errno = 0;
-        pools_free(p);
-        sysfs_set_ops(e.fs, NULL, NULL);
-        env_fini(&e);
+        env_fini_hooked(&e, p);
 }
 
 /* A refused create leaves a recorded reservation as it was too: 9 pages
@@ -489,25 +480,16 @@ TEST(refused_growth_keeps_recorded_count)
         struct pool_view v;
         struct problem err;
         struct pool_req r = req("d", 1, 8);
-        struct reserve_result res;
 
-        admit_env_init(&e);
-        p = start(&e);
-        struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 8 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        p = start_with_node1_reserved(&e);
         /* The growth is written but brings no free page. */
         fk.frozen = true;
         r.reserve = true;
         CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
         CHECK(strstr(err.detail, "undone"));
         CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 8);
-        struct journal *j = load(&e);
-        CHECK_U64(j->n_reservations, ==, 1);
-        CHECK_U64(j->reservations[0].count, ==, 8);
-        journal_free(j);
-        pools_free(p);
-        sysfs_set_ops(e.fs, NULL, NULL);
-        env_fini(&e);
+        journal_free(load_reserved(&e, 8));
+        env_fini_hooked(&e, p);
 }
 
 TEST_MAIN()

@@ -15,45 +15,6 @@
 #include "pools.h"
 #include "pools_env.h"
 
-static const struct stock_view *find_target(const struct stock_view *v, size_t n, uint64_t pages)
-{
-        for (size_t i = 0; i < n; i++)
-                if (v[i].target.size_bytes == pages * PAGE)
-                        return &v[i];
-        return NULL;
-}
-
-/* Wait until the target of PAGES-page files has READY ready files. */
-static void wait_ready(struct pools *p, uint64_t pages, unsigned ready)
-{
-        for (int tries = 0;; tries++) {
-                struct stock_view *v = NULL;
-                size_t n = 0;
-                CHECK_INT(pools_get_stock(p, &v, &n), ==, 0);
-                const struct stock_view *t = find_target(v, n, pages);
-                CHECK(t);
-                bool done = t->ready == ready;
-                free(v);
-                if (done)
-                        return;
-                CHECK(tries < 10000);
-                usleep(1000);
-        }
-}
-
-static struct stock_view stock_of(struct pools *p, uint64_t pages)
-{
-        struct stock_view *v = NULL, out = {0};
-        size_t n = 0;
-
-        CHECK_INT(pools_get_stock(p, &v, &n), ==, 0);
-        const struct stock_view *t = find_target(v, n, pages);
-        if (t)
-                out = *t;
-        free(v);
-        return out;
-}
-
 static int set1(struct pools *p, int node, uint64_t pages, uint64_t count, struct problem *err)
 {
         struct journal_stock_target t = { .node = node, .page_size = PAGE, .size_bytes = pages * PAGE,

@@ -31,6 +31,13 @@ static struct pools *start_fast(struct env *e)
         return start(e);
 }
 
+/* A fresh environment and a registry on it. */
+static struct pools *begin(struct env *e)
+{
+        env_init(e);
+        return start_fast(e);
+}
+
 static void set_target(struct pools *p, uint64_t pages, uint64_t count)
 {
         struct journal_stock_target t = { .node = 0, .page_size = PAGE, .size_bytes = pages * PAGE,
@@ -38,18 +45,6 @@ static void set_target(struct pools *p, uint64_t pages, uint64_t count)
         struct problem err = {0};
 
         CHECK_INT(pools_set_stock(p, &t, 1, &err), ==, 0);
-}
-
-static struct stock_view stock_now(struct pools *p)
-{
-        struct stock_view *v = NULL, out = {0};
-        size_t n = 0;
-
-        CHECK_INT(pools_get_stock(p, &v, &n), ==, 0);
-        if (n)
-                out = v[0];
-        free(v);
-        return out;
 }
 
 static void path_of(const struct env *e, const char *name, char *buf, size_t size)
@@ -86,24 +81,31 @@ static bool all_bytes(const struct env *e, const char *name, unsigned char byte)
         return ok;
 }
 
+/* Every byte of NAME's file (PAGES pages) PATTERN, as a guest leaves it. */
+static void fill(const struct env *e, const char *name, uint64_t pages)
+{
+        char path[256];
+
+        path_of(e, name, path, sizeof(path));
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        CHECK(fd >= 0);
+        unsigned char *m = mmap(NULL, pages * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        CHECK(m != MAP_FAILED);
+        memset(m, PATTERN, pages * PAGE);
+        CHECK_INT(munmap(m, pages * PAGE), ==, 0);
+        close(fd);
+}
+
 /* A ready pool NAME of PAGES pages, every byte PATTERN (as a guest left it). */
 static void used_pool(struct pools *p, const struct env *e, const char *name)
 {
         struct pool_req r = req(name, 0, PAGES);
         struct problem err;
         struct pool_view v;
-        char path[256];
 
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_state(p, name, POOL_READY);
-        path_of(e, name, path, sizeof(path));
-        int fd = open(path, O_RDWR | O_CLOEXEC);
-        CHECK(fd >= 0);
-        unsigned char *m = mmap(NULL, PAGES * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        CHECK(m != MAP_FAILED);
-        memset(m, PATTERN, PAGES * PAGE);
-        CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
-        close(fd);
+        fill(e, name, PAGES);
 }
 
 /* The only stock row in the journal (NULL: none). */
@@ -117,6 +119,16 @@ static const struct journal_pool *stock_row(const struct journal *j)
                         row = &j->pools[i];
                 }
         return row;
+}
+
+/* The journal's only stock row is in state WANT. */
+static void check_row(const struct env *e, const char *want)
+{
+        struct journal *j = load(e);
+
+        CHECK(stock_row(j));
+        CHECK_STR(pool_state_name(stock_row(j)->state), want);
+        journal_free(j);
 }
 
 /* Wait until the journal's stock row is in state WANT; its name in NAME. */
@@ -136,14 +148,6 @@ static void wait_journal(const struct env *e, enum pool_state want, char name[64
         }
 }
 
-static void wait_ready_count(struct pools *p, unsigned ready)
-{
-        for (int tries = 0; stock_now(p).ready != ready; tries++) {
-                CHECK(tries < 10000);
-                usleep(1000);
-        }
-}
-
 static void *map_file(const struct env *e, const char *name)
 {
         char path[256];
@@ -155,6 +159,31 @@ static void *map_file(const struct env *e, const char *name)
         CHECK(m != MAP_FAILED);
         close(fd);
         return m;
+}
+
+/* Pool "vm" used, mapped by this process (its VM still runs) and released
+ * with the target of its size short and no free page to refill it: a dirty
+ * stock row, NAME.  The mapping in *RET_MAP. */
+static struct pools *released_while_mapped(struct env *e, void **ret_map, char name[64])
+{
+        struct pools *p = begin(e);
+        used_pool(p, e, "vm");
+        *ret_map = map_file(e, "vm");
+        fixture_write(e->sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 1);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        wait_journal(e, POOL_DIRTY, name);
+        return p;
+}
+
+/* The end of a test whose released file NAME was let go: it comes back to
+ * the stock, all zero. */
+static void end_recycled(struct env *e, struct pools *p, const char *name)
+{
+        wait_ready(p, PAGES, 1);
+        CHECK(all_bytes(e, name, 0));
+        pools_free(p);
+        env_fini(e);
 }
 
 /* A pool of the stock target's size, used, released with the target short
@@ -170,14 +199,13 @@ TEST(recycle_cycle)
         struct pool_view v;
         char name[64];
 
-        env_init(&e);
-        struct pools *p = start_fast(&e);
+        struct pools *p = begin(&e);
         used_pool(p, &e, "vm");
         ino_t ino = ino_of(&e, "vm");
         void *m = map_file(&e, "vm"); /* the VM still runs */
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         set_target(p, PAGES, 1);
-        CHECK_U64(stock_now(p).deficit, ==, 1);
+        CHECK_U64(stock_of(p, PAGES).deficit, ==, 1);
 
         CHECK_INT(pools_delete(p, "vm"), ==, 0);
         CHECK_INT(pools_get(p, "vm", &v), ==, -ENOENT);
@@ -189,7 +217,7 @@ TEST(recycle_cycle)
         snprintf(name, sizeof(name), "%.63s", stock_row(j)->name);
         journal_free(j);
         CHECK(ino_of(&e, name) == ino);
-        struct stock_view s = stock_now(p);
+        struct stock_view s = stock_of(p, PAGES);
         CHECK_U64(s.recycling, ==, 1);
         CHECK_U64(s.dirty, ==, 1);
         CHECK_U64(s.deficit, ==, 0);
@@ -201,9 +229,7 @@ TEST(recycle_cycle)
 
         /* Mapped: many checks later, still dirty and untouched. */
         usleep(300 * 1000);
-        j = load(&e);
-        CHECK_STR(pool_state_name(stock_row(j)->state), "dirty");
-        journal_free(j);
+        check_row(&e, "dirty");
         CHECK(all_bytes(&e, name, PATTERN));
 
         /* Unmapped: saved as recycling before the first chunk is zeroed
@@ -213,11 +239,11 @@ TEST(recycle_cycle)
         wait_journal(&e, POOL_RECYCLING, name);
         wait_inside();
         CHECK(all_bytes(&e, name, PATTERN));
-        CHECK_U64(stock_now(p).ready, ==, 0);
-        CHECK_U64(stock_now(p).recycling, ==, 1);
-        CHECK_U64(stock_now(p).dirty, ==, 0);
+        CHECK_U64(stock_of(p, PAGES).ready, ==, 0);
+        CHECK_U64(stock_of(p, PAGES).recycling, ==, 1);
+        CHECK_U64(stock_of(p, PAGES).dirty, ==, 0);
         fake_gate_set(false);
-        wait_ready_count(p, 1);
+        wait_ready(p, PAGES, 1);
         wait_journal(&e, POOL_STOCK, name);
         CHECK(all_bytes(&e, name, 0));
         CHECK(ino_of(&e, name) == ino);
@@ -245,8 +271,7 @@ TEST(open_file_waits)
         struct env e;
         char name[64], path[256];
 
-        env_init(&e);
-        struct pools *p = start_fast(&e);
+        struct pools *p = begin(&e);
         used_pool(p, &e, "vm");
         path_of(&e, "vm", path, sizeof(path));
         int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -256,16 +281,11 @@ TEST(open_file_waits)
         CHECK_INT(pools_delete(p, "vm"), ==, 0);
         wait_journal(&e, POOL_DIRTY, name);
         usleep(300 * 1000);
-        struct journal *j = load(&e);
-        CHECK_STR(pool_state_name(stock_row(j)->state), "dirty");
-        journal_free(j);
+        check_row(&e, "dirty");
         CHECK(all_bytes(&e, name, PATTERN));
-        CHECK_U64(stock_now(p).dirty, ==, 1);
+        CHECK_U64(stock_of(p, PAGES).dirty, ==, 1);
         close(fd);
-        wait_ready_count(p, 1);
-        CHECK(all_bytes(&e, name, 0));
-        pools_free(p);
-        env_fini(&e);
+        end_recycled(&e, p, name);
 }
 
 /* The name of a recycled pool is free at once: a new pool of that name. */
@@ -275,14 +295,13 @@ TEST(name_free_at_once)
         struct problem err;
         struct pool_view v;
 
-        env_init(&e);
-        struct pools *p = start_fast(&e);
+        struct pools *p = begin(&e);
         used_pool(p, &e, "vm");
         void *m = map_file(&e, "vm");
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         set_target(p, PAGES, 1);
         CHECK_INT(pools_delete(p, "vm"), ==, 0);
-        CHECK_U64(stock_now(p).dirty, ==, 1);
+        CHECK_U64(stock_of(p, PAGES).dirty, ==, 1);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "64\n");
         struct pool_req r = req("vm", 0, 2);
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
@@ -298,16 +317,15 @@ TEST(no_deficit_removes)
 {
         struct env e;
 
-        env_init(&e);
-        struct pools *p = start_fast(&e);
+        struct pools *p = begin(&e);
         set_target(p, PAGES, 1);
-        wait_ready_count(p, 1);
+        wait_ready(p, PAGES, 1);
         used_pool(p, &e, "vm2"); /* takes the stock file; wait for the refill */
-        wait_ready_count(p, 1);
-        CHECK_U64(stock_now(p).deficit, ==, 0);
+        wait_ready(p, PAGES, 1);
+        CHECK_U64(stock_of(p, PAGES).deficit, ==, 0);
         CHECK_INT(pools_delete(p, "vm2"), ==, 0);
         CHECK(!file_exists(&e, "vm2"));
-        struct stock_view s = stock_now(p);
+        struct stock_view s = stock_of(p, PAGES);
         CHECK_U64(s.recycling, ==, 0);
         CHECK_U64(s.ready, ==, 1);
         struct pools_stats st;
@@ -325,8 +343,7 @@ TEST(opt_out_and_other_sizes)
         struct problem err;
         struct pool_view v;
 
-        env_init(&e);
-        struct pools *p = start_fast(&e);
+        struct pools *p = begin(&e);
         used_pool(p, &e, "a");
         used_pool(p, &e, "b");
         struct pool_req r = req("other", 0, PAGES + 1);
@@ -345,11 +362,11 @@ TEST(opt_out_and_other_sizes)
         CHECK(!file_exists(&e, "a"));
         CHECK(!file_exists(&e, "other"));
         CHECK(!file_exists(&e, "warm"));
-        CHECK_U64(stock_now(p).recycling, ==, 0);
-        CHECK_U64(stock_now(p).deficit, ==, 2);
+        CHECK_U64(stock_of(p, PAGES).recycling, ==, 0);
+        CHECK_U64(stock_of(p, PAGES).deficit, ==, 2);
         /* and the default recycles */
         CHECK_INT(pools_delete(p, "b"), ==, 0);
-        CHECK_U64(stock_now(p).recycling + stock_now(p).ready, ==, 1);
+        CHECK_U64(stock_of(p, PAGES).recycling + stock_of(p, PAGES).ready, ==, 1);
         pools_free(p);
         env_fini(&e);
 }
@@ -361,15 +378,14 @@ TEST(ttl_release_recycles)
         struct problem err;
         struct pool_view v;
 
-        env_init(&e);
-        struct pools *p = start_fast(&e);
+        struct pools *p = begin(&e);
         struct pool_req r = req("ttl", 0, PAGES);
         r.ttl_seconds = 1;
         CHECK_INT(create(p, &r, &v, &err), ==, 201);
         wait_state(p, "ttl", POOL_READY);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         set_target(p, PAGES, 1);
-        wait_ready_count(p, 1);
+        wait_ready(p, PAGES, 1);
         CHECK(!file_exists(&e, "ttl"));
         struct pools_stats st;
         pools_get_stats(p, &st);
@@ -385,8 +401,7 @@ TEST(zero_failure_removes)
         struct env e;
         char name[64];
 
-        env_init(&e);
-        struct pools *p = start_fast(&e);
+        struct pools *p = begin(&e);
         used_pool(p, &e, "vm");
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         set_target(p, PAGES, 1);
@@ -395,26 +410,14 @@ TEST(zero_failure_removes)
         wait_journal(&e, POOL_RECYCLING, name);
         fake_gate_fail_with(EIO);
         fake_gate_set(false);
-        for (int tries = 0; file_exists(&e, name); tries++) {
-                CHECK(tries < 5000);
-                usleep(1000);
-        }
+        WAIT_UNTIL(!file_exists(&e, name), 5000);
         fake_gate_fail_with(0);
         struct pools_stats st;
-        for (int tries = 0;; tries++) {
-                pools_get_stats(p, &st);
-                if (st.stock_recycle_discarded == 1)
-                        break;
-                CHECK(tries < 5000);
-                usleep(1000);
-        }
+        WAIT_UNTIL((pools_get_stats(p, &st), st.stock_recycle_discarded == 1), 5000);
         CHECK_U64(st.stock_recycled, ==, 0);
         /* The file goes first, then the row. */
-        for (int tries = 0; stock_now(p).recycling != 0; tries++) {
-                CHECK(tries < 5000);
-                usleep(1000);
-        }
-        CHECK_U64(stock_now(p).ready, ==, 0);
+        WAIT_UNTIL(stock_of(p, PAGES).recycling == 0, 5000);
+        CHECK_U64(stock_of(p, PAGES).ready, ==, 0);
         struct journal *j = load(&e);
         CHECK(!stock_row(j));
         journal_free(j);
@@ -427,15 +430,9 @@ TEST(holes_removed)
 {
         struct env e;
         char name[64], path[256];
+        void *m;
+        struct pools *p = released_while_mapped(&e, &m, name);
 
-        env_init(&e);
-        struct pools *p = start_fast(&e);
-        used_pool(p, &e, "vm");
-        void *m = map_file(&e, "vm");
-        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
-        set_target(p, PAGES, 1);
-        CHECK_INT(pools_delete(p, "vm"), ==, 0);
-        wait_journal(&e, POOL_DIRTY, name);
         path_of(&e, name, path, sizeof(path));
         int fd = open(path, O_RDWR | O_CLOEXEC);
         CHECK(fd >= 0);
@@ -443,10 +440,7 @@ TEST(holes_removed)
         close(fd);
         CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
         /* The file goes first, then the row. */
-        for (int tries = 0; stock_now(p).recycling != 0; tries++) {
-                CHECK(tries < 5000);
-                usleep(1000);
-        }
+        WAIT_UNTIL(stock_of(p, PAGES).recycling == 0, 5000);
         CHECK(!file_exists(&e, name));
         pools_free(p);
         env_fini(&e);
@@ -462,23 +456,14 @@ TEST(restart_mid_recycle)
         struct pool_view v;
         char name[64];
 
-        env_init(&e);
-        struct pools *p = start_fast(&e);
+        struct pools *p = begin(&e);
         struct pool_req big = req("vm", 0, 16);
         CHECK_INT(create(p, &big, &v, &err), ==, 201);
         wait_state(p, "vm", POOL_READY);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         struct journal_stock_target t = { .node = 0, .page_size = PAGE, .size_bytes = 16 * PAGE, .count = 1 };
         CHECK_INT(pools_set_stock(p, &t, 1, &err), ==, 0);
-        char path[256];
-        path_of(&e, "vm", path, sizeof(path));
-        int fd = open(path, O_RDWR | O_CLOEXEC);
-        CHECK(fd >= 0);
-        unsigned char *m = mmap(NULL, 16 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        CHECK(m != MAP_FAILED);
-        memset(m, PATTERN, 16 * PAGE);
-        CHECK_INT(munmap(m, 16 * PAGE), ==, 0);
-        close(fd);
+        fill(&e, "vm", 16);
         fake_gate_set(true);
         CHECK_INT(pools_delete(p, "vm"), ==, 0);
         wait_journal(&e, POOL_RECYCLING, name);
@@ -488,15 +473,13 @@ TEST(restart_mid_recycle)
         pthread_t th = open_gate_soon();
         pools_free(p);
         pthread_join(th, NULL);
-        struct journal *j = load(&e);
-        CHECK_STR(pool_state_name(stock_row(j)->state), "recycling");
-        journal_free(j);
+        check_row(&e, "recycling");
         CHECK(!all_bytes(&e, name, 0));
 
         fake_gate_set(true);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "32\n");
         p = start_fast(&e);
-        struct stock_view s = stock_now(p);
+        struct stock_view s = stock_of(p, 16);
         CHECK_U64(s.ready, ==, 0);
         CHECK_U64(s.recycling, ==, 1);
         struct pool_req again = req("vm3", 0, 16);
@@ -505,9 +488,9 @@ TEST(restart_mid_recycle)
         CHECK(file_exists(&e, name));
         fake_gate_set(false);
         wait_state(p, "vm3", POOL_READY);
-        wait_ready_count(p, 1);
+        wait_ready(p, 16, 1);
         CHECK(all_bytes(&e, name, 0));
-        j = load(&e);
+        struct journal *j = load(&e);
         CHECK_STR(pool_state_name(jpool(j, name)->state), "stock");
         journal_free(j);
         pools_free(p);
@@ -520,28 +503,19 @@ TEST(restart_dirty)
 {
         struct env e;
         char name[64];
+        void *m;
+        struct pools *p = released_while_mapped(&e, &m, name);
 
-        env_init(&e);
-        struct pools *p = start_fast(&e);
-        used_pool(p, &e, "vm");
-        void *m = map_file(&e, "vm");
-        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
-        set_target(p, PAGES, 1);
-        CHECK_INT(pools_delete(p, "vm"), ==, 0);
-        wait_journal(&e, POOL_DIRTY, name);
         pools_free(p);
 
         p = start_fast(&e);
         usleep(200 * 1000);
-        struct stock_view s = stock_now(p);
+        struct stock_view s = stock_of(p, PAGES);
         CHECK_U64(s.dirty, ==, 1);
         CHECK_U64(s.ready, ==, 0);
         CHECK(all_bytes(&e, name, PATTERN));
         CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
-        wait_ready_count(p, 1);
-        CHECK(all_bytes(&e, name, 0));
-        pools_free(p);
-        env_fini(&e);
+        end_recycled(&e, p, name);
 }
 
 /* Giving way (a reservation needs pages): a dirty file still mapped frees
@@ -552,15 +526,8 @@ TEST(gives_way)
         struct env e;
         struct reserve_result res;
         char name[64];
-
-        env_init(&e);
-        struct pools *p = start_fast(&e);
-        used_pool(p, &e, "vm");
-        void *m = map_file(&e, "vm");
-        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
-        set_target(p, PAGES, 1);
-        CHECK_INT(pools_delete(p, "vm"), ==, 0);
-        wait_journal(&e, POOL_DIRTY, name);
+        void *m;
+        struct pools *p = released_while_mapped(&e, &m, name);
 
         /* 4 of 64 pages in use (the dirty file); shrink to 2. */
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "60\n");
@@ -570,7 +537,7 @@ TEST(gives_way)
         pools_get_stats(p, &st);
         CHECK_U64(st.stock_given_way, ==, 0);
         CHECK(file_exists(&e, name));
-        CHECK_U64(stock_now(p).dirty, ==, 1);
+        CHECK_U64(stock_of(p, PAGES).dirty, ==, 1);
 
         fake_gate_set(true);
         CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
@@ -595,15 +562,9 @@ TEST(trim_removes_dirty)
         struct env e;
         struct problem err;
         char name[64];
+        void *m;
+        struct pools *p = released_while_mapped(&e, &m, name);
 
-        env_init(&e);
-        struct pools *p = start_fast(&e);
-        used_pool(p, &e, "vm");
-        void *m = map_file(&e, "vm");
-        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
-        set_target(p, PAGES, 1);
-        CHECK_INT(pools_delete(p, "vm"), ==, 0);
-        wait_journal(&e, POOL_DIRTY, name);
         CHECK_INT(pools_set_stock(p, NULL, 0, &err), ==, 0);
         CHECK(!file_exists(&e, name));
         struct journal *j = load(&e);
@@ -649,12 +610,12 @@ TEST(refill_and_release_race)
         used_pool(p, &e, "vm");
         race.armed = true;
         set_target(p, PAGES, 1);
-        wait_ready_count(p, 1);
+        wait_ready(p, PAGES, 1);
         CHECK_INT(race.deleted, ==, 1);
         CHECK(!file_exists(&e, "vm"));
         /* Let a wrongly kept file come back as stock before counting. */
         usleep(200 * 1000);
-        struct stock_view s = stock_now(p);
+        struct stock_view s = stock_of(p, PAGES);
         CHECK_U64((uint64_t)s.ready + s.warming + s.recycling, ==, 1);
         struct journal *j = load(&e);
         unsigned rows = 0;
@@ -662,9 +623,7 @@ TEST(refill_and_release_race)
                 rows += pool_state_is_stock(j->pools[i].state);
         CHECK_U64(rows, ==, 1);
         journal_free(j);
-        pools_free(p);
-        sysfs_set_ops(e.fs, NULL, NULL);
-        env_fini(&e);
+        env_fini_hooked(&e, p);
 }
 
 TEST_MAIN()
