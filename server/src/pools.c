@@ -227,7 +227,7 @@ out:
         return r;
 }
 
-int pools_commit(struct pools *p, struct pool *pool, const struct journal_pool *next)
+int pools_save_record(struct pools *p, struct pool *pool, const struct journal_pool *next, bool apply_on_failure)
 {
         int r;
 
@@ -236,10 +236,18 @@ int pools_commit(struct pools *p, struct pool *pool, const struct journal_pool *
         pthread_mutex_unlock(&p->lock);
         r = pools_save(p);
         pthread_mutex_lock(&p->lock);
-        pool->rec = *next;
+        if (r == 0 || apply_on_failure)
+                pool->rec = *next;
         pool->pending = NULL;
         pthread_cond_broadcast(&p->changed);
         pthread_mutex_unlock(&p->lock);
+        return r;
+}
+
+int pools_commit(struct pools *p, struct pool *pool, const struct journal_pool *next)
+{
+        int r = pools_save_record(p, pool, next, true);
+
         pools_notify(p, next->name);
         return r;
 }
@@ -279,6 +287,17 @@ static void set_hold_locked(struct pools *p, struct pool *pool, enum pool_hold t
         pthread_mutex_lock(&p->lock);
         pools_set_hold(pool, to);
         pthread_mutex_unlock(&p->lock);
+}
+
+void pools_count_release(struct pools *p, enum pool_release why)
+{
+        switch (why) {
+        case RELEASE_DELETE: p->stats.released_delete++; break;
+        case RELEASE_TTL: p->stats.pools_expired++; break;
+        case RELEASE_OWNER_EXITED: p->stats.released_owner_exited++; break;
+        case RELEASE_UNMAPPED: p->stats.released_unmapped++; break;
+        case RELEASE_NONE: break;
+        }
 }
 
 /* The journal forgets the pool first, then the file goes: a release that
@@ -349,13 +368,7 @@ int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
         pools_set_hold(pool, POOL_REMOVING);
         /* Counted as it turns invisible: whoever sees it gone sees it
          * counted. */
-        switch (why) {
-        case RELEASE_DELETE: p->stats.released_delete++; break;
-        case RELEASE_TTL: p->stats.pools_expired++; break;
-        case RELEASE_OWNER_EXITED: p->stats.released_owner_exited++; break;
-        case RELEASE_UNMAPPED: p->stats.released_unmapped++; break;
-        case RELEASE_NONE: break;
-        }
+        pools_count_release(p, why);
         snprintf(name, sizeof(name), "%s", pool->rec.name);
         pools_drop(p, pool);
         pthread_cond_broadcast(&p->changed);

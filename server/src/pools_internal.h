@@ -179,6 +179,11 @@ int pools_save(struct pools *p);
  * busy and `lock` not held.  On a failed save the record is still applied
  * (it describes what happened to the file) and the error is returned. */
 int pools_commit(struct pools *p, struct pool *pool, const struct journal_pool *next);
+/* The save pools_commit does, without telling the observer: NEXT is marked
+ * pending while the journal is written, then applied (on a failed save
+ * too if APPLY_ON_FAILURE, else the record stays as it was) and the waiters
+ * woken.  POOL busy, `lock` not held. */
+int pools_save_record(struct pools *p, struct pool *pool, const struct journal_pool *next, bool apply_on_failure);
 /* Make POOL free again and wake waiters (takes `lock`). */
 void pools_release(struct pools *p, struct pool *pool);
 /* Save the journal without POOL, then stop its job if any, remove its file
@@ -187,6 +192,9 @@ void pools_release(struct pools *p, struct pool *pool);
  * invisible.  -EAGAIN when the save failed (nothing changed), or unlink's
  * -errno (the record is saved again).  See pools.c. */
 int pools_remove(struct pools *p, struct pool *pool, enum pool_release why);
+/* Count a release of reason WHY in the stats (RELEASE_NONE: none);
+ * `lock` held. */
+void pools_count_release(struct pools *p, enum pool_release why);
 /* Tell the observer NAME changed; no lock of ours held. */
 void pools_notify(struct pools *p, const char *name);
 

@@ -121,13 +121,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
         pool->recycle_wait_logged = false;
         if (moved) {
                 snprintf(pool->path, sizeof(pool->path), "%s", path);
-                switch (why) {
-                case RELEASE_DELETE: p->stats.released_delete++; break;
-                case RELEASE_TTL: p->stats.pools_expired++; break;
-                case RELEASE_OWNER_EXITED: p->stats.released_owner_exited++; break;
-                case RELEASE_UNMAPPED: p->stats.released_unmapped++; break;
-                case RELEASE_NONE: break;
-                }
+                pools_count_release(p, why);
                 p->stats.stock_recycle_kept++;
         }
         pthread_cond_broadcast(&p->changed);
@@ -167,26 +161,6 @@ static void discard(struct pools *p, struct pool *pool, const char *why)
         pthread_mutex_unlock(&p->lock);
         if (pools_remove(p, pool, RELEASE_NONE) < 0)
                 pools_release(p, pool);
-}
-
-/* Save NEXT as POOL's record; unlike pools_commit, a failed save leaves the
- * record as it was (a step of the recycle that is not saved never
- * happened).  POOL busy, `lock` not held. */
-static int commit_saved(struct pools *p, struct pool *pool, const struct journal_pool *next)
-{
-        int r;
-
-        pthread_mutex_lock(&p->lock);
-        pool->pending = next;
-        pthread_mutex_unlock(&p->lock);
-        r = pools_save(p);
-        pthread_mutex_lock(&p->lock);
-        if (r == 0)
-                pool->rec = *next;
-        pool->pending = NULL;
-        pthread_cond_broadcast(&p->changed);
-        pthread_mutex_unlock(&p->lock);
-        return r;
 }
 
 /* Whether another open file (a descriptor, or a mapping's) of FD's inode
@@ -259,7 +233,9 @@ static void start_zeroing(struct pools *p, struct pool *pool)
                 /* Saved before any byte is written: a crash from here on
                  * finds "recycling" and zeroes it again, never hands it out. */
                 (void)pool_transition(&next, POOL_RECYCLING, NULL, NULL);
-                r = commit_saved(p, pool, &next);
+                /* Applied only once saved: a step of the recycle that is
+                 * not saved never happened. */
+                r = pools_save_record(p, pool, &next, false);
                 if (r < 0) {
                         close(fd);
                         log_err("pools: cannot save the recycle of stock file %s: %s; it waits", next.name,
@@ -401,7 +377,7 @@ void pools_recycle_upkeep(struct pools *p)
 
 bool pools_recycle_done(struct pools *p, struct pool *pool, const struct journal_pool *next, bool shutdown)
 {
-        int r = commit_saved(p, pool, next);
+        int r = pools_save_record(p, pool, next, false);
 
         if (r == 0) {
                 log_info("pools: stock file %s is recycled (%" PRIu64 " bytes zeroed); it joins the stock",
