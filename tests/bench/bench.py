@@ -162,6 +162,15 @@ def reserve_node0(pages):
         time.sleep(0.5)
 
 
+def reserve_beyond_use(pages):
+    """Node 0 grown to PAGES more than the pages in use elsewhere; BenchError
+    when the kernel gives fewer."""
+    want = pages + node0("nr_hugepages") - node0("free_hugepages")
+    got = reserve_node0(want)
+    if got < want:
+        raise BenchError("kernel gave only %d of %d 2 MiB pages on node 0" % (got, want))
+
+
 # -- processes ---------------------------------------------------------------
 
 def run_ideal(ideal, path, size, threads, spawn=False):
@@ -292,7 +301,8 @@ class Daemon:
         return conn
 
     def request(self, method, path, body=None, timeout=900, conn=None):
-        """Over CONN (kept open), or over a connection of its own."""
+        """Over CONN (kept open), or over a connection of its own: the
+        status and the JSON body (text for text/plain, None if empty)."""
         own = conn is None
         if own:
             conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
@@ -304,6 +314,8 @@ class Daemon:
             conn.request(method, path, body=body, headers=hdrs)
             r = conn.getresponse()
             data = r.read()
+            if r.getheader("content-type", "").startswith("text/plain"):
+                return r.status, data.decode()      # /metrics
             return r.status, (json.loads(data) if data else None)
         finally:
             if own:
@@ -657,23 +669,12 @@ def stock_phase(args, mnt, res):
     ceil(0.99 N) from the lowest: the largest of fewer than 100 rounds, the
     second largest of 100 to 199 (see pctl)."""
     size, threads, rounds = args.size, args.threads, args.stock_rounds
-    in_use = node0("nr_hugepages") - node0("free_hugepages")
-    want = 2 * size // PAGE + args.headroom_pages + in_use   # the stock file + its refill, or a cold pool
-    got = reserve_node0(want)
-    if got < want:
-        raise BenchError("kernel gave only %d of %d 2 MiB pages on node 0" % (got, want))
+    reserve_beyond_use(2 * size // PAGE + args.headroom_pages)   # the stock file + its refill, or a cold pool
     d = Daemon(args.hpwarmd, os.path.join(mnt, "pools"), threads)
     conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=900)
 
     def call(method, path, body=None):
-        hdrs = {}
-        if body is not None:
-            body = json.dumps(body).encode()
-            hdrs["Content-Type"] = "application/json"
-        conn.request(method, path, body=body, headers=hdrs)
-        r = conn.getresponse()
-        data = r.read()
-        return r.status, (json.loads(data) if data else None)
+        return d.request(method, path, body, conn=conn)
 
     def set_target(count):
         targets = [{"node": 0, "page_size": "2M", "size_bytes": size, "count": count}] if count else []
@@ -775,22 +776,12 @@ def recycle_phase(args, mnt, res):
     populate_ideal (threads parked before the clock) populates a file of the
     same size after truncating it to 0, the kernel path a recycle replaces."""
     size, threads, rounds = args.size, args.threads, args.rounds
-    in_use = node0("nr_hugepages") - node0("free_hugepages")
-    want = size // PAGE + in_use
-    got = reserve_node0(want)
-    if got < want:
-        raise BenchError("kernel gave only %d of %d 2 MiB pages on node 0" % (got, want))
+    reserve_beyond_use(size // PAGE)
     d = Daemon(args.hpwarmd, os.path.join(mnt, "pools"), threads)
     conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=900)
 
     def call(method, path, body=None):
-        hdrs = {"Content-Type": "application/json"} if body is not None else {}
-        conn.request(method, path, body=json.dumps(body).encode() if body is not None else None, headers=hdrs)
-        r = conn.getresponse()
-        data = r.read()
-        if r.getheader("content-type", "").startswith("text/plain"):
-            return r.status, data.decode()
-        return r.status, (json.loads(data) if data else None)
+        return d.request(method, path, body, conn=conn)
 
     def stock_ready():
         for _ in range(600000):
