@@ -345,6 +345,16 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
 void pools_abandon(struct pools *p, struct pool *pool, bool registered)
 {
         if (registered) {
+                /* A save in another thread reads pool->job under `lock`:
+                 * take the job out there first, then stop and free it. */
+                pthread_mutex_lock(&p->lock);
+                struct job *job = pool->job;
+                pool->job = NULL;
+                pthread_mutex_unlock(&p->lock);
+                if (job) {
+                        job_cancel(job);
+                        job_free(job);
+                }
                 pthread_mutex_lock(&p->lock);
                 pools_drop(p, pool);
                 pthread_mutex_unlock(&p->lock);
@@ -568,14 +578,6 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
                 problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving %s/state.json: %s (the pool was not created)",
                               p->state_dir, strerror(-r));
                 err->retry_after = POOLS_SAVE_RETRY_AFTER;
-                /* A save in another thread reads pool->job under `lock`:
-                 * take the job out there first, then stop and free it. */
-                pthread_mutex_lock(&p->lock);
-                struct job *job = pool->job;
-                pool->job = NULL;
-                pthread_mutex_unlock(&p->lock);
-                job_cancel(job);
-                job_free(job);
                 goto out_drop;
         }
 

@@ -262,9 +262,9 @@ void pools_count_reservation(struct pools *p, int r, const struct reserve_result
  * on success POOL->fd is open and file_dev/file_ino name the file (what the
  * file-changed checks compare).  0, or -errno with ERR set and no file left. */
 int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, struct problem *err);
-/* Undo a create that failed after pools_create_file: take POOL out of the
- * registry and save again when REGISTERED (pools_add succeeded), close and
- * unlink its file, free it. */
+/* Undo a create that failed after pools_create_file: when REGISTERED
+ * (pools_add succeeded) stop and free its job if it has one, take POOL out
+ * of the registry and save again; close and unlink its file, free it. */
 void pools_abandon(struct pools *p, struct pool *pool, bool registered);
 
 /* ---- stock (pools_stock.c) ---- */

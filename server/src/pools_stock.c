@@ -380,12 +380,6 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
         r = pools_save(p);
         if (r < 0) {
                 log_err("pools: saving state for stock file %s: %s", pool->rec.name, strerror(-r));
-                pthread_mutex_lock(&p->lock);
-                struct job *job = pool->job;
-                pool->job = NULL;
-                pthread_mutex_unlock(&p->lock);
-                job_cancel(job);
-                job_free(job);
                 goto out_drop;
         }
         pthread_mutex_lock(&p->lock);
