@@ -31,8 +31,12 @@ private 2 MiB hugetlbfs mount in HPW_TEST_HUGETLBFS).  On this host's kernel:
     handoff strings; 404 for an unknown pool; 409 pool-not-ready (CLI exit
     5) for a pool made failed by deleting its file while the daemon was
     down, ready pools surviving that restart;
- 8. QEMU quits, the pools are released, every hugepage is free again and the
-    pool directory is empty; hpwarmd stops with status 0.
+ 8. QEMU quits, the pools are released;
+ 9. a stock target of 256 MiB fills; `hpwarm warm vm-stock --size 256M` is
+    answered from it (`from_stock: full`, the stock file's inode) and a
+    guest boots on it from the handoff string with the same checks as 3-4;
+    then the stock is cleared and the pool released: every hugepage is free
+    again and the pool directory is empty; hpwarmd stops with status 0.
 
 Every QEMU and the daemon are stopped in `finally`, also on failure.
 Exit 0 pass, 1 fail, 77 skip (QEMU cannot run, or no kernel can be had, or
@@ -66,6 +70,7 @@ PAGE = 2 * MIB
 NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
 ONE = ("vm-one", 256 * MIB)
 TWO = [("vm-a", 160 * MIB), ("vm-b", 96 * MIB)]
+STOCKED = ("vm-stock", 256 * MIB)  # section 9: handed out from a stock file of its size
 # A guest node's present memory (its zones' present pages) is its RAM less
 # the firmware's holes (the legacy 640 KiB-1 MiB hole, ACPI tables): at most
 # this much below the pool's size.
@@ -273,6 +278,36 @@ def main():
         # -- 8: give everything back ---------------------------------------
         for name in ("vm-a", "vm-b", "vm-gone"):
             check("release-" + name, cli.run("release", name).returncode == 0)
+
+        # -- 9: a pool handed out from stock boots the same way -------------
+        cli.ok("stock", "set", "0:2M:256M:1")
+        st, stock = 0, {}
+        for _ in range(1200):
+            st, stock = http_get(d.port, "/v1/stock")
+            if st == 200 and stock["targets"] and stock["targets"][0]["ready"] == 1:
+                break
+            time.sleep(0.1)
+        stock_files = [f for f in os.listdir(pool_dir) if f.startswith("~")]
+        check("stock-filled", st == 200 and stock["targets"][0]["ready"] == 1 and len(stock_files) == 1,
+              "%d %s, files %s" % (st, stock, stock_files))
+        stock_ino = os.stat(os.path.join(pool_dir, stock_files[0])).st_ino if stock_files else None
+        cli.ok("warm", STOCKED[0], "--node", "0", "--size", "256M", "--wait", "--timeout", "60")
+        st, p = http_get(d.port, "/v1/pools/" + STOCKED[0])
+        check("stock-hand-out-is-the-stock-file",
+              st == 200 and p["from_stock"] == "full" and
+              os.stat(os.path.join(pool_dir, STOCKED[0])).st_ino == stock_ino, "%d %s" % (st, p))
+        args = cli.ok("handoff", STOCKED[0], "--vmm", "qemu").rstrip("\n")
+        cli.ok("claim", STOCKED[0])
+        free_before = host_free()
+        fixed = " ".join(gb.sh_quote(w) for w in [qemu] + machine(kernel, initrd, STOCKED[1], 1))
+        g = gb.Guest(None, tmp, shell=fixed + " " + args)
+        guests.append(g)
+        info = g.wait_ready(BOOT_TIMEOUT)
+        check("stock-guest-reached-init", "memtotal_kb" in info, g.output()[-1000:])
+        check_running_guest("stock", g, [STOCKED], free_before, info)
+        check("stock-qemu-quits", g.stop() == 0, g.output()[-1000:])
+        cli.ok("stock", "clear")
+        check("release-" + STOCKED[0], cli.run("release", STOCKED[0]).returncode == 0)
         check("every-page-back", host_free() == free_start, "free %s, at the start %s" % (host_free(), free_start))
         left = [f for f in os.listdir(pool_dir) if not f.startswith(".")]
         check("pool-dir-empty", left == [], left)
@@ -283,7 +318,8 @@ def main():
         for g in guests:
             g.stop()
         if d.proc and d.proc.poll() is None:
-            for name in ("vm-one", "vm-a", "vm-b", "vm-gone"):
+            d.request("PUT", "/v1/stock", {"targets": []})
+            for name in ("vm-one", "vm-a", "vm-b", "vm-gone", STOCKED[0]):
                 d.request("DELETE", "/v1/pools/" + name)
         d.__exit__()
         shutil.rmtree(tmp, ignore_errors=True)
