@@ -5,6 +5,7 @@ canned data and scripted misbehaviour chosen by the pool name:
 
   flaky503      GET answers 503 once, then the pool (retry test)
   ratelimited   GET answers 429 with Retry-After: 1 once, then the pool
+  ratelimited-long  GET answers 429 with Retry-After: 60, always
   hang          GET never answers (well, not for 60 s): timeout test
   flakyclaim    POST .../claim answers 503 once (must NOT be retried)
   weirdstate    GET answers a pool in state "frobbing"
@@ -436,6 +437,9 @@ class Handler(BaseHTTPRequestHandler):
             if name == "ratelimited" and st.once("get-" + name):
                 return self.send(*problem(429, "rate-limited", "Too many requests", "slow down"),
                                  headers={"Retry-After": "1"})
+            if name == "ratelimited-long":
+                return self.send(*problem(429, "rate-limited", "Too many requests", "slow down"),
+                                 headers={"Retry-After": "60"})
             if name == "hang":
                 time.sleep(60)
                 return
