@@ -23,7 +23,8 @@
  *    end takes exactly the new pages; the old part keeps its content.
  *
  * Everything it creates it removes; when a failed check ends a test early,
- * guard.sh removes the files left behind and restores the counts. */
+ * the runner removes the files it left (each test runs in a process of its
+ * own, check.h) and guard.sh restores the counts when the binary ends. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -46,7 +47,8 @@
 #define WANT_FREE 120 /* pages this test needs free on node 0 */
 
 static char dir[4096];
-static struct engine *engine_; /* made by main for every test */
+static struct engine_config cfg_;
+static struct engine *engine_; /* made by the fixture for every test */
 
 static uint64_t read_u64(const char *path)
 {
@@ -471,13 +473,29 @@ TEST(tail)
         CHECK_U64(node_free(), ==, free0 + old_pages);
 }
 
+/* Each test in its own process (check.h) gets its own engine: its workers
+ * are threads, which a fork would not carry.  Whatever a test leaves in the
+ * mount is removed after it, also when it fails. */
+static void engine_up(void)
+{
+        real_restore_dir(dir);
+        CHECK_INT(engine_new(&cfg_, &engine_), ==, 0);
+        fprintf(stderr, "node 0: %u workers, pinned %d, memory bound %d\n", engine_node_workers(engine_, 0),
+                engine_node_pinned(engine_, 0), engine_node_mem_bound(engine_, 0));
+        CHECK(engine_node_workers(engine_, 0) >= 1);
+}
+
+static void engine_down(void)
+{
+        engine_free(engine_);
+        engine_ = NULL;
+}
+
 int main(void)
 {
         const char *mnt = getenv("HPW_TEST_HUGETLBFS");
         struct topo_node node = { .id = 0 };
         struct topo t = { .n_nodes = 1, .nodes = &node, .n_page_sizes = 1, .page_sizes = { PAGE } };
-        struct engine_config cfg = { .topo = &t };
-        struct engine *e = NULL;
         char cpulist[4096] = "";
         uint64_t used;
         FILE *f;
@@ -501,15 +519,10 @@ int main(void)
         if (node_free() < WANT_FREE)
                 SKIP("could not get enough free 2 MiB pages on node 0");
 
-        CHECK_INT(engine_new(&cfg, &e), ==, 0);
-        fprintf(stderr, "node 0: %u workers, pinned %d, memory bound %d\n", engine_node_workers(e, 0),
-                engine_node_pinned(e, 0), engine_node_mem_bound(e, 0));
-        CHECK(engine_node_workers(e, 0) >= 1);
-
-        engine_ = e;
+        cfg_ = (struct engine_config){ .topo = &t };
+        test_set_fixture(engine_up, engine_down);
         int r = test_run_all();
 
-        engine_free(e);
         CPU_FREE(node.cpus);
         return r;
 }
