@@ -206,6 +206,19 @@ class Daemon:
             f.write(text)
 
 
+def read_head(sock):
+    """What SOCK sends up to the end of a response's head (the blank line),
+    or all it sent before closing; the part of the body read with it is
+    kept at the end."""
+    got = b""
+    while b"\r\n\r\n" not in got:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
 def node_hp(node, kb, leaf):
     return "devices/system/node/node%d/hugepages/hugepages-%dkB/%s" % (node, kb, leaf)
 

@@ -19,7 +19,7 @@ import time
 import shutil
 import unittest
 
-from hpwtest import Daemon, TestCase, UnixHTTPConnection, main
+from hpwtest import Daemon, TestCase, UnixHTTPConnection, main, read_head
 
 ADMIN = "admission-admin-token-0001"
 MAX_CONN = 32
@@ -32,12 +32,7 @@ def raw(port, data, timeout=10, src=None):
                                  source_address=(src, 0) if src else None)
     try:
         s.sendall(data)
-        got = b""
-        while b"\r\n\r\n" not in got:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            got += chunk
+        got = read_head(s)
         return got
     finally:
         s.close()
