@@ -1,5 +1,5 @@
-"""Connections before authentication (issue 11, item 4), over real loopback
-sockets against the fixture daemon.
+"""Connections before authentication cannot crowd out the authenticated:
+over real loopback sockets against the fixture daemon.
 
 - a header must arrive within a few seconds of its connection, however
   long the connection timeout (30 s here);

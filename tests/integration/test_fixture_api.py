@@ -404,7 +404,7 @@ class Stock(TestCase):
             ([one, dict(one, count=2)], 422, "invalid-field"),
             ([dict(one, size="4611686018427387904", count=1024)], 422, "invalid-field"),
             ([{"node": 0, "count": 1}], 422, "invalid-field"),
-            # Hostile numbers (issue 12): a count past the cap or past 2^53,
+            # Hostile numbers: a count past the cap or past 2^53,
             # size x count past 64 bits within the cap, sizes that are no
             # multiple of the page size, nodes that cannot be.
             ([dict(one, count=1025)], 422, "invalid-field"),

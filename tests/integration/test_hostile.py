@@ -180,7 +180,7 @@ class Hostile(TestCase):
         for name in ["..", ".", "%2e%2e", "%2E%2E", "a%2fb", "a%2Fb", "a/b", "%2f", "%00", "a%", "%zz",
                      "-a", "_a", "a" * 65, "%c3%a9", "a%20b", "a%0ab", "..%2f..%2fetc%2fpasswd", "a\\b",
                      "%252e%252e",
-                     # Stock files' names (issue 12): never a pool's.
+                     # Stock files' names (a leading ~) are never a pool's.
                      "~x", "~n0-2048k-0", "%7en0-2048k-0", "~"]:
             path = "/v1/pools/" + name
             for method, b in (("PUT", body), ("GET", None), ("DELETE", None)):

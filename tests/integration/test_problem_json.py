@@ -1,4 +1,4 @@
-"""problem+json everywhere, HEAD wherever GET (issue 11, item 12), over real
+"""problem+json everywhere, HEAD wherever GET, over real
 sockets against the fixture daemon.
 
 Limits libmicrohttpd would enforce with its own HTML answers (header size,

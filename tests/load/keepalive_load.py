@@ -1,4 +1,5 @@
-"""Keep-alive load against the fixture daemon, loopback only (issue 11, item 1).
+"""Keep-alive load against the fixture daemon, loopback only: every request
+answered within a bound, however many keep-alive clients wait.
 
 Several hundred keep-alive clients from several loopback source addresses
 (127.0.0.2 .. 127.0.0.9) open their connections, then all send at once and

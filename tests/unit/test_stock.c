@@ -1,4 +1,4 @@
-/* Unit tests for the stock (pools_stock.c, issue 12) in pools_env.h's
+/* Unit tests for the stock of warm files (pools_stock.c) in pools_env.h's
  * environment: the two-node sysfs fixture (node 0: 64 free 2M pages, which
  * the fixture never decrements: tests that need pages to be gone write
  * free_hugepages themselves), a tmpfs directory for the hugetlbfs mount and

@@ -1,4 +1,4 @@
-/* Unit tests for recycling (pools_recycle.c, issue 12) in pools_env.h's
+/* Unit tests for recycling released pools into stock (pools_recycle.c) in pools_env.h's
  * environment: the two-node sysfs fixture, a tmpfs directory for the
  * hugetlbfs mount, the real engine with fake_engine.h's gated ops (a zero
  * job's chunk is one gated madvise, then real non-temporal zeroing), and a
