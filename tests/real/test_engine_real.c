@@ -162,6 +162,25 @@ static void fill(int fd, uint64_t from, uint64_t to)
         CHECK_INT(munmap(p, to), ==, 0);
 }
 
+/* J ended well: done, no error, SIZE bytes, every page verified on node 0. */
+static void check_done(struct job *j, uint64_t size, struct job_status *ret)
+{
+        job_get_status(j, ret);
+        CHECK_INT(ret->state, ==, JOB_DONE);
+        CHECK_INT(ret->error, ==, 0);
+        CHECK_U64(ret->bytes_done, ==, size);
+        CHECK(ret->verified);
+        CHECK_U64(ret->pages_off_node, ==, 0);
+}
+
+/* Close and remove a test file; node 0 then has FREE free pages. */
+static void drop_file(int fd, const char *path, uint64_t free)
+{
+        CHECK_INT(close(fd), ==, 0);
+        CHECK_INT(unlink(path), ==, 0);
+        CHECK_U64(node_free(), ==, free);
+}
+
 /* Check every word of [FROM, TO): zero, or the pattern. */
 static void expect(int fd, uint64_t from, uint64_t to, bool zero, const char *what)
 {
@@ -192,12 +211,7 @@ TEST(warm)
 
         CHECK_INT(submit(e, fd, size, 0, &d, &j), ==, 0);
         wait_done(&d);
-        job_get_status(j, &st);
-        CHECK_INT(st.state, ==, JOB_DONE);
-        CHECK_INT(st.error, ==, 0);
-        CHECK_U64(st.bytes_done, ==, size);
-        CHECK(st.verified);
-        CHECK_U64(st.pages_off_node, ==, 0);
+        check_done(j, size, &st);
         job_free(j);
         CHECK_U64(free0 - node_free(), ==, pages);
         CHECK_U64(file_pages(fd), ==, pages);
@@ -223,9 +237,7 @@ TEST(warm)
         job_free(j);
         CHECK_U64(free0 - node_free(), ==, pages);
 
-        CHECK_INT(close(fd), ==, 0);
-        CHECK_INT(unlink(path), ==, 0);
-        CHECK_U64(node_free(), ==, free0);
+        drop_file(fd, path, free0);
         CHECK_U64(resv(), ==, resv0);
 }
 
@@ -249,9 +261,7 @@ TEST(exhaustion)
         CHECK_U64(node_free(), ==, free0);
         CHECK_U64(resv(), ==, resv0);
         CHECK_U64(file_pages(fd), ==, 0);
-        CHECK_INT(close(fd), ==, 0);
-        CHECK_INT(unlink(path), ==, 0);
-        CHECK_U64(node_free(), ==, free0);
+        drop_file(fd, path, free0);
 }
 
 TEST(cancel)
@@ -297,19 +307,13 @@ TEST(cancel)
         /* Resume, as after a restart: the present pages stay, the rest come. */
         CHECK_INT(submit(e, fd, size, 0, &d2, &j), ==, 0);
         wait_done(&d2);
-        job_get_status(j, &st);
-        CHECK_INT(st.state, ==, JOB_DONE);
-        CHECK_U64(st.bytes_done, ==, size);
-        CHECK(st.verified);
-        CHECK_U64(st.pages_off_node, ==, 0);
+        check_done(j, size, &st);
         job_free(j);
         CHECK_U64(file_pages(fd), ==, pages);
         CHECK_U64(free0 - node_free(), ==, pages);
         CHECK_U64(resv(), ==, resv0);
 
-        CHECK_INT(close(fd), ==, 0);
-        CHECK_INT(unlink(path), ==, 0);
-        CHECK_U64(node_free(), ==, free0);
+        drop_file(fd, path, free0);
         CHECK_U64(resv(), ==, resv0);
 }
 
@@ -335,12 +339,7 @@ TEST(zero)
 
         CHECK_INT(submit_spec(e, (struct job_spec){ .fd = fd, .size_bytes = size, .kind = JOB_ZERO }, &d, &j), ==, 0);
         wait_done(&d);
-        job_get_status(j, &st);
-        CHECK_INT(st.state, ==, JOB_DONE);
-        CHECK_INT(st.error, ==, 0);
-        CHECK_U64(st.bytes_done, ==, size);
-        CHECK(st.verified);
-        CHECK_U64(st.pages_off_node, ==, 0);
+        check_done(j, size, &st);
         fprintf(stderr, "zero: %" PRIu64 " MiB in %.1f ms with %u threads (%s)\n", size / MIB,
                 (double)(st.finished_ns - st.started_ns) / 1e6, st.threads, engine_zero_routine(e));
         job_free(j);
@@ -351,9 +350,7 @@ TEST(zero)
         CHECK_U64(file_pages(fd), ==, pages);
         expect(fd, 0, size, true, "after the zero job");
 
-        CHECK_INT(close(fd), ==, 0);
-        CHECK_INT(unlink(path), ==, 0);
-        CHECK_U64(node_free(), ==, free0 + pages);
+        drop_file(fd, path, free0 + pages);
 }
 
 /* A hole: zeroing through it would fault in a fresh page; refused before
@@ -389,9 +386,7 @@ TEST(zero_hole)
         CHECK_U64(free0 - node_free(), ==, pages / 2);
         CHECK_U64(resv(), ==, resv0);
 
-        CHECK_INT(close(fd), ==, 0);
-        CHECK_INT(unlink(path), ==, 0);
-        CHECK_U64(node_free(), ==, free0);
+        drop_file(fd, path, free0);
 }
 
 /* A one-thread zero job cancelled midway stops at a chunk boundary: the
@@ -468,9 +463,7 @@ TEST(tail)
         expect(fd, 0, old_size, false, "old part after growing");
         expect(fd, old_size, size, true, "new part");
 
-        CHECK_INT(close(fd), ==, 0);
-        CHECK_INT(unlink(path), ==, 0);
-        CHECK_U64(node_free(), ==, free0 + old_pages);
+        drop_file(fd, path, free0 + old_pages);
 }
 
 /* Each test in its own process (check.h) gets its own engine: its workers
