@@ -268,32 +268,25 @@ static const struct engine_ops fake_ops = {
         .zero = fake_zero,
 };
 
-/* Wait (bounded) until N callers sit inside madvise. */
-static void wait_inside(int n)
-{
-        struct timespec until;
+/* Wait under fk.lock until WHAT holds; the test fails after 10 s. */
+#define FK_WAIT_UNTIL(what)                                                                       \
+        do {                                                                                      \
+                struct timespec until_;                                                           \
+                                                                                                  \
+                clock_gettime(CLOCK_REALTIME, &until_);                                           \
+                until_.tv_sec += 10;                                                              \
+                pthread_mutex_lock(&fk.lock);                                                     \
+                while (!(what))                                                                   \
+                        CHECK_INT(pthread_cond_timedwait(&fk.cond, &fk.lock, &until_), ==, 0);   \
+                pthread_mutex_unlock(&fk.lock);                                                   \
+        } while (0)
 
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 10;
-        pthread_mutex_lock(&fk.lock);
-        while (fk.inside < n)
-                CHECK_INT(pthread_cond_timedwait(&fk.cond, &fk.lock, &until), ==, 0);
-        pthread_mutex_unlock(&fk.lock);
-}
+/* Until N callers sit inside madvise. */
+static void wait_inside(int n) { FK_WAIT_UNTIL(fk.inside >= n); }
 
-/* Wait (bounded) until N munmaps have happened: a job that succeeded is
- * unmapped by its worker after on_done. */
-static void wait_munmaps(unsigned n)
-{
-        struct timespec until;
-
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 10;
-        pthread_mutex_lock(&fk.lock);
-        while (fk.munmaps < n)
-                CHECK_INT(pthread_cond_timedwait(&fk.cond, &fk.lock, &until), ==, 0);
-        pthread_mutex_unlock(&fk.lock);
-}
+/* Until N munmaps have happened: a job that succeeded is unmapped by its
+ * worker after on_done. */
+static void wait_munmaps(unsigned n) { FK_WAIT_UNTIL(fk.munmaps >= n); }
 
 static void gate(bool closed)
 {
