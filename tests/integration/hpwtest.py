@@ -233,6 +233,12 @@ class TestCase(unittest.TestCase):
         if slug:
             self.assertEqual(r.json["type"], "urn:hpwarm:problem:" + slug, r)
 
+    def tmpdir(self, prefix="hpwarm-test-"):
+        """A new temporary directory, removed when the test ends."""
+        d = tempfile.mkdtemp(prefix=prefix)
+        self.addCleanup(shutil.rmtree, d, True)
+        return d
+
 
 def main():
     if not HPWARMD or not os.path.exists(HPWARMD):
