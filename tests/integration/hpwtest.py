@@ -133,6 +133,15 @@ class Daemon:
                     return None
                 self._log_cond.wait(min(left, 0.2))
 
+    def read_all_log(self, timeout=10):
+        """The whole log of a daemon that has exited, once its stderr has been
+        read to the end (waiting up to TIMEOUT for that)."""
+        deadline = time.monotonic() + timeout
+        with self._log_cond:
+            while self._stderr_open and time.monotonic() < deadline:
+                self._log_cond.wait(0.2)
+            return "\n".join(self.log)
+
     def _more_coming(self):
         # An exited daemon's last lines may still be in the pipe: more is
         # coming until the drain thread has read it to the end.

@@ -72,7 +72,7 @@ class Lock(TestCase):
             try:
                 second.start(expect_ok=False)
                 rc = second.proc.wait(15)
-                line = second.wait_log(r"another hpwarmd", timeout=2)
+                line = second.wait_log(r"another hpwarmd", timeout=10)
             finally:
                 second.__exit__()
             self.assertEqual(rc, 1)
@@ -125,7 +125,7 @@ class BadJournal(TestCase):
                         f.write(text)
                     d.start(expect_ok=False)
                     rc = d.proc.wait(15)
-                    line = d.wait_log(r"cannot use .*state\.json", timeout=2)
+                    line = d.wait_log(r"cannot use .*state\.json", timeout=10)
                     self.assertNotEqual(rc, 0)
                     self.assertIsNotNone(line, d.log)
                     self.assertIn(path, line)

@@ -60,9 +60,7 @@ def run_daemon_expect_fail(args, timeout=15):
     """Start hpwarmd with ARGS (sysfs and state dir added), expect it to exit."""
     with spawned(args=args) as d:
         rc = d.proc.wait(timeout)
-        d.wait_log(r".", timeout=1)
-        time.sleep(0.2)
-        return rc, "\n".join(d.log)
+        return rc, d.read_all_log()
 
 
 class Tokens(TestCase):
