@@ -159,7 +159,9 @@ static const char exit_codes_text[] =
 "  4  timed out\n"
 "  5  conflict or insufficient hugepages or memory (HTTP 409)\n"
 "  6  unauthorized or forbidden (HTTP 401/403)\n"
-"  7  fleet: some hosts did not answer\n";
+"  7  fleet: some hosts did not answer\n"
+"  8  try again later: rate limited or unavailable (HTTP 429/503) after the\n"
+"     retries; a permanent refusal (e.g. no-hugetlbfs) is 1\n";
 
 static void print_opt(FILE *f, const struct optdef *o)
 {
@@ -367,7 +369,7 @@ int cli_parse_stock_spec(const char *s, struct hpw_stock_target *ret, char *err,
         if (parse_uint(part[3], UINT32_MAX, &count) < 0 || count == 0)
                 return usage_err(err, errlen, "'%s': COUNT: want a whole number of files, at least 1, not '%s'", s,
                                  part[3]);
-        *ret = (struct hpw_stock_target){ .node = (int)node, .page_size_bytes = ps, .size_bytes = size,
+        *ret = (struct hpw_stock_target){ .size = sizeof(*ret), .node = (int)node, .page_size_bytes = ps, .size_bytes = size,
                                           .count = count };
         return 0;
 }
