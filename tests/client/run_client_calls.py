@@ -4,7 +4,8 @@ URL (FAKE_URL) and the file it logs every request to before answering it
 (FAKE_LOG: one "METHOD PATH" line each, so a count read after an answer is
 exact), and run it.
 
-Usage: run_client_calls.py PATH/TO/test_client_calls"""
+Usage: run_client_calls.py COMMAND [ARG...]  (test_client_calls; client.install
+runs install_check.sh through it too)"""
 
 import os
 import subprocess
@@ -22,7 +23,7 @@ def main():
         open(srv.state.log_file, "w").close()
         env = dict(os.environ, FAKE_URL=srv.url, FAKE_LOG=srv.state.log_file)
         try:
-            return subprocess.run([sys.argv[1]], env=env, timeout=120).returncode
+            return subprocess.run(sys.argv[1:], env=env, timeout=240).returncode
         finally:
             srv.shutdown()
             srv.server_close()
