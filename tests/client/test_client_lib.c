@@ -86,6 +86,51 @@ static void test_retry_delay(void)
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 503, -1, 100, 0), ==, 50);
 }
 
+/* Retries by the catalog: a known slug decides by its retryable flag,
+ * whatever its status; without one the status decides. */
+static void test_retry_by_slug(void)
+{
+        const uint64_t none = UINT64_MAX;
+
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, true, HPW_OK, 503, HPW_SLUG_NO_HUGETLBFS, -1, none, 0), ==, -1);
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, true, HPW_OK, 503, HPW_SLUG_NO_HUGETLBFS, 1, none, 0), ==, -1);
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, true, HPW_OK, 429, HPW_SLUG_TOO_MANY_POOLS, -1, none, 0), ==, -1);
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, true, HPW_OK, 503, HPW_SLUG_BUSY, -1, none, 0), ==, 50);
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, true, HPW_OK, 503, HPW_SLUG_STOPPING, 2, none, 0), ==, 2000);
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, true, HPW_OK, 429, HPW_SLUG_TOO_MANY_WAITS, 1, none, 0), ==, 1000);
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, true, HPW_OK, 503, HPW_SLUG_UNKNOWN, -1, none, 0), ==, 50);
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, true, HPW_OK, 500, HPW_SLUG_INTERNAL_ERROR, -1, none, 0), ==, -1);
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, false, HPW_OK, 503, HPW_SLUG_BUSY, -1, none, 0), ==, -1);
+}
+
+/* The generated table answers as the catalog says, both ways. */
+static void test_slugs(void)
+{
+        CHECK_INT(hpw_slug_from_name("insufficient-hugepages"), ==, HPW_SLUG_INSUFFICIENT_HUGEPAGES);
+        CHECK_STR(hpw_slug_name(HPW_SLUG_NO_HUGETLBFS), "no-hugetlbfs");
+        CHECK_INT(hpw_slug_status(HPW_SLUG_NO_HUGETLBFS), ==, 503);
+        CHECK(!hpw_slug_retryable(HPW_SLUG_NO_HUGETLBFS));
+        CHECK(hpw_slug_retryable(HPW_SLUG_BUSY));
+        CHECK_INT(hpw_slug_from_name("no-such-slug"), ==, HPW_SLUG_UNKNOWN);
+        CHECK_INT(hpw_slug_from_name(NULL), ==, HPW_SLUG_UNKNOWN);
+        CHECK_STR(hpw_slug_name(HPW_SLUG_UNKNOWN), "");
+        CHECK_STR(hpw_slug_name((enum hpw_slug)(HPW_SLUG_COUNT + 1)), "");
+        CHECK_INT(hpw_slug_status((enum hpw_slug)-1), ==, 0);
+        for (int i = 1; i <= HPW_SLUG_COUNT; i++)
+                CHECK_INT(hpw_slug_from_name(hpw_slug_name((enum hpw_slug)i)), ==, i);
+        /* A problem body names its slug as the enum; another namespace's
+         * type does not. */
+        struct hpw_problem *p = NULL;
+        const char *b = "{\"type\":\"urn:hpwarm:problem:pool-owned\",\"title\":\"t\",\"status\":409}";
+        CHECK_INT(hpw_json_problem(b, strlen(b), &p), ==, HPW_OK);
+        CHECK_INT(p->code, ==, HPW_SLUG_POOL_OWNED);
+        hpw_problem_free(p);
+        b = "{\"type\":\"https://example.com/pool-owned\",\"title\":\"t\",\"status\":409}";
+        CHECK_INT(hpw_json_problem(b, strlen(b), &p), ==, HPW_OK);
+        CHECK_INT(p->code, ==, HPW_SLUG_UNKNOWN);
+        hpw_problem_free(p);
+}
+
 static void test_transport_error(void)
 {
         /* A connect that timed out (SYN dropped) is unreachable, and retried. */
@@ -238,6 +283,27 @@ static void test_json_pool(void)
         CHECK(p->error == NULL);
         CHECK(p->placement_verified);
         CHECK(!p->claimed);
+        /* Not in this body: 0. */
+        CHECK_U64(p->ttl_seconds, ==, 0);
+        CHECK_INT(p->owner_pid, ==, 0);
+        CHECK_INT(p->unmapped_since, ==, 0);
+        hpw_pool_free(p);
+        p = NULL;
+        /* As hpwarmd sends them: ttl, an owner or null, unmapped_since as
+         * RFC 3339 or null. */
+        CHECK_INT(hpw_json_pool(J("{\"name\":\"a\",\"state\":\"ready\",\"ttl_seconds\":600,\"owner_pid\":4242,"
+                                  "\"unmapped_since\":\"2023-11-14T22:13:20Z\"}"), &p), ==, HPW_OK);
+        CHECK_U64(p->ttl_seconds, ==, 600);
+        CHECK_INT(p->owner_pid, ==, 4242);
+        CHECK_INT(p->unmapped_since, ==, 1700000000);
+        hpw_pool_free(p);
+        p = NULL;
+        CHECK_INT(hpw_json_pool(J("{\"name\":\"a\",\"state\":\"ready\",\"owner_pid\":null,"
+                                  "\"unmapped_since\":null}"), &p), ==, HPW_OK);
+        CHECK_INT(p->owner_pid, ==, 0);
+        CHECK_INT(p->unmapped_since, ==, 0);
+        hpw_pool_free(p);
+        CHECK_INT(hpw_json_pool(J(body), &p), ==, HPW_OK);
         CHECK_STR(p->handoff_qemu, "-object memory-backend-file,id=m0");
         CHECK_STR(p->handoff_cloud_hypervisor, "--memory-zone id=z");
         CHECK_STR(p->json, body);
@@ -385,6 +451,9 @@ static void test_json_nodes(void)
         CHECK_U64(l->nodes[0]->memory_total_bytes, ==, 8589934592ull);
         CHECK_INT(l->nodes[0]->n_hugepages, ==, 2);
         CHECK_U64(l->nodes[0]->hugepages[0]->free, ==, 60);
+        /* No "available" (an older daemon): free is the bound. */
+        CHECK(!l->nodes[0]->hugepages[0]->available_reported);
+        CHECK_U64(l->nodes[0]->hugepages[0]->available, ==, 60);
         CHECK_U64(l->nodes[0]->hugepages[0]->warm, ==, 4);
         CHECK_U64(l->nodes[0]->hugepages[1]->page_size_bytes, ==, 1ull << 30);
         CHECK_INT(l->nodes[1]->id, ==, 2);
@@ -410,6 +479,13 @@ static void test_json_nodes(void)
         free(rp);
         CHECK(!hpw_json_reprint(J("{\"nodes\":[]}]")));
         CHECK(!hpw_json_reprint(J("[1]")));
+
+        /* Reported: taken as is, also 0 while free is not. */
+        CHECK_INT(hpw_json_node_list(J("{\"nodes\":[{\"id\":0,\"hugepages\":[{\"page_size_bytes\":2097152,"
+                                       "\"free\":60,\"available\":0}]}]}"), &l), ==, HPW_OK);
+        CHECK(l->nodes[0]->hugepages[0]->available_reported);
+        CHECK_U64(l->nodes[0]->hugepages[0]->available, ==, 0);
+        hpw_node_list_free(l);
 
         struct hpw_node *n = NULL;
         CHECK_INT(hpw_json_node(J("{\"id\":3,\"cpus\":\"4-7\",\"hugepages\":[{\"page_size_bytes\":2097152,"
@@ -801,6 +877,8 @@ int main(void)
 {
         test_backoff();
         test_retry_delay();
+        test_retry_by_slug();
+        test_slugs();
         test_transport_error();
         test_status_error();
         test_names_and_errors();
