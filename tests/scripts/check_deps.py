@@ -24,6 +24,7 @@ PROVIDERS = {
     "curl": "curl", "jq": "jq", "cmake": "cmake", "cpack": "cmake", "ctest": "cmake", "python3": "python3",
     "umount": "mount", "mount": "mount", "qemu-system-x86_64": "qemu-system-x86",
     "apt-get": "apt", "install": "coreutils", "systemctl": "systemd",
+    "cc": "build-essential", "pkg-config": "pkg-config",
 }
 # Present on every host the documents' commands are for: Essential: yes in Debian
 # (mount, coreutils), apt (priority required), and systemd, which the
