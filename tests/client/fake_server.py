@@ -5,6 +5,7 @@ canned data and scripted misbehaviour chosen by the pool name:
 
   flaky503      GET answers 503 once, then the pool (retry test)
   ratelimited   GET answers 429 with Retry-After: 1 once, then the pool
+  ratelimited-long  GET answers 429 with Retry-After: 60, always
   hang          GET never answers (well, not for 60 s): timeout test
   flakyclaim    POST .../claim answers 503 once (retried: a claim is idempotent)
   busy          GET answers 503 busy (Retry-After: 0) always: try-later exit
@@ -442,6 +443,9 @@ class Handler(BaseHTTPRequestHandler):
             if name == "ratelimited" and st.once("get-" + name):
                 return self.send(*problem(429, "rate-limited", "Too many requests", "slow down"),
                                  headers={"Retry-After": "1"})
+            if name == "ratelimited-long":
+                return self.send(*problem(429, "rate-limited", "Too many requests", "slow down"),
+                                 headers={"Retry-After": "60"})
             if name == "hang":
                 time.sleep(60)
                 return

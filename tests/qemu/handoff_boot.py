@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """qemu.handoff: a guest kernel boots with its RAM on warm pools, using
-nothing but what `hpwarm handoff` printed (issue 10).
+nothing but what `hpwarm handoff` printed.
 
 Runs under tests/real/guard.sh (host-wide lock, nr_hugepages restored, a
 private 2 MiB hugetlbfs mount in HPW_TEST_HUGETLBFS).  On this host's kernel:
