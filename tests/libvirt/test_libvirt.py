@@ -678,7 +678,7 @@ class LibvirtBoot(TestCase):
         per cell, shared access, <numatune> strict with one memnode per
         cell, the cells in <cpu><numa>, <nova:instance> metadata; no hpwarm
         element, no <qemu:commandline>."""
-        kib = GUEST_MIB * 1024 // cells
+        kib = GUEST_MIB * 1024 // max(cells, 1)
         acc = " memAccess='shared'" if shared else ""
         nodes = ",".join(str(c) for c in range(cells))
         cellxml = "".join("<cell id='%d' cpus='%d' memory='%d' unit='KiB'%s/>" % (c, c, kib, acc)
@@ -690,12 +690,14 @@ class LibvirtBoot(TestCase):
                 "</nova:flavor><nova:owner><nova:user uuid='u1'>demo</nova:user>"
                 "<nova:project uuid='p1'>demo</nova:project></nova:owner></nova:instance>"
                 % (name, GUEST_MIB, cells))
-        backing = ("<memoryBacking><hugepages><page size='2048' unit='KiB' nodeset='%s'/></hugepages>%s"
-                   "</memoryBacking>" % (nodes, "<access mode='shared'/>" if shared else ""))
-        numa = ("<numatune><memory mode='strict' nodeset='0'/>%s</numatune>"
-                "<cpu><numa>%s</numa></cpu>" % (memnodes, cellxml))
+        backing = ("<memoryBacking><hugepages><page size='2048' unit='KiB'%s/></hugepages>%s"
+                   "</memoryBacking>" % (" nodeset='%s'" % nodes if cells else "",
+                                         "<access mode='shared'/>" if shared else ""))
+        numa = "<numatune><memory mode='strict' nodeset='0'/>%s</numatune>" % memnodes
+        if cells:
+            numa += "<cpu><numa>%s</numa></cpu>" % cellxml
         return domain_xml(name, self.kernel, self.initrd, serial, metadata=meta).replace(
-            "<vcpu>1</vcpu>", "<vcpu>%d</vcpu>%s%s" % (cells, backing, numa))
+            "<vcpu>1</vcpu>", "<vcpu>%d</vcpu>%s%s" % (max(cells, 1), backing, numa))
 
     def define_xml(self, name, xml):
         f = os.path.join(self.env.tmp, name + ".xml")
@@ -756,10 +758,17 @@ class LibvirtBoot(TestCase):
         inode, the node's free hugepages do not move while QEMU starts, the
         domain is not tainted; destroy leaves nothing holding the pool and
         every page is back."""
-        name = "instance-0000002a"
+        self.boot_warm("instance-0000002a", 1, "ram-node0")
+
+    def test_policy_domain_without_cells_boots_on_warm_pool(self):
+        """hugepages policy: the same without <numa> cells (libvirt's pc.ram
+        backend, a <page> without nodeset, <numatune><memory> only)."""
+        self.boot_warm("hpw-lv-hp-nocells", 0, "pc.ram")
+
+    def boot_warm(self, name, cells, ramblock):
         serial = os.path.join(self.env.tmp, name + ".serial.log")
         self.use_policy()
-        self.define_xml(name, self.nova_xml(name, serial))
+        self.define_xml(name, self.nova_xml(name, serial, cells=cells))
         total0, free0 = read_int(NODE0 + "nr_hugepages"), self.free_pages()
         r = self.env.virsh("start", name)
         self.assertEqual(r.returncode, 0, r.stderr + self.env.read_ns("log/qemu/%s.log" % name))
@@ -782,7 +791,7 @@ class LibvirtBoot(TestCase):
         self.assertIn("starting up libvirt", log)
         self.assertNotIn("taint", log.lower(), "libvirt marked the domain tainted")
         r = self.env.virsh("qemu-monitor-command", name, "--hmp", "info ramblock")
-        self.assertEqual(ramblocks(r.stdout).get("ram-node0"), ("2 MiB", GUEST_MIB * MIB), r.stdout)
+        self.assertEqual(ramblocks(r.stdout).get(ramblock), ("2 MiB", GUEST_MIB * MIB), r.stdout)
         self.assertEqual(self.free_pages(), free0 - POOL_PAGES, "the booted guest touched only pool pages")
         dom_id = int(self.env.virsh("domid", name).stdout.strip())
         d = self.domain_dir(dom_id, name)
