@@ -152,8 +152,11 @@ def qemu_words(pools):
 def ch_words(pools):
     w = ["--memory", "size=0"]
     for p in pools:
-        w += ["--memory-zone", "id=%s,size=%d,file=%s,shared=on,hugepages=on,hugepage_size=%dM,"
-                               "host_numa_node=%d" % (p.name, p.size, pool_path(p.name), p.page_size >> 20, p.node)]
+        # As handoff.c: no host_numa_node (cloud-hypervisor refuses it on a
+        # shared file zone); the page size in the largest unit that divides.
+        ps = "%dG" % (p.page_size >> 30) if p.page_size % (1 << 30) == 0 else "%dM" % (p.page_size >> 20)
+        w += ["--memory-zone", "id=%s,size=%d,file=%s,shared=on,hugepages=on,hugepage_size=%s"
+                               % (p.name, p.size, pool_path(p.name), ps)]
     if len(pools) > 1:
         for i, p in enumerate(pools):
             w += ["--numa", "guest_numa_id=%d,memory_zones=%s" % (i, p.name)]

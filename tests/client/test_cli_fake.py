@@ -70,7 +70,8 @@ def test_handoff(u):
     expect(p, 0, "handoff --argv")
     check(p.stdout.splitlines() == words, "--argv: one word per line, the same words", p)
     p = run("handoff", "vm-42", "--vmm", "cloud-hypervisor", *u)
-    check(p.stdout.startswith("--memory size=0 --memory-zone ") and "host_numa_node=0" in p.stdout, "ch args", p)
+    check(p.stdout.startswith("--memory size=0 --memory-zone ") and p.stdout.rstrip("\n").endswith(",shared=on,hugepages=on,hugepage_size=2M")
+          and "host_numa_node" not in p.stdout, "ch args", p)
     p = run("handoff", "vm-42", "--vmm", "libvirt", *u)
     expect(p, 0, "handoff libvirt")
     check(p.stdout.startswith("<qemu:commandline>\n  <qemu:arg value=\"-object\"/>") and
