@@ -16,10 +16,10 @@ Rules, each reported by name:
                      that formats it (workq_start(..., "http-blk", ...)).
                      Numbers in a format ("hpw-n%d-w%u") may be written as
                      <placeholder>, N, i or digits ("hpw-n<node>-w<i>");
-  files-mentioned    every server/src/*.c is named in ARCHITECTURE.md or in
-                     README.md's Layout block;
-  files-exist        every file.c ARCHITECTURE.md names exists (server/src,
-                     client/src, common);
+  files-mentioned    every .c under server/src (its folders included) is
+                     named in ARCHITECTURE.md or in README.md's Layout block;
+  files-exist        every file.c ARCHITECTURE.md names exists (server/src and
+                     its folders, client/src, common);
   deps-owned         each row of the outside-dependency table names exactly
                      the files that include that dependency's headers.
 Exit 0 when all hold, 1 otherwise.
@@ -31,6 +31,11 @@ import sys
 
 LITERAL = r'"((?:[^"\\]|\\.)*)"'
 NUM_CONV = re.compile(r"%[-+ #0]*\d*(?:hh|h|ll|l|z|j|t)?[diuxX]")
+
+
+def server_sources(src_dir):
+    """Every .c under server/src, its folders (pools/, engine/, http/) included."""
+    return sorted(glob.glob(os.path.join(src_dir, "server/src/**/*.c"), recursive=True))
 
 
 def read(path):
@@ -51,7 +56,7 @@ def enclosing_function(text, pos):
 
 def name_specs(src_dir):
     """Yield (file, spec or None, what) for every pthread_setname_np call."""
-    sources = {os.path.basename(p): read(p) for p in sorted(glob.glob(os.path.join(src_dir, "server/src/*.c")))}
+    sources = {os.path.basename(p): read(p) for p in server_sources(src_dir)}
     for fname, text in sources.items():
         for m in re.finditer(r"pthread_setname_np\s*\(([^;]*)\)\s*;", text):
             arg = m.group(1).split(",", 1)[1].strip()
@@ -117,7 +122,8 @@ def main(argv):
     arch = read(arch_path)
     readme = read(os.path.join(src, "README.md"))
     errors = []
-    server_c = sorted(glob.glob(os.path.join(src, "server/src/*.c")))
+    server_c = server_sources(src)
+    server_rel = {os.path.basename(p): os.path.relpath(p, src) for p in server_c}
 
     # threads-named
     for path in server_c:
@@ -148,16 +154,18 @@ def main(argv):
         errors.append("files-mentioned: README.md has no ## Layout code block")
     for path in server_c:
         base = os.path.basename(path)
-        word = re.compile(r"(?<![\w/])" + re.escape(base) + r"\b")
+        folder = os.path.dirname(os.path.relpath(server_rel[base], "server/src"))
+        prefix = r"(?:(?:server/src/)?" + re.escape(folder) + "/)?" if folder else ""
+        word = re.compile(r"(?<![\w/])" + prefix + re.escape(base) + r"\b")
         in_layout = re.search(r"(?<![\w])(?:server/src/)?" + re.escape(base) + r"\b", layout)
         if not word.search(arch) and not in_layout:
-            errors.append(f"files-mentioned: server/src/{base} is in neither ARCHITECTURE.md nor README's Layout")
+            errors.append(f"files-mentioned: {server_rel[base]} is in neither ARCHITECTURE.md nor README's Layout")
 
     # files-exist
     for name in sorted(set(re.findall(r"(?<![\w/.-])((?:client/src/|common/)?[a-z][a-z0-9_]*\.c)\b", arch))):
         cands = [os.path.join(src, name)] if "/" in name else \
-            [os.path.join(src, d, name) for d in ("server/src", "client/src", "common")]
-        if not any(os.path.exists(c) for c in cands):
+            [os.path.join(src, d, name) for d in ("client/src", "common")]
+        if name not in server_rel and not any(os.path.exists(c) for c in cands):
             errors.append(f"files-exist: ARCHITECTURE.md names {name}, which does not exist")
 
     # deps-owned
@@ -173,7 +181,7 @@ def main(argv):
             continue
         rows += 1
         listed = set(re.findall(r"`((?:client/src/|common/)?[a-z][a-z0-9_]*\.c)`", cells[2]))
-        listed = {n if "/" in n else "server/src/" + n for n in listed}
+        listed = {n if "/" in n else server_rel.get(n, "server/src/" + n) for n in listed}
 
         def matches(inc):
             for h in headers:
