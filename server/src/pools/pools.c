@@ -8,7 +8,7 @@
  * pools_jobs.c (warm jobs, the upkeep thread), pools_admit.c (admission,
  * reservations, create), pools_claim.c (claims, owner processes),
  * pools_dir.c (pool directories), pools_stock.c and pools_recycle.c (the
- * stock) and pools_recover.c (start-up).  Pool states change only through pool_transition (pool.c). */
+ * stock) and pools_recover.c (start-up).  Pool states change only through pool_transition (pool_state.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /* pools: the registry of warm pools and the daemon's durable state.
  *
  * A pool is a named hugetlbfs file on one node, populated by the engine.
- * Its states and the moves between them are in pool.h:
+ * Its states and the moves between them are in pool_state.h:
  * (create) -> warming -> ready | failed | cancelled;
  * ready -(claim)-> ready+claimed; ready unclaimed past its TTL -> released.
  * DELETE removes the file in every state (a ready pool whose stock target
@@ -28,7 +28,7 @@
 
 #include "journal.h"
 #include "metrics.h"
-#include "pool.h"
+#include "pool_state.h"
 #include "problem.h"
 #include "reserve.h"
 #include "topo.h"
@@ -264,7 +264,7 @@ void pools_get_stats(struct pools *p, struct pools_stats *ret);
 
 /* ---- stock (issue 12) ----
  * A stock target asks for COUNT ready files of one (node, page size, size),
- * kept in the pool directory under stock names (pool.h), refilled by
+ * kept in the pool directory under stock names (pool_state.h), refilled by
  * low-priority engine jobs, and handed out to a create of that exact spec
  * by rename(2).  Stock files are not pools: pools_get/list never show them. */
 

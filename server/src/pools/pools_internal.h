@@ -17,7 +17,7 @@
  *   pools_claim.c    claims and owner processes
  *   pools_file.c     the file-changed checks
  *   pools_room.c     stock files removed to make room for pools
- *   pool.c           the name rule and the state table (pool.h)
+ *   pool_state.c           the name rule and the state table (pool_state.h)
  *
  * Locks, outermost first, and why there are five:
  *   admit_lock     serialises admission (free pages minus what warming jobs
@@ -68,7 +68,7 @@
 
 #include "engine.h"
 #include "journal.h"
-#include "pool.h"
+#include "pool_state.h"
 #include "pools.h"
 
 #define NS_PER_SEC UINT64_C(1000000000)
@@ -89,7 +89,7 @@ struct pool {
         struct pools *owner;
         struct journal_pool rec;      /* lock: committed, saved and visible */
         const struct journal_pool *pending; /* lock: being saved; the journal snapshot uses it */
-        enum pool_hold hold;          /* lock: who may change it (pool.h) */
+        enum pool_hold hold;          /* lock: who may change it (pool_state.h) */
         bool job_done;                /* done_lock: on_done ran for `job` */
         struct job *job;              /* lock: running, or finished and not yet freed */
         int fd;                       /* holder: open while job is set (the engine borrows it) */

@@ -1,7 +1,7 @@
 /* pools_stock: a standing stock of warm files per (node, page size, size).
  *
  * A stock file is a row of the registry like a pool, with a stock state
- * (pool.h: stock-warming, stock) and a stock name, a first character no pool
+ * (pool_state.h: stock-warming, stock) and a stock name, a first character no pool
  * name has, so the journal, the start-up reconcile and the orphan sweep
  * treat it as they treat pools while nothing that shows pools ever shows it.
  *

@@ -1,10 +1,10 @@
-/* pool: what a warm pool is, apart from where it is kept.
+/* pool_state: what a warm pool is, apart from where it is kept.
  *
  * The name rule, the lifecycle states and the one function that moves a pool
  * from one state to another.  Handlers, the registry (pools.h) and the
  * journal (journal.h) all use these; none of them owns them.
  *
- * The lifecycle is a table of allowed moves (pool.c), not code spread over
+ * The lifecycle is a table of allowed moves (pool_state.c), not code spread over
  * the registry: every change of state goes through pool_transition(), which
  * refuses a move the table does not list, records the cause and time of a
  * failure, and logs the move at debug level (as curl's multi.c changes a
