@@ -61,6 +61,12 @@
  *             it lives under done_lock and only tells the upkeep thread
  *             that `job` has an outcome to collect. */
 #pragma once
+
+/* Private to server/src/pools/: its object library defines HPW_IN_POOLS
+ * (server/CMakeLists.txt); everything else goes through pools.h. */
+#ifndef HPW_IN_POOLS
+#error "pools_internal.h is private to server/src/pools/"
+#endif
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
