@@ -160,10 +160,18 @@ static inline struct pool_req req(const char *name, int node, uint64_t pages)
         return r;
 }
 
+/* What create() returns on success: whether pools_create made the pool
+ * (or handed it out from stock) or found an identical one. */
+enum { EXISTED = 0, CREATED = 1 };
+
 static inline int create(struct pools *p, const struct pool_req *r, struct pool_view *v, struct problem *err)
 {
+        bool created = false;
+        int rc;
+
         memset(err, 0, sizeof(*err));
-        return pools_create(p, r, v, err);
+        rc = pools_create(p, r, v, &created, err);
+        return rc < 0 ? rc : created ? CREATED : EXISTED;
 }
 
 static inline uint64_t deadline_in(double s) { return now_mono_ns() + (uint64_t)(s * 1e9); }

@@ -51,7 +51,7 @@ TEST(validation)
                 CHECK_STR(err.slug, "invalid-field");
         }
         r = req("a.b_c-9", 0, 1);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "a.b_c-9", POOL_READY);
 
         r = req("n5", 5, 1);
@@ -95,7 +95,7 @@ TEST(validation)
         CHECK_STR(err.slug, "invalid-field");
         CHECK(!file_exists(&e, "ttl"));
         r.ttl_seconds = POOLS_TTL_MAX;
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "ttl", POOL_READY);
         CHECK_INT(pools_get(p, "ttl", &v), ==, 0);
         CHECK_INT(v.expires_at, ==, v.finished_at + (int64_t)POOLS_TTL_MAX);
@@ -122,7 +122,7 @@ TEST(lifecycle)
         p = start(&e);
 
         fake_gate_set(true);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_STR(pool_state_name(v.state), "warming");
         CHECK_U64(v.size_bytes, ==, 8 * PAGE);
         snprintf(path, sizeof(path), "%s/vm1", e.mount);
@@ -179,7 +179,7 @@ TEST(lifecycle)
         /* Idempotent: the same pool again -> 200 and the view; "reserve"
          * is how to admit a new pool and does not count. */
         r.reserve = true;
-        CHECK_INT(create(p, &r, &v, &err), ==, 200);
+        CHECK_INT(create(p, &r, &v, &err), ==, EXISTED);
         CHECK_STR(pool_state_name(v.state), "ready");
         CHECK_INT(v.ttl_seconds, ==, 0);
         r.reserve = false;
@@ -258,7 +258,7 @@ TEST(admission)
         /* 8 of 12 free pages go to a warming pool ... */
         fake_gate_set(true);
         r = req("a", 0, 8);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_inside();
         /* ... so another 8 do not fit, though the counter still says 12 free. */
         r = req("b", 0, 8);
@@ -272,7 +272,7 @@ TEST(admission)
         CHECK_INT(pools_get(p, "b", &v), ==, -ENOENT);
         /* 4 do. */
         r = req("c", 0, 4);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
 
         /* Other node, own counters: node 1 has 7 free. */
         r = req("d", 1, 8);
@@ -321,7 +321,7 @@ TEST(admission)
         CHECK_INT(err.status, ==, 429);
         CHECK_STR(err.slug, "node-warm-limit");
         r = req("e", 0, 28);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "e", POOL_READY);
 
         /* Pool count cap. */
@@ -331,7 +331,7 @@ TEST(admission)
         CHECK_STR(err.slug, "too-many-pools");
         /* An identical retry is still answered at the cap. */
         r = req("e", 0, 28);
-        CHECK_INT(create(p, &r, &v, &err), ==, 200);
+        CHECK_INT(create(p, &r, &v, &err), ==, EXISTED);
 
         CHECK_INT(pools_delete(p, "a"), ==, 0);
         CHECK_INT(pools_delete(p, "c"), ==, 0);
@@ -357,7 +357,7 @@ TEST(shrink_keeps_warming)
         fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "16\n");
         p = start(&e);
         fake_gate_set(true);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_inside();
 
         /* 4 in use + 8 still to be taken by "w": 12 stay, not 4. */
@@ -409,7 +409,7 @@ TEST(failure_and_cancel)
         /* A populate error: failed, file gone at once, cause named. */
         fake_gate_fail_with(EFAULT);
         r = req("bad", 0, 4);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "bad", POOL_FAILED);
         fake_gate_fail_with(0);
         CHECK(!file_exists(&e, "bad"));
@@ -422,18 +422,18 @@ TEST(failure_and_cancel)
         journal_free(j);
         /* The same spec again shows the failure as it is (200), so a
          * retrying scheduler learns why; DELETE clears it. */
-        CHECK_INT(create(p, &r, &v, &err), ==, 200);
+        CHECK_INT(create(p, &r, &v, &err), ==, EXISTED);
         CHECK_STR(pool_state_name(v.state), "failed");
         CHECK_INT(pools_claim(p, "bad", &v), ==, -EBUSY);
         CHECK_INT(pools_delete(p, "bad"), ==, 0);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "bad", POOL_READY);
         CHECK_INT(pools_delete(p, "bad"), ==, 0);
 
         /* Delete while warming: cancelled, file and record gone. */
         fake_gate_set(true);
         r = req("mid", 0, 8);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_inside();
         pthread_t t = open_gate_soon();
         CHECK_INT(pools_delete(p, "mid"), ==, 0);
@@ -451,7 +451,7 @@ TEST(failure_and_cancel)
          * (failed, not "warming" with no job); a later DELETE works. */
         fake_gate_set(true);
         r = req("nounlink", 0, 4);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_inside();
         char path[256];
         snprintf(path, sizeof(path), "%s/nounlink", e.mount);
@@ -473,7 +473,7 @@ TEST(failure_and_cancel)
 
         /* A waiter sees the delete as -ENOENT. */
         fake_gate_set(true);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_inside();
         t = open_gate_soon();
         CHECK_INT(pools_delete(p, "mid"), ==, 0);
@@ -520,7 +520,7 @@ TEST(put_during_delete)
         del.p = put.p = start(&e);
         del.r = put.r = req("again", 0, 4);
         fake_gate_set(true);
-        CHECK_INT(create(put.p, &put.r, &put.v, &put.err), ==, 201);
+        CHECK_INT(create(put.p, &put.r, &put.v, &put.err), ==, CREATED);
         wait_inside();
         /* The DELETE holds the pool busy while its cancel waits at the gate. */
         CHECK_INT(pthread_create(&td, NULL, delete_thread, &del), ==, 0);
@@ -531,7 +531,7 @@ TEST(put_during_delete)
         pthread_join(td, NULL);
         pthread_join(tp, NULL);
         CHECK_INT(del.rc, ==, 0);
-        CHECK_INT(put.rc, ==, 201);
+        CHECK_INT(put.rc, ==, CREATED);
         CHECK(file_exists(&e, "again"));
         wait_state(put.p, "again", POOL_READY);
         CHECK_INT(pools_delete(put.p, "again"), ==, 0);
@@ -564,12 +564,12 @@ TEST(save_failure)
         pthread_join(t, NULL);
         CHECK_INT(err.status, ==, 503);
         CHECK_STR(err.slug, "state-write-failed");
-        CHECK_INT(err.retry_after, ==, POOLS_SAVE_RETRY_AFTER);
+        CHECK_INT(err.retry_after, ==, 0); /* the handler sets Retry-After */
         CHECK(!file_exists(&e, "nosave"));
         CHECK_INT(pools_get(p, "nosave", &v), ==, -ENOENT);
 
         CHECK_INT(rmdir(tmp), ==, 0);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "nosave", POOL_READY);
         CHECK_INT(pools_delete(p, "nosave"), ==, 0);
         pools_free(p);
@@ -589,10 +589,10 @@ TEST(ttl)
         p = start(&e);
         r = req("short", 0, 2);
         r.ttl_seconds = 1;
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         r = req("kept", 0, 2);
         r.ttl_seconds = 1;
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "short", POOL_READY);
         wait_state(p, "kept", POOL_READY);
         CHECK_INT(pools_get(p, "short", &v), ==, 0);
@@ -642,7 +642,7 @@ TEST(ttl_release_fails)
         p = start(&e);
         r = req("stuck", 0, 2);
         r.ttl_seconds = 1;
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "stuck", POOL_READY);
         snprintf(path, sizeof(path), "%s/stuck", e.mount);
         CHECK_INT(unlink(path), ==, 0);
@@ -651,7 +651,7 @@ TEST(ttl_release_fails)
         CHECK_INT(present(p, "stuck"), ==, 0);
 
         r = req("later", 0, 2);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         struct pool_view w;
         CHECK_INT(pools_wait(p, "later", deadline_in(3), &w), ==, 0);
         CHECK_STR(pool_state_name(w.state), "ready");
@@ -682,17 +682,17 @@ TEST(restart)
         env_init(&e);
         p = start(&e);
         r = req("ready", 0, 4);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "ready", POOL_READY);
         r = req("gone", 0, 2);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "gone", POOL_READY);
         r = req("half", 0, 2);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "half", POOL_READY);
         fake_gate_set(true);
         r = req("warm", 0, 6);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_inside();
         /* Stopping cancels "warm" at a chunk boundary; it stays warming. */
         pthread_t t = open_gate_soon();
@@ -770,7 +770,7 @@ TEST(restart_claimed)
 
         env_init(&e);
         p = start(&e);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "vm", POOL_READY);
         CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
         pools_free(p);
@@ -910,7 +910,7 @@ TEST(reboot_and_reservations)
         CHECK_U64(s.reservations_ok, ==, 2);
         CHECK_U64(s.reservations_error, ==, 1);
         r = req("old", 0, 2);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "old", POOL_READY);
         pools_free(p);
         struct journal *j = load(&e);
@@ -1114,7 +1114,7 @@ TEST(observer_lifecycle)
         pools_set_observer(p, observer, &ob);
 
         fake_gate_set(true);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         ob_wait_seen("obs:warming");
         fake_gate_set(false);
         wait_state(p, "obs", POOL_READY);
@@ -1140,7 +1140,7 @@ TEST(observer_quiet_on_refusals)
         env_init(&e);
         p = start(&e);
         fake_gate_set(true);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_inside();
         ob_reset(p);
         pools_set_observer(p, observer, &ob);
@@ -1153,7 +1153,7 @@ TEST(observer_quiet_on_refusals)
         CHECK_INT(create(p, &bad, &v, &err), ==, -ENOMEM);
         CHECK_INT(pools_claim(p, "q", &v), ==, -EBUSY);
         CHECK_INT(pools_delete(p, "nope"), ==, -ENOENT);
-        CHECK_INT(create(p, &r, &v, &err), ==, 200);
+        CHECK_INT(create(p, &r, &v, &err), ==, EXISTED);
         CHECK_INT(ob_calls(), ==, 0);
 
         fake_gate_set(false);
@@ -1179,13 +1179,13 @@ TEST(observer_upkeep_and_removal)
 
         fake_gate_fail_with(EFAULT);
         r = req("f", 0, 2);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         ob_wait_seen("f:failed");
         fake_gate_fail_with(0);
 
         r = req("t", 0, 1);
         r.ttl_seconds = 1;
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         ob_wait_seen("t:ready");
         ob_wait_seen("t:gone");         /* expired within about a second */
 
@@ -1193,7 +1193,7 @@ TEST(observer_upkeep_and_removal)
         int before = ob_calls();
         CHECK_INT(pools_delete(p, "f"), ==, 0);
         r = req("after", 0, 1);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "after", POOL_READY);
         CHECK_INT(ob_calls(), ==, before);
         pools_free(p);
@@ -1222,7 +1222,7 @@ static void ready_pool(struct pools *p, const char *name)
         struct problem err;
         struct pool_req r = req(name, 0, 2);
 
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, name, POOL_READY);
 }
 
@@ -1324,7 +1324,7 @@ TEST(owner_claim_rules)
         struct pool_req r = req("warm", 0, 2);
         struct problem err;
         fake_gate_set(true);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_INT(pools_claim_pid(p, "warm", a, &v), ==, -EBUSY);
         fake_gate_set(false);
         wait_state(p, "warm", POOL_READY);
@@ -1779,7 +1779,7 @@ TEST(delete_save_fails_while_warming)
         env_init(&e);
         p = start(&e);
         fake_gate_set(true);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_inside();
         journal_inject_save_error(EIO);
         CHECK_INT(pools_delete(p, "busy"), ==, -EAGAIN);
@@ -1808,7 +1808,7 @@ TEST(ttl_save_fails_keeps_pool)
         p = start(&e);
         r.ttl_seconds = 1;
         journal_inject_save_error(0);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "brief", POOL_READY);
         journal_inject_save_error(EROFS);
         usleep(1600 * 1000);    /* expired, its release not saved */
@@ -1890,7 +1890,7 @@ TEST(ttl_ignores_wall_clock_jumps)
         e.cfg.unmapped_sweep_ms = 50;   /* upkeep looks every 50 ms */
         p = start(&e);
         r.ttl_seconds = 100;
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "timed", POOL_READY);
 
         clock_inject_offsets(DAY_NS, 0);
@@ -1927,7 +1927,7 @@ TEST(ttl_survives_restart)
         e.cfg.unmapped_sweep_ms = 50;
         p = start(&e);
         r.ttl_seconds = 100;
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "kept", POOL_READY);
         pools_free(p);
         j = load(&e);
@@ -1961,7 +1961,7 @@ TEST(pre_1970_wall_clock)
         clock_inject_offsets(-(int64_t)now_real_ns() - 3650 * DAY_NS, 0);
         CHECK_U64(now_real_ns(), ==, 0);
         r.ttl_seconds = 1;
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_INT(v.created_at, ==, 0);
         wait_state(p, "old", POOL_READY);
         CHECK_INT(pools_get(p, "old", &v), ==, 0);
@@ -1994,7 +1994,7 @@ TEST(file_removed_while_warming)
         env_init(&e);
         p = start(&e);
         fake_gate_set(true);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_inside();
         pool_path(&e, "vanish", path, sizeof(path));
         CHECK_INT(unlink(path), ==, 0);
@@ -2022,7 +2022,7 @@ TEST(file_truncated_while_warming)
         env_init(&e);
         p = start(&e);
         fake_gate_set(true);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_inside();
         pool_path(&e, "short", path, sizeof(path));
         CHECK_INT(truncate(path, 0), ==, 0);
@@ -2122,8 +2122,8 @@ TEST(put_without_ttl_after_ttl_conflicts)
         env_init(&e);
         p = start(&e);
         r.ttl_seconds = 30;
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
-        CHECK_INT(create(p, &r, &v, &err), ==, 200);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        CHECK_INT(create(p, &r, &v, &err), ==, EXISTED);
         r.ttl_seconds = 0;
         CHECK_INT(create(p, &r, &v, &err), ==, -EEXIST);
         CHECK_INT(err.status, ==, 409);
@@ -2151,7 +2151,7 @@ TEST(shrink_to_zero_remembered)
         fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "16\n");
         p = start(&e);
         fake_gate_set(true);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_inside();
         struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = 0 };
         CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);

@@ -116,7 +116,7 @@ int pool_transition(struct journal_pool *rec, enum pool_state to, const char *ca
         __attribute__((format(printf, 4, 5)));
 
 /* What holds a pool: who may change it right now.  One field of the
- * registry's pool (pools_internal.h), changed under its `lock`.
+ * registry's pool (pools_internal.h), changed under its `reg.lock`.
  *   free      nobody; any thread may take it (it becomes busy);
  *   creating  pools_create has not returned: invisible to everyone else;
  *   busy      one thread works on it outside the lock (job follow-up,

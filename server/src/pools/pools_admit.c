@@ -1,10 +1,10 @@
-/* pools_admit: admission, reservations and creating a pool.
+/* pools_admit: admission and reservations.
  *
  * hugetlb reservations are global, not per node, so the kernel cannot say
  * whether a node-bound warm will find its pages: admission counts them
  * itself, as the node's free pages minus what warming jobs there have yet
  * to fault in (one consistent reading of both: pools_need.c), under
- * admit_lock so two creates never count the same pages.
+ * admit.lock so two creates never count the same pages.
  * Reservations (PUT /v1/nodes/{id}/hugepages/{size} and "reserve": true)
  * go through the same lock, so a growth and a warm never interleave, and
  * are recorded in the journal to be re-applied at start (pools_recover.c). */
@@ -21,33 +21,30 @@
 #include "units.h"
 #include "util.h"
 
-/* Pool files: the VMM's group may open them, nobody else. */
-#define POOL_FILE_MODE 0660
-
 /* ---- reservations ---- */
 
 void pools_count_reservation(struct pools *p, int r, const struct reserve_result *res)
 {
-        pthread_mutex_lock(&p->lock);
+        pthread_mutex_lock(&p->reg.lock);
         if (r == 0 && res->complete)
-                p->stats.reservations_ok++;
+                p->reg.stats.reservations_ok++;
         else if (r == 0)
-                p->stats.reservations_partial++;
+                p->reg.stats.reservations_partial++;
         else if (r == -EAGAIN)
-                p->stats.reservations_shortfall++;
+                p->reg.stats.reservations_shortfall++;
         else if (r == -ENOMEM)
-                p->stats.reservations_refused++;
+                p->reg.stats.reservations_refused++;
         else
-                p->stats.reservations_error++;
-        pthread_mutex_unlock(&p->lock);
+                p->reg.stats.reservations_error++;
+        pthread_mutex_unlock(&p->reg.lock);
 }
 
 /* The recorded count of (node, page size) into *RET; false if none (lock held). */
 static bool find_reservation(struct pools *p, int node, uint64_t page_size, uint64_t *ret)
 {
-        for (size_t i = 0; i < p->n_resv; i++)
-                if (p->resv[i].node == node && p->resv[i].page_size == page_size) {
-                        *ret = p->resv[i].count;
+        for (size_t i = 0; i < p->admit.n_resv; i++)
+                if (p->admit.resv[i].node == node && p->admit.resv[i].page_size == page_size) {
+                        *ret = p->admit.resv[i].count;
                         return true;
                 }
         return false;
@@ -56,9 +53,9 @@ static bool find_reservation(struct pools *p, int node, uint64_t page_size, uint
 /* Drop the record of (node, page size), if any (lock held). */
 static void forget_reservation(struct pools *p, int node, uint64_t page_size)
 {
-        for (size_t i = 0; i < p->n_resv; i++)
-                if (p->resv[i].node == node && p->resv[i].page_size == page_size) {
-                        p->resv[i] = p->resv[--p->n_resv];
+        for (size_t i = 0; i < p->admit.n_resv; i++)
+                if (p->admit.resv[i].node == node && p->admit.resv[i].page_size == page_size) {
+                        p->admit.resv[i] = p->admit.resv[--p->admit.n_resv];
                         return;
                 }
 }
@@ -66,20 +63,20 @@ static void forget_reservation(struct pools *p, int node, uint64_t page_size)
 /* Record that (node, page size) should have COUNT pages (lock held). */
 static int record_reservation(struct pools *p, int node, uint64_t page_size, uint64_t count)
 {
-        for (size_t i = 0; i < p->n_resv; i++)
-                if (p->resv[i].node == node && p->resv[i].page_size == page_size) {
-                        p->resv[i].count = count;
+        for (size_t i = 0; i < p->admit.n_resv; i++)
+                if (p->admit.resv[i].node == node && p->admit.resv[i].page_size == page_size) {
+                        p->admit.resv[i].count = count;
                         return 0;
                 }
-        struct journal_reservation *n = realloc(p->resv, (p->n_resv + 1) * sizeof(*n));
+        struct journal_reservation *n = realloc(p->admit.resv, (p->admit.n_resv + 1) * sizeof(*n));
         if (!n)
                 return -ENOMEM;
-        p->resv = n;
-        p->resv[p->n_resv++] = (struct journal_reservation){ node, page_size, count };
+        p->admit.resv = n;
+        p->admit.resv[p->admit.n_resv++] = (struct journal_reservation){ node, page_size, count };
         return 0;
 }
 
-/* reserve_apply + record + save; admit_lock held.  ASKED is the count the
+/* reserve_apply + record + save; admit.lock held.  ASKED is the count the
  * caller asked for when REQ->count is a clamped one (the result then says
  * what was asked and that it is incomplete); it is what is recorded. */
 static int reserve_locked(struct pools *p, const struct reserve_req *req, uint64_t asked,
@@ -99,7 +96,7 @@ static int reserve_locked(struct pools *p, const struct reserve_req *req, uint64
                         *ret = res;
                 return r;
         }
-        pthread_mutex_lock(&p->lock);
+        pthread_mutex_lock(&p->reg.lock);
         struct journal_reservation before = { req->node, req->page_size, 0 };
         bool had = find_reservation(p, req->node, req->page_size, &before.count);
         /* What was asked, not what the kernel holds now: a shrink held up
@@ -107,7 +104,7 @@ static int reserve_locked(struct pools *p, const struct reserve_req *req, uint64
          * and recording the kernel's total would grow the pool back to it
          * when the reservation is re-applied. */
         q = record_reservation(p, req->node, req->page_size, asked);
-        pthread_mutex_unlock(&p->lock);
+        pthread_mutex_unlock(&p->reg.lock);
         if (q == 0)
                 q = pools_save(p);
         if (q < 0) {
@@ -116,12 +113,12 @@ static int reserve_locked(struct pools *p, const struct reserve_req *req, uint64
                  * kernel, and say it failed. */
                 struct reserve_req back = *req;
                 struct reserve_result bres;
-                pthread_mutex_lock(&p->lock);
+                pthread_mutex_lock(&p->reg.lock);
                 if (had)
                         (void)record_reservation(p, before.node, before.page_size, before.count);
                 else
                         forget_reservation(p, req->node, req->page_size);
-                pthread_mutex_unlock(&p->lock);
+                pthread_mutex_unlock(&p->reg.lock);
                 back.count = res.previous;
                 back.allow_partial = true;
                 int b = reserve_apply(p->cfg.fs, &back, &bres);
@@ -150,7 +147,7 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
         uint64_t needed, keep;
         int r;
 
-        pthread_mutex_lock(&p->admit_lock);
+        pthread_mutex_lock(&p->admit.lock);
         /* A shrink below the pages in use: stock files of the node give
          * their pages back first (refills, then ready files), when that
          * lets the shrink complete; the stock never makes it fall short. */
@@ -163,7 +160,7 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
         if (r < 0) {
                 /* An unknown node or unreadable counters: nothing written. */
                 pools_count_reservation(p, r, &(struct reserve_result){0});
-                pthread_mutex_unlock(&p->admit_lock);
+                pthread_mutex_unlock(&p->admit.lock);
                 return r;
         }
         if (needed > 0 && req->count < hp.total) {
@@ -174,42 +171,15 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
                         rq.count = keep;
         }
         r = reserve_locked(p, &rq, req->count, ret);
-        pthread_mutex_unlock(&p->admit_lock);
+        pthread_mutex_unlock(&p->admit.lock);
         return r;
 }
 
 /* ---- create ---- */
 
-/* The first field in which REQ asks for another pool than R, with what each
- * says, or false if it asks for the same one.  Every field the pool keeps
- * counts: a PUT that would get a pool other than the one it describes (a TTL
- * it did not ask for, or none) must not be told 200.  "reserve" is not
- * compared: it says how to admit a new pool, and an existing one needs no
- * admission. */
-static bool spec_differs(const struct journal_pool *r, const struct pool_req *req, char *buf, size_t size)
-{
-        if (r->node != req->node)
-                snprintf(buf, size, "\"node\": %d asked, the pool is on %d", req->node, r->node);
-        else if (r->page_size != req->page_size)
-                snprintf(buf, size, "\"page_size\": %" PRIu64 " bytes asked, the pool has %" PRIu64,
-                         req->page_size, r->page_size);
-        else if (r->size_bytes != req->size_bytes)
-                snprintf(buf, size, "size: %" PRIu64 " bytes asked, the pool has %" PRIu64, req->size_bytes,
-                         r->size_bytes);
-        else if (r->ttl_seconds != req->ttl_seconds)
-                snprintf(buf, size, "\"ttl_seconds\": %" PRIu64 " asked, the pool has %" PRIu64 " (0 = none)",
-                         req->ttl_seconds, r->ttl_seconds);
-        else if (r->threads != req->threads)
-                snprintf(buf, size, "\"threads\": %u asked, the pool has %u (0 = node default)", req->threads,
-                         r->threads);
-        else
-                return false;
-        return true;
-}
-
 /* The node's count back to G->previous (never below its pages in use plus
  * what warming jobs still need, which count as free until faulted), and the
- * journal's record as it was.  admit_lock held. */
+ * journal's record as it was.  admit.lock held. */
 void pools_undo_growth(struct pools *p, const struct pools_growth *g)
 {
         struct reserve_req back = { .node = g->node, .page_size = g->page_size, .count = g->previous,
@@ -227,12 +197,12 @@ void pools_undo_growth(struct pools *p, const struct pools_growth *g)
                         back.count = keep < hp.total ? keep : hp.total;
         }
         r = reserve_apply(p->cfg.fs, &back, &res);
-        pthread_mutex_lock(&p->lock);
+        pthread_mutex_lock(&p->reg.lock);
         if (g->had_record)
                 (void)record_reservation(p, g->node, g->page_size, g->record);
         else
                 forget_reservation(p, g->node, g->page_size);
-        pthread_mutex_unlock(&p->lock);
+        pthread_mutex_unlock(&p->reg.lock);
         int q = pools_save(p);
         if (r < 0 || q < 0)
                 log_err("pools: putting node %d back to %" PRIu64 " pages after a failed create: %s",
@@ -243,7 +213,7 @@ void pools_undo_growth(struct pools *p, const struct pools_growth *g)
 }
 
 /* Node NODE must have PAGES free pages of PAGE_SIZE beyond what warming jobs
- * still need; grow its pool by what is missing when RESERVE.  admit_lock
+ * still need; grow its pool by what is missing when RESERVE.  admit.lock
  * held.  0 or -ENOMEM with ERR set (409 insufficient-hugepages), or a sysfs
  * -errno (500).  A growth for a pool that is then not admitted is undone
  * here; one for a pool admitted is described in *RET_GROWTH (NULL only
@@ -301,9 +271,9 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                         .floor_bytes = p->cfg.memory_floor,
                 };
                 struct reserve_result res = {0};
-                pthread_mutex_lock(&p->lock);
+                pthread_mutex_lock(&p->reg.lock);
                 g.had_record = find_reservation(p, node, page_size, &g.record);
-                pthread_mutex_unlock(&p->lock);
+                pthread_mutex_unlock(&p->reg.lock);
                 r = reserve_locked(p, &rq, rq.count, &res);
                 if (r == 0) {
                         g.grew = true;
@@ -342,270 +312,3 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
         }
 }
 
-void pools_abandon(struct pools *p, struct pool *pool, bool registered)
-{
-        if (registered) {
-                /* A save in another thread reads pool->job under `lock`:
-                 * take the job out there first, then stop and free it. */
-                pthread_mutex_lock(&p->lock);
-                struct job *job = pool->job;
-                pool->job = NULL;
-                pthread_mutex_unlock(&p->lock);
-                if (job) {
-                        job_cancel(job);
-                        job_free(job);
-                }
-                pthread_mutex_lock(&p->lock);
-                pools_drop(p, pool);
-                pthread_mutex_unlock(&p->lock);
-                /* A save that raced with us may hold the record; forget it
-                 * again.  Failing that, the next start finds the file gone
-                 * and says so. */
-                (void)pools_save(p);
-        }
-        close(pool->fd);
-        unlink(pool->path);
-        free(pool);
-}
-
-int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, struct problem *err)
-{
-        const char *path = pool->path;
-        _cleanup_close_ int fd = -1;
-        struct stat st;
-        int r;
-
-        fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, POOL_FILE_MODE);
-        if (fd < 0) {
-                r = -errno;
-                if (r == -EEXIST)
-                        problem_raise(err, PROBLEM_POOL_CONFLICT, "a file %s exists that no pool record owns", path);
-                else
-                        problem_raise(err, PROBLEM_POOL_FILE_ERROR, "creating %s: %s", path, strerror(-r));
-                return r;
-        }
-        if (p->cfg.pool_gid != (gid_t)-1 && fchown(fd, (uid_t)-1, p->cfg.pool_gid) < 0)
-                goto fail;
-        /* The umask may have narrowed the mode. */
-        if (fchmod(fd, POOL_FILE_MODE) < 0)
-                goto fail;
-        if (ftruncate(fd, (off_t)size) < 0)
-                goto fail;
-        /* Which file is ours: the file-changed checks compare it. */
-        if (fstat(fd, &st) < 0)
-                goto fail;
-        pool->file_dev = st.st_dev;
-        pool->file_ino = st.st_ino;
-        pool->fd = TAKE_FD(fd);
-        return 0;
-fail:
-        r = -errno;
-        problem_raise(err, PROBLEM_POOL_FILE_ERROR, "setting up %s: %s", path, strerror(-r));
-        unlink(path);
-        return r;
-}
-
-static int validate(struct pools *p, const struct pool_req *req, struct problem *err)
-{
-        if (!pool_name_valid(req->name)) {
-                problem_raise(err, PROBLEM_INVALID_FIELD, "pool name must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
-                return -EINVAL;
-        }
-        if (!topo_node(p->cfg.topo, req->node)) {
-                problem_raise(err, PROBLEM_UNKNOWN_NODE, "there is no node %d", req->node);
-                return -ENOENT;
-        }
-        if (!topo_has_page_size(p->cfg.topo, req->page_size)) {
-                problem_raise(err, PROBLEM_UNKNOWN_PAGE_SIZE, "the kernel offers no %" PRIu64 "-byte hugepages",
-                              req->page_size);
-                return -ENOENT;
-        }
-        if (req->size_bytes == 0 || req->size_bytes % req->page_size != 0) {
-                problem_raise(err, PROBLEM_INVALID_FIELD,
-                              "size must be a positive multiple of the page size (%" PRIu64 " bytes)", req->page_size);
-                return -EINVAL;
-        }
-        if (req->ttl_seconds > POOLS_TTL_MAX) {
-                problem_raise(err, PROBLEM_INVALID_FIELD, "ttl_seconds must be at most %" PRIu64, POOLS_TTL_MAX);
-                return -EINVAL;
-        }
-        if (!pools_mount_dir(p, req->page_size)) {
-                problem_raise(err, PROBLEM_NO_HUGETLBFS,
-                              "no --hugetlbfs directory is configured for %" PRIu64 "-byte pages", req->page_size);
-                return -ENODEV;
-        }
-        if (p->cfg.max_pool_bytes && req->size_bytes > p->cfg.max_pool_bytes) {
-                problem_raise(err, PROBLEM_POOL_TOO_LARGE, "%" PRIu64 " bytes is over the limit of %" PRIu64,
-                              req->size_bytes, p->cfg.max_pool_bytes);
-                return -EFBIG;
-        }
-        return 0;
-}
-
-/* Under lock: the idempotency/conflict check and the count limits.  Returns
- * 1 with *ret filled for an identical existing pool, 0 to go on, or -errno. */
-static int check_registry(struct pools *p, const struct pool_req *req, struct pool_view *ret,
-                          struct problem *err)
-{
-        uint64_t node_bytes = 0;
-        struct pool *o;
-
-        /* A busy pool may be on its way out (DELETE or TTL: releasing
-         * while its removal is saved and its file unlinked): wait, as
-         * grab_pool does, and look again.  Its holder never takes
-         * admit_lock, which we hold. */
-        while ((o = pools_find(p, req->name)) && (o->hold == POOL_BUSY || o->hold == POOL_RELEASING))
-                pthread_cond_wait(&p->changed, &p->lock);
-
-        if (o) {
-                const struct journal_pool *r = pools_latest(o);
-                char why[160];
-                if (spec_differs(r, req, why, sizeof(why))) {
-                        problem_raise(err, PROBLEM_POOL_CONFLICT,
-                                      "pool %s exists and differs: %s (delete it first, or ask for it as it is)",
-                                      r->name, why);
-                        return -EEXIST;
-                }
-                pools_fill_view(o, ret);
-                return 1;
-        }
-        size_t n_real = 0;
-        for (size_t i = 0; i < p->n_pools; i++)
-                n_real += !pools_is_stock(p->pools[i]);
-        if (n_real >= p->max_pools) {
-                problem_raise(err, PROBLEM_TOO_MANY_POOLS, "the daemon holds %zu pools, its limit; delete some first",
-                              n_real);
-                err->retry_after = 60;
-                return -ENOSPC;
-        }
-        if (p->cfg.max_node_warm_bytes) {
-                for (size_t i = 0; i < p->n_pools; i++) {
-                        const struct journal_pool *r = &p->pools[i]->rec;
-                        if (p->pools[i]->hold != POOL_REMOVING && r->node == req->node &&
-                            (r->state == POOL_WARMING || r->state == POOL_READY))
-                                node_bytes += r->size_bytes;
-                }
-                if (node_bytes + req->size_bytes > p->cfg.max_node_warm_bytes) {
-                        problem_raise(err, PROBLEM_NODE_WARM_LIMIT,
-                                      "node %d holds %" PRIu64 " bytes in warming and ready pools; "
-                                      "%" PRIu64 " more would pass its limit of %" PRIu64
-                                      " (claim, delete or let pools expire first)",
-                                      req->node, node_bytes, req->size_bytes, p->cfg.max_node_warm_bytes);
-                        err->retry_after = 60;
-                        return -EDQUOT;
-                }
-        }
-        return 0;
-}
-
-int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *ret, struct problem *err)
-{
-        struct pools_growth growth = {0};
-        struct pool *pool = NULL;
-        int r;
-
-        r = validate(p, req, err);
-        if (r < 0)
-                return r;
-
-        pthread_mutex_lock(&p->admit_lock);
-        pthread_mutex_lock(&p->lock);
-        r = check_registry(p, req, ret, err);
-        pthread_mutex_unlock(&p->lock);
-        if (r != 0) {
-                pthread_mutex_unlock(&p->admit_lock);
-                return r > 0 ? 200 : r;
-        }
-
-        r = pools_stock_take(p, req, ret, err);
-        if (r != 0)
-                goto out_unlock;
-        r = pools_admit(p, req->node, req->page_size, req->size_bytes / req->page_size, req->reserve, true,
-                        &growth, err);
-        if (r < 0)
-                goto out_unlock;
-
-        pool = calloc(1, sizeof(*pool));
-        if (!pool) {
-                r = -ENOMEM;
-                problem_raise(err, PROBLEM_INTERNAL_ERROR, "out of memory");
-                goto out_ungrow;
-        }
-        pool->owner = p;
-        pool->fd = -1;
-        snprintf(pool->rec.name, sizeof(pool->rec.name), "%s", req->name);
-        pool->rec.node = req->node;
-        pool->rec.page_size = req->page_size;
-        pool->rec.size_bytes = req->size_bytes;
-        pool->rec.threads = req->threads;
-        pool->rec.ttl_seconds = req->ttl_seconds;
-        pool->rec.created_at = pool->rec.started_at = pools_now_unix();
-        if ((size_t)snprintf(pool->path, sizeof(pool->path), "%s/%s", pools_mount_dir(p, req->page_size),
-                             req->name) >= sizeof(pool->path)) {
-                r = -ENAMETOOLONG;
-                problem_raise(err, PROBLEM_POOL_FILE_ERROR, "path too long");
-                goto out_free;
-        }
-
-        r = pools_create_file(p, pool, req->size_bytes, err);
-        if (r < 0)
-                goto out_free;
-
-        (void)pool_transition(&pool->rec, POOL_WARMING, NULL, NULL);
-        pthread_mutex_lock(&p->lock);
-        pools_set_hold(pool, POOL_CREATING);
-        r = pools_add(p, pool);
-        pthread_mutex_unlock(&p->lock);
-        if (r < 0) {
-                problem_raise(err, PROBLEM_INTERNAL_ERROR, "out of memory");
-                goto out_unlink;
-        }
-
-        r = pools_start_job(p, pool);
-        if (r < 0) {
-                if (r == -ENOMEM)
-                        /* mmap of a hugetlbfs file reserves its pages globally. */
-                        problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
-                                      "the kernel refused to reserve %" PRIu64 " hugepages for the pool",
-                                      req->size_bytes / req->page_size);
-                else
-                        problem_raise(err, PROBLEM_WARM_START_FAILED, "starting the warm job: %s", strerror(-r));
-                goto out_drop;
-        }
-
-        r = pools_save(p);
-        if (r < 0) {
-                problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving %s/state.json: %s (the pool was not created)",
-                              p->state_dir, strerror(-r));
-                err->retry_after = POOLS_SAVE_RETRY_AFTER;
-                goto out_drop;
-        }
-
-        pthread_mutex_lock(&p->lock);
-        pools_set_hold(pool, POOL_FREE);
-        pools_fill_view(pool, ret);
-        pthread_cond_broadcast(&p->changed);
-        pthread_mutex_unlock(&p->lock);
-        pthread_mutex_unlock(&p->admit_lock);
-        pools_notify(p, req->name);
-        /* The job may have finished already; upkeep skipped it while held. */
-        pools_kick(p);
-        return 201;
-
-out_drop:
-        pools_abandon(p, pool, true);
-        goto out_ungrow;
-out_unlink:
-        pools_abandon(p, pool, false);
-        goto out_ungrow;
-out_free:
-        free(pool);
-out_ungrow:
-        /* The pool the node was grown for does not exist: neither does
-         * the growth (issue 11 item 5).  Its file is gone first, so its
-         * pages count as free again. */
-        pools_undo_growth(p, &growth);
-out_unlock:
-        pthread_mutex_unlock(&p->admit_lock);
-        return r;
-}

@@ -1,46 +1,59 @@
-/* pools_internal: the registry's private structs, shared by the files that
- * make up the pools module (as sd-event shares its own through
- * event-source.h).  Nothing outside pools*.c includes this.
+/* pools_internal: the pool core's private structs, shared by the files
+ * that make it up (as sd-event shares its own through event-source.h).
+ * Nothing outside server/src/pools/ includes this.
  *
- *   pools.c          the registry: lookup, holds, commits, views, queries,
- *                    claim, delete, start and stop, the observer
- *   pools_jobs.c     warm jobs and the upkeep thread (finished jobs, TTL expiry,
- *                    owner exits, the unmapped sweep)
- *   pools_admit.c    admission, reservations and pools_create
- *   pools_need.c     what warms still need, read consistently with the
- *                    node's counters (admission's one reading)
- *   pools_dir.c      pool directories: mount checks, marker, orphans
- *   pools_recover.c  start-up: journal load, reconcile, re-applied reservations
- *   pools_stock.c    stock targets, refills, hand-outs, making room
- *   pools_recycle.c  released pools back into the stock: dirty rows, the
- *                    mapped check, zero jobs, their saved completion
- *   pools_claim.c    claims and owner processes
- *   pools_file.c     the file-changed checks
- *   pools_room.c     stock files removed to make room for pools
- *   pool_state.c           the name rule and the state table (pool_state.h)
+ * The files, in layers; each calls only the layers below it (and, within a
+ * layer, never back: stock -> admit, recycle -> stock, recover -> admit,
+ * room -> file):
+ *   top      pools_face.c      the public face (pools.h): start, stop,
+ *                              queries, waits, delete, counts
+ *   3        pools_create.c    the create path (PUT)
+ *            pools_upkeep.c    the upkeep thread: finished jobs, TTL expiry,
+ *                              owner exits, the unmapped sweep, and the
+ *                              refills and recycles it drives
+ *   2        pools_admit.c     admission and reservations
+ *            pools_stock.c     stock targets, refills, hand-outs
+ *            pools_recycle.c   released pools back into the stock: dirty
+ *                              rows, the mapped check, zero jobs, their
+ *                              saved completion
+ *            pools_recover.c   start-up: journal load, reconcile,
+ *                              re-applied reservations
+ *   1        pools_jobs.c      a pool's warm or zero job in the engine
+ *            pools_file.c      a pool's file: made, checked, removed, renamed
+ *            pools_need.c      what warms still need, read consistently with
+ *                              the node's counters (admission's one reading)
+ *            pools_room.c      stock files removed to make room for pools
+ *            pools_dir.c       pool directories: mount checks, marker, orphans
+ *            pools_claim.c     claims and owner processes
+ *   0        pools_registry.c  lookup, holds, views, commits, saves, the
+ *                              observer and the upkeep kick; calls no other
+ *                              pools file
+ *            pool_state.c      the name rule and the state table (pool_state.h)
  *
- * Locks, outermost first, and why there are five:
- *   admit_lock     serialises admission (free pages minus what warming jobs
+ * struct pools is one part per owner (below), each with the lock that
+ * guards it beside it or named on each field.  Locks, outermost first, and
+ * why there are five:
+ *   admit.lock     serialises admission (free pages minus what warming jobs
  *                  will still take), reservations and file creation, so two
  *                  creates never count the same free pages.  May be held for
  *                  seconds (a reservation write), so nothing else ever waits
  *                  on it but other creates and reservations.
- *   save_lock      serialises journal writes.  A save snapshots the registry
+ *   save.lock      serialises journal writes.  A save snapshots the registry
  *                  after taking it, so the last write always holds the newest
- *                  state; fsync happens under it, never under `lock`.  A save
- *                  that changes only pool rows skips the directory fsync
+ *                  state; fsync happens under it, never under reg.lock.  A
+ *                  save that changes only pool rows skips the directory fsync
  *                  (journal.c, jsync).
- *   observer_lock  held while the observer runs, so pools_set_observer can
+ *   obs.lock       held while the observer runs, so pools_set_observer can
  *                  wait for a call in flight.  Taken with no other lock of
- *                  ours held; the observer may take `lock` under it (it
+ *                  ours held; the observer may take reg.lock under it (it
  *                  may call pools_get).
- *   lock           the registry itself.  Held only for memory work and
+ *   reg.lock       the registry itself.  Held only for memory work and
  *                  job_get_status(); never across job_cancel, engine_submit,
  *                  reservation writes, unlink or fsync.
  *   (owner.c's)    the owner watch's own leaf lock; pools calls
  *                  owner_watch_add/remove with none of ours held, and the
  *                  watch calls pools_on_owner_exit with none of its held.
- *   done_lock      a leaf taken by the engine's on_done callback (which must
+ *   wake.lock      a leaf taken by the engine's on_done callback (which must
  *                  not block) and by the upkeep thread to sleep; nothing is
  *                  called under it.
  *
@@ -56,9 +69,9 @@
  *   pending   not a state but the half-way point of a commit: non-NULL only
  *             inside commit(), while its caller holds the pool busy.
  *   job_done  an event from the engine, not a state of the pool: on_done runs
- *             in an engine thread that may not take `lock` (the registry calls
- *             job_get_status under `lock`, which takes the engine's lock), so
- *             it lives under done_lock and only tells the upkeep thread
+ *             in an engine thread that may not take `reg.lock` (the registry calls
+ *             job_get_status under `reg.lock`, which takes the engine's lock), so
+ *             it lives under wake.lock and only tells the upkeep thread
  *             that `job` has an outcome to collect. */
 #pragma once
 
@@ -96,7 +109,7 @@ struct pool {
         struct journal_pool rec;      /* lock: committed, saved and visible */
         const struct journal_pool *pending; /* lock: being saved; the journal snapshot uses it */
         enum pool_hold hold;          /* lock: who may change it (pool_state.h) */
-        bool job_done;                /* done_lock: on_done ran for `job` */
+        bool job_done;                /* wake.lock: on_done ran for `job` */
         struct job *job;              /* lock: running, or finished and not yet freed */
         int fd;                       /* holder: open while job is set (the engine borrows it) */
         struct job_status last;       /* lock: status of the last job, once freed */
@@ -113,97 +126,156 @@ struct pool {
         bool recycle_wait_logged;     /* upkeep thread: "still mapped, waits" said for this row */
 };
 
+/* The registry (pools_registry.c): every pool row, and the counters every
+ * layer adds to, under one lock.  Held only for memory work and
+ * job_get_status(); never across job_cancel, engine_submit, reservation
+ * writes, unlink or fsync. */
+struct pools_registry {
+        pthread_mutex_t lock;
+        pthread_cond_t changed;       /* with lock: broadcast on every committed change */
+        struct pool **pools;          /* lock */
+        size_t n_pools, cap_pools;    /* lock */
+        struct pools_stats stats;     /* lock */
+};
+
+/* The journal writes (pools_registry.c, pools_save). */
+struct pools_saves {
+        pthread_mutex_t lock;         /* serialises saves; fsync happens under it */
+        struct journal_sync jsync;    /* lock: what the saves made durable */
+};
+
+/* The change observer (pools_registry.c). */
+struct pools_observer {
+        pthread_mutex_t lock;         /* held while fn runs, so a reset waits for a call in flight */
+        void (*fn)(void *arg, const char *name); /* lock */
+        void *arg;                    /* lock */
+};
+
+/* The upkeep thread's wake-up (pools_registry.c kicks it, pools_jobs.c's
+ * on_done marks a pool's job_done under it, pools_upkeep.c sleeps on it). */
+struct pools_wake {
+        pthread_mutex_t lock;         /* a leaf: nothing is called under it */
+        pthread_cond_t kick;          /* with lock: wakes the upkeep thread */
+        bool kicked, stopping;        /* lock */
+};
+
+/* The upkeep thread itself (pools_upkeep.c); only it touches these, but
+ * for the thread handle (pools_start_upkeep, pools_stop_upkeep). */
+struct pools_upkeep {
+        pthread_t thread;
+        bool started;
+        uint64_t next_sweep_ns;       /* CLOCK_MONOTONIC of the next unmapped sweep */
+        uint64_t sweep_interval_ns;   /* set at pools_new */
+        bool warned_unreadable;
+};
+
+/* Admission and reservations (pools_admit.c). */
+struct pools_admission {
+        /* Serialises admission (free pages minus what warming jobs will
+         * still take), reservations and file creation, so two creates never
+         * count the same free pages.  Held for seconds at most (a
+         * reservation write); only creates, reservations and refills wait. */
+        pthread_mutex_t lock;
+        struct journal_reservation *resv; /* reg.lock (the saves read it) */
+        size_t n_resv;                /* reg.lock */
+};
+
+/* The stock (pools_stock.c). */
+struct pools_stock {
+        struct journal_stock_target *targets; /* reg.lock */
+        size_t n_targets;             /* reg.lock */
+        unsigned seq;                 /* admit.lock: numbers new stock file names */
+        bool short_logged;            /* upkeep thread: "no room to refill" said */
+        /* reg.lock: the target a refill is adding a file to, from the
+         * deficit it saw until its row is in the registry (or it gave up),
+         * so a release deciding meanwhile whether to recycle counts that
+         * file too. */
+        struct journal_stock_target refilling;
+        bool refilling_set;
+        uint64_t handed_out_ns;       /* reg.lock: CLOCK_MONOTONIC of the last hand-out from stock */
+        uint64_t next_refill_ns;      /* upkeep thread: a refill deferred until then, 0 = none */
+};
+
+/* Recycling released pools into the stock (pools_recycle.c). */
+struct pools_recycle {
+        unsigned seq;                 /* reg.lock: numbers the stock names of recycled files */
+        bool due;                     /* reg.lock: a dirty row appeared; look at once */
+        uint64_t next_ns;             /* upkeep thread: CLOCK_MONOTONIC of the next mapped check, 0 = none */
+        uint64_t interval_ns;         /* set at pools_new */
+        bool warned_unreadable, warned_nolease; /* upkeep thread */
+};
+
+/* One part per owner; the lock order is admit.lock -> save.lock ->
+ * reg.lock -> (engine node lock, wake.lock); obs.lock is taken with none
+ * of ours held and may take reg.lock under it. */
 struct pools {
-        struct pools_config cfg;      /* strings below are our copies */
+        /* Set by pools_new (pools_face.c) and constant after; the strings
+         * are our copies.  boot_id is read by pools_recover at start. */
+        struct pools_config cfg;
         char *state_dir;
         char *boot_id_path;
         char *proc_root;
         char *mount_dirs[TOPO_MAX_PAGE_SIZES];
         char boot_id[40];
         unsigned max_pools;
-
-        pthread_mutex_t admit_lock;
-        pthread_mutex_t save_lock;
-        struct journal_sync jsync;    /* save_lock: what the saves made durable */
-        pthread_mutex_t observer_lock;
-        pthread_mutex_t lock;
-        pthread_cond_t changed;       /* with lock: broadcast on every committed change */
-        pthread_mutex_t done_lock;
-        pthread_cond_t kick;          /* with done_lock: wakes the upkeep thread */
-        bool kicked, stopping;        /* done_lock */
-        pthread_t upkeep;
-        bool upkeep_started;
-
         struct owner_watch *owners;   /* pidfds of owner processes (owner.h) */
-        uint64_t next_sweep_ns;       /* upkeep thread: CLOCK_MONOTONIC of the next unmapped sweep */
-        uint64_t sweep_interval_ns;
-        bool warned_unreadable;       /* upkeep thread */
 
-        void (*observer)(void *arg, const char *name); /* observer_lock */
-        void *observer_arg;           /* observer_lock */
-
-        struct pool **pools;          /* lock */
-        size_t n_pools, cap_pools;
-        struct journal_reservation *resv; /* lock */
-        size_t n_resv;
-        struct pools_stats stats;     /* lock */
-        struct journal_stock_target *stock; /* lock: the stock targets */
-        size_t n_stock;
-        unsigned stock_seq;           /* admit_lock: numbers new stock file names */
-        bool stock_short_logged;      /* upkeep thread: "no room to refill" said */
-        /* lock: the target a refill is adding a file to, from the deficit it
-         * saw until its row is in the registry (or it gave up), so a release
-         * deciding meanwhile whether to recycle counts that file too. */
-        struct journal_stock_target refilling;
-        bool refilling_set;
-        unsigned recycle_seq;         /* lock: numbers the stock names of recycled files */
-        bool recycle_due;             /* lock: a dirty row appeared; look at once */
-        uint64_t next_recycle_ns;     /* upkeep thread: CLOCK_MONOTONIC of the next mapped check, 0 = none */
-        uint64_t handed_out_ns;       /* lock: CLOCK_MONOTONIC of the last hand-out from stock */
-        uint64_t next_refill_ns;      /* upkeep thread: a refill deferred until then, 0 = none */
-        uint64_t recycle_interval_ns;
-        bool warned_recycle_unreadable, warned_recycle_nolease; /* upkeep thread */
+        struct pools_admission admit;
+        struct pools_saves save;
+        struct pools_observer obs;
+        struct pools_registry reg;
+        struct pools_wake wake;
+        struct pools_upkeep upkeep;
+        struct pools_stock stock;
+        struct pools_recycle recycle;
 };
 
+/* ---- 0: the registry (pools_registry.c), reg.lock held unless said otherwise ---- */
 int64_t pools_now_unix(void);
+/* The pool directory of PAGE_SIZE (constant after pools_new; no lock). */
 const char *pools_mount_dir(const struct pools *p, uint64_t page_size);
 /* CLOCK_BOOTTIME expiry (ns) of a ready, unclaimed pool with a TTL; 0 = none. */
 uint64_t pools_rec_expires_boot_ns(const struct journal_pool *r);
-
-/* ---- registry (pools.c), `lock` held unless said otherwise ---- */
 struct pool *pools_find(struct pools *p, const char *name);
 int pools_add(struct pools *p, struct pool *pool);
 void pools_drop(struct pools *p, struct pool *pool);
 /* Change POOL's hold; aborts on a move pool_hold_allowed refuses (a bug). */
 void pools_set_hold(struct pool *pool, enum pool_hold to);
+/* Wait (reg.lock held) until NAME's pool is free; returns it busy, or NULL
+ * if it does not exist, is still being created or is a stock row. */
+struct pool *pools_grab(struct pools *p, const char *name);
+/* Whether POOL is a stock file, not a pool (reg.lock held). */
+bool pools_is_stock(const struct pool *pool);
 /* The record a snapshot or a check should use: the one being saved, if any. */
 const struct journal_pool *pools_latest(const struct pool *pool);
 void pools_fill_view(struct pool *pool, struct pool_view *v);
-/* Snapshot the registry and write it (takes save_lock, then `lock`). */
+/* Snapshot the registry and write it (takes save.lock, then reg.lock). */
 int pools_save(struct pools *p);
 /* Save NEXT as POOL's record, then show it and tell the observer; POOL is
- * busy and `lock` not held.  On a failed save the record is still applied
+ * busy and reg.lock not held.  On a failed save the record is still applied
  * (it describes what happened to the file) and the error is returned. */
 int pools_commit(struct pools *p, struct pool *pool, const struct journal_pool *next);
 /* The save pools_commit does, without telling the observer: NEXT is marked
  * pending while the journal is written, then applied (on a failed save
  * too if APPLY_ON_FAILURE, else the record stays as it was) and the waiters
- * woken.  POOL busy, `lock` not held. */
+ * woken.  POOL busy, reg.lock not held. */
 int pools_save_record(struct pools *p, struct pool *pool, const struct journal_pool *next, bool apply_on_failure);
-/* Make POOL free again and wake waiters (takes `lock`). */
+/* Make POOL free again and wake waiters (takes reg.lock). */
 void pools_release(struct pools *p, struct pool *pool);
-/* Save the journal without POOL, then stop its job if any, remove its file
- * and its record; POOL is busy and freed on success (takes `lock` itself),
- * and the release is counted under WHY in the same step that makes it
- * invisible.  -EAGAIN when the save failed (nothing changed), or unlink's
- * -errno (the record is saved again).  See pools.c. */
-int pools_remove(struct pools *p, struct pool *pool, enum pool_release why);
 /* Count a release of reason WHY in the stats (RELEASE_NONE: none);
- * `lock` held. */
+ * reg.lock held. */
 void pools_count_release(struct pools *p, enum pool_release why);
 /* Tell the observer NAME changed; no lock of ours held. */
 void pools_notify(struct pools *p, const char *name);
+/* Wake the upkeep thread (takes wake.lock). */
+void pools_kick(struct pools *p);
 
+/* ---- 1: jobs (pools_jobs.c), no lock held ---- */
+/* Start POOL's warm (or, recycling, zero) job; its fd is open.  -errno from
+ * engine_submit. */
+int pools_start_job(struct pools *p, struct pool *pool);
+
+/* ---- 1: files (pools_file.c) ---- */
 /* Whether the file at PATH is still the one (DEV, INO) of R at its size: 0
  * if so (or it cannot be told), 1 with DETAIL set if someone removed,
  * replaced, truncated or resized it.  Pages missing from it are not
@@ -212,35 +284,58 @@ void pools_notify(struct pools *p, const char *name);
  * still names our file (only then may it be unlinked).  One stat, no lock. */
 int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct journal_pool *r, char *detail,
                        size_t size, bool *ret_ours);
-/* A ready pool's file as a GET sees it (R, DEV, INO copied under `lock`):
+/* A ready pool's file as a GET sees it (R, DEV, INO copied under reg.lock):
  * a change is shown in V at once (failed, file-changed) and the upkeep
- * thread is asked to record it (pools_file.c). */
+ * thread is asked to record it. */
 void pools_check_on_get(struct pools *p, const struct journal_pool *r, dev_t dev, ino_t ino,
                         struct pool_view *v);
+/* Rename FROM to TO unless TO exists, in one step (renameat2
+ * RENAME_NOREPLACE): 0, -EEXIST, or rename's other -errno. */
+int pools_rename_noreplace(const char *from, const char *to);
+/* Create POOL's file at POOL->path (O_EXCL, mode, group) with SIZE bytes;
+ * on success POOL->fd is open and file_dev/file_ino name the file (what the
+ * file-changed checks compare).  0, or -errno with ERR set and no file left. */
+int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, struct problem *err);
+/* Undo a create that failed after pools_create_file: when REGISTERED
+ * (pools_add succeeded) stop and free its job if it has one, take POOL out
+ * of the registry and save again; close and unlink its file, free it. */
+void pools_abandon(struct pools *p, struct pool *pool, bool registered);
+/* Save the journal without POOL, then stop its job if any, remove its file
+ * and its record; POOL is busy and freed on success (takes reg.lock itself),
+ * and the release is counted under WHY in the same step that makes it
+ * invisible.  -EAGAIN when the save failed (nothing changed), or unlink's
+ * -errno (the record is saved again). */
+int pools_remove(struct pools *p, struct pool *pool, enum pool_release why);
 
-/* ---- jobs and the upkeep thread (pools_jobs.c), no lock held ---- */
-int pools_start_job(struct pools *p, struct pool *pool);
-/* Returns true when POOL is gone (a stock refill that failed: its file and
- * row are removed, POOL freed); never at SHUTDOWN. */
-bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown);
-void pools_kick(struct pools *p);
-int pools_start_upkeep(struct pools *p);
-void pools_stop_upkeep(struct pools *p);
-
-/* ---- what warms still need (pools_need.c) ---- */
+/* ---- 1: what warms still need (pools_need.c) ---- */
 /* Pages that warming pools on (NODE, PAGE_SIZE) have yet to take by their
- * jobs' counters alone (late by up to a chunk per worker); `lock` held. */
+ * jobs' counters alone (late by up to a chunk per worker); reg.lock held. */
 uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size);
 /* The node's counters and the pages warming jobs there still need (by
  * their counters and their files' blocks), read so that a page faulted in
  * meanwhile is not counted both as needed and as taken, and never as free
  * and as no longer needed: what every admission, reservation and refill
- * decides on.  admit_lock held, no other lock (takes `lock` itself; stats
+ * decides on.  admit.lock held, no other lock (takes reg.lock itself; stats
  * pool files outside it).  0 or topo_read_hugepages' -errno. */
 int pools_node_counts(struct pools *p, int node, uint64_t page_size, struct hp_counts *ret_hp,
                       uint64_t *ret_needed);
 
-/* ---- admission (pools_admit.c) ---- */
+/* ---- 1: room (pools_room.c) ---- */
+/* Remove stock files of (NODE, PAGE_SIZE) until PAGES pages are back; none
+ * when all of them would not be enough.  Returns the pages given back
+ * (admit.lock held, no other lock). */
+uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, uint64_t pages);
+
+/* ---- 1: pool directories (pools_dir.c) ---- */
+int pools_prepare_dir(const char *dir, uint64_t page_size, gid_t gid, bool check_fs);
+void pools_remove_orphans(struct pools *p);
+
+/* ---- 1: owners (pools_claim.c) ---- */
+/* The owner watch's callback: marks NAME's pool for release if it is still
+ * bound to (PID, START), and kicks the upkeep thread. */
+void pools_on_owner_exit(void *arg, const char *name, pid_t pid, uint64_t start);
+
+/* ---- 2: admission (pools_admit.c) ---- */
 /* A growth of a node's pool that "reserve": true made for a create, kept
  * until the create is done so a create that fails after admission can put
  * it back. */
@@ -252,47 +347,33 @@ struct pools_growth {
         bool had_record;      /* the journal's reservation before: RECORD, or none */
         uint64_t record;
 };
-/* admit_lock held. */
-/* GIVE_WAY: remove stock files of the node and page size before refusing
- * or reserving (never at start-up, which walks the registry).  A growth
- * that still did not admit is undone here; one that did is returned in
- * *RET_GROWTH (NULL only without RESERVE). */
+/* admit.lock held.  GIVE_WAY: remove stock files of the node and page size
+ * before refusing or reserving (never at start-up, which walks the
+ * registry).  A growth that still did not admit is undone here; one that
+ * did is returned in *RET_GROWTH (NULL only without RESERVE). */
 int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve, bool give_way,
                 struct pools_growth *ret_growth, struct problem *err);
 /* Put back G's growth if there was one: the count (never below the pages
- * in use plus what warms still need) and the journal's record (admit_lock
+ * in use plus what warms still need) and the journal's record (admit.lock
  * held; call it after the failed create's file is gone). */
 void pools_undo_growth(struct pools *p, const struct pools_growth *g);
 void pools_count_reservation(struct pools *p, int r, const struct reserve_result *res);
-/* Create POOL's file at POOL->path (O_EXCL, mode, group) with SIZE bytes;
- * on success POOL->fd is open and file_dev/file_ino name the file (what the
- * file-changed checks compare).  0, or -errno with ERR set and no file left. */
-int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, struct problem *err);
-/* Undo a create that failed after pools_create_file: when REGISTERED
- * (pools_add succeeded) stop and free its job if it has one, take POOL out
- * of the registry and save again; close and unlink its file, free it. */
-void pools_abandon(struct pools *p, struct pool *pool, bool registered);
 
-/* ---- stock (pools_stock.c) ---- */
+/* ---- 2: stock (pools_stock.c) ---- */
 /* The deficit of the target of (NODE, PAGE_SIZE, SIZE): count minus its
  * ready, warming and recycling rows (pending records count), 0 when there
- * is no such target (lock held). */
+ * is no such target (reg.lock held). */
 uint64_t pools_stock_deficit(struct pools *p, int node, uint64_t page_size, uint64_t size);
-/* Whether POOL is a stock file, not a pool (lock held). */
-bool pools_is_stock(const struct pool *pool);
 /* Create stock files for every target with a deficit while the nodes have
  * free pages no warm needs (upkeep thread, no lock held). */
 void pools_stock_refill(struct pools *p);
-/* Hand a ready stock file out as REQ's pool (admit_lock held, REQ
- * validated, no pool of its name): 201 with *ret filled, 0 when no stock
- * file fits, or -errno with ERR set. */
-int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_view *ret, struct problem *err);
-/* Remove stock files of (NODE, PAGE_SIZE) until PAGES pages are back; none
- * when all of them would not be enough.  Returns the pages given back
- * (admit_lock held, no lock).  In pools_room.c. */
-uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, uint64_t pages);
+/* Hand a ready stock file out as REQ's pool (admit.lock held, REQ
+ * validated, no pool of its name): 0 with *RET_TAKEN true and *RET filled,
+ * 0 with *RET_TAKEN false when no stock file fits, or -errno with ERR set. */
+int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_view *ret, bool *ret_taken,
+                     struct problem *err);
 
-/* ---- recycling (pools_recycle.c) ---- */
+/* ---- 2: recycling (pools_recycle.c) ---- */
 /* Release POOL (busy) for WHY.  With RECYCLE, a ready pool whose stock
  * target is short becomes a dirty stock row in one saved step (renamed to a
  * stock name; its pool name is free at once); otherwise, or with WHY none,
@@ -309,18 +390,13 @@ void pools_recycle_upkeep(struct pools *p);
  * true when it is gone. */
 bool pools_recycle_done(struct pools *p, struct pool *pool, const struct journal_pool *next, bool shutdown);
 
-/* ---- pool directories (pools_dir.c) ---- */
-int pools_prepare_dir(const char *dir, uint64_t page_size, gid_t gid, bool check_fs);
-void pools_remove_orphans(struct pools *p);
-
-/* ---- start-up (pools_recover.c), single-threaded apart from engine callbacks ---- */
+/* ---- 2: start-up (pools_recover.c), single-threaded apart from engine callbacks ---- */
 int pools_recover(struct pools *p);
 
-/* Wait (lock held) until NAME's pool is free; returns it busy, or NULL if
- * it does not exist, is still being created or is a stock row (pools.c). */
-struct pool *pools_grab(struct pools *p, const char *name);
-
-/* ---- owners (pools_claim.c) ---- */
-/* The owner watch's callback: marks NAME's pool for release if it is still
- * bound to (PID, START), and kicks the upkeep thread. */
-void pools_on_owner_exit(void *arg, const char *name, pid_t pid, uint64_t start);
+/* ---- 3: the upkeep thread (pools_upkeep.c), no lock held ---- */
+/* Collect POOL's ended job.  Returns true when POOL is gone (a stock refill
+ * that failed: its file and row are removed, POOL freed); never at
+ * SHUTDOWN. */
+bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown);
+int pools_start_upkeep(struct pools *p);
+void pools_stop_upkeep(struct pools *p);
