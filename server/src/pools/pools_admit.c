@@ -25,7 +25,7 @@
 
 void pools_count_reservation(struct pools *p, int r, const struct reserve_result *res)
 {
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         if (r == 0 && res->complete)
                 p->reg.stats.reservations_ok++;
         else if (r == 0)
@@ -36,12 +36,13 @@ void pools_count_reservation(struct pools *p, int r, const struct reserve_result
                 p->reg.stats.reservations_refused++;
         else
                 p->reg.stats.reservations_error++;
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
 }
 
 /* The recorded count of (node, page size) into *RET; false if none (lock held). */
 static bool find_reservation(struct pools *p, int node, uint64_t page_size, uint64_t *ret)
 {
+        pools_assert_held(&p->reg.lock);
         for (size_t i = 0; i < p->admit.n_resv; i++)
                 if (p->admit.resv[i].node == node && p->admit.resv[i].page_size == page_size) {
                         *ret = p->admit.resv[i].count;
@@ -53,6 +54,7 @@ static bool find_reservation(struct pools *p, int node, uint64_t page_size, uint
 /* Drop the record of (node, page size), if any (lock held). */
 static void forget_reservation(struct pools *p, int node, uint64_t page_size)
 {
+        pools_assert_held(&p->reg.lock);
         for (size_t i = 0; i < p->admit.n_resv; i++)
                 if (p->admit.resv[i].node == node && p->admit.resv[i].page_size == page_size) {
                         p->admit.resv[i] = p->admit.resv[--p->admit.n_resv];
@@ -63,6 +65,7 @@ static void forget_reservation(struct pools *p, int node, uint64_t page_size)
 /* Record that (node, page size) should have COUNT pages (lock held). */
 static int record_reservation(struct pools *p, int node, uint64_t page_size, uint64_t count)
 {
+        pools_assert_held(&p->reg.lock);
         for (size_t i = 0; i < p->admit.n_resv; i++)
                 if (p->admit.resv[i].node == node && p->admit.resv[i].page_size == page_size) {
                         p->admit.resv[i].count = count;
@@ -82,6 +85,7 @@ static int record_reservation(struct pools *p, int node, uint64_t page_size, uin
 static int reserve_locked(struct pools *p, const struct reserve_req *req, uint64_t asked,
                           struct reserve_result *ret)
 {
+        pools_assert_held(&p->admit.lock);
         struct reserve_result res;
         int r, q;
 
@@ -96,7 +100,7 @@ static int reserve_locked(struct pools *p, const struct reserve_req *req, uint64
                         *ret = res;
                 return r;
         }
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         struct journal_reservation before = { req->node, req->page_size, 0 };
         bool had = find_reservation(p, req->node, req->page_size, &before.count);
         /* What was asked, not what the kernel holds now: a shrink held up
@@ -104,7 +108,7 @@ static int reserve_locked(struct pools *p, const struct reserve_req *req, uint64
          * and recording the kernel's total would grow the pool back to it
          * when the reservation is re-applied. */
         q = record_reservation(p, req->node, req->page_size, asked);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         if (q == 0)
                 q = pools_save(p);
         if (q < 0) {
@@ -113,12 +117,12 @@ static int reserve_locked(struct pools *p, const struct reserve_req *req, uint64
                  * kernel, and say it failed. */
                 struct reserve_req back = *req;
                 struct reserve_result bres;
-                pthread_mutex_lock(&p->reg.lock);
+                pools_lock(&p->reg.lock);
                 if (had)
                         (void)record_reservation(p, before.node, before.page_size, before.count);
                 else
                         forget_reservation(p, req->node, req->page_size);
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
                 back.count = res.previous;
                 back.allow_partial = true;
                 int b = reserve_apply(p->cfg.fs, &back, &bres);
@@ -147,7 +151,7 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
         uint64_t needed, keep;
         int r;
 
-        pthread_mutex_lock(&p->admit.lock);
+        pools_lock(&p->admit.lock);
         /* A shrink below the pages in use: stock files of the node give
          * their pages back first (refills, then ready files), when that
          * lets the shrink complete; the stock never makes it fall short. */
@@ -160,7 +164,7 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
         if (r < 0) {
                 /* An unknown node or unreadable counters: nothing written. */
                 pools_count_reservation(p, r, &(struct reserve_result){0});
-                pthread_mutex_unlock(&p->admit.lock);
+                pools_unlock(&p->admit.lock);
                 return r;
         }
         if (needed > 0 && req->count < hp.total) {
@@ -171,7 +175,7 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
                         rq.count = keep;
         }
         r = reserve_locked(p, &rq, req->count, ret);
-        pthread_mutex_unlock(&p->admit.lock);
+        pools_unlock(&p->admit.lock);
         return r;
 }
 
@@ -182,6 +186,7 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
  * journal's record as it was.  admit.lock held. */
 void pools_undo_growth(struct pools *p, const struct pools_growth *g)
 {
+        pools_assert_held(&p->admit.lock);
         struct reserve_req back = { .node = g->node, .page_size = g->page_size, .count = g->previous,
                                     .allow_partial = true };
         struct reserve_result res;
@@ -197,12 +202,12 @@ void pools_undo_growth(struct pools *p, const struct pools_growth *g)
                         back.count = keep < hp.total ? keep : hp.total;
         }
         r = reserve_apply(p->cfg.fs, &back, &res);
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         if (g->had_record)
                 (void)record_reservation(p, g->node, g->page_size, g->record);
         else
                 forget_reservation(p, g->node, g->page_size);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         int q = pools_save(p);
         if (r < 0 || q < 0)
                 log_err("pools: putting node %d back to %" PRIu64 " pages after a failed create: %s",
@@ -221,6 +226,7 @@ void pools_undo_growth(struct pools *p, const struct pools_growth *g)
 int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve, bool give_way,
                 struct pools_growth *ret_growth, struct problem *err)
 {
+        pools_assert_held(&p->admit.lock);
         struct pools_growth g = { .node = node, .page_size = page_size };
         struct hp_counts hp;
         uint64_t others, avail;
@@ -271,9 +277,9 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                         .floor_bytes = p->cfg.memory_floor,
                 };
                 struct reserve_result res = {0};
-                pthread_mutex_lock(&p->reg.lock);
+                pools_lock(&p->reg.lock);
                 g.had_record = find_reservation(p, node, page_size, &g.record);
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
                 r = reserve_locked(p, &rq, rq.count, &res);
                 if (r == 0) {
                         g.grew = true;

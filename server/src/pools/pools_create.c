@@ -81,11 +81,12 @@ static int validate(struct pools *p, const struct pool_req *req, struct problem 
         return 0;
 }
 
-/* Under lock: the idempotency/conflict check and the count limits.  Returns
+/* The idempotency/conflict check and the count limits (reg.lock held).  Returns
  * 1 with *ret filled for an identical existing pool, 0 to go on, or -errno. */
 static int check_registry(struct pools *p, const struct pool_req *req, struct pool_view *ret,
                           struct problem *err)
 {
+        pools_assert_held(&p->reg.lock);
         uint64_t node_bytes = 0;
         struct pool *o;
 
@@ -94,7 +95,7 @@ static int check_registry(struct pools *p, const struct pool_req *req, struct po
          * grab_pool does, and look again.  Its holder never takes
          * admit.lock, which we hold. */
         while ((o = pools_find(p, req->name)) && (o->hold == POOL_BUSY || o->hold == POOL_RELEASING))
-                pthread_cond_wait(&p->reg.changed, &p->reg.lock);
+                pools_cond_wait(&p->reg.changed, &p->reg.lock);
 
         if (o) {
                 const struct journal_pool *r = pools_latest(o);
@@ -149,12 +150,12 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         if (r < 0)
                 return r;
 
-        pthread_mutex_lock(&p->admit.lock);
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->admit.lock);
+        pools_lock(&p->reg.lock);
         r = check_registry(p, req, ret, err);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         if (r != 0) {
-                pthread_mutex_unlock(&p->admit.lock);
+                pools_unlock(&p->admit.lock);
                 return r > 0 ? 0 : r;
         }
 
@@ -195,10 +196,10 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
                 goto out_free;
 
         (void)pool_transition(&pool->rec, POOL_WARMING, NULL, NULL);
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         pools_set_hold(pool, POOL_CREATING);
         r = pools_add(p, pool);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         if (r < 0) {
                 problem_raise(err, PROBLEM_INTERNAL_ERROR, "out of memory");
                 goto out_unlink;
@@ -223,12 +224,12 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
                 goto out_drop;
         }
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         pools_set_hold(pool, POOL_FREE);
         pools_fill_view(pool, ret);
         pthread_cond_broadcast(&p->reg.changed);
-        pthread_mutex_unlock(&p->reg.lock);
-        pthread_mutex_unlock(&p->admit.lock);
+        pools_unlock(&p->reg.lock);
+        pools_unlock(&p->admit.lock);
         pools_notify(p, req->name);
         /* The job may have finished already; upkeep skipped it while held. */
         pools_kick(p);
@@ -249,6 +250,6 @@ out_ungrow:
          * pages count as free again. */
         pools_undo_growth(p, &growth);
 out_unlock:
-        pthread_mutex_unlock(&p->admit.lock);
+        pools_unlock(&p->admit.lock);
         return r;
 }

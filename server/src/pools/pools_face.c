@@ -38,12 +38,6 @@
  * seconds of its process exiting. */
 #define POOLS_RECYCLE_CHECK_MS_DEFAULT 1000
 
-/* ---- registry helpers (lock held) ---- */
-
-/* ---- commits ---- */
-
-/* ---- the observer ---- */
-
 /* ---- queries and other changes ---- */
 
 int pools_get(struct pools *p, const char *name, struct pool_view *ret)
@@ -54,7 +48,7 @@ int pools_get(struct pools *p, const char *name, struct pool_view *ret)
         ino_t ino = 0;
         int r = -ENOENT;
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         pool = pools_find(p, name);
         if (pool && pool->hold != POOL_CREATING && !pools_is_stock(pool)) {
                 pools_fill_view(pool, ret);
@@ -63,7 +57,7 @@ int pools_get(struct pools *p, const char *name, struct pool_view *ret)
                 ino = pool->file_ino;
                 r = 0;
         }
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         if (r == 0)
                 pools_check_on_get(p, &rec, dev, ino, ret);
         return r;
@@ -74,17 +68,17 @@ int pools_list(struct pools *p, struct pool_view **ret, size_t *ret_n)
         struct pool_view *v;
         size_t n = 0;
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         v = calloc(p->reg.n_pools ? p->reg.n_pools : 1, sizeof(*v));
         if (!v) {
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
                 return -ENOMEM;
         }
         for (size_t i = 0; i < p->reg.n_pools; i++)
                 if (p->reg.pools[i]->hold != POOL_CREATING && p->reg.pools[i]->hold != POOL_REMOVING &&
                     !pools_is_stock(p->reg.pools[i]))
                         pools_fill_view(p->reg.pools[i], &v[n++]);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         *ret = v;
         *ret_n = n;
         return 0;
@@ -96,7 +90,7 @@ int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct p
                                .tv_nsec = (long)(deadline_ns % NS_PER_SEC) };
         int r = 0;
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         for (;;) {
                 struct pool *pool = pools_find(p, name);
                 if (!pool || pool->hold == POOL_CREATING || pools_is_stock(pool)) {
@@ -107,9 +101,9 @@ int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct p
                         pools_fill_view(pool, ret);
                         break;
                 }
-                pthread_cond_timedwait(&p->reg.changed, &p->reg.lock, &ts);
+                pools_cond_timedwait(&p->reg.changed, &p->reg.lock, &ts);
         }
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         return r;
 }
 
@@ -123,9 +117,9 @@ int pools_delete_recycle(struct pools *p, const char *name, bool recycle)
         struct pool *pool;
         int r;
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         pool = pools_grab(p, name);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         if (!pool)
                 return -ENOENT;
         r = pools_release_pool(p, pool, RELEASE_DELETE, recycle);
@@ -139,7 +133,7 @@ void pools_node_usage(struct pools *p, int node, uint64_t page_size, uint64_t *r
 {
         uint64_t warm = 0, warming = 0;
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 struct pool *o = p->reg.pools[i];
                 struct pool_view v;
@@ -153,20 +147,20 @@ void pools_node_usage(struct pools *p, int node, uint64_t page_size, uint64_t *r
                         warming += v.bytes_done / page_size;
                 }
         }
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         *ret_warm = warm;
         *ret_warming = warming;
 }
 
 void pools_get_stats(struct pools *p, struct pools_stats *ret)
 {
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         *ret = p->reg.stats;
         ret->pools_unmapped = 0;
         for (size_t i = 0; i < p->reg.n_pools; i++)
                 if (p->reg.pools[i]->unmapped_since && p->reg.pools[i]->hold != POOL_REMOVING)
                         ret->pools_unmapped++;
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
 }
 
 static char *strdup_or_null(const char *s, bool *fail)
@@ -210,11 +204,11 @@ int pools_new(const struct pools_config *cfg, struct pools **ret)
         p->recycle.interval_ns = (cfg->recycle_check_ms ? cfg->recycle_check_ms : POOLS_RECYCLE_CHECK_MS_DEFAULT) *
                                  UINT64_C(1000000);
         p->max_pools = cfg->max_pools ? cfg->max_pools : POOLS_DEFAULT_MAX;
-        pthread_mutex_init(&p->admit.lock, NULL);
-        pthread_mutex_init(&p->save.lock, NULL);
-        pthread_mutex_init(&p->obs.lock, NULL);
-        pthread_mutex_init(&p->reg.lock, NULL);
-        pthread_mutex_init(&p->wake.lock, NULL);
+        pools_mutex_init(&p->admit.lock);
+        pools_mutex_init(&p->save.lock);
+        pools_mutex_init(&p->obs.lock);
+        pools_mutex_init(&p->reg.lock);
+        pools_mutex_init(&p->wake.lock);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
         pthread_cond_init(&p->reg.changed, &ca);
@@ -290,9 +284,13 @@ void pools_free(struct pools *p)
                 if (!pool->job)
                         continue;
                 job_cancel(pool->job);
+                pools_lock(&p->reg.lock);
                 pools_set_hold(pool, POOL_BUSY);
+                pools_unlock(&p->reg.lock);
                 (void)pools_finish_job(p, pool, true); /* never removes at shutdown */
+                pools_lock(&p->reg.lock);
                 pools_set_hold(pool, POOL_FREE);
+                pools_unlock(&p->reg.lock);
                 any = true;
         }
         if (any) {
@@ -312,11 +310,11 @@ void pools_free(struct pools *p)
         journal_sync_reset(&p->save.jsync);
         pthread_cond_destroy(&p->reg.changed);
         pthread_cond_destroy(&p->wake.kick);
-        pthread_mutex_destroy(&p->admit.lock);
-        pthread_mutex_destroy(&p->save.lock);
-        pthread_mutex_destroy(&p->obs.lock);
-        pthread_mutex_destroy(&p->reg.lock);
-        pthread_mutex_destroy(&p->wake.lock);
+        pools_mutex_destroy(&p->admit.lock);
+        pools_mutex_destroy(&p->save.lock);
+        pools_mutex_destroy(&p->obs.lock);
+        pools_mutex_destroy(&p->reg.lock);
+        pools_mutex_destroy(&p->wake.lock);
         for (size_t i = 0; i < TOPO_MAX_PAGE_SIZES; i++)
                 free(p->mount_dirs[i]);
         free(p->state_dir);

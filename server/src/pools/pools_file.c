@@ -67,11 +67,11 @@ void pools_check_on_get(struct pools *p, const struct journal_pool *r, dev_t dev
                 return;
         if (!pools_file_changed(v->path, dev, ino, r, detail, sizeof(detail), &ours))
                 return;
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         pool = pools_find(p, r->name);
         if (pool && pool->file_ino == ino && pool->file_dev == dev)
                 pool->file_check_due = true;
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         pools_kick(p);
         v->state = POOL_FAILED;
         v->expires_at = 0;
@@ -82,9 +82,9 @@ void pools_check_on_get(struct pools *p, const struct journal_pool *r, dev_t dev
 /* Set POOL's hold under `reg.lock`. */
 static void set_hold_locked(struct pools *p, struct pool *pool, enum pool_hold to)
 {
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         pools_set_hold(pool, to);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
 }
 
 /* The journal forgets the pool first, then the file goes: a release that
@@ -109,21 +109,21 @@ int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
                 return -EAGAIN;
         }
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         job = pool->job;
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         if (job) {
                 struct job_status st;
 
                 job_cancel(job); /* on_done has run when it returns */
                 job_get_status(job, &st);
-                pthread_mutex_lock(&p->reg.lock);
+                pools_lock(&p->reg.lock);
                 pool->job = NULL;
                 pool->last = st;
                 pool->have_last = true;
                 if (st.state == JOB_CANCELLED)
                         p->reg.stats.jobs_cancelled++;
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
                 job_free(job);
         }
         if (pool->fd >= 0) {
@@ -151,7 +151,7 @@ int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
                 }
                 return r;
         }
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         pools_set_hold(pool, POOL_REMOVING);
         /* Counted as it turns invisible: whoever sees it gone sees it
          * counted. */
@@ -159,7 +159,7 @@ int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
         snprintf(name, sizeof(name), "%s", pool->rec.name);
         pools_drop(p, pool);
         pthread_cond_broadcast(&p->reg.changed);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         free(pool);
         owner_watch_remove(p->owners, name);
         pools_notify(p, name);
@@ -174,17 +174,17 @@ void pools_abandon(struct pools *p, struct pool *pool, bool registered)
         if (registered) {
                 /* A save in another thread reads pool->job under `reg.lock`:
                  * take the job out there first, then stop and free it. */
-                pthread_mutex_lock(&p->reg.lock);
+                pools_lock(&p->reg.lock);
                 struct job *job = pool->job;
                 pool->job = NULL;
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
                 if (job) {
                         job_cancel(job);
                         job_free(job);
                 }
-                pthread_mutex_lock(&p->reg.lock);
+                pools_lock(&p->reg.lock);
                 pools_drop(p, pool);
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
                 /* A save that raced with us may hold the record; forget it
                  * again.  Failing that, the next start finds the file gone
                  * and says so. */

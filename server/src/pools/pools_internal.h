@@ -56,6 +56,9 @@
  *   wake.lock      a leaf taken by the engine's on_done callback (which must
  *                  not block) and by the upkeep thread to sleep; nothing is
  *                  called under it.
+ * A function whose comment says a lock is held asserts it on entry with
+ * pools_assert_held() (pools_lock.h; Debug and RelWithDebInfo builds), so
+ * the rules hold at start-up and shutdown too, where nothing else runs.
  *
  * A change is saved before it is shown: the thread that changes a pool holds
  * it (hold = busy), points `pending` at the new record (which the journal
@@ -89,6 +92,7 @@
 #include "journal.h"
 #include "pool_state.h"
 #include "pools.h"
+#include "pools_lock.h"
 
 #define NS_PER_SEC UINT64_C(1000000000)
 
@@ -131,7 +135,7 @@ struct pool {
  * job_get_status(); never across job_cancel, engine_submit, reservation
  * writes, unlink or fsync. */
 struct pools_registry {
-        pthread_mutex_t lock;
+        struct pools_mutex lock;
         pthread_cond_t changed;       /* with lock: broadcast on every committed change */
         struct pool **pools;          /* lock */
         size_t n_pools, cap_pools;    /* lock */
@@ -140,13 +144,13 @@ struct pools_registry {
 
 /* The journal writes (pools_registry.c, pools_save). */
 struct pools_saves {
-        pthread_mutex_t lock;         /* serialises saves; fsync happens under it */
+        struct pools_mutex lock;         /* serialises saves; fsync happens under it */
         struct journal_sync jsync;    /* lock: what the saves made durable */
 };
 
 /* The change observer (pools_registry.c). */
 struct pools_observer {
-        pthread_mutex_t lock;         /* held while fn runs, so a reset waits for a call in flight */
+        struct pools_mutex lock;         /* held while fn runs, so a reset waits for a call in flight */
         void (*fn)(void *arg, const char *name); /* lock */
         void *arg;                    /* lock */
 };
@@ -154,7 +158,7 @@ struct pools_observer {
 /* The upkeep thread's wake-up (pools_registry.c kicks it, pools_jobs.c's
  * on_done marks a pool's job_done under it, pools_upkeep.c sleeps on it). */
 struct pools_wake {
-        pthread_mutex_t lock;         /* a leaf: nothing is called under it */
+        struct pools_mutex lock;         /* a leaf: nothing is called under it */
         pthread_cond_t kick;          /* with lock: wakes the upkeep thread */
         bool kicked, stopping;        /* lock */
 };
@@ -175,7 +179,7 @@ struct pools_admission {
          * still take), reservations and file creation, so two creates never
          * count the same free pages.  Held for seconds at most (a
          * reservation write); only creates, reservations and refills wait. */
-        pthread_mutex_t lock;
+        struct pools_mutex lock;
         struct journal_reservation *resv; /* reg.lock (the saves read it) */
         size_t n_resv;                /* reg.lock */
 };

@@ -21,11 +21,11 @@ static void on_job_done(struct job *job, void *arg)
         struct pool *pool = arg;
         struct pools *p = pool->owner;
 
-        pthread_mutex_lock(&p->wake.lock);
+        pools_lock(&p->wake.lock);
         pool->job_done = true;
         p->wake.kicked = true;
         pthread_cond_signal(&p->wake.kick);
-        pthread_mutex_unlock(&p->wake.lock);
+        pools_unlock(&p->wake.lock);
 }
 
 /* Start warming POOL (its fd is open).  -errno from engine_submit. */
@@ -48,16 +48,16 @@ int pools_start_job(struct pools *p, struct pool *pool)
         struct job *job;
         int r;
 
-        pthread_mutex_lock(&p->wake.lock);
+        pools_lock(&p->wake.lock);
         pool->job_done = false;
-        pthread_mutex_unlock(&p->wake.lock);
+        pools_unlock(&p->wake.lock);
         r = engine_submit(p->cfg.engine, &spec, &job);
         if (r < 0)
                 return r;
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         pool->job = job;
         pool->have_last = false;
         p->reg.stats.jobs_started++;
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         return 0;
 }

@@ -50,6 +50,7 @@ struct need_file {
 static uint64_t count_needed(struct pools *p, int node, uint64_t page_size, struct need_file **ret_files,
                              size_t *ret_n)
 {
+        pools_assert_held(&p->reg.lock);
         struct need_file *files = NULL;
         size_t n = 0, cap = 0;
         uint64_t pages = 0;
@@ -108,6 +109,7 @@ static uint64_t count_needed(struct pools *p, int node, uint64_t page_size, stru
 
 uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size)
 {
+        pools_assert_held(&p->reg.lock);
         return count_needed(p, node, page_size, NULL, NULL);
 }
 
@@ -120,9 +122,9 @@ static uint64_t needed_now(struct pools *p, int node, uint64_t page_size)
         uint64_t pages;
         size_t n = 0;
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         pages = count_needed(p, node, page_size, &files, &n);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         for (size_t i = 0; i < n; i++) {
                 const struct need_file *f = &files[i];
                 struct stat st;
@@ -145,6 +147,7 @@ static uint64_t needed_now(struct pools *p, int node, uint64_t page_size)
 int pools_node_counts(struct pools *p, int node, uint64_t page_size, struct hp_counts *ret_hp,
                       uint64_t *ret_needed)
 {
+        pools_assert_held(&p->admit.lock);
         uint64_t before, after;
         struct hp_counts hp;
         int r;

@@ -220,9 +220,9 @@ static bool reconcile_recycle(struct pools *p, struct pool *pool, int fd, const 
         if (r->state == POOL_RECYCLING)
                 log_notice("pools: the recycle of stock file %s was cut short; it is zeroed again from the start",
                            r->name);
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         p->recycle.due = true;
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         return true;
 }
 
@@ -362,8 +362,14 @@ static int load_journal(struct pools *p, bool *ret_rebooted)
         for (size_t i = 0; i < j->n_pools; i++) {
                 struct pool *pool = calloc(1, sizeof(*pool));
                 const char *dir = pools_mount_dir(p, j->pools[i].page_size);
+                int added = -ENOMEM;
 
-                if (!pool || pools_add(p, pool) < 0) {
+                if (pool) {
+                        pools_lock(&p->reg.lock);
+                        added = pools_add(p, pool);
+                        pools_unlock(&p->reg.lock);
+                }
+                if (added < 0) {
                         free(pool);
                         journal_free(j);
                         return -ENOMEM;
@@ -402,9 +408,9 @@ static void reattach_owner(struct pools *p, struct pool *pool)
         if (q == 0 || q == -ESRCH) {
                 log_notice("pools: pool %s: its owner process %d %s; releasing it", r->name, r->owner_pid,
                            q == 0 ? "is gone (its pid now names another process)" : "is gone");
-                pthread_mutex_lock(&p->reg.lock);
+                pools_lock(&p->reg.lock);
                 pool->release_due = RELEASE_OWNER_EXITED;
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
                 return;
         }
         /* Cannot tell (no pidfds, no /proc): never release a pool whose VM
@@ -424,6 +430,10 @@ int pools_recover(struct pools *p)
         r = load_journal(p, &rebooted);
         if (r < 0)
                 return r;
+        /* Nothing else runs yet but engine callbacks; start-up admits,
+         * reserves and drops rows under the locks a create would hold, so
+         * the lock rules (and their assertions) hold here too. */
+        pools_lock(&p->admit.lock);
         /* Pages first, then the jobs that need them. */
         if (rebooted)
                 reapply_reservations(p);
@@ -439,11 +449,14 @@ int pools_recover(struct pools *p)
                 } else {
                         if (pool->path[0])
                                 unlink(pool->path);
+                        pools_lock(&p->reg.lock);
                         pools_drop(p, pool); /* moves the last row here */
+                        pools_unlock(&p->reg.lock);
                         free(pool);
                 }
         }
         pools_remove_orphans(p);
+        pools_unlock(&p->admit.lock);
         for (size_t i = 0; i < p->reg.n_pools; i++)
                 if (p->reg.pools[i]->rec.state == POOL_READY && p->reg.pools[i]->rec.claimed &&
                     p->reg.pools[i]->rec.owner_pid > 0)

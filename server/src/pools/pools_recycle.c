@@ -73,7 +73,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
         int r;
 
         snprintf(old_name, sizeof(old_name), "%s", pool->rec.name);
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         if (recycle && why != RELEASE_NONE && dir && pool->rec.state == POOL_READY && !pool->job &&
             pools_stock_deficit(p, pool->rec.node, pool->rec.page_size, pool->rec.size_bytes) > 0) {
                 do
@@ -88,16 +88,16 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
                 if (keep)
                         pool->pending = &next;
         }
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         if (!keep)
                 return pools_remove(p, pool, why);
 
         r = pools_save(p);
         if (r < 0) {
-                pthread_mutex_lock(&p->reg.lock);
+                pools_lock(&p->reg.lock);
                 pool->pending = NULL;
                 pthread_cond_broadcast(&p->reg.changed);
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
                 log_err("pools: cannot save the release of pool %s: %s; it stays as it was", old_name,
                         strerror(-r));
                 return -EAGAIN;
@@ -110,7 +110,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
         bool moved = rename(pool->path, path) == 0;
         int err = errno;
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         pool->rec = next;
         pool->pending = NULL;
         pool->release_due = RELEASE_NONE;
@@ -125,7 +125,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
                 p->reg.stats.stock_recycle_kept++;
         }
         pthread_cond_broadcast(&p->reg.changed);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         owner_watch_remove(p->owners, old_name);
         pools_notify(p, old_name);
         if (!moved) {
@@ -142,9 +142,9 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
                  old_name, name);
         pools_release(p, pool);
         /* Only now that it is free: a look before would skip it. */
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         p->recycle.due = true;
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         pools_kick(p);
         return 0;
 }
@@ -156,9 +156,9 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
 static void discard(struct pools *p, struct pool *pool, const char *why)
 {
         log_warn("pools: stock file %s is not recycled: %s; removing it", pool->rec.name, why);
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         p->reg.stats.stock_recycle_discarded++;
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         if (pools_remove(p, pool, RELEASE_NONE) < 0)
                 pools_release(p, pool);
 }
@@ -244,9 +244,9 @@ static void start_zeroing(struct pools *p, struct pool *pool)
                         return;
                 }
         } else {
-                pthread_mutex_lock(&p->reg.lock);
+                pools_lock(&p->reg.lock);
                 (void)pool_transition(&pool->rec, POOL_RECYCLING, NULL, NULL);
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
         }
         pool->fd = fd;
         pool->job_offset = 0;
@@ -278,7 +278,7 @@ static size_t collect_waiting(struct pools *p, struct waiting **ret, struct owne
         struct owner_file *f = NULL;
         size_t n = 0;
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         p->recycle.due = false;
         *ret_busy = false;
         for (size_t i = 0; i < p->reg.n_pools; i++) {
@@ -301,7 +301,7 @@ static size_t collect_waiting(struct pools *p, struct waiting **ret, struct owne
                 f[n].ino = o->file_ino;
                 n++;
         }
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         if (!n || !w || !f) {
                 free(w);
                 free(f);
@@ -324,9 +324,9 @@ void pools_recycle_upkeep(struct pools *p)
         size_t n;
         int r;
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         due = p->recycle.due;
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         if (!due && (!p->recycle.next_ns || now < p->recycle.next_ns))
                 return;
         p->recycle.next_ns = 0;
@@ -352,14 +352,14 @@ void pools_recycle_upkeep(struct pools *p)
         for (size_t i = 0; i < n; i++) {
                 struct pool *pool;
 
-                pthread_mutex_lock(&p->reg.lock);
+                pools_lock(&p->reg.lock);
                 pool = pools_find(p, w[i].name);
                 if (pool && (pool->hold != POOL_FREE || pool->rec.state != w[i].state || pool->job))
                         pool = NULL;
                 if (pool && files[i].mapped) {
                         bool said = pool->recycle_wait_logged;
                         pool->recycle_wait_logged = true;
-                        pthread_mutex_unlock(&p->reg.lock);
+                        pools_unlock(&p->reg.lock);
                         if (!said)
                                 log_info("pools: stock file %s is still mapped by a process; it is recycled "
                                          "once none maps it", w[i].name);
@@ -367,7 +367,7 @@ void pools_recycle_upkeep(struct pools *p)
                 }
                 if (pool)
                         pools_set_hold(pool, POOL_BUSY);
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
                 if (pool)
                         start_zeroing(p, pool);
         }
@@ -393,10 +393,10 @@ bool pools_recycle_done(struct pools *p, struct pool *pool, const struct journal
         }
         log_err("pools: cannot save that stock file %s is recycled: %s; removing it (an unsaved recycle is "
                 "never handed out)", next->name, strerror(-r));
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         p->reg.stats.stock_recycle_discarded++;
         p->reg.stats.stock_recycled--;
         p->reg.stats.stock_recycled_bytes -= next->size_bytes;
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         return pools_remove(p, pool, RELEASE_NONE) == 0;
 }

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -37,6 +38,7 @@ uint64_t pools_rec_expires_boot_ns(const struct journal_pool *r)
 
 struct pool *pools_find(struct pools *p, const char *name)
 {
+        pools_assert_held(&p->reg.lock);
         for (size_t i = 0; i < p->reg.n_pools; i++)
                 if (p->reg.pools[i]->hold != POOL_REMOVING && strcmp(p->reg.pools[i]->rec.name, name) == 0)
                         return p->reg.pools[i];
@@ -45,6 +47,7 @@ struct pool *pools_find(struct pools *p, const char *name)
 
 int pools_add(struct pools *p, struct pool *pool)
 {
+        pools_assert_held(&p->reg.lock);
         if (p->reg.n_pools == p->reg.cap_pools) {
                 size_t cap = p->reg.cap_pools ? p->reg.cap_pools * 2 : 16;
                 struct pool **n = realloc(p->reg.pools, cap * sizeof(*n));
@@ -59,6 +62,7 @@ int pools_add(struct pools *p, struct pool *pool)
 
 void pools_drop(struct pools *p, struct pool *pool)
 {
+        pools_assert_held(&p->reg.lock);
         for (size_t i = 0; i < p->reg.n_pools; i++)
                 if (p->reg.pools[i] == pool) {
                         p->reg.pools[i] = p->reg.pools[--p->reg.n_pools];
@@ -68,6 +72,7 @@ void pools_drop(struct pools *p, struct pool *pool)
 
 void pools_set_hold(struct pool *pool, enum pool_hold to)
 {
+        pools_assert_held(&pool->owner->reg.lock);
         if (!pool_hold_allowed(pool->hold, to)) {
                 /* Two threads think they own the pool: going on would
                  * corrupt the registry or unlink a file twice. */
@@ -80,11 +85,13 @@ void pools_set_hold(struct pool *pool, enum pool_hold to)
 
 const struct journal_pool *pools_latest(const struct pool *pool)
 {
+        pools_assert_held(&pool->owner->reg.lock);
         return pool->pending ? pool->pending : &pool->rec;
 }
 
 void pools_fill_view(struct pool *pool, struct pool_view *v)
 {
+        pools_assert_held(&pool->owner->reg.lock);
         const struct journal_pool *r = &pool->rec;
         struct job_status st;
         uint64_t done = r->bytes_done;
@@ -149,13 +156,13 @@ int pools_save(struct pools *p)
         struct journal j = {0};
         int r;
 
-        pthread_mutex_lock(&p->save.lock);
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->save.lock);
+        pools_lock(&p->reg.lock);
         snprintf(j.boot_id, sizeof(j.boot_id), "%s", p->boot_id);
         j.reservations = calloc(p->admit.n_resv ? p->admit.n_resv : 1, sizeof(*j.reservations));
         j.pools = calloc(p->reg.n_pools ? p->reg.n_pools : 1, sizeof(*j.pools));
         if (!j.reservations || !j.pools) {
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
                 r = -ENOMEM;
                 goto out;
         }
@@ -165,7 +172,7 @@ int pools_save(struct pools *p)
         if (p->stock.n_targets) {
                 j.stock_targets = calloc(p->stock.n_targets, sizeof(*j.stock_targets));
                 if (!j.stock_targets) {
-                        pthread_mutex_unlock(&p->reg.lock);
+                        pools_unlock(&p->reg.lock);
                         r = -ENOMEM;
                         goto out;
                 }
@@ -186,19 +193,19 @@ int pools_save(struct pools *p)
                 }
                 j.n_pools++;
         }
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         unsigned long full = p->save.jsync.full_saves;
         r = journal_save_sync(p->state_dir, &j, &p->save.jsync);
         if (r == 0) {
-                pthread_mutex_lock(&p->reg.lock);
+                pools_lock(&p->reg.lock);
                 if (p->save.jsync.full_saves != full)
                         p->reg.stats.journal_saves_full++;
                 else
                         p->reg.stats.journal_saves_light++;
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
         }
 out:
-        pthread_mutex_unlock(&p->save.lock);
+        pools_unlock(&p->save.lock);
         free(j.reservations);
         free(j.pools);
         free(j.stock_targets);
@@ -209,16 +216,16 @@ int pools_save_record(struct pools *p, struct pool *pool, const struct journal_p
 {
         int r;
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         pool->pending = next;
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         r = pools_save(p);
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         if (r == 0 || apply_on_failure)
                 pool->rec = *next;
         pool->pending = NULL;
         pthread_cond_broadcast(&p->reg.changed);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         return r;
 }
 
@@ -232,6 +239,7 @@ int pools_commit(struct pools *p, struct pool *pool, const struct journal_pool *
 
 struct pool *pools_grab(struct pools *p, const char *name)
 {
+        pools_assert_held(&p->reg.lock);
         for (;;) {
                 struct pool *pool = pools_find(p, name);
                 if (!pool || pool->hold == POOL_CREATING || pools_is_stock(pool))
@@ -240,7 +248,7 @@ struct pool *pools_grab(struct pools *p, const char *name)
                         pools_set_hold(pool, POOL_BUSY);
                         return pool;
                 }
-                pthread_cond_wait(&p->reg.changed, &p->reg.lock);
+                pools_cond_wait(&p->reg.changed, &p->reg.lock);
         }
 }
 
@@ -248,19 +256,20 @@ void pools_release(struct pools *p, struct pool *pool)
 {
         bool due;
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         pools_set_hold(pool, POOL_FREE);
         /* Marked for release while held (its owner exited during a claim):
          * upkeep skipped it, so tell it the pool is free now. */
         due = pool->release_due != RELEASE_NONE;
         pthread_cond_broadcast(&p->reg.changed);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         if (due)
                 pools_kick(p);
 }
 
 void pools_count_release(struct pools *p, enum pool_release why)
 {
+        pools_assert_held(&p->reg.lock);
         switch (why) {
         case RELEASE_DELETE: p->reg.stats.released_delete++; break;
         case RELEASE_TTL: p->reg.stats.pools_expired++; break;
@@ -272,29 +281,48 @@ void pools_count_release(struct pools *p, enum pool_release why)
 
 void pools_set_observer(struct pools *p, void (*fn)(void *arg, const char *name), void *arg)
 {
-        pthread_mutex_lock(&p->obs.lock);
+        pools_lock(&p->obs.lock);
         p->obs.fn = fn;
         p->obs.arg = fn ? arg : NULL;
-        pthread_mutex_unlock(&p->obs.lock);
+        pools_unlock(&p->obs.lock);
 }
 
 void pools_notify(struct pools *p, const char *name)
 {
-        pthread_mutex_lock(&p->obs.lock);
+        pools_lock(&p->obs.lock);
         if (p->obs.fn)
                 p->obs.fn(p->obs.arg, name);
-        pthread_mutex_unlock(&p->obs.lock);
+        pools_unlock(&p->obs.lock);
 }
 
 void pools_kick(struct pools *p)
 {
-        pthread_mutex_lock(&p->wake.lock);
+        pools_lock(&p->wake.lock);
         p->wake.kicked = true;
         pthread_cond_signal(&p->wake.kick);
-        pthread_mutex_unlock(&p->wake.lock);
+        pools_unlock(&p->wake.lock);
 }
 
 bool pools_is_stock(const struct pool *pool)
 {
+        pools_assert_held(&pool->owner->reg.lock);
         return pool_state_is_stock(pools_latest(pool)->state);
 }
+
+#ifdef HPW_LOCK_ASSERTS
+uintptr_t pools_lock_self(void)
+{
+        static _Thread_local char self;
+
+        return (uintptr_t)&self;
+}
+
+void pools_assert_held_at(const struct pools_mutex *m, const char *what, const char *func)
+{
+        if (atomic_load_explicit(&m->owner, memory_order_relaxed) == pools_lock_self())
+                return;
+        /* Going on would race on what the lock guards. */
+        log_err("pools: %s() needs %s held, and this thread does not hold it", func, what);
+        abort();
+}
+#endif

@@ -44,6 +44,7 @@ static bool row_matches(const struct pool *o, const struct journal_stock_target 
 static void count_rows(struct pools *p, const struct journal_stock_target *t, unsigned *ret_ready,
                        unsigned *ret_warming, unsigned *ret_recycling, unsigned *ret_dirty)
 {
+        pools_assert_held(&p->reg.lock);
         unsigned ready = 0, warming = 0, recycling = 0, dirty = 0;
 
         for (size_t i = 0; i < p->reg.n_pools; i++) {
@@ -88,6 +89,7 @@ static uint64_t deficit_of(struct pools *p, const struct journal_stock_target *t
 
 uint64_t pools_stock_deficit(struct pools *p, int node, uint64_t page_size, uint64_t size)
 {
+        pools_assert_held(&p->reg.lock);
         for (size_t k = 0; k < p->stock.n_targets; k++)
                 if (p->stock.targets[k].node == node && p->stock.targets[k].page_size == page_size &&
                     p->stock.targets[k].size_bytes == size) {
@@ -198,10 +200,11 @@ static int validate_targets(struct pools *p, const struct journal_stock_target *
 /* Remove stock files beyond what the targets ask for (admit.lock held). */
 static void trim_rows(struct pools *p)
 {
+        pools_assert_held(&p->admit.lock);
         for (;;) {
                 struct pool *victim = NULL;
 
-                pthread_mutex_lock(&p->reg.lock);
+                pools_lock(&p->reg.lock);
                 for (size_t i = 0; i < p->reg.n_pools && !victim; i++) {
                         struct pool *o = p->reg.pools[i];
                         const struct journal_pool *r = &o->rec;
@@ -213,7 +216,7 @@ static void trim_rows(struct pools *p)
                                 /* A refill being finished: wait for it (its
                                  * holder never waits for admit.lock), or it
                                  * would outlive its target. */
-                                pthread_cond_wait(&p->reg.changed, &p->reg.lock);
+                                pools_cond_wait(&p->reg.changed, &p->reg.lock);
                                 i = (size_t)-1;
                                 continue;
                         }
@@ -238,7 +241,7 @@ static void trim_rows(struct pools *p)
                 }
                 if (victim)
                         pools_set_hold(victim, POOL_BUSY);
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
                 if (!victim)
                         return;
                 log_info("pools: removing stock file %s: no stock target asks for it any more", victim->rec.name);
@@ -255,7 +258,7 @@ int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_
         size_t old_n;
         int r;
 
-        pthread_mutex_lock(&p->admit.lock);
+        pools_lock(&p->admit.lock);
         r = validate_targets(p, t, n, err);
         if (r < 0)
                 goto out;
@@ -268,19 +271,19 @@ int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_
                 }
                 memcpy(copy, t, n * sizeof(*copy));
         }
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         old = p->stock.targets;
         old_n = p->stock.n_targets;
         p->stock.targets = copy;
         p->stock.n_targets = n;
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         r = pools_save(p);
         if (r < 0) {
                 /* Nothing changes on failure. */
-                pthread_mutex_lock(&p->reg.lock);
+                pools_lock(&p->reg.lock);
                 p->stock.targets = old;
                 p->stock.n_targets = old_n;
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
                 free(copy);
                 problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving %s/state.json: %s", p->state_dir,
                               strerror(-r));
@@ -291,7 +294,7 @@ int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_
         trim_rows(p);
         p->stock.short_logged = false;
 out:
-        pthread_mutex_unlock(&p->admit.lock);
+        pools_unlock(&p->admit.lock);
         if (r == 0)
                 pools_kick(p);
         return r;
@@ -301,10 +304,10 @@ int pools_get_stock(struct pools *p, struct stock_view **ret, size_t *ret_n)
 {
         struct stock_view *v;
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         v = calloc(p->stock.n_targets ? p->stock.n_targets : 1, sizeof(*v));
         if (!v) {
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
                 return -ENOMEM;
         }
         for (size_t i = 0; i < p->stock.n_targets; i++) {
@@ -313,7 +316,7 @@ int pools_get_stock(struct pools *p, struct stock_view **ret, size_t *ret_n)
                 v[i].deficit = deficit_of(p, &p->stock.targets[i]);
         }
         *ret_n = p->stock.n_targets;
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         *ret = v;
         return 0;
 }
@@ -324,6 +327,7 @@ int pools_get_stock(struct pools *p, struct stock_view **ret, size_t *ret_n)
  * no free pages that no warm needs; other -errno on failure. */
 static int add_one(struct pools *p, const struct journal_stock_target *t)
 {
+        pools_assert_held(&p->admit.lock);
         uint64_t pages = t->size_bytes / t->page_size, others;
         struct problem err = {0};
         struct hp_counts hp;
@@ -341,12 +345,12 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
                 return -ENOMEM;
         pool->owner = p;
         pool->fd = -1;
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         do
                 snprintf(pool->rec.name, sizeof(pool->rec.name), "%cn%d-%" PRIu64 "k-%u", POOL_STOCK_PREFIX,
                          t->node, t->page_size / 1024, p->stock.seq++);
         while (pools_find(p, pool->rec.name));
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         pool->rec.node = t->node;
         pool->rec.page_size = t->page_size;
         pool->rec.size_bytes = t->size_bytes;
@@ -360,11 +364,11 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
                 return r;
         }
         (void)pool_transition(&pool->rec, POOL_STOCK_WARMING, NULL, NULL);
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         pools_set_hold(pool, POOL_CREATING);
         r = pools_add(p, pool);
         p->stock.refilling_set = false; /* the row counts itself now */
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         if (r < 0)
                 goto out_unlink;
         r = pools_start_job(p, pool);
@@ -377,10 +381,10 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
                 log_err("pools: saving state for stock file %s: %s", pool->rec.name, strerror(-r));
                 goto out_drop;
         }
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         pools_set_hold(pool, POOL_FREE);
         pthread_cond_broadcast(&p->reg.changed);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         log_info("pools: refilling stock: %s, %" PRIu64 " bytes on node %d", pool->rec.name, t->size_bytes,
                  t->node);
         return 0;
@@ -402,9 +406,9 @@ void pools_stock_refill(struct pools *p)
 {
         uint64_t now = now_mono_ns(), after;
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         after = p->stock.handed_out_ns ? p->stock.handed_out_ns + REFILL_AFTER_HAND_OUT_NS : 0;
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         p->stock.next_refill_ns = after > now ? after : 0;
         if (p->stock.next_refill_ns)
                 return;
@@ -413,36 +417,36 @@ void pools_stock_refill(struct pools *p)
                 bool have = false;
                 int r = 0;
 
-                pthread_mutex_lock(&p->admit.lock);
-                pthread_mutex_lock(&p->reg.lock);
+                pools_lock(&p->admit.lock);
+                pools_lock(&p->reg.lock);
                 if (i < p->stock.n_targets) {
                         t = p->stock.targets[i];
                         have = true;
                 }
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
                 if (!have) {
-                        pthread_mutex_unlock(&p->admit.lock);
+                        pools_unlock(&p->admit.lock);
                         return;
                 }
                 for (;;) {
-                        pthread_mutex_lock(&p->reg.lock);
+                        pools_lock(&p->reg.lock);
                         uint64_t deficit = deficit_of(p, &t);
                         if (deficit > 0) {
                                 p->stock.refilling = t;
                                 p->stock.refilling_set = true;
                         }
-                        pthread_mutex_unlock(&p->reg.lock);
+                        pools_unlock(&p->reg.lock);
                         if (deficit == 0)
                                 break;
                         r = add_one(p, &t);
                         /* Its row (if any) is counted from here on. */
-                        pthread_mutex_lock(&p->reg.lock);
+                        pools_lock(&p->reg.lock);
                         p->stock.refilling_set = false;
-                        pthread_mutex_unlock(&p->reg.lock);
+                        pools_unlock(&p->reg.lock);
                         if (r < 0)
                                 break;
                 }
-                pthread_mutex_unlock(&p->admit.lock);
+                pools_unlock(&p->admit.lock);
                 if (r == -ENOSPC && !p->stock.short_logged) {
                         /* Said once per target change: it is the host's
                          * state, not an event; pools come first. */
@@ -461,13 +465,13 @@ void pools_stock_refill(struct pools *p)
 static int handed_out(struct pools *p, struct pool *pool, uint64_t *counter, struct pool_view *ret,
                       bool *ret_taken)
 {
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         (*counter)++;
         p->stock.handed_out_ns = now_mono_ns();
         pools_set_hold(pool, POOL_FREE);
         pools_fill_view(pool, ret);
         pthread_cond_broadcast(&p->reg.changed);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         pools_kick(p);
         *ret_taken = true;
         return 0;
@@ -485,7 +489,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
         uint64_t old_size;
         int fd, r;
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 struct pool *o = p->reg.pools[i];
                 if (o->hold == POOL_FREE && o->rec.state == POOL_STOCK && o->rec.node == req->node &&
@@ -495,7 +499,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
         }
         if (pool)
                 pools_set_hold(pool, POOL_BUSY);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         if (!pool)
                 return 0;
         old_size = pool->rec.size_bytes;
@@ -548,13 +552,13 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
         next.from_stock = POOL_FROM_STOCK_PARTIAL;
         log_info("pools: pool %s handed out from stock file %s (%" PRIu64 " bytes), growing it to %" PRIu64,
                  req->name, pool->rec.name, old_size, req->size_bytes);
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         snprintf(pool->path, sizeof(pool->path), "%s", new_path);
         pool->have_last = false;
         pool->fd = fd;
         pool->job_offset = old_size;
         pool->present_at_start = old_size;
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         /* Saved as warming before the job starts: a crash from here on
          * resumes the whole file at start (populate skips present pages). */
         r = pools_commit(p, pool, &next);
@@ -574,13 +578,14 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
 int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_view *ret, bool *ret_taken,
                      struct problem *err)
 {
+        pools_assert_held(&p->admit.lock);
         char old_path[PATH_MAX], new_path[PATH_MAX];
         struct journal_pool next;
         struct pool *pool = NULL;
         bool stocked = false;
         int r;
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         for (size_t k = 0; k < p->stock.n_targets; k++)
                 stocked |= p->stock.targets[k].node == req->node && p->stock.targets[k].page_size == req->page_size;
         for (size_t i = 0; i < p->reg.n_pools && !pool; i++) {
@@ -593,7 +598,7 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
                          * shows "stock" in GET /v1/stock already): wait
                          * for it rather than warm cold.  Whoever holds a
                          * stock row never waits for admit.lock. */
-                        pthread_cond_wait(&p->reg.changed, &p->reg.lock);
+                        pools_cond_wait(&p->reg.changed, &p->reg.lock);
                         i = (size_t)-1;
                         continue;
                 }
@@ -601,18 +606,18 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
                         pool = o;
         }
         if (!pool) {
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
                 int q = take_partial(p, req, ret, ret_taken, err);
                 if (q == 0 && !*ret_taken && stocked) {
-                        pthread_mutex_lock(&p->reg.lock);
+                        pools_lock(&p->reg.lock);
                         p->reg.stats.stock_misses++;
-                        pthread_mutex_unlock(&p->reg.lock);
+                        pools_unlock(&p->reg.lock);
                 }
                 return q;
         }
         pools_set_hold(pool, POOL_BUSY);
         snprintf(old_path, sizeof(old_path), "%s", pool->path);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
 
         snprintf(new_path, sizeof(new_path), "%s/%s", pools_mount_dir(p, req->page_size), req->name);
         /* check_registry found no pool of this name and the orphan sweep
@@ -635,10 +640,10 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
         next.bytes_done = next.size_bytes;
         next.from_stock = POOL_FROM_STOCK_FULL;
         log_info("pools: pool %s handed out from stock file %s", req->name, pool->rec.name);
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         snprintf(pool->path, sizeof(pool->path), "%s", new_path);
         pool->have_last = false;
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         /* A crash before this save leaves a stock record whose file is gone
          * (dropped at start) and an unrecorded file (removed as an orphan):
          * nothing leaks and nothing is handed out twice. */

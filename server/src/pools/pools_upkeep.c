@@ -36,9 +36,9 @@ static bool job_is_done(struct pools *p, struct pool *pool)
 {
         bool done;
 
-        pthread_mutex_lock(&p->wake.lock);
+        pools_lock(&p->wake.lock);
         done = pool->job_done;
-        pthread_mutex_unlock(&p->wake.lock);
+        pools_unlock(&p->wake.lock);
         return done;
 }
 
@@ -57,6 +57,7 @@ struct file_change {
 static void job_outcome(struct pools *p, struct pool *pool, const struct job_status *st, bool shutdown,
                         const struct file_change *fc, struct journal_pool *next, bool *ret_unlink)
 {
+        pools_assert_held(&p->reg.lock);
         *next = pool->rec;
         *ret_unlink = false;
         next->bytes_done = st->bytes_done;
@@ -142,23 +143,23 @@ bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
 
         struct file_change fc = {0};
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         job = pool->job;
         if (job)
                 job_get_status(job, &st);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         if (!job)
                 return false;
         /* POOL is busy: its job and file stay as they are until we are done. */
         if (st.state == JOB_DONE || st.state == JOB_FAILED)
                 fc.changed = pools_file_changed(pool->path, pool->file_dev, pool->file_ino, &pool->rec,
                                                 fc.detail, sizeof(fc.detail), &fc.ours);
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         pool->last = st;
         pool->have_last = true;
         pool->job = NULL;
         job_outcome(p, pool, &st, shutdown, &fc, &next, &unlink_file);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
 
         if (next.state == POOL_READY) {
                 /* The one change shown before it is saved: a crash in between
@@ -170,10 +171,10 @@ bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
                  * the engine to unmap the pool (1.5 ms for 4 GiB): the pool
                  * stays held until that is done, so nobody truncates it
                  * while the engine still maps it. */
-                pthread_mutex_lock(&p->reg.lock);
+                pools_lock(&p->reg.lock);
                 pool->rec = next;
                 pthread_cond_broadcast(&p->reg.changed);
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
                 pools_notify(p, next.name);
         }
         job_free(job);
@@ -263,7 +264,7 @@ static bool upkeep_one(struct pools *p, uint64_t *next_expiry)
         bool release = false, check = false;
 
         *next_expiry = 0;
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 struct pool *o = p->reg.pools[i];
                 if (o->hold == POOL_FREE && o->job && job_is_done(p, o)) {
@@ -299,7 +300,7 @@ static bool upkeep_one(struct pools *p, uint64_t *next_expiry)
         }
         if (pool)
                 pools_set_hold(pool, POOL_BUSY);
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         if (!pool)
                 return false;
 
@@ -309,9 +310,9 @@ static bool upkeep_one(struct pools *p, uint64_t *next_expiry)
                 if (pools_release_pool(p, pool, why, true) == 0)
                         return true;
                 /* Could not unlink: others first, this one again later. */
-                pthread_mutex_lock(&p->reg.lock);
+                pools_lock(&p->reg.lock);
                 pool->retry_at = now + POOLS_RELEASE_RETRY_SECONDS * NS_PER_SEC;
-                pthread_mutex_unlock(&p->reg.lock);
+                pools_unlock(&p->reg.lock);
                 pools_release(p, pool);
                 return true;
         }
@@ -342,7 +343,7 @@ static void sweep_unmapped(struct pools *p)
         int64_t now = pools_now_unix();
         bool due = false;
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         if (p->reg.n_pools) {
                 items = calloc(p->reg.n_pools, sizeof(*items));
                 files = calloc(p->reg.n_pools, sizeof(*files));
@@ -358,7 +359,7 @@ static void sweep_unmapped(struct pools *p)
                 snprintf(items[n].path, sizeof(items[n].path), "%s", o->path);
                 n++;
         }
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         if (n == 0)
                 return;
 
@@ -387,7 +388,7 @@ static void sweep_unmapped(struct pools *p)
                          unreadable);
         }
 
-        pthread_mutex_lock(&p->reg.lock);
+        pools_lock(&p->reg.lock);
         for (size_t i = 0; i < n; i++) {
                 struct pool *o = pools_find(p, items[i].name);
                 bool mapped = files[i].mapped || files[i].ino == 0;
@@ -408,7 +409,7 @@ static void sweep_unmapped(struct pools *p)
                         due = true;
                 }
         }
-        pthread_mutex_unlock(&p->reg.lock);
+        pools_unlock(&p->reg.lock);
         if (due)
                 pools_kick(p);
 }
@@ -447,12 +448,12 @@ static void *upkeep_thread(void *arg)
                                 at = exp_at;
                 }
                 struct timespec ts = { .tv_sec = (time_t)(at / NS_PER_SEC), .tv_nsec = (long)(at % NS_PER_SEC) };
-                pthread_mutex_lock(&p->wake.lock);
+                pools_lock(&p->wake.lock);
                 if (!p->wake.kicked && !p->wake.stopping)
-                        pthread_cond_timedwait(&p->wake.kick, &p->wake.lock, &ts);
+                        pools_cond_timedwait(&p->wake.kick, &p->wake.lock, &ts);
                 p->wake.kicked = false;
                 bool stop = p->wake.stopping;
-                pthread_mutex_unlock(&p->wake.lock);
+                pools_unlock(&p->wake.lock);
                 if (stop)
                         return NULL;
         }
@@ -471,10 +472,10 @@ void pools_stop_upkeep(struct pools *p)
 {
         if (!p->upkeep.started)
                 return;
-        pthread_mutex_lock(&p->wake.lock);
+        pools_lock(&p->wake.lock);
         p->wake.stopping = true;
         pthread_cond_signal(&p->wake.kick);
-        pthread_mutex_unlock(&p->wake.lock);
+        pools_unlock(&p->wake.lock);
         pthread_join(p->upkeep.thread, NULL);
         p->upkeep.started = false;
 }
