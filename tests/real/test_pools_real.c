@@ -1,4 +1,4 @@
-/* pools.c against the real kernel, run under tests/real/guard.sh (host-wide
+/* The pool core against the real kernel, run under tests/real/guard.sh (host-wide
  * lock, nr_hugepages restored, private 2 MiB hugetlbfs in $HPW_TEST_HUGETLBFS).
  * On node 0:
  *

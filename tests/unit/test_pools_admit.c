@@ -181,9 +181,7 @@ static void start_with_a_warming(struct warm_a *t)
         fixture_write(t->e.sys, FREE0, "12\n");
         fixture_write(t->e.sys, HP_DIR(0) "nr_hugepages", "16\n");
         t->p = start(&t->e);
-        fake_gate_set(true);
-        CHECK_INT(create(t->p, &r, &t->v, &t->err), ==, CREATED);
-        wait_inside();
+        create_gated(t->p, &r, &t->v, &t->err);
         CHECK_U64(bytes_done(t->p, "a"), ==, 0);
         snprintf(a_path, sizeof(a_path), "%s/a", t->e.mount);
 }
