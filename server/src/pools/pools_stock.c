@@ -460,6 +460,26 @@ void pools_stock_refill(struct pools *p)
 
 /* ---- hand-out ---- */
 
+/* Rename the stock file POOL (busy) from OLD_PATH to REQ's name in its
+ * directory, written to NEW_PATH (SIZE bytes).  check_registry found no pool
+ * of that name and the orphan sweep removed unrecorded files, so a file
+ * there would be someone else's: it is never replaced.  False, logged and
+ * with POOL released, when the rename did not happen. */
+static bool rename_to_pool(struct pools *p, struct pool *pool, const struct pool_req *req, const char *old_path,
+                           char *new_path, size_t size)
+{
+        int r;
+
+        snprintf(new_path, size, "%s/%s", pools_mount_dir(p, req->page_size), req->name);
+        r = pools_rename_noreplace(old_path, new_path);
+        if (r == 0)
+                return true;
+        log_warn("pools: cannot hand out stock file %s as %s: %s", pool->rec.name, req->name,
+                 r == -EEXIST ? "a file of that name exists" : strerror(-r));
+        pools_release(p, pool);
+        return false;
+}
+
 /* A hand-out is done (its record saved): count it in COUNTER, let others see
  * the pool, fill RET and wake the upkeep thread for the refill. */
 static int handed_out(struct pools *p, struct pool *pool, uint64_t *counter, struct pool_view *ret,
@@ -515,12 +535,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
                 return 0;
         }
         snprintf(old_path, sizeof(old_path), "%s", pool->path);
-        snprintf(new_path, sizeof(new_path), "%s/%s", pools_mount_dir(p, req->page_size), req->name);
-        r = pools_rename_noreplace(old_path, new_path);
-        if (r < 0) {
-                log_warn("pools: cannot hand out stock file %s as %s: %s", pool->rec.name, req->name,
-                         r == -EEXIST ? "a file of that name exists" : strerror(-r));
-                pools_release(p, pool);
+        if (!rename_to_pool(p, pool, req, old_path, new_path, sizeof(new_path))) {
                 pools_undo_growth(p, &growth);
                 return 0;
         }
@@ -619,17 +634,8 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
         snprintf(old_path, sizeof(old_path), "%s", pool->path);
         pools_unlock(&p->reg.lock);
 
-        snprintf(new_path, sizeof(new_path), "%s/%s", pools_mount_dir(p, req->page_size), req->name);
-        /* check_registry found no pool of this name and the orphan sweep
-         * removed unrecorded files, so a file here would be someone else's:
-         * never replace it. */
-        r = pools_rename_noreplace(old_path, new_path);
-        if (r < 0) {
-                log_warn("pools: cannot hand out stock file %s as %s: %s", pool->rec.name, req->name,
-                         r == -EEXIST ? "a file of that name exists" : strerror(-r));
-                pools_release(p, pool);
+        if (!rename_to_pool(p, pool, req, old_path, new_path, sizeof(new_path)))
                 return 0;
-        }
 
         next = pool->rec;
         (void)pool_transition(&next, POOL_READY, NULL, NULL);
