@@ -21,7 +21,10 @@ Rules, each reported by name:
   files-exist        every file.c ARCHITECTURE.md names exists (server/src and
                      its folders, client/src, common);
   deps-owned         each row of the outside-dependency table names exactly
-                     the files that include that dependency's headers.
+                     the files that include that dependency's headers;
+  parts-documented   every part of struct pools (a `struct pools_X name;`
+                     member in server/src/pools/pools_internal.h) is named in
+                     ARCHITECTURE.md's table of parts as `struct pools_X name`.
 Exit 0 when all hold, 1 otherwise.
 """
 import glob
@@ -199,11 +202,22 @@ def main(argv):
     if rows < 5:
         errors.append(f"deps-owned: found only {rows} dependency rows in ARCHITECTURE.md")
 
+    # parts-documented
+    internal = os.path.join(src, "server/src/pools/pools_internal.h")
+    m = re.search(r"^struct pools \{\n(.*?)^\};", read(internal), re.M | re.S)
+    parts = re.findall(r"^\s+struct (pools_\w+) (\w+);", m.group(1), re.M) if m else []
+    if len(parts) < 5:
+        errors.append(f"parts-documented: found only {len(parts)} parts of struct pools in pools_internal.h")
+    for typ, name in parts:
+        if f"`struct {typ} {name}`" not in arch:
+            errors.append(f"parts-documented: struct pools' part `struct {typ} {name}` is not in ARCHITECTURE.md")
+
     for e in errors:
         print("FAIL:", e)
     if errors:
         return 1
-    print(f"ok: {n_names} thread names, {len(server_c)} server files, {rows} dependencies described")
+    print(f"ok: {n_names} thread names, {len(server_c)} server files, {rows} dependencies, "
+          f"{len(parts)} parts of struct pools described")
     return 0
 
 
