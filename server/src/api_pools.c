@@ -195,14 +195,19 @@ static void create_work(struct resp *resp, void *ctx)
         struct pool_work *w = ctx;
         struct pool_view v;
         struct problem p = {0};
-        int r = pools_create(w->app->pools, &w->rq, &v, &p);
+        bool created;
+        int r = pools_create(w->app->pools, &w->rq, &v, &created, &p);
         if (r < 0) {
+                if (p.id == PROBLEM_TOO_MANY_POOLS || p.id == PROBLEM_NODE_WARM_LIMIT)
+                        p.retry_after = API_LIMIT_RETRY_AFTER;
+                else if (p.id == PROBLEM_STATE_WRITE_FAILED)
+                        p.retry_after = API_SAVE_RETRY_AFTER;
                 resp_problem(resp, &p);
                 return;
         }
-        if (r == 201)
+        if (created)
                 snprintf(resp->location, sizeof(resp->location), "/v1/pools/%s", w->rq.name);
-        send_pool(resp, r, &v);
+        send_pool(resp, created ? 201 : 200, &v);
 }
 
 void api_pool_put(const struct req *req, struct resp *resp)
@@ -290,7 +295,7 @@ static void delete_work(struct resp *resp, void *ctx)
                 problem_raise(&p, PROBLEM_STATE_WRITE_FAILED,
                               "pool \"%s\": its release could not be saved to the journal; nothing was "
                               "changed (the pool is still there), retry later", w->name);
-                p.retry_after = POOLS_SAVE_RETRY_AFTER;
+                p.retry_after = API_SAVE_RETRY_AFTER;
                 resp_problem(resp, &p);
                 return;
         }
@@ -360,7 +365,7 @@ static void claim_work(struct resp *resp, void *ctx)
         } else {
                 problem_raise(&p, PROBLEM_STATE_WRITE_FAILED, "pool \"%s\": %s; not claimed", w->name,
                               strerror(-r));
-                p.retry_after = POOLS_SAVE_RETRY_AFTER;
+                p.retry_after = API_SAVE_RETRY_AFTER;
         }
         resp_problem(resp, &p);
 }

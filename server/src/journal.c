@@ -14,7 +14,7 @@
  *
  * Stock files (issue 12) are rows of "pools" with a stock state
  * ("stock-warming", "stock", "dirty", "recycling") and a stock name
- * (pool.h: a first character no pool name has).  "stock_targets" and "from_stock" (written only when not
+ * (pool_state.h: a first character no pool name has).  "stock_targets" and "from_stock" (written only when not
  * "none") are optional like the owner members, for the same reason.
  *
  * owner_pid and owner_start_time (a claimed pool bound to its VMM process,

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pool.h"
+#include "pool_state.h"
 
 #define JOURNAL_NAME_MAX POOL_NAME_MAX
 

@@ -346,7 +346,7 @@ class Handler(BaseHTTPRequestHandler):
         return self.send(200, ans)
 
     def stock_put(self, body):
-        """hpwarmd's checks (server/src/api_stock.c, pools_stock.c), in its order."""
+        """hpwarmd's checks (server/src/api_stock.c, pools/pools_stock.c), in its order."""
         st = self.server.state
         with st.lock:
             st.stock_puts.append(body)

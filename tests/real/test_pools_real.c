@@ -1,4 +1,4 @@
-/* pools.c against the real kernel, run under tests/real/guard.sh (host-wide
+/* The pool core against the real kernel, run under tests/real/guard.sh (host-wide
  * lock, nr_hugepages restored, private 2 MiB hugetlbfs in $HPW_TEST_HUGETLBFS).
  * On node 0:
  *
@@ -212,14 +212,18 @@ static struct pool_req req(const char *name, uint64_t pages)
         return r;
 }
 
+/* What create() returns on success: whether pools_create made the pool. */
+enum { EXISTED = 0, CREATED = 1 };
+
 static int create(struct pools *p, const struct pool_req *r, struct pool_view *v)
 {
         struct problem err = {0};
-        int rc = pools_create(p, r, v, &err);
+        bool created = false;
+        int rc = pools_create(p, r, v, &created, &err);
 
         if (rc < 0)
                 fprintf(stderr, "create %s: %d %s: %s\n", r->name, err.status, err.slug, err.detail);
-        return rc;
+        return rc < 0 ? rc : created ? CREATED : EXISTED;
 }
 
 static void wait_ready(struct pools *p, const char *name, struct pool_view *v)
@@ -296,7 +300,7 @@ TEST(warm_delete_idempotent)
         struct stat st;
 
         struct pool_req r = req("p16", 16);
-        CHECK_INT(create(p, &r, &v), ==, 201);
+        CHECK_INT(create(p, &r, &v), ==, CREATED);
         wait_ready(p, "p16", &v);
         CHECK(v.placement_verified);
         CHECK_U64(v.pages_off_node, ==, 0);
@@ -313,7 +317,7 @@ TEST(warm_delete_idempotent)
         pools_node_usage(p, 0, PAGE, &warm, &warming);
         CHECK_U64(warm, ==, 16);
 
-        CHECK_INT(create(p, &r, &v), ==, 200);
+        CHECK_INT(create(p, &r, &v), ==, EXISTED);
         CHECK_STR(pool_state_name(v.state), "ready");
         CHECK_U64(node_free(), ==, base - 16);
 
@@ -332,7 +336,7 @@ TEST(exhaustion)
         struct problem err = {0};
         struct pool_req r = req("huge", base + 1);
 
-        CHECK_INT(pools_create(p, &r, &v, &err), ==, -ENOMEM);
+        CHECK_INT(pools_create(p, &r, &v, &(bool){false}, &err), ==, -ENOMEM);
         CHECK_INT(err.status, ==, 409);
         CHECK_STR(err.slug, "insufficient-hugepages");
         CHECK(!exists("huge"));
@@ -351,7 +355,7 @@ TEST(cancel_mid_warm)
         pools_get_stats(p, &before);
         set_mode(true, true, false);
         struct pool_req r = req("mid", RESERVE);
-        CHECK_INT(create(p, &r, &v), ==, 201);
+        CHECK_INT(create(p, &r, &v), ==, CREATED);
         wait_gate();
         CHECK_INT(pools_get(p, "mid", &v), ==, 0);
         CHECK_STR(pool_state_name(v.state), "warming");
@@ -380,13 +384,13 @@ TEST(two_at_once)
         hold_start(true);
         struct pool_req ra = req("two-a", 8), rb = req("two-b", 8);
         int rca = create(p, &ra, &a);
-        bool held = rca == 201 && wait_held();
+        bool held = rca == CREATED && wait_held();
         int rcb = create(p, &rb, &b);
         int ga = pools_get(p, "two-a", &a), gb = pools_get(p, "two-b", &b);
         hold_start(false);
-        CHECK_INT(rca, ==, 201);
+        CHECK_INT(rca, ==, CREATED);
         CHECK(held); /* two-a's worker reached its populate */
-        CHECK_INT(rcb, ==, 201);
+        CHECK_INT(rcb, ==, CREATED);
         CHECK_INT(ga, ==, 0);
         CHECK_INT(gb, ==, 0);
         CHECK_STR(pool_state_name(a.state), "warming");
@@ -410,7 +414,7 @@ TEST(ttl)
 
         struct pool_req r = req("ttl", 4);
         r.ttl_seconds = 1;
-        CHECK_INT(create(p, &r, &v), ==, 201);
+        CHECK_INT(create(p, &r, &v), ==, CREATED);
         wait_ready(p, "ttl", &v);
         CHECK(v.expires_at > 0);
         CHECK_U64(node_free(), ==, base - 4);
@@ -433,7 +437,7 @@ TEST(restart)
 
         /* A ready pool survives. */
         struct pool_req r = req("keep", 4);
-        CHECK_INT(create(p, &r, &v), ==, 201);
+        CHECK_INT(create(p, &r, &v), ==, CREATED);
         wait_ready(p, "keep", &v);
         pools_free(p);
         pools_ = NULL;
@@ -453,7 +457,7 @@ TEST(restart)
         set_mode(false, true, true);
         r = req("resume", 16);
         r.threads = 1;
-        CHECK_INT(create(p, &r, &v), ==, 201);
+        CHECK_INT(create(p, &r, &v), ==, CREATED);
         wait_gate();
         pthread_t t = release_soon();
         pools_free(p); /* cancels; the worker returns with half the chunk done */
@@ -568,7 +572,7 @@ TEST(stock)
         CHECK_INT(n_ino, ==, 2);
 
         struct pool_req r = req("s8", 8);
-        CHECK_INT(create(p, &r, &v), ==, 201);
+        CHECK_INT(create(p, &r, &v), ==, CREATED);
         CHECK_STR(pool_state_name(v.state), "ready");
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
         CHECK_INT(stat(v.path, &st), ==, 0);
@@ -579,7 +583,7 @@ TEST(stock)
 
         /* 8 free, 16 in stock: a 20-page pool fits only if stock yields. */
         struct pool_req big = req("big", 20);
-        CHECK_INT(create(p, &big, &v), ==, 201);
+        CHECK_INT(create(p, &big, &v), ==, CREATED);
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
         wait_ready(p, "big", &v);
         struct pools_stats s;

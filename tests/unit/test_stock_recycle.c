@@ -103,7 +103,7 @@ static void used_pool(struct pools *p, const struct env *e, const char *name)
         struct problem err;
         struct pool_view v;
 
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, name, POOL_READY);
         fill(e, name, PAGES);
 }
@@ -256,7 +256,7 @@ TEST(recycle_cycle)
         CHECK_U64(st.released_delete, ==, 1);
 
         struct pool_req r = req("vm2", 0, PAGES);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
         CHECK(ino_of(&e, "vm2") == ino);
         CHECK(all_bytes(&e, "vm2", 0));
@@ -305,7 +305,7 @@ TEST(name_free_at_once)
         CHECK_U64(stock_of(p, PAGES).dirty, ==, 1);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "64\n");
         struct pool_req r = req("vm", 0, 2);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
         wait_state(p, "vm", POOL_READY);
         CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
@@ -348,11 +348,11 @@ TEST(opt_out_and_other_sizes)
         used_pool(p, &e, "a");
         used_pool(p, &e, "b");
         struct pool_req r = req("other", 0, PAGES + 1);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "other", POOL_READY);
         fake_gate_set(true);
         struct pool_req w = req("warm", 0, PAGES);
-        CHECK_INT(create(p, &w, &v, &err), ==, 201);
+        CHECK_INT(create(p, &w, &v, &err), ==, CREATED);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         set_target(p, PAGES, 2);
         CHECK_INT(pools_delete_recycle(p, "a", false), ==, 0);
@@ -382,7 +382,7 @@ TEST(ttl_release_recycles)
         struct pools *p = begin(&e);
         struct pool_req r = req("ttl", 0, PAGES);
         r.ttl_seconds = 1;
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "ttl", POOL_READY);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         set_target(p, PAGES, 1);
@@ -459,7 +459,7 @@ TEST(restart_mid_recycle)
 
         struct pools *p = begin(&e);
         struct pool_req big = req("vm", 0, 16);
-        CHECK_INT(create(p, &big, &v, &err), ==, 201);
+        CHECK_INT(create(p, &big, &v, &err), ==, CREATED);
         wait_state(p, "vm", POOL_READY);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         struct journal_stock_target t = { .node = 0, .page_size = PAGE, .size_bytes = 16 * PAGE, .count = 1 };
@@ -484,7 +484,7 @@ TEST(restart_mid_recycle)
         CHECK_U64(s.ready, ==, 0);
         CHECK_U64(s.recycling, ==, 1);
         struct pool_req again = req("vm3", 0, 16);
-        CHECK_INT(create(p, &again, &v, &err), ==, 201);
+        CHECK_INT(create(p, &again, &v, &err), ==, CREATED);
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
         CHECK(file_exists(&e, name));
         fake_gate_set(false);
