@@ -190,8 +190,8 @@ struct pools_stock {
         size_t n_targets;             /* reg.lock */
         unsigned seq;                 /* admit.lock: numbers new stock file names */
         bool short_logged;            /* upkeep thread: "no room to refill" said */
-        /* reg.lock: the target a refill is adding a file to, from the
-         * deficit it saw until its row is in the registry (or it gave up),
+        /* reg.lock: the target a refill is adding a file to, from when it
+         * found room until its row is in the registry (or it gave up),
          * so a release deciding meanwhile whether to recycle counts that
          * file too. */
         struct journal_stock_target refilling;

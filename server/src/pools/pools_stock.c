@@ -339,6 +339,18 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
                 return r;
         if (hp.free < others || hp.free - others < pages)
                 return -ENOSPC;
+        /* There is room: from here on a release deciding whether to
+         * recycle counts this file (marked only now, so a refill that finds
+         * no room never makes a release delete what it could recycle).  A
+         * release since the caller's look may have filled the gap. */
+        pools_lock(&p->reg.lock);
+        if (deficit_of(p, t) == 0) {
+                pools_unlock(&p->reg.lock);
+                return 0;
+        }
+        p->stock.refilling = *t;
+        p->stock.refilling_set = true;
+        pools_unlock(&p->reg.lock);
 
         pool = calloc(1, sizeof(*pool));
         if (!pool)
@@ -431,14 +443,10 @@ void pools_stock_refill(struct pools *p)
                 for (;;) {
                         pools_lock(&p->reg.lock);
                         uint64_t deficit = deficit_of(p, &t);
-                        if (deficit > 0) {
-                                p->stock.refilling = t;
-                                p->stock.refilling_set = true;
-                        }
                         pools_unlock(&p->reg.lock);
                         if (deficit == 0)
                                 break;
-                        r = add_one(p, &t);
+                        r = add_one(p, &t); /* marks the refill once it found room */
                         /* Its row (if any) is counted from here on. */
                         pools_lock(&p->reg.lock);
                         p->stock.refilling_set = false;
