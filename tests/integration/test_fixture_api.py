@@ -71,9 +71,27 @@ class Report(TestCase):
             # Spot-check against the fixture's README table, not only the files.
             self.assertEqual(j["nodes"][1]["cpu_count"], 2)
             self.assertEqual(j["nodes"][0]["hugepages"][0],
-                             {"page_size_bytes": 2097152, "total": 16, "free": 12, "surplus": 0,
-                              "warm": 0, "warming": 0})
+                             {"page_size_bytes": 2097152, "total": 16, "free": 12, "available": 9,
+                              "surplus": 0, "warm": 0, "warming": 0})
             self.assertEqual(j["hugepages"][0]["reserved"], 3)
+
+    def test_available_takes_foreign_reservations_off_every_node(self):
+        """resv_hugepages (3 on two-node, no pool warming, so all of it
+        belongs to other mappings) is global: each node's `available` is
+        its free less all 3, and follows the counter when it changes."""
+        with Daemon("two-node") as d:
+            hp = {n["id"]: n["hugepages"][0] for n in d.get("/v1/nodes").json["nodes"]}
+            self.assertEqual((hp[0]["free"], hp[0]["available"]), (12, 9))
+            self.assertEqual((hp[1]["free"], hp[1]["available"]), (7, 4))
+            self.assertEqual(d.get("/v1/nodes/1").json["hugepages"][0]["available"], 4)
+            d.write_file("kernel/mm/hugepages/hugepages-2048kB/resv_hugepages", "10\n")
+            hp = {n["id"]: n["hugepages"][0] for n in d.get("/v1/nodes").json["nodes"]}
+            self.assertEqual((hp[0]["available"], hp[1]["available"]), (2, 0))
+            text = d.get("/metrics").body.decode()
+            self.assertIn('hpwarmd_hugepages_bytes{numa_node="0",page_size_bytes="2097152",state="available"} %d'
+                          % (2 * 2097152), text)
+            self.assertIn('hpwarmd_hugepages_bytes{numa_node="1",page_size_bytes="2097152",state="available"} 0',
+                          text)
 
     def test_four_node(self):
         with Daemon("four-node") as d:

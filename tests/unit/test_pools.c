@@ -267,7 +267,7 @@ TEST(admission)
         CHECK_STR(err.slug, "insufficient-hugepages");
         CHECK(strstr(err.detail, "needs 8"));
         CHECK(strstr(err.detail, "12 free"));
-        CHECK(strstr(err.detail, "8 are still to be taken"));
+        CHECK(strstr(err.detail, "8 still to be taken"));
         CHECK(!file_exists(&e, "b"));
         CHECK_INT(pools_get(p, "b", &v), ==, -ENOENT);
         /* 4 do. */

@@ -305,7 +305,7 @@ TEST(nothing_counted_free_twice)
         CHECK_INT(create0(&t, "c", 1, false), ==, -ENOMEM);
         CHECK_STR(t.err.slug, "insufficient-hugepages");
         CHECK(strstr(t.err.detail, "10 free"));
-        CHECK(strstr(t.err.detail, "10 are still to be taken"));
+        CHECK(strstr(t.err.detail, "10 still to be taken"));
         CHECK(!file_exists(&t.e, "c"));
         finish(&t, "b");
 }
@@ -326,7 +326,7 @@ TEST(page_of_chunk_in_flight_is_counted_once)
         CHECK_INT(create0(&t, "b", 4, false), ==, 201);
         /* And nothing more: 7 + 4 still needed, 11 free. */
         CHECK_INT(create0(&t, "c", 1, false), ==, -ENOMEM);
-        CHECK(strstr(t.err.detail, "11 are still to be taken"));
+        CHECK(strstr(t.err.detail, "11 still to be taken"));
         finish(&t, "b");
 }
 
@@ -358,7 +358,7 @@ TEST(page_faulted_after_free_read_is_not_counted_free)
         CHECK_INT(create0(&t, "b", 5, false), ==, -ENOMEM);
         CHECK(fk.stepped);
         CHECK(strstr(t.err.detail, "11 free"));
-        CHECK(strstr(t.err.detail, "7 are still to be taken"));
+        CHECK(strstr(t.err.detail, "7 still to be taken"));
         CHECK(!file_exists(&t.e, "b"));
         CHECK_INT(create0(&t, "b", 4, false), ==, 201);
         finish(&t, "b");
@@ -489,6 +489,110 @@ TEST(refused_growth_keeps_recorded_count)
         CHECK(strstr(err.detail, "undone"));
         CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 8);
         journal_free(load_reserved(&e, 8));
+        env_fini_hooked(&e, p);
+}
+
+/* ---- available: free, less what warms still need, less foreign reservations ---- */
+
+/* Another process's mapping reserved 3 pages and faulted none (resv 3, no
+ * warm of ours): node 0's 12 free pages leave 9 for a new pool; 9 are
+ * admitted, 10 refused with the three numbers in the detail. */
+TEST(foreign_reservation_is_not_available)
+{
+        struct pools_avail a;
+        struct pool_view v;
+        struct problem err;
+        struct env e;
+        struct pools *p;
+
+        admit_env_init(&e);
+        fixture_write(e.sys, FREE0, "12\n");
+        fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "16\n");
+        fixture_write(e.sys, RESV_2M, "3\n");
+        p = start(&e);
+        CHECK_INT(pools_node_available(p, 0, PAGE, &a), ==, 0);
+        CHECK_U64(a.free, ==, 12);
+        CHECK_U64(a.reserved, ==, 3);
+        CHECK_U64(a.foreign, ==, 3);
+        CHECK_U64(a.available, ==, 9);
+        struct pool_req big = req("big", 0, 10);
+        CHECK_INT(create(p, &big, &v, &err), ==, -ENOMEM);
+        CHECK_STR(err.slug, "insufficient-hugepages");
+        CHECK(strstr(err.detail, "it has 9 (12 free, 0 still to be taken by other warming pools, 3 reserved"));
+        CHECK(!file_exists(&e, "big"));
+        struct pool_req fit = req("fit", 0, 9);
+        CHECK_INT(create(p, &fit, &v, &err), ==, 201);
+        wait_state(p, "fit", POOL_READY);
+        CHECK_INT(pools_delete(p, "fit"), ==, 0);
+        env_fini_hooked(&e, p);
+}
+
+/* Our own warm's mapping is in resv_hugepages too: "a" (8 pages, none
+ * faulted) reserved 8, another process 2, so resv is 10.  What "a" holds
+ * is counted once, as still needed: 12 - 8 - 2 = 2 are available (taking
+ * all of resv off as well would leave none). */
+TEST(own_warm_reservation_counted_once)
+{
+        struct pools_avail a;
+        struct warm_a t;
+
+        start_with_a_warming(&t);
+        fixture_write(t.e.sys, RESV_2M, "10\n");
+        CHECK_INT(pools_node_available(t.p, 0, PAGE, &a), ==, 0);
+        CHECK_U64(a.needed, ==, 8);
+        CHECK_U64(a.foreign, ==, 2);
+        CHECK_U64(a.available, ==, 2);
+        CHECK_INT(create0(&t, "c", 3, false), ==, -ENOMEM);
+        CHECK(strstr(t.err.detail, "2 reserved"));
+        CHECK_INT(create0(&t, "b", 2, false), ==, 201);
+        finish(&t, "b");
+}
+
+/* Multi-node: resv_hugepages does not say which node will serve a foreign
+ * reservation, so each node has all of it taken off (node 1: 7 free, 1
+ * foreign), while node 0's warm reserves from node 0 only and is not taken
+ * off node 1. */
+TEST(foreign_reservation_taken_off_every_node)
+{
+        struct pools_avail a;
+        struct warm_a t;
+
+        start_with_a_warming(&t);
+        fixture_write(t.e.sys, RESV_2M, "9\n"); /* "a"'s 8 and 1 foreign */
+        CHECK_INT(pools_node_available(t.p, 1, PAGE, &a), ==, 0);
+        CHECK_U64(a.free, ==, 7);
+        CHECK_U64(a.needed, ==, 0);
+        CHECK_U64(a.foreign, ==, 1);
+        CHECK_U64(a.available, ==, 6);
+        CHECK_INT(pools_node_available(t.p, 0, PAGE, &a), ==, 0);
+        CHECK_U64(a.available, ==, 12 - 8 - 1);
+        struct pool_req r = req("b", 1, 7);
+        CHECK_INT(create(t.p, &r, &t.v, &t.err), ==, -ENOMEM);
+        r = req("b", 1, 6);
+        CHECK_INT(create(t.p, &r, &t.v, &t.err), ==, 201);
+        finish(&t, "b");
+}
+
+/* "reserve": true grows the node by what the foreign reservation takes as
+ * well: 12 free, 3 reserved, a pool of 10 grows node 0 from 16 to 17. */
+TEST(reserve_grows_past_foreign_reservation)
+{
+        struct pool_view v;
+        struct problem err;
+        struct env e;
+        struct pools *p;
+
+        admit_env_init(&e);
+        fixture_write(e.sys, FREE0, "12\n");
+        fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "16\n");
+        fixture_write(e.sys, RESV_2M, "3\n");
+        p = start(&e);
+        struct pool_req r = req("big", 0, 10);
+        r.reserve = true;
+        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_U64(counter(&e, HP_DIR(0) "nr_hugepages"), ==, 17);
+        wait_state(p, "big", POOL_READY);
+        CHECK_INT(pools_delete(p, "big"), ==, 0);
         env_fini_hooked(&e, p);
 }
 
