@@ -264,7 +264,9 @@ static enum MHD_Result queue(struct hreq *h)
                 free(body);
                 return MHD_NO;
         }
-        MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, ct);
+        /* A 204 has no content, so no type for it (RFC 9110 8.3). */
+        if (status != MHD_HTTP_NO_CONTENT)
+                MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, ct);
         MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
         if (h->resp.allow[0])
                 MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, h->resp.allow);

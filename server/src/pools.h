@@ -113,12 +113,16 @@ void pools_free(struct pools *p);
 
 /* The largest ttl_seconds pools_create accepts (422 invalid-field above):
  * longer TTLs are a mistake, and the cap keeps finished_at + ttl far from
- * int64 overflow.  Ten years; the one place that checks it. */
+ * int64 overflow.  Ten years; PUT /v1/pools checks it first, pools_create again. */
 #define POOLS_TTL_MAX (UINT64_C(10) * 366 * 24 * 3600)
 
 /* Retry-After (seconds) of a 503 state-write-failed: nothing changed, and a
  * full or failing disk is not fixed at once. */
 #define POOLS_SAVE_RETRY_AFTER 5
+/* Retry-After of no-hugetlbfs: every 503 carries one, but only a restart
+ * with a --hugetlbfs directory for the size ends this one, so the catalog
+ * marks it not retryable and the hint is long. */
+#define POOLS_SETUP_RETRY_AFTER 300
 
 struct pool_req {
         char name[POOL_NAME_MAX + 1];

@@ -163,6 +163,7 @@ static int validate_targets(struct pools *p, const struct journal_stock_target *
                         problem_raise(err, PROBLEM_NO_HUGETLBFS,
                                       "target %zu: no --hugetlbfs directory is configured for %" PRIu64
                                       "-byte pages", i, t[i].page_size);
+                        err->retry_after = POOLS_SETUP_RETRY_AFTER;
                         return -ENODEV;
                 }
         /* Per (node, page size): all its targets together within the node's
