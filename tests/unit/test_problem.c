@@ -171,4 +171,21 @@ TEST(engine_slugs_in_catalog)
         }
 }
 
+/* Retryable means the same request may succeed later by itself: every 429
+ * and 503 is, but no-hugetlbfs (a pool directory must be configured); no
+ * other status is. */
+TEST(retryable_is_429_and_503_but_no_hugetlbfs)
+{
+        for (int id = PROBLEM_NONE + 1; id < PROBLEM__COUNT; id++) {
+                const struct problem_type *t = problem_type((enum problem_id)id);
+                bool want = (t->status == 429 || t->status == 503) && id != PROBLEM_NO_HUGETLBFS;
+
+                if (t->retryable != want)
+                        printf("slug %s (%d): retryable %d\n", t->slug, t->status, t->retryable);
+                CHECK(t->retryable == want);
+        }
+        CHECK(problem_type(PROBLEM_STATE_WRITE_FAILED)->retryable);
+        CHECK(!problem_type(PROBLEM_INSUFFICIENT_HUGEPAGES)->retryable);
+}
+
 TEST_MAIN()
