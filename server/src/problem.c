@@ -15,10 +15,13 @@
 #define PROBLEM_TYPE_PREFIX "urn:hpwarm:problem:"
 
 /* Whether the same request, sent again unchanged, can succeed once the
- * condition passes by itself (load, a limit that frees up, a restart, a
- * disk that recovers): clients retry those, after Retry-After, and nothing
- * else.  Every 429 and 503 is RETRY but no-hugetlbfs, which lasts until an
- * operator configures a pool directory and restarts the daemon. */
+ * condition passes by itself, soon: load (busy, too-many-waits), a restart
+ * (stopping), a disk that recovers (state-write-failed).  Clients retry
+ * those, after Retry-After, and nothing else.  Capacity refusals are FINAL
+ * although they carry Retry-After (too-many-pools, node-warm-limit) or may
+ * pass when pools go (insufficient-hugepages): only a pool released by
+ * someone else ends them, and a scheduler places elsewhere rather than
+ * wait.  no-hugetlbfs lasts until the daemon is configured and restarted. */
 #define RETRY true
 #define FINAL false
 
@@ -53,8 +56,8 @@ static const struct problem_type catalog[PROBLEM__COUNT] = {
         [PROBLEM_POOL_OWNED] = { "pool-owned", 409, "Pool bound to another process", FINAL },
         [PROBLEM_POOL_CONFLICT] = { "pool-conflict", 409, "A different pool has that name", FINAL },
         [PROBLEM_POOL_TOO_LARGE] = { "pool-too-large", 413, "Pool too large", FINAL },
-        [PROBLEM_TOO_MANY_POOLS] = { "too-many-pools", 429, "Too many pools", RETRY },
-        [PROBLEM_NODE_WARM_LIMIT] = { "node-warm-limit", 429, "Too much warm memory on the node", RETRY },
+        [PROBLEM_TOO_MANY_POOLS] = { "too-many-pools", 429, "Too many pools", FINAL },
+        [PROBLEM_NODE_WARM_LIMIT] = { "node-warm-limit", 429, "Too much warm memory on the node", FINAL },
         [PROBLEM_INSUFFICIENT_HUGEPAGES] = { "insufficient-hugepages", 409, "Not enough free hugepages", FINAL },
         [PROBLEM_NO_HUGETLBFS] = { "no-hugetlbfs", 503, "No hugetlbfs for that page size", FINAL },
         [PROBLEM_POOL_FILE_ERROR] = { "pool-file-error", 500, "Pool file error", FINAL },

@@ -13,8 +13,8 @@ lists exactly the routes the server answers.
     and every example problem in the document has a slug of the catalog
     with that slug's status and title.
 (d) api/problems.json (next to API_YAML), the machine-readable catalog
-    installed for clients, is exactly what the catalog generates: ids in
-    enum order from 1, slug, status, title, retryable.
+    installed for clients, is exactly what the catalog generates: an array
+    of {slug, status, title, retryable} in enum problem_id order.
 
 Usage: test_openapi.py API_YAML ROUTER_C (problem.c is read next to router.c)
        test_openapi.py --write-problems API_YAML ROUTER_C   regenerates (d)
@@ -237,19 +237,14 @@ def catalog(problem_c):
 
 
 def problems_json(rows):
-    """api/problems.json as the catalog generates it."""
+    """api/problems.json as the catalog generates it: a JSON array, one
+    problem per line in enum problem_id order (a slug's position, from 1,
+    is its value in the client's enum hpw_slug, so the array only grows at
+    its end)."""
     import json
-    doc = {
-        "description": "The problem types hpwarmd sends (RFC 9457 `type` = type_prefix + slug), "
-                       "generated from server/src/problem.c. An id never changes; new slugs get the "
-                       "next id. retryable: the same request may succeed later unchanged "
-                       "(retry after Retry-After); false: it will not without a change.",
-        "version": 1,
-        "type_prefix": PROBLEM_URN,
-        "problems": [{"id": i + 1, "slug": slug, "status": st, "title": title, "retryable": retry}
-                     for i, (slug, (st, title, retry)) in enumerate(rows.items())],
-    }
-    return json.dumps(doc, indent=2) + "\n"
+    lines = [json.dumps({"slug": slug, "status": st, "title": title, "retryable": retry})
+             for slug, (st, title, retry) in rows.items()]
+    return "[\n  " + ",\n  ".join(lines) + "\n]\n"
 
 
 def check_problems_json(path, rows):

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "engine.h"
 #include "problem.h"
+#include "util.h"
 
 /* problem_raise fills status, slug and title from the row, the detail
  * from the format; extension members are the caller's. */
@@ -171,21 +172,27 @@ TEST(engine_slugs_in_catalog)
         }
 }
 
-/* Retryable means the same request may succeed later by itself: every 429
- * and 503 is, but no-hugetlbfs (a pool directory must be configured); no
- * other status is. */
-TEST(retryable_is_429_and_503_but_no_hugetlbfs)
+/* Retryable means the same request may succeed later by itself: load,
+ * a restart and a failed save, all 429 or 503.  Capacity refusals and
+ * no-hugetlbfs are not, although they carry Retry-After. */
+TEST(retryable_only_load_restart_and_failed_save)
 {
+        const enum problem_id retry[] = { PROBLEM_BUSY, PROBLEM_TOO_MANY_WAITS, PROBLEM_STOPPING,
+                                          PROBLEM_STATE_WRITE_FAILED };
         for (int id = PROBLEM_NONE + 1; id < PROBLEM__COUNT; id++) {
                 const struct problem_type *t = problem_type((enum problem_id)id);
-                bool want = (t->status == 429 || t->status == 503) && id != PROBLEM_NO_HUGETLBFS;
+                bool want = false;
 
+                for (size_t i = 0; i < ARRAY_SIZE(retry); i++)
+                        want |= retry[i] == (enum problem_id)id;
                 if (t->retryable != want)
                         printf("slug %s (%d): retryable %d\n", t->slug, t->status, t->retryable);
                 CHECK(t->retryable == want);
+                if (t->retryable)
+                        CHECK(t->status == 429 || t->status == 503);
         }
-        CHECK(problem_type(PROBLEM_STATE_WRITE_FAILED)->retryable);
-        CHECK(!problem_type(PROBLEM_INSUFFICIENT_HUGEPAGES)->retryable);
+        CHECK(!problem_type(PROBLEM_NO_HUGETLBFS)->retryable);
+        CHECK(!problem_type(PROBLEM_TOO_MANY_POOLS)->retryable);
 }
 
 TEST_MAIN()
