@@ -172,16 +172,21 @@ static struct need needed_now(struct pools *p, int node, uint64_t page_size)
         return need;
 }
 
-/* One consistent reading of the node's counters and the need. */
+/* One consistent reading of the node's counters and the need; with
+ * RET_RESV, resv_hugepages too, read just before the node's counters and
+ * within the same still need (0 when the kernel or fixture lacks it). */
 static int read_counts(struct pools *p, int node, uint64_t page_size, struct hp_counts *ret_hp,
-                       struct need *ret_need)
+                       struct need *ret_need, uint64_t *ret_resv)
 {
         struct need before, after;
         struct hp_counts hp;
+        uint64_t resv = 0;
         int r;
 
         before = needed_now(p, node, page_size);
         for (unsigned tries = 1;; tries++) {
+                if (ret_resv && topo_read_resv(p->cfg.fs, page_size, &resv) < 0)
+                        resv = 0;
                 r = topo_read_hugepages(p->cfg.fs, node, page_size, &hp);
                 if (r < 0)
                         return r;
@@ -204,6 +209,8 @@ static int read_counts(struct pools *p, int node, uint64_t page_size, struct hp_
         }
         *ret_hp = hp;
         *ret_need = before;
+        if (ret_resv)
+                *ret_resv = resv;
         return 0;
 }
 
@@ -211,7 +218,7 @@ int pools_node_counts(struct pools *p, int node, uint64_t page_size, struct hp_c
                       uint64_t *ret_needed)
 {
         struct need need;
-        int r = read_counts(p, node, page_size, ret_hp, &need);
+        int r = read_counts(p, node, page_size, ret_hp, &need, NULL);
 
         if (r < 0)
                 return r;
@@ -219,10 +226,12 @@ int pools_node_counts(struct pools *p, int node, uint64_t page_size, struct hp_c
         return 0;
 }
 
-/* resv_hugepages is read before the node's counters: a page faulted in
- * between leaves both free and resv, so reading resv first can only make
- * free - resv smaller, never larger.  On a one-node host the mapped need
- * cancels out (it is in `needed` and in resv alike): available is the
+/* resv_hugepages is read inside the reading that holds the need still:
+ * read apart from it, the pages our warms fault in meanwhile would leave
+ * resv but not the need, and count as foreign.  It is read just before
+ * free_hugepages: a page faulted in between leaves both, so free - resv
+ * can only come out smaller, never larger.  On a one-node host the mapped
+ * need cancels out (it is in `needed` and in resv alike): available is the
  * kernel's free - resv less the warms not yet mapped, whatever the jobs'
  * counters lag.  A missing resv_hugepages (a kernel or fixture without it)
  * counts as no reservation. */
@@ -233,9 +242,7 @@ int pools_node_available(struct pools *p, int node, uint64_t page_size, struct p
         struct need need;
         int r;
 
-        if (topo_read_resv(p->cfg.fs, page_size, &a.reserved) < 0)
-                a.reserved = 0;
-        r = read_counts(p, node, page_size, &hp, &need);
+        r = read_counts(p, node, page_size, &hp, &need, &a.reserved);
         if (r < 0)
                 return r;
         a.total = hp.total;

@@ -36,6 +36,7 @@ static struct {
         const char *fault_file; /* ... or this file gains one page, at ... */
         uint64_t fault_at;      /* ... this offset, and free loses it */
         bool fault_after;       /* the fault comes just after the read returned */
+        bool free_too;          /* the step's pages leave node 0's free count as well */
         bool stepped;
         bool frozen;            /* writes to nr_hugepages bring no free page */
 } fk;
@@ -85,6 +86,10 @@ static int fk_read(const struct sysfs *fs, const char *path, uint64_t *ret, void
                 CHECK_INT(sysfs_default_ops.read_u64(fs, path, &free_, NULL), ==, 0);
                 CHECK_U64(free_, >=, fk.step_pages);
                 CHECK_INT(sysfs_default_ops.write_u64(fs, path, free_ - fk.step_pages, NULL), ==, 0);
+                if (fk.free_too) {
+                        CHECK_INT(sysfs_default_ops.read_u64(fs, FREE0, &free_, NULL), ==, 0);
+                        CHECK_INT(sysfs_default_ops.write_u64(fs, FREE0, free_ - fk.step_pages, NULL), ==, 0);
+                }
                 fk.stepped = true;
         }
         return sysfs_default_ops.read_u64(fs, path, ret, userdata);
@@ -545,6 +550,27 @@ TEST(own_warm_reservation_counted_once)
         CHECK_INT(create0(&t, "c", 3, false), ==, -ENOMEM);
         CHECK(strstr(t.err.detail, "2 reserved"));
         CHECK_INT(create0(&t, "b", 2, false), ==, 201);
+        finish(&t, "b");
+}
+
+/* A chunk of "a" ends just after admission read resv_hugepages: its 2
+ * pages leave resv and free together, and the need.  Read apart from the
+ * need, resv would still hold them when the need no longer does, and they
+ * would count as a foreign reservation: 2 available instead of 4. */
+TEST(chunk_ending_after_resv_read_is_not_foreign)
+{
+        struct warm_a t;
+
+        start_with_a_warming(&t);
+        fixture_write(t.e.sys, RESV_2M, "8\n"); /* "a"'s mapping, nothing foreign */
+        fk.step_path = RESV_2M;
+        fk.step_pages = 2;
+        fk.fault_after = true;
+        fk.free_too = true;
+        CHECK_INT(create0(&t, "b", 4, false), ==, 201);
+        CHECK(fk.stepped);
+        CHECK_U64(counter(&t.e, RESV_2M), ==, 6);
+        CHECK_U64(counter(&t.e, FREE0), ==, 10);
         finish(&t, "b");
 }
 
