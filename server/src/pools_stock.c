@@ -290,6 +290,7 @@ int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_
                 free(copy);
                 problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving %s/state.json: %s", p->state_dir,
                               strerror(-r));
+                err->retry_after = POOLS_SAVE_RETRY_AFTER;
                 goto out;
         }
         free(old);
@@ -648,6 +649,7 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
         if (r < 0) {
                 problem_raise(err, PROBLEM_STATE_WRITE_FAILED,
                               "saving %s/state.json: %s (the pool was not created)", p->state_dir, strerror(-r));
+                err->retry_after = POOLS_SAVE_RETRY_AFTER;
                 if (pools_remove(p, pool, RELEASE_NONE) < 0)
                         pools_release(p, pool);
                 return r;
