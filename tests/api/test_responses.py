@@ -17,7 +17,8 @@ operation the document gives for its method and path:
   list (a field the server sends must be documented);
 - a problem's slug is in components/x-problem-types with the same status
   and title;
-- every response header the document marks `required` is present.
+- every response header the document marks `required` is present, and
+  every declared header sent validates against its schema.
 
 The test fails when a documented (method, path) got no validated success
 answer or no validated error answer, so a new path cannot go unchecked.
@@ -132,8 +133,18 @@ class Contract:
         ok = True
         for name, h in (declared.get("headers") or {}).items():
             h = self.deref(h)
-            if h.get("required") and name.lower() not in r.headers:
-                ok = self.fail("%s: required header %s missing" % (where, name)) or False
+            value = r.headers.get(name.lower())
+            if value is None:
+                if h.get("required"):
+                    ok = self.fail("%s: required header %s missing" % (where, name)) or False
+                continue
+            schema = h.get("schema", {})
+            if schema.get("type") == "integer":
+                if not re.fullmatch(r"[0-9]+", value):
+                    ok = self.fail("%s: header %s is %r, not an integer" % (where, name, value)) or False
+                    continue
+                value = int(value)
+            ok = self.validate(value, schema, "%s header %s" % (where, name)) and ok
         content = declared.get("content")
         ctype = r.headers.get("content-type")
         if not content:
