@@ -28,6 +28,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from report import finish  # noqa: E402
+
 LITERAL = r'"((?:[^"\\]|\\.)*)"'
 NUM_CONV = re.compile(r"%[-+ #0]*\d*(?:hh|h|ll|l|z|j|t)?[diuxX]")
 
@@ -180,12 +183,7 @@ def main(argv):
     if rows < 5:
         errors.append(f"deps-owned: found only {rows} dependency rows in ARCHITECTURE.md")
 
-    for e in errors:
-        print("FAIL:", e)
-    if errors:
-        return 1
-    print(f"ok: {n_names} thread names, {len(server_c)} server files, {rows} dependencies described")
-    return 0
+    return finish(errors, f"{n_names} thread names, {len(server_c)} server files, {rows} dependencies described")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include "api_handoff.h"
 #include "api_util.h"
 #include "app.h"
+#include "journal.h"
 #include "json.h"
 #include "pools.h"
 #include "topo.h"
@@ -42,11 +43,7 @@ static struct json *encode_pool(const struct pool_view *v)
 {
         const struct pool_view *p = v;
         struct json *o = json_new_object();
-        json_add_str(o, "name", p->name);
-        json_add_u64(o, "node", (uint64_t)p->node);
-        json_add_u64(o, "page_size_bytes", p->page_size);
-        json_add_u64(o, "size_bytes", p->size_bytes);
-        json_add_str(o, "state", pool_state_name(p->state));
+        journal_add_pool_identity(o, p->name, p->node, p->page_size, p->size_bytes, p->state);
         json_add_u64(o, "bytes_done", v->bytes_done);
         json_add_double(o, "rate_bytes_per_second", v->rate_bytes_per_second);
         json_add_u64(o, "threads", v->threads);

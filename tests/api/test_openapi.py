@@ -25,6 +25,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from report import finish  # noqa: E402
+
 HTTP_METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 ERRORS = []
 
@@ -343,12 +346,7 @@ def main(argv):
     check_problems(doc, rows, argv[1])
     check_problems_json(problems_path, rows)
 
-    for e in ERRORS:
-        print("FAIL:", e)
-    if ERRORS:
-        return 1
-    print(f"ok: {len(documented)} operations documented and served; the problem types match the catalog")
-    return 0
+    return finish(ERRORS, f"{len(documented)} operations documented and served; the problem types match the catalog")
 
 
 if __name__ == "__main__":

@@ -97,7 +97,7 @@ class RealKernelCase(TestCase):
         self.assertEqual(r.status, 200, r)
         return r.json
 
-    # -- stock (issue 12) --
+    # -- stock --
     def stock(self):
         r = self.d.get("/v1/stock")
         self.assertEqual(r.status, 200, r)

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -217,13 +218,28 @@ static inline const struct journal_pool *jpool(const struct journal *j, const ch
 
 /* ---- the stock ---- */
 
-/* Poll COND every millisecond; the test fails after TRIES polls. */
-#define WAIT_UNTIL(cond, tries)                           \
-        do {                                              \
-                for (int tries_ = 0; !(cond); tries_++) { \
-                        CHECK(tries_ < (tries));          \
-                        usleep(1000);                     \
-                }                                         \
+/* How long a poll waits for what the registry's threads do before the test
+ * fails: generous, for a loaded machine or a sanitizer build; a fast
+ * machine does not wait for it. */
+#define POLL_BOUND_S 30
+
+static inline double poll_now_s_(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Poll COND every millisecond until it holds; the test fails after
+ * POLL_BOUND_S seconds. */
+#define WAIT_UNTIL(cond)                                               \
+        do {                                                           \
+                const double until_ = poll_now_s_() + POLL_BOUND_S;    \
+                while (!(cond)) {                                      \
+                        CHECK(poll_now_s_() < until_);                 \
+                        usleep(1000);                                  \
+                }                                                      \
         } while (0)
 
 static inline const struct stock_view *find_target(const struct stock_view *v, size_t n, uint64_t pages)
@@ -250,19 +266,20 @@ static inline struct stock_view stock_of(struct pools *p, uint64_t pages)
 
 /* Wait until the target of PAGES-page files (it must exist) has READY
  * ready files. */
+static inline bool stock_ready_is_(struct pools *p, uint64_t pages, unsigned ready)
+{
+        struct stock_view *v = NULL;
+        size_t n = 0;
+
+        CHECK_INT(pools_get_stock(p, &v, &n), ==, 0);
+        const struct stock_view *t = find_target(v, n, pages);
+        CHECK(t);
+        bool done = t->ready == ready;
+        free(v);
+        return done;
+}
+
 static inline void wait_ready(struct pools *p, uint64_t pages, unsigned ready)
 {
-        for (int tries = 0;; tries++) {
-                struct stock_view *v = NULL;
-                size_t n = 0;
-                CHECK_INT(pools_get_stock(p, &v, &n), ==, 0);
-                const struct stock_view *t = find_target(v, n, pages);
-                CHECK(t);
-                bool done = t->ready == ready;
-                free(v);
-                if (done)
-                        return;
-                CHECK(tries < 10000);
-                usleep(1000);
-        }
+        WAIT_UNTIL(stock_ready_is_(p, pages, ready));
 }

@@ -8,7 +8,7 @@
  *   file (fallocate on the tmpfs stand-in raises st_blocks as a hugetlbfs
  *   fault does), the kernel's free count dropping by those pages: a chunk
  *   that ends, or a page faulted in, between admission's reads, reproduced
- *   without a timer (issue 11 item 5);
+ *   without a timer;
  * - an mbind that fails on demand, so a create fails after it was admitted
  *   (its warm cannot start).
  * No test here sleeps for an outcome: each step waits for its condition. */

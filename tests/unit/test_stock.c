@@ -1,4 +1,4 @@
-/* Unit tests for the stock (pools_stock.c, issue 12) in pools_env.h's
+/* Unit tests for the stock of warm files (pools_stock.c) in pools_env.h's
  * environment: the two-node sysfs fixture (node 0: 64 free 2M pages, which
  * the fixture never decrements: tests that need pages to be gone write
  * free_hugepages themselves), a tmpfs directory for the hugetlbfs mount and
@@ -127,10 +127,7 @@ TEST(hand_out_by_rename)
         journal_free(j);
 
         /* The refill started (low priority, held at the gate). */
-        for (int tries = 0; stock_of(p, 4).warming != 1; tries++) {
-                CHECK(tries < 5000);
-                usleep(1000);
-        }
+        WAIT_UNTIL(stock_of(p, 4).warming == 1);
         fake_gate_set(false);
         wait_ready(p, 4, 1);
         CHECK(inode_of(&e, "vm1") == ino);
@@ -377,10 +374,7 @@ TEST(gives_way_to_pools)
         struct pools *p = start(&e);
         fake_gate_set(true);
         CHECK_INT(set1(p, 0, 16, 2, &err), ==, 0);
-        for (int tries = 0; stock_of(p, 16).warming != 2; tries++) {
-                CHECK(tries < 5000);
-                usleep(1000);
-        }
+        WAIT_UNTIL(stock_of(p, 16).warming == 2);
         /* More than the node has even without stock: refused as before,
          * and no stock file is thrown away for nothing. */
         struct pool_req huge = req("huge", 0, 65);

@@ -1,4 +1,4 @@
-/* Unit tests for recycling (pools_recycle.c, issue 12) in pools_env.h's
+/* Unit tests for recycling released pools into stock (pools_recycle.c) in pools_env.h's
  * environment: the two-node sysfs fixture, a tmpfs directory for the
  * hugetlbfs mount, the real engine with fake_engine.h's gated ops (a zero
  * job's chunk is one gated madvise, then real non-temporal zeroing), and a
@@ -132,20 +132,21 @@ static void check_row(const struct env *e, const char *want)
 }
 
 /* Wait until the journal's stock row is in state WANT; its name in NAME. */
+static bool journal_row_is(const struct env *e, enum pool_state want, char name[64])
+{
+        struct journal *j = load(e);
+        const struct journal_pool *row = stock_row(j);
+        bool done = row && row->state == want;
+
+        if (done)
+                snprintf(name, 64, "%.63s", row->name);
+        journal_free(j);
+        return done;
+}
+
 static void wait_journal(const struct env *e, enum pool_state want, char name[64])
 {
-        for (int tries = 0;; tries++) {
-                struct journal *j = load(e);
-                const struct journal_pool *row = stock_row(j);
-                bool done = row && row->state == want;
-                if (done)
-                        snprintf(name, 64, "%.63s", row->name);
-                journal_free(j);
-                if (done)
-                        return;
-                CHECK(tries < 5000);
-                usleep(2000);
-        }
+        WAIT_UNTIL(journal_row_is(e, want, name));
 }
 
 static void *map_file(const struct env *e, const char *name)
@@ -410,13 +411,13 @@ TEST(zero_failure_removes)
         wait_journal(&e, POOL_RECYCLING, name);
         fake_gate_fail_with(EIO);
         fake_gate_set(false);
-        WAIT_UNTIL(!file_exists(&e, name), 5000);
+        WAIT_UNTIL(!file_exists(&e, name));
         fake_gate_fail_with(0);
         struct pools_stats st;
-        WAIT_UNTIL((pools_get_stats(p, &st), st.stock_recycle_discarded == 1), 5000);
+        WAIT_UNTIL((pools_get_stats(p, &st), st.stock_recycle_discarded == 1));
         CHECK_U64(st.stock_recycled, ==, 0);
         /* The file goes first, then the row. */
-        WAIT_UNTIL(stock_of(p, PAGES).recycling == 0, 5000);
+        WAIT_UNTIL(stock_of(p, PAGES).recycling == 0);
         CHECK_U64(stock_of(p, PAGES).ready, ==, 0);
         struct journal *j = load(&e);
         CHECK(!stock_row(j));
@@ -440,7 +441,7 @@ TEST(holes_removed)
         close(fd);
         CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
         /* The file goes first, then the row. */
-        WAIT_UNTIL(stock_of(p, PAGES).recycling == 0, 5000);
+        WAIT_UNTIL(stock_of(p, PAGES).recycling == 0);
         CHECK(!file_exists(&e, name));
         pools_free(p);
         env_fini(&e);
