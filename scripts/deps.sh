@@ -34,6 +34,9 @@ test_pkgs=(
   # libvirt tests: libvirtd, virtlogd, virsh and the QEMU driver; the
   # hook reads domain XML with xmllint; shellcheck lints the hook
   libvirt-daemon-system libvirt-clients libvirt-daemon-driver-qemu libxml2-utils shellcheck
+  # API contract: api.lint runs Redocly (npm ci from tests/api/lint's lock),
+  # api.responses validates real answers against the schema with jsonschema
+  nodejs npm python3-jsonschema
 )
 
 set_=test
@@ -53,7 +56,15 @@ if [ "$list" = 1 ]; then
   exit 0
 fi
 
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
+installed() {
+  # A Node.js from elsewhere (NodeSource's nodejs package provides and
+  # conflicts with npm) is kept: installing Debian's npm would replace it.
+  case $1 in
+  nodejs) command -v node >/dev/null && return 0 ;;
+  npm) command -v npm >/dev/null && return 0 ;;
+  esac
+  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"
+}
 
 missing=()
 for p in "${pkgs[@]}"; do

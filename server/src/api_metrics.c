@@ -18,7 +18,7 @@ static void node_gauges(struct app *app, struct prom *p)
 {
         const struct topo *t = app->topo;
         prom_header(p, "hpwarmd_hugepages_bytes", "Hugepage pool of a NUMA node by page size and state "
-                    "(total, free, surplus), in bytes.", "gauge");
+                    "(total, free, surplus, available: what a new pool can get now), in bytes.", "gauge");
         for (size_t i = 0; i < t->n_nodes; i++) {
                 for (size_t j = 0; j < t->n_page_sizes; j++) {
                         struct hp_counts c;
@@ -28,10 +28,14 @@ static void node_gauges(struct app *app, struct prom *p)
                         char node[16], psz[24];
                         snprintf(node, sizeof(node), "%d", t->nodes[i].id);
                         snprintf(psz, sizeof(psz), "%" PRIu64, ps);
+                        struct pools_avail a = { .available = c.free };
+                        if (app->pools)
+                                (void)pools_node_available(app->pools, t->nodes[i].id, ps, &a);
                         const struct {
                                 const char *state;
                                 uint64_t pages;
-                        } rows[] = {{"total", c.total}, {"free", c.free}, {"surplus", c.surplus}};
+                        } rows[] = {{"total", c.total}, {"free", c.free}, {"surplus", c.surplus},
+                                    {"available", a.available}};
                         for (size_t k = 0; k < ARRAY_SIZE(rows); k++)
                                 prom_sample_u64(p, "hpwarmd_hugepages_bytes",
                                                 (struct prom_label[]){{"numa_node", node},

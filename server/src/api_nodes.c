@@ -46,13 +46,18 @@ static int encode_node(struct app *app, const struct topo_node *n, struct json *
                  * on some kernels): report only what is present. */
                 if (topo_read_hugepages(app->fs, n->id, ps, &c) < 0)
                         continue;
-                uint64_t warm = 0, warming = 0;
-                if (app->pools)
+                uint64_t warm = 0, warming = 0, available = c.free;
+                struct pools_avail a;
+                if (app->pools) {
                         pools_node_usage(app->pools, n->id, ps, &warm, &warming);
+                        if (pools_node_available(app->pools, n->id, ps, &a) == 0)
+                                available = a.available;
+                }
                 struct json *h = json_append_object(hps);
                 json_add_u64(h, "page_size_bytes", ps);
                 json_add_u64(h, "total", c.total);
                 json_add_u64(h, "free", c.free);
+                json_add_u64(h, "available", available);
                 json_add_u64(h, "surplus", c.surplus);
                 json_add_u64(h, "warm", warm);
                 json_add_u64(h, "warming", warming);
@@ -169,7 +174,6 @@ static void reserve_work(struct resp *resp, void *ctx)
                               "node %d: the new count could not be saved to the journal, so it was undone: "
                               "%" PRIu64 " pages now (were %" PRIu64 ")",
                               w->rq.node, res.total, res.previous);
-                p.retry_after = API_SAVE_RETRY_AFTER;
                 break;
         case -ENOENT:
                 problem_raise(&p, PROBLEM_UNKNOWN_PAGE_SIZE,

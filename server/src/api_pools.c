@@ -22,6 +22,8 @@
 #define WAIT_TIMEOUT_DEFAULT_S 30
 /* The kernel's largest pid_max (PID_MAX_LIMIT on 64-bit). */
 #define PID_MAX 4194304
+/* Most workers one pool may ask for (the schema's maximum). */
+#define THREADS_MAX 4096
 
 static void add_time(struct json *o, const char *key, int64_t unix_s)
 {
@@ -198,10 +200,6 @@ static void create_work(struct resp *resp, void *ctx)
         bool created;
         int r = pools_create(w->app->pools, &w->rq, &v, &created, &p);
         if (r < 0) {
-                if (p.id == PROBLEM_TOO_MANY_POOLS || p.id == PROBLEM_NODE_WARM_LIMIT)
-                        p.retry_after = API_LIMIT_RETRY_AFTER;
-                else if (p.id == PROBLEM_STATE_WRITE_FAILED)
-                        p.retry_after = API_SAVE_RETRY_AFTER;
                 resp_problem(resp, &p);
                 return;
         }
@@ -223,14 +221,15 @@ void api_pool_put(const struct req *req, struct resp *resp)
 
         uint64_t node = 0, size_bytes = 0, threads = 0, ttl = 0;
         char size[32] = "", page_size[32] = "2M";
-        bool reserve = false, has_node = false, has_size = false, has_size_bytes = false;
+        bool reserve = false, has_node = false, has_size = false, has_size_bytes = false, has_threads = false,
+             has_ttl = false;
         const struct jfield fields[] = {
                 {"node", JF_U64, &node, 0, &has_node},
                 {"size", JF_STRING, size, sizeof(size), &has_size},
                 {"size_bytes", JF_U64, &size_bytes, 0, &has_size_bytes},
                 {"page_size", JF_STRING, page_size, sizeof(page_size), NULL},
-                {"threads", JF_U64, &threads, 0, NULL},
-                {"ttl_seconds", JF_U64, &ttl, 0, NULL},
+                {"threads", JF_U64, &threads, 0, &has_threads},
+                {"ttl_seconds", JF_U64, &ttl, 0, &has_ttl},
                 {"reserve", JF_BOOL, &reserve, 0, NULL},
         };
         if (json_decode(req->body, req->body_len, fields, ARRAY_SIZE(fields), &resp->problem) < 0) {
@@ -254,8 +253,17 @@ void api_pool_put(const struct req *req, struct resp *resp)
                 api_invalid(resp, detail);
                 return;
         }
-        if (threads > 4096) {
-                api_invalid(resp, "\"threads\" is at most 4096");
+        /* As the schema says: absent means the node's default, so an
+         * explicit 0 is a mistake, not a default. */
+        if (has_threads && (threads < 1 || threads > THREADS_MAX)) {
+                api_invalid(resp, "\"threads\" must be 1 to 4096 (leave it out for all of the node's workers)");
+                return;
+        }
+        if (has_ttl && (ttl < 1 || ttl > POOLS_TTL_MAX)) {
+                char detail[160];
+                snprintf(detail, sizeof(detail), "\"ttl_seconds\" must be 1 to %" PRIu64 " (leave it out for no TTL)",
+                         (uint64_t)POOLS_TTL_MAX);
+                api_invalid(resp, detail);
                 return;
         }
         char node_s[24];
@@ -295,7 +303,6 @@ static void delete_work(struct resp *resp, void *ctx)
                 problem_raise(&p, PROBLEM_STATE_WRITE_FAILED,
                               "pool \"%s\": its release could not be saved to the journal; nothing was "
                               "changed (the pool is still there), retry later", w->name);
-                p.retry_after = API_SAVE_RETRY_AFTER;
                 resp_problem(resp, &p);
                 return;
         }
@@ -365,7 +372,6 @@ static void claim_work(struct resp *resp, void *ctx)
         } else {
                 problem_raise(&p, PROBLEM_STATE_WRITE_FAILED, "pool \"%s\": %s; not claimed", w->name,
                               strerror(-r));
-                p.retry_after = API_SAVE_RETRY_AFTER;
         }
         resp_problem(resp, &p);
 }

@@ -7,6 +7,7 @@
 #include "app.h"
 #include "topo.h"
 #include "units.h"
+#include "size.h"
 
 bool api_find_node(const struct req *req, const char *s, const struct topo_node **ret, struct resp *resp)
 {
@@ -50,7 +51,18 @@ void api_page_sizes_text(const struct topo *t, char *buf, size_t len)
 bool api_find_page_size(const struct req *req, const char *s, uint64_t *ret, struct resp *resp)
 {
         uint64_t ps;
-        if (parse_page_size(s, &ps) < 0 || !topo_has_page_size(req->app->topo, ps)) {
+        if (parse_page_size(s, &ps) < 0) {
+                struct problem p = {0};
+                char why[200];
+
+                /* Not a page size at all ("2MB", "2m", "1.5G"): the shared
+                 * grammar says what was wrong and what to write. */
+                hpw_size_explain(s, true, why, sizeof(why));
+                problem_raise(&p, PROBLEM_INVALID_FIELD, "page size: %s", why);
+                resp_problem(resp, &p);
+                return false;
+        }
+        if (!topo_has_page_size(req->app->topo, ps)) {
                 struct problem p = {0};
                 char have[128];
 

@@ -14,53 +14,65 @@
 
 #define PROBLEM_TYPE_PREFIX "urn:hpwarm:problem:"
 
+/* Whether the same request, sent again unchanged, can succeed once the
+ * condition passes by itself, soon: load (busy, too-many-waits), a restart
+ * (stopping), a disk that recovers (state-write-failed).  Clients retry
+ * those, after Retry-After, and nothing else.  Capacity refusals are FINAL
+ * although they carry Retry-After (too-many-pools, node-warm-limit) or may
+ * pass when pools go (insufficient-hugepages): only a pool released by
+ * someone else ends them, and a scheduler places elsewhere rather than
+ * wait.  no-hugetlbfs lasts until the daemon is configured and restarted. */
+#define RETRY true
+#define FINAL false
+
 /* The catalog: one row per slug, indexed by enum problem_id.  A title is
  * short, names the kind of problem and never this occurrence (that is the
  * detail).  tests/api/test_openapi.py parses these rows (one per line, in
- * this exact shape) and checks api/openapi.yaml lists the same. */
+ * this exact shape) and checks api/openapi.yaml and api/problems.json list
+ * the same. */
 static const struct problem_type catalog[PROBLEM__COUNT] = {
-        [PROBLEM_MALFORMED_JSON] = { "malformed-json", 400, "Malformed JSON" },
-        [PROBLEM_INVALID_FIELD] = { "invalid-field", 422, "Invalid field" },
-        [PROBLEM_UNEXPECTED_BODY] = { "unexpected-body", 400, "Unexpected body" },
-        [PROBLEM_NOT_FOUND] = { "not-found", 404, "Not found" },
-        [PROBLEM_METHOD_NOT_ALLOWED] = { "method-not-allowed", 405, "Method not allowed" },
-        [PROBLEM_BODY_TOO_LARGE] = { "body-too-large", 413, "Request body too large" },
-        [PROBLEM_URI_TOO_LONG] = { "uri-too-long", 414, "URI too long" },
-        [PROBLEM_UNSUPPORTED_MEDIA_TYPE] = { "unsupported-media-type", 415, "Unsupported media type" },
-        [PROBLEM_HEADERS_TOO_LARGE] = { "headers-too-large", 431, "Request header too large" },
-        [PROBLEM_UNAUTHORIZED] = { "unauthorized", 401, "Unauthorized" },
-        [PROBLEM_FORBIDDEN] = { "forbidden", 403, "Forbidden" },
-        [PROBLEM_BUSY] = { "busy", 503, "Too busy" },
-        [PROBLEM_TOO_MANY_WAITS] = { "too-many-waits", 429, "Too many long-polls" },
-        [PROBLEM_STOPPING] = { "stopping", 503, "Shutting down" },
-        [PROBLEM_INTERNAL_ERROR] = { "internal-error", 500, "Internal error" },
-        [PROBLEM_UNKNOWN_NODE] = { "unknown-node", 404, "Unknown NUMA node" },
-        [PROBLEM_UNKNOWN_PAGE_SIZE] = { "unknown-page-size", 404, "Unknown page size" },
-        [PROBLEM_SYSFS_ERROR] = { "sysfs-error", 500, "Cannot access hugepage counters" },
-        [PROBLEM_INSUFFICIENT_MEMORY] = { "insufficient-memory", 409, "Not enough free memory on the node" },
-        [PROBLEM_RESERVE_SHORTFALL] = { "reserve-shortfall", 409, "The kernel gave fewer pages than asked" },
-        [PROBLEM_POOL_NOT_FOUND] = { "pool-not-found", 404, "No such pool" },
-        [PROBLEM_POOL_NOT_READY] = { "pool-not-ready", 409, "Pool not ready" },
-        [PROBLEM_POOL_OWNED] = { "pool-owned", 409, "Pool bound to another process" },
-        [PROBLEM_POOL_CONFLICT] = { "pool-conflict", 409, "A different pool has that name" },
-        [PROBLEM_POOL_TOO_LARGE] = { "pool-too-large", 413, "Pool too large" },
-        [PROBLEM_TOO_MANY_POOLS] = { "too-many-pools", 429, "Too many pools" },
-        [PROBLEM_NODE_WARM_LIMIT] = { "node-warm-limit", 429, "Too much warm memory on the node" },
-        [PROBLEM_INSUFFICIENT_HUGEPAGES] = { "insufficient-hugepages", 409, "Not enough free hugepages" },
-        [PROBLEM_NO_HUGETLBFS] = { "no-hugetlbfs", 503, "No hugetlbfs for that page size" },
-        [PROBLEM_POOL_FILE_ERROR] = { "pool-file-error", 500, "Pool file error" },
-        [PROBLEM_STATE_WRITE_FAILED] = { "state-write-failed", 503, "Cannot save state" },
-        [PROBLEM_WARM_START_FAILED] = { "warm-start-failed", 500, "Cannot start warming" },
-        [PROBLEM_HUGEPAGES_EXHAUSTED] = { "hugepages-exhausted", 500, "Hugepages exhausted while warming" },
-        [PROBLEM_OUT_OF_MEMORY] = { "out-of-memory", 500, "Out of memory while warming" },
-        [PROBLEM_INTERRUPTED] = { "interrupted", 500, "Warming interrupted" },
-        [PROBLEM_HARDWARE_POISON] = { "hardware-poison", 500, "Hardware-poisoned hugepage" },
-        [PROBLEM_POPULATE_UNSUPPORTED] = { "populate-unsupported", 500, "Kernel cannot prefault the pool" },
-        [PROBLEM_POPULATE_FAILED] = { "populate-failed", 500, "Warming failed" },
-        [PROBLEM_FILE_MISSING] = { "file-missing", 500, "Pool file missing" },
-        [PROBLEM_FILE_CHANGED] = { "file-changed", 500, "Pool file changed by someone else" },
-        [PROBLEM_CANCELLED] = { "cancelled", 500, "Warming cancelled" },
-        [PROBLEM_STOCK_TOO_LARGE] = { "stock-too-large", 409, "Stock targets do not fit the node" },
+        [PROBLEM_MALFORMED_JSON] = { "malformed-json", 400, "Malformed JSON", FINAL },
+        [PROBLEM_INVALID_FIELD] = { "invalid-field", 422, "Invalid field", FINAL },
+        [PROBLEM_UNEXPECTED_BODY] = { "unexpected-body", 400, "Unexpected body", FINAL },
+        [PROBLEM_NOT_FOUND] = { "not-found", 404, "Not found", FINAL },
+        [PROBLEM_METHOD_NOT_ALLOWED] = { "method-not-allowed", 405, "Method not allowed", FINAL },
+        [PROBLEM_BODY_TOO_LARGE] = { "body-too-large", 413, "Request body too large", FINAL },
+        [PROBLEM_URI_TOO_LONG] = { "uri-too-long", 414, "URI too long", FINAL },
+        [PROBLEM_UNSUPPORTED_MEDIA_TYPE] = { "unsupported-media-type", 415, "Unsupported media type", FINAL },
+        [PROBLEM_HEADERS_TOO_LARGE] = { "headers-too-large", 431, "Request header too large", FINAL },
+        [PROBLEM_UNAUTHORIZED] = { "unauthorized", 401, "Unauthorized", FINAL },
+        [PROBLEM_FORBIDDEN] = { "forbidden", 403, "Forbidden", FINAL },
+        [PROBLEM_BUSY] = { "busy", 503, "Too busy", RETRY },
+        [PROBLEM_TOO_MANY_WAITS] = { "too-many-waits", 429, "Too many long-polls", RETRY },
+        [PROBLEM_STOPPING] = { "stopping", 503, "Shutting down", RETRY },
+        [PROBLEM_INTERNAL_ERROR] = { "internal-error", 500, "Internal error", FINAL },
+        [PROBLEM_UNKNOWN_NODE] = { "unknown-node", 404, "Unknown NUMA node", FINAL },
+        [PROBLEM_UNKNOWN_PAGE_SIZE] = { "unknown-page-size", 404, "Unknown page size", FINAL },
+        [PROBLEM_SYSFS_ERROR] = { "sysfs-error", 500, "Cannot access hugepage counters", FINAL },
+        [PROBLEM_INSUFFICIENT_MEMORY] = { "insufficient-memory", 409, "Not enough free memory on the node", FINAL },
+        [PROBLEM_RESERVE_SHORTFALL] = { "reserve-shortfall", 409, "The kernel gave fewer pages than asked", FINAL },
+        [PROBLEM_POOL_NOT_FOUND] = { "pool-not-found", 404, "No such pool", FINAL },
+        [PROBLEM_POOL_NOT_READY] = { "pool-not-ready", 409, "Pool not ready", FINAL },
+        [PROBLEM_POOL_OWNED] = { "pool-owned", 409, "Pool bound to another process", FINAL },
+        [PROBLEM_POOL_CONFLICT] = { "pool-conflict", 409, "A different pool has that name", FINAL },
+        [PROBLEM_POOL_TOO_LARGE] = { "pool-too-large", 413, "Pool too large", FINAL },
+        [PROBLEM_TOO_MANY_POOLS] = { "too-many-pools", 429, "Too many pools", FINAL },
+        [PROBLEM_NODE_WARM_LIMIT] = { "node-warm-limit", 429, "Too much warm memory on the node", FINAL },
+        [PROBLEM_INSUFFICIENT_HUGEPAGES] = { "insufficient-hugepages", 409, "Not enough free hugepages", FINAL },
+        [PROBLEM_NO_HUGETLBFS] = { "no-hugetlbfs", 503, "No hugetlbfs for that page size", FINAL },
+        [PROBLEM_POOL_FILE_ERROR] = { "pool-file-error", 500, "Pool file error", FINAL },
+        [PROBLEM_STATE_WRITE_FAILED] = { "state-write-failed", 503, "Cannot save state", RETRY },
+        [PROBLEM_WARM_START_FAILED] = { "warm-start-failed", 500, "Cannot start warming", FINAL },
+        [PROBLEM_HUGEPAGES_EXHAUSTED] = { "hugepages-exhausted", 500, "Hugepages exhausted while warming", FINAL },
+        [PROBLEM_OUT_OF_MEMORY] = { "out-of-memory", 500, "Out of memory while warming", FINAL },
+        [PROBLEM_INTERRUPTED] = { "interrupted", 500, "Warming interrupted", FINAL },
+        [PROBLEM_HARDWARE_POISON] = { "hardware-poison", 500, "Hardware-poisoned hugepage", FINAL },
+        [PROBLEM_POPULATE_UNSUPPORTED] = { "populate-unsupported", 500, "Kernel cannot prefault the pool", FINAL },
+        [PROBLEM_POPULATE_FAILED] = { "populate-failed", 500, "Warming failed", FINAL },
+        [PROBLEM_FILE_MISSING] = { "file-missing", 500, "Pool file missing", FINAL },
+        [PROBLEM_FILE_CHANGED] = { "file-changed", 500, "Pool file changed by someone else", FINAL },
+        [PROBLEM_CANCELLED] = { "cancelled", 500, "Warming cancelled", FINAL },
+        [PROBLEM_STOCK_TOO_LARGE] = { "stock-too-large", 409, "Stock targets do not fit the node", FINAL },
 };
 
 const struct problem_type *problem_type(enum problem_id id)
@@ -158,6 +170,26 @@ static void set_row(struct problem *p, enum problem_id id)
         p->status = t->status;
         p->slug = t->slug;
         p->title = t->title;
+}
+
+/* Retry-After of the 429 and 503 answers, in seconds, where the code that
+ * raised one has no better figure: every such answer carries one.  A save
+ * that failed (a full or failing disk) is not fixed at once; pool limits
+ * pass as pools are claimed, deleted or expire, on the scale of a minute;
+ * a missing hugetlbfs directory needs a restart, so its hint is long. */
+unsigned problem_retry_after(enum problem_id id)
+{
+        switch (id) {
+        case PROBLEM_STATE_WRITE_FAILED:
+                return 5;
+        case PROBLEM_TOO_MANY_POOLS:
+        case PROBLEM_NODE_WARM_LIMIT:
+                return 60;
+        case PROBLEM_NO_HUGETLBFS:
+                return 300;
+        default:
+                return 1;
+        }
 }
 
 void problem_raise(struct problem *p, enum problem_id id, const char *fmt, ...)

@@ -14,7 +14,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* PROBLEM_<SLUG IN UPPER CASE, '-' -> '_'>.  The rows are in problem.c. */
+/* PROBLEM_<SLUG IN UPPER CASE, '-' -> '_'>.  The rows are in problem.c.
+ * The values are published as the ids of api/problems.json (clients build
+ * their enum from them), so a new slug goes at the end, before
+ * PROBLEM__COUNT, whatever group it belongs to. */
 enum problem_id {
         PROBLEM_NONE = 0,               /* not a problem; problem_from_slug's miss */
         /* Request shape and routing. */
@@ -63,7 +66,7 @@ enum problem_id {
         PROBLEM_FILE_MISSING,
         PROBLEM_FILE_CHANGED,
         PROBLEM_CANCELLED,
-        /* stock (issue 12) */
+        /* Stock. */
         PROBLEM_STOCK_TOO_LARGE,
         PROBLEM__COUNT
 };
@@ -73,6 +76,7 @@ struct problem_type {
         const char *slug;
         int status;
         const char *title;
+        bool retryable;  /* the same request may succeed later, unchanged */
 };
 
 struct problem {
@@ -90,6 +94,9 @@ struct problem {
         unsigned retry_after; /* 429/503: seconds, 0 = none */
 };
 
+/* The Retry-After (seconds) a 429 or 503 of ID carries unless its raiser
+ * set one. */
+unsigned problem_retry_after(enum problem_id id);
 /* The catalog row of ID; NULL for PROBLEM_NONE and out-of-range values. */
 const struct problem_type *problem_type(enum problem_id id);
 /* The id whose slug is SLUG (exact, case-sensitive); PROBLEM_NONE when the

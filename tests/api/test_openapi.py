@@ -9,12 +9,16 @@ lists exactly the routes the server answers.
 (b) routes: the set of (METHOD, template) in the document equals the set in
     the static route table of server/src/http/router.c, both ways.
 (c) problems: `components/x-problem-types` lists exactly the rows of the
-    error catalog in server/src/problem.c (slug, status, title), and every
-    example problem in the document has a slug of the catalog with that
-    slug's status and title.
+    error catalog in server/src/problem.c (slug, status, title, retryable),
+    and every example problem in the document has a slug of the catalog
+    with that slug's status and title.
+(d) api/problems.json (next to API_YAML), the machine-readable catalog
+    installed for clients, is exactly what the catalog generates: an array
+    of {slug, status, title, retryable} in enum problem_id order.
 
 Usage: test_openapi.py API_YAML ROUTER_C (problem.c is read from server/src, the
-folder above router.c's http/)
+       folder above router.c's http/)
+       test_openapi.py --write-problems API_YAML ROUTER_C   regenerates (d)
 Exit 0 on success, 1 on any failure (never 77: a missing router.c or a
 missing YAML module is a failure, not a skip).
 """
@@ -185,13 +189,16 @@ def server_routes(path):
     return routes
 
 
-CATALOG_ROW_RE = re.compile(r'\[(PROBLEM_[A-Z0-9_]+)\]\s*=\s*\{\s*"([a-z0-9-]+)"\s*,\s*(\d+)\s*,\s*"((?:[^"\\]|\\.)*)"\s*\}')
+CATALOG_ROW_RE = re.compile(r'\[(PROBLEM_[A-Z0-9_]+)\]\s*=\s*\{\s*"([a-z0-9-]+)"\s*,\s*(\d+)\s*,\s*'
+                            r'"((?:[^"\\]|\\.)*)"\s*,\s*(RETRY|FINAL)\s*\}')
+ENUM_RE = re.compile(r"\benum\s+problem_id\s*\{(.*?)\}\s*;", re.S)
 PROBLEM_URN = "urn:hpwarm:problem:"
 
 
 def catalog(problem_c):
-    """The error catalog: {slug: (status, title)} from the table
-    `static const struct problem_type catalog[...] = {...};` in problem.c."""
+    """The error catalog: {slug: (status, title, retryable)} from the table
+    `static const struct problem_type catalog[...] = {...};` in problem.c,
+    in the order of enum problem_id (problem.h, next to it)."""
     try:
         with open(problem_c, encoding="utf-8") as f:
             src = f.read()
@@ -204,18 +211,57 @@ def catalog(problem_c):
         sys.exit(1)
     table = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
     rows = {}
-    for enum, slug, status, title in CATALOG_ROW_RE.findall(table):
+    by_enum = {}
+    for enum, slug, status, title, retry in CATALOG_ROW_RE.findall(table):
         if enum != "PROBLEM_" + slug.upper().replace("-", "_"):
             fail(f"{problem_c}: row {enum} has slug {slug!r}; the id is PROBLEM_ + the slug in upper case")
         if slug in rows:
             fail(f"{problem_c}: slug {slug!r} has two rows")
-        rows[slug] = (int(status), title)
+        rows[slug] = (int(status), title, retry == "RETRY")
+        by_enum[enum] = slug
     # Every row of the table must have parsed: count the designated rows.
     if len(rows) != len(re.findall(r"\[PROBLEM_", table)) or len(rows) < 10:
         print(f"FAIL: parsed {len(rows)} rows of the catalog in {problem_c}; "
-              "every row must read [PROBLEM_X] = { \"slug\", STATUS, \"Title\" },")
+              "every row must read [PROBLEM_X] = { \"slug\", STATUS, \"Title\", RETRY|FINAL },")
         sys.exit(1)
-    return rows
+    problem_h = os.path.join(os.path.dirname(problem_c), "problem.h")
+    try:
+        with open(problem_h, encoding="utf-8") as f:
+            m = ENUM_RE.search(f.read())
+    except OSError as e:
+        print(f"FAIL: cannot read {problem_h}: {e}")
+        sys.exit(1)
+    body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S) if m else ""
+    names = [n.split("=")[0].strip() for n in body.split(",") if n.strip()]
+    order = [n for n in names if n not in ("PROBLEM_NONE", "PROBLEM__COUNT")]
+    if sorted(order) != sorted(by_enum):
+        print(f"FAIL: enum problem_id in {problem_h} and the rows of {problem_c} name different ids")
+        sys.exit(1)
+    return {by_enum[n]: rows[by_enum[n]] for n in order}
+
+
+def problems_json(rows):
+    """api/problems.json as the catalog generates it: a JSON array, one
+    problem per line in enum problem_id order (a slug's position, from 1,
+    is its value in the client's enum hpw_slug, so the array only grows at
+    its end)."""
+    import json
+    lines = [json.dumps({"slug": slug, "status": st, "title": title, "retryable": retry})
+             for slug, (st, title, retry) in rows.items()]
+    return "[\n  " + ",\n  ".join(lines) + "\n]\n"
+
+
+def check_problems_json(path, rows):
+    want = problems_json(rows)
+    try:
+        with open(path, encoding="utf-8") as f:
+            have = f.read()
+    except OSError as e:
+        fail(f"{path}: {e} (regenerate: test_openapi.py --write-problems ...)")
+        return
+    if have != want:
+        fail(f"{path} differs from the catalog in server/src/problem.c; regenerate it with "
+             "tests/api/test_openapi.py --write-problems api/openapi.yaml server/src/router.c")
 
 
 def example_problems(node, where):
@@ -236,7 +282,7 @@ def check_problems(doc, rows, yaml_path):
     if not isinstance(listed, dict):
         fail(f"{yaml_path}: components/x-problem-types (slug: {{status, title}}) is missing")
         listed = {}
-    for slug, (status, title) in sorted(rows.items()):
+    for slug, (status, title, retry) in sorted(rows.items()):
         entry = listed.get(slug)
         if not isinstance(entry, dict):
             fail(f"problem type {slug!r} is in the catalog but not in components/x-problem-types")
@@ -245,6 +291,9 @@ def check_problems(doc, rows, yaml_path):
             fail(f"problem type {slug!r}: status {entry.get('status')!r} in {yaml_path}, {status} in the catalog")
         if entry.get("title") != title:
             fail(f"problem type {slug!r}: title {entry.get('title')!r} in {yaml_path}, {title!r} in the catalog")
+        if entry.get("retryable") is not retry:
+            fail(f"problem type {slug!r}: retryable {entry.get('retryable')!r} in {yaml_path}, "
+                 f"{retry} in the catalog")
     for slug in sorted(set(listed) - set(rows)):
         fail(f"problem type {slug!r} is in components/x-problem-types but not in the catalog")
 
@@ -255,7 +304,7 @@ def check_problems(doc, rows, yaml_path):
         if slug not in rows:
             fail(f"{where}: example problem type {slug!r} is not in the catalog")
             continue
-        status, title = rows[slug]
+        status, title, _ = rows[slug]
         if ex.get("title") != title:
             fail(f"{where}: example {slug!r} has title {ex.get('title')!r}, the catalog says {title!r}")
         if ex.get("status") != status:
@@ -265,9 +314,19 @@ def check_problems(doc, rows, yaml_path):
 
 
 def main(argv):
+    write = len(argv) == 4 and argv[1] == "--write-problems"
+    if write:
+        argv = argv[:1] + argv[2:]
     if len(argv) != 3:
         print(__doc__)
         return 2
+    problems_path = os.path.join(os.path.dirname(os.path.abspath(argv[1])), "problems.json")
+    if write:
+        rows = catalog(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(argv[2]))), "problem.c"))
+        with open(problems_path, "w", encoding="utf-8") as f:
+            f.write(problems_json(rows))
+        print(f"wrote {problems_path}: {len(rows)} problem types")
+        return 0
     doc = load_yaml(argv[1])
     if not isinstance(doc, dict):
         print(f"FAIL: {argv[1]} is not a mapping")
@@ -284,7 +343,9 @@ def main(argv):
     # Every problem type the server can send is documented, with its one
     # status and title (scripts match slugs, people read titles).
     problem_c = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(argv[2]))), "problem.c")
-    check_problems(doc, catalog(problem_c), argv[1])
+    rows = catalog(problem_c)
+    check_problems(doc, rows, argv[1])
+    check_problems_json(problems_path, rows)
 
     return finish(ERRORS, f"{len(documented)} operations documented and served; the problem types match the catalog")
 

@@ -4,8 +4,8 @@ library is generated from and installs, says what server/src/problem.c says.
 
 Every row of problem.c's catalog table (one per line, the shape
 tests/api/test_openapi.py also reads) must be in problems.json with the same
-status and title, in the same order, and nothing else; each entry carries a
-boolean "retryable", and only 429/5xx problems may be retryable (a 4xx
+status, title and retryable flag (the row's RETRY or FINAL), in the same
+order, and nothing else; only 429/5xx problems may be retryable (a 4xx
 refusal other than 429 is an answer about the request, never a state that
 passes).
 
@@ -15,7 +15,7 @@ import json
 import re
 import sys
 
-ROW = re.compile(r'^\s*\[PROBLEM_[A-Z0-9_]+\] = \{ "([a-z0-9-]+)", (\d+), "([^"]*)" \},\s*$')
+ROW = re.compile(r'^\s*\[PROBLEM_[A-Z0-9_]+\] = \{ "([a-z0-9-]+)", (\d+), "([^"]*)", (RETRY|FINAL) \},\s*$')
 
 
 def main():
@@ -24,7 +24,7 @@ def main():
         for line in f:
             m = ROW.match(line)
             if m:
-                rows.append((m.group(1), int(m.group(2)), m.group(3)))
+                rows.append((m.group(1), int(m.group(2)), m.group(3), m.group(4) == "RETRY"))
     with open(sys.argv[2], encoding="utf-8") as f:
         cat = json.load(f)
     bad = []
@@ -42,7 +42,7 @@ def main():
             bad.append("problems.json[%d] %s: retryable is not a boolean" % (i, e["slug"]))
         if e["retryable"] and not (e["status"] == 429 or e["status"] >= 500):
             bad.append("problems.json %s: status %d cannot be retryable" % (e["slug"], e["status"]))
-        got.append((e["slug"], e["status"], e["title"]))
+        got.append((e["slug"], e["status"], e["title"], e["retryable"]))
     if got != rows:
         for r in rows:
             if r not in got:

@@ -23,7 +23,13 @@
  * write() runs, so the open family is wrapped too, only to remember that
  * value per fd.  Everything else passes straight to libc via
  * dlsym(RTLD_NEXT).  This is test code: failures inside the simulation are
- * reported as EIO to the writer. */
+ * reported as EIO to the writer.
+ *
+ * With HPW_FAKE_HUGETLBFS_2M set to a directory (on tmpfs), statfs(2) of a
+ * path inside it says hugetlbfs with 2 MiB pages, so the daemon takes a
+ * tmpfs directory as its pool directory and warms pools there (tmpfs pages
+ * populate and map like hugetlbfs files, only smaller): the API's pool
+ * paths answer end to end on a fixture, without real hugepages. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -43,6 +49,8 @@
 #ifndef SYSFS_MAGIC
 #define SYSFS_MAGIC 0x62656572
 #endif
+#define FAKE_HUGETLBFS_MAGIC 0x958458f6 /* <linux/magic.h> HUGETLBFS_MAGIC */
+#define FAKE_HUGETLBFS_PAGE (2UL << 20)
 
 /* Remembered values are kept for fds below this; others read the file. */
 #define MAX_TRACKED_FD 4096
@@ -389,4 +397,41 @@ ssize_t write(int fd, const void *buf, size_t count)
         if (fd > 2 && simulated_target(fd, path, sizeof(path)))
                 return simulate(fd, path, buf, count);
         return real_write(fd, buf, count);
+}
+
+/* ---- statfs: a tmpfs directory posing as a 2 MiB hugetlbfs ---- */
+
+static bool under_fake_hugetlbfs(const char *path)
+{
+        const char *dir = getenv("HPW_FAKE_HUGETLBFS_2M");
+        char real[PATH_MAX];
+        size_t n;
+
+        if (!dir || !*dir || !realpath(path, real))
+                return false;
+        n = strlen(dir);
+        while (n > 1 && dir[n - 1] == '/')
+                n--;
+        return strncmp(real, dir, n) == 0 && (real[n] == '\0' || real[n] == '/');
+}
+
+int statfs(const char *path, struct statfs *buf)
+{
+        static int (*real_statfs)(const char *, struct statfs *);
+        int r;
+
+        if (!real_statfs)
+                real_statfs = (int (*)(const char *, struct statfs *))dlsym(RTLD_NEXT, "statfs");
+        r = real_statfs(path, buf);
+        if (r == 0 && under_fake_hugetlbfs(path)) {
+                buf->f_type = FAKE_HUGETLBFS_MAGIC;
+                buf->f_bsize = FAKE_HUGETLBFS_PAGE;
+        }
+        return r;
+}
+
+int statfs64(const char *path, struct statfs64 *buf);
+int statfs64(const char *path, struct statfs64 *buf)
+{
+        return statfs(path, (struct statfs *)buf);
 }

@@ -71,9 +71,27 @@ class Report(TestCase):
             # Spot-check against the fixture's README table, not only the files.
             self.assertEqual(j["nodes"][1]["cpu_count"], 2)
             self.assertEqual(j["nodes"][0]["hugepages"][0],
-                             {"page_size_bytes": 2097152, "total": 16, "free": 12, "surplus": 0,
-                              "warm": 0, "warming": 0})
+                             {"page_size_bytes": 2097152, "total": 16, "free": 12, "available": 9,
+                              "surplus": 0, "warm": 0, "warming": 0})
             self.assertEqual(j["hugepages"][0]["reserved"], 3)
+
+    def test_available_takes_foreign_reservations_off_every_node(self):
+        """resv_hugepages (3 on two-node, no pool warming, so all of it
+        belongs to other mappings) is global: each node's `available` is
+        its free less all 3, and follows the counter when it changes."""
+        with Daemon("two-node") as d:
+            hp = {n["id"]: n["hugepages"][0] for n in d.get("/v1/nodes").json["nodes"]}
+            self.assertEqual((hp[0]["free"], hp[0]["available"]), (12, 9))
+            self.assertEqual((hp[1]["free"], hp[1]["available"]), (7, 4))
+            self.assertEqual(d.get("/v1/nodes/1").json["hugepages"][0]["available"], 4)
+            d.write_file("kernel/mm/hugepages/hugepages-2048kB/resv_hugepages", "10\n")
+            hp = {n["id"]: n["hugepages"][0] for n in d.get("/v1/nodes").json["nodes"]}
+            self.assertEqual((hp[0]["available"], hp[1]["available"]), (2, 0))
+            text = d.get("/metrics").body.decode()
+            self.assertIn('hpwarmd_hugepages_bytes{numa_node="0",page_size_bytes="2097152",state="available"} %d'
+                          % (2 * 2097152), text)
+            self.assertIn('hpwarmd_hugepages_bytes{numa_node="1",page_size_bytes="2097152",state="available"} 0',
+                          text)
 
     def test_four_node(self):
         with Daemon("four-node") as d:
@@ -162,11 +180,57 @@ class BadInput(TestCase):
         for path in ["/v1/nodes/7/hugepages/2M", "/v1/nodes/01/hugepages/2M", "/v1/nodes/-1/hugepages/2M",
                      "/v1/nodes/x/hugepages/2M"]:
             self.assertProblem(self.put('{"count": 1}', path), 404, "unknown-node")
-        for size in ["4M", "3M", "2m", "16G", "2", "abc"]:
+        # Page sizes this host lacks are 404; what is no page size at all is 422.
+        for size in ["4M", "16G", "4K"]:
             self.assertProblem(self.put('{"count": 1}', "/v1/nodes/0/hugepages/" + size), 404, "unknown-page-size")
         self.assertProblem(self.d.get("/v1/nodes/9"), 404, "unknown-node")
         self.assertProblem(self.d.get("/v1/nope"), 404)
         self.unchanged()
+
+    def test_page_size_grammar_error_is_422_with_the_grammar_hint(self):
+        """`2MB`, `2m`, `1.5G`, `3M` are not page sizes in the shared size
+        grammar: 422 whose detail is the grammar's own hint, in the path
+        and in a pool's `page_size`, and nothing changes."""
+        cases = {"2MB": "2M", "2m": "2M", "1.5G": None, "3M": None, "2": None, "abc": None}
+        for size, fix in cases.items():
+            with self.subTest(where="path", size=size):
+                r = self.put('{"count": 1}', "/v1/nodes/0/hugepages/" + size)
+                self.assertProblem(r, 422, "invalid-field")
+                self.assertIn("'%s'" % size, r.json["detail"], r)
+                if fix:
+                    self.assertIn("write " + fix, r.json["detail"], r)
+            with self.subTest(where="body", size=size):
+                r = self.d.put("/v1/pools/x", {"node": 0, "size": "2M", "page_size": size})
+                self.assertProblem(r, 422, "invalid-field")
+                if fix:
+                    self.assertIn("write " + fix, r.json["detail"], r)
+        self.unchanged()
+
+    def test_bad_pool_input_is_422_before_the_missing_pool_directory(self):
+        """This daemon has no pool directory (every create would be 503
+        no-hugetlbfs): input the schema refuses is 422 all the same."""
+        bad = [{"node": 0, "size": "2M", "threads": 0},
+               {"node": 0, "size": "2M", "threads": 4097},
+               {"node": 0, "size": "2M", "ttl_seconds": 0},
+               {"node": 0, "size": "2M", "ttl_seconds": 10 * 366 * 24 * 3600 + 1},
+               {"node": 0, "size": "3M"},
+               {"node": 0, "size": "2M", "page_size": "2MB"}]
+        for body in bad:
+            with self.subTest(body=body):
+                self.assertProblem(self.d.put("/v1/pools/x", body), 422, "invalid-field")
+        r = self.d.put("/v1/pools/x", {"node": 0, "size": "2M", "threads": 1, "ttl_seconds": 1})
+        self.assertProblem(r, 503, "no-hugetlbfs")
+        self.assertEqual(self.d.get("/v1/pools").json["pools"], [])
+
+    def test_no_hugetlbfs_carries_retry_after(self):
+        """Every 503 carries Retry-After (the contract declares it on every
+        503); for no-hugetlbfs it is long, and the slug is not retryable."""
+        r = self.d.put("/v1/pools/x", {"node": 0, "size": "2M"})
+        self.assertProblem(r, 503, "no-hugetlbfs")
+        self.assertGreater(int(r.headers.get("retry-after", "0")), 0, r.headers)
+        r = self.d.put("/v1/stock", {"targets": [{"node": 0, "size": "2M", "count": 1}]})
+        self.assertProblem(r, 503, "no-hugetlbfs")
+        self.assertGreater(int(r.headers.get("retry-after", "0")), 0, r.headers)
 
     def test_page_size_hint_names_only_sizes_the_host_has(self):
         r = self.put('{"count": 1}', "/v1/nodes/0/hugepages/4M")

@@ -109,7 +109,7 @@ class Loop(CrashLoop):
             # in its file's st_blocks) both as gone from free_hugepages and as
             # still to be taken (server/src/pools/pools_need.c), so near the limit
             # it may refuse while another pool warms: conservative, not a leak.
-            m = re.search(r"of which (\d+) are still to be taken", (r.json or {}).get("detail", ""))
+            m = re.search(r"free, (\d+) still to be taken", (r.json or {}).get("detail", ""))
             if (r.status == 409 and r.json.get("type", "").endswith(":insufficient-hugepages")
                     and m and int(m.group(1)) > 0):
                 self.refused += 1

@@ -29,6 +29,8 @@
 
 #define PAGE (2 * MIB)
 #define HP_DIR(node) "devices/system/node/node" #node "/hugepages/hugepages-2048kB/"
+/* The global reserved count of 2 MiB pages. */
+#define RESV_2M "kernel/mm/hugepages/hugepages-2048kB/resv_hugepages"
 
 /* ---- the gate, checked ---- */
 
@@ -96,6 +98,9 @@ static inline void env_init_fixture(struct env *e, const char *fixture)
         /* Plenty of free pages on node 0 unless a test says otherwise. */
         fixture_write(e->sys, HP_DIR(0) "free_hugepages", "64\n");
         fixture_write(e->sys, HP_DIR(0) "nr_hugepages", "64\n");
+        /* No mapping of another process holds a reservation unless a test
+         * says otherwise (resv_hugepages is global). */
+        fixture_write(e->sys, RESV_2M, "0\n");
 
         CHECK_INT(sysfs_open(e->sys, &e->fs), ==, 0);
         CHECK_INT(topo_load(e->fs, &e->topo), ==, 0);

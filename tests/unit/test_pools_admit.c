@@ -36,6 +36,7 @@ static struct {
         const char *fault_file; /* ... or this file gains one page, at ... */
         uint64_t fault_at;      /* ... this offset, and free loses it */
         bool fault_after;       /* the fault comes just after the read returned */
+        bool free_too;          /* the step's pages leave node 0's free count as well */
         bool stepped;
         bool frozen;            /* writes to nr_hugepages bring no free page */
 } fk;
@@ -85,6 +86,10 @@ static int fk_read(const struct sysfs *fs, const char *path, uint64_t *ret, void
                 CHECK_INT(sysfs_default_ops.read_u64(fs, path, &free_, NULL), ==, 0);
                 CHECK_U64(free_, >=, fk.step_pages);
                 CHECK_INT(sysfs_default_ops.write_u64(fs, path, free_ - fk.step_pages, NULL), ==, 0);
+                if (fk.free_too) {
+                        CHECK_INT(sysfs_default_ops.read_u64(fs, FREE0, &free_, NULL), ==, 0);
+                        CHECK_INT(sysfs_default_ops.write_u64(fs, FREE0, free_ - fk.step_pages, NULL), ==, 0);
+                }
                 fk.stepped = true;
         }
         return sysfs_default_ops.read_u64(fs, path, ret, userdata);
@@ -303,7 +308,7 @@ TEST(nothing_counted_free_twice)
         CHECK_INT(create0(&t, "c", 1, false), ==, -ENOMEM);
         CHECK_STR(t.err.slug, "insufficient-hugepages");
         CHECK(strstr(t.err.detail, "10 free"));
-        CHECK(strstr(t.err.detail, "10 are still to be taken"));
+        CHECK(strstr(t.err.detail, "10 still to be taken"));
         CHECK(!file_exists(&t.e, "c"));
         finish(&t, "b");
 }
@@ -324,7 +329,7 @@ TEST(page_of_chunk_in_flight_is_counted_once)
         CHECK_INT(create0(&t, "b", 4, false), ==, CREATED);
         /* And nothing more: 7 + 4 still needed, 11 free. */
         CHECK_INT(create0(&t, "c", 1, false), ==, -ENOMEM);
-        CHECK(strstr(t.err.detail, "11 are still to be taken"));
+        CHECK(strstr(t.err.detail, "11 still to be taken"));
         finish(&t, "b");
 }
 
@@ -356,7 +361,7 @@ TEST(page_faulted_after_free_read_is_not_counted_free)
         CHECK_INT(create0(&t, "b", 5, false), ==, -ENOMEM);
         CHECK(fk.stepped);
         CHECK(strstr(t.err.detail, "11 free"));
-        CHECK(strstr(t.err.detail, "7 are still to be taken"));
+        CHECK(strstr(t.err.detail, "7 still to be taken"));
         CHECK(!file_exists(&t.e, "b"));
         CHECK_INT(create0(&t, "b", 4, false), ==, CREATED);
         finish(&t, "b");
@@ -487,6 +492,131 @@ TEST(refused_growth_keeps_recorded_count)
         CHECK(strstr(err.detail, "undone"));
         CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 8);
         journal_free(load_reserved(&e, 8));
+        env_fini_hooked(&e, p);
+}
+
+/* ---- available: free, less what warms still need, less foreign reservations ---- */
+
+/* Another process's mapping reserved 3 pages and faulted none (resv 3, no
+ * warm of ours): node 0's 12 free pages leave 9 for a new pool; 9 are
+ * admitted, 10 refused with the three numbers in the detail. */
+TEST(foreign_reservation_is_not_available)
+{
+        struct pools_avail a;
+        struct pool_view v;
+        struct problem err;
+        struct env e;
+        struct pools *p;
+
+        admit_env_init(&e);
+        fixture_write(e.sys, FREE0, "12\n");
+        fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "16\n");
+        fixture_write(e.sys, RESV_2M, "3\n");
+        p = start(&e);
+        CHECK_INT(pools_node_available(p, 0, PAGE, &a), ==, 0);
+        CHECK_U64(a.free, ==, 12);
+        CHECK_U64(a.reserved, ==, 3);
+        CHECK_U64(a.foreign, ==, 3);
+        CHECK_U64(a.available, ==, 9);
+        struct pool_req big = req("big", 0, 10);
+        CHECK_INT(create(p, &big, &v, &err), ==, -ENOMEM);
+        CHECK_STR(err.slug, "insufficient-hugepages");
+        CHECK(strstr(err.detail, "it has 9 (12 free, 0 still to be taken by other warming pools, 3 reserved"));
+        CHECK(!file_exists(&e, "big"));
+        struct pool_req fit = req("fit", 0, 9);
+        CHECK_INT(create(p, &fit, &v, &err), ==, CREATED);
+        wait_state(p, "fit", POOL_READY);
+        CHECK_INT(pools_delete(p, "fit"), ==, 0);
+        env_fini_hooked(&e, p);
+}
+
+/* Our own warm's mapping is in resv_hugepages too: "a" (8 pages, none
+ * faulted) reserved 8, another process 2, so resv is 10.  What "a" holds
+ * is counted once, as still needed: 12 - 8 - 2 = 2 are available (taking
+ * all of resv off as well would leave none). */
+TEST(own_warm_reservation_counted_once)
+{
+        struct pools_avail a;
+        struct warm_a t;
+
+        start_with_a_warming(&t);
+        fixture_write(t.e.sys, RESV_2M, "10\n");
+        CHECK_INT(pools_node_available(t.p, 0, PAGE, &a), ==, 0);
+        CHECK_U64(a.needed, ==, 8);
+        CHECK_U64(a.foreign, ==, 2);
+        CHECK_U64(a.available, ==, 2);
+        CHECK_INT(create0(&t, "c", 3, false), ==, -ENOMEM);
+        CHECK(strstr(t.err.detail, "2 reserved"));
+        CHECK_INT(create0(&t, "b", 2, false), ==, CREATED);
+        finish(&t, "b");
+}
+
+/* A chunk of "a" ends just after admission read resv_hugepages: its 2
+ * pages leave resv and free together, and the need.  Read apart from the
+ * need, resv would still hold them when the need no longer does, and they
+ * would count as a foreign reservation: 2 available instead of 4. */
+TEST(chunk_ending_after_resv_read_is_not_foreign)
+{
+        struct warm_a t;
+
+        start_with_a_warming(&t);
+        fixture_write(t.e.sys, RESV_2M, "8\n"); /* "a"'s mapping, nothing foreign */
+        fk.step_path = RESV_2M;
+        fk.step_pages = 2;
+        fk.fault_after = true;
+        fk.free_too = true;
+        CHECK_INT(create0(&t, "b", 4, false), ==, CREATED);
+        CHECK(fk.stepped);
+        CHECK_U64(counter(&t.e, RESV_2M), ==, 6);
+        CHECK_U64(counter(&t.e, FREE0), ==, 10);
+        finish(&t, "b");
+}
+
+/* Multi-node: resv_hugepages does not say which node will serve a foreign
+ * reservation, so each node has all of it taken off (node 1: 7 free, 1
+ * foreign), while node 0's warm reserves from node 0 only and is not taken
+ * off node 1. */
+TEST(foreign_reservation_taken_off_every_node)
+{
+        struct pools_avail a;
+        struct warm_a t;
+
+        start_with_a_warming(&t);
+        fixture_write(t.e.sys, RESV_2M, "9\n"); /* "a"'s 8 and 1 foreign */
+        CHECK_INT(pools_node_available(t.p, 1, PAGE, &a), ==, 0);
+        CHECK_U64(a.free, ==, 7);
+        CHECK_U64(a.needed, ==, 0);
+        CHECK_U64(a.foreign, ==, 1);
+        CHECK_U64(a.available, ==, 6);
+        CHECK_INT(pools_node_available(t.p, 0, PAGE, &a), ==, 0);
+        CHECK_U64(a.available, ==, 12 - 8 - 1);
+        struct pool_req r = req("b", 1, 7);
+        CHECK_INT(create(t.p, &r, &t.v, &t.err), ==, -ENOMEM);
+        r = req("b", 1, 6);
+        CHECK_INT(create(t.p, &r, &t.v, &t.err), ==, CREATED);
+        finish(&t, "b");
+}
+
+/* "reserve": true grows the node by what the foreign reservation takes as
+ * well: 12 free, 3 reserved, a pool of 10 grows node 0 from 16 to 17. */
+TEST(reserve_grows_past_foreign_reservation)
+{
+        struct pool_view v;
+        struct problem err;
+        struct env e;
+        struct pools *p;
+
+        admit_env_init(&e);
+        fixture_write(e.sys, FREE0, "12\n");
+        fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "16\n");
+        fixture_write(e.sys, RESV_2M, "3\n");
+        p = start(&e);
+        struct pool_req r = req("big", 0, 10);
+        r.reserve = true;
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        CHECK_U64(counter(&e, HP_DIR(0) "nr_hugepages"), ==, 17);
+        wait_state(p, "big", POOL_READY);
+        CHECK_INT(pools_delete(p, "big"), ==, 0);
         env_fini_hooked(&e, p);
 }
 

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "engine.h"
 #include "problem.h"
+#include "util.h"
 
 /* problem_raise fills status, slug and title from the row, the detail
  * from the format; extension members are the caller's. */
@@ -169,6 +170,45 @@ TEST(engine_slugs_in_catalog)
                 if (problem_from_slug(slug) == PROBLEM_NONE)
                         CHECK_STR(slug, "(a slug in the catalog)");
         }
+}
+
+/* Retryable means the same request may succeed later by itself: load,
+ * a restart and a failed save, all 429 or 503.  Capacity refusals and
+ * no-hugetlbfs are not, although they carry Retry-After. */
+TEST(retryable_only_load_restart_and_failed_save)
+{
+        const enum problem_id retry[] = { PROBLEM_BUSY, PROBLEM_TOO_MANY_WAITS, PROBLEM_STOPPING,
+                                          PROBLEM_STATE_WRITE_FAILED };
+        for (int id = PROBLEM_NONE + 1; id < PROBLEM__COUNT; id++) {
+                const struct problem_type *t = problem_type((enum problem_id)id);
+                bool want = false;
+
+                for (size_t i = 0; i < ARRAY_SIZE(retry); i++)
+                        want |= retry[i] == (enum problem_id)id;
+                if (t->retryable != want)
+                        printf("slug %s (%d): retryable %d\n", t->slug, t->status, t->retryable);
+                CHECK(t->retryable == want);
+                if (t->retryable)
+                        CHECK(t->status == 429 || t->status == 503);
+        }
+        CHECK(!problem_type(PROBLEM_NO_HUGETLBFS)->retryable);
+        CHECK(!problem_type(PROBLEM_TOO_MANY_POOLS)->retryable);
+}
+
+/* Every 429 and 503 of the catalog has a Retry-After to send when its
+ * raiser set none, and the ones that say how long match what they mean. */
+TEST(retry_after_for_every_429_and_503)
+{
+        for (int id = 1; id < PROBLEM__COUNT; id++) {
+                const struct problem_type *t = problem_type(id);
+                CHECK(t != NULL);
+                if (t->status == 429 || t->status == 503)
+                        CHECK_INT(problem_retry_after(id), >, 0);
+        }
+        CHECK_INT(problem_retry_after(PROBLEM_STATE_WRITE_FAILED), ==, 5);
+        CHECK_INT(problem_retry_after(PROBLEM_TOO_MANY_POOLS), ==, 60);
+        CHECK_INT(problem_retry_after(PROBLEM_NODE_WARM_LIMIT), ==, 60);
+        CHECK_INT(problem_retry_after(PROBLEM_NO_HUGETLBFS), ==, 300);
 }
 
 TEST_MAIN()

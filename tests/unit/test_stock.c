@@ -711,4 +711,31 @@ TEST(gives_way_to_reservations)
         env_fini(&e);
 }
 
+/* A stock change that cannot be saved changes nothing and answers 503
+ * state-write-failed with Retry-After, like every other failed save. */
+TEST(set_save_failure_keeps_targets)
+{
+        struct env e;
+        struct problem err = {0};
+        char tmp[256];
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        /* Root ignores file modes; a directory where the temp file goes
+         * makes journal_save fail. */
+        snprintf(tmp, sizeof(tmp), "%s/state.json.tmp", e.state);
+        CHECK_INT(mkdir(tmp, 0700), ==, 0);
+        CHECK(set1(p, 0, 2, 1, &err) < 0);
+        CHECK_INT(err.status, ==, 503);
+        CHECK_STR(err.slug, "state-write-failed");
+        CHECK_INT(err.retry_after, ==, 0); /* the answer carries the catalog's Retry-After */
+        struct stock_view *v = NULL;
+        size_t n = 1;
+        CHECK_INT(pools_get_stock(p, &v, &n), ==, 0);
+        CHECK_INT(n, ==, 0);
+        free(v);
+        CHECK_INT(rmdir(tmp), ==, 0);
+        env_fini_hooked(&e, p);
+}
+
 TEST_MAIN()

@@ -255,6 +255,9 @@ static enum MHD_Result queue(struct hreq *h)
         unsigned retry_after = h->resp.problem.retry_after;
         bool is_problem = status >= 400;
 
+        if (!retry_after && (status == MHD_HTTP_TOO_MANY_REQUESTS || status == MHD_HTTP_SERVICE_UNAVAILABLE))
+                retry_after = problem_retry_after(h->resp.problem.id);
+
         http_finish_resp(&h->resp, &body, &ct);
         size_t len = body ? strlen(body) : 0;
         struct MHD_Response *mr = MHD_create_response_from_buffer(len, body ? body : (char *)"",
@@ -264,7 +267,9 @@ static enum MHD_Result queue(struct hreq *h)
                 free(body);
                 return MHD_NO;
         }
-        MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, ct);
+        /* A 204 has no content, so no type for it (RFC 9110 8.3). */
+        if (status != MHD_HTTP_NO_CONTENT)
+                MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, ct);
         MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
         if (h->resp.allow[0])
                 MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, h->resp.allow);

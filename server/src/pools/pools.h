@@ -113,7 +113,7 @@ void pools_free(struct pools *p);
 
 /* The largest ttl_seconds pools_create accepts (422 invalid-field above):
  * longer TTLs are a mistake, and the cap keeps finished_at + ttl far from
- * int64 overflow.  Ten years; the one place that checks it. */
+ * int64 overflow.  Ten years; PUT /v1/pools checks it first, pools_create again. */
 #define POOLS_TTL_MAX (UINT64_C(10) * 366 * 24 * 3600)
 
 struct pool_req {
@@ -221,6 +221,25 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
  * warming pools: the pages populated so far, not their target). */
 void pools_node_usage(struct pools *p, int node, uint64_t page_size, uint64_t *ret_warm,
                       uint64_t *ret_warming);
+
+/* What a new pool of (NODE, PAGE_SIZE) can get now, in pages: the node's
+ * free pages, less what warms on the node have yet to take, less the
+ * reservations of mappings not yet faulted that are not our own warms'
+ * (`foreign`: resv_hugepages, global, less the part our mapped warms hold).
+ * The kernel does not say which node will serve a foreign reservation, so
+ * each node has all of it taken off: exact on a one-node host, a lower
+ * bound on a multi-node one (docs/API-CONTRACT.md).  Admission, stock
+ * refills, GET /v1/nodes and the metrics all use this one reading. */
+struct pools_avail {
+        uint64_t total;     /* nr_hugepages of the node */
+        uint64_t free;      /* free_hugepages of the node */
+        uint64_t needed;    /* pages warms on the node have yet to take */
+        uint64_t reserved;  /* resv_hugepages (global) */
+        uint64_t foreign;   /* reserved, less what our mapped warms hold */
+        uint64_t available; /* free - needed - foreign, at least 0 */
+};
+/* 0, or topo_read_hugepages' -errno.  Takes `lock` itself; no lock held. */
+int pools_node_available(struct pools *p, int node, uint64_t page_size, struct pools_avail *ret);
 
 struct pools_stats {
         uint64_t jobs_started, jobs_ready, jobs_failed, jobs_cancelled;

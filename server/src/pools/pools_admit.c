@@ -228,8 +228,8 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
 {
         pools_assert_held(&p->admit.lock);
         struct pools_growth g = { .node = node, .page_size = page_size };
-        struct hp_counts hp;
-        uint64_t others, avail;
+        struct pools_avail a;
+        uint64_t avail;
         int r;
 
         if (ret_growth)
@@ -238,13 +238,13 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                 /* One consistent reading: a chunk that ends while the
                  * counters are read is not counted as still needed and as
                  * taken (pools_node_counts). */
-                r = pools_node_counts(p, node, page_size, &hp, &others);
+                r = pools_node_available(p, node, page_size, &a);
                 if (r < 0) {
                         problem_raise(err, PROBLEM_SYSFS_ERROR, "reading node %d hugepage counters: %s", node,
                                       strerror(-r));
                         return r;
                 }
-                avail = hp.free > others ? hp.free - others : 0;
+                avail = a.available;
                 if (avail >= pages) {
                         if (ret_growth)
                                 *ret_growth = g;
@@ -262,9 +262,10 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                 if (!reserve || attempt > 0) {
                         pools_undo_growth(p, &g);
                         problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
-                                      "node %d needs %" PRIu64 " free pages of %" PRIu64 " bytes; it has %" PRIu64
-                                      " free, of which %" PRIu64 " are still to be taken by other warming pools%s",
-                                      node, pages, page_size, hp.free, others,
+                                      "node %d needs %" PRIu64 " available pages of %" PRIu64 " bytes; it has %" PRIu64
+                                      " (%" PRIu64 " free, %" PRIu64 " still to be taken by other warming pools, %"
+                                      PRIu64 " reserved by mappings not yet faulted)%s",
+                                      node, pages, page_size, avail, a.free, a.needed, a.foreign,
                                       reserve ? " (even after growing the pool; the growth was undone)"
                                               : "; retry with \"reserve\": true to grow the pool");
                         return -ENOMEM;
@@ -273,7 +274,7 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                 struct reserve_req rq = {
                         .node = node,
                         .page_size = page_size,
-                        .count = hp.total + (pages - avail),
+                        .count = a.total + (pages - avail),
                         .floor_bytes = p->cfg.memory_floor,
                 };
                 struct reserve_result res = {0};
@@ -304,10 +305,11 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                                          "the kernel gave fewer pages (count restored)" : strerror(-r));
                         }
                         problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
-                                      "node %d needs %" PRIu64 " free pages; it has %" PRIu64 " free, %" PRIu64
-                                      " still to be taken by other warming pools; "
+                                      "node %d needs %" PRIu64 " available pages; it has %" PRIu64 " (%" PRIu64
+                                      " free, %" PRIu64 " still to be taken by other warming pools, %" PRIu64
+                                      " reserved by mappings not yet faulted); "
                                       "growing its pool from %" PRIu64 " to %" PRIu64 " pages failed: %s",
-                                      node, pages, hp.free, others, hp.total, rq.count, why);
+                                      node, pages, avail, a.free, a.needed, a.foreign, a.total, rq.count, why);
                         if (r == -EAGAIN) {
                                 err->has_counts = true;
                                 err->requested = rq.count;

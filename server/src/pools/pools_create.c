@@ -68,15 +68,16 @@ static int validate(struct pools *p, const struct pool_req *req, struct problem 
                 problem_raise(err, PROBLEM_INVALID_FIELD, "ttl_seconds must be at most %" PRIu64, POOLS_TTL_MAX);
                 return -EINVAL;
         }
-        if (!pools_mount_dir(p, req->page_size)) {
-                problem_raise(err, PROBLEM_NO_HUGETLBFS,
-                              "no --hugetlbfs directory is configured for %" PRIu64 "-byte pages", req->page_size);
-                return -ENODEV;
-        }
         if (p->cfg.max_pool_bytes && req->size_bytes > p->cfg.max_pool_bytes) {
                 problem_raise(err, PROBLEM_POOL_TOO_LARGE, "%" PRIu64 " bytes is over the limit of %" PRIu64,
                               req->size_bytes, p->cfg.max_pool_bytes);
                 return -EFBIG;
+        }
+        /* The daemon's setup last: bad input is 4xx whatever the host. */
+        if (!pools_mount_dir(p, req->page_size)) {
+                problem_raise(err, PROBLEM_NO_HUGETLBFS,
+                              "no --hugetlbfs directory is configured for %" PRIu64 "-byte pages", req->page_size);
+                return -ENODEV;
         }
         return 0;
 }

@@ -328,16 +328,16 @@ int pools_get_stock(struct pools *p, struct stock_view **ret, size_t *ret_n)
 static int add_one(struct pools *p, const struct journal_stock_target *t)
 {
         pools_assert_held(&p->admit.lock);
-        uint64_t pages = t->size_bytes / t->page_size, others;
+        uint64_t pages = t->size_bytes / t->page_size;
         struct problem err = {0};
-        struct hp_counts hp;
+        struct pools_avail a;
         struct pool *pool;
         int r;
 
-        r = pools_node_counts(p, t->node, t->page_size, &hp, &others);
+        r = pools_node_available(p, t->node, t->page_size, &a);
         if (r < 0)
                 return r;
-        if (hp.free < others || hp.free - others < pages)
+        if (a.available < pages)
                 return -ENOSPC;
         /* There is room: from here on a release deciding whether to
          * recycle counts this file (marked only now, so a refill that finds
