@@ -6,7 +6,9 @@
  * anything outside its own member.  place gathers candidates from every
  * host's nodes, asks the hosts that answered for their stock in one more
  * concurrent round, and lets the pure cli_place() (cli_core.c) choose: a
- * ready stock file of the size first, then free pages. */
+ * ready stock file of the size first, then free pages.  place --prometheus
+ * asks Prometheus instead of a hosts file (the library's hpw_prom_place)
+ * and only the hosts it offers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +154,89 @@ out:
         free(idx);
 }
 
+/* fleet place --prometheus: the library finds, confirms and (with --warm)
+ * warms; this prints what it chose and why, or why nothing fits. */
+static int fleet_place_prom(struct ctx *x)
+{
+        const struct cli *c = x->cli;
+        struct hpw_prom_place_opts o = {
+                .struct_size = sizeof(o),
+                .prometheus_url = c->prometheus,
+                .host_label = c->host_label,
+                .url_template = c->url_template,
+                .size_bytes = c->size,
+                .page_size = c->page_size,
+                .max_age_s = c->max_age_s,
+                .warm_name = c->warm_name,
+        };
+        struct hpw_prom_placement *p = NULL;
+        enum hpw_error err = hpw_prom_place(x->h, &o, &p);
+        char ps[32], sz[32];
+        int rc = 0;
+
+        hpw_format_page_size(c->page_size, ps, sizeof(ps));
+        cli_format_bytes(c->size, sz, sizeof(sz));
+        if (err) {
+                fprintf(stderr, "hpwarm: fleet place: %s: %s\n",
+                        err == HPW_E_INSUFFICIENT ? "no host has room" : hpw_strerror(err), hpw_last_message(x->h));
+                if (err == HPW_E_INSUFFICIENT)
+                        fprintf(stderr, "hpwarm: fleet place: nothing fits %s in %s pages\n", sz, ps);
+                return cli_exit_code(err);
+        }
+        if (c->json) {
+                printf("{\"url\":");
+                print_json_string(p->url, stdout);
+                printf(",\"host\":");
+                print_json_string(p->host, stdout);
+                printf(",\"node\":%d,\"free\":%llu,\"why\":\"%s\",\"stock_ready\":%llu,\"offered\":%zu,"
+                       "\"asked\":%zu,\"refused\":%zu", p->node, (unsigned long long)p->free,
+                       p->stock ? "stock" : "free", (unsigned long long)p->stock_ready, p->offered, p->asked,
+                       p->refused);
+                if (p->pool) {
+                        char *body = hpw_json_reprint(p->pool->json, strlen(p->pool->json));
+                        printf(",\"created\":%s,\"pool\":%s", p->created ? "true" : "false", body ? body : "null");
+                        free(body);
+                }
+                printf("}\n");
+        } else {
+                if (p->stock)
+                        printf("%s node %d (stock hit: %llu ready stock file%s of %s in %s pages on node %d)\n",
+                               p->url, p->node, (unsigned long long)p->stock_ready, p->stock_ready == 1 ? "" : "s",
+                               sz, ps, p->node);
+                else
+                        printf("%s node %d (free pages: %llu free %s pages)\n", p->url, p->node,
+                               (unsigned long long)p->free, ps);
+                if (p->pool)
+                        printf("%s: %s on %s node %d (%s%s%s)\n", p->pool->name, p->created ? "created" : "exists",
+                               p->url, p->pool->node, p->pool->state_name, p->pool->from_stock[0] ? ", from stock: " : "",
+                               p->pool->from_stock);
+        }
+        if (p->pool && c->wait) {
+                struct hpw *h2 = NULL;
+                struct ctx x2 = *x;
+
+                fflush(stdout);
+                err = hpw_new(p->url, &h2);
+                if (!err && c->token_file)
+                        err = hpw_set_token_file(h2, c->token_file);
+                if (!err)
+                        err = hpw_set_tls(h2, c->cacert, c->cert, c->key);
+                if (!err)
+                        err = hpw_set_timeouts(h2, c->connect_timeout_ms, cli_timeout_ms(c, false));
+                if (err) {
+                        fprintf(stderr, "hpwarm: fleet place: %s: %s\n", p->url, hpw_strerror(err));
+                        rc = cli_exit_code(err);
+                } else {
+                        x2.h = h2;
+                        x2.url = p->url;
+                        rc = cli_wait_at(&x2, p->pool->name, p->pool);
+                }
+                hpw_free(h2);
+        }
+        hpw_prom_placement_free(p);
+        return rc;
+}
+
 int cli_cmd_fleet(struct ctx *x)
 {
         const struct cli *c = x->cli;
@@ -161,6 +246,8 @@ int cli_cmd_fleet(struct ctx *x)
         enum hpw_error err;
         int r, rc = 0;
 
+        if (c->prometheus)
+                return fleet_place_prom(x);
         r = cli_read_hosts(c->hosts, &urls, &n);
         if (r < 0) {
                 fprintf(stderr, "hpwarm: fleet: cannot read %s: %s\n", c->hosts, strerror(-r));
