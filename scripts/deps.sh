@@ -29,10 +29,14 @@ test_pkgs=(
   systemd                             # systemd-analyze verify of the units
   debhelper dpkg-dev fakeroot lintian # package.deb: build the .debs (debian/) and lint them
   adduser                             # package.deb installs hpwarmd, whose postinst adds a group
-  prometheus                          # promtool: deploy.prometheus checks the alert rules and their tests
+  prometheus                          # promtool (deploy.prometheus); the server itself (deploy.prometheus_live)
   # libvirt tests (issue 14): libvirtd, virtlogd, virsh and the QEMU driver; the
   # hook reads domain XML with xmllint; shellcheck lints the hook
   libvirt-daemon-system libvirt-clients libvirt-daemon-driver-qemu libxml2-utils shellcheck
+  # deploy.image: deploy/container/build-image.sh builds and runs the
+  # DaemonSet's image with podman (runc: crun refuses hybrid cgroups) on a
+  # base mmdebstrap makes from this host's apt sources
+  podman runc mmdebstrap
 )
 
 set_=test
