@@ -256,24 +256,46 @@ static enum hpw_error confirm_round(struct run *r, const char *const *urls, cons
         struct hpw_fleet *fn = NULL, *fs = NULL;
         struct cand *best = calloc(n, sizeof(*best));
         size_t *order = calloc(n, sizeof(*order)), m = 0;
+        bool *fits = calloc(n, sizeof(*fits));
         enum hpw_error err;
 
-        if (!best || !order) {
+        if (!best || !order || !fits) {
                 err = HPW_E_NOMEM;
                 goto out;
         }
         r->res->asked += n;
         err = hpw_fleet_get(r->h, urls, n, HPW_FLEET_NODES, &fn);
-        if (err == HPW_OK)
-                err = hpw_fleet_get(r->h, urls, n, HPW_FLEET_STOCK, &fs);
         if (err != HPW_OK)
                 goto out;
+        /* Stock only of the hosts that answered: a dead host costs one
+         * timeout, not two.  ORDER holds their indexes meanwhile. */
+        {
+                const char **up = calloc(n, sizeof(*up));
+                size_t k = 0;
+
+                if (!up) {
+                        err = HPW_E_NOMEM;
+                        goto out;
+                }
+                for (size_t i = 0; i < n; i++)
+                        if (fn->hosts[i].err == HPW_OK) {
+                                order[k] = i;
+                                up[k++] = urls[i];
+                        }
+                err = k ? hpw_fleet_get(r->h, up, k, HPW_FLEET_STOCK, &fs) : HPW_OK;
+                free(up);
+                if (err != HPW_OK)
+                        goto out;
+                r->answered += k;
+                for (size_t j = 0; j < k; j++) {
+                        size_t i = order[j];
+                        /* A daemon without stock (404) places by free pages. */
+                        if (host_best(r, hosts[i], fn->hosts[i].nodes, fs->hosts[j].stock, &best[i]))
+                                fits[i] = true;
+                }
+        }
         for (size_t i = 0; i < n; i++) {
-                if (fn->hosts[i].err != HPW_OK)
-                        continue;
-                r->answered++;
-                /* A daemon without stock (404) places by free pages. */
-                if (!host_best(r, hosts[i], fn->hosts[i].nodes, fs->hosts[i].stock, &best[i]))
+                if (!fits[i])
                         continue;
                 r->fitting++;
                 /* Insertion by the host's own numbers. */
@@ -313,6 +335,7 @@ out:
         hpw_fleet_free(fs);
         free(best);
         free(order);
+        free(fits);
         return err;
 }
 
