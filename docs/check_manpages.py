@@ -7,7 +7,7 @@ Options are read from hpwarmd's getopt table (server/src/main.c: {"name", ...})
 and from every "--name" the client's parser and messages mention
 (client/src/cli_parse.c, client/src/cli_core.c).  A page
 may document more (options not yet in the code); it may not document fewer.
-README.md's hpwarmd synopsis must list every hpwarmd option as well.
+docs/OPERATING.md's hpwarmd synopsis must list every hpwarmd option as well.
 Rendering uses man(1) when installed; otherwise that part is reported
 skipped.
 """
@@ -63,20 +63,20 @@ def main(argv):
                 errors.append(f"{page}: man reports:\n{r.stderr}")
         else:
             print(f"skipped: man not installed, {page} not rendered")
-    # README's "Running hpwarmd" synopsis lists every daemon option too.
+    # OPERATING.md's "Running hpwarmd" synopsis lists every daemon option too.
     try:
         with open(os.path.join(src, "server/src/main.c"), encoding="utf-8") as f:
             accepted = set(re.findall(pairs[0][2], f.read()))
-        with open(os.path.join(src, "README.md"), encoding="utf-8") as f:
+        with open(os.path.join(src, "docs/OPERATING.md"), encoding="utf-8") as f:
             m = re.search(r"```\nhpwarmd (.*?)```", f.read(), re.S)
         listed = set(re.findall(r"--([a-z][a-z0-9-]+)", m.group(1))) if m else set()
         if not m:
-            errors.append("README.md: no hpwarmd synopsis block found")
+            errors.append("docs/OPERATING.md: no hpwarmd synopsis block found")
         for opt in sorted(accepted - listed - {"help", "version"}):
-            errors.append(f"README.md: --{opt} is accepted by hpwarmd but not in its synopsis")
-        print(f"ok: README.md synopsis: {len(accepted & listed)} options listed")
+            errors.append(f"docs/OPERATING.md: --{opt} is accepted by hpwarmd but not in its synopsis")
+        print(f"ok: docs/OPERATING.md synopsis: {len(accepted & listed)} options listed")
     except OSError as e:
-        errors.append(f"README.md: {e}")
+        errors.append(f"docs/OPERATING.md: {e}")
     for e in errors:
         print("FAIL:", e)
     return 1 if errors else 0

@@ -116,7 +116,9 @@ if grep -qs bash-completion "$src/CMakeLists.txt" "$src/client/CMakeLists.txt"; 
         has hpwarm /usr/share/bash-completion/completions/hpwarm
 fi
 has libhpwarm0 "$lib/libhpwarm.so.0"
-has libhpwarm-dev /usr/include/hpwarm.h "$lib/libhpwarm.so" "$lib/libhpwarm.a" "$lib/pkgconfig/hpwarm.pc"
+has libhpwarm-dev /usr/include/hpwarm.h /usr/include/hpwarm_problems.h "$lib/libhpwarm.so" "$lib/libhpwarm.a" \
+        "$lib/pkgconfig/libhpwarm.pc" "$lib/pkgconfig/hpwarm.pc" /usr/share/hpwarm/problems.json \
+        /usr/share/man/man3/hpwarm.3.gz /usr/share/man/man3/hpw_new.3.gz /usr/share/man/man3/hpw_warm.3.gz
 lacks libhpwarm0 '\.(a|h|pc)$|libhpwarm\.so$|bin/'
 lacks hpwarm 'sbin/|\.so(\.|$)|\.h$'
 lacks hpwarmd 'usr/bin/|\.so(\.|$)|\.h$'
@@ -155,15 +157,17 @@ out=$("$root/usr/sbin/hpwarmd" --version 2>&1) || fail "hpwarmd --version: exit 
 out=$("$root/usr/bin/hpwarm" --version 2>&1) || fail "hpwarm --version: exit $?: $out"
 [ "$out" = "hpwarm $upstream" ] || fail "hpwarm --version says '$out', want 'hpwarm $upstream'"
 export PKG_CONFIG_PATH=$root$lib/pkgconfig
-mv_=$(pkg-config --modversion hpwarm 2>&1) || fail "pkg-config does not find hpwarm in $PKG_CONFIG_PATH: $mv_"
-[ "$mv_" = "$upstream" ] || fail "pkg-config --modversion hpwarm says '$mv_', want $upstream"
+for m in libhpwarm hpwarm; do   # the module, and its old name kept as an alias
+        mv_=$(pkg-config --modversion $m 2>&1) || fail "pkg-config does not find $m in $PKG_CONFIG_PATH: $mv_"
+        [ "$mv_" = "$upstream" ] || fail "pkg-config --modversion $m says '$mv_', want $upstream"
+done
 cat >"$work/use.c" <<'EOF'
 #include <hpwarm.h>
 #include <stdio.h>
 int main(void) { puts(hpw_version()); return 0; }
 EOF
 # shellcheck disable=SC2046
-if cc -o "$work/use" "$work/use.c" $(pkg-config --cflags --libs hpwarm) 2>"$work/cc.log"; then
+if cc -o "$work/use" "$work/use.c" $(pkg-config --cflags --libs libhpwarm) 2>"$work/cc.log"; then
         out=$(LD_LIBRARY_PATH=$root$lib "$work/use" 2>&1)
         [ "$out" = "$upstream" ] || fail "a program linked with pkg-config's flags prints '$out', want $upstream"
         deps=$(LD_LIBRARY_PATH=$root$lib ldd "$work/use")
@@ -171,7 +175,7 @@ if cc -o "$work/use" "$work/use.c" $(pkg-config --cflags --libs hpwarm) 2>"$work
                 fail "the program did not load libhpwarm.so.0 from the package: $deps"
 else
         cat "$work/cc.log"
-        fail "cannot build a program with pkg-config --cflags --libs hpwarm"
+        fail "cannot build a program with pkg-config --cflags --libs libhpwarm"
 fi
 unset PKG_CONFIG_PATH
 [ "$failures" = 0 ] && echo "ok: extracted root: hpwarmd/hpwarm --version, pkg-config, link and run against libhpwarm"
@@ -209,7 +213,7 @@ else
                 done
                 [ "$(/usr/sbin/hpwarmd --version 2>&1)" = "hpwarmd $upstream" ] || fail "installed hpwarmd --version"
                 [ "$(/usr/bin/hpwarm --version 2>&1)" = "hpwarm $upstream" ] || fail "installed hpwarm --version"
-                [ "$(pkg-config --modversion hpwarm 2>&1)" = "$upstream" ] || fail "pkg-config does not find the installed hpwarm"
+                [ "$(pkg-config --modversion libhpwarm 2>&1)" = "$upstream" ] || fail "pkg-config does not find the installed libhpwarm"
                 [ -f /etc/default/hpwarmd ] || fail "/etc/default/hpwarmd not installed"
                 getent group hpwarm >/dev/null || fail "postinst did not create the group hpwarm (SocketGroup= of hpwarmd.socket)"
                 # deb-systemd-helper enables the units even where systemd is not

@@ -30,7 +30,8 @@ test_pkgs=(
   debhelper dpkg-dev fakeroot lintian # package.deb: build the .debs (debian/) and lint them
   adduser                             # package.deb installs hpwarmd, whose postinst adds a group
   prometheus                          # promtool (deploy.prometheus); the server itself (deploy.prometheus_live)
-  # libvirt tests (issue 14): libvirtd, virtlogd, virsh and the QEMU driver; the
+  abigail-tools                       # abidiff, abidw: client.abi checks libhpwarm against its ABI baseline
+  # libvirt tests: libvirtd, virtlogd, virsh and the QEMU driver; the
   # hook reads domain XML with xmllint; shellcheck lints the hook
   libvirt-daemon-system libvirt-clients libvirt-daemon-driver-qemu libxml2-utils shellcheck
   # deploy.image: deploy/container/build-image.sh builds and runs the

@@ -18,10 +18,34 @@
  * never change meaning.  After a failed call that got an answer from the
  * server, hpw_last_problem() gives its RFC 9457 problem detail.
  *
- * Threads: a handle is used by one thread at a time; separate handles are
- * independent.  The library never logs; hpw_set_log() installs a callback.
+ * Fresh error state: every call that takes a handle (setters included)
+ * clears the handle's last status, problem, body and message on entry, also
+ * when it then refuses its arguments, so what hpw_last_*() report is always
+ * about the latest call.
  *
- * Targets: "http://host:port", "https://host:port" and "unix:///path/to.sock".
+ * Threads: a handle is used by one thread at a time (one handle per thread,
+ * or a shared handle behind the caller's own lock); separate handles are
+ * independent.  The one exception is hpw_cancel(), which any thread may call
+ * on a handle another thread is using.  The library never logs;
+ * hpw_set_log() installs a callback.
+ *
+ * ABI: the library's soname is libhpwarm.so.HPW_SOVERSION and every symbol
+ * carries the version node HPWARM_0.1.  Structs grow only at their end, and
+ * only where the library or a size field knows how big they are:
+ *  - results are allocated by the library and reached through pointers
+ *    (lists are arrays of pointers, never arrays of structs), so a later
+ *    library may append members without breaking callers built today;
+ *  - requests the caller fills (struct hpw_warm_request, struct
+ *    hpw_stock_target given to hpw_stock_set) begin with `size`, set to
+ *    sizeof() by the HPW_*_INIT macros; the library reads only the members
+ *    that size covers and defaults the rest.
+ * Size-prefixed structs rather than opaque handles with accessors: callers
+ * keep plain structs with designated initializers and direct reads (no
+ * forty getters), and the growth rule is one integer the library checks.
+ *
+ * Targets: what the CLI's --url takes: "http://host:port",
+ * "https://host:port", "unix:///path/to.sock", "unix:/path/to.sock",
+ * "/path/to.sock" (a unix socket) and "host:port" (http://host:port).
  * The library always connects to the target itself: proxies named in the
  * environment (http_proxy, https_proxy, all_proxy) are ignored, so the bearer
  * token goes to hpwarmd and nowhere else.
@@ -42,6 +66,21 @@ extern "C" {
 #else
 #define HPW_EXPORT
 #endif
+
+/* The version this header belongs to.  HPW_VERSION_NUM is
+ * MAJOR << 16 | MINOR << 8 | PATCH, so versions compare as integers:
+ * `hpw_version_num() >= HPW_VERSION_NUM` at run time says the library
+ * loaded is at least the one the caller was built against. */
+#define HPW_VERSION_MAJOR 0
+#define HPW_VERSION_MINOR 1
+#define HPW_VERSION_PATCH 0
+#define HPW_VERSION_NUM ((HPW_VERSION_MAJOR << 16) | (HPW_VERSION_MINOR << 8) | HPW_VERSION_PATCH)
+/* The soname's number: it changes with every incompatible ABI change. */
+#define HPW_SOVERSION 0
+
+/* The problem slugs of hpwarmd's catalog (enum hpw_slug, HPW_SLUG_*),
+ * generated from the installed problems.json. */
+#include "hpwarm_problems.h"
 
 /* Stable error codes.  New ones are only ever appended. */
 enum hpw_error {
@@ -64,6 +103,7 @@ enum hpw_error {
         HPW_E_SERVER = 16,        /* other 5xx */
         HPW_E_POOL_FAILED = 17,   /* hpw_wait: the pool ended failed or cancelled */
         HPW_E_HTTP = 18,          /* any other unexpected HTTP status */
+        HPW_E_CANCELLED = 19,     /* hpw_cancel() or the progress callback stopped the call */
 };
 
 /* A static English description; never NULL, also for unknown values. */
@@ -80,12 +120,27 @@ struct hpw_problem {
         /* insufficient-memory (the node's memory floor) extension, 0 if
          * absent: the floor, and the largest page count that fits above it. */
         uint64_t memory_floor_bytes, max_count;
+        /* The slug as the catalog's enum: HPW_SLUG_UNKNOWN for a slug this
+         * library does not know (a newer daemon) or no slug at all. */
+        enum hpw_slug code;
 };
+
+/* The catalog, for callers that branch on a problem without strcmp.  NAME
+ * "insufficient-hugepages" <-> HPW_SLUG_INSUFFICIENT_HUGEPAGES; unknown
+ * names give HPW_SLUG_UNKNOWN, unknown values "" and status 0.
+ * hpw_slug_retryable(): the catalog says trying the same request later may
+ * succeed (busy, stopping, too-many-waits, ...); permanent refusals such as
+ * no-hugetlbfs are not, and the library never retries them. */
+HPW_EXPORT enum hpw_slug hpw_slug_from_name(const char *name);
+HPW_EXPORT const char *hpw_slug_name(enum hpw_slug s);
+HPW_EXPORT int hpw_slug_status(enum hpw_slug s);
+HPW_EXPORT bool hpw_slug_retryable(enum hpw_slug s);
 
 struct hpw;
 
-/* Create a handle for URL (NULL = "unix:///run/hpwarmd/api.sock").  Defaults:
- * connect timeout 5 s, total timeout 30 s, no token, system CAs. */
+/* Create a handle for URL (NULL = "unix:///run/hpwarmd/api.sock"; the
+ * spellings under "Targets" above).  Defaults: connect timeout 5 s, total
+ * timeout 30 s, no token, system CAs.  HPW_E_INVALID for any other URL. */
 HPW_EXPORT enum hpw_error hpw_new(const char *url, struct hpw **ret);
 HPW_EXPORT void hpw_free(struct hpw *h);
 
@@ -115,6 +170,15 @@ typedef void (*hpw_log_fn)(enum hpw_log_level level, const char *msg, void *user
 /* Install a log callback (NULL = silent, the default). */
 HPW_EXPORT void hpw_set_log(struct hpw *h, hpw_log_fn fn, void *userdata);
 
+/* Stop the call in progress on H, from any thread (the one call that may be
+ * made while another thread uses H; it only sets a flag).  The call returns
+ * HPW_E_CANCELLED soon after: at once between attempts or long-polls,
+ * within about a second (libcurl's progress interval) while a request is in
+ * flight, whose connection is then closed, so the next call on H starts on a
+ * fresh one.  A call that starts after hpw_cancel() returned is not
+ * affected: each call clears the flag on entry. */
+HPW_EXPORT void hpw_cancel(struct hpw *h);
+
 /* The problem detail of the last failed call, or NULL when the server sent
  * none (e.g. connection failure). */
 HPW_EXPORT const struct hpw_problem *hpw_last_problem(const struct hpw *h);
@@ -124,6 +188,9 @@ HPW_EXPORT const struct hpw_problem *hpw_last_problem(const struct hpw *h);
 HPW_EXPORT const char *hpw_last_message(const struct hpw *h);
 /* HTTP status of the last answer, 0 if none. */
 HPW_EXPORT int hpw_last_status(const struct hpw *h);
+/* The last problem's slug as the catalog's enum; HPW_SLUG_UNKNOWN when
+ * there was no problem or the slug is not in this library's catalog. */
+HPW_EXPORT enum hpw_slug hpw_last_slug(const struct hpw *h);
 /* Raw body of the last answer (the server's JSON), "" if none. */
 HPW_EXPORT const char *hpw_last_body(const struct hpw *h);
 
@@ -140,6 +207,12 @@ struct hpw_hugepages {
         uint64_t page_size_bytes;
         uint64_t total, free, surplus; /* pages */
         uint64_t warm, warming;        /* pages in ready / warming pools */
+        /* Pages a new pool can get now: free minus what warming pools still
+         * need and pages reserved by mappings not yet faulted.  A daemon that
+         * does not report it (older versions): equal to free, and
+         * available_reported false. */
+        uint64_t available;
+        bool available_reported;
 };
 
 struct hpw_node {
@@ -148,14 +221,14 @@ struct hpw_node {
         unsigned cpu_count;
         uint64_t memory_total_bytes, memory_free_bytes;
         size_t n_hugepages;
-        struct hpw_hugepages *hugepages;
+        struct hpw_hugepages **hugepages; /* N_HUGEPAGES pointers */
         char *json;
 };
 HPW_EXPORT void hpw_node_free(struct hpw_node *x);
 
 struct hpw_node_list {
         size_t n;
-        struct hpw_node *nodes;   /* array of N; their json members are NULL */
+        struct hpw_node **nodes;  /* N pointers; their json members are NULL */
         char *json;
 };
 HPW_EXPORT void hpw_node_list_free(struct hpw_node_list *x);
@@ -205,12 +278,16 @@ struct hpw_pool {
          * stock file grown; only the new part warms), "none", or "" when the
          * server does not say (a daemon without stock). */
         char *from_stock;
+        uint64_t ttl_seconds;     /* the pool's TTL after it turned ready, 0 = none */
+        int owner_pid;            /* the VMM process named by hpw_claim_pid, 0 = none */
+        int64_t unmapped_since;   /* unix seconds since a claimed pool's file has been mapped by
+                                     no process, 0 = mapped, unclaimed or not reported */
 };
 HPW_EXPORT void hpw_pool_free(struct hpw_pool *x);
 
 struct hpw_pool_list {
         size_t n;
-        struct hpw_pool *pools;
+        struct hpw_pool **pools;  /* N pointers */
         char *json;
 };
 HPW_EXPORT void hpw_pool_list_free(struct hpw_pool_list *x);
@@ -231,6 +308,7 @@ HPW_EXPORT enum hpw_error hpw_pools(struct hpw *h, struct hpw_pool_list **ret);
 HPW_EXPORT enum hpw_error hpw_pool(struct hpw *h, const char *name, struct hpw_pool **ret);
 
 struct hpw_warm_request {
+        size_t size;              /* sizeof(struct hpw_warm_request): use HPW_WARM_REQUEST_INIT */
         int node;
         uint64_t size_bytes;
         uint64_t page_size;       /* bytes; 0 = server default */
@@ -238,30 +316,40 @@ struct hpw_warm_request {
         uint64_t ttl_seconds;     /* 0 = none */
         bool reserve;             /* grow the node's pool first if short */
 };
+/* struct hpw_warm_request r = HPW_WARM_REQUEST_INIT; then set members. */
+#define HPW_WARM_REQUEST_INIT { .size = sizeof(struct hpw_warm_request) }
 /* Create (or find identical) pool NAME and start warming it.  *ret_created
- * (may be NULL) tells 201 from 200. */
+ * (may be NULL) tells 201 from 200.  HPW_E_INVALID when REQ->size is smaller
+ * than the first version of the struct (a caller that did not set it). */
 HPW_EXPORT enum hpw_error hpw_warm(struct hpw *h, const char *name, const struct hpw_warm_request *req,
                                    struct hpw_pool **ret, bool *ret_created);
 
-/* Called by hpw_wait after each answer, e.g. to draw progress. */
-typedef void (*hpw_progress_fn)(const struct hpw_pool *pool, void *userdata);
+/* Called by hpw_wait after each answer, e.g. to draw progress.  Return 0 to
+ * go on waiting, anything else to stop: hpw_wait then returns
+ * HPW_E_CANCELLED with *ret the pool just seen. */
+typedef int (*hpw_progress_fn)(const struct hpw_pool *pool, void *userdata);
 /* Long-poll until NAME is no longer warming or TIMEOUT_MS passes (0 = no
  * limit; the handle's total timeout does not apply).  With PROGRESS set the
  * server is asked about once a second, else at most every 30 s.
  * Returns HPW_OK (ready), HPW_E_POOL_FAILED (failed or cancelled; the problem
  * is the pool's error), HPW_E_TIMEOUT, HPW_E_PROTOCOL for a state this
- * library does not know (HPW_POOL_UNKNOWN), or a request error.  *ret receives the
- * last pool seen on HPW_OK and HPW_E_POOL_FAILED, and on HPW_E_TIMEOUT when
- * any answer came before the deadline; otherwise it is left alone. */
+ * library does not know (HPW_POOL_UNKNOWN), HPW_E_CANCELLED (the progress
+ * callback or hpw_cancel() stopped it), or a request error.  *ret receives
+ * the last pool seen on HPW_OK and HPW_E_POOL_FAILED, and on HPW_E_TIMEOUT
+ * and HPW_E_CANCELLED when any answer came first; otherwise it is left
+ * alone.  A deadline or cancel in the middle of a long-poll closes that
+ * connection: the next call on H does not inherit it. */
 HPW_EXPORT enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t timeout_ms,
                                    hpw_progress_fn progress, void *userdata, struct hpw_pool **ret);
 
-/* Mark the pool taken by a VM.  Never retried (not idempotent). */
+/* Mark the pool taken by a VM.  Retried like a GET: claiming a pool again
+ * answers it unchanged (the API makes a claim idempotent). */
 HPW_EXPORT enum hpw_error hpw_claim(struct hpw *h, const char *name, struct hpw_pool **ret);
 /* As hpw_claim, naming PID (> 0) as the VMM process that maps the pool: the
  * daemon releases the pool when that process exits.  Sends {"pid":PID}.
  * HPW_E_INVALID for PID <= 0; a server that knows no such process answers
- * 422 (HPW_E_BAD_REQUEST).  Never retried. */
+ * 422 (HPW_E_BAD_REQUEST).  Retried like hpw_claim: the same pid again
+ * is the same claim. */
 HPW_EXPORT enum hpw_error hpw_claim_pid(struct hpw *h, const char *name, int pid, struct hpw_pool **ret);
 /* Cancel and delete the pool; its pages return to the node's free pool.
  * HPW_E_NOT_FOUND if there is no such pool, except when the DELETE was
@@ -278,6 +366,7 @@ HPW_EXPORT enum hpw_error hpw_release(struct hpw *h, const char *name);
  * and size is then answered ready at once (hpw_pool.from_stock "full").
  * The counters are what the daemon reports; hpw_stock_set() ignores them. */
 struct hpw_stock_target {
+        size_t size;              /* sizeof(struct hpw_stock_target): use HPW_STOCK_TARGET_INIT */
         int node;
         uint64_t page_size_bytes;
         uint64_t size_bytes;
@@ -287,10 +376,11 @@ struct hpw_stock_target {
         uint64_t recycling;       /* released pools being zeroed for the stock */
         uint64_t deficit;         /* files still missing */
 };
+#define HPW_STOCK_TARGET_INIT { .size = sizeof(struct hpw_stock_target) }
 
 struct hpw_stock {
         size_t n;
-        struct hpw_stock_target *targets; /* array of N, in the server's order */
+        struct hpw_stock_target **targets; /* N pointers, in the server's order */
         char *json;
 };
 HPW_EXPORT void hpw_stock_free(struct hpw_stock *x);
@@ -298,18 +388,18 @@ HPW_EXPORT void hpw_stock_free(struct hpw_stock *x);
 /* GET /v1/stock: every target with its counts.  A daemon without stock
  * answers 404 (HPW_E_NOT_FOUND). */
 HPW_EXPORT enum hpw_error hpw_stock_get(struct hpw *h, struct hpw_stock **ret);
-/* PUT /v1/stock: replace every target with TARGETS[0..N) (N = 0 removes them
+/* PUT /v1/stock: replace every target with *TARGETS[0..N) (N = 0 removes them
  * all, and the daemon deletes its stock files).  Only node,
  * page_size_bytes, size_bytes and count are sent.  HPW_E_INVALID, with
  * nothing sent, for N over HPW_STOCK_MAX_TARGETS, TARGETS NULL with N > 0, a
- * negative node, a page size or size of 0, or a count of 0.  The server
+ * target NULL or with a size smaller than the first version's, a negative node, a page size or size of 0, or a count of 0.  The server
  * answers 404 for an unknown node or page size (HPW_E_NOT_FOUND), 422 for a
  * size that is not a multiple of the page size, a count over its limit or
  * two targets naming the same node, page size and size (HPW_E_BAD_REQUEST),
  * 409 "stock-too-large" when the targets cannot fit the node
  * (HPW_E_CONFLICT; the detail says how many fit).  *ret is the new stock as
  * hpw_stock_get() would return it. */
-HPW_EXPORT enum hpw_error hpw_stock_set(struct hpw *h, const struct hpw_stock_target *targets, size_t n,
+HPW_EXPORT enum hpw_error hpw_stock_set(struct hpw *h, const struct hpw_stock_target *const *targets, size_t n,
                                         struct hpw_stock **ret);
 
 /* ---- handoff: the VMM arguments that make warm pools a guest's RAM ---- */
@@ -358,7 +448,7 @@ struct hpw_fleet_host {
 
 struct hpw_fleet {
         size_t n;
-        struct hpw_fleet_host *hosts; /* in the order of URLS */
+        struct hpw_fleet_host **hosts; /* N pointers, in the order of URLS */
 };
 HPW_EXPORT void hpw_fleet_free(struct hpw_fleet *x);
 
@@ -380,15 +470,15 @@ HPW_EXPORT enum hpw_error hpw_fleet_get(struct hpw *h, const char *const *urls, 
  * file of exactly SIZE (hpwarmd_stock_bytes{state="ready",size_bytes=SIZE})
  * or hugepages that cover SIZE (hpwarmd_hugepages_bytes{state="available"},
  * or state="free" for daemons without "available").  Ranked as `hpwarm
- * fleet place` ranks: stock files first (most ready, then most free pages),
- * then most free pages; ties by host label value, then node.  Metric names
- * and labels relied on: docs/FLEET.md. */
+ * fleet place` ranks: stock files first (most ready, then most available
+ * pages), then most available pages; ties by host label value, then node.
+ * Metric names and labels relied on: docs/FLEET.md. */
 
-/* Options.  STRUCT_SIZE must be sizeof(struct hpw_prom_place_opts) as the
- * caller compiled it: later versions only append members and read none
- * beyond STRUCT_SIZE.  Pointers are borrowed for the call only. */
+/* Options, a request the caller fills: start from HPW_PROM_PLACE_OPTS_INIT
+ * (SIZE = sizeof, as for struct hpw_warm_request).  Pointers are borrowed
+ * for the call only. */
 struct hpw_prom_place_opts {
-        size_t struct_size;
+        size_t size;                /* sizeof(struct hpw_prom_place_opts) */
         const char *prometheus_url; /* "http(s)://host:port[/prefix]", required */
         const char *host_label;     /* label naming the host; NULL = "instance" */
         /* The host's URL, "{LABEL}" replaced by the label's value; NULL =
@@ -401,14 +491,16 @@ struct hpw_prom_place_opts {
         const char *warm_name;      /* non-NULL: PUT pool NAME on the chosen node,
                                        falling down the list on 409 */
 };
+#define HPW_PROM_PLACE_OPTS_INIT { .size = sizeof(struct hpw_prom_place_opts) }
 
 struct hpw_prom_placement {
         char *url;                /* the chosen host's URL */
         char *host;               /* its host label value */
         int node;
         uint64_t page_size_bytes;
-        bool stock;               /* chosen for a ready stock file (else free pages) */
+        bool stock;               /* chosen for a ready stock file (else available pages) */
         uint64_t stock_ready;     /* ready stock files of the size, as the host answered */
+        uint64_t available;       /* available pages (free where the host does not say), as the host answered */
         uint64_t free;            /* free pages, as the host answered */
         size_t offered;           /* host/node candidates Prometheus returned */
         size_t asked;             /* hosts asked directly */
@@ -434,8 +526,10 @@ HPW_EXPORT enum hpw_error hpw_prom_place(struct hpw *h, const struct hpw_prom_pl
  * Writes at most LEN bytes including the NUL. */
 HPW_EXPORT void hpw_format_page_size(uint64_t bytes, char *buf, size_t len);
 
-/* Library version, "MAJOR.MINOR.PATCH". */
+/* Library version, "MAJOR.MINOR.PATCH", and the same as a number to compare
+ * with HPW_VERSION_NUM. */
 HPW_EXPORT const char *hpw_version(void);
+HPW_EXPORT unsigned hpw_version_num(void);
 
 #ifdef __cplusplus
 }

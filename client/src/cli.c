@@ -84,9 +84,26 @@ int cli_fail(struct ctx *x, const char *what, enum hpw_error err)
         const char *body = hpw_last_body(x->h);
 
         if (x->cli->json && body[0] && hpw_last_problem(x->h))
-                printf("%s\n", body);
+                cli_emit_json(x, "error", body);
         cli_fail_msg(x->h, x->url, what, err);
-        return cli_exit_code(err);
+        return cli_exit_for(err, hpw_last_slug(x->h));
+}
+
+void cli_emit_json(struct ctx *x, const char *member, const char *json)
+{
+        char *s;
+
+        if (x->json_done)
+                return;
+        x->json_done = true;
+        if (!x->json_nested) {
+                cli_print_json(json);
+                return;
+        }
+        /* Embedded, so it must be one object and nothing else. */
+        s = hpw_json_reprint(json, strlen(json));
+        printf(",\"%s\":%s", member, s ? s : "null");
+        free(s);
 }
 
 void cli_print_json(const char *json)
@@ -131,7 +148,7 @@ void cli_add_node_rows(struct table *t, const char *host, const struct hpw_node 
                 return;
         }
         for (size_t i = 0; i < n->n_hugepages; i++) {
-                const struct hpw_hugepages *hp = &n->hugepages[i];
+                const struct hpw_hugepages *hp = n->hugepages[i];
                 char ps[32];
 
                 fmt_ps(hp->page_size_bytes, ps, sizeof(ps));
@@ -180,7 +197,7 @@ static int cmd_nodes(struct ctx *x)
         } else {
                 t = table_new(NODES_HEADER);
                 for (size_t i = 0; i < l->n; i++)
-                        cli_add_node_rows(t, NULL, &l->nodes[i]);
+                        cli_add_node_rows(t, NULL, l->nodes[i]);
                 table_print(t, stdout);
                 table_free(t);
         }
@@ -250,7 +267,7 @@ static int cmd_pools(struct ctx *x)
         } else {
                 struct table *t = table_new(POOLS_HEADER);
                 for (size_t i = 0; i < l->n; i++)
-                        cli_add_pool_row(t, NULL, &l->pools[i]);
+                        cli_add_pool_row(t, NULL, l->pools[i]);
                 table_print(t, stdout);
                 table_free(t);
         }
@@ -282,7 +299,7 @@ struct progress {
         const char *name;
 };
 
-static void on_progress(const struct hpw_pool *p, void *userdata)
+static int on_progress(const struct hpw_pool *p, void *userdata)
 {
         struct progress *pr = userdata;
 
@@ -300,10 +317,10 @@ static void on_progress(const struct hpw_pool *p, void *userdata)
                 if (p->rate_bytes_per_second > 0 && p->bytes_done < p->size_bytes)
                         snprintf(eta, sizeof(eta), "%.0fs",
                                  ceil((double)(p->size_bytes - p->bytes_done) / p->rate_bytes_per_second));
-                fprintf(stdout, "\r%s [%.*s%*s] %s / %s  %.2f GiB/s  ETA %s  %s\033[K", p->name, fill,
+                fprintf(stderr, "\r%s [%.*s%*s] %s / %s  %.2f GiB/s  ETA %s  %s\033[K", p->name, fill,
                         "##############################", width - fill, "", done, size,
                         p->rate_bytes_per_second / (double)(1ull << 30), eta, p->state_name);
-                fflush(stdout);
+                fflush(stderr);
                 pr->drawn = true;
         } else if (p->state != pr->last) {
                 char done[32], size[32];
@@ -314,13 +331,24 @@ static void on_progress(const struct hpw_pool *p, void *userdata)
                 fflush(stdout);
         }
         pr->last = p->state;
+        return 0;
+}
+
+/* The progress bar is drawn with \r and an erase-line escape, so only on
+ * a terminal that understands them: stderr a tty and TERM not "dumb" (as
+ * curl and kubectl do).  Elsewhere the state changes are logged as lines. */
+static bool progress_bar_ok(void)
+{
+        const char *term = getenv("TERM");
+
+        return isatty(STDERR_FILENO) && term && term[0] && strcmp(term, "dumb") != 0;
 }
 
 /* INITIAL, when known (warm --wait), is the state the pool starts from, so
  * a log shows "warming" before "ready". */
 static int do_wait(struct ctx *x, const char *name, const struct hpw_pool *initial)
 {
-        struct progress pr = { .tty = !x->cli->json && isatty(STDOUT_FILENO), .last = HPW_POOL_UNKNOWN,
+        struct progress pr = { .tty = !x->cli->json && progress_bar_ok(), .last = HPW_POOL_UNKNOWN,
                                .name = name };
         uint64_t tmo = x->cli->timeout_set ? x->cli->timeout_ms : CLI_DEFAULT_WAIT_TIMEOUT_MS;
         uint64_t spent = cli_now_ms() - x->start_ms;
@@ -335,13 +363,17 @@ static int do_wait(struct ctx *x, const char *name, const struct hpw_pool *initi
                 on_progress(initial, &pr);
         err = hpw_wait(x->h, name, tmo, x->cli->json ? NULL : on_progress, &pr, &p);
         if (pr.drawn)
-                fputc('\n', stdout);
+                fputc('\n', stderr);
         if (x->cli->json && p)
-                cli_print_json(p->json);
+                cli_emit_json(x, "pool", p->json);
         if (err) {
+                /* With a pool to show, that is the document; else the
+                 * problem, if the server sent one. */
+                if (x->cli->json && !p && hpw_last_problem(x->h) && hpw_last_body(x->h)[0])
+                        cli_emit_json(x, "error", hpw_last_body(x->h));
                 cli_fail_msg(x->h, x->url, "wait", err);
                 hpw_pool_free(p);
-                return cli_exit_code(err);
+                return cli_exit_for(err, hpw_last_slug(x->h));
         }
         if (!x->cli->json && p && !pr.tty && pr.last != p->state)
                 on_progress(p, &pr);
@@ -379,6 +411,7 @@ int cli_wait_at(struct ctx *x, const char *name, const struct hpw_pool *initial)
 int cli_warm_at(struct ctx *x, const char *name, int node, uint64_t size, uint64_t page_size)
 {
         struct hpw_warm_request req = {
+                .size = sizeof(req),
                 .node = node,
                 .size_bytes = size,
                 .page_size = page_size,
@@ -399,7 +432,7 @@ int cli_warm_at(struct ctx *x, const char *name, int node, uint64_t size, uint64
         }
         if (!x->cli->wait) {
                 if (x->cli->json)
-                        cli_print_json(p->json);
+                        cli_emit_json(x, "pool", p->json);
                 else
                         printf("%s: %s on node %d (%s%s%s)\n", p->name, created ? "created" : "exists", p->node,
                                p->state_name, p->from_stock[0] ? ", from stock: " : "", p->from_stock);
@@ -573,7 +606,7 @@ static void print_stock(const struct hpw_stock *st)
         struct table *t = table_new(STOCK_HEADER);
 
         for (size_t i = 0; i < st->n; i++) {
-                const struct hpw_stock_target *g = &st->targets[i];
+                const struct hpw_stock_target *g = st->targets[i];
                 char ps[32], sz[32];
 
                 fmt_ps(g->page_size_bytes, ps, sizeof(ps));
@@ -594,8 +627,12 @@ static int cmd_stock(struct ctx *x)
         const struct cli *c = x->cli;
         struct hpw_stock *st = NULL;
         const char *what = c->stock_op == STOCK_SHOW ? "stock" : c->stock_op == STOCK_SET ? "stock set" : "stock clear";
+        const struct hpw_stock_target *targets[HPW_STOCK_MAX_TARGETS];
+
+        for (size_t i = 0; i < c->n_stock && i < HPW_STOCK_MAX_TARGETS; i++)
+                targets[i] = &c->stock[i];
         enum hpw_error err = c->stock_op == STOCK_SHOW ? hpw_stock_get(x->h, &st)
-                                                       : hpw_stock_set(x->h, c->stock, c->n_stock, &st);
+                                                       : hpw_stock_set(x->h, targets, c->n_stock, &st);
 
         if (err) {
                 int rc = cli_fail(x, what, err);

@@ -20,6 +20,7 @@ enum {
         CLI_EXIT_CONFLICT = 5,     /* 409: conflict or insufficient hugepages */
         CLI_EXIT_AUTH = 6,         /* 401/403 */
         CLI_EXIT_PARTIAL = 7,      /* fleet: some hosts did not answer */
+        CLI_EXIT_RETRY = 8,        /* try again later: 429/503 the retries did not outlast */
 };
 
 #define CLI_DEFAULT_URL "unix:///run/hpwarmd/api.sock"
@@ -114,6 +115,10 @@ void cli_unreachable_hint(const char *url, int connect_errno, const char *curl_m
 int cli_parse_seconds(const char *s, uint64_t *ret_ms);
 
 int cli_exit_code(enum hpw_error err);
+/* cli_exit_code, told by the last problem's slug whether a 429/503 is worth
+ * trying again (CLI_EXIT_RETRY) or a permanent refusal the catalog does not
+ * mark retryable, such as no-hugetlbfs (CLI_EXIT_FAILED). */
+int cli_exit_for(enum hpw_error err, enum hpw_slug slug);
 
 /* The handle's total timeout for C's command.  FLEET_QUERY: the per-host
  * bound of a fleet query, --timeout or CLI_DEFAULT_FLEET_TIMEOUT_MS, also for
@@ -137,7 +142,7 @@ struct place_cand {
         size_t host;               /* index in the hosts file */
         int node;
         uint64_t page_size;
-        uint64_t free;             /* free pages */
+        uint64_t available;        /* pages a new pool can get now (free on older daemons) */
         /* Ready stock files on this node of this page size and exactly the
          * requested size (0 when the host has no stock or did not say). */
         uint64_t stock_ready;
@@ -149,9 +154,12 @@ enum place_why {
 };
 /* Choose where SIZE bytes of PAGE_SIZE pages go.  A candidate of that page
  * size with a ready stock file (stock_ready > 0) wins over any that only has
- * free pages, whatever its free count (the file already holds the pages);
- * among those, the most ready files, then the most free pages.  Otherwise
- * the candidate with the most free pages among those with enough.  Ties go
+ * free pages, whatever its available count (the file already holds the
+ * pages); among those, the most ready files, then the most available pages.
+ * Otherwise the candidate with the most available pages among those with
+ * enough: available, not free, since free still counts pages that warming
+ * pools and unfaulted mappings will take, and a node chosen by free can
+ * answer 409.  Ties go
  * to the earlier host, then the lower node id.  -ENOENT if nothing fits,
  * -EINVAL for a page size of 0.  *ret_index and *ret_why are written only on
  * success. */

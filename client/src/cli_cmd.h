@@ -13,6 +13,10 @@ struct ctx {
         struct hpw *h;
         const char *url;
         uint64_t start_ms;      /* --timeout is one deadline for the whole command */
+        /* --json prints one document per invocation.  json_nested: the
+         * document is already open (fleet place --warm) and what this
+         * context prints goes in as its member; json_done: printed. */
+        bool json_nested, json_done;
 };
 
 uint64_t cli_now_ms(void);
@@ -26,6 +30,10 @@ void cli_fail_msg(struct hpw *h, const char *url, const char *what, enum hpw_err
 int cli_fail(struct ctx *x, const char *what, enum hpw_error err);
 /* JSON as received, with a newline. */
 void cli_print_json(const char *json);
+/* The --json document of this command: JSON (a server's object) as the one
+ * document, or with json_nested as member MEMBER of the open one; later
+ * calls print nothing, so an invocation never prints two documents. */
+void cli_emit_json(struct ctx *x, const char *member, const char *json);
 
 #define POOLS_HEADER "NAME\tNODE\tPAGE\tSIZE\tSTATE\tDONE\tRATE\tCLAIMED\tEXPIRES"
 /* Table rows of a node (one per page size) and of a pool; HOST, when not

@@ -73,9 +73,21 @@ int cli_exit_code(enum hpw_error err)
         case HPW_E_UNAUTHORIZED:
         case HPW_E_FORBIDDEN:
                 return CLI_EXIT_AUTH;
+        case HPW_E_RATE_LIMITED:
+        case HPW_E_UNAVAILABLE:
+                return CLI_EXIT_RETRY;
         default:
                 return CLI_EXIT_FAILED;
         }
+}
+
+int cli_exit_for(enum hpw_error err, enum hpw_slug slug)
+{
+        int rc = cli_exit_code(err);
+
+        if (rc == CLI_EXIT_RETRY && slug != HPW_SLUG_UNKNOWN && !hpw_slug_retryable(slug))
+                return CLI_EXIT_FAILED;
+        return rc;
 }
 
 uint64_t cli_timeout_ms(const struct cli *c, bool fleet_query)
@@ -93,11 +105,11 @@ int cli_fleet_exit(const struct hpw_fleet *f)
         for (size_t i = 0; i < f->n; i++) {
                 int c;
 
-                if (f->hosts[i].err == HPW_OK) {
+                if (f->hosts[i]->err == HPW_OK) {
                         ok++;
                         continue;
                 }
-                c = cli_exit_code(f->hosts[i].err);
+                c = cli_exit_code(f->hosts[i]->err);
                 if (code >= 0 && c != code)
                         code = CLI_EXIT_UNREACHABLE;
                 else if (code < 0)
@@ -134,8 +146,8 @@ static bool place_better(const struct place_cand *a, const struct place_cand *b,
 {
         if (stock && a->stock_ready != b->stock_ready)
                 return a->stock_ready > b->stock_ready;
-        if (a->free != b->free)
-                return a->free > b->free;
+        if (a->available != b->available)
+                return a->available > b->available;
         if (a->host != b->host)
                 return a->host < b->host;
         return a->node < b->node;
@@ -156,7 +168,7 @@ int cli_place(const struct place_cand *c, size_t n, uint64_t size, uint64_t page
                 if (c[i].stock_ready > 0 &&
                     (best_stock == SIZE_MAX || place_better(&c[i], &c[best_stock], true)))
                         best_stock = i;
-                if (c[i].free >= need && (best == SIZE_MAX || place_better(&c[i], &c[best], false)))
+                if (c[i].available >= need && (best == SIZE_MAX || place_better(&c[i], &c[best], false)))
                         best = i;
         }
         if (best_stock != SIZE_MAX) {

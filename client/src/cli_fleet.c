@@ -39,12 +39,12 @@ static void print_unreachable(const struct hpw_fleet *f)
         size_t bad = 0;
 
         for (size_t i = 0; i < f->n; i++)
-                bad += f->hosts[i].err != HPW_OK;
+                bad += f->hosts[i]->err != HPW_OK;
         if (!bad)
                 return;
         fprintf(stderr, "unreachable or failing hosts (%zu of %zu):\n", bad, f->n);
         for (size_t i = 0; i < f->n; i++) {
-                const struct hpw_fleet_host *fh = &f->hosts[i];
+                const struct hpw_fleet_host *fh = f->hosts[i];
 
                 if (fh->err == HPW_OK)
                         continue;
@@ -69,7 +69,7 @@ static void fleet_json(const struct hpw_fleet *f, enum cli_fleet what)
 {
         printf("{\"hosts\":[");
         for (size_t i = 0; i < f->n; i++) {
-                const struct hpw_fleet_host *fh = &f->hosts[i];
+                const struct hpw_fleet_host *fh = f->hosts[i];
                 const char *raw = fh->nodes ? fh->nodes->json : fh->pools ? fh->pools->json : NULL;
                 char *body = raw ? hpw_json_reprint(raw, strlen(raw)) : NULL;
                 bool ok = fh->err == HPW_OK && body;
@@ -108,9 +108,9 @@ static void fleet_stock(struct ctx *x, const struct hpw_fleet *f, struct place_c
                 goto out;
         }
         for (size_t i = 0; i < f->n; i++)
-                if (f->hosts[i].err == HPW_OK) {
+                if (f->hosts[i]->err == HPW_OK) {
                         idx[n] = i;
-                        urls[n++] = f->hosts[i].url;
+                        urls[n++] = f->hosts[i]->url;
                 }
         if (n == 0)
                 goto out;
@@ -122,7 +122,7 @@ static void fleet_stock(struct ctx *x, const struct hpw_fleet *f, struct place_c
                 goto out;
         }
         for (size_t k = 0; k < n; k++) {
-                const struct hpw_fleet_host *sh = &sf->hosts[k];
+                const struct hpw_fleet_host *sh = sf->hosts[k];
 
                 if (sh->err != HPW_OK || !sh->stock) {
                         const char *why = hpw_strerror(sh->err);
@@ -138,7 +138,7 @@ static void fleet_stock(struct ctx *x, const struct hpw_fleet *f, struct place_c
                         if (cand[j].host != idx[k])
                                 continue;
                         for (size_t t = 0; t < sh->stock->n; t++) {
-                                const struct hpw_stock_target *g = &sh->stock->targets[t];
+                                const struct hpw_stock_target *g = sh->stock->targets[t];
 
                                 /* Saturating: a host's numbers are its own word. */
                                 if (g->node == cand[j].node && g->page_size_bytes == cand[j].page_size &&
@@ -155,25 +155,26 @@ out:
 }
 
 /* fleet place --prometheus: the library finds, confirms and (with --warm)
- * warms; this prints what it chose and why, or why nothing fits. */
+ * warms; this prints what it chose and why (as place --hosts prints it), or
+ * why nothing fits.  --json: one document, the pool (or, with --wait, the
+ * pool as the wait left it) as its member "pool". */
 static int fleet_place_prom(struct ctx *x)
 {
         const struct cli *c = x->cli;
-        struct hpw_prom_place_opts o = {
-                .struct_size = sizeof(o),
-                .prometheus_url = c->prometheus,
-                .host_label = c->host_label,
-                .url_template = c->url_template,
-                .size_bytes = c->size,
-                .page_size = c->page_size,
-                .max_age_s = c->max_age_s,
-                .warm_name = c->warm_name,
-        };
+        struct hpw_prom_place_opts o = HPW_PROM_PLACE_OPTS_INIT;
         struct hpw_prom_placement *p = NULL;
-        enum hpw_error err = hpw_prom_place(x->h, &o, &p);
+        enum hpw_error err;
         char ps[32], sz[32];
         int rc = 0;
 
+        o.prometheus_url = c->prometheus;
+        o.host_label = c->host_label;
+        o.url_template = c->url_template;
+        o.size_bytes = c->size;
+        o.page_size = c->page_size;
+        o.max_age_s = c->max_age_s;
+        o.warm_name = c->warm_name;
+        err = hpw_prom_place(x->h, &o, &p);
         hpw_format_page_size(c->page_size, ps, sizeof(ps));
         cli_format_bytes(c->size, sz, sizeof(sz));
         if (err) {
@@ -188,24 +189,20 @@ static int fleet_place_prom(struct ctx *x)
                 print_json_string(p->url, stdout);
                 printf(",\"host\":");
                 print_json_string(p->host, stdout);
-                printf(",\"node\":%d,\"free\":%llu,\"why\":\"%s\",\"stock_ready\":%llu,\"offered\":%zu,"
-                       "\"asked\":%zu,\"refused\":%zu", p->node, (unsigned long long)p->free,
-                       p->stock ? "stock" : "free", (unsigned long long)p->stock_ready, p->offered, p->asked,
-                       p->refused);
-                if (p->pool) {
-                        char *body = hpw_json_reprint(p->pool->json, strlen(p->pool->json));
-                        printf(",\"created\":%s,\"pool\":%s", p->created ? "true" : "false", body ? body : "null");
-                        free(body);
-                }
-                printf("}\n");
+                printf(",\"node\":%d,\"available\":%llu,\"free\":%llu,\"why\":\"%s\",\"stock_ready\":%llu,"
+                       "\"offered\":%zu,\"asked\":%zu,\"refused\":%zu", p->node, (unsigned long long)p->available,
+                       (unsigned long long)p->free, p->stock ? "stock" : "available",
+                       (unsigned long long)p->stock_ready, p->offered, p->asked, p->refused);
+                if (p->pool)
+                        printf(",\"created\":%s", p->created ? "true" : "false");
         } else {
                 if (p->stock)
                         printf("%s node %d (stock hit: %llu ready stock file%s of %s in %s pages on node %d)\n",
                                p->url, p->node, (unsigned long long)p->stock_ready, p->stock_ready == 1 ? "" : "s",
                                sz, ps, p->node);
                 else
-                        printf("%s node %d (free pages: %llu free %s pages)\n", p->url, p->node,
-                               (unsigned long long)p->free, ps);
+                        printf("%s node %d (available pages: %llu available %s pages, %llu free)\n", p->url,
+                               p->node, (unsigned long long)p->available, ps, (unsigned long long)p->free);
                 if (p->pool)
                         printf("%s: %s on %s node %d (%s%s%s)\n", p->pool->name, p->created ? "created" : "exists",
                                p->url, p->pool->node, p->pool->state_name, p->pool->from_stock[0] ? ", from stock: " : "",
@@ -229,12 +226,33 @@ static int fleet_place_prom(struct ctx *x)
                 } else {
                         x2.h = h2;
                         x2.url = p->url;
+                        x2.json_nested = c->json;
+                        x2.json_done = false;
                         rc = cli_wait_at(&x2, p->pool->name, p->pool);
+                        x->json_done = x2.json_done;
                 }
                 hpw_free(h2);
+                if (c->json && !x2.json_done)
+                        printf(",\"pool\":null");
+        } else if (p->pool && c->json) {
+                char *body = hpw_json_reprint(p->pool->json, strlen(p->pool->json));
+                printf(",\"pool\":%s", body ? body : "null");
+                free(body);
         }
+        if (c->json)
+                printf("}\n");
         hpw_prom_placement_free(p);
         return rc;
+}
+
+/* The free pages NODE reported for PAGE_SIZE (shown beside available). */
+static uint64_t node_free(const struct hpw_node_list *l, int node, uint64_t page_size)
+{
+        for (size_t j = 0; l && j < l->n; j++)
+                for (size_t k = 0; l->nodes[j]->id == node && k < l->nodes[j]->n_hugepages; k++)
+                        if (l->nodes[j]->hugepages[k]->page_size_bytes == page_size)
+                                return l->nodes[j]->hugepages[k]->free;
+        return 0;
 }
 
 int cli_cmd_fleet(struct ctx *x)
@@ -276,7 +294,7 @@ int cli_cmd_fleet(struct ctx *x)
                 return cli_fail(x, "fleet", err);
         }
         for (size_t i = 0; i < n; i++)
-                ok += f->hosts[i].err == HPW_OK;
+                ok += f->hosts[i]->err == HPW_OK;
 
         if (c->fleet == FLEET_NODES || c->fleet == FLEET_POOLS) {
                 if (c->json) {
@@ -285,11 +303,11 @@ int cli_cmd_fleet(struct ctx *x)
                         struct table *t = table_new(c->fleet == FLEET_NODES ? "HOST\tNODE\tPAGE\tTOTAL\tFREE\tWARM"
                                                                             : "HOST\t" POOLS_HEADER);
                         for (size_t i = 0; i < n; i++) {
-                                const struct hpw_fleet_host *fh = &f->hosts[i];
+                                const struct hpw_fleet_host *fh = f->hosts[i];
                                 for (size_t j = 0; fh->nodes && j < fh->nodes->n; j++)
-                                        cli_add_node_rows(t, fh->url, &fh->nodes->nodes[j]);
+                                        cli_add_node_rows(t, fh->url, fh->nodes->nodes[j]);
                                 for (size_t j = 0; fh->pools && j < fh->pools->n; j++)
-                                        cli_add_pool_row(t, fh->url, &fh->pools->pools[j]);
+                                        cli_add_pool_row(t, fh->url, fh->pools->pools[j]);
                         }
                         table_print(t, stdout);
                         table_free(t);
@@ -307,9 +325,9 @@ int cli_cmd_fleet(struct ctx *x)
         size_t nc = 0, cap = 0, best;
         enum place_why why;
         for (size_t i = 0; i < n; i++) {
-                const struct hpw_node_list *l = f->hosts[i].nodes;
+                const struct hpw_node_list *l = f->hosts[i]->nodes;
                 for (size_t j = 0; l && j < l->n; j++)
-                        for (size_t k = 0; k < l->nodes[j].n_hugepages; k++) {
+                        for (size_t k = 0; k < l->nodes[j]->n_hugepages; k++) {
                                 if (nc == cap) {
                                         size_t ncap = cap ? cap * 2 : 64;
                                         struct place_cand *nv = realloc(cand, ncap * sizeof(*nv));
@@ -324,9 +342,9 @@ int cli_cmd_fleet(struct ctx *x)
                                 }
                                 cand[nc++] = (struct place_cand){
                                         .host = i,
-                                        .node = l->nodes[j].id,
-                                        .page_size = l->nodes[j].hugepages[k].page_size_bytes,
-                                        .free = l->nodes[j].hugepages[k].free,
+                                        .node = l->nodes[j]->id,
+                                        .page_size = l->nodes[j]->hugepages[k]->page_size_bytes,
+                                        .available = l->nodes[j]->hugepages[k]->available,
                                 };
                         }
         }
@@ -336,15 +354,16 @@ int cli_cmd_fleet(struct ctx *x)
                 char sz[32], ps[32];
                 cli_format_bytes(c->size, sz, sizeof(sz));
                 hpw_format_page_size(c->page_size, ps, sizeof(ps));
-                fprintf(stderr, "hpwarm: fleet place: no host has %s free in %s pages\n", sz, ps);
+                fprintf(stderr, "hpwarm: fleet place: no host has %s available in %s pages\n", sz, ps);
                 free(cand);
                 rc = ok ? CLI_EXIT_CONFLICT : cli_fleet_exit(f);
                 goto out;
         }
         {
-                const char *url = f->hosts[cand[best].host].url;
+                const char *url = f->hosts[cand[best].host]->url;
                 int node = cand[best].node;
-                uint64_t fr = cand[best].free, ready = cand[best].stock_ready;
+                uint64_t av = cand[best].available, ready = cand[best].stock_ready;
+                uint64_t fr = node_free(f->hosts[cand[best].host]->nodes, node, c->page_size);
                 char ps[32], sz[32];
 
                 free(cand);
@@ -353,14 +372,19 @@ int cli_cmd_fleet(struct ctx *x)
                 if (c->json) {
                         printf("{\"url\":");
                         print_json_string(url, stdout);
-                        printf(",\"node\":%d,\"free\":%llu,\"why\":\"%s\",\"stock_ready\":%llu}\n", node,
-                               (unsigned long long)fr, why == PLACE_STOCK ? "stock" : "free",
-                               (unsigned long long)ready);
+                        printf(",\"node\":%d,\"available\":%llu,\"free\":%llu,\"why\":\"%s\",\"stock_ready\":%llu",
+                               node, (unsigned long long)av, (unsigned long long)fr,
+                               why == PLACE_STOCK ? "stock" : "available", (unsigned long long)ready);
+                        /* With --warm the warm's pool closes this object: one
+                         * JSON document per invocation. */
+                        if (!c->warm_name)
+                                printf("}\n");
                 } else if (why == PLACE_STOCK) {
                         printf("%s node %d (stock hit: %llu ready stock file%s of %s in %s pages on node %d)\n", url,
                                node, (unsigned long long)ready, ready == 1 ? "" : "s", sz, ps, node);
                 } else {
-                        printf("%s node %d (free pages: %llu free %s pages)\n", url, node, (unsigned long long)fr, ps);
+                        printf("%s node %d (available pages: %llu available %s pages, %llu free)\n", url, node,
+                               (unsigned long long)av, ps, (unsigned long long)fr);
                 }
                 /* A choice among the hosts that answered: 7 when some did
                  * not (a better place may be among them); with --warm, the
@@ -383,13 +407,19 @@ int cli_cmd_fleet(struct ctx *x)
                         if (err) {
                                 fprintf(stderr, "hpwarm: fleet place: %s: %s\n", url, hpw_strerror(err));
                                 hpw_free(h2);
+                                if (c->json)
+                                        printf(",\"pool\":null}\n");
                                 rc = cli_exit_code(err);
                                 goto out;
                         }
                         x2.h = h2;
                         x2.url = url;
+                        x2.json_nested = c->json;
+                        x2.json_done = false;
                         rc = cli_warm_at(&x2, c->warm_name, node, c->size, c->page_size);
                         hpw_free(h2);
+                        if (c->json)
+                                printf("%s}\n", x2.json_done ? "" : ",\"pool\":null");
                 }
         }
 out:

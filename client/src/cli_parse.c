@@ -138,11 +138,13 @@ static const struct cmddef {
           "nodes, pools: one table of every host's answer.  place --size SIZE: a\n"
           "host and node with a ready stock file of exactly SIZE and --page-size\n"
           "(default 2M) first (\"stock hit\": the pool is ready at once; most ready\n"
-          "files, then most free pages); else the one with most free pages that\n"
-          "fit (\"free pages\"); ties: file order, then node id.  The line printed\n"
-          "says which and why.  Hosts whose stock cannot be read (a daemon without\n"
-          "stock) count by free pages (--verbose names them).  With --warm NAME\n"
-          "also warm it there.\n"
+          "files, then most available pages); else the one with most available\n"
+          "pages that fit (\"available pages\": free minus what warming pools and\n"
+          "unfaulted mappings still take; free on daemons that do not say); ties:\n"
+          "file order, then node id.  The line printed says which and why.  Hosts\n"
+          "whose stock cannot be read (a daemon without stock) count by available\n"
+          "pages (--verbose names them).  With --warm NAME also warm it there\n"
+          "(--json: one object, the pool as its \"pool\" member).\n"
           "Hosts that did not answer are listed on stderr.\n"
           "place --prometheus URL instead of --hosts: one PromQL query for the\n"
           "hosts whose last scrape worked (up == 1) within --max-age that show a\n"
@@ -178,7 +180,9 @@ static const char exit_codes_text[] =
 "  4  timed out\n"
 "  5  conflict or insufficient hugepages or memory (HTTP 409)\n"
 "  6  unauthorized or forbidden (HTTP 401/403)\n"
-"  7  fleet: some hosts did not answer\n";
+"  7  fleet: some hosts did not answer\n"
+"  8  try again later: rate limited or unavailable (HTTP 429/503) after the\n"
+"     retries; a permanent refusal (e.g. no-hugetlbfs) is 1\n";
 
 static void print_opt(FILE *f, const struct optdef *o)
 {
@@ -386,7 +390,7 @@ int cli_parse_stock_spec(const char *s, struct hpw_stock_target *ret, char *err,
         if (parse_uint(part[3], UINT32_MAX, &count) < 0 || count == 0)
                 return usage_err(err, errlen, "'%s': COUNT: want a whole number of files, at least 1, not '%s'", s,
                                  part[3]);
-        *ret = (struct hpw_stock_target){ .node = (int)node, .page_size_bytes = ps, .size_bytes = size,
+        *ret = (struct hpw_stock_target){ .size = sizeof(*ret), .node = (int)node, .page_size_bytes = ps, .size_bytes = size,
                                           .count = count };
         return 0;
 }

@@ -9,6 +9,7 @@
  * side spins; the loop ends at the caller's deadline. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,11 +54,20 @@ struct hpw {
         struct hpw_problem *problem;
         char message[512];
         unsigned attempts;       /* attempts the last request() made */
+        /* Set by hpw_cancel() from any thread, cleared by begin() when a
+         * call starts; read by request(), hpw_wait() and libcurl's progress
+         * hook (http.c).  The only member another thread touches. */
+        atomic_bool cancel;
 };
 
 const char *hpw_version(void)
 {
         return HPW_VERSION_STRING;
+}
+
+unsigned hpw_version_num(void)
+{
+        return HPW_VERSION_NUM;
 }
 
 const char *hpw_strerror(enum hpw_error err)
@@ -82,6 +92,7 @@ const char *hpw_strerror(enum hpw_error err)
         case HPW_E_SERVER: return "server error";
         case HPW_E_POOL_FAILED: return "pool failed";
         case HPW_E_HTTP: return "unexpected HTTP status";
+        case HPW_E_CANCELLED: return "cancelled";
         }
         return "unknown error";
 }
@@ -120,6 +131,20 @@ static void sleep_ms(uint64_t ms)
         struct timespec ts = { .tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000 };
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                 ;
+}
+
+/* How often a sleep between attempts looks at the cancel flag. */
+#define HPW_CANCEL_CHECK_MS 50
+
+/* Sleep MS unless H is cancelled first; false when it was. */
+static bool sleep_unless_cancelled(struct hpw *h, uint64_t ms)
+{
+        while (ms && !atomic_load(&h->cancel)) {
+                uint64_t step = ms < HPW_CANCEL_CHECK_MS ? ms : HPW_CANCEL_CHECK_MS;
+                sleep_ms(step);
+                ms -= step;
+        }
+        return !atomic_load(&h->cancel);
 }
 
 /* xorshift64*: jitter only needs to differ between clients, not be secret. */
@@ -197,9 +222,43 @@ enum hpw_error hpw_new(const char *url, struct hpw **ret)
 static void clear_last(struct hpw *h)
 {
         hpw_http_resp_clear(&h->last);
+        h->last.retry_after_s = -1;
         hpw_problem_free(h->problem);
         h->problem = NULL;
         h->message[0] = '\0';
+        h->attempts = 0;
+}
+
+/* Entry of every call that takes a handle: nothing the last call left
+ * (status, problem, body, message, a cancel meant for it) may describe this
+ * one, also when it refuses its arguments before any request. */
+static void begin(struct hpw *h)
+{
+        if (!h)
+                return;
+        clear_last(h);
+        atomic_store(&h->cancel, false);
+}
+
+void hpw_cancel(struct hpw *h)
+{
+        if (h)
+                atomic_store(&h->cancel, true);
+}
+
+enum hpw_slug hpw_last_slug(const struct hpw *h)
+{
+        return h && h->problem ? h->problem->code : HPW_SLUG_UNKNOWN;
+}
+
+/* The failure of a call stopped by hpw_cancel() or the progress callback. */
+static enum hpw_error cancelled(struct hpw *h, const char *what)
+{
+        hpw_http_resp_clear(&h->last);
+        hpw_problem_free(h->problem);
+        h->problem = NULL;
+        snprintf(h->message, sizeof(h->message), "%s: cancelled", what);
+        return HPW_E_CANCELLED;
 }
 
 void hpw_free(struct hpw *h)
@@ -224,6 +283,7 @@ void hpw_free(struct hpw *h)
 
 enum hpw_error hpw_set_timeouts(struct hpw *h, uint64_t connect_ms, uint64_t total_ms)
 {
+        begin(h);
         if (!h)
                 return HPW_E_INVALID;
         h->connect_ms = connect_ms;
@@ -233,6 +293,8 @@ enum hpw_error hpw_set_timeouts(struct hpw *h, uint64_t connect_ms, uint64_t tot
 
 enum hpw_error hpw_set_token(struct hpw *h, const char *token)
 {
+        begin(h);
+        begin(h);
         if (!h || (token && (!token[0] || strpbrk(token, "\r\n"))))
                 return HPW_E_INVALID;
         if (h->token)
@@ -254,9 +316,9 @@ enum hpw_error hpw_set_token_file(struct hpw *h, const char *path)
         FILE *f;
         enum hpw_error err = HPW_E_IO;
 
+        begin(h);
         if (!h)
                 return HPW_E_INVALID;
-        h->message[0] = '\0';
         if (!path)
                 return hpw_set_token(h, NULL);
         buf = malloc(HPW_TOKEN_FILE_MAX + 1);
@@ -300,8 +362,8 @@ enum hpw_error hpw_set_token_file(struct hpw *h, const char *path)
                         why = "the token must be one word of visible ASCII";
         if (why)
                 snprintf(h->message, sizeof(h->message), "%s: %s", path, why);
-        else
-                err = hpw_set_token(h, tok);
+        else if ((err = hpw_set_token(h, tok)) == HPW_E_INVALID)
+                snprintf(h->message, sizeof(h->message), "%s: not a token", path);
         explicit_bzero(buf, HPW_TOKEN_FILE_MAX + 1);
         free(buf);
         return err;
@@ -309,6 +371,7 @@ enum hpw_error hpw_set_token_file(struct hpw *h, const char *path)
 
 enum hpw_error hpw_set_tls(struct hpw *h, const char *ca_file, const char *cert_file, const char *key_file)
 {
+        begin(h);
         if (!h)
                 return HPW_E_INVALID;
         if ((ca_file && set_str(&h->ca_file, ca_file)) || (cert_file && set_str(&h->cert_file, cert_file)) ||
@@ -319,6 +382,8 @@ enum hpw_error hpw_set_tls(struct hpw *h, const char *ca_file, const char *cert_
 
 enum hpw_error hpw_set_retry(struct hpw *h, unsigned max_attempts, uint64_t base_ms, uint64_t cap_ms)
 {
+        begin(h);
+        begin(h);
         if (!h || max_attempts == 0 || base_ms == 0 || cap_ms < base_ms)
                 return HPW_E_INVALID;
         h->retry = (struct hpw_retry_policy){ max_attempts, base_ms, cap_ms };
@@ -327,6 +392,7 @@ enum hpw_error hpw_set_retry(struct hpw *h, unsigned max_attempts, uint64_t base
 
 void hpw_set_log(struct hpw *h, hpw_log_fn fn, void *userdata)
 {
+        begin(h);
         if (!h)
                 return;
         h->log_fn = fn;
@@ -363,6 +429,7 @@ static void conn_of(const struct hpw *h, struct hpw_conn *c)
                 .cert_file = h->cert_file,
                 .key_file = h->key_file,
                 .connect_ms = h->connect_ms,
+                .cancel = (atomic_bool *)&h->cancel,
         };
 }
 
@@ -410,6 +477,8 @@ static enum hpw_error request(struct hpw *h, const char *method, const char *pat
                 uint64_t now = now_ms(), remaining = UINT64_MAX, tmo = 0;
                 int64_t delay;
 
+                if (atomic_load(&h->cancel))
+                        return cancelled(h, path);
                 if (deadline) {
                         if (now >= deadline) {
                                 clear_last(h);
@@ -430,6 +499,8 @@ static enum hpw_error request(struct hpw *h, const char *method, const char *pat
                 err = classify(h, method, path);
                 if (err == HPW_OK)
                         return HPW_OK;
+                if (err == HPW_E_CANCELLED)
+                        return cancelled(h, path);
                 if (err == HPW_E_UNREACHABLE && deadline && now_ms() >= deadline) {
                         /* The caller's deadline ran out before a connection
                          * was made (a deadline of a few ms, a slow resolver):
@@ -442,13 +513,15 @@ static enum hpw_error request(struct hpw *h, const char *method, const char *pat
                         now = now_ms();
                         remaining = now < deadline ? deadline - now : 0;
                 }
-                delay = hpw_retry_delay(&h->retry, attempt, idempotent, h->last.transport, h->last.status,
-                                        h->last.retry_after_s, remaining, next_rand(h));
+                delay = hpw_retry_delay_slug(&h->retry, attempt, idempotent, h->last.transport, h->last.status,
+                                             h->problem ? h->problem->code : HPW_SLUG_UNKNOWN,
+                                             h->last.retry_after_s, remaining, next_rand(h));
                 if (delay < 0)
                         return err;
                 logf_(h, HPW_LOG_INFO, "%s; retry %u in %lld ms", h->message, attempt,
                       (long long)delay);
-                sleep_ms((uint64_t)delay);
+                if (!sleep_unless_cancelled(h, (uint64_t)delay))
+                        return cancelled(h, path);
         }
 }
 
@@ -471,6 +544,7 @@ enum hpw_error hpw_health(struct hpw *h, struct hpw_health **ret)
 {
         enum hpw_error err;
 
+        begin(h);
         if (!h || !ret)
                 return HPW_E_INVALID;
         err = request(h, "GET", "/v1/health", NULL, true, call_deadline(h), 0);
@@ -481,6 +555,7 @@ enum hpw_error hpw_nodes(struct hpw *h, struct hpw_node_list **ret)
 {
         enum hpw_error err;
 
+        begin(h);
         if (!h || !ret)
                 return HPW_E_INVALID;
         err = request(h, "GET", "/v1/nodes", NULL, true, call_deadline(h), 0);
@@ -492,6 +567,7 @@ enum hpw_error hpw_node(struct hpw *h, int node, struct hpw_node **ret)
         char path[64];
         enum hpw_error err;
 
+        begin(h);
         if (!h || !ret || node < 0)
                 return HPW_E_INVALID;
         snprintf(path, sizeof(path), "/v1/nodes/%d", node);
@@ -506,6 +582,7 @@ enum hpw_error hpw_reserve(struct hpw *h, int node, uint64_t page_size, uint64_t
         char *body;
         enum hpw_error err;
 
+        begin(h);
         if (!h || !ret || node < 0 || page_size == 0)
                 return HPW_E_INVALID;
         hpw_format_page_size(page_size, ps, sizeof(ps));
@@ -522,6 +599,7 @@ enum hpw_error hpw_pools(struct hpw *h, struct hpw_pool_list **ret)
 {
         enum hpw_error err;
 
+        begin(h);
         if (!h || !ret)
                 return HPW_E_INVALID;
         err = request(h, "GET", "/v1/pools", NULL, true, call_deadline(h), 0);
@@ -533,6 +611,7 @@ enum hpw_error hpw_pool(struct hpw *h, const char *name, struct hpw_pool **ret)
         char path[128];
         enum hpw_error err;
 
+        begin(h);
         if (!h || !ret || !hpw_name_valid(name))
                 return HPW_E_INVALID;
         snprintf(path, sizeof(path), "/v1/pools/%s", name);
@@ -547,7 +626,9 @@ enum hpw_error hpw_warm(struct hpw *h, const char *name, const struct hpw_warm_r
         char *body;
         enum hpw_error err;
 
-        if (!h || !ret || !req || !hpw_name_valid(name) || req->node < 0 || req->size_bytes == 0)
+        begin(h);
+        if (!h || !ret || !req || req->size < HPW_WARM_REQUEST_V1_SIZE || !hpw_name_valid(name) ||
+            req->node < 0 || req->size_bytes == 0)
                 return HPW_E_INVALID;
         snprintf(path, sizeof(path), "/v1/pools/%s", name);
         body = hpw_json_warm_body(req);
@@ -568,23 +649,25 @@ enum hpw_error hpw_stock_get(struct hpw *h, struct hpw_stock **ret)
 {
         enum hpw_error err;
 
+        begin(h);
         if (!h || !ret)
                 return HPW_E_INVALID;
         err = request(h, "GET", "/v1/stock", NULL, true, call_deadline(h), 0);
         return err ? err : parsed(h, hpw_json_stock(h->last.body, h->last.len, ret));
 }
 
-enum hpw_error hpw_stock_set(struct hpw *h, const struct hpw_stock_target *targets, size_t n,
+enum hpw_error hpw_stock_set(struct hpw *h, const struct hpw_stock_target *const *targets, size_t n,
                              struct hpw_stock **ret)
 {
         char *body;
         enum hpw_error err;
 
+        begin(h);
         if (!h || !ret || n > HPW_STOCK_MAX_TARGETS || (n && !targets))
                 return HPW_E_INVALID;
         for (size_t i = 0; i < n; i++)
-                if (targets[i].node < 0 || targets[i].page_size_bytes == 0 || targets[i].size_bytes == 0 ||
-                    targets[i].count == 0)
+                if (!targets[i] || targets[i]->size < HPW_STOCK_TARGET_V1_SIZE || targets[i]->node < 0 ||
+                    targets[i]->page_size_bytes == 0 || targets[i]->size_bytes == 0 || targets[i]->count == 0)
                         return HPW_E_INVALID;
         body = hpw_json_stock_body(targets, n);
         if (!body)
@@ -605,6 +688,7 @@ enum hpw_error hpw_handoff(struct hpw *h, const char *vmm, const char *const *po
         size_t len;
         enum hpw_error err;
 
+        begin(h);
         if (!h || !ret || !vmm || !pools || n == 0 || n > HPW_HANDOFF_MAX_POOLS ||
             (strcmp(vmm, "qemu") != 0 && strcmp(vmm, "cloud-hypervisor") != 0 && strcmp(vmm, "libvirt") != 0))
                 return HPW_E_INVALID;
@@ -625,6 +709,7 @@ enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t timeout_ms, hp
         struct hpw_pool *pool = NULL;
         enum hpw_error err;
 
+        begin(h);
         if (!h || !ret || !hpw_name_valid(name))
                 return HPW_E_INVALID;
         started = now_ms();
@@ -646,7 +731,7 @@ enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t timeout_ms, hp
                 if (err == HPW_OK)
                         err = parsed(h, hpw_json_pool(h->last.body, h->last.len, &p));
                 if (err != HPW_OK) {
-                        if (err == HPW_E_TIMEOUT && pool) {
+                        if ((err == HPW_E_TIMEOUT || err == HPW_E_CANCELLED) && pool) {
                                 *ret = pool;
                                 return err;
                         }
@@ -655,8 +740,11 @@ enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t timeout_ms, hp
                 }
                 hpw_pool_free(pool);
                 pool = p;
-                if (progress)
-                        progress(pool, userdata);
+                if ((progress && progress(pool, userdata) != 0) || atomic_load(&h->cancel)) {
+                        cancelled(h, name);
+                        *ret = pool;
+                        return HPW_E_CANCELLED;
+                }
                 if (pool->state == HPW_POOL_UNKNOWN) {
                         /* Not a state we could wait out: without knowing
                          * whether it ends, waiting would only run to the
@@ -674,8 +762,12 @@ enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t timeout_ms, hp
                         *ret = pool;
                         return HPW_E_TIMEOUT;
                 }
-                if (now_ms() - t0 < HPW_POLL_MIN_INTERVAL_MS)
-                        sleep_ms(HPW_POLL_MIN_INTERVAL_MS);
+                if (now_ms() - t0 < HPW_POLL_MIN_INTERVAL_MS &&
+                    !sleep_unless_cancelled(h, HPW_POLL_MIN_INTERVAL_MS)) {
+                        cancelled(h, name);
+                        *ret = pool;
+                        return HPW_E_CANCELLED;
+                }
         }
         if (pool->state == HPW_POOL_READY) {
                 *ret = pool;
@@ -692,6 +784,7 @@ enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t timeout_ms, hp
                         h->problem->title = strdup(pool->error->title);
                         h->problem->detail = strdup(pool->error->detail);
                         h->problem->status = pool->error->status;
+                        h->problem->code = pool->error->code;
                         if (!h->problem->type || !h->problem->slug || !h->problem->title ||
                             !h->problem->detail) {
                                 hpw_problem_free(h->problem);
@@ -714,12 +807,15 @@ static enum hpw_error claim(struct hpw *h, const char *name, const char *body, s
         enum hpw_error err;
 
         snprintf(path, sizeof(path), "/v1/pools/%s/claim", name);
-        err = request(h, "POST", path, body, false, call_deadline(h), 0);
+        /* Claiming a claimed pool again (with the same pid, if any) answers
+         * it unchanged, so a retry after a lost answer is safe. */
+        err = request(h, "POST", path, body, true, call_deadline(h), 0);
         return err ? err : parsed(h, hpw_json_pool(h->last.body, h->last.len, ret));
 }
 
 enum hpw_error hpw_claim(struct hpw *h, const char *name, struct hpw_pool **ret)
 {
+        begin(h);
         if (!h || !ret || !hpw_name_valid(name))
                 return HPW_E_INVALID;
         return claim(h, name, NULL, ret);
@@ -729,6 +825,7 @@ enum hpw_error hpw_claim_pid(struct hpw *h, const char *name, int pid, struct hp
 {
         char body[32];
 
+        begin(h);
         if (!h || !ret || !hpw_name_valid(name) || pid <= 0)
                 return HPW_E_INVALID;
         snprintf(body, sizeof(body), "{\"pid\":%d}", pid);
@@ -744,6 +841,7 @@ enum hpw_error hpw_release(struct hpw *h, const char *name)
         char path[128];
         enum hpw_error err;
 
+        begin(h);
         if (!h || !hpw_name_valid(name))
                 return HPW_E_INVALID;
         snprintf(path, sizeof(path), "/v1/pools/%s", name);
@@ -761,12 +859,15 @@ void hpw_fleet_free(struct hpw_fleet *x)
 {
         if (!x)
                 return;
-        for (size_t i = 0; i < x->n; i++) {
-                free(x->hosts[i].url);
-                free(x->hosts[i].message);
-                hpw_node_list_free(x->hosts[i].nodes);
-                hpw_pool_list_free(x->hosts[i].pools);
-                hpw_stock_free(x->hosts[i].stock);
+        for (size_t i = 0; x->hosts && i < x->n; i++) {
+                if (!x->hosts[i])
+                        continue;
+                free(x->hosts[i]->url);
+                free(x->hosts[i]->message);
+                hpw_node_list_free(x->hosts[i]->nodes);
+                hpw_pool_list_free(x->hosts[i]->pools);
+                hpw_stock_free(x->hosts[i]->stock);
+                free(x->hosts[i]);
         }
         free(x->hosts);
         free(x);
@@ -785,6 +886,7 @@ enum hpw_error hpw_fleet_get(struct hpw *h, const char *const *urls, size_t n, e
                 [HPW_FLEET_NODES] = "/v1/nodes", [HPW_FLEET_POOLS] = "/v1/pools", [HPW_FLEET_STOCK] = "/v1/stock",
         };
 
+        begin(h);
         if (!h || !ret || (n && !urls) || (what != HPW_FLEET_NODES && what != HPW_FLEET_POOLS &&
                                            what != HPW_FLEET_STOCK))
                 return HPW_E_INVALID;
@@ -801,12 +903,13 @@ enum hpw_error hpw_fleet_get(struct hpw *h, const char *const *urls, size_t n, e
         f->n = n;
         for (size_t i = 0; i < n; i++) {
                 conn_of(h, &conns[i]);
-                if (!(f->hosts[i].url = strdup(urls[i] ? urls[i] : ""))) {
+                if (!(f->hosts[i] = calloc(1, sizeof(*f->hosts[i]))) ||
+                    !(f->hosts[i]->url = strdup(urls[i] ? urls[i] : ""))) {
                         err = HPW_E_NOMEM;
                         goto out;
                 }
-                f->hosts[i].err = urls[i] ? hpw_url_split(urls[i], &bases[i], &socks[i]) : HPW_E_INVALID;
-                if (f->hosts[i].err == HPW_E_NOMEM) {
+                f->hosts[i]->err = urls[i] ? hpw_url_split(urls[i], &bases[i], &socks[i]) : HPW_E_INVALID;
+                if (f->hosts[i]->err == HPW_E_NOMEM) {
                         err = HPW_E_NOMEM;
                         goto out;
                 }
@@ -815,10 +918,12 @@ enum hpw_error hpw_fleet_get(struct hpw *h, const char *const *urls, size_t n, e
                 conns[i].socket_path = socks[i];
         }
         err = hpw_http_multi_get(conns, n, paths[what], h->total_ms, resps);
+        if (err == HPW_OK && atomic_load(&h->cancel))
+                err = cancelled(h, paths[what]);
         if (err != HPW_OK)
                 goto out;
         for (size_t i = 0; i < n; i++) {
-                struct hpw_fleet_host *fh = &f->hosts[i];
+                struct hpw_fleet_host *fh = f->hosts[i];
                 const struct hpw_http_resp *r = &resps[i];
                 char msg[300] = "";
 

@@ -9,6 +9,7 @@
  * left to retry.c. */
 #include <curl/curl.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,29 @@ void hpw_http_resp_clear(struct hpw_http_resp *r)
         r->retry_after_s = -1;
 }
 
+/* HOST[:PORT] as the CLI takes it: a name or IPv4 address, or [IPv6], then
+ * an optional port of digits.  Anything else (another scheme, a path, user
+ * info) is not a target. */
+static bool host_port_ok(const char *s)
+{
+        size_t h;
+
+        if (s[0] == '[') {
+                const char *e = strchr(s, ']');
+                if (!e || e == s + 1 || strspn(s + 1, "0123456789abcdefABCDEF:.") != (size_t)(e - s - 1))
+                        return false;
+                h = (size_t)(e - s) + 1;
+        } else {
+                h = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_");
+                if (h == 0)
+                        return false;
+        }
+        if (s[h] == '\0')
+                return true;
+        return s[h] == ':' && s[h + 1] && strspn(s + h + 1, "0123456789") == strlen(s + h + 1) &&
+               strlen(s + h + 1) <= 5;
+}
+
 enum hpw_error hpw_url_split(const char *url, char **ret_base, char **ret_socket)
 {
         char *base, *sock = NULL;
@@ -52,11 +76,14 @@ enum hpw_error hpw_url_split(const char *url, char **ret_base, char **ret_socket
 
         if (!url || !url[0])
                 return HPW_E_INVALID;
-        if (strncmp(url, "unix://", 7) == 0) {
-                /* unix:///run/x.sock: the path must be absolute. */
-                if (url[7] != '/' || url[8] == '\0')
+        if (strncmp(url, "unix://", 7) == 0 || strncmp(url, "unix:/", 6) == 0 || url[0] == '/') {
+                /* unix:///run/x.sock, unix:/run/x.sock or /run/x.sock: the
+                 * path must be absolute. */
+                const char *path = url[0] == '/' ? url : strncmp(url, "unix://", 7) == 0 ? url + 7 : url + 5;
+
+                if (path[0] != '/' || path[1] == '\0' || path[1] == '/')
                         return HPW_E_INVALID;
-                sock = strdup(url + 7);
+                sock = strdup(path);
                 if (!sock)
                         return HPW_E_NOMEM;
                 base = strdup("http://localhost");
@@ -70,6 +97,10 @@ enum hpw_error hpw_url_split(const char *url, char **ret_base, char **ret_socket
                         while (n > 0 && base[n - 1] == '/')
                                 base[--n] = '\0';
                 }
+        } else if (host_port_ok(url)) {
+                /* HOST:PORT (or HOST), as the CLI's --url takes it: http. */
+                if (asprintf(&base, "http://%s", url) < 0)
+                        base = NULL;
         } else {
                 return HPW_E_INVALID;
         }
@@ -160,12 +191,24 @@ enum hpw_error hpw_transport_error(int curl_code, bool connected)
         case CURLE_WRITE_ERROR:
         case CURLE_FILESIZE_EXCEEDED:
                 return HPW_E_PROTOCOL;
+        case CURLE_ABORTED_BY_CALLBACK:
+                return HPW_E_CANCELLED;
         case CURLE_URL_MALFORMAT:
         case CURLE_UNSUPPORTED_PROTOCOL:
                 return HPW_E_INVALID;
         default:
                 return HPW_E_UNREACHABLE;
         }
+}
+
+/* libcurl's progress hook, used only to stop a transfer that hpw_cancel()
+ * cancelled; libcurl then closes the connection, so nothing half-read is
+ * left for the next request. */
+static int on_xferinfo(void *clientp, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+        (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+        return atomic_load((atomic_bool *)clientp) ? 1 : 0;
 }
 
 /* Set everything one request needs on EASY.  HEADERS is built here and
@@ -209,6 +252,11 @@ static enum hpw_error setup(CURL *easy, const struct hpw_conn *c, const char *me
                 SET(CURLOPT_SSLCERT, c->cert_file);
         if (c->key_file)
                 SET(CURLOPT_SSLKEY, c->key_file);
+        if (c->cancel) {
+                SET(CURLOPT_XFERINFOFUNCTION, on_xferinfo);
+                SET(CURLOPT_XFERINFODATA, (void *)c->cancel);
+                SET(CURLOPT_NOPROGRESS, 0L);
+        }
         if (strcmp(method, "GET") != 0)
                 SET(CURLOPT_CUSTOMREQUEST, method);
         if (body) {

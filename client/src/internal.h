@@ -7,6 +7,7 @@
  * hidden from the shared library's symbol table (-fvisibility=hidden); the
  * static library still exposes it to our unit tests and the CLI. */
 #pragma once
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,9 +42,24 @@ int64_t hpw_retry_delay(const struct hpw_retry_policy *p, unsigned attempts_done
                         enum hpw_error transport, long status, int64_t retry_after_s,
                         uint64_t remaining_ms, uint64_t rnd);
 
+/* As hpw_retry_delay, with the answer's problem slug: a slug the catalog
+ * knows decides by its retryable flag (no-hugetlbfs, a 503, is never
+ * retried); without a problem or with a slug this library does not know,
+ * the status decides (429, 502, 503, 504). */
+int64_t hpw_retry_delay_slug(const struct hpw_retry_policy *p, unsigned attempts_done, bool idempotent,
+                             enum hpw_error transport, long status, enum hpw_slug slug,
+                             int64_t retry_after_s, uint64_t remaining_ms, uint64_t rnd);
+
 /* Map an HTTP status (and the problem slug, may be NULL) to the public enum.
  * 2xx -> HPW_OK. */
 enum hpw_error hpw_status_error(long status, const char *slug);
+
+/* The smallest request structs this library takes: their first version's
+ * size (up to and including the last member of 0.1).  A caller built against
+ * a later header passes a larger size; the library reads what it knows. */
+#define HPW_END_OF(type, member) (offsetof(type, member) + sizeof(((type *)0)->member))
+#define HPW_WARM_REQUEST_V1_SIZE HPW_END_OF(struct hpw_warm_request, reserve)
+#define HPW_STOCK_TARGET_V1_SIZE HPW_END_OF(struct hpw_stock_target, deficit)
 
 /* Valid pool name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}. */
 bool hpw_name_valid(const char *name);
@@ -61,6 +77,7 @@ struct hpw_conn {
         const char *token;       /* NULL = no Authorization header */
         const char *ca_file, *cert_file, *key_file;
         uint64_t connect_ms;
+        atomic_bool *cancel;     /* set: stop the transfer (hpw_cancel); NULL = never */
 };
 
 struct hpw_http_resp {
@@ -133,7 +150,7 @@ void hpw_problem_free(struct hpw_problem *p);
 char *hpw_json_reserve_body(uint64_t count, bool allow_partial);
 char *hpw_json_warm_body(const struct hpw_warm_request *req);
 /* {"targets":[{"node":..,"page_size":"2M","size_bytes":..,"count":..},...]} */
-char *hpw_json_stock_body(const struct hpw_stock_target *t, size_t n);
+char *hpw_json_stock_body(const struct hpw_stock_target *const *t, size_t n);
 
 /* Internal release of member contents (for arrays). */
 void hpw_node_clear(struct hpw_node *n);

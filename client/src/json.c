@@ -232,6 +232,25 @@ static enum hpw_error parse_items(const char *body, size_t len, const char *list
         return HPW_OK;
 }
 
+/* Lists reach their items through pointers (the ABI rule in hpwarm.h: a
+ * caller never depends on an item's size).  The items themselves stay one
+ * calloc'd block, ITEMS; the pointer array points into it, and its first
+ * pointer is the block, which is how the list frees it.  NULL when N is 0;
+ * on allocation failure NULL with ITEMS untouched. */
+static void **ptr_array(void *items, size_t n, size_t size)
+{
+        void **v;
+
+        if (n == 0)
+                return NULL;
+        v = calloc(n, sizeof(*v));
+        if (!v)
+                return NULL;
+        for (size_t i = 0; i < n; i++)
+                v[i] = (char *)items + i * size;
+        return v;
+}
+
 /* ---- problem ---- */
 
 void hpw_problem_free(struct hpw_problem *p)
@@ -266,6 +285,9 @@ static struct hpw_problem *problem_from(const cJSON *o)
                 if (slash && (!colon || slash > colon))
                         colon = slash;
                 p->slug = strdup(colon ? colon + 1 : p->type);
+                /* Only our own namespace names a slug of the catalog. */
+                if (p->slug && strncmp(p->type, "urn:hpwarm:problem:", 19) == 0)
+                        p->code = hpw_slug_from_name(p->slug);
         }
         if (!p->type || !p->title || !p->detail || !p->slug) {
                 hpw_problem_free(p);
@@ -344,6 +366,8 @@ enum hpw_error hpw_json_health(const char *body, size_t len, struct hpw_health *
 void hpw_node_clear(struct hpw_node *n)
 {
         free(n->cpus);
+        if (n->hugepages)
+                free(n->hugepages[0]);
         free(n->hugepages);
         free(n->json);
         memset(n, 0, sizeof(*n));
@@ -362,7 +386,9 @@ void hpw_node_list_free(struct hpw_node_list *x)
         if (!x)
                 return;
         for (size_t i = 0; i < x->n; i++)
-                hpw_node_clear(&x->nodes[i]);
+                hpw_node_clear(x->nodes[i]);
+        if (x->nodes)
+                free(x->nodes[0]);
         free(x->nodes);
         free(x->json);
         free(x);
@@ -395,15 +421,25 @@ static enum hpw_error node_from(const cJSON *o, void *item)
         }
         if (n->n_hugepages == 0)
                 return HPW_OK;
-        n->hugepages = calloc(n->n_hugepages, sizeof(*n->hugepages));
-        if (!n->hugepages)
+        struct hpw_hugepages *block = calloc(n->n_hugepages, sizeof(*block));
+        if (!block)
                 return HPW_E_NOMEM;
+        n->hugepages = (struct hpw_hugepages **)ptr_array(block, n->n_hugepages, sizeof(*block));
+        if (!n->hugepages) {
+                free(block);
+                return HPW_E_NOMEM;
+        }
         cJSON_ArrayForEach(e, hp) {
-                struct hpw_hugepages *h = &n->hugepages[i++];
+                struct hpw_hugepages *h = n->hugepages[i++];
                 if (!cJSON_IsObject(e) || !get_u64(e, "page_size_bytes", &h->page_size_bytes))
                         return HPW_E_PROTOCOL;
                 h->total = opt_u64(e, "total");
                 h->free = opt_u64(e, "free");
+                /* Older daemons do not report it: what they call free is
+                 * the best bound there is. */
+                h->available_reported = get_u64(e, "available", &h->available);
+                if (!h->available_reported)
+                        h->available = h->free;
                 h->surplus = opt_u64(e, "surplus");
                 h->warm = opt_u64(e, "warm");
                 h->warming = opt_u64(e, "warming");
@@ -449,7 +485,15 @@ enum hpw_error hpw_json_node_list(const char *body, size_t len, struct hpw_node_
                 free(x);
                 return err;
         }
-        x->nodes = items;
+        x->nodes = (struct hpw_node **)ptr_array(items, x->n, sizeof(struct hpw_node));
+        if (x->n && !x->nodes) {
+                for (size_t i = 0; i < x->n; i++)
+                        hpw_node_clear((struct hpw_node *)items + i);
+                free(items);
+                free(x->json);
+                free(x);
+                return HPW_E_NOMEM;
+        }
         *ret = x;
         return HPW_OK;
 }
@@ -546,7 +590,9 @@ void hpw_pool_list_free(struct hpw_pool_list *x)
         if (!x)
                 return;
         for (size_t i = 0; i < x->n; i++)
-                hpw_pool_clear(&x->pools[i]);
+                hpw_pool_clear(x->pools[i]);
+        if (x->pools)
+                free(x->pools[0]);
         free(x->pools);
         free(x->json);
         free(x);
@@ -585,6 +631,10 @@ static enum hpw_error pool_from(const cJSON *o, void *item)
         p->pages_off_node = opt_u64(pl, "pages_off_node");
         p->claimed = opt_bool(o, "claimed");
         p->expires_at = opt_time(o, "expires_at");
+        p->ttl_seconds = opt_u64(o, "ttl_seconds");
+        if (!get_int(o, "owner_pid", &p->owner_pid) || p->owner_pid < 0)
+                p->owner_pid = 0;    /* null (no owner) or absent */
+        p->unmapped_since = opt_time(o, "unmapped_since");
         err = get(o, "error");
         if (cJSON_IsObject(err)) {
                 p->error = problem_from(err);
@@ -632,7 +682,15 @@ enum hpw_error hpw_json_pool_list(const char *body, size_t len, struct hpw_pool_
                 free(x);
                 return err;
         }
-        x->pools = items;
+        x->pools = (struct hpw_pool **)ptr_array(items, x->n, sizeof(struct hpw_pool));
+        if (x->n && !x->pools) {
+                for (size_t i = 0; i < x->n; i++)
+                        hpw_pool_clear((struct hpw_pool *)items + i);
+                free(items);
+                free(x->json);
+                free(x);
+                return HPW_E_NOMEM;
+        }
         *ret = x;
         return HPW_OK;
 }
@@ -643,6 +701,8 @@ void hpw_stock_free(struct hpw_stock *x)
 {
         if (!x)
                 return;
+        if (x->targets)
+                free(x->targets[0]);
         free(x->targets);
         free(x->json);
         free(x);
@@ -654,6 +714,7 @@ static enum hpw_error stock_target_from(const cJSON *o, void *item)
 {
         struct hpw_stock_target *t = item;
 
+        t->size = sizeof(*t);
         if (!cJSON_IsObject(o) || !get_int(o, "node", &t->node) || t->node < 0 ||
             !get_u64(o, "page_size_bytes", &t->page_size_bytes) || t->page_size_bytes == 0 ||
             !get_u64(o, "size_bytes", &t->size_bytes) || !get_u64(o, "count", &t->count) ||
@@ -690,7 +751,13 @@ enum hpw_error hpw_json_stock(const char *body, size_t len, struct hpw_stock **r
                 free(x);
                 return err;
         }
-        x->targets = items;
+        x->targets = (struct hpw_stock_target **)ptr_array(items, x->n, sizeof(struct hpw_stock_target));
+        if (x->n && !x->targets) {
+                free(items);
+                free(x->json);
+                free(x);
+                return HPW_E_NOMEM;
+        }
         *ret = x;
         return HPW_OK;
 }
@@ -850,17 +917,17 @@ char *hpw_json_warm_body(const struct hpw_warm_request *req)
         return s;
 }
 
-char *hpw_json_stock_body(const struct hpw_stock_target *t, size_t n)
+char *hpw_json_stock_body(const struct hpw_stock_target *const *t, size_t n)
 {
         char *s = strdup("{\"targets\":["), *next;
 
         for (size_t i = 0; s && i < n; i++) {
                 char ps[32];
 
-                hpw_format_page_size(t[i].page_size_bytes, ps, sizeof(ps));
+                hpw_format_page_size(t[i]->page_size_bytes, ps, sizeof(ps));
                 if (asprintf(&next, "%s%s{\"node\":%d,\"page_size\":\"%s\",\"size_bytes\":%llu,\"count\":%llu}", s,
-                             i ? "," : "", t[i].node, ps, (unsigned long long)t[i].size_bytes,
-                             (unsigned long long)t[i].count) < 0)
+                             i ? "," : "", t[i]->node, ps, (unsigned long long)t[i]->size_bytes,
+                             (unsigned long long)t[i]->count) < 0)
                         next = NULL;
                 free(s);
                 s = next;

@@ -130,17 +130,18 @@ struct cand {
         const char *host;     /* label value (borrowed) */
         int node;
         uint64_t stock_ready; /* ready stock files of the size */
-        uint64_t free;        /* free (or available) pages */
+        uint64_t avail;       /* available pages (free where the daemon does not say) */
+        uint64_t free;        /* free pages: the host's answer only, shown, not ranked */
 };
 
 /* The order of hpwarm fleet place (cli_place): candidates with a ready
- * stock file first, by most files, then all by most free pages; ties by
- * host, then node.  NEED: pages the pool takes; a candidate with neither a
+ * stock file first, by most files, then all by most available pages; ties
+ * by host, then node.  NEED: pages the pool takes; a candidate with neither a
  * stock file nor NEED pages sorts last and never places. */
 static int cand_cmp(const struct cand *a, const struct cand *b, uint64_t need)
 {
         bool sa = a->stock_ready > 0, sb = b->stock_ready > 0;
-        bool fa = sa || a->free >= need, fb = sb || b->free >= need;
+        bool fa = sa || a->avail >= need, fb = sb || b->avail >= need;
         int c;
 
         if (fa != fb)
@@ -149,8 +150,8 @@ static int cand_cmp(const struct cand *a, const struct cand *b, uint64_t need)
                 return sa ? -1 : 1;
         if (a->stock_ready != b->stock_ready)
                 return a->stock_ready > b->stock_ready ? -1 : 1;
-        if (a->free != b->free)
-                return a->free > b->free ? -1 : 1;
+        if (a->avail != b->avail)
+                return a->avail > b->avail ? -1 : 1;
         if ((c = strcmp(a->host, b->host)))
                 return c;
         return (a->node > b->node) - (a->node < b->node);
@@ -163,7 +164,7 @@ static int cand_qsort(const void *a, const void *b, void *need)
 
 static bool cand_fits(const struct cand *c, uint64_t need)
 {
-        return c->stock_ready > 0 || c->free >= need;
+        return c->stock_ready > 0 || c->avail >= need;
 }
 
 /* Fold SAMPLES into one candidate per host and node. */
@@ -189,7 +190,7 @@ static struct cand *cands_from(const struct hpw_prom_sample *s, size_t n, uint64
                 if (stock)
                         c[j].stock_ready = s[i].value / size;
                 else
-                        c[j].free = s[i].value / page_size;
+                        c[j].avail = s[i].value / page_size;
         }
         *ret_n = nc;
         return c;
@@ -212,16 +213,18 @@ static bool host_best(const struct run *r, const char *host, const struct hpw_no
         bool any = false;
 
         for (size_t i = 0; nodes && i < nodes->n; i++) {
-                const struct hpw_node *nd = &nodes->nodes[i];
+                const struct hpw_node *nd = nodes->nodes[i];
 
                 for (size_t k = 0; k < nd->n_hugepages; k++) {
+                        const struct hpw_hugepages *hp = nd->hugepages[k];
                         struct cand c = { .host = host, .node = nd->id };
 
-                        if (nd->hugepages[k].page_size_bytes != r->page_size)
+                        if (hp->page_size_bytes != r->page_size)
                                 continue;
-                        c.free = nd->hugepages[k].free;
+                        c.avail = hp->available;
+                        c.free = hp->free;
                         for (size_t t = 0; stock && t < stock->n; t++) {
-                                const struct hpw_stock_target *g = &stock->targets[t];
+                                const struct hpw_stock_target *g = stock->targets[t];
 
                                 if (g->node == nd->id && g->page_size_bytes == r->page_size &&
                                     g->size_bytes == r->size)
@@ -245,6 +248,7 @@ static enum hpw_error take(struct run *r, const char *url, const struct cand *c)
         p->page_size_bytes = r->page_size;
         p->stock = c->stock_ready > 0;
         p->stock_ready = c->stock_ready;
+        p->available = c->avail;
         p->free = c->free;
         return HPW_OK;
 }
@@ -278,7 +282,7 @@ static enum hpw_error confirm_round(struct run *r, const char *const *urls, cons
                         goto out;
                 }
                 for (size_t i = 0; i < n; i++)
-                        if (fn->hosts[i].err == HPW_OK) {
+                        if (fn->hosts[i]->err == HPW_OK) {
                                 order[k] = i;
                                 up[k++] = urls[i];
                         }
@@ -290,7 +294,7 @@ static enum hpw_error confirm_round(struct run *r, const char *const *urls, cons
                 for (size_t j = 0; j < k; j++) {
                         size_t i = order[j];
                         /* A daemon without stock (404) places by free pages. */
-                        if (host_best(r, hosts[i], fn->hosts[i].nodes, fs->hosts[j].stock, &best[i]))
+                        if (host_best(r, hosts[i], fn->hosts[i]->nodes, fs->hosts[j]->stock, &best[i]))
                                 fits[i] = true;
                 }
         }
@@ -308,7 +312,11 @@ static enum hpw_error confirm_round(struct run *r, const char *const *urls, cons
         for (size_t k = 0; k < m; k++) {
                 size_t i = order[k];
                 struct hpw *wh = NULL;
-                struct hpw_warm_request req = { .node = best[i].node, .size_bytes = r->size, .page_size = r->page_size };
+                struct hpw_warm_request req = HPW_WARM_REQUEST_INIT;
+
+                req.node = best[i].node;
+                req.size_bytes = r->size;
+                req.page_size = r->page_size;
 
                 if (!r->o->warm_name) {
                         err = take(r, urls[i], &best[i]);
@@ -410,7 +418,9 @@ enum hpw_error hpw_prom_place(struct hpw *h, const struct hpw_prom_place_opts *o
         char dflt[160], probe[1024];
         enum hpw_error err;
 
-        if (!h || !ret || !o || o->struct_size < sizeof(*o) || !o->prometheus_url || o->size_bytes == 0)
+        /* Every member so far is of the first version: a smaller size is a
+         * caller that did not set it. */
+        if (!h || !ret || !o || o->size < sizeof(*o) || !o->prometheus_url || o->size_bytes == 0)
                 return HPW_E_INVALID;
         r.label = o->host_label ? o->host_label : PROM_DEFAULT_LABEL;
         r.page_size = o->page_size ? o->page_size : PROM_DEFAULT_PAGE_SIZE;

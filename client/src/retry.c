@@ -2,8 +2,10 @@
  *
  * Pure policy, no clock and no randomness of its own: the caller passes the
  * time left and a random number, so the rules are table-tested exactly.
- * Only idempotent requests (GET, PUT, DELETE in this API) are retried, and
- * only for failures that say "try later": no connection, 502/503/504, 429.
+ * Only idempotent requests (GET, PUT, DELETE and the claim in this API) are
+ * retried, and only for failures that say "try later": no connection, or an
+ * answer whose problem slug the catalog marks retryable (problems.c); an
+ * answer without a known slug by its status (502/503/504, 429).
  * Retry-After is honoured as a lower bound, up to HPW_RETRY_AFTER_MAX_S; a wait that would end past the
  * caller's deadline means giving up now rather than sleeping in vain. */
 #include <string.h>
@@ -41,12 +43,20 @@ int64_t hpw_retry_delay(const struct hpw_retry_policy *p, unsigned attempts_done
                         enum hpw_error transport, long status, int64_t retry_after_s,
                         uint64_t remaining_ms, uint64_t rnd)
 {
+        return hpw_retry_delay_slug(p, attempts_done, idempotent, transport, status, HPW_SLUG_UNKNOWN,
+                                    retry_after_s, remaining_ms, rnd);
+}
+
+int64_t hpw_retry_delay_slug(const struct hpw_retry_policy *p, unsigned attempts_done, bool idempotent,
+                             enum hpw_error transport, long status, enum hpw_slug slug,
+                             int64_t retry_after_s, uint64_t remaining_ms, uint64_t rnd)
+{
         if (!idempotent || attempts_done >= p->max_attempts)
                 return -1;
         if (transport != HPW_OK) {
                 if (transport != HPW_E_UNREACHABLE)
                         return -1;
-        } else if (!status_retryable(status)) {
+        } else if (slug != HPW_SLUG_UNKNOWN ? !hpw_slug_retryable(slug) : !status_retryable(status)) {
                 return -1;
         }
 

@@ -160,15 +160,15 @@ class PrometheusPlacement(unittest.TestCase):
     def test_a_most_free_pages_first(self):
         rc, out, err = place(self.prom.url, "--size", "1G")
         self.assertEqual(rc, 0, err)
-        self.assertEqual(out, "%s node 0 (free pages: 1200 free 2M pages)\n" % self.url("C"), out)
+        self.assertEqual(out, "%s node 0 (available pages: 1200 available 2M pages, 1200 free)\n" % self.url("C"), out)
 
     def test_b_json_names_the_host_and_what_was_asked(self):
         rc, out, err = place(self.prom.url, "--size", "1000M", "--json", "--host-label", "instance",
                              "--url-template", "http://{instance}")
         self.assertEqual(rc, 0, err)
         j = json.loads(out)
-        self.assertEqual((j["url"], j["host"], j["node"], j["why"], j["free"]),
-                         (self.url("C"), self.inst["C"], 0, "free", 1200), j)
+        self.assertEqual((j["url"], j["host"], j["node"], j["why"], j["available"]),
+                         (self.url("C"), self.inst["C"], 0, "available", 1200), j)
         # C and B cover 1000M (500 pages); A does not: two offered, C asked first.
         self.assertEqual(j["offered"], 2, j)
         self.assertGreaterEqual(j["asked"], 1, j)

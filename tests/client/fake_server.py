@@ -6,7 +6,9 @@ canned data and scripted misbehaviour chosen by the pool name:
   flaky503      GET answers 503 once, then the pool (retry test)
   ratelimited   GET answers 429 with Retry-After: 1 once, then the pool
   hang          GET never answers (well, not for 60 s): timeout test
-  flakyclaim    POST .../claim answers 503 once (must NOT be retried)
+  flakyclaim    POST .../claim answers 503 once (retried: a claim is idempotent)
+  busy          GET answers 503 busy (Retry-After: 0) always: try-later exit
+  nohugetlbfs   PUT answers 503 no-hugetlbfs, a permanent refusal: never retried
   weirdstate    GET answers a pool in state "frobbing"
   hangput       PUT never answers (not for 60 s)
   dropdelete    the first DELETE deletes, then closes without answering
@@ -61,7 +63,7 @@ def default_nodes():
     return [
         {"id": 0, "cpus": "0-1", "cpu_count": 2,
          "memory": {"total_bytes": 8 * G1, "free_bytes": 4 * G1},
-         "hugepages": [{"page_size_bytes": M2, "total": 64, "free": 60, "surplus": 0,
+         "hugepages": [{"page_size_bytes": M2, "total": 64, "free": 60, "available": 60, "surplus": 0,
                         "warm": 4, "warming": 0}]},
         {"id": 1, "cpus": "", "cpu_count": 0,
          "memory": {"total_bytes": 4 * G1, "free_bytes": 2 * G1},
@@ -171,6 +173,7 @@ class State:
         self.pools = {}
         self.claims = []       # (name, parsed body or None) of every claim
         self.log = []
+        self.log_file = None   # also append "METHOD PATH" lines here, before answering
         self.counts = {}
         self.lock = threading.Lock()
 
@@ -232,6 +235,9 @@ class Handler(BaseHTTPRequestHandler):
         q = dict(kv.split("=", 1) for kv in query.split("&") if "=" in kv)
         with st.lock:
             st.log.append((method, self.path))
+            if st.log_file:
+                with open(st.log_file, "a") as f:
+                    f.write("%s %s\n" % (method, self.path))
         ctype = self.headers.get("Content-Type")
         if ctype is not None and ctype.split(";")[0].strip() != "application/json":
             return self.send(*problem(415, "unsupported-media-type", "Unsupported media type", ctype))
@@ -441,6 +447,9 @@ class Handler(BaseHTTPRequestHandler):
             if name == "hang":
                 time.sleep(60)
                 return
+            if name == "busy":
+                return self.send(*problem(503, "busy", "Too busy", "work queue full"),
+                                 headers={"Retry-After": "0"})
             if name == "weirdstate":
                 return self.send(200, Pool(name, 0, M2, M2, 1, 0).to_json() | {"state": "frobbing"})
             if name in ("flaky503", "ratelimited"):
@@ -462,6 +471,9 @@ class Handler(BaseHTTPRequestHandler):
             if name == "hangput":
                 time.sleep(60)
                 return
+            if name == "nohugetlbfs":
+                return self.send(*problem(503, "no-hugetlbfs", "No hugetlbfs for that page size",
+                                          "no hugetlbfs mount for 2M pages"), headers={"Retry-After": "0"})
             if name == "conflict":
                 return self.send(*problem(409, "pool-conflict", "Pool exists", "different pool named " + name))
             if st.full:

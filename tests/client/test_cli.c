@@ -272,7 +272,8 @@ static void test_exit_codes(void)
 {
         static const struct { enum hpw_error e; int code; } t[] = {
                 { HPW_OK, 0 }, { HPW_E_POOL_FAILED, 1 }, { HPW_E_NOT_FOUND, 1 }, { HPW_E_BAD_REQUEST, 1 },
-                { HPW_E_SERVER, 1 }, { HPW_E_UNAVAILABLE, 1 }, { HPW_E_RATE_LIMITED, 1 }, { HPW_E_PROTOCOL, 1 },
+                { HPW_E_SERVER, 1 }, { HPW_E_UNAVAILABLE, 8 }, { HPW_E_RATE_LIMITED, 8 }, { HPW_E_PROTOCOL, 1 },
+                { HPW_E_CANCELLED, 1 },
                 { HPW_E_NOMEM, 1 }, { HPW_E_HTTP, 1 }, { HPW_E_IO, 1 }, { HPW_E_INVALID, 2 },
                 { HPW_E_UNREACHABLE, 3 }, { HPW_E_TLS, 3 }, { HPW_E_TIMEOUT, 4 }, { HPW_E_CONFLICT, 5 },
                 { HPW_E_INSUFFICIENT, 5 }, { HPW_E_UNAUTHORIZED, 6 }, { HPW_E_FORBIDDEN, 6 },
@@ -280,6 +281,16 @@ static void test_exit_codes(void)
         };
         for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
                 CHECK_INT(cli_exit_code(t[i].e), ==, t[i].code);
+        /* "Try again later" only for what the catalog says passes: a busy
+         * daemon, not one without hugetlbfs; a 503 without a known slug (a
+         * proxy's) by its status. */
+        CHECK_INT(cli_exit_for(HPW_E_UNAVAILABLE, HPW_SLUG_BUSY), ==, CLI_EXIT_RETRY);
+        CHECK_INT(cli_exit_for(HPW_E_UNAVAILABLE, HPW_SLUG_STOPPING), ==, CLI_EXIT_RETRY);
+        CHECK_INT(cli_exit_for(HPW_E_RATE_LIMITED, HPW_SLUG_TOO_MANY_WAITS), ==, CLI_EXIT_RETRY);
+        CHECK_INT(cli_exit_for(HPW_E_UNAVAILABLE, HPW_SLUG_UNKNOWN), ==, CLI_EXIT_RETRY);
+        CHECK_INT(cli_exit_for(HPW_E_UNAVAILABLE, HPW_SLUG_NO_HUGETLBFS), ==, CLI_EXIT_FAILED);
+        CHECK_INT(cli_exit_for(HPW_E_RATE_LIMITED, HPW_SLUG_TOO_MANY_POOLS), ==, CLI_EXIT_FAILED);
+        CHECK_INT(cli_exit_for(HPW_E_CONFLICT, HPW_SLUG_POOL_CONFLICT), ==, CLI_EXIT_CONFLICT);
         /* --help documents every code, and fleet --help the partial one. */
         char *buf = NULL;
         size_t len = 0;
@@ -381,7 +392,8 @@ static void test_timeouts_and_fleet_exit(void)
         CHECK_U64(cli_timeout_ms(&c, false), ==, 4200);
 
         struct hpw_fleet_host hs[3] = { 0 };
-        struct hpw_fleet f = { .n = 3, .hosts = hs };
+        struct hpw_fleet_host *hp[3] = { &hs[0], &hs[1], &hs[2] };
+        struct hpw_fleet f = { .n = 3, .hosts = hp };
         hs[0].err = HPW_E_UNAUTHORIZED;
         hs[1].err = HPW_E_FORBIDDEN;
         hs[2].err = HPW_E_UNAUTHORIZED;

@@ -86,6 +86,51 @@ static void test_retry_delay(void)
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 503, -1, 100, 0), ==, 50);
 }
 
+/* Retries by the catalog: a known slug decides by its retryable flag,
+ * whatever its status; without one the status decides. */
+static void test_retry_by_slug(void)
+{
+        const uint64_t none = UINT64_MAX;
+
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, true, HPW_OK, 503, HPW_SLUG_NO_HUGETLBFS, -1, none, 0), ==, -1);
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, true, HPW_OK, 503, HPW_SLUG_NO_HUGETLBFS, 1, none, 0), ==, -1);
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, true, HPW_OK, 429, HPW_SLUG_TOO_MANY_POOLS, -1, none, 0), ==, -1);
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, true, HPW_OK, 503, HPW_SLUG_BUSY, -1, none, 0), ==, 50);
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, true, HPW_OK, 503, HPW_SLUG_STOPPING, 2, none, 0), ==, 2000);
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, true, HPW_OK, 429, HPW_SLUG_TOO_MANY_WAITS, 1, none, 0), ==, 1000);
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, true, HPW_OK, 503, HPW_SLUG_UNKNOWN, -1, none, 0), ==, 50);
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, true, HPW_OK, 500, HPW_SLUG_INTERNAL_ERROR, -1, none, 0), ==, -1);
+        CHECK_INT(hpw_retry_delay_slug(&pol, 1, false, HPW_OK, 503, HPW_SLUG_BUSY, -1, none, 0), ==, -1);
+}
+
+/* The generated table answers as the catalog says, both ways. */
+static void test_slugs(void)
+{
+        CHECK_INT(hpw_slug_from_name("insufficient-hugepages"), ==, HPW_SLUG_INSUFFICIENT_HUGEPAGES);
+        CHECK_STR(hpw_slug_name(HPW_SLUG_NO_HUGETLBFS), "no-hugetlbfs");
+        CHECK_INT(hpw_slug_status(HPW_SLUG_NO_HUGETLBFS), ==, 503);
+        CHECK(!hpw_slug_retryable(HPW_SLUG_NO_HUGETLBFS));
+        CHECK(hpw_slug_retryable(HPW_SLUG_BUSY));
+        CHECK_INT(hpw_slug_from_name("no-such-slug"), ==, HPW_SLUG_UNKNOWN);
+        CHECK_INT(hpw_slug_from_name(NULL), ==, HPW_SLUG_UNKNOWN);
+        CHECK_STR(hpw_slug_name(HPW_SLUG_UNKNOWN), "");
+        CHECK_STR(hpw_slug_name((enum hpw_slug)(HPW_SLUG_COUNT + 1)), "");
+        CHECK_INT(hpw_slug_status((enum hpw_slug)-1), ==, 0);
+        for (int i = 1; i <= HPW_SLUG_COUNT; i++)
+                CHECK_INT(hpw_slug_from_name(hpw_slug_name((enum hpw_slug)i)), ==, i);
+        /* A problem body names its slug as the enum; another namespace's
+         * type does not. */
+        struct hpw_problem *p = NULL;
+        const char *b = "{\"type\":\"urn:hpwarm:problem:pool-owned\",\"title\":\"t\",\"status\":409}";
+        CHECK_INT(hpw_json_problem(b, strlen(b), &p), ==, HPW_OK);
+        CHECK_INT(p->code, ==, HPW_SLUG_POOL_OWNED);
+        hpw_problem_free(p);
+        b = "{\"type\":\"https://example.com/pool-owned\",\"title\":\"t\",\"status\":409}";
+        CHECK_INT(hpw_json_problem(b, strlen(b), &p), ==, HPW_OK);
+        CHECK_INT(p->code, ==, HPW_SLUG_UNKNOWN);
+        hpw_problem_free(p);
+}
+
 static void test_transport_error(void)
 {
         /* A connect that timed out (SYN dropped) is unreachable, and retried. */
@@ -175,6 +220,21 @@ static void test_url_split(void)
         CHECK_INT(hpw_url_split("https://h.example:443", &base, &sock), ==, HPW_OK);
         CHECK_STR(base, "https://h.example:443");
         free(base);
+        /* What the CLI's --url takes: HOST:PORT is http, a path and unix:/PATH
+         * a unix socket. */
+        CHECK_INT(hpw_url_split("127.0.0.1:7411", &base, &sock), ==, HPW_OK);
+        CHECK_STR(base, "http://127.0.0.1:7411");
+        CHECK(sock == NULL);
+        free(base);
+        CHECK_INT(hpw_url_split("/run/x.sock", &base, &sock), ==, HPW_OK);
+        CHECK_STR(base, "http://localhost");
+        CHECK_STR(sock, "/run/x.sock");
+        free(base);
+        free(sock);
+        CHECK_INT(hpw_url_split("unix:/run/x.sock", &base, &sock), ==, HPW_OK);
+        CHECK_STR(sock, "/run/x.sock");
+        free(base);
+        free(sock);
 
         base = sock = (char *)"untouched";
         CHECK_INT(hpw_url_split("unix://relative.sock", &base, &sock), ==, HPW_E_INVALID);
@@ -183,7 +243,12 @@ static void test_url_split(void)
         CHECK_INT(hpw_url_split("http://", &base, &sock), ==, HPW_E_INVALID);
         CHECK_INT(hpw_url_split("http://h/?x", &base, &sock), ==, HPW_E_INVALID);
         CHECK_INT(hpw_url_split("", &base, &sock), ==, HPW_E_INVALID);
-        CHECK_INT(hpw_url_split("127.0.0.1:80", &base, &sock), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_url_split("unix:relative.sock", &base, &sock), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_url_split("//x.sock", &base, &sock), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_url_split("/", &base, &sock), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_url_split("user@h:80", &base, &sock), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_url_split("h:80/v1", &base, &sock), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_url_split(":80", &base, &sock), ==, HPW_E_INVALID);
         /* Written only on success. */
         CHECK_STR(base, "untouched");
         CHECK_STR(sock, "untouched");
@@ -218,6 +283,27 @@ static void test_json_pool(void)
         CHECK(p->error == NULL);
         CHECK(p->placement_verified);
         CHECK(!p->claimed);
+        /* Not in this body: 0. */
+        CHECK_U64(p->ttl_seconds, ==, 0);
+        CHECK_INT(p->owner_pid, ==, 0);
+        CHECK_INT(p->unmapped_since, ==, 0);
+        hpw_pool_free(p);
+        p = NULL;
+        /* As hpwarmd sends them: ttl, an owner or null, unmapped_since as
+         * RFC 3339 or null. */
+        CHECK_INT(hpw_json_pool(J("{\"name\":\"a\",\"state\":\"ready\",\"ttl_seconds\":600,\"owner_pid\":4242,"
+                                  "\"unmapped_since\":\"2023-11-14T22:13:20Z\"}"), &p), ==, HPW_OK);
+        CHECK_U64(p->ttl_seconds, ==, 600);
+        CHECK_INT(p->owner_pid, ==, 4242);
+        CHECK_INT(p->unmapped_since, ==, 1700000000);
+        hpw_pool_free(p);
+        p = NULL;
+        CHECK_INT(hpw_json_pool(J("{\"name\":\"a\",\"state\":\"ready\",\"owner_pid\":null,"
+                                  "\"unmapped_since\":null}"), &p), ==, HPW_OK);
+        CHECK_INT(p->owner_pid, ==, 0);
+        CHECK_INT(p->unmapped_since, ==, 0);
+        hpw_pool_free(p);
+        CHECK_INT(hpw_json_pool(J(body), &p), ==, HPW_OK);
         CHECK_STR(p->handoff_qemu, "-object memory-backend-file,id=m0");
         CHECK_STR(p->handoff_cloud_hypervisor, "--memory-zone id=z");
         CHECK_STR(p->json, body);
@@ -254,7 +340,7 @@ static void test_json_pool(void)
         CHECK_INT(hpw_json_pool_list(J("{\"pools\":[{\"name\":\"a\",\"state\":\"warming\"},"
                                        "{\"name\":\"b\",\"state\":\"ready\"}]}"), &l), ==, HPW_OK);
         CHECK_INT(l->n, ==, 2);
-        CHECK_STR(l->pools[1].name, "b");
+        CHECK_STR(l->pools[1]->name, "b");
         hpw_pool_list_free(l);
         CHECK_INT(hpw_json_pool_list(J("{\"pools\":[]}"), &l), ==, HPW_OK);
         CHECK_INT(l->n, ==, 0);
@@ -359,16 +445,19 @@ static void test_json_nodes(void)
 
         CHECK_INT(hpw_json_node_list(J(body), &l), ==, HPW_OK);
         CHECK_INT(l->n, ==, 2);
-        CHECK_INT(l->nodes[0].id, ==, 0);
-        CHECK_STR(l->nodes[0].cpus, "0-1");
-        CHECK_INT(l->nodes[0].cpu_count, ==, 2);
-        CHECK_U64(l->nodes[0].memory_total_bytes, ==, 8589934592ull);
-        CHECK_INT(l->nodes[0].n_hugepages, ==, 2);
-        CHECK_U64(l->nodes[0].hugepages[0].free, ==, 60);
-        CHECK_U64(l->nodes[0].hugepages[0].warm, ==, 4);
-        CHECK_U64(l->nodes[0].hugepages[1].page_size_bytes, ==, 1ull << 30);
-        CHECK_INT(l->nodes[1].id, ==, 2);
-        CHECK_INT(l->nodes[1].n_hugepages, ==, 0);
+        CHECK_INT(l->nodes[0]->id, ==, 0);
+        CHECK_STR(l->nodes[0]->cpus, "0-1");
+        CHECK_INT(l->nodes[0]->cpu_count, ==, 2);
+        CHECK_U64(l->nodes[0]->memory_total_bytes, ==, 8589934592ull);
+        CHECK_INT(l->nodes[0]->n_hugepages, ==, 2);
+        CHECK_U64(l->nodes[0]->hugepages[0]->free, ==, 60);
+        /* No "available" (an older daemon): free is the bound. */
+        CHECK(!l->nodes[0]->hugepages[0]->available_reported);
+        CHECK_U64(l->nodes[0]->hugepages[0]->available, ==, 60);
+        CHECK_U64(l->nodes[0]->hugepages[0]->warm, ==, 4);
+        CHECK_U64(l->nodes[0]->hugepages[1]->page_size_bytes, ==, 1ull << 30);
+        CHECK_INT(l->nodes[1]->id, ==, 2);
+        CHECK_INT(l->nodes[1]->n_hugepages, ==, 0);
         hpw_node_list_free(l);
 
         /* Negative, fractional and missing ids are not a node. */
@@ -391,12 +480,19 @@ static void test_json_nodes(void)
         CHECK(!hpw_json_reprint(J("{\"nodes\":[]}]")));
         CHECK(!hpw_json_reprint(J("[1]")));
 
+        /* Reported: taken as is, also 0 while free is not. */
+        CHECK_INT(hpw_json_node_list(J("{\"nodes\":[{\"id\":0,\"hugepages\":[{\"page_size_bytes\":2097152,"
+                                       "\"free\":60,\"available\":0}]}]}"), &l), ==, HPW_OK);
+        CHECK(l->nodes[0]->hugepages[0]->available_reported);
+        CHECK_U64(l->nodes[0]->hugepages[0]->available, ==, 0);
+        hpw_node_list_free(l);
+
         struct hpw_node *n = NULL;
         CHECK_INT(hpw_json_node(J("{\"id\":3,\"cpus\":\"4-7\",\"hugepages\":[{\"page_size_bytes\":2097152,"
                                   "\"total\":1e3,\"free\":-1}]}"), &n), ==, HPW_OK);
         CHECK_INT(n->id, ==, 3);
-        CHECK_U64(n->hugepages[0].total, ==, 1000);
-        CHECK_U64(n->hugepages[0].free, ==, 0);  /* negative: treated as absent */
+        CHECK_U64(n->hugepages[0]->total, ==, 1000);
+        CHECK_U64(n->hugepages[0]->free, ==, 0);  /* negative: treated as absent */
         hpw_node_free(n);
 }
 
@@ -525,11 +621,11 @@ static void test_json_misc(void)
         char *s = hpw_json_reserve_body(12, true);
         CHECK_STR(s, "{\"count\":12,\"allow_partial\":true}");
         free(s);
-        struct hpw_warm_request w = { .node = 1, .size_bytes = 64ull << 30, .page_size = 1ull << 30 };
+        struct hpw_warm_request w = { .size = sizeof(w), .node = 1, .size_bytes = 64ull << 30, .page_size = 1ull << 30 };
         s = hpw_json_warm_body(&w);
         CHECK_STR(s, "{\"node\":1,\"size_bytes\":68719476736,\"page_size\":\"1G\",\"reserve\":false}");
         free(s);
-        w = (struct hpw_warm_request){ .node = 0, .size_bytes = 1 << 21, .threads = 3, .ttl_seconds = 600,
+        w = (struct hpw_warm_request){ .size = sizeof(w), .node = 0, .size_bytes = 1 << 21, .threads = 3, .ttl_seconds = 600,
                                        .reserve = true };
         s = hpw_json_warm_body(&w);
         CHECK_STR(s, "{\"node\":0,\"size_bytes\":2097152,\"threads\":3,\"ttl_seconds\":600,\"reserve\":true}");
@@ -546,16 +642,16 @@ static void test_json_stock(void)
                                    "{\"node\":0,\"page_size_bytes\":1073741824,\"size_bytes\":68719476736,"
                                    "\"count\":1,\"ready\":0,\"future\":{\"x\":1}}]}"), &st), ==, HPW_OK);
         CHECK_U64(st->n, ==, 2);
-        CHECK_INT(st->targets[0].node, ==, 1);
-        CHECK_U64(st->targets[0].page_size_bytes, ==, 2097152);
-        CHECK_U64(st->targets[0].size_bytes, ==, 4294967296ull);
-        CHECK_U64(st->targets[0].count, ==, 2);
-        CHECK_U64(st->targets[0].ready, ==, 1);
-        CHECK_U64(st->targets[0].warming, ==, 1);
-        CHECK_U64(st->targets[0].deficit, ==, 1);
+        CHECK_INT(st->targets[0]->node, ==, 1);
+        CHECK_U64(st->targets[0]->page_size_bytes, ==, 2097152);
+        CHECK_U64(st->targets[0]->size_bytes, ==, 4294967296ull);
+        CHECK_U64(st->targets[0]->count, ==, 2);
+        CHECK_U64(st->targets[0]->ready, ==, 1);
+        CHECK_U64(st->targets[0]->warming, ==, 1);
+        CHECK_U64(st->targets[0]->deficit, ==, 1);
         /* warming, recycling, deficit default to 0; unknown members ignored. */
-        CHECK_U64(st->targets[1].size_bytes, ==, 64ull << 30);
-        CHECK_U64(st->targets[1].warming + st->targets[1].recycling + st->targets[1].deficit, ==, 0);
+        CHECK_U64(st->targets[1]->size_bytes, ==, 64ull << 30);
+        CHECK_U64(st->targets[1]->warming + st->targets[1]->recycling + st->targets[1]->deficit, ==, 0);
         CHECK(strstr(st->json, "\"future\"") != NULL);
         hpw_stock_free(st);
         st = NULL;
@@ -631,11 +727,12 @@ static void test_json_stock(void)
                 { .node = 0, .page_size_bytes = 2ull << 20, .size_bytes = 4ull << 30, .count = 2, .ready = 9 },
                 { .node = 3, .page_size_bytes = 1ull << 30, .size_bytes = 1ull << 40, .count = 1 },
         };
-        char *s = hpw_json_stock_body(t, 2);
+        const struct hpw_stock_target *tp[] = { &t[0], &t[1] };
+        char *s = hpw_json_stock_body(tp, 2);
         CHECK_STR(s, "{\"targets\":[{\"node\":0,\"page_size\":\"2M\",\"size_bytes\":4294967296,\"count\":2},"
                      "{\"node\":3,\"page_size\":\"1G\",\"size_bytes\":1099511627776,\"count\":1}]}");
         free(s);
-        s = hpw_json_stock_body(t, 0);
+        s = hpw_json_stock_body(tp, 0);
         CHECK_STR(s, "{\"targets\":[]}");
         free(s);
 
@@ -725,7 +822,7 @@ static void test_handle(void)
         /* Names are checked before anything goes on the wire. */
         CHECK_INT(hpw_pool(h, "../etc", &p), ==, HPW_E_INVALID);
         CHECK_INT(hpw_release(h, "a b"), ==, HPW_E_INVALID);
-        struct hpw_warm_request w = { .node = 0, .size_bytes = 0 };
+        struct hpw_warm_request w = { .size = sizeof(w), .node = 0, .size_bytes = 0 };
         CHECK_INT(hpw_warm(h, "x", &w, &p, NULL), ==, HPW_E_INVALID);
         /* A claim's pid must name a process: no 0, no negative (the CLI
          * test checks the body a valid one sends). */
@@ -739,31 +836,34 @@ static void test_handle(void)
         struct hpw_stock *st = NULL;
         struct hpw_stock_target tg[HPW_STOCK_MAX_TARGETS + 1];
         for (size_t i = 0; i <= HPW_STOCK_MAX_TARGETS; i++)
-                tg[i] = (struct hpw_stock_target){ .node = 0, .page_size_bytes = 2ull << 20,
+                tg[i] = (struct hpw_stock_target){ .size = sizeof(tg[i]), .node = 0, .page_size_bytes = 2ull << 20,
                                                    .size_bytes = (i + 1) * (2ull << 20), .count = 1 };
-        CHECK_INT(hpw_stock_set(h, tg, HPW_STOCK_MAX_TARGETS + 1, &st), ==, HPW_E_INVALID);
+        const struct hpw_stock_target *tgp[HPW_STOCK_MAX_TARGETS + 1];
+        for (size_t i = 0; i <= HPW_STOCK_MAX_TARGETS; i++)
+                tgp[i] = &tg[i];
+        CHECK_INT(hpw_stock_set(h, tgp, HPW_STOCK_MAX_TARGETS + 1, &st), ==, HPW_E_INVALID);
         CHECK_INT(hpw_stock_set(h, NULL, 1, &st), ==, HPW_E_INVALID);
-        CHECK_INT(hpw_stock_set(h, tg, 1, NULL), ==, HPW_E_INVALID);
-        CHECK_INT(hpw_stock_set(NULL, tg, 1, &st), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_stock_set(h, tgp, 1, NULL), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_stock_set(NULL, tgp, 1, &st), ==, HPW_E_INVALID);
         CHECK_INT(hpw_stock_get(h, NULL), ==, HPW_E_INVALID);
         tg[1].node = -1;
-        CHECK_INT(hpw_stock_set(h, tg, 2, &st), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_stock_set(h, tgp, 2, &st), ==, HPW_E_INVALID);
         tg[1].node = 0;
         tg[1].count = 0;
-        CHECK_INT(hpw_stock_set(h, tg, 2, &st), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_stock_set(h, tgp, 2, &st), ==, HPW_E_INVALID);
         tg[1].count = 1;
         tg[1].size_bytes = 0;
-        CHECK_INT(hpw_stock_set(h, tg, 2, &st), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_stock_set(h, tgp, 2, &st), ==, HPW_E_INVALID);
         tg[1].size_bytes = 4ull << 20;
         tg[1].page_size_bytes = 0;
-        CHECK_INT(hpw_stock_set(h, tg, 2, &st), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_stock_set(h, tgp, 2, &st), ==, HPW_E_INVALID);
         CHECK(st == NULL);
         CHECK_INT(hpw_last_status(h), ==, 0);
         hpw_free(h);
         /* The same handle kind, now really asked: unreachable, not invalid. */
         CHECK_INT(hpw_new("unix:///nonexistent/hpwarm-test.sock", &h), ==, HPW_OK);
         CHECK_INT(hpw_set_retry(h, 1, 1, 1), ==, HPW_OK);
-        CHECK_INT(hpw_stock_set(h, tg, 1, &st), ==, HPW_E_UNREACHABLE);
+        CHECK_INT(hpw_stock_set(h, tgp, 1, &st), ==, HPW_E_UNREACHABLE);
         CHECK_INT(hpw_stock_get(h, &st), ==, HPW_E_UNREACHABLE);
         CHECK(st == NULL);
         hpw_free(h);
@@ -777,6 +877,8 @@ int main(void)
 {
         test_backoff();
         test_retry_delay();
+        test_retry_by_slug();
+        test_slugs();
         test_transport_error();
         test_status_error();
         test_names_and_errors();

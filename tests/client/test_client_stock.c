@@ -41,25 +41,25 @@ TEST(stock_set_then_get_round_trip)
         struct hpw *h = handle("FAKE_GOOD");
         struct hpw_stock *st = NULL;
         const struct hpw_stock_target t[] = {
-                { .node = 0, .page_size_bytes = M2, .size_bytes = 8 << 20, .count = 2 },
-                { .node = 1, .page_size_bytes = M2, .size_bytes = 16 << 20, .count = 1, .ready = 99 },
+                { .size = sizeof(struct hpw_stock_target), .node = 0, .page_size_bytes = M2, .size_bytes = 8 << 20, .count = 2 },
+                { .size = sizeof(struct hpw_stock_target), .node = 1, .page_size_bytes = M2, .size_bytes = 16 << 20, .count = 1, .ready = 99 },
         };
 
-        CHECK_INT(hpw_stock_set(h, t, 2, &st), ==, HPW_OK);
+        CHECK_INT(hpw_stock_set(h, (const struct hpw_stock_target *const[]){ &t[0], &t[1] }, 2, &st), ==, HPW_OK);
         CHECK_INT(hpw_last_status(h), ==, 200);
         CHECK_U64(st->n, ==, 2);
-        CHECK_INT(st->targets[1].node, ==, 1);
-        CHECK_U64(st->targets[1].size_bytes, ==, 16 << 20);
-        CHECK_U64(st->targets[1].count, ==, 1);
+        CHECK_INT(st->targets[1]->node, ==, 1);
+        CHECK_U64(st->targets[1]->size_bytes, ==, 16 << 20);
+        CHECK_U64(st->targets[1]->count, ==, 1);
         hpw_stock_free(st);
         st = NULL;
         CHECK_INT(hpw_stock_get(h, &st), ==, HPW_OK);
         CHECK_U64(st->n, ==, 2);
-        CHECK_INT(st->targets[0].node, ==, 0);
-        CHECK_U64(st->targets[0].page_size_bytes, ==, M2);
-        CHECK_U64(st->targets[0].size_bytes, ==, 8 << 20);
-        CHECK_U64(st->targets[0].count, ==, 2);
-        CHECK_U64(st->targets[0].ready, ==, 2);   /* the fake fills at once */
+        CHECK_INT(st->targets[0]->node, ==, 0);
+        CHECK_U64(st->targets[0]->page_size_bytes, ==, M2);
+        CHECK_U64(st->targets[0]->size_bytes, ==, 8 << 20);
+        CHECK_U64(st->targets[0]->count, ==, 2);
+        CHECK_U64(st->targets[0]->ready, ==, 2);   /* the fake fills at once */
         CHECK(strstr(st->json, "\"targets\"") != NULL);
         hpw_stock_free(st);
         hpw_free(h);
@@ -69,12 +69,12 @@ TEST(warm_of_a_stocked_size_says_from_stock)
 {
         struct hpw *h = handle("FAKE_GOOD");
         struct hpw_stock *st = NULL;
-        const struct hpw_stock_target t = { .node = 0, .page_size_bytes = M2, .size_bytes = 8 << 20, .count = 1 };
-        struct hpw_warm_request w = { .node = 0, .size_bytes = 8 << 20 };
+        const struct hpw_stock_target t = { .size = sizeof(struct hpw_stock_target), .node = 0, .page_size_bytes = M2, .size_bytes = 8 << 20, .count = 1 };
+        struct hpw_warm_request w = { .size = sizeof(w), .node = 0, .size_bytes = 8 << 20 };
         struct hpw_pool *p = NULL;
         bool created = false;
 
-        CHECK_INT(hpw_stock_set(h, &t, 1, &st), ==, HPW_OK);
+        CHECK_INT(hpw_stock_set(h, (const struct hpw_stock_target *const[]){ &t }, 1, &st), ==, HPW_OK);
         hpw_stock_free(st);
         CHECK_INT(hpw_warm(h, "lib-stocked", &w, &p, &created), ==, HPW_OK);
         CHECK(created);
@@ -97,30 +97,30 @@ TEST(stock_refusals_carry_the_problem)
 {
         struct hpw *h = handle("FAKE_GOOD");
         struct hpw_stock *st = NULL;
-        struct hpw_stock_target t = { .node = 0, .page_size_bytes = M2, .size_bytes = 8 << 20, .count = 1 };
+        struct hpw_stock_target t = { .size = sizeof(struct hpw_stock_target), .node = 0, .page_size_bytes = M2, .size_bytes = 8 << 20, .count = 1 };
 
-        CHECK_INT(hpw_stock_set(h, &t, 1, &st), ==, HPW_OK);
+        CHECK_INT(hpw_stock_set(h, (const struct hpw_stock_target *const[]){ &t }, 1, &st), ==, HPW_OK);
         hpw_stock_free(st);
         st = NULL;
         t.node = 7;
-        CHECK_INT(hpw_stock_set(h, &t, 1, &st), ==, HPW_E_NOT_FOUND);
+        CHECK_INT(hpw_stock_set(h, (const struct hpw_stock_target *const[]){ &t }, 1, &st), ==, HPW_E_NOT_FOUND);
         CHECK(hpw_last_problem(h) != NULL);
         CHECK_STR(hpw_last_problem(h)->slug, "unknown-node");
         CHECK(strstr(hpw_last_message(h), "there is no node 7") != NULL);
         t.node = 0;
         t.size_bytes = 1ull << 30;              /* node 0 has 64 2M pages */
-        CHECK_INT(hpw_stock_set(h, &t, 1, &st), ==, HPW_E_CONFLICT);
+        CHECK_INT(hpw_stock_set(h, (const struct hpw_stock_target *const[]){ &t }, 1, &st), ==, HPW_E_CONFLICT);
         CHECK_STR(hpw_last_problem(h)->slug, "stock-too-large");
         CHECK_INT(hpw_last_problem(h)->status, ==, 409);
         t.size_bytes = 8 << 20;
         t.count = 5000;                         /* over the daemon's limit */
-        CHECK_INT(hpw_stock_set(h, &t, 1, &st), ==, HPW_E_BAD_REQUEST);
+        CHECK_INT(hpw_stock_set(h, (const struct hpw_stock_target *const[]){ &t }, 1, &st), ==, HPW_E_BAD_REQUEST);
         CHECK_STR(hpw_last_problem(h)->slug, "invalid-field");
         CHECK(st == NULL);
         /* Nothing changed by the refusals: the last good set stands. */
         CHECK_INT(hpw_stock_get(h, &st), ==, HPW_OK);
         CHECK_U64(st->n, ==, 1);
-        CHECK_U64(st->targets[0].size_bytes, ==, 8 << 20);
+        CHECK_U64(st->targets[0]->size_bytes, ==, 8 << 20);
         hpw_stock_free(st);
         /* An empty list clears. */
         st = NULL;
@@ -134,7 +134,7 @@ TEST(daemon_without_stock_is_not_found)
 {
         struct hpw *h = handle("FAKE_OLD");
         struct hpw_stock *st = NULL;
-        struct hpw_warm_request w = { .node = 0, .size_bytes = 4 << 20 };
+        struct hpw_warm_request w = { .size = sizeof(w), .node = 0, .size_bytes = 4 << 20 };
         struct hpw_pool *p = NULL;
 
         CHECK_INT(hpw_stock_get(h, &st), ==, HPW_E_NOT_FOUND);
@@ -151,14 +151,14 @@ static void hostile(const char *var, const char *marker)
 {
         struct hpw *h = handle(var);
         struct hpw_stock *st = NULL;
-        const struct hpw_stock_target t = { .node = 0, .page_size_bytes = M2, .size_bytes = 8 << 20, .count = 1 };
+        const struct hpw_stock_target t = { .size = sizeof(struct hpw_stock_target), .node = 0, .page_size_bytes = M2, .size_bytes = 8 << 20, .count = 1 };
 
         CHECK_INT(hpw_stock_get(h, &st), ==, HPW_E_PROTOCOL);
         CHECK(st == NULL);
         CHECK_INT(hpw_last_status(h), ==, 200);
         CHECK(strstr(hpw_last_body(h), marker) != NULL);
         CHECK(strstr(hpw_last_message(h), "not the expected JSON") != NULL);
-        CHECK_INT(hpw_stock_set(h, &t, 1, &st), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_stock_set(h, (const struct hpw_stock_target *const[]){ &t }, 1, &st), ==, HPW_E_PROTOCOL);
         CHECK(st == NULL);
         hpw_free(h);
 }
@@ -186,14 +186,14 @@ TEST(fleet_stock_per_host)
 
         CHECK_INT(hpw_fleet_get(h, urls, 4, HPW_FLEET_STOCK, &f), ==, HPW_OK);
         CHECK_U64(f->n, ==, 4);
-        CHECK_INT(f->hosts[0].err, ==, HPW_OK);
-        CHECK(f->hosts[0].stock != NULL && f->hosts[0].nodes == NULL && f->hosts[0].pools == NULL);
-        CHECK_INT(f->hosts[1].err, ==, HPW_E_NOT_FOUND);
-        CHECK(f->hosts[1].stock == NULL);
-        CHECK_STR(f->hosts[1].message, "HTTP 404");
-        CHECK_INT(f->hosts[2].err, ==, HPW_E_PROTOCOL);
-        CHECK(f->hosts[2].stock == NULL);
-        CHECK_INT(f->hosts[3].err, ==, HPW_E_UNREACHABLE);
+        CHECK_INT(f->hosts[0]->err, ==, HPW_OK);
+        CHECK(f->hosts[0]->stock != NULL && f->hosts[0]->nodes == NULL && f->hosts[0]->pools == NULL);
+        CHECK_INT(f->hosts[1]->err, ==, HPW_E_NOT_FOUND);
+        CHECK(f->hosts[1]->stock == NULL);
+        CHECK_STR(f->hosts[1]->message, "HTTP 404");
+        CHECK_INT(f->hosts[2]->err, ==, HPW_E_PROTOCOL);
+        CHECK(f->hosts[2]->stock == NULL);
+        CHECK_INT(f->hosts[3]->err, ==, HPW_E_UNREACHABLE);
         hpw_fleet_free(f);
         CHECK_INT(hpw_fleet_get(h, urls, 4, (enum hpw_fleet_what)3, &f), ==, HPW_E_INVALID);
         hpw_free(h);

@@ -123,15 +123,17 @@ TEST(place_refuses_bad_options_before_sending)
 {
         struct hpw *h = NULL;
         struct hpw_prom_placement *p = NULL;
-        struct hpw_prom_place_opts o = { .struct_size = sizeof(o), .prometheus_url = "http://127.0.0.1:1",
-                                         .size_bytes = 3u << 20 };
+        struct hpw_prom_place_opts o = HPW_PROM_PLACE_OPTS_INIT;
+
+        o.prometheus_url = "http://127.0.0.1:1";
+        o.size_bytes = 3u << 20;
 
         CHECK_INT(hpw_new("http://127.0.0.1:1", &h), ==, HPW_OK);
         CHECK_INT(hpw_prom_place(h, &o, &p), ==, HPW_E_INVALID);          /* 3M in 2M pages */
         o.size_bytes = 4u << 20;
-        o.struct_size = 8;
-        CHECK_INT(hpw_prom_place(h, &o, &p), ==, HPW_E_INVALID);          /* struct_size too small */
-        o.struct_size = sizeof(o);
+        o.size = 8;
+        CHECK_INT(hpw_prom_place(h, &o, &p), ==, HPW_E_INVALID);          /* size below the first version */
+        o.size = sizeof(o);
         o.host_label = "__name__";
         CHECK_INT(hpw_prom_place(h, &o, &p), ==, HPW_E_INVALID);
         o.host_label = NULL;

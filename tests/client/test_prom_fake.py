@@ -120,7 +120,7 @@ class PromPlacement(unittest.TestCase):
                      'page_size_bytes="2097152"', 'state="available"', 'or ignoring (state)',
                      'state="free"', '>= 1073741824', 'hpwarmd_stock_bytes{state="ready"', 'topk('):
             self.assertIn(part, q)
-        self.assertEqual(out, "%s node 0 (free pages: 600 free 2M pages)\n" % d.url)
+        self.assertEqual(out, "%s node 0 (available pages: 600 available 2M pages, 600 free)\n" % d.url)
 
     def test_stock_file_beats_free_pages(self):
         stocked = self.daemon(nodes=nodes(10, 600), stock=[
@@ -152,6 +152,19 @@ class PromPlacement(unittest.TestCase):
         self.assertEqual(rc, 5, (out, err))
         self.assertIn("nothing fits 1 GiB in 2M pages", err)
         self.assertIn("0 had room", err)
+
+    def test_hosts_available_pages_decide(self):
+        # X has more free pages, but most of them are promised to pools
+        # still warming (its own "available"): Y, with fewer free, is chosen.
+        x_nodes = nodes(900)
+        x_nodes[0]["hugepages"][0]["available"] = 100
+        x = self.daemon(nodes=x_nodes)
+        y = self.daemon(nodes=nodes(600))
+        p = self.prom(vector(sample(hostport(x), "free", 0, 900 * M2), sample(hostport(y), "free", 0, 600 * M2)))
+        rc, out, err = run("--prometheus", p.url, "--size", "1G", "--json")
+        self.assertEqual(rc, 0, err)
+        j = json.loads(out)
+        self.assertEqual((j["url"], j["available"], j["free"], j["why"]), (y.url, 600, 600, "available"), j)
 
     def test_warm_falls_down_the_list_on_409(self):
         full = self.daemon(nodes=nodes(900))

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
-"""scripts.deps: the dependency sets stay what README and the scripts promise.
+"""scripts.deps: the dependency sets stay what the docs and the scripts promise.
 
 - scripts/deps.sh --list test is a superset of --list run; no package twice;
 - run-daemon.sh installs only the run set, test.sh the test set;
 - deps.sh never upgrades (no `apt-get upgrade`/`dist-upgrade`) and installs
   without recommends;
-- every command README's ```sh blocks run is built here or comes with a
-  package of the set the block needs (the run set for everything but the
-  bench/test commands): a tool added to README without its package fails.
-  The VMM (QEMU) is the operator's own: README must name its package.
+- every command the ```sh blocks of README.md and docs/*.md run is built
+  here or comes with a package of the set the block needs (the run set for
+  everything but the bench/test commands): a tool added to a document
+  without its package fails.  The VMM (QEMU, virsh) is the operator's own:
+  the document that runs it must name its package.
 
 Usage: check_deps.py SOURCE_DIR"""
+import glob
 import os
 import re
 import subprocess
@@ -19,16 +21,18 @@ import sys
 # Command -> Debian package providing it.  Project programs map to None.
 PROVIDERS = {
     "hpwarm": None, "hpwarmd": None, "./scripts/run-daemon.sh": None, "./scripts/test.sh": None,
-    "curl": "curl", "jq": "jq", "cmake": "cmake", "cpack": "cmake", "python3": "python3",
+    "deploy/container/build-image.sh": None,
+    "curl": "curl", "jq": "jq", "cmake": "cmake", "cpack": "cmake", "ctest": "cmake", "python3": "python3",
     "umount": "mount", "mount": "mount", "qemu-system-x86_64": "qemu-system-x86",
     "apt-get": "apt", "install": "coreutils", "systemctl": "systemd",
+    "cc": "build-essential", "pkg-config": "pkg-config",
 }
-# Present on every host README's commands are for: Essential: yes in Debian
+# Present on every host the documents' commands are for: Essential: yes in Debian
 # (mount, coreutils), apt (priority required), and systemd, which the
 # libvirt section's `systemctl restart libvirtd` assumes as libvirtd's init.
 ESSENTIAL = {"mount", "coreutils", "apt", "systemd"}
 SHELL_WORDS = {"...", "#", "cd", "export", "echo", "mapfile", "exec", "eval"}
-# The VMM is the operator's own: README may run it if it says which package
+# The VMM is the operator's own: a document may run it if it says which package
 # gives it (the test set installs it for the QEMU tests).
 VMM = {"qemu-system-x86_64": "qemu-system-x86", "virsh": "libvirt-clients"}
 TEST_ONLY = ("tests/",)  # commands running test tooling need the test set
@@ -90,6 +94,41 @@ exit 0
     return errs
 
 
+def check_commands(doc, text, run, test):
+    """Every command DOC's ```sh blocks run comes with a package of the set it needs."""
+    errors = []
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split(" #", 1)[0].strip()
+            if not line or line.startswith("#"):
+                continue
+            line = re.sub(r"'[^']*'", "ARG", line)  # a | or ; inside quotes separates nothing
+            for cmd in re.split(r"\s*(?:\||&&|;)\s*", line):
+                # var=$(cmd ...) runs cmd; eval "exec cmd ..." runs cmd.
+                cmd = re.sub(r"^[A-Za-z_][A-Za-z0-9_]*=\$\(", "", cmd).replace('"', " ")
+                words = cmd.split()
+                while words and (words[0] in ("sudo", "eval", "exec") or re.match(r"^[A-Z_]+=", words[0])
+                                 or words[0] == "<" or words[0].startswith("<(")):
+                    words = words[1:]
+                if not words or words[0] in SHELL_WORDS:
+                    continue
+                w = words[0]
+                if w in VMM:
+                    if not re.search(r"install[^`]*\b%s(?![\w-])" % re.escape(VMM[w]), text):
+                        errors.append("%s runs %s but does not say to install %s" % (doc, w, VMM[w]))
+                    continue
+                if w not in PROVIDERS:
+                    errors.append("%s runs %r, which no package of deps.sh is known to provide "
+                                  "(add its package to deps.sh and to PROVIDERS here)" % (doc, w))
+                    continue
+                pkg = PROVIDERS[w]
+                need = test if any(a.startswith(TEST_ONLY) for a in words[1:]) else run
+                if pkg and pkg not in need and pkg not in ESSENTIAL:
+                    errors.append("%s runs %s, but package %s is not in the %s set" %
+                                  (doc, w, pkg, "test" if need is test else "run"))
+    return errors
+
+
 def main(src):
     errors = []
 
@@ -122,35 +161,9 @@ def main(src):
 
     errors.extend(check_installs_only_missing(src))
 
-    readme = text("README.md")
-    for block in re.findall(r"```sh\n(.*?)```", readme, re.S):
-        for line in block.replace("\\\n", " ").splitlines():
-            line = line.split(" #", 1)[0].strip()
-            if not line or line.startswith("#"):
-                continue
-            for cmd in re.split(r"\s*(?:\||&&|;)\s*", line):
-                # var=$(cmd ...) runs cmd; eval "exec cmd ..." runs cmd.
-                cmd = re.sub(r"^[A-Za-z_][A-Za-z0-9_]*=\$\(", "", cmd).replace('"', " ")
-                words = cmd.split()
-                while words and (words[0] in ("sudo", "eval", "exec") or re.match(r"^[A-Z_]+=", words[0])
-                                 or words[0] == "<" or words[0].startswith("<(")):
-                    words = words[1:]
-                if not words or words[0] in SHELL_WORDS:
-                    continue
-                w = words[0]
-                if w in VMM:
-                    if not re.search(r"install[^`]*\b%s(?![\w-])" % re.escape(VMM[w]), readme):
-                        errors.append("README runs %s but does not say to install %s" % (w, VMM[w]))
-                    continue
-                if w not in PROVIDERS:
-                    errors.append("README runs %r, which no package of deps.sh is known to provide "
-                                  "(add its package to deps.sh and to PROVIDERS here)" % w)
-                    continue
-                pkg = PROVIDERS[w]
-                need = test if any(a.startswith(TEST_ONLY) for a in words[1:]) else run
-                if pkg and pkg not in need and pkg not in ESSENTIAL:
-                    errors.append("README runs %s, but package %s is not in the %s set" %
-                                  (w, pkg, "test" if need is test else "run"))
+    docs = ["README.md"] + sorted(os.path.relpath(p, src) for p in glob.glob(os.path.join(src, "docs", "*.md")))
+    for doc in docs:
+        errors.extend(check_commands(doc, text(doc), run, test))
     for e in errors:
         print("FAIL:", e)
     if not errors:
