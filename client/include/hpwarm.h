@@ -517,7 +517,9 @@ HPW_EXPORT void hpw_prom_placement_free(struct hpw_prom_placement *x);
  * confirms it has room (hpw_last_message() says which); Prometheus'
  * transport errors as for any call (HPW_E_UNREACHABLE, ...) and
  * HPW_E_PROTOCOL for an answer that is not a Prometheus vector; with
- * warm_name, a warm error other than 409 as hpw_warm returns it. */
+ * warm_name, a warm error other than 409 as hpw_warm returns it;
+ * HPW_E_CANCELLED after hpw_cancel() (the query or a round of the hosts;
+ * a warm already sent runs to its answer). */
 HPW_EXPORT enum hpw_error hpw_prom_place(struct hpw *h, const struct hpw_prom_place_opts *opts,
                                          struct hpw_prom_placement **ret);
 /* ==== end of fleet placement through Prometheus ==== */

@@ -1013,3 +1013,13 @@ void hpw_set_failure(struct hpw *h, const char *fmt, ...)
         vsnprintf(h->message, sizeof(h->message), fmt, ap);
         va_end(ap);
 }
+
+void hpw_begin_call(struct hpw *h)
+{
+        begin(h);
+}
+
+bool hpw_cancel_requested(struct hpw *h)
+{
+        return atomic_load(&h->cancel);
+}

@@ -202,5 +202,9 @@ uint64_t hpw_total_timeout_ms(const struct hpw *h);
 /* A new handle for URL with H's token, TLS files, timeouts, retry policy
  * and log callback. */
 enum hpw_error hpw_clone_for(const struct hpw *h, const char *url, struct hpw **ret);
+/* What every public call does first (forget the last call, a cancel meant
+ * for it included), and whether hpw_cancel() was called since. */
+void hpw_begin_call(struct hpw *h);
+bool hpw_cancel_requested(struct hpw *h);
 /* Forget H's last answer and make MSG what hpw_last_message() says. */
 void hpw_set_failure(struct hpw *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

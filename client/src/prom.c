@@ -377,7 +377,7 @@ static enum hpw_error query(struct run *r, struct hpw_prom_sample **ret, size_t 
         }
         hpw_conn_get(r->h, &hc);
         /* Not the hosts' token or client certificate: those are for hpwarmd. */
-        conn = (struct hpw_conn){ .base_url = base, .connect_ms = hc.connect_ms };
+        conn = (struct hpw_conn){ .base_url = base, .connect_ms = hc.connect_ms, .cancel = hc.cancel };
         if ((err = hpw_http_new(&http)) != HPW_OK ||
             (err = hpw_http_perform(http, &conn, "GET", path, NULL, hpw_total_timeout_ms(r->h), &resp)) != HPW_OK)
                 goto out;
@@ -418,6 +418,7 @@ enum hpw_error hpw_prom_place(struct hpw *h, const struct hpw_prom_place_opts *o
         char dflt[160], probe[1024];
         enum hpw_error err;
 
+        hpw_begin_call(h);
         /* Every member so far is of the first version: a smaller size is a
          * caller that did not set it. */
         if (!h || !ret || !o || o->size < sizeof(*o) || !o->prometheus_url || o->size_bytes == 0)
@@ -477,6 +478,14 @@ enum hpw_error hpw_prom_place(struct hpw *h, const struct hpw_prom_place_opts *o
         err = HPW_E_INSUFFICIENT;
         for (size_t i = 0; i < nh && err == HPW_E_INSUFFICIENT; i += confirm) {
                 size_t k = nh - i < confirm ? nh - i : confirm;
+
+                /* Each round is a call of its own, which forgets a cancel:
+                 * look before it. */
+                if (hpw_cancel_requested(h)) {
+                        err = HPW_E_CANCELLED;
+                        hpw_set_failure(h, "placement through Prometheus: cancelled");
+                        goto out;
+                }
                 err = confirm_round(&r, urls + i, hosts + i, k);
         }
         if (err == HPW_E_INSUFFICIENT) {

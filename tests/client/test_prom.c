@@ -1,9 +1,15 @@
 /* prom.c's pure parts and json.c's reading of Prometheus answers: the
  * placement query, the URL template, query escaping, label names, and
  * vectors hostile or malformed. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #include "check.h"
 #include "internal.h"
@@ -147,6 +153,57 @@ TEST(place_refuses_bad_options_before_sending)
         CHECK_INT(hpw_prom_place(h, &o, &p), ==, HPW_E_INVALID);
         CHECK_INT(p == NULL, ==, 1);
         hpw_free(h);
+}
+
+struct canceller {
+        struct hpw *h;
+        atomic_bool done;
+};
+
+/* Cancel again and again until the call returns: whenever the cancel
+ * lands, inside the query, the call must end cancelled. */
+static void *cancel_loop(void *arg)
+{
+        struct canceller *c = arg;
+
+        while (!atomic_load(&c->done)) {
+                hpw_cancel(c->h);
+                nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
+        }
+        return NULL;
+}
+
+TEST(cancel_stops_a_query_prometheus_never_answers)
+{
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t alen = sizeof(a);
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        char url[64];
+        struct hpw *h = NULL;
+        struct hpw_prom_placement *p = NULL;
+        struct hpw_prom_place_opts o = HPW_PROM_PLACE_OPTS_INIT;
+        struct canceller c = { 0 };
+        pthread_t t;
+
+        /* Listening, never accepting: connections complete, nobody answers. */
+        CHECK_INT(fd >= 0, ==, 1);
+        CHECK_INT(bind(fd, (struct sockaddr *)&a, sizeof(a)), ==, 0);
+        CHECK_INT(listen(fd, 4), ==, 0);
+        CHECK_INT(getsockname(fd, (struct sockaddr *)&a, &alen), ==, 0);
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d", ntohs(a.sin_port));
+        CHECK_INT(hpw_new("http://127.0.0.1:1", &h), ==, HPW_OK);
+        CHECK_INT(hpw_set_timeouts(h, 0, 0), ==, HPW_OK);   /* no deadline: only the cancel ends it */
+        o.prometheus_url = url;
+        o.size_bytes = 2u << 20;
+        c.h = h;
+        CHECK_INT(pthread_create(&t, NULL, cancel_loop, &c), ==, 0);
+        enum hpw_error err = hpw_prom_place(h, &o, &p);
+        atomic_store(&c.done, true);
+        pthread_join(t, NULL);
+        CHECK_INT(err, ==, HPW_E_CANCELLED);
+        CHECK_INT(p == NULL, ==, 1);
+        hpw_free(h);
+        close(fd);
 }
 
 TEST_MAIN()
