@@ -16,11 +16,15 @@ Rules, each reported by name:
                      that formats it (workq_start(..., "http-blk", ...)).
                      Numbers in a format ("hpw-n%d-w%u") may be written as
                      <placeholder>, N, i or digits ("hpw-n<node>-w<i>");
-  files-mentioned    every server/src/*.c is named in ARCHITECTURE.md;
-  files-exist        every file.c ARCHITECTURE.md names exists (server/src,
-                     client/src, common);
+  files-mentioned    every .c under server/src (its folders included) is
+                     named in ARCHITECTURE.md;
+  files-exist        every file.c ARCHITECTURE.md names exists (server/src and
+                     its folders, client/src, common);
   deps-owned         each row of the outside-dependency table names exactly
-                     the files that include that dependency's headers.
+                     the files that include that dependency's headers;
+  parts-documented   every part of struct pools (a `struct pools_X name;`
+                     member in server/src/pools/pools_internal.h) is named in
+                     ARCHITECTURE.md's table of parts as `struct pools_X name`.
 Exit 0 when all hold, 1 otherwise.
 """
 import glob
@@ -28,8 +32,16 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from report import finish  # noqa: E402
+
 LITERAL = r'"((?:[^"\\]|\\.)*)"'
 NUM_CONV = re.compile(r"%[-+ #0]*\d*(?:hh|h|ll|l|z|j|t)?[diuxX]")
+
+
+def server_sources(src_dir):
+    """Every .c under server/src, its folders (pools/, engine/, http/) included."""
+    return sorted(glob.glob(os.path.join(src_dir, "server/src/**/*.c"), recursive=True))
 
 
 def read(path):
@@ -50,7 +62,7 @@ def enclosing_function(text, pos):
 
 def name_specs(src_dir):
     """Yield (file, spec or None, what) for every pthread_setname_np call."""
-    sources = {os.path.basename(p): read(p) for p in sorted(glob.glob(os.path.join(src_dir, "server/src/*.c")))}
+    sources = {os.path.basename(p): read(p) for p in server_sources(src_dir)}
     for fname, text in sources.items():
         for m in re.finditer(r"pthread_setname_np\s*\(([^;]*)\)\s*;", text):
             arg = m.group(1).split(",", 1)[1].strip()
@@ -110,7 +122,8 @@ def main(argv):
     arch_path = os.path.join(src, "docs/ARCHITECTURE.md")
     arch = read(arch_path)
     errors = []
-    server_c = sorted(glob.glob(os.path.join(src, "server/src/*.c")))
+    server_c = server_sources(src)
+    server_rel = {os.path.basename(p): os.path.relpath(p, src) for p in server_c}
 
     # threads-named
     for path in server_c:
@@ -138,15 +151,17 @@ def main(argv):
     # files-mentioned
     for path in server_c:
         base = os.path.basename(path)
-        word = re.compile(r"(?<![\w/])" + re.escape(base) + r"\b")
+        folder = os.path.dirname(os.path.relpath(server_rel[base], "server/src"))
+        prefix = r"(?:(?:server/src/)?" + re.escape(folder) + "/)?" if folder else ""
+        word = re.compile(r"(?<![\w/])" + prefix + re.escape(base) + r"\b")
         if not word.search(arch):
-            errors.append(f"files-mentioned: server/src/{base} is not named in ARCHITECTURE.md")
+            errors.append(f"files-mentioned: {server_rel[base]} is not named in ARCHITECTURE.md")
 
     # files-exist
     for name in sorted(set(re.findall(r"(?<![\w/.-])((?:client/src/|common/)?[a-z][a-z0-9_]*\.c)\b", arch))):
         cands = [os.path.join(src, name)] if "/" in name else \
-            [os.path.join(src, d, name) for d in ("server/src", "client/src", "common")]
-        if not any(os.path.exists(c) for c in cands):
+            [os.path.join(src, d, name) for d in ("client/src", "common")]
+        if name not in server_rel and not any(os.path.exists(c) for c in cands):
             errors.append(f"files-exist: ARCHITECTURE.md names {name}, which does not exist")
 
     # deps-owned
@@ -162,7 +177,7 @@ def main(argv):
             continue
         rows += 1
         listed = set(re.findall(r"`((?:client/src/|common/)?[a-z][a-z0-9_]*\.c)`", cells[2]))
-        listed = {n if "/" in n else "server/src/" + n for n in listed}
+        listed = {n if "/" in n else server_rel.get(n, "server/src/" + n) for n in listed}
 
         def matches(inc):
             for h in headers:
@@ -180,12 +195,18 @@ def main(argv):
     if rows < 5:
         errors.append(f"deps-owned: found only {rows} dependency rows in ARCHITECTURE.md")
 
-    for e in errors:
-        print("FAIL:", e)
-    if errors:
-        return 1
-    print(f"ok: {n_names} thread names, {len(server_c)} server files, {rows} dependencies described")
-    return 0
+    # parts-documented
+    internal = os.path.join(src, "server/src/pools/pools_internal.h")
+    m = re.search(r"^struct pools \{\n(.*?)^\};", read(internal), re.M | re.S)
+    parts = re.findall(r"^\s+struct (pools_\w+) (\w+);", m.group(1), re.M) if m else []
+    if len(parts) < 5:
+        errors.append(f"parts-documented: found only {len(parts)} parts of struct pools in pools_internal.h")
+    for typ, name in parts:
+        if f"`struct {typ} {name}`" not in arch:
+            errors.append(f"parts-documented: struct pools' part `struct {typ} {name}` is not in ARCHITECTURE.md")
+
+    return finish(errors, f"{n_names} thread names, {len(server_c)} server files, {rows} dependencies, "
+                          f"{len(parts)} parts of struct pools described")
 
 
 if __name__ == "__main__":

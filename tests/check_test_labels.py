@@ -11,6 +11,8 @@ import json
 import subprocess
 import sys
 
+from report import finish
+
 
 def props(test):
     return {p["name"]: p["value"] for p in test.get("properties", [])}
@@ -37,12 +39,7 @@ def main(argv):
             errors.append(f"{t['name']}: named real.* but not declared with hpw_real_test()")
     if len(tests) < 10:
         errors.append(f"only {len(tests)} tests listed; the listing is broken")
-    for e in errors:
-        print("FAIL:", e)
-    if errors:
-        return 1
-    print(f"ok: {len(tests)} tests, each labelled; the real-hugepage ones carry real")
-    return 0
+    return finish(errors, f"{len(tests)} tests, each labelled; the real-hugepage ones carry real")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@ static void write_note(enum handoff_vmm vmm, const char *total, char *buf, size_
         case HANDOFF_CLOUD_HYPERVISOR:
                 snprintf(buf, len,
                          "add --cpus, --kernel and the rest of the VM; guest memory is the pools' "
-                         "total (%s) and needs nothing else; untested on a live cloud-hypervisor",
+                         "total (%s) and needs nothing else; add no --balloon (it punches holes in the "
+                         "pool); checked against cloud-hypervisor's validation rules, not run live",
                          total);
                 break;
         case HANDOFF_LIBVIRT:

@@ -169,7 +169,7 @@ static void reserve_work(struct resp *resp, void *ctx)
                               "node %d: the new count could not be saved to the journal, so it was undone: "
                               "%" PRIu64 " pages now (were %" PRIu64 ")",
                               w->rq.node, res.total, res.previous);
-                p.retry_after = POOLS_SAVE_RETRY_AFTER;
+                p.retry_after = API_SAVE_RETRY_AFTER;
                 break;
         case -ENOENT:
                 problem_raise(&p, PROBLEM_UNKNOWN_PAGE_SIZE,

@@ -10,6 +10,7 @@
 #include "api_handoff.h"
 #include "api_util.h"
 #include "app.h"
+#include "journal.h"
 #include "json.h"
 #include "pools.h"
 #include "topo.h"
@@ -40,11 +41,7 @@ static struct json *encode_pool(const struct pool_view *v)
 {
         const struct pool_view *p = v;
         struct json *o = json_new_object();
-        json_add_str(o, "name", p->name);
-        json_add_u64(o, "node", (uint64_t)p->node);
-        json_add_u64(o, "page_size_bytes", p->page_size);
-        json_add_u64(o, "size_bytes", p->size_bytes);
-        json_add_str(o, "state", pool_state_name(p->state));
+        journal_add_pool_identity(o, p->name, p->node, p->page_size, p->size_bytes, p->state);
         json_add_u64(o, "bytes_done", v->bytes_done);
         json_add_double(o, "rate_bytes_per_second", v->rate_bytes_per_second);
         json_add_u64(o, "threads", v->threads);
@@ -198,14 +195,19 @@ static void create_work(struct resp *resp, void *ctx)
         struct pool_work *w = ctx;
         struct pool_view v;
         struct problem p = {0};
-        int r = pools_create(w->app->pools, &w->rq, &v, &p);
+        bool created;
+        int r = pools_create(w->app->pools, &w->rq, &v, &created, &p);
         if (r < 0) {
+                if (p.id == PROBLEM_TOO_MANY_POOLS || p.id == PROBLEM_NODE_WARM_LIMIT)
+                        p.retry_after = API_LIMIT_RETRY_AFTER;
+                else if (p.id == PROBLEM_STATE_WRITE_FAILED)
+                        p.retry_after = API_SAVE_RETRY_AFTER;
                 resp_problem(resp, &p);
                 return;
         }
-        if (r == 201)
+        if (created)
                 snprintf(resp->location, sizeof(resp->location), "/v1/pools/%s", w->rq.name);
-        send_pool(resp, r, &v);
+        send_pool(resp, created ? 201 : 200, &v);
 }
 
 void api_pool_put(const struct req *req, struct resp *resp)
@@ -293,7 +295,7 @@ static void delete_work(struct resp *resp, void *ctx)
                 problem_raise(&p, PROBLEM_STATE_WRITE_FAILED,
                               "pool \"%s\": its release could not be saved to the journal; nothing was "
                               "changed (the pool is still there), retry later", w->name);
-                p.retry_after = POOLS_SAVE_RETRY_AFTER;
+                p.retry_after = API_SAVE_RETRY_AFTER;
                 resp_problem(resp, &p);
                 return;
         }
@@ -363,7 +365,7 @@ static void claim_work(struct resp *resp, void *ctx)
         } else {
                 problem_raise(&p, PROBLEM_STATE_WRITE_FAILED, "pool \"%s\": %s; not claimed", w->name,
                               strerror(-r));
-                p.retry_after = POOLS_SAVE_RETRY_AFTER;
+                p.retry_after = API_SAVE_RETRY_AFTER;
         }
         resp_problem(resp, &p);
 }

@@ -10,6 +10,13 @@
 struct topo;
 struct topo_node;
 
+/* Retry-After (seconds) of a 503 state-write-failed: nothing changed, and a
+ * full or failing disk is not fixed at once. */
+#define API_SAVE_RETRY_AFTER 5
+/* Retry-After (seconds) of a 429 over a pool count or node limit: ready
+ * pools are claimed, deleted or expire, on the scale of a minute. */
+#define API_LIMIT_RETRY_AFTER 60
+
 /* Strict decimal node id present in the topology; else 404 unknown-node in RESP. */
 bool api_find_node(const struct req *req, const char *s, const struct topo_node **ret, struct resp *resp);
 /* A page size the kernel offers; else 404 unknown-page-size in RESP. */

@@ -285,6 +285,22 @@ static void qemu_words(struct words *w, const struct handoff_pool *pools, size_t
         }
 }
 
+/* cloud-hypervisor keeps identifiers that start with "__" for itself and
+ * refuses them as zone ids (vmm/src/config.rs, validate_identifier). */
+static bool ch_names_ok(const struct handoff_pool *pools, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strncmp(pools[i].name, "__", 2) == 0)
+                        return false;
+        return true;
+}
+
+/* A zone backed by a file and mapped shared may not carry host_numa_node:
+ * cloud-hypervisor refuses the three together at every boot
+ * (InvalidSharedMemoryZoneWithHostNuma).  The pages are already on the
+ * pool's node, placed by the daemon's mbind when it warmed the file, so
+ * the key would add nothing.  hugepages=on with file= only selects the
+ * page size for alignment; it is kept so hugepage_size is accepted. */
 static void ch_words(struct words *w, const struct handoff_pool *pools, size_t n)
 {
         words_add_str(w, "--memory");
@@ -298,7 +314,6 @@ static void ch_words(struct words *w, const struct handoff_pool *pools, size_t n
                 put_ch_value(&b, p->path);
                 sb_puts(&b, ",shared=on,hugepages=on,hugepage_size=");
                 put_ch_size(&b, p->page_size);
-                sb_printf(&b, ",host_numa_node=%d", p->node);
                 words_add_str(w, "--memory-zone");
                 words_add(w, sb_take(&b));
         }
@@ -366,7 +381,11 @@ int handoff_compose(enum handoff_vmm vmm, const struct handoff_pool *pools, size
         switch (vmm) {
         case HANDOFF_QEMU:
         case HANDOFF_LIBVIRT: qemu_words(&w, pools, n); break;
-        case HANDOFF_CLOUD_HYPERVISOR: ch_words(&w, pools, n); break;
+        case HANDOFF_CLOUD_HYPERVISOR:
+                if (!ch_names_ok(pools, n))
+                        return -EINVAL;
+                ch_words(&w, pools, n);
+                break;
         default: return -EINVAL;
         }
         if (w.oom) {

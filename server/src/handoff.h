@@ -10,8 +10,11 @@
  * (QEMU refuses any other value; with -numa it is not optional), `-smp` and
  * the rest of the machine.
  *
- * cloud-hypervisor: `--memory size=0` plus one `--memory-zone` per pool and,
- * for several pools, one `--numa guest_numa_id=I,memory_zones=ID` each.
+ * cloud-hypervisor: `--memory size=0` plus one `--memory-zone
+ * id=,size=,file=,shared=on,hugepages=on,hugepage_size=` per pool and, for
+ * several pools, one `--numa guest_numa_id=I,memory_zones=ID` each.  No
+ * host_numa_node: cloud-hypervisor refuses it on a shared file zone, and
+ * the daemon placed the pages when it warmed them (docs/CLOUD-HYPERVISOR.md).
  *
  * libvirt: the QEMU words as `<qemu:arg value="..."/>` inside
  * `<qemu:commandline>`; the domain root element must declare
@@ -60,7 +63,8 @@ struct handoff {
  * -EINVAL when N is 0 or over HANDOFF_MAX_POOLS, a name is empty, has a
  * character outside [A-Za-z0-9._-] or repeats, a path is empty, a size or
  * page size is 0, a node is negative, the total overflows, or (libvirt) a
- * path holds a control character XML cannot carry; -ENOMEM. */
+ * path holds a control character XML cannot carry, or (cloud-hypervisor) a
+ * name starts with "__", which it keeps for itself; -ENOMEM. */
 int handoff_compose(enum handoff_vmm vmm, const struct handoff_pool *pools, size_t n, struct handoff **ret);
 void handoff_free(struct handoff *h); /* accepts NULL */
 

@@ -14,7 +14,7 @@
  *
  * Stock files (issue 12) are rows of "pools" with a stock state
  * ("stock-warming", "stock", "dirty", "recycling") and a stock name
- * (pool.h: a first character no pool name has).  "stock_targets" and "from_stock" (written only when not
+ * (pool_state.h: a first character no pool name has).  "stock_targets" and "from_stock" (written only when not
  * "none") are optional like the owner members, for the same reason.
  *
  * owner_pid and owner_start_time (a claimed pool bound to its VMM process,
@@ -343,6 +343,16 @@ int journal_parse(const char *buf, size_t len, struct journal **ret)
         return 0;
 }
 
+void journal_add_pool_identity(struct json *o, const char *name, int node, uint64_t page_size,
+                               uint64_t size_bytes, enum pool_state state)
+{
+        json_add_str(o, "name", name);
+        json_add_i64(o, "node", node);
+        json_add_u64(o, "page_size_bytes", page_size);
+        json_add_u64(o, "size_bytes", size_bytes);
+        json_add_str(o, "state", pool_state_name(state));
+}
+
 /* ---- formatting ---- */
 
 char *journal_format(const struct journal *j)
@@ -369,11 +379,7 @@ char *journal_format(const struct journal *j)
         for (size_t i = 0; arr && i < j->n_pools; i++) {
                 const struct journal_pool *p = &j->pools[i];
                 struct json *o = json_append_object(arr);
-                json_add_str(o, "name", p->name);
-                json_add_i64(o, "node", p->node);
-                json_add_u64(o, "page_size_bytes", p->page_size);
-                json_add_u64(o, "size_bytes", p->size_bytes);
-                json_add_str(o, "state", pool_state_name(p->state));
+                journal_add_pool_identity(o, p->name, p->node, p->page_size, p->size_bytes, p->state);
                 json_add_u64(o, "threads", p->threads);
                 json_add_u64(o, "ttl_seconds", p->ttl_seconds);
                 json_add_bool(o, "claimed", p->claimed);

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pool.h"
+#include "pool_state.h"
 
 #define JOURNAL_NAME_MAX POOL_NAME_MAX
 
@@ -103,6 +103,13 @@ struct journal_sync {
  * journal_save. */
 int journal_save_sync(const char *dir, const struct journal *j, struct journal_sync *s);
 void journal_sync_reset(struct journal_sync *s); /* accepts NULL */
+struct json;
+/* Add the members a pool is known by to O: name, node, page_size_bytes,
+ * size_bytes and state.  The journal's rows and the API's pool objects
+ * spell them alike, so a reader of state.json recognises the API's pool. */
+void journal_add_pool_identity(struct json *o, const char *name, int node, uint64_t page_size,
+                               uint64_t size_bytes, enum pool_state state);
+
 /* Move an unusable state.json aside to state.json.corrupt-<unix time>. */
 int journal_quarantine(const char *dir);
 

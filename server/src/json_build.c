@@ -7,6 +7,7 @@
  * makes cJSON's printer fail: a build sequence needs one check, at json_print.
  * Adders on a NULL parent are no-ops for the same reason. */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 #include <cjson/cJSON.h>
@@ -96,23 +97,25 @@ void json_append_str(struct json *arr, const char *s)
         append_item(arr, s ? cJSON_CreateString(s) : cJSON_CreateNull());
 }
 
-void json_add_u64(struct json *obj, const char *key, uint64_t v)
+/* An integer as raw number text (see the top of the file). */
+static void add_integer(struct json *obj, const char *key, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static void add_integer(struct json *obj, const char *key, const char *fmt, ...)
 {
         char buf[24];
+        va_list ap;
+
         if (!obj)
                 return;
-        snprintf(buf, sizeof(buf), "%" PRIu64, v);
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
         add_item(obj, key, cJSON_CreateRaw(buf));
 }
 
-void json_add_i64(struct json *obj, const char *key, int64_t v)
-{
-        char buf[24];
-        if (!obj)
-                return;
-        snprintf(buf, sizeof(buf), "%" PRId64, v);
-        add_item(obj, key, cJSON_CreateRaw(buf));
-}
+void json_add_u64(struct json *obj, const char *key, uint64_t v) { add_integer(obj, key, "%" PRIu64, v); }
+
+void json_add_i64(struct json *obj, const char *key, int64_t v) { add_integer(obj, key, "%" PRId64, v); }
 
 void json_add_double(struct json *obj, const char *key, double v)
 {

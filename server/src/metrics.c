@@ -207,16 +207,25 @@ static void put_series(struct prom *p, const char *name, const struct prom_label
         puts_(p, "}");
 }
 
+/* One sample line: the series, a space, VALUE. */
+static void put_sample(struct prom *p, const char *name, const struct prom_label *labels, size_t n_labels,
+                       const char *value)
+{
+        if (!p || p->failed)
+                return;
+        put_series(p, name, labels, n_labels);
+        puts_(p, " ");
+        puts_(p, value);
+        puts_(p, "\n");
+}
+
 void prom_sample_u64(struct prom *p, const char *name, const struct prom_label *labels,
                      size_t n_labels, uint64_t v)
 {
         char num[24];
 
-        if (!p || p->failed)
-                return;
-        put_series(p, name, labels, n_labels);
-        snprintf(num, sizeof(num), " %" PRIu64 "\n", v);
-        puts_(p, num);
+        snprintf(num, sizeof(num), "%" PRIu64, v);
+        put_sample(p, name, labels, n_labels, num);
 }
 
 /* Shortest of %.15g / %.17g that reads back as V; Prometheus spells the
@@ -241,13 +250,8 @@ void prom_sample_double(struct prom *p, const char *name, const struct prom_labe
 {
         char num[40];
 
-        if (!p || p->failed)
-                return;
-        put_series(p, name, labels, n_labels);
         format_double(num, sizeof(num), v);
-        puts_(p, " ");
-        puts_(p, num);
-        puts_(p, "\n");
+        put_sample(p, name, labels, n_labels, num);
 }
 
 char *prom_finish(struct prom *p)

@@ -211,17 +211,29 @@ static int cmp_int(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
-static int load_node(const struct sysfs *fs, int id, struct topo_node *node)
+/* Node ID's file NAME (at most MAX bytes) into *RET, malloc'd. */
+static int read_node_file(const struct sysfs *fs, int id, const char *name, size_t max, char **ret)
 {
-        _cleanup_free_ char *buf = NULL;
+        _cleanup_free_ char *buf = malloc(max);
         char path[128];
         int r;
 
-        buf = malloc(CPULIST_FILE_MAX);
         if (!buf)
                 return -ENOMEM;
-        snprintf(path, sizeof(path), NODE_DIR "/node%d/cpulist", id);
-        r = sysfs_read_str(fs, path, buf, CPULIST_FILE_MAX);
+        snprintf(path, sizeof(path), NODE_DIR "/node%d/%s", id, name);
+        r = sysfs_read_str(fs, path, buf, max);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+static int load_node(const struct sysfs *fs, int id, struct topo_node *node)
+{
+        _cleanup_free_ char *buf = NULL;
+        int r;
+
+        r = read_node_file(fs, id, "cpulist", CPULIST_FILE_MAX, &buf);
         if (r < 0)
                 return r;
         r = cpulist_parse(buf, &node->cpus, &node->cpus_size, &node->cpu_count);
@@ -409,17 +421,12 @@ int topo_read_meminfo(const struct sysfs *fs, int node, uint64_t *ret_total, uin
         _cleanup_free_ char *buf = NULL;
         uint64_t total = 0, free_kb = 0;
         bool have_total = false, have_free = false;
-        char path[96];
         const char *p, *end;
         int r;
 
         if (node < 0)
                 return -ENOENT;
-        buf = malloc(MEMINFO_FILE_MAX);
-        if (!buf)
-                return -ENOMEM;
-        snprintf(path, sizeof(path), NODE_DIR "/node%d/meminfo", node);
-        r = sysfs_read_str(fs, path, buf, MEMINFO_FILE_MAX);
+        r = read_node_file(fs, node, "meminfo", MEMINFO_FILE_MAX, &buf);
         if (r < 0)
                 return r;
         end = buf + strlen(buf);

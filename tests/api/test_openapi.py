@@ -7,19 +7,23 @@ lists exactly the routes the server answers.
     $ref resolves; every {param} in a path template is declared as a path
     parameter and every declared path parameter appears in the template.
 (b) routes: the set of (METHOD, template) in the document equals the set in
-    the static route table of server/src/router.c, both ways.
+    the static route table of server/src/http/router.c, both ways.
 (c) problems: `components/x-problem-types` lists exactly the rows of the
     error catalog in server/src/problem.c (slug, status, title), and every
     example problem in the document has a slug of the catalog with that
     slug's status and title.
 
-Usage: test_openapi.py API_YAML ROUTER_C (problem.c is read next to router.c)
+Usage: test_openapi.py API_YAML ROUTER_C (problem.c is read from server/src, the
+folder above router.c's http/)
 Exit 0 on success, 1 on any failure (never 77: a missing router.c or a
 missing YAML module is a failure, not a skip).
 """
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from report import finish  # noqa: E402
 
 HTTP_METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 ERRORS = []
@@ -166,7 +170,7 @@ def server_routes(path):
             src = f.read()
     except OSError as e:
         print(f"FAIL: cannot read the server's route table {path}: {e}")
-        print("      (server/src/router.c must define `const struct route routes[] = {...};`)")
+        print("      (server/src/http/router.c must define `const struct route routes[] = {...};`)")
         sys.exit(1)
     m = re.search(r"\bconst\s+struct\s+route\s+routes\s*\[\s*\]\s*=\s*\{(.*?)\n\s*\}\s*;", src, re.S)
     if not m:
@@ -279,15 +283,10 @@ def main(argv):
 
     # Every problem type the server can send is documented, with its one
     # status and title (scripts match slugs, people read titles).
-    problem_c = os.path.join(os.path.dirname(argv[2]), "problem.c")
+    problem_c = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(argv[2]))), "problem.c")
     check_problems(doc, catalog(problem_c), argv[1])
 
-    for e in ERRORS:
-        print("FAIL:", e)
-    if ERRORS:
-        return 1
-    print(f"ok: {len(documented)} operations documented and served; the problem types match the catalog")
-    return 0
+    return finish(ERRORS, f"{len(documented)} operations documented and served; the problem types match the catalog")
 
 
 if __name__ == "__main__":

@@ -652,8 +652,8 @@ def pctl(xs, q):
 
 
 def stock_phase(args, mnt, res):
-    """Time to ready from stock against a cold warm of the same size (issue
-    12): client wall from PUT /v1/pools/NAME to a ready pool, both over the
+    """Time to ready from stock against a cold warm of the same size:
+    client wall from PUT /v1/pools/NAME to a ready pool, both over the
     same keep-alive connection, interleaved round by round (the order
     alternates) so that the machine's noise hits both alike.  From stock the
     PUT itself answers 201 ready (a rename and a journal save); cold, the PUT
@@ -765,7 +765,7 @@ def stock_phase(args, mnt, res):
 
 
 def recycle_phase(args, mnt, res):
-    """Recycle through the daemon (issue 12) against truncate + populate of
+    """Recycle through the daemon against truncate + populate of
     the same size with the same threads.  The node holds the stock file's
     pages and no more, so a released pool can only come back by recycling:
     each round takes the stock file as a pool, DELETEs it and times DELETE

@@ -5,6 +5,7 @@ canned data and scripted misbehaviour chosen by the pool name:
 
   flaky503      GET answers 503 once, then the pool (retry test)
   ratelimited   GET answers 429 with Retry-After: 1 once, then the pool
+  ratelimited-long  GET answers 429 with Retry-After: 60, always
   hang          GET never answers (well, not for 60 s): timeout test
   flakyclaim    POST .../claim answers 503 once (retried: a claim is idempotent)
   busy          GET answers 503 busy (Retry-After: 0) always: try-later exit
@@ -152,8 +153,11 @@ def qemu_words(pools):
 def ch_words(pools):
     w = ["--memory", "size=0"]
     for p in pools:
-        w += ["--memory-zone", "id=%s,size=%d,file=%s,shared=on,hugepages=on,hugepage_size=%dM,"
-                               "host_numa_node=%d" % (p.name, p.size, pool_path(p.name), p.page_size >> 20, p.node)]
+        # As handoff.c: no host_numa_node (cloud-hypervisor refuses it on a
+        # shared file zone); the page size in the largest unit that divides.
+        ps = "%dG" % (p.page_size >> 30) if p.page_size % (1 << 30) == 0 else "%dM" % (p.page_size >> 20)
+        w += ["--memory-zone", "id=%s,size=%d,file=%s,shared=on,hugepages=on,hugepage_size=%s"
+                               % (p.name, p.size, pool_path(p.name), ps)]
     if len(pools) > 1:
         for i, p in enumerate(pools):
             w += ["--numa", "guest_numa_id=%d,memory_zones=%s" % (i, p.name)]
@@ -344,7 +348,7 @@ class Handler(BaseHTTPRequestHandler):
         return self.send(200, ans)
 
     def stock_put(self, body):
-        """hpwarmd's checks (server/src/api_stock.c, pools_stock.c), in its order."""
+        """hpwarmd's checks (server/src/api_stock.c, pools/pools_stock.c), in its order."""
         st = self.server.state
         with st.lock:
             st.stock_puts.append(body)
@@ -444,6 +448,9 @@ class Handler(BaseHTTPRequestHandler):
             if name == "ratelimited" and st.once("get-" + name):
                 return self.send(*problem(429, "rate-limited", "Too many requests", "slow down"),
                                  headers={"Retry-After": "1"})
+            if name == "ratelimited-long":
+                return self.send(*problem(429, "rate-limited", "Too many requests", "slow down"),
+                                 headers={"Retry-After": "60"})
             if name == "hang":
                 time.sleep(60)
                 return

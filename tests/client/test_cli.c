@@ -99,7 +99,7 @@ static void test_parse_ok(void)
         CHECK_STR(c.names[2], "vm-c");
         CHECK(c.argv_words);
 
-        /* claim --pid, release --ignore-missing (issue 10). */
+        /* claim --pid, release --ignore-missing. */
         CHECK_INT(parse(&c, NULL, "claim", "vm", "--pid", "4242", NULL), ==, 0);
         CHECK_INT(c.cmd, ==, CMD_CLAIM);
         CHECK_INT(c.pid, ==, 4242);

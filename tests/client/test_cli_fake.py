@@ -70,7 +70,8 @@ def test_handoff(u):
     expect(p, 0, "handoff --argv")
     check(p.stdout.splitlines() == words, "--argv: one word per line, the same words", p)
     p = run("handoff", "vm-42", "--vmm", "cloud-hypervisor", *u)
-    check(p.stdout.startswith("--memory size=0 --memory-zone ") and "host_numa_node=0" in p.stdout, "ch args", p)
+    check(p.stdout.startswith("--memory size=0 --memory-zone ") and p.stdout.rstrip("\n").endswith(",shared=on,hugepages=on,hugepage_size=2M")
+          and "host_numa_node" not in p.stdout, "ch args", p)
     p = run("handoff", "vm-42", "--vmm", "libvirt", *u)
     expect(p, 0, "handoff libvirt")
     check(p.stdout.startswith("<qemu:commandline>\n  <qemu:arg value=\"-object\"/>") and
@@ -258,10 +259,11 @@ def test_pools(srv):
     check(json.loads(p.stdout)["state"] == "failed", "wait --json prints the pool", p)
 
     # A state the client does not know is a protocol error at once (1),
-    # not a wait until the deadline.
-    p = run("wait", "weirdstate", "--timeout", "5", *u)
+    # not a wait until the deadline (far beyond the bound, however loaded
+    # the machine).
+    p = run("wait", "weirdstate", "--timeout", "30", *u, timeout=60)
     expect(p, 1, "wait on an unknown state -> 1")
-    check(p.elapsed < 2 and "frobbing" in p.stderr, "unknown state reported at once (%.2fs)" % p.elapsed, p)
+    check(p.elapsed < 10 and "frobbing" in p.stderr, "unknown state reported at once (%.2fs)" % p.elapsed, p)
 
     # A deadline that runs out before an answer is a timeout (4), not an
     # unreachable server (3), and not the answer: "hang" never answers, so
@@ -269,11 +271,13 @@ def test_pools(srv):
     # got the doomed pool's answer within 1 ms).
     p = run("wait", "hang", "--timeout", "0.001", *u)
     expect(p, 4, "wait with a 1 ms deadline -> 4")
-    # Wait with a deadline shorter than the warm (slow never finishes): exit 4, quickly.
+    check(p.elapsed < 10, "a 1 ms deadline ends the wait (%.2fs)" % p.elapsed, p)
+    # Wait with a deadline shorter than the warm (slow never finishes): exit 4,
+    # long before the subprocess timeout a deadline ignored would hit.
     run("warm", "slow", "--node", "0", "--size", "8M", *u)
     p = run("wait", "slow", "--timeout", "0.3", *u)
     expect(p, 4, "wait deadline -> 4")
-    check(p.elapsed < 2.0, "wait deadline honoured (%.2fs)" % p.elapsed, p)
+    check(p.elapsed < 10, "wait deadline honoured (%.2fs)" % p.elapsed, p)
 
     p = run("pools", *u)
     expect(p, 0, "pools")
@@ -488,11 +492,11 @@ def test_retries(srv):
     p = run("status", "ratelimited", *u)
     expect(p, 0, "429 then 200 is retried")
     check(p.elapsed >= 0.95, "Retry-After: 1 honoured (%.2fs)" % p.elapsed, p)
-    # Retry-After beyond the deadline: give up at once rather than sleep.
-    srv.state.counts.pop("get-ratelimited", None)
-    p = run("status", "ratelimited", "--timeout", "0.5", *u)
+    # Retry-After beyond the deadline: give up at once rather than sleep
+    # (Retry-After: 60 against a 20 s deadline: sleeping either would show).
+    p = run("status", "ratelimited-long", "--timeout", "20", *u, timeout=90)
     expect(p, 8, "429 with Retry-After past the deadline -> 8 (try again later)")
-    check(p.elapsed < 0.9, "gave up without sleeping 1 s (%.2fs)" % p.elapsed, p)
+    check(p.elapsed < 10, "gave up without sleeping (%.2fs)" % p.elapsed, p)
 
     # A DELETE whose answer is lost is retried; the retry's 404 means done.
     expect(run("warm", "dropdelete", "--node", "0", "--size", "2M", *u), 0, "warm dropdelete")
@@ -534,7 +538,7 @@ def test_retries(srv):
     # A server that never answers: exit 4 at the deadline.
     p = run("status", "hang", "--timeout", "1", *u)
     expect(p, 4, "hanging server -> 4")
-    check(0.9 <= p.elapsed < 2.5, "timeout took %.2fs" % p.elapsed, p)
+    check(0.9 <= p.elapsed < 10, "timeout took %.2fs" % p.elapsed, p)
 
     # Nothing listening: exit 3 (retries bounded by the deadline).
     dead = "http://127.0.0.1:%d" % fs.dead_port()
@@ -825,7 +829,7 @@ def fleet_nodes(i):
 
 
 def test_fleet():
-    fleet = fs.FakeFleet(50, dead=3, silent=1, nodes_for=fleet_nodes)
+    fleet = fs.FakeFleet(50, dead=3, silent=8, nodes_for=fleet_nodes)
     try:
         urls = fleet.urls()
         # Dead ports sprinkled in; the silent host kept for a separate run.
@@ -836,7 +840,6 @@ def test_fleet():
 
         p = run("fleet", "--hosts", hosts, "nodes")
         expect(p, 7, "fleet nodes with 3 dead hosts -> 7 (some did not answer)")
-        check(p.elapsed < 1.5, "fleet of 53 answered in %.2fs" % p.elapsed, p)
         print("fleet nodes over 50 live + 3 dead hosts: %.3fs" % p.elapsed)
         rows = p.stdout.splitlines()
         check(rows[0].split() == ["HOST", "NODE", "PAGE", "TOTAL", "FREE", "WARM"], "fleet header", p)
@@ -882,20 +885,24 @@ def test_fleet():
         expect(p, 7, "fleet pools with dead hosts -> 7")
         check("fleet-vm" in p.stdout, "fleet pools lists the pool", p)
 
-        # A host that accepts and never answers costs one per-host timeout.  Time
-        # bounds in this file are generous (CI machines are shared and noisy):
-        # they tell "bounded" from "sleeps/hangs", they are not benchmarks.
+        # Hosts that accept and never answer cost one per-host timeout
+        # together, not one each.  Time bounds in this file are generous (CI
+        # machines are shared and noisy): they tell "bounded" and "at once"
+        # from "one after the other" and "sleeps/hangs", they are not
+        # benchmarks.
         with open(hosts, "a") as f:
-            f.write(fleet.silent[0] + "\n")
-        p = run("fleet", "--hosts", hosts, "nodes", "--timeout", "1")
-        expect(p, 7, "fleet with a silent host -> 7")
-        check(p.elapsed < 2.5, "silent host bounded by per-host timeout (%.2fs)" % p.elapsed, p)
-        check(fleet.silent[0] in p.stderr, "silent host listed", p)
+            f.write("".join(s + "\n" for s in fleet.silent))
+        n_silent = len(fleet.silent)
+        p = run("fleet", "--hosts", hosts, "nodes", "--timeout", "2")
+        expect(p, 7, "fleet with silent hosts -> 7")
+        check(1.9 <= p.elapsed < 2 * n_silent - 2,
+              "%d silent hosts cost one per-host timeout (%.2fs)" % (n_silent, p.elapsed), p)
+        check(all(s in p.stderr for s in fleet.silent), "silent hosts listed", p)
 
         # --timeout 0 is the default per-host timeout, not "wait forever".
-        p = run("fleet", "--hosts", hosts, "nodes", "--timeout", "0", timeout=10)
-        expect(p, 7, "fleet --timeout 0 with a silent host -> 7")
-        check(p.elapsed < 3.0, "fleet --timeout 0 bounded (%.2fs)" % p.elapsed, p)
+        p = run("fleet", "--hosts", hosts, "nodes", "--timeout", "0", timeout=30)
+        expect(p, 7, "fleet --timeout 0 with silent hosts -> 7")
+        check(p.elapsed < 1.5 * n_silent - 2, "fleet --timeout 0 bounded (%.2fs)" % p.elapsed, p)
 
         # place --warm: --timeout bounds the PUT on the chosen host too.
         with open(hosts, "w") as f:
@@ -903,7 +910,7 @@ def test_fleet():
         p = run("fleet", "--hosts", hosts, "place", "--size", "2M", "--warm", "hangput", "--timeout", "1",
                 timeout=20)
         expect(p, 4, "place --warm with a hanging PUT -> 4")
-        check(p.elapsed < 3, "place --warm PUT bounded by --timeout (%.2fs)" % p.elapsed, p)
+        check(p.elapsed < 10, "place --warm PUT bounded by --timeout (%.2fs)" % p.elapsed, p)
 
         # Every host refuses the token -> 6, not "unreachable".
         authed = [fs.start_tcp(token="other") for _ in range(2)]

@@ -23,7 +23,7 @@ PAGE = 2 * 1024 * 1024
 MNT = os.environ.get("HPW_TEST_HUGETLBFS", "")
 # hpwarmd marks its pool directories with this file (pools.h POOLS_DIR_MARKER).
 DIR_MARKER = ".hpwarm-pool-dir"
-STOCK_PREFIX = "~"                # pool.h POOL_STOCK_PREFIX
+STOCK_PREFIX = "~"                # pool_state.h POOL_STOCK_PREFIX
 
 
 def pool_files(d):
@@ -97,7 +97,7 @@ class RealKernelCase(TestCase):
         self.assertEqual(r.status, 200, r)
         return r.json
 
-    # -- stock (issue 12) --
+    # -- stock --
     def stock(self):
         r = self.d.get("/v1/stock")
         self.assertEqual(r.status, 200, r)

@@ -133,6 +133,15 @@ class Daemon:
                     return None
                 self._log_cond.wait(min(left, 0.2))
 
+    def read_all_log(self, timeout=10):
+        """The whole log of a daemon that has exited, once its stderr has been
+        read to the end (waiting up to TIMEOUT for that)."""
+        deadline = time.monotonic() + timeout
+        with self._log_cond:
+            while self._stderr_open and time.monotonic() < deadline:
+                self._log_cond.wait(0.2)
+            return "\n".join(self.log)
+
     def _more_coming(self):
         # An exited daemon's last lines may still be in the pipe: more is
         # coming until the drain thread has read it to the end.
@@ -206,6 +215,19 @@ class Daemon:
             f.write(text)
 
 
+def read_head(sock):
+    """What SOCK sends up to the end of a response's head (the blank line),
+    or all it sent before closing; the part of the body read with it is
+    kept at the end."""
+    got = b""
+    while b"\r\n\r\n" not in got:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
 def node_hp(node, kb, leaf):
     return "devices/system/node/node%d/hugepages/hugepages-%dkB/%s" % (node, kb, leaf)
 
@@ -219,6 +241,12 @@ class TestCase(unittest.TestCase):
         self.assertEqual(r.json["status"], status)
         if slug:
             self.assertEqual(r.json["type"], "urn:hpwarm:problem:" + slug, r)
+
+    def tmpdir(self, prefix="hpwarm-test-"):
+        """A new temporary directory, removed when the test ends."""
+        d = tempfile.mkdtemp(prefix=prefix)
+        self.addCleanup(shutil.rmtree, d, True)
+        return d
 
 
 def main():

@@ -1,4 +1,4 @@
-"""problem+json everywhere, HEAD wherever GET (issue 11, item 12), over real
+"""problem+json everywhere, HEAD wherever GET, over real
 sockets against the fixture daemon.
 
 Limits libmicrohttpd would enforce with its own HTML answers (header size,
@@ -13,7 +13,7 @@ import socket
 import tempfile
 import unittest
 
-from hpwtest import Daemon, TestCase, main
+from hpwtest import Daemon, TestCase, main, read_head
 
 
 def exchange(port, data, timeout=10):
@@ -22,12 +22,7 @@ def exchange(port, data, timeout=10):
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     try:
         s.sendall(data)
-        got = b""
-        while b"\r\n\r\n" not in got:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            got += chunk
+        got = read_head(s)
         head, _, body = got.partition(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
         status = int(lines[0].split()[1]) if lines and lines[0].startswith("HTTP/") else None

@@ -460,6 +460,255 @@ class Hook(unittest.TestCase):
         self.assertEqual([c.split()[0] for c in self.calls()], ["warm", "warm"])
         self.assertEqual(os.listdir(self.statedir), [])
 
+    # -- host policy: hugepage domains without metadata --
+    NOVA_META = ("<metadata><nova:instance xmlns:nova='http://openstack.org/xmlns/libvirt/nova/1.1'>"
+                 "<nova:name>web-1</nova:name><nova:flavor name='m1.small'><nova:memory>256</nova:memory>"
+                 "</nova:flavor></nova:instance></metadata>")
+
+    def nova_domain(self, name="instance-0000002a", cells=1, access="shared", cell_access="shared",
+                    numatune="<numatune><memory mode='strict' nodeset='0'/><memnode cellid='0' mode='strict' "
+                             "nodeset='0'/></numatune>",
+                    page="<page size='2048' unit='KiB' nodeset='0'/>", extra_backing="", devices="", dom_id="7",
+                    meta=None, memory_kib=262144):
+        acc = "<access mode='%s'/>" % access if access else ""
+        cellxml = "".join("<cell id='%d' cpus='%d' memory='%d' unit='KiB'%s/>"
+                          % (i, i, memory_kib // cells, " memAccess='%s'" % cell_access if cell_access else "")
+                          for i in range(cells))
+        numa = "<cpu><numa>%s</numa></cpu>" % cellxml if cells else ""
+        md = self.NOVA_META if meta is None else meta
+        return ("<domain type='qemu' id='%s'><name>%s</name><uuid>0d3f6a7e-6b0a-4c8e-9a57-2c1b2d3e4f50</uuid>"
+                "<memory unit='KiB'>%d</memory>%s<memoryBacking><hugepages>%s</hugepages>%s%s</memoryBacking>"
+                "<vcpu>%d</vcpu>%s%s<os><type>hvm</type></os><devices>%s</devices></domain>"
+                % (dom_id, name, memory_kib, md, page, acc, extra_backing, max(cells, 1), numatune, numa, devices))
+
+    def policy_env(self, **over):
+        """A hugetlbfs 'mount' (a temp directory, listed in a fake mount
+        table with pagesize=2M), the pool directory on it, a note log."""
+        self.mnt = os.path.join(self.tmp, "hugepages")
+        self.ppool = os.path.join(self.mnt, "hpwarm")
+        os.makedirs(self.ppool, exist_ok=True)
+        mounts = os.path.join(self.tmp, "mounts")
+        with open(mounts, "w") as f:
+            f.write("proc /proc proc rw 0 0\nhugetlbfs %s hugetlbfs rw,relatime,pagesize=2M 0 0\n" % self.mnt)
+        self.notes = os.path.join(self.tmp, "notes")
+        env = {"HPWARM_LIBVIRT_POLICY": "hugepages", "HPWARM_LIBVIRT_MOUNTS": mounts,
+               "HPWARM_LIBVIRT_QEMU_CONF": os.path.join(self.tmp, "no-qemu.conf"),
+               "HPWARM_LIBVIRT_LOG": self.notes, "FAKE_POOLDIR": self.ppool}
+        env.update(over)
+        return env
+
+    def note_lines(self):
+        try:
+            with open(self.notes) as f:
+                return f.read().splitlines()
+        except FileNotFoundError:
+            return []
+
+    def libvirt_dir(self, short):
+        """What libvirt makes before the start hook: MOUNT/libvirt/qemu/ID-NAME, empty, 0700."""
+        d = os.path.join(self.mnt, "libvirt", "qemu", short)
+        os.makedirs(d)
+        os.chmod(d, 0o700)
+        return d
+
+    def test_policy_metadata_default_leaves_hugepage_domains_alone(self):
+        env = self.policy_env()
+        del env["HPWARM_LIBVIRT_POLICY"]
+        for op, sub in (("prepare", "begin"), ("start", "begin"), ("started", "begin"), ("release", "end")):
+            r = self.hook(self.nova_domain(), name="instance-0000002a", op=op, sub=sub, **env)
+            self.assertEqual((r.returncode, r.stderr), (0, ""), op)
+        self.assertEqual(self.calls(), [])
+        self.assertEqual(self.note_lines(), [])
+
+    def test_policy_nova_domain_warms_links_claims_and_gives_back(self):
+        env = self.policy_env()
+        name = "instance-0000002a"
+        xml = self.nova_domain(name=name)
+        pool = os.path.join(self.ppool, name)
+        with open(pool, "w") as f:
+            f.write("warm")   # what hpwarmd has when warm returns
+        r = self.hook(xml, name=name, **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.calls()[0], "warm %s --node 0 --size %d --page-size 2048kB --ttl 600 --reserve "
+                                          "--wait --timeout 120" % (name, 256 * MIB))
+        d = self.libvirt_dir("7-instance-0000002a")
+        r = self.hook(xml, name=name, op="start", **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.isfile(d), "libvirt's directory became the pool file")
+        self.assertEqual(os.stat(d).st_ino, os.stat(pool).st_ino, "a hard link, the same inode")
+        with open(os.path.join(self.rundir, name + ".pid"), "w") as f:
+            f.write("4242\n")
+        r = self.hook(xml, name=name, op="started", **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("claim %s --pid 4242 --timeout 30" % name, self.calls())
+        self.assertTrue(os.path.isdir(d), "started puts libvirt's empty directory back")
+        self.assertEqual((os.listdir(d), stat.S_IMODE(os.stat(d).st_mode)), ([], 0o700))
+        self.assertTrue(os.path.exists(pool), "the pool file stays the daemon's")
+        r = self.hook(xml, name=name, op="release", sub="end", **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.calls()[-1], "release %s --ignore-missing --timeout 30" % name)
+        self.assertTrue(os.path.isdir(d), "libvirt's own clean-up finds its directory")
+        self.assertEqual(os.listdir(self.statedir), [])
+        self.assertEqual(self.note_lines(), [], "a served domain leaves no note")
+
+    def test_policy_release_undoes_a_link_started_never_saw(self):
+        env = self.policy_env()
+        xml = self.nova_domain(name="vm1")
+        open(os.path.join(self.ppool, "vm1"), "w").close()
+        self.assertEqual(self.hook(xml, **env).returncode, 0)
+        d = self.libvirt_dir("7-vm1")
+        self.assertEqual(self.hook(xml, op="start", **env).returncode, 0)
+        self.assertTrue(os.path.isfile(d))
+        self.assertEqual(self.hook(xml, op="release", sub="end", **env).returncode, 0)
+        self.assertTrue(os.path.isdir(d), "QEMU died before started: release restores the directory")
+
+    def test_policy_short_name_is_id_and_20_characters(self):
+        env = self.policy_env()
+        for name, short in (("a-very-long-instance-name-0001", "7-a-very-long-instance"),
+                            ("exactly-twenty-chars", "7-exactly-twenty-chars")):
+            xml = self.nova_domain(name=name)
+            open(os.path.join(self.ppool, name), "w").close()
+            self.assertEqual(self.hook(xml, name=name, **env).returncode, 0)
+            d = self.libvirt_dir(short)
+            decoy = self.libvirt_dir("7-" + name) if len(name) > 20 else None
+            r = self.hook(xml, name=name, op="start", **env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertTrue(os.path.isfile(d), (name, short))
+            if decoy:
+                self.assertTrue(os.path.isdir(decoy), "the untruncated name is not libvirt's")
+            self.hook(xml, name=name, op="release", sub="end", **env)
+
+    def test_policy_short_name_non_ascii_in_either_locale(self):
+        env = self.policy_env()
+        name = "\u00e9" * 25   # 25 characters, 50 bytes
+        xml = self.nova_domain(name=name)
+        open(os.path.join(self.ppool, "lv-0d3f6a7e-6b0a-4c8e-9a57-2c1b2d3e4f50"), "w").close()
+        self.assertEqual(self.hook(xml, name=name, **env).returncode, 0)
+        self.assertIn("warm lv-0d3f6a7e-6b0a-4c8e-9a57-2c1b2d3e4f50 ", self.calls()[0],
+                      "a name that is no pool name gets one from the UUID")
+        # libvirtd in a UTF-8 locale: 20 characters.
+        d = self.libvirt_dir("7-" + "\u00e9" * 20)
+        r = self.hook(xml, name=name, op="start", **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.isfile(d))
+
+    def test_policy_refusals_start_cold_with_one_line(self):
+        cases = (
+            (dict(cells=2), "2 NUMA cells"),
+            (dict(access="", cell_access=""), "memory access is private"),
+            (dict(access="shared", cell_access="private"), "memory access is private"),
+            (dict(numatune=""), "no <numatune>"),
+            (dict(numatune="<numatune><memory mode='interleave' nodeset='0'/></numatune>"), "mode='interleave'"),
+            (dict(numatune="<numatune><memory mode='strict' nodeset='0-1'/></numatune>"), "nodeset='0-1' is not one"),
+            (dict(numatune="<numatune><memory mode='strict' placement='auto'/></numatune>"), "placement='auto'"),
+            (dict(extra_backing="<discard/>"), "<discard/>"),
+            (dict(extra_backing="<source type='memfd'/>"), "memfd"),
+            (dict(devices="<memory model='dimm'><target><size unit='KiB'>131072</size><node>0</node></target>"
+                          "</memory>"), "1 <memory> devices"),
+            (dict(page="<page size='1048576' unit='KiB'/>", cells=0), "no hugetlbfs mount of 1048576 KiB"),
+        )
+        for kw, why in cases:
+            with self.subTest(why=why):
+                env = self.policy_env()
+                if os.path.exists(self.notes):
+                    os.remove(self.notes)
+                before = len(self.calls())
+                xml = self.nova_domain(name="vm1", **kw)
+                for op, sub in (("prepare", "begin"), ("start", "begin"), ("started", "begin"), ("release", "end")):
+                    r = self.hook(xml, op=op, sub=sub, **env)
+                    self.assertEqual(r.returncode, 0, (op, r.stderr))
+                self.assertEqual(self.calls()[before:], [], "nothing warmed, claimed or released")
+                lines = self.note_lines()
+                self.assertEqual(len(lines), 1, lines)
+                self.assertIn("hpwarm hook: domain 'vm1': ", lines[0])
+                self.assertIn(why, lines[0])
+                self.assertIn("starting without a warm pool", lines[0])
+
+    def test_policy_required_yes_refuses_with_the_reason(self):
+        env = self.policy_env(HPWARM_LIBVIRT_REQUIRED="yes")
+        r = self.hook(self.nova_domain(name="vm1", cells=2), **env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("2 NUMA cells", r.stderr)
+        self.assertIn("refusing to start (HPWARM_LIBVIRT_REQUIRED=yes)", r.stderr)
+        r = self.hook(self.nova_domain(name="vm1"), FAKE_WARM_RC=3, **env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("hpwarmd is unreachable", r.stderr)
+
+    def test_policy_daemon_down_starts_cold(self):
+        env = self.policy_env()
+        xml = self.nova_domain(name="vm1")
+        r = self.hook(xml, FAKE_WARM_RC=3, FAKE_WARM_ERR="hpwarm: cannot connect", **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(self.note_lines()), 1)
+        self.assertIn("hpwarmd is unreachable", self.note_lines()[0])
+        d = self.libvirt_dir("7-vm1")
+        self.assertEqual(self.hook(xml, op="start", **env).returncode, 0)
+        self.assertTrue(os.path.isdir(d), "cold: libvirt's directory untouched")
+        self.hook(xml, op="release", sub="end", **env)
+        self.assertEqual([c.split()[0] for c in self.calls()], ["warm"], "no release of a pool never had")
+
+    def test_policy_pool_on_another_mount_given_back(self):
+        other = os.path.join(self.tmp, "elsewhere")
+        os.makedirs(other)
+        env = self.policy_env(FAKE_POOLDIR=other)
+        open(os.path.join(other, "vm1"), "w").close()
+        # A device number the mount does not have: a bind of /dev/shm-like tmpfs is not at hand,
+        # so point the 'mount' at /proc instead (another device than the pool).
+        mounts = os.path.join(self.tmp, "mounts")
+        with open(mounts, "w") as f:
+            f.write("hugetlbfs /proc hugetlbfs rw,pagesize=2M 0 0\n")
+        r = self.hook(self.nova_domain(name="vm1"), **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([c.split()[0] for c in self.calls()], ["warm", "status", "release"])
+        self.assertIn("is not on libvirt's hugetlbfs mount /proc", self.note_lines()[0])
+
+    def test_policy_metadata_wins(self):
+        env = self.policy_env()
+        xml = self.nova_domain(name="vm1", meta="<metadata><hpwarm:pool xmlns:hpwarm='%s' node='1' "
+                                                "size='256M'/></metadata>" % NS)
+        r = self.hook(xml, **env)
+        self.assertEqual(r.returncode, 1, "the metadata path's rules apply: it needs its <qemu:commandline>")
+        self.assertIn("has no memory backend id=mem-vm1", r.stderr)
+        self.assertEqual(self.calls(), [])
+
+    def test_policy_not_hugepage_backed_untouched(self):
+        env = self.policy_env()
+        for xml in (domain(), self.nova_domain(name="vm1", page="<page size='4' unit='KiB'/>", cells=0),
+                    self.nova_domain(name="vm1", page="<page size='2048' unit='KiB' nodeset='1'/>")):
+            r = self.hook(xml, **env)
+            self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertEqual(self.calls(), [])
+        self.assertEqual(self.note_lines(), [])
+
+    def test_policy_page_size_and_mount_from_qemu_conf(self):
+        env = self.policy_env()
+        m1g = os.path.join(self.tmp, "hugepages1G")
+        os.makedirs(os.path.join(m1g, "hpwarm"))
+        with open(env["HPWARM_LIBVIRT_MOUNTS"], "a") as f:
+            f.write("hugetlbfs %s hugetlbfs rw,pagesize=1024M 0 0\n" % m1g)
+        conf = os.path.join(self.tmp, "qemu.conf")
+        with open(conf, "w") as f:
+            f.write('# hugetlbfs_mount = "/nowhere"\nhugetlbfs_mount = ["%s",\n  "%s"]\n' % (self.mnt, m1g))
+        env.update(HPWARM_LIBVIRT_QEMU_CONF=conf, FAKE_POOLDIR=os.path.join(m1g, "hpwarm"))
+        for n in ("vm1", "vm2"):
+            open(os.path.join(m1g, "hpwarm", n), "w").close()
+        xml = self.nova_domain(name="vm1", page="<page size='1' unit='GiB'/>", cells=0, memory_kib=1 << 21)
+        r = self.hook(xml, **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("--size %d --page-size 1048576kB" % (2 << 30), self.calls()[0])
+        # <hugepages/> alone: libvirt's default is qemu.conf's second mount (1G here).
+        xml = self.nova_domain(name="vm2", page="", cells=0, memory_kib=1 << 21)
+        r = self.hook(xml, name="vm2", **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("--page-size 1048576kB", self.calls()[-2])
+
+    def test_policy_unknown_value_leaves_domain_alone_and_says_so(self):
+        env = self.policy_env(HPWARM_LIBVIRT_POLICY="hugepage")
+        r = self.hook(self.nova_domain(name="vm1"), **env)
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(self.calls(), [])
+        self.assertIn("HPWARM_LIBVIRT_POLICY=hugepage is neither metadata nor hugepages", self.note_lines()[0])
+
     # -- the script itself --
     def test_shellcheck_clean(self):
         sc = shutil.which("shellcheck")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """qemu.handoff: a guest kernel boots with its RAM on warm pools, using
-nothing but what `hpwarm handoff` printed (issue 10).
+nothing but what `hpwarm handoff` printed.
 
 Runs under tests/real/guard.sh (host-wide lock, nr_hugepages restored, a
 private 2 MiB hugetlbfs mount in HPW_TEST_HUGETLBFS).  On this host's kernel:
@@ -246,7 +246,7 @@ def main():
               "%d %s" % (st, ans))
         st, ans = http_get(d.port, "/v1/handoff?vmm=cloud-hypervisor&pools=vm-b")
         check("api-handoff-cloud-hypervisor", st == 200 and ans["argv"][:3] == ["--memory", "size=0", "--memory-zone"]
-              and "hugepage_size=2M,host_numa_node=0" in ans["argv"][3], "%d %s" % (st, ans))
+              and ans["argv"][3].endswith(",hugepage_size=2M") and "host_numa_node" not in ans["argv"][3], "%d %s" % (st, ans))
         st, p = http_get(d.port, "/v1/pools/vm-b")
         st1, one = http_get(d.port, "/v1/handoff?vmm=qemu&pools=vm-b")
         h = p["handoff"]

@@ -1,4 +1,5 @@
-"""Admission while another pool warms, on the real kernel (issue 11 item 5).
+"""Admission while another pool warms, on the real kernel: no page counted
+as both gone and still needed.
 
 Node 0 gets TOTAL 2 MiB pages.  Each round a BIG pool starts warming with
 THREADS workers and at once a SMALL pool asks for what is left: TOTAL - BIG,

@@ -23,7 +23,8 @@
  *    end takes exactly the new pages; the old part keeps its content.
  *
  * Everything it creates it removes; when a failed check ends a test early,
- * guard.sh removes the files left behind and restores the counts. */
+ * the runner removes the files it left (each test runs in a process of its
+ * own, check.h) and guard.sh restores the counts when the binary ends. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -46,7 +47,8 @@
 #define WANT_FREE 120 /* pages this test needs free on node 0 */
 
 static char dir[4096];
-static struct engine *engine_; /* made by main for every test */
+static struct engine_config cfg_;
+static struct engine *engine_; /* made by the fixture for every test */
 
 static uint64_t read_u64(const char *path)
 {
@@ -160,6 +162,25 @@ static void fill(int fd, uint64_t from, uint64_t to)
         CHECK_INT(munmap(p, to), ==, 0);
 }
 
+/* J ended well: done, no error, SIZE bytes, every page verified on node 0. */
+static void check_done(struct job *j, uint64_t size, struct job_status *ret)
+{
+        job_get_status(j, ret);
+        CHECK_INT(ret->state, ==, JOB_DONE);
+        CHECK_INT(ret->error, ==, 0);
+        CHECK_U64(ret->bytes_done, ==, size);
+        CHECK(ret->verified);
+        CHECK_U64(ret->pages_off_node, ==, 0);
+}
+
+/* Close and remove a test file; node 0 then has FREE free pages. */
+static void drop_file(int fd, const char *path, uint64_t free)
+{
+        CHECK_INT(close(fd), ==, 0);
+        CHECK_INT(unlink(path), ==, 0);
+        CHECK_U64(node_free(), ==, free);
+}
+
 /* Check every word of [FROM, TO): zero, or the pattern. */
 static void expect(int fd, uint64_t from, uint64_t to, bool zero, const char *what)
 {
@@ -190,12 +211,7 @@ TEST(warm)
 
         CHECK_INT(submit(e, fd, size, 0, &d, &j), ==, 0);
         wait_done(&d);
-        job_get_status(j, &st);
-        CHECK_INT(st.state, ==, JOB_DONE);
-        CHECK_INT(st.error, ==, 0);
-        CHECK_U64(st.bytes_done, ==, size);
-        CHECK(st.verified);
-        CHECK_U64(st.pages_off_node, ==, 0);
+        check_done(j, size, &st);
         job_free(j);
         CHECK_U64(free0 - node_free(), ==, pages);
         CHECK_U64(file_pages(fd), ==, pages);
@@ -221,9 +237,7 @@ TEST(warm)
         job_free(j);
         CHECK_U64(free0 - node_free(), ==, pages);
 
-        CHECK_INT(close(fd), ==, 0);
-        CHECK_INT(unlink(path), ==, 0);
-        CHECK_U64(node_free(), ==, free0);
+        drop_file(fd, path, free0);
         CHECK_U64(resv(), ==, resv0);
 }
 
@@ -247,9 +261,7 @@ TEST(exhaustion)
         CHECK_U64(node_free(), ==, free0);
         CHECK_U64(resv(), ==, resv0);
         CHECK_U64(file_pages(fd), ==, 0);
-        CHECK_INT(close(fd), ==, 0);
-        CHECK_INT(unlink(path), ==, 0);
-        CHECK_U64(node_free(), ==, free0);
+        drop_file(fd, path, free0);
 }
 
 TEST(cancel)
@@ -295,19 +307,13 @@ TEST(cancel)
         /* Resume, as after a restart: the present pages stay, the rest come. */
         CHECK_INT(submit(e, fd, size, 0, &d2, &j), ==, 0);
         wait_done(&d2);
-        job_get_status(j, &st);
-        CHECK_INT(st.state, ==, JOB_DONE);
-        CHECK_U64(st.bytes_done, ==, size);
-        CHECK(st.verified);
-        CHECK_U64(st.pages_off_node, ==, 0);
+        check_done(j, size, &st);
         job_free(j);
         CHECK_U64(file_pages(fd), ==, pages);
         CHECK_U64(free0 - node_free(), ==, pages);
         CHECK_U64(resv(), ==, resv0);
 
-        CHECK_INT(close(fd), ==, 0);
-        CHECK_INT(unlink(path), ==, 0);
-        CHECK_U64(node_free(), ==, free0);
+        drop_file(fd, path, free0);
         CHECK_U64(resv(), ==, resv0);
 }
 
@@ -333,12 +339,7 @@ TEST(zero)
 
         CHECK_INT(submit_spec(e, (struct job_spec){ .fd = fd, .size_bytes = size, .kind = JOB_ZERO }, &d, &j), ==, 0);
         wait_done(&d);
-        job_get_status(j, &st);
-        CHECK_INT(st.state, ==, JOB_DONE);
-        CHECK_INT(st.error, ==, 0);
-        CHECK_U64(st.bytes_done, ==, size);
-        CHECK(st.verified);
-        CHECK_U64(st.pages_off_node, ==, 0);
+        check_done(j, size, &st);
         fprintf(stderr, "zero: %" PRIu64 " MiB in %.1f ms with %u threads (%s)\n", size / MIB,
                 (double)(st.finished_ns - st.started_ns) / 1e6, st.threads, engine_zero_routine(e));
         job_free(j);
@@ -349,9 +350,7 @@ TEST(zero)
         CHECK_U64(file_pages(fd), ==, pages);
         expect(fd, 0, size, true, "after the zero job");
 
-        CHECK_INT(close(fd), ==, 0);
-        CHECK_INT(unlink(path), ==, 0);
-        CHECK_U64(node_free(), ==, free0 + pages);
+        drop_file(fd, path, free0 + pages);
 }
 
 /* A hole: zeroing through it would fault in a fresh page; refused before
@@ -387,9 +386,7 @@ TEST(zero_hole)
         CHECK_U64(free0 - node_free(), ==, pages / 2);
         CHECK_U64(resv(), ==, resv0);
 
-        CHECK_INT(close(fd), ==, 0);
-        CHECK_INT(unlink(path), ==, 0);
-        CHECK_U64(node_free(), ==, free0);
+        drop_file(fd, path, free0);
 }
 
 /* A one-thread zero job cancelled midway stops at a chunk boundary: the
@@ -466,9 +463,25 @@ TEST(tail)
         expect(fd, 0, old_size, false, "old part after growing");
         expect(fd, old_size, size, true, "new part");
 
-        CHECK_INT(close(fd), ==, 0);
-        CHECK_INT(unlink(path), ==, 0);
-        CHECK_U64(node_free(), ==, free0 + old_pages);
+        drop_file(fd, path, free0 + old_pages);
+}
+
+/* Each test in its own process (check.h) gets its own engine: its workers
+ * are threads, which a fork would not carry.  Whatever a test leaves in the
+ * mount is removed after it, also when it fails. */
+static void engine_up(void)
+{
+        real_restore_dir(dir);
+        CHECK_INT(engine_new(&cfg_, &engine_), ==, 0);
+        fprintf(stderr, "node 0: %u workers, pinned %d, memory bound %d\n", engine_node_workers(engine_, 0),
+                engine_node_pinned(engine_, 0), engine_node_mem_bound(engine_, 0));
+        CHECK(engine_node_workers(engine_, 0) >= 1);
+}
+
+static void engine_down(void)
+{
+        engine_free(engine_);
+        engine_ = NULL;
 }
 
 int main(void)
@@ -476,8 +489,6 @@ int main(void)
         const char *mnt = getenv("HPW_TEST_HUGETLBFS");
         struct topo_node node = { .id = 0 };
         struct topo t = { .n_nodes = 1, .nodes = &node, .n_page_sizes = 1, .page_sizes = { PAGE } };
-        struct engine_config cfg = { .topo = &t };
-        struct engine *e = NULL;
         char cpulist[4096] = "";
         uint64_t used;
         FILE *f;
@@ -501,15 +512,10 @@ int main(void)
         if (node_free() < WANT_FREE)
                 SKIP("could not get enough free 2 MiB pages on node 0");
 
-        CHECK_INT(engine_new(&cfg, &e), ==, 0);
-        fprintf(stderr, "node 0: %u workers, pinned %d, memory bound %d\n", engine_node_workers(e, 0),
-                engine_node_pinned(e, 0), engine_node_mem_bound(e, 0));
-        CHECK(engine_node_workers(e, 0) >= 1);
-
-        engine_ = e;
+        cfg_ = (struct engine_config){ .topo = &t };
+        test_set_fixture(engine_up, engine_down);
         int r = test_run_all();
 
-        engine_free(e);
         CPU_FREE(node.cpus);
         return r;
 }

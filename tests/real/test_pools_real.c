@@ -1,8 +1,9 @@
-/* pools.c against the real kernel, run under tests/real/guard.sh (host-wide
+/* The pool core against the real kernel, run under tests/real/guard.sh (host-wide
  * lock, nr_hugepages restored, private 2 MiB hugetlbfs in $HPW_TEST_HUGETLBFS).
  * On node 0:
  *
- *  - reserve 32 pages through pools_reserve (sysfs root /sys);
+ *  - reserve through pools_reserve (sysfs root /sys) until exactly 32 pages
+ *    are free;
  *  - warm a 16-page pool: ready, verified on node 0, node free pages and
  *    HugePages_Free drop by exactly 16, the file reads as zero; DELETE gives
  *    the 16 back; an identical PUT answers 200;
@@ -20,7 +21,10 @@
  *  - the pool directory is ours (marker); the mount's root is refused.
  *
  * Only madvise is wrapped (to slow or cut a chunk on request); every other
- * kernel call is real.  guard.sh cleans up after a failed check. */
+ * kernel call is real.  Each test runs in a process of its own with its own
+ * engine and registry (check.h's fixture); after a test, however it ended,
+ * the runner removes the pool files and the journal it left, and guard.sh
+ * restores the counts when the binary ends. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -42,7 +46,7 @@
 #include "util.h"
 
 #define PAGE (2 * MIB)
-#define RESERVE 32  /* pages this test adds to node 0 */
+#define RESERVE 32  /* node 0's free pages while the tests run */
 
 /* ---- madvise wrapper ---- */
 
@@ -208,14 +212,18 @@ static struct pool_req req(const char *name, uint64_t pages)
         return r;
 }
 
+/* What create() returns on success: whether pools_create made the pool. */
+enum { EXISTED = 0, CREATED = 1 };
+
 static int create(struct pools *p, const struct pool_req *r, struct pool_view *v)
 {
         struct problem err = {0};
-        int rc = pools_create(p, r, v, &err);
+        bool created = false;
+        int rc = pools_create(p, r, v, &created, &err);
 
         if (rc < 0)
                 fprintf(stderr, "create %s: %d %s: %s\n", r->name, err.status, err.slug, err.detail);
-        return rc;
+        return rc < 0 ? rc : created ? CREATED : EXISTED;
 }
 
 static void wait_ready(struct pools *p, const char *name, struct pool_view *v)
@@ -250,22 +258,49 @@ static void check_zero(const char *path, uint64_t size)
 /* ---- the scenarios ---- */
 
 static uint64_t mbase; /* HugePages_Free (all nodes) at the start */
-/* Made by main: the registry every test uses (a restart replaces it) and
- * node 0's free pages after the reservation, which each test restores. */
+/* Made by the fixture for each test: the registry it uses (a restart
+ * replaces it); made by main: node 0's free pages after the reservation,
+ * which each test restores. */
 static struct pools *pools_;
 static uint64_t base_;
+
+static void remove_journal(const void *data, size_t len)
+{
+        char path[128];
+
+        snprintf(path, sizeof(path), "%.*s/state.json", (int)len, (const char *)data);
+        unlink(path);
+}
+
+/* Engine workers and the registry's threads are made in the test's process
+ * (a fork would not carry them). */
+static void pools_up(void)
+{
+        real_restore_dir(pooldir);
+        test_defer(remove_journal, statedir, strlen(statedir));
+        CHECK_INT(engine_new(&(struct engine_config){ .topo = topo, .ops = &ops }, &engine), ==, 0);
+        cfg.engine = engine;
+        pools_ = start();
+}
+
+static void pools_down(void)
+{
+        pools_free(pools_);
+        pools_ = NULL;
+        engine_free(engine);
+        engine = NULL;
+}
 
 TEST(warm_delete_idempotent)
 {
         struct pools *p = pools_;
         uint64_t base = base_;
 
-        CHECK(p != NULL); /* an earlier test failed between stop and start */
         struct pool_view v;
         struct stat st;
 
         struct pool_req r = req("p16", 16);
-        CHECK_INT(create(p, &r, &v), ==, 201);
+        CHECK_INT(create(p, &r, &v), ==, CREATED);
         wait_ready(p, "p16", &v);
         CHECK(v.placement_verified);
         CHECK_U64(v.pages_off_node, ==, 0);
@@ -282,7 +317,7 @@ TEST(warm_delete_idempotent)
         pools_node_usage(p, 0, PAGE, &warm, &warming);
         CHECK_U64(warm, ==, 16);
 
-        CHECK_INT(create(p, &r, &v), ==, 200);
+        CHECK_INT(create(p, &r, &v), ==, EXISTED);
         CHECK_STR(pool_state_name(v.state), "ready");
         CHECK_U64(node_free(), ==, base - 16);
 
@@ -297,12 +332,11 @@ TEST(exhaustion)
         struct pools *p = pools_;
         uint64_t base = base_;
 
-        CHECK(p != NULL); /* an earlier test failed between stop and start */
         struct pool_view v;
         struct problem err = {0};
         struct pool_req r = req("huge", base + 1);
 
-        CHECK_INT(pools_create(p, &r, &v, &err), ==, -ENOMEM);
+        CHECK_INT(pools_create(p, &r, &v, &(bool){false}, &err), ==, -ENOMEM);
         CHECK_INT(err.status, ==, 409);
         CHECK_STR(err.slug, "insufficient-hugepages");
         CHECK(!exists("huge"));
@@ -315,14 +349,13 @@ TEST(cancel_mid_warm)
         struct pools *p = pools_;
         uint64_t base = base_;
 
-        CHECK(p != NULL); /* an earlier test failed between stop and start */
         struct pool_view v;
         struct pools_stats before, after;
 
         pools_get_stats(p, &before);
         set_mode(true, true, false);
         struct pool_req r = req("mid", RESERVE);
-        CHECK_INT(create(p, &r, &v), ==, 201);
+        CHECK_INT(create(p, &r, &v), ==, CREATED);
         wait_gate();
         CHECK_INT(pools_get(p, "mid", &v), ==, 0);
         CHECK_STR(pool_state_name(v.state), "warming");
@@ -343,7 +376,6 @@ TEST(two_at_once)
         struct pools *p = pools_;
         uint64_t base = base_;
 
-        CHECK(p != NULL); /* an earlier test failed between stop and start */
         struct pool_view a, b;
 
         /* Populates wait at the start gate until both pools exist: the
@@ -352,13 +384,13 @@ TEST(two_at_once)
         hold_start(true);
         struct pool_req ra = req("two-a", 8), rb = req("two-b", 8);
         int rca = create(p, &ra, &a);
-        bool held = rca == 201 && wait_held();
+        bool held = rca == CREATED && wait_held();
         int rcb = create(p, &rb, &b);
         int ga = pools_get(p, "two-a", &a), gb = pools_get(p, "two-b", &b);
         hold_start(false);
-        CHECK_INT(rca, ==, 201);
+        CHECK_INT(rca, ==, CREATED);
         CHECK(held); /* two-a's worker reached its populate */
-        CHECK_INT(rcb, ==, 201);
+        CHECK_INT(rcb, ==, CREATED);
         CHECK_INT(ga, ==, 0);
         CHECK_INT(gb, ==, 0);
         CHECK_STR(pool_state_name(a.state), "warming");
@@ -377,13 +409,12 @@ TEST(ttl)
         struct pools *p = pools_;
         uint64_t base = base_;
 
-        CHECK(p != NULL); /* an earlier test failed between stop and start */
         struct pool_view v;
         struct pools_stats s;
 
         struct pool_req r = req("ttl", 4);
         r.ttl_seconds = 1;
-        CHECK_INT(create(p, &r, &v), ==, 201);
+        CHECK_INT(create(p, &r, &v), ==, CREATED);
         wait_ready(p, "ttl", &v);
         CHECK(v.expires_at > 0);
         CHECK_U64(node_free(), ==, base - 4);
@@ -401,13 +432,12 @@ TEST(restart)
         struct pools *p = pools_;
         uint64_t base = base_;
 
-        CHECK(p != NULL); /* an earlier test failed between stop and start */
         struct pool_view v;
         struct stat st;
 
         /* A ready pool survives. */
         struct pool_req r = req("keep", 4);
-        CHECK_INT(create(p, &r, &v), ==, 201);
+        CHECK_INT(create(p, &r, &v), ==, CREATED);
         wait_ready(p, "keep", &v);
         pools_free(p);
         pools_ = NULL;
@@ -427,7 +457,7 @@ TEST(restart)
         set_mode(false, true, true);
         r = req("resume", 16);
         r.threads = 1;
-        CHECK_INT(create(p, &r, &v), ==, 201);
+        CHECK_INT(create(p, &r, &v), ==, CREATED);
         wait_gate();
         pthread_t t = release_soon();
         pools_free(p); /* cancels; the worker returns with half the chunk done */
@@ -465,7 +495,6 @@ TEST(orphan)
         struct pools *p = pools_;
         uint64_t base = base_;
 
-        CHECK(p != NULL); /* an earlier test failed between stop and start */
         char path[4400];
         struct pools_stats s;
         int fd;
@@ -520,7 +549,6 @@ TEST(stock)
         struct pools *p = pools_;
         uint64_t base = base_;
 
-        CHECK(p != NULL); /* an earlier test failed between stop and start */
         struct journal_stock_target t = { .node = 0, .page_size = PAGE, .size_bytes = 8 * PAGE, .count = 2 };
         struct problem err = {0};
         struct pool_view v;
@@ -544,7 +572,7 @@ TEST(stock)
         CHECK_INT(n_ino, ==, 2);
 
         struct pool_req r = req("s8", 8);
-        CHECK_INT(create(p, &r, &v), ==, 201);
+        CHECK_INT(create(p, &r, &v), ==, CREATED);
         CHECK_STR(pool_state_name(v.state), "ready");
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
         CHECK_INT(stat(v.path, &st), ==, 0);
@@ -555,7 +583,7 @@ TEST(stock)
 
         /* 8 free, 16 in stock: a 20-page pool fits only if stock yields. */
         struct pool_req big = req("big", 20);
-        CHECK_INT(create(p, &big, &v), ==, 201);
+        CHECK_INT(create(p, &big, &v), ==, CREATED);
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
         wait_ready(p, "big", &v);
         struct pools_stats s;
@@ -614,22 +642,26 @@ int main(void)
 
         struct hp_counts hp;
         CHECK_INT(topo_read_hugepages(fs, 0, PAGE, &hp), ==, 0);
-        struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = hp.total + RESERVE };
+        /* Pages in use stay; exactly RESERVE free ones on top, whatever the
+         * host had free before (the stock test counts on 8 left over). */
+        struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = hp.total - hp.free + RESERVE };
         int r = pools_reserve(p, &rq, &res);
         if (r == -EAGAIN || r == -ENOMEM)
                 SKIP("cannot reserve 32 hugepages on node 0 (memory too fragmented or short)");
         CHECK_INT(r, ==, 0);
         CHECK(res.complete);
         base = node_free();
-        CHECK_U64(base, >=, RESERVE);
+        CHECK_U64(base, ==, RESERVE);
         mbase = meminfo_free();
 
-        pools_ = p;
+        /* The tests get a registry of their own each. */
+        pools_free(p);
+        engine_free(engine);
+        engine = NULL;
         base_ = base;
+        test_set_fixture(pools_up, pools_down);
         int ret = test_run_all();
 
-        pools_free(pools_);
-        engine_free(engine);
         unlink(marker);
         CHECK_INT(rmdir(pooldir), ==, 0);
         char sj[128];

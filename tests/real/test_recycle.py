@@ -1,4 +1,4 @@
-"""Recycling (issue 12) on this machine's real kernel: a released pool of a
+"""Recycling on this machine's real kernel: a released pool of a
 stocked size comes back to the stock zeroed in place, never while a process
 maps it, and a daemon killed while zeroing hands out nothing dirty and leaks
 nothing.

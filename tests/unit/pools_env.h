@@ -1,11 +1,11 @@
-/* The pools test environment: pools.c without the kernel's hugetlbfs.  A
+/* The pools test environment: the pool core without the kernel's hugetlbfs.  A
  * copy of the two-node sysfs fixture stands in for /sys (node 0: 64 free 2M
  * pages), a directory in /dev/shm (tmpfs) for the hugetlbfs mount
  * (skip_mount_check), and the real engine runs with fake_engine.h's gated
  * ops, one worker per node.  env_init() fills a struct env and its
  * pools_config; start() makes a registry from it; env_fini() removes it all
  * (and fixture.h removes what a failed test left, at exit).
- * One copy for every test binary that drives pools.c this way. */
+ * One copy for every test binary that drives the pool core this way. */
 #pragma once
 #include <errno.h>
 #include <limits.h>
@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -160,10 +161,29 @@ static inline struct pool_req req(const char *name, int node, uint64_t pages)
         return r;
 }
 
+/* What create() returns on success: whether pools_create made the pool
+ * (or handed it out from stock) or found an identical one. */
+enum { EXISTED = 0, CREATED = 1 };
+
 static inline int create(struct pools *p, const struct pool_req *r, struct pool_view *v, struct problem *err)
 {
+        bool created = false;
+        int rc;
+
         memset(err, 0, sizeof(*err));
-        return pools_create(p, r, v, err);
+        rc = pools_create(p, r, v, &created, err);
+        return rc < 0 ? rc : created ? CREATED : EXISTED;
+}
+
+/* The gated warm most tests start from: the gate closed, R's pool created
+ * and a worker inside its populate, so the pool is certainly warming until
+ * the test opens the gate (fake_gate_set(false)). */
+static inline void create_gated(struct pools *p, const struct pool_req *r, struct pool_view *v,
+                                struct problem *err)
+{
+        fake_gate_set(true);
+        CHECK_INT(create(p, r, v, err), ==, CREATED);
+        wait_inside();
 }
 
 static inline uint64_t deadline_in(double s) { return now_mono_ns() + (uint64_t)(s * 1e9); }
@@ -212,13 +232,28 @@ static inline const struct journal_pool *jpool(const struct journal *j, const ch
 
 /* ---- the stock ---- */
 
-/* Poll COND every millisecond; the test fails after TRIES polls. */
-#define WAIT_UNTIL(cond, tries)                           \
-        do {                                              \
-                for (int tries_ = 0; !(cond); tries_++) { \
-                        CHECK(tries_ < (tries));          \
-                        usleep(1000);                     \
-                }                                         \
+/* How long a poll waits for what the registry's threads do before the test
+ * fails: generous, for a loaded machine or a sanitizer build; a fast
+ * machine does not wait for it. */
+#define POLL_BOUND_S 30
+
+static inline double poll_now_s_(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Poll COND every millisecond until it holds; the test fails after
+ * POLL_BOUND_S seconds. */
+#define WAIT_UNTIL(cond)                                               \
+        do {                                                           \
+                const double until_ = poll_now_s_() + POLL_BOUND_S;    \
+                while (!(cond)) {                                      \
+                        CHECK(poll_now_s_() < until_);                 \
+                        usleep(1000);                                  \
+                }                                                      \
         } while (0)
 
 static inline const struct stock_view *find_target(const struct stock_view *v, size_t n, uint64_t pages)
@@ -245,19 +280,74 @@ static inline struct stock_view stock_of(struct pools *p, uint64_t pages)
 
 /* Wait until the target of PAGES-page files (it must exist) has READY
  * ready files. */
+static inline bool stock_ready_is_(struct pools *p, uint64_t pages, unsigned ready)
+{
+        struct stock_view *v = NULL;
+        size_t n = 0;
+
+        CHECK_INT(pools_get_stock(p, &v, &n), ==, 0);
+        const struct stock_view *t = find_target(v, n, pages);
+        CHECK(t);
+        bool done = t->ready == ready;
+        free(v);
+        return done;
+}
+
 static inline void wait_ready(struct pools *p, uint64_t pages, unsigned ready)
 {
-        for (int tries = 0;; tries++) {
-                struct stock_view *v = NULL;
-                size_t n = 0;
-                CHECK_INT(pools_get_stock(p, &v, &n), ==, 0);
-                const struct stock_view *t = find_target(v, n, pages);
-                CHECK(t);
-                bool done = t->ready == ready;
-                free(v);
-                if (done)
-                        return;
-                CHECK(tries < 10000);
-                usleep(1000);
+        WAIT_UNTIL(stock_ready_is_(p, pages, ready));
+}
+
+/* ---- helpers the pools tests share ---- */
+
+/* Whether NAME exists, without the file check a GET makes (this test puts
+ * a directory in place of the file, which a GET reports as file-changed). */
+static inline int present(struct pools *p, const char *name)
+{
+        struct pool_view v;
+
+        return pools_wait(p, name, now_mono_ns(), &v);
+}
+
+static inline void make_pool_file(const struct env *e, const char *name, uint64_t size, uint64_t present)
+{
+        char path[256];
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/%s", e->mount, name);
+        fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0660);
+        CHECK(fd >= 0);
+        CHECK_INT(ftruncate(fd, (off_t)size), ==, 0);
+        if (present)
+                CHECK_INT(fallocate(fd, 0, 0, (off_t)present), ==, 0);
+        close(fd);
+}
+
+/* Wait up to SECONDS until NAME is gone; true if it went. */
+static inline bool gone_within(struct pools *p, const char *name, double seconds)
+{
+        struct pool_view v;
+        uint64_t until = deadline_in(seconds);
+
+        while (now_mono_ns() < until) {
+                if (pools_get(p, name, &v) == -ENOENT)
+                        return true;
+                usleep(10 * 1000);
         }
+        return pools_get(p, name, &v) == -ENOENT;
+}
+
+static inline void ready_pool(struct pools *p, const char *name)
+{
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req(name, 0, 2);
+
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        wait_state(p, name, POOL_READY);
+}
+
+static inline void pool_path(const struct env *e, const char *name, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s/%s", e->mount, name);
 }

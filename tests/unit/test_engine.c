@@ -268,32 +268,25 @@ static const struct engine_ops fake_ops = {
         .zero = fake_zero,
 };
 
-/* Wait (bounded) until N callers sit inside madvise. */
-static void wait_inside(int n)
-{
-        struct timespec until;
+/* Wait under fk.lock until WHAT holds; the test fails after 10 s. */
+#define FK_WAIT_UNTIL(what)                                                                       \
+        do {                                                                                      \
+                struct timespec until_;                                                           \
+                                                                                                  \
+                clock_gettime(CLOCK_REALTIME, &until_);                                           \
+                until_.tv_sec += 10;                                                              \
+                pthread_mutex_lock(&fk.lock);                                                     \
+                while (!(what))                                                                   \
+                        CHECK_INT(pthread_cond_timedwait(&fk.cond, &fk.lock, &until_), ==, 0);   \
+                pthread_mutex_unlock(&fk.lock);                                                   \
+        } while (0)
 
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 10;
-        pthread_mutex_lock(&fk.lock);
-        while (fk.inside < n)
-                CHECK_INT(pthread_cond_timedwait(&fk.cond, &fk.lock, &until), ==, 0);
-        pthread_mutex_unlock(&fk.lock);
-}
+/* Until N callers sit inside madvise. */
+static void wait_inside(int n) { FK_WAIT_UNTIL(fk.inside >= n); }
 
-/* Wait (bounded) until N munmaps have happened: a job that succeeded is
- * unmapped by its worker after on_done. */
-static void wait_munmaps(unsigned n)
-{
-        struct timespec until;
-
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 10;
-        pthread_mutex_lock(&fk.lock);
-        while (fk.munmaps < n)
-                CHECK_INT(pthread_cond_timedwait(&fk.cond, &fk.lock, &until), ==, 0);
-        pthread_mutex_unlock(&fk.lock);
-}
+/* Until N munmaps have happened: a job that succeeded is unmapped by its
+ * worker after on_done. */
+static void wait_munmaps(unsigned n) { FK_WAIT_UNTIL(fk.munmaps >= n); }
 
 static void gate(bool closed)
 {
@@ -479,35 +472,45 @@ static int64_t chunk_at(const struct plan *p, uint64_t size, uint64_t off, uint6
         return -1;
 }
 
-/* The madvise calls that fell in the mapping [BASE, BASE + SIZE): each must
- * be exactly one of P's chunks (starts where a chunk starts, with its
- * length).  Counts them per chunk into PER_CHUNK (NULL, or MAX_CHUNKS
- * entries) and returns the total. */
-static unsigned chunk_calls(const uint8_t *base, uint64_t size, const struct plan *p, unsigned *per_chunk)
+/* The calls ADDR[i], LEN[i] (N of them, fk.lock held) that fell in the
+ * mapping [BASE, BASE + SIZE): each must be exactly one of P's chunks
+ * (starts where a chunk starts, with its length).  Counts them per chunk
+ * into PER_CHUNK (MAX_CHUNKS entries, zeroed here) and returns the total. */
+static unsigned calls_on_chunks(uint8_t *const *addr, const size_t *lens, unsigned n, const uint8_t *base,
+                                uint64_t size, const struct plan *p, unsigned *per_chunk)
 {
         unsigned total = 0;
 
-        if (per_chunk) {
-                CHECK_U64(p->n_chunks, <=, MAX_CHUNKS);
-                memset(per_chunk, 0, MAX_CHUNKS * sizeof(*per_chunk));
-        }
-        pthread_mutex_lock(&fk.lock);
-        CHECK_INT(fk.calls, <=, MAX_CALLS);
-        for (unsigned i = 0; i < fk.calls; i++) {
-                const uint8_t *a = fk.call_addr[i];
-                uint64_t off, k, len = 0;
+        CHECK_U64(p->n_chunks, <=, MAX_CHUNKS);
+        memset(per_chunk, 0, MAX_CHUNKS * sizeof(*per_chunk));
+        CHECK_INT(n, <=, MAX_CALLS);
+        for (unsigned i = 0; i < n; i++) {
+                const uint8_t *a = addr[i];
+                uint64_t len = 0;
+                int64_t k;
 
                 if (a < base || a >= base + size)
                         continue;
-                off = (uint64_t)(a - base);
-                k = (uint64_t)chunk_at(p, size, off, &len);
-                CHECK_INT((int64_t)k, >=, 0);
-                CHECK_U64(k, <, p->n_chunks);
-                CHECK_U64(fk.call_len[i], ==, len);
-                if (per_chunk && k < MAX_CHUNKS)
-                        per_chunk[k]++;
+                k = chunk_at(p, size, (uint64_t)(a - base), &len);
+                CHECK_INT(k, >=, 0);
+                CHECK_U64((uint64_t)k, <, p->n_chunks);
+                CHECK_U64(lens[i], ==, len);
+                per_chunk[k]++;
                 total++;
         }
+        return total;
+}
+
+/* The madvise calls that fell in the mapping [BASE, BASE + SIZE), each
+ * exactly one of P's chunks: counted per chunk into PER_CHUNK (NULL, or
+ * MAX_CHUNKS entries); returns the total. */
+static unsigned chunk_calls(const uint8_t *base, uint64_t size, const struct plan *p, unsigned *per_chunk)
+{
+        unsigned scratch[MAX_CHUNKS], total;
+
+        pthread_mutex_lock(&fk.lock);
+        total = calls_on_chunks(fk.call_addr, fk.call_len, fk.calls, base, size, p,
+                                per_chunk ? per_chunk : scratch);
         pthread_mutex_unlock(&fk.lock);
         return total;
 }
@@ -1011,28 +1014,14 @@ static struct plan low_plan_for(const struct engine *e, int node, uint64_t size,
  * of P, each chunk once.  Returns how many. */
 static unsigned zero_calls(const uint8_t *base, uint64_t size, const struct plan *p)
 {
-        unsigned per[MAX_CHUNKS] = { 0 }, total = 0;
+        unsigned per[MAX_CHUNKS], total;
 
-        CHECK_U64(p->n_chunks, <=, MAX_CHUNKS);
         pthread_mutex_lock(&fk.lock);
-        for (unsigned i = 0; i < fk.zcalls && i < MAX_CALLS; i++) {
-                const uint8_t *a = fk.zcall_addr[i];
-                uint64_t off, len = 0;
-                int64_t k;
-
-                if (a < base || a >= base + size)
-                        continue;
-                off = (uint64_t)(a - base);
-                k = chunk_at(p, size, off, &len);
-                CHECK_INT(k, >=, 0);
-                CHECK_U64(fk.zcall_len[i], ==, len);
-                if (k >= 0 && k < MAX_CHUNKS) {
-                        per[k]++;
-                        CHECK_INT(per[k], ==, 1);
-                }
-                total++;
-        }
+        total = calls_on_chunks(fk.zcall_addr, fk.zcall_len, fk.zcalls < MAX_CALLS ? fk.zcalls : MAX_CALLS,
+                                base, size, p, per);
         pthread_mutex_unlock(&fk.lock);
+        for (uint64_t k = 0; k < p->n_chunks; k++)
+                CHECK_INT(per[k], <=, 1);
         return total;
 }
 

@@ -9,9 +9,12 @@
  * option_parser (split at commas outside quotes and brackets, trim, unquote
  * with "" for a quote; the keys its --memory, --memory-zone and --numa
  * accept, from vmm/src/config.rs and docs/memory.md) and XML attribute
- * values.  A path full of awkward characters must come back byte for byte
+ * values.  cloud-hypervisor's validation rules (the checks it makes before
+ * it maps a zone) are written out below with the source line of each; every
+ * composition must pass all of them.  A path full of awkward characters must come back byte for byte
  * through each of them. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 
 #include "check.h"
@@ -294,6 +297,8 @@ static void check_renderings_agree(const struct handoff *h)
                         CHECK_FAIL_("rule: never discard-data (it punches the pool's pages out): %s", h->argv[i]);
 }
 
+static const char AWKWARD[] = "/mnt/h p,o'l\"d&<x>[1]=$HOME`id`*/a,,b/vm-1";
+
 static const struct handoff_pool ONE = { "vm-42", "/dev/hugepages/hpwarm/vm-42", 0, GIB, M2 };
 static const struct handoff_pool TWO[] = {
         { "vm-a", "/dev/hugepages/hpwarm/vm-a", 0, 160 * MIB, M2 },
@@ -364,7 +369,7 @@ TEST(cloud_hypervisor_one_pool)
                 "size=0",
                 "--memory-zone",
                 "id=vm-42,size=1073741824,file=/dev/hugepages/hpwarm/vm-42,shared=on,hugepages=on,"
-                "hugepage_size=2M,host_numa_node=0",
+                "hugepage_size=2M",
                 NULL,
         };
         check_argv(h, want);
@@ -382,10 +387,10 @@ TEST(cloud_hypervisor_pools_become_numa_nodes)
                 "size=0",
                 "--memory-zone",
                 "id=vm-a,size=167772160,file=/dev/hugepages/hpwarm/vm-a,shared=on,hugepages=on,"
-                "hugepage_size=2M,host_numa_node=0",
+                "hugepage_size=2M",
                 "--memory-zone",
                 "id=vm-b,size=2147483648,file=/dev/hugepages1G/hpwarm/vm-b,shared=on,hugepages=on,"
-                "hugepage_size=1G,host_numa_node=1",
+                "hugepage_size=1G",
                 "--numa",
                 "guest_numa_id=0,memory_zones=vm-a",
                 "--numa",
@@ -421,7 +426,7 @@ static void check_ch_grammar(const struct handoff *h, const struct handoff_pool 
                         CHECK_U64(ch_bytes(ch_get(&k, &v, "hugepage_size")), ==, p->page_size);
                         CHECK_STR(ch_get(&k, &v, "shared"), "on");
                         CHECK_STR(ch_get(&k, &v, "hugepages"), "on");
-                        CHECK_INT(atoi(ch_get(&k, &v, "host_numa_node")), ==, p->node);
+                        CHECK(ch_get(&k, &v, "host_numa_node") == NULL);
                 } else if (strcmp(flag, "--numa") == 0) {
                         for (size_t j = 0; j < k.n; j++)
                                 CHECK(in_set(k.v[j], CH_NUMA_KEYS));
@@ -446,6 +451,370 @@ TEST(cloud_hypervisor_grammar)
         h = compose(HANDOFF_CLOUD_HYPERVISOR, TWO, 2);
         check_ch_grammar(h, TWO, 2);
         handoff_free(h);
+}
+
+/* ---- cloud-hypervisor's own validation rules ----
+ *
+ * Each rule below is one check cloud-hypervisor makes before or while it
+ * builds guest memory, read from its source at commit
+ * ae44c2971c83dd2b1bd704fa81102ec0dec4e7d4 (2026-08-22, v53.0 + fixes); the
+ * file:line is where the rule lives there.  ch_refusal() applies them to a
+ * cloud-hypervisor argv and names the first one broken, so every
+ * composition can be put through all of them, and each rule is shown to
+ * refuse the input it exists for (a rule that accepts everything would
+ * prove nothing). */
+
+#define CH_MAX_ZONES (HANDOFF_MAX_POOLS + 2)
+
+struct ch_cfg {
+        struct list mk, mv;
+        size_t nz, nn;
+        struct list zk[CH_MAX_ZONES], zv[CH_MAX_ZONES];
+        struct list nk[CH_MAX_ZONES], nv[CH_MAX_ZONES];
+        bool memory;
+};
+
+static void ch_cfg_free(struct ch_cfg *c)
+{
+        list_free(&c->mk);
+        list_free(&c->mv);
+        for (size_t i = 0; i < c->nz; i++)
+                list_free(&c->zk[i]), list_free(&c->zv[i]);
+        for (size_t i = 0; i < c->nn; i++)
+                list_free(&c->nk[i]), list_free(&c->nv[i]);
+        free(c);
+}
+
+/* option_parser/src/lib.rs:303-312: a Toggle is "", on, off, true or false. */
+static bool ch_toggle(const char *v, bool *on)
+{
+        if (!v) {
+                *on = false;
+                return true;
+        }
+        if (strcmp(v, "on") == 0 || strcmp(v, "true") == 0)
+                return (*on = true);
+        if (!*v || strcmp(v, "off") == 0 || strcmp(v, "false") == 0)
+                return !(*on = false);
+        return false;
+}
+
+/* option_parser/src/lib.rs:330-351: ByteSized is a u64 with an optional
+ * K, M or G (binary) suffix. */
+static bool ch_bytesized(const char *v, uint64_t *ret)
+{
+        char *end;
+        if (!v || !*v || *v < '0' || *v > '9')
+                return false;
+        errno = 0;
+        uint64_t n = strtoull(v, &end, 10);
+        unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+        if (shift)
+                end++;
+        if (errno || *end)
+                return false;
+        *ret = n << shift;
+        return true;
+}
+
+#define REFUSE(...)                                      \
+        do {                                             \
+                snprintf(why, sizeof(why), __VA_ARGS__); \
+                ch_cfg_free(c);                          \
+                return strdup(why);                      \
+        } while (0)
+
+/* NULL if cloud-hypervisor's rules accept ARGV, else (caller frees) the
+ * first rule it breaks, with the line the rule comes from. */
+static char *ch_refusal(char *const *argv, size_t argc)
+{
+        static char why[512];
+        struct ch_cfg *c = calloc(1, sizeof(*c));
+        CHECK(c);
+        if (argc % 2)
+                REFUSE("an option without a value");
+        for (size_t i = 0; i < argc; i += 2) {
+                struct list *k, *v;
+                const char *const *keys;
+                if (strcmp(argv[i], "--memory") == 0) {
+                        if (c->memory)
+                                REFUSE("--memory given twice (cloud-hypervisor/src/main.rs takes one)");
+                        c->memory = true;
+                        k = &c->mk, v = &c->mv, keys = CH_MEMORY_KEYS;
+                } else if (strcmp(argv[i], "--memory-zone") == 0) {
+                        if (c->nz == CH_MAX_ZONES)
+                                REFUSE("too many zones for this reader");
+                        k = &c->zk[c->nz], v = &c->zv[c->nz], keys = CH_ZONE_KEYS;
+                        c->nz++;
+                } else if (strcmp(argv[i], "--numa") == 0) {
+                        if (c->nn == CH_MAX_ZONES)
+                                REFUSE("too many numa nodes for this reader");
+                        k = &c->nk[c->nn], v = &c->nv[c->nn], keys = CH_NUMA_KEYS;
+                        c->nn++;
+                } else {
+                        REFUSE("flag %s is not one the handoff may print", argv[i]);
+                }
+                ch_split(argv[i + 1], k, v);
+                for (size_t j = 0; j < k->n; j++) {
+                        if (!in_set(k->v[j], keys))
+                                REFUSE("UnknownOption(%s) in %s (option_parser/src/lib.rs:139-143; keys: "
+                                       "vmm/src/config.rs:1097-1109 --memory, 1168-1180 --memory-zone, "
+                                       "2642-2649 --numa)",
+                                       k->v[j], argv[i]);
+                        for (size_t l = 0; l < j; l++)
+                                if (strcmp(k->v[l], k->v[j]) == 0)
+                                        REFUSE("%s given twice in one %s (the option parser keeps the last: "
+                                               "ambiguous)",
+                                               k->v[j], argv[i]);
+                }
+        }
+        uint64_t size = 0;
+        if (!c->memory || !ch_bytesized(ch_get(&c->mk, &c->mv, "size"), &size))
+                REFUSE("--memory size= missing or not a ByteSized (vmm/src/config.rs:1113-1117: the default "
+                       "would add 512 MiB of anonymous RAM)");
+        if (size != 0)
+                REFUSE("--memory size=%" PRIu64 ": only size=0 makes the zones the guest's RAM "
+                       "(vmm/src/memory_manager.rs:1672)",
+                       size);
+        if (c->nz == 0)
+                REFUSE("MissingMemoryZones: size=0 needs zones (vmm/src/memory_manager.rs:1439-1452)");
+        for (size_t z = 0; z < c->nz; z++) {
+                const struct list *k = &c->zk[z], *v = &c->zv[z];
+                const char *id = ch_get(k, v, "id");
+                bool shared, hugepages, mergeable;
+                uint64_t zsize, hps;
+                if (!id)
+                        REFUSE("ParseMemoryZoneIdMissing (vmm/src/config.rs:1183)");
+                if (strncmp(id, "__", 2) == 0)
+                        REFUSE("InvalidIdentifier(%s): ids may not start with __ (vmm/src/config.rs:3186-3188, "
+                               "applied to zones at 3594-3597)",
+                               id);
+                for (size_t y = 0; y < z; y++)
+                        if (strcmp(ch_get(&c->zk[y], &c->zv[y], "id"), id) == 0)
+                                REFUSE("IdentifierNotUnique(%s) (vmm/src/config.rs:3190-3191)", id);
+                if (!ch_bytesized(ch_get(k, v, "size"), &zsize) || zsize == 0)
+                        REFUSE("zone %s: size= missing, 0 or not a ByteSized (vmm/src/config.rs:1184-1188 "
+                               "defaults it to 512 MiB)",
+                               id);
+                if (!ch_toggle(ch_get(k, v, "shared"), &shared) || !ch_toggle(ch_get(k, v, "hugepages"), &hugepages) ||
+                    !ch_toggle(ch_get(k, v, "mergeable"), &mergeable))
+                        REFUSE("zone %s: a toggle is not on/off (option_parser/src/lib.rs:303-312)", id);
+                const char *hps_s = ch_get(k, v, "hugepage_size");
+                if (hps_s) {
+                        if (!ch_bytesized(hps_s, &hps))
+                                REFUSE("zone %s: hugepage_size not a ByteSized (vmm/src/config.rs:1200-1203)", id);
+                        if (!hugepages)
+                                REFUSE("HugePageSizeWithoutHugePages: zone %s (vmm/src/config.rs:3471-3474)", id);
+                        if (hps == 0 || (hps & (hps - 1)))
+                                REFUSE("InvalidHugePageSize(%" PRIu64 "): zone %s (vmm/src/config.rs:3475-3477)", hps,
+                                       id);
+                }
+                if (shared && mergeable)
+                        REFUSE("InvalidSharedMemoryWithMergeable: zone %s (vmm/src/config.rs:3467-3469)", id);
+                if (shared && ch_get(k, v, "file") && ch_get(k, v, "host_numa_node"))
+                        REFUSE("InvalidSharedMemoryZoneWithHostNuma: zone %s has file=, shared=on and "
+                               "host_numa_node (vmm/src/memory_manager.rs:1458-1464)",
+                               id);
+        }
+        bool used[CH_MAX_ZONES] = { false };
+        for (size_t i = 0; i < c->nn; i++) {
+                const struct list *k = &c->nk[i], *v = &c->nv[i];
+                const char *gid = ch_get(k, v, "guest_numa_id"), *mz = ch_get(k, v, "memory_zones");
+                if (!gid || !*gid || strspn(gid, "0123456789") != strlen(gid))
+                        REFUSE("--numa without a u32 guest_numa_id (vmm/src/config.rs:2653-2659)");
+                for (size_t j = 0; j < i; j++)
+                        if (atoll(ch_get(&c->nk[j], &c->nv[j], "guest_numa_id")) == atoll(gid))
+                                REFUSE("guest_numa_id=%s twice: \"Can't define twice the same NUMA node\" "
+                                       "(vmm/src/vm.rs:1276-1278)",
+                                       gid);
+                if (!mz || !*mz)
+                        REFUSE("--numa guest_numa_id=%s: memory_zones missing or empty (vmm/src/config.rs:"
+                               "2725-2731; without zones the node has no memory)",
+                               gid);
+                /* StringList: one name, or [a,b] (option_parser/src/lib.rs). */
+                char list[1024];
+                snprintf(list, sizeof(list), "%s", mz);
+                char *p = list;
+                if (*p == '[') {
+                        p++;
+                        size_t n = strlen(p);
+                        if (n == 0 || p[n - 1] != ']')
+                                REFUSE("memory_zones=%s: unclosed list", mz);
+                        p[n - 1] = '\0';
+                }
+                for (char *save = NULL, *name = strtok_r(p, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+                        size_t z;
+                        for (z = 0; z < c->nz; z++)
+                                if (strcmp(ch_get(&c->zk[z], &c->zv[z], "id"), name) == 0)
+                                        break;
+                        if (z == c->nz)
+                                REFUSE("Unknown memory zone '%s' (vmm/src/vm.rs:1291-1293)", name);
+                        if (used[z])
+                                REFUSE("MemoryZoneReused(%s) (vmm/src/config.rs:3556-3567)", name);
+                        used[z] = true;
+                }
+        }
+        ch_cfg_free(c);
+        return NULL;
+}
+
+#undef REFUSE
+
+/* Fails the test with the rule if cloud-hypervisor would refuse H. */
+static void check_ch_accepts(const struct handoff *h)
+{
+        char *why = ch_refusal(h->argv, h->argc);
+        if (why)
+                CHECK_FAIL_("cloud-hypervisor refuses %s: %s", h->shell, why);
+        free(why);
+}
+
+/* Our own contract on top: several pools make one guest node each, in the
+ * order given; one pool makes no --numa at all. */
+static void check_ch_nodes(const struct handoff *h, const struct handoff_pool *pools, size_t n)
+{
+        size_t node = 0;
+        for (size_t i = 0; i + 1 < h->argc; i += 2) {
+                if (strcmp(h->argv[i], "--numa") != 0)
+                        continue;
+                char want[128];
+                snprintf(want, sizeof(want), "guest_numa_id=%zu,memory_zones=%s", node, pools[node].name);
+                CHECK_STR(h->argv[i + 1], want);
+                node++;
+        }
+        CHECK_INT(node, ==, n > 1 ? n : 0);
+}
+
+TEST(cloud_hypervisor_rules_accept_every_composition)
+{
+        struct handoff_pool many[HANDOFF_MAX_POOLS];
+        char names[HANDOFF_MAX_POOLS][16];
+        for (size_t i = 0; i < HANDOFF_MAX_POOLS; i++) {
+                snprintf(names[i], sizeof(names[i]), "p%zu", i);
+                many[i] = (struct handoff_pool){ names[i], "/p/x", (int)(i % 4), M2, i % 2 ? GIB : M2 };
+        }
+        const struct handoff_pool odd[] = {
+                { "vm-1", AWKWARD, 0, 64 * MIB, M2 }, { "_x", "/p/_x", 3, 3 * M2, 64 * KIB }, /* one underscore is allowed */
+        };
+        const struct {
+                const struct handoff_pool *p;
+                size_t n;
+        } cases[] = { { &ONE, 1 }, { TWO, 2 }, { many, HANDOFF_MAX_POOLS }, { odd, 1 }, { odd, 2 }, { odd + 1, 1 } };
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, cases[i].p, cases[i].n);
+                check_ch_accepts(h);
+                check_ch_nodes(h, cases[i].p, cases[i].n);
+                handoff_free(h);
+        }
+}
+
+/* Each rule refuses what it is there for: the argv is the good one-pool or
+ * two-pool handoff with one word changed. */
+static void check_rule_refuses(const char *rule, const char *const *argv)
+{
+        size_t n = 0;
+        while (argv[n])
+                n++;
+        char *why = ch_refusal((char *const *)argv, n);
+        if (!why)
+                CHECK_FAIL_("rule %s accepted an argv it exists to refuse", rule);
+        else if (!strstr(why, rule))
+                CHECK_FAIL_("rule %s: refused for another reason: %s", rule, why);
+        free(why);
+}
+
+#define ZONE_A "id=a,size=2M,file=/p/a,shared=on,hugepages=on,hugepage_size=2M"
+#define ZONE_B "id=b,size=2M,file=/p/b,shared=on,hugepages=on,hugepage_size=2M"
+
+TEST(cloud_hypervisor_rule_shared_file_zone_without_host_numa_node)
+{
+        /* What hpwarm printed before: every boot failed on it. */
+        check_rule_refuses(
+                "memory_manager.rs:1458-1464",
+                (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A ",host_numa_node=0", NULL });
+        /* Private or anonymous zones may carry it. */
+        char *why = ch_refusal((char *const[]){ "--memory", "size=0", "--memory-zone",
+                                                "id=a,size=2M,file=/p/a,shared=off,host_numa_node=0" },
+                               4);
+        CHECK(why == NULL);
+        free(why);
+}
+
+TEST(cloud_hypervisor_rule_known_keys)
+{
+        check_rule_refuses("UnknownOption(thp) in --memory-zone",
+                           (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A ",thp=on", NULL });
+        check_rule_refuses("UnknownOption(id) in --memory",
+                           (const char *const[]){ "--memory", "size=0,id=x", "--memory-zone", ZONE_A, NULL });
+        check_rule_refuses("UnknownOption(nodeid) in --numa",
+                           (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A, "--numa",
+                                                  "guest_numa_id=0,nodeid=0,memory_zones=a", NULL });
+}
+
+TEST(cloud_hypervisor_rule_hugepage_size_needs_hugepages)
+{
+        check_rule_refuses("config.rs:3471-3474",
+                           (const char *const[]){ "--memory", "size=0", "--memory-zone",
+                                                  "id=a,size=2M,file=/p/a,shared=on,hugepage_size=2M", NULL });
+        check_rule_refuses("config.rs:3475-3477",
+                           (const char *const[]){ "--memory", "size=0", "--memory-zone",
+                                                  "id=a,size=2M,file=/p/a,shared=on,hugepages=on,hugepage_size=3M",
+                                                  NULL });
+}
+
+TEST(cloud_hypervisor_rule_zone_ids)
+{
+        check_rule_refuses("config.rs:3186-3188",
+                           (const char *const[]){ "--memory", "size=0", "--memory-zone",
+                                                  "id=__a,size=2M,file=/p/a,shared=on", NULL });
+        check_rule_refuses(
+                "config.rs:3190-3191",
+                (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A, "--memory-zone", ZONE_A, NULL });
+        check_rule_refuses(
+                "config.rs:1183",
+                (const char *const[]){ "--memory", "size=0", "--memory-zone", "size=2M,file=/p/a,shared=on", NULL });
+        /* And the handoff never offers such an id. */
+        const struct handoff_pool p = { "__a", "/p/__a", 0, M2, M2 };
+        struct handoff *h = (struct handoff *)0x1;
+        CHECK_INT(handoff_compose(HANDOFF_CLOUD_HYPERVISOR, &p, 1, &h), ==, -EINVAL);
+        CHECK(h == (struct handoff *)0x1);
+        h = compose(HANDOFF_QEMU, &p, 1); /* QEMU has no such rule */
+        handoff_free(h);
+}
+
+TEST(cloud_hypervisor_rule_size_zero_means_zones)
+{
+        check_rule_refuses("memory_manager.rs:1672",
+                           (const char *const[]){ "--memory", "size=1G", "--memory-zone", ZONE_A, NULL });
+        check_rule_refuses("memory_manager.rs:1439-1452", (const char *const[]){ "--memory", "size=0", NULL });
+        check_rule_refuses("config.rs:1113-1117", (const char *const[]){ "--memory-zone", ZONE_A, NULL });
+}
+
+TEST(cloud_hypervisor_rule_shared_not_mergeable)
+{
+        check_rule_refuses("config.rs:3467-3469",
+                           (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A ",mergeable=on", NULL });
+}
+
+TEST(cloud_hypervisor_rule_one_numa_node_per_zone)
+{
+        check_rule_refuses("config.rs:2653-2659",
+                           (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A, "--numa",
+                                                  "memory_zones=a", NULL });
+        check_rule_refuses("config.rs:2725-2731",
+                           (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A, "--numa",
+                                                  "guest_numa_id=0", NULL });
+        check_rule_refuses("config.rs:3556-3567",
+                           (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A, "--memory-zone",
+                                                  ZONE_B, "--numa", "guest_numa_id=0,memory_zones=a", "--numa",
+                                                  "guest_numa_id=1,memory_zones=a", NULL });
+        check_rule_refuses("vm.rs:1276-1278",
+                           (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A, "--memory-zone",
+                                                  ZONE_B, "--numa", "guest_numa_id=0,memory_zones=a", "--numa",
+                                                  "guest_numa_id=0,memory_zones=b", NULL });
+        check_rule_refuses("vm.rs:1291-1293",
+                           (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A, "--numa",
+                                                  "guest_numa_id=0,memory_zones=c", NULL });
 }
 
 TEST(libvirt_fragment)
@@ -477,7 +846,6 @@ TEST(libvirt_fragment)
 }
 
 /* A path with every character that means something to one of the layers. */
-static const char AWKWARD[] = "/mnt/h p,o'l\"d&<x>[1]=$HOME`id`*/a,,b/vm-1";
 
 TEST(escaping_round_trips_through_every_layer)
 {
@@ -528,7 +896,7 @@ TEST(sizes_are_exact)
         const struct handoff_pool odd = { "o", "/p/o", 0, 3 * M2, 64 * KIB };
         struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, &odd, 1);
         CHECK(strstr(h->argv[3], ",size=6291456,") != NULL);
-        CHECK(strstr(h->argv[3], ",hugepage_size=64K,") != NULL);
+        CHECK(strstr(h->argv[3], ",hugepage_size=64K") != NULL);
         handoff_free(h);
         const struct handoff_pool big[] = {
                 { "a", "/p/a", 0, UINT64_MAX / 2, GIB },

@@ -1,4 +1,5 @@
-/* Long-polls over real sockets without a thread each (issue 11, item 3).
+/* Long-polls over real sockets without a thread each: thousands park, each
+ * is answered when its pool is ready or its client hangs up.
  *
  * A private copy of the two-node fixture, the real pool registry and engine
  * with populate stubbed to block until the test lets it go, so one pool stays

@@ -65,31 +65,29 @@ static void log_zero(void) { returned = log_errno(LOG_ERR, 0, "odd"); }
 static void log_filtered(void) { returned = log_errno(LOG_DEBUG, -EIO, "quiet"); }
 static void log_ready(void) { log_notice("pool %s ready", "vm-42"); }
 
-TEST(log_errno_logs_and_returns_negative)
+/* FN, under capture, made log_errno return WANT and print TEXT. */
+static void check_logged(void (*fn)(void), int want, const char *text)
 {
         char out[512];
 
-        capture(log_enoent, out, sizeof(out));
-        CHECK_INT(returned, ==, -ENOENT);
-        CHECK_STR(out, "<3>cannot open /x: No such file or directory\n");
+        capture(fn, out, sizeof(out));
+        CHECK_INT(returned, ==, want);
+        CHECK_STR(out, text);
+}
+
+TEST(log_errno_logs_and_returns_negative)
+{
+        check_logged(log_enoent, -ENOENT, "<3>cannot open /x: No such file or directory\n");
 }
 
 TEST(log_errno_takes_positive_errno)
 {
-        char out[512];
-
-        capture(log_positive, out, sizeof(out));
-        CHECK_INT(returned, ==, -EACCES);
-        CHECK_STR(out, "<4>tokens: Permission denied\n");
+        check_logged(log_positive, -EACCES, "<4>tokens: Permission denied\n");
 }
 
 TEST(log_errno_zero_becomes_eio)
 {
-        char out[512];
-
-        capture(log_zero, out, sizeof(out));
-        CHECK_INT(returned, ==, -EIO);
-        CHECK_STR(out, "<3>odd: Input/output error\n");
+        check_logged(log_zero, -EIO, "<3>odd: Input/output error\n");
 }
 
 TEST(log_errno_filtered_still_returns)

@@ -1,6 +1,6 @@
-/* Unit tests for pool.c: the lifecycle table and pool_transition, the hold
+/* Unit tests for pool_state.c: the lifecycle table and pool_transition, the hold
  * table, state names.  The expected moves are written out here a second
- * time, on purpose: an edge added to (or dropped from) pool.c's table by
+ * time, on purpose: an edge added to (or dropped from) pool_state.c's table by
  * mistake fails the matrix test, which names the move. */
 #include <errno.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 
 #include "check.h"
 #include "journal.h"
-#include "pool.h"
+#include "pool_state.h"
 #include "util.h"
 
 static const struct {

@@ -8,7 +8,7 @@
  *   file (fallocate on the tmpfs stand-in raises st_blocks as a hugetlbfs
  *   fault does), the kernel's free count dropping by those pages: a chunk
  *   that ends, or a page faulted in, between admission's reads, reproduced
- *   without a timer (issue 11 item 5);
+ *   without a timer;
  * - an mbind that fails on demand, so a create fails after it was admitted
  *   (its warm cannot start).
  * No test here sleeps for an outcome: each step waits for its condition. */
@@ -181,9 +181,7 @@ static void start_with_a_warming(struct warm_a *t)
         fixture_write(t->e.sys, FREE0, "12\n");
         fixture_write(t->e.sys, HP_DIR(0) "nr_hugepages", "16\n");
         t->p = start(&t->e);
-        fake_gate_set(true);
-        CHECK_INT(create(t->p, &r, &t->v, &t->err), ==, 201);
-        wait_inside();
+        create_gated(t->p, &r, &t->v, &t->err);
         CHECK_U64(bytes_done(t->p, "a"), ==, 0);
         snprintf(a_path, sizeof(a_path), "%s/a", t->e.mount);
 }
@@ -285,7 +283,7 @@ TEST(chunk_ending_between_reads_is_counted_once)
 
         start_with_a_warming(&t);
         chunk_ends_at_free_read();
-        CHECK_INT(create0(&t, "b", 4, false), ==, 201);
+        CHECK_INT(create0(&t, "b", 4, false), ==, CREATED);
         CHECK(fk.stepped);
         CHECK_U64(bytes_done(t.p, "a"), ==, 2 * PAGE);
         CHECK_U64(counter(&t.e, FREE0), ==, 10);
@@ -301,7 +299,7 @@ TEST(nothing_counted_free_twice)
 
         start_with_a_warming(&t);
         chunk_ends_at_free_read();
-        CHECK_INT(create0(&t, "b", 4, false), ==, 201);
+        CHECK_INT(create0(&t, "b", 4, false), ==, CREATED);
         CHECK_INT(create0(&t, "c", 1, false), ==, -ENOMEM);
         CHECK_STR(t.err.slug, "insufficient-hugepages");
         CHECK(strstr(t.err.detail, "10 free"));
@@ -323,7 +321,7 @@ TEST(page_of_chunk_in_flight_is_counted_once)
         fault_page(a_path, 0);
         fixture_write(t.e.sys, FREE0, "11\n");
         CHECK_U64(bytes_done(t.p, "a"), ==, 0);
-        CHECK_INT(create0(&t, "b", 4, false), ==, 201);
+        CHECK_INT(create0(&t, "b", 4, false), ==, CREATED);
         /* And nothing more: 7 + 4 still needed, 11 free. */
         CHECK_INT(create0(&t, "c", 1, false), ==, -ENOMEM);
         CHECK(strstr(t.err.detail, "11 are still to be taken"));
@@ -339,7 +337,7 @@ TEST(page_faulted_between_reads_is_counted_once)
 
         start_with_a_warming(&t);
         page_faults_at_free_read(false);
-        CHECK_INT(create0(&t, "b", 4, false), ==, 201);
+        CHECK_INT(create0(&t, "b", 4, false), ==, CREATED);
         CHECK(fk.stepped);
         CHECK_U64(counter(&t.e, FREE0), ==, 11);
         finish(&t, "b");
@@ -360,7 +358,7 @@ TEST(page_faulted_after_free_read_is_not_counted_free)
         CHECK(strstr(t.err.detail, "11 free"));
         CHECK(strstr(t.err.detail, "7 are still to be taken"));
         CHECK(!file_exists(&t.e, "b"));
-        CHECK_INT(create0(&t, "b", 4, false), ==, 201);
+        CHECK_INT(create0(&t, "b", 4, false), ==, CREATED);
         finish(&t, "b");
 }
 
@@ -373,7 +371,7 @@ TEST(reserve_grows_by_what_is_missing)
 
         start_with_a_warming(&t);
         chunk_ends_at_free_read();
-        CHECK_INT(create0(&t, "r", 6, true), ==, 201);
+        CHECK_INT(create0(&t, "r", 6, true), ==, CREATED);
         CHECK(fk.stepped);
         CHECK_U64(counter(&t.e, HP_DIR(0) "nr_hugepages"), ==, 18);
         journal_free(load_reserved(&t.e, 18));
@@ -417,7 +415,7 @@ TEST(growth_undone_when_file_cannot_be_made)
         CHECK_INT(unlink(path), ==, 0);
 
         /* Without the stranger the same create works, and the growth stays. */
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 9);
         journal_free(load_reserved(&e, 9));
         wait_state(p, "d", POOL_READY);

@@ -1,4 +1,4 @@
-/* Unit tests for the stock (pools_stock.c, issue 12) in pools_env.h's
+/* Unit tests for the stock of warm files (pools_stock.c) in pools_env.h's
  * environment: the two-node sysfs fixture (node 0: 64 free 2M pages, which
  * the fixture never decrements: tests that need pages to be gone write
  * free_hugepages themselves), a tmpfs directory for the hugetlbfs mount and
@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -96,6 +97,49 @@ TEST(fill)
         env_fini(&e);
 }
 
+/* A file someone put at the pool's name is never replaced by a hand-out
+ * (renameat2 RENAME_NOREPLACE answers EEXIST): the stock file stays in
+ * stock, the foreign file keeps its inode and content, and the create falls
+ * through to its own O_EXCL, which refuses it as pool-conflict. */
+TEST(hand_out_never_replaces_a_file)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        char names[8][64], path[256];
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        CHECK_INT(set1(p, 0, 4, 1, &err), ==, 0);
+        wait_ready(p, 4, 1);
+        CHECK_U64(stock_files(&e, names, 8), ==, 1);
+        ino_t stock_ino = inode_of(&e, names[0]);
+        snprintf(path, sizeof(path), "%s/vm1", e.mount);
+        FILE *f = fopen(path, "w");
+        CHECK(f);
+        fputs("not ours", f);
+        fclose(f);
+        ino_t foreign = inode_of(&e, "vm1");
+
+        struct pool_req r = req("vm1", 0, 4);
+        CHECK_INT(create(p, &r, &v, &err), ==, -EEXIST);
+        CHECK_STR(err.slug, "pool-conflict");
+        CHECK(inode_of(&e, "vm1") == foreign);
+        struct stat st;
+        CHECK_INT(stat(path, &st), ==, 0);
+        CHECK_U64((uint64_t)st.st_size, ==, strlen("not ours"));
+        CHECK(file_exists(&e, names[0]));
+        CHECK(inode_of(&e, names[0]) == stock_ino);
+        struct stock_view s = stock_of(p, 4);
+        CHECK_U64(s.deficit, ==, 0);
+        CHECK_INT(pools_get(p, "vm1", &v), ==, -ENOENT);
+        struct pools_stats stats;
+        pools_get_stats(p, &stats);
+        CHECK_U64(stats.stock_hits, ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
 /* A create of the stocked spec is the stock file renamed: same inode,
  * ready at once, from_stock full; the stock refills behind it. */
 TEST(hand_out_by_rename)
@@ -114,7 +158,7 @@ TEST(hand_out_by_rename)
 
         fake_gate_set(true); /* the refill must not finish before we look */
         struct pool_req r = req("vm1", 0, 4);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_STR(pool_state_name(v.state), "ready");
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
         CHECK_U64(v.bytes_done, ==, 4 * PAGE);
@@ -127,10 +171,7 @@ TEST(hand_out_by_rename)
         journal_free(j);
 
         /* The refill started (low priority, held at the gate). */
-        for (int tries = 0; stock_of(p, 4).warming != 1; tries++) {
-                CHECK(tries < 5000);
-                usleep(1000);
-        }
+        WAIT_UNTIL(stock_of(p, 4).warming == 1);
         fake_gate_set(false);
         wait_ready(p, 4, 1);
         CHECK(inode_of(&e, "vm1") == ino);
@@ -162,7 +203,7 @@ TEST(hand_out_save_is_light)
 
         pools_get_stats(p, &a);
         struct pool_req r = req("vm1", 0, 4);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
         wait_ready(p, 4, 1);
         pools_get_stats(p, &b);
@@ -193,7 +234,7 @@ TEST(miss_warms)
         CHECK_INT(set1(p, 0, 4, 1, &err), ==, 0);
         wait_ready(p, 4, 1);
         struct pool_req r = req("vm2", 0, 3);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
         wait_state(p, "vm2", POOL_READY);
         CHECK_U64(stock_of(p, 4).ready, ==, 1);
@@ -354,7 +395,7 @@ TEST(stock_on_memory_only_node)
         CHECK_INT(set1(p, 1, 2, 1, &err), ==, 0);
         wait_ready(p, 2, 1);
         struct pool_req r = req("cxl", 1, 2);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_STR(pool_state_name(v.state), "ready");
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
         CHECK_INT(v.node, ==, 1);
@@ -377,10 +418,7 @@ TEST(gives_way_to_pools)
         struct pools *p = start(&e);
         fake_gate_set(true);
         CHECK_INT(set1(p, 0, 16, 2, &err), ==, 0);
-        for (int tries = 0; stock_of(p, 16).warming != 2; tries++) {
-                CHECK(tries < 5000);
-                usleep(1000);
-        }
+        WAIT_UNTIL(stock_of(p, 16).warming == 2);
         /* More than the node has even without stock: refused as before,
          * and no stock file is thrown away for nothing. */
         struct pool_req huge = req("huge", 0, 65);
@@ -395,7 +433,7 @@ TEST(gives_way_to_pools)
          * soon). */
         pthread_t t = open_gate_soon();
         struct pool_req r = req("big", 0, 40);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         pthread_join(t, NULL);
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
         pools_get_stats(p, &st);
@@ -485,7 +523,7 @@ TEST(restart_mid_refill)
         CHECK_U64(stock_of(p, 16).warming, ==, 1);
         struct pool_view v;
         struct pool_req r = req("vm", 0, 16);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
         fake_gate_set(false);
         wait_state(p, "vm", POOL_READY);
@@ -609,7 +647,7 @@ TEST(partial_growth)
 
         fake_gate_set(true);
         struct pool_req r = req("grown", 0, 12);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_STR(pool_state_name(v.state), "warming");
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_PARTIAL);
         CHECK(inode_of(&e, "grown") == ino4);
@@ -634,7 +672,7 @@ TEST(partial_growth)
         journal_free(j);
         /* A size smaller than every stock file is a miss. */
         struct pool_req small = req("small", 0, 1);
-        CHECK_INT(create(p, &small, &v, &err), ==, 201);
+        CHECK_INT(create(p, &small, &v, &err), ==, CREATED);
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
         wait_state(p, "small", POOL_READY);
         pools_free(p);

@@ -1,4 +1,4 @@
-/* Unit tests for recycling (pools_recycle.c, issue 12) in pools_env.h's
+/* Unit tests for recycling released pools into stock (pools_recycle.c) in pools_env.h's
  * environment: the two-node sysfs fixture, a tmpfs directory for the
  * hugetlbfs mount, the real engine with fake_engine.h's gated ops (a zero
  * job's chunk is one gated madvise, then real non-temporal zeroing), and a
@@ -103,7 +103,7 @@ static void used_pool(struct pools *p, const struct env *e, const char *name)
         struct problem err;
         struct pool_view v;
 
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, name, POOL_READY);
         fill(e, name, PAGES);
 }
@@ -132,20 +132,21 @@ static void check_row(const struct env *e, const char *want)
 }
 
 /* Wait until the journal's stock row is in state WANT; its name in NAME. */
+static bool journal_row_is(const struct env *e, enum pool_state want, char name[64])
+{
+        struct journal *j = load(e);
+        const struct journal_pool *row = stock_row(j);
+        bool done = row && row->state == want;
+
+        if (done)
+                snprintf(name, 64, "%.63s", row->name);
+        journal_free(j);
+        return done;
+}
+
 static void wait_journal(const struct env *e, enum pool_state want, char name[64])
 {
-        for (int tries = 0;; tries++) {
-                struct journal *j = load(e);
-                const struct journal_pool *row = stock_row(j);
-                bool done = row && row->state == want;
-                if (done)
-                        snprintf(name, 64, "%.63s", row->name);
-                journal_free(j);
-                if (done)
-                        return;
-                CHECK(tries < 5000);
-                usleep(2000);
-        }
+        WAIT_UNTIL(journal_row_is(e, want, name));
 }
 
 static void *map_file(const struct env *e, const char *name)
@@ -255,7 +256,7 @@ TEST(recycle_cycle)
         CHECK_U64(st.released_delete, ==, 1);
 
         struct pool_req r = req("vm2", 0, PAGES);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
         CHECK(ino_of(&e, "vm2") == ino);
         CHECK(all_bytes(&e, "vm2", 0));
@@ -304,7 +305,7 @@ TEST(name_free_at_once)
         CHECK_U64(stock_of(p, PAGES).dirty, ==, 1);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "64\n");
         struct pool_req r = req("vm", 0, 2);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
         wait_state(p, "vm", POOL_READY);
         CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
@@ -347,11 +348,11 @@ TEST(opt_out_and_other_sizes)
         used_pool(p, &e, "a");
         used_pool(p, &e, "b");
         struct pool_req r = req("other", 0, PAGES + 1);
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "other", POOL_READY);
         fake_gate_set(true);
         struct pool_req w = req("warm", 0, PAGES);
-        CHECK_INT(create(p, &w, &v, &err), ==, 201);
+        CHECK_INT(create(p, &w, &v, &err), ==, CREATED);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         set_target(p, PAGES, 2);
         CHECK_INT(pools_delete_recycle(p, "a", false), ==, 0);
@@ -381,7 +382,7 @@ TEST(ttl_release_recycles)
         struct pools *p = begin(&e);
         struct pool_req r = req("ttl", 0, PAGES);
         r.ttl_seconds = 1;
-        CHECK_INT(create(p, &r, &v, &err), ==, 201);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "ttl", POOL_READY);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         set_target(p, PAGES, 1);
@@ -410,13 +411,13 @@ TEST(zero_failure_removes)
         wait_journal(&e, POOL_RECYCLING, name);
         fake_gate_fail_with(EIO);
         fake_gate_set(false);
-        WAIT_UNTIL(!file_exists(&e, name), 5000);
+        WAIT_UNTIL(!file_exists(&e, name));
         fake_gate_fail_with(0);
         struct pools_stats st;
-        WAIT_UNTIL((pools_get_stats(p, &st), st.stock_recycle_discarded == 1), 5000);
+        WAIT_UNTIL((pools_get_stats(p, &st), st.stock_recycle_discarded == 1));
         CHECK_U64(st.stock_recycled, ==, 0);
         /* The file goes first, then the row. */
-        WAIT_UNTIL(stock_of(p, PAGES).recycling == 0, 5000);
+        WAIT_UNTIL(stock_of(p, PAGES).recycling == 0);
         CHECK_U64(stock_of(p, PAGES).ready, ==, 0);
         struct journal *j = load(&e);
         CHECK(!stock_row(j));
@@ -440,7 +441,7 @@ TEST(holes_removed)
         close(fd);
         CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
         /* The file goes first, then the row. */
-        WAIT_UNTIL(stock_of(p, PAGES).recycling == 0, 5000);
+        WAIT_UNTIL(stock_of(p, PAGES).recycling == 0);
         CHECK(!file_exists(&e, name));
         pools_free(p);
         env_fini(&e);
@@ -458,7 +459,7 @@ TEST(restart_mid_recycle)
 
         struct pools *p = begin(&e);
         struct pool_req big = req("vm", 0, 16);
-        CHECK_INT(create(p, &big, &v, &err), ==, 201);
+        CHECK_INT(create(p, &big, &v, &err), ==, CREATED);
         wait_state(p, "vm", POOL_READY);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         struct journal_stock_target t = { .node = 0, .page_size = PAGE, .size_bytes = 16 * PAGE, .count = 1 };
@@ -483,7 +484,7 @@ TEST(restart_mid_recycle)
         CHECK_U64(s.ready, ==, 0);
         CHECK_U64(s.recycling, ==, 1);
         struct pool_req again = req("vm3", 0, 16);
-        CHECK_INT(create(p, &again, &v, &err), ==, 201);
+        CHECK_INT(create(p, &again, &v, &err), ==, CREATED);
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
         CHECK(file_exists(&e, name));
         fake_gate_set(false);

@@ -7,7 +7,7 @@
  * is logged.  Admission stays exact: a dirty file (a released pool waiting
  * to be recycled) that some process still maps gives no page back when
  * removed, so it is not counted as room and not removed for it.  Runs under
- * admit_lock; the locks are described in pools_internal.h. */
+ * admit.lock; the locks are described in pools_internal.h. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -30,20 +30,20 @@ static size_t mapped_dirty(struct pools *p, int node, uint64_t page_size, struct
         unsigned unreadable;
 
         *ret = NULL;
-        pthread_mutex_lock(&p->lock);
-        for (size_t i = 0; i < p->n_pools; i++) {
-                const struct pool *o = p->pools[i];
+        pools_lock(&p->reg.lock);
+        for (size_t i = 0; i < p->reg.n_pools; i++) {
+                const struct pool *o = p->reg.pools[i];
                 if (o->rec.state != POOL_DIRTY || o->rec.node != node || o->rec.page_size != page_size)
                         continue;
                 if (!f)
-                        f = calloc(p->n_pools, sizeof(*f));
+                        f = calloc(p->reg.n_pools, sizeof(*f));
                 if (!f)
                         break;
                 f[n].dev = o->file_dev;
                 f[n].ino = o->file_ino;
                 n++;
         }
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
         if (n && owner_scan_mapped(p->proc_root, f, n, &unreadable) < 0)
                 for (size_t i = 0; i < n; i++)
                         f[i].mapped = true;
@@ -65,6 +65,7 @@ static bool gives_nothing(const struct pool *o, const struct owner_file *f, size
 
 uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, uint64_t pages)
 {
+        pools_assert_held(&p->admit.lock);
         /* Least ready first: files on their way back, refills, ready files. */
         static const enum pool_state order[] = { POOL_DIRTY, POOL_RECYCLING, POOL_STOCK_WARMING, POOL_STOCK };
         _cleanup_free_ struct owner_file *dirty = NULL;
@@ -74,9 +75,9 @@ uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, ui
 
         /* Only when the stock makes the difference: removing files for a
          * request that fails anyway would only lose them. */
-        pthread_mutex_lock(&p->lock);
-        for (size_t i = 0; i < p->n_pools; i++) {
-                const struct pool *o = p->pools[i];
+        pools_lock(&p->reg.lock);
+        for (size_t i = 0; i < p->reg.n_pools; i++) {
+                const struct pool *o = p->reg.pools[i];
                 if (!pool_state_is_stock(o->rec.state) || o->rec.node != node || o->rec.page_size != page_size)
                         continue;
                 if (o->hold == POOL_BUSY) {
@@ -84,9 +85,9 @@ uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, ui
                          * a recycle step: wait, or a create could be
                          * refused for a moment the stock would have
                          * covered.  Nobody holding a stock row waits for
-                         * admit_lock (which we hold), and refills are only
+                         * admit.lock (which we hold), and refills are only
                          * created under it. */
-                        pthread_cond_wait(&p->changed, &p->lock);
+                        pools_cond_wait(&p->reg.changed, &p->reg.lock);
                         held = 0;
                         i = (size_t)-1;
                         continue;
@@ -94,24 +95,24 @@ uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, ui
                 if (o->hold == POOL_FREE && !gives_nothing(o, dirty, n_dirty, no_scan))
                         held += o->rec.size_bytes / page_size;
         }
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
         if (held < pages)
                 return 0;
 
         while (got < pages) {
                 struct pool *victim = NULL;
 
-                pthread_mutex_lock(&p->lock);
+                pools_lock(&p->reg.lock);
                 for (size_t pass = 0; pass < ARRAY_SIZE(order) && !victim; pass++)
-                        for (size_t i = 0; i < p->n_pools && !victim; i++) {
-                                struct pool *o = p->pools[i];
+                        for (size_t i = 0; i < p->reg.n_pools && !victim; i++) {
+                                struct pool *o = p->reg.pools[i];
                                 if (o->hold == POOL_FREE && o->rec.node == node && o->rec.page_size == page_size &&
                                     o->rec.state == order[pass] && !gives_nothing(o, dirty, n_dirty, no_scan))
                                         victim = o;
                         }
                 if (victim)
                         pools_set_hold(victim, POOL_BUSY);
-                pthread_mutex_unlock(&p->lock);
+                pools_unlock(&p->reg.lock);
                 if (!victim)
                         break;
                 uint64_t gain = victim->rec.size_bytes / page_size;
@@ -122,9 +123,9 @@ uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, ui
                         pools_release(p, victim);
                         break;
                 }
-                pthread_mutex_lock(&p->lock);
-                p->stats.stock_given_way++;
-                pthread_mutex_unlock(&p->lock);
+                pools_lock(&p->reg.lock);
+                p->reg.stats.stock_given_way++;
+                pools_unlock(&p->reg.lock);
                 got += gain;
         }
         return got;

@@ -73,12 +73,12 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
         int r;
 
         snprintf(old_name, sizeof(old_name), "%s", pool->rec.name);
-        pthread_mutex_lock(&p->lock);
+        pools_lock(&p->reg.lock);
         if (recycle && why != RELEASE_NONE && dir && pool->rec.state == POOL_READY && !pool->job &&
             pools_stock_deficit(p, pool->rec.node, pool->rec.page_size, pool->rec.size_bytes) > 0) {
                 do
                         snprintf(name, sizeof(name), "%cn%d-%" PRIu64 "k-r%u", POOL_STOCK_PREFIX,
-                                 pool->rec.node, pool->rec.page_size / 1024, p->recycle_seq++);
+                                 pool->rec.node, pool->rec.page_size / 1024, p->recycle.seq++);
                 while (pools_find(p, name));
                 dirty_record(&pool->rec, name, &next);
                 keep = pool_transition(&next, POOL_DIRTY, NULL, NULL) == 0;
@@ -88,16 +88,16 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
                 if (keep)
                         pool->pending = &next;
         }
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
         if (!keep)
                 return pools_remove(p, pool, why);
 
         r = pools_save(p);
         if (r < 0) {
-                pthread_mutex_lock(&p->lock);
+                pools_lock(&p->reg.lock);
                 pool->pending = NULL;
-                pthread_cond_broadcast(&p->changed);
-                pthread_mutex_unlock(&p->lock);
+                pthread_cond_broadcast(&p->reg.changed);
+                pools_unlock(&p->reg.lock);
                 log_err("pools: cannot save the release of pool %s: %s; it stays as it was", old_name,
                         strerror(-r));
                 return -EAGAIN;
@@ -110,7 +110,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
         bool moved = rename(pool->path, path) == 0;
         int err = errno;
 
-        pthread_mutex_lock(&p->lock);
+        pools_lock(&p->reg.lock);
         pool->rec = next;
         pool->pending = NULL;
         pool->release_due = RELEASE_NONE;
@@ -122,10 +122,10 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
         if (moved) {
                 snprintf(pool->path, sizeof(pool->path), "%s", path);
                 pools_count_release(p, why);
-                p->stats.stock_recycle_kept++;
+                p->reg.stats.stock_recycle_kept++;
         }
-        pthread_cond_broadcast(&p->changed);
-        pthread_mutex_unlock(&p->lock);
+        pthread_cond_broadcast(&p->reg.changed);
+        pools_unlock(&p->reg.lock);
         owner_watch_remove(p->owners, old_name);
         pools_notify(p, old_name);
         if (!moved) {
@@ -142,9 +142,9 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
                  old_name, name);
         pools_release(p, pool);
         /* Only now that it is free: a look before would skip it. */
-        pthread_mutex_lock(&p->lock);
-        p->recycle_due = true;
-        pthread_mutex_unlock(&p->lock);
+        pools_lock(&p->reg.lock);
+        p->recycle.due = true;
+        pools_unlock(&p->reg.lock);
         pools_kick(p);
         return 0;
 }
@@ -156,9 +156,9 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
 static void discard(struct pools *p, struct pool *pool, const char *why)
 {
         log_warn("pools: stock file %s is not recycled: %s; removing it", pool->rec.name, why);
-        pthread_mutex_lock(&p->lock);
-        p->stats.stock_recycle_discarded++;
-        pthread_mutex_unlock(&p->lock);
+        pools_lock(&p->reg.lock);
+        p->reg.stats.stock_recycle_discarded++;
+        pools_unlock(&p->reg.lock);
         if (pools_remove(p, pool, RELEASE_NONE) < 0)
                 pools_release(p, pool);
 }
@@ -224,8 +224,8 @@ static void start_zeroing(struct pools *p, struct pool *pool)
                 pools_release(p, pool);
                 return;
         }
-        if (r < 0 && !p->warned_recycle_nolease) {
-                p->warned_recycle_nolease = true;
+        if (r < 0 && !p->recycle.warned_nolease) {
+                p->recycle.warned_nolease = true;
                 log_warn("pools: cannot take a file lease to confirm that no process holds a released file "
                          "(%s); recycling relies on /proc/*/maps alone", strerror(-r));
         }
@@ -244,9 +244,9 @@ static void start_zeroing(struct pools *p, struct pool *pool)
                         return;
                 }
         } else {
-                pthread_mutex_lock(&p->lock);
+                pools_lock(&p->reg.lock);
                 (void)pool_transition(&pool->rec, POOL_RECYCLING, NULL, NULL);
-                pthread_mutex_unlock(&p->lock);
+                pools_unlock(&p->reg.lock);
         }
         pool->fd = fd;
         pool->job_offset = 0;
@@ -278,11 +278,11 @@ static size_t collect_waiting(struct pools *p, struct waiting **ret, struct owne
         struct owner_file *f = NULL;
         size_t n = 0;
 
-        pthread_mutex_lock(&p->lock);
-        p->recycle_due = false;
+        pools_lock(&p->reg.lock);
+        p->recycle.due = false;
         *ret_busy = false;
-        for (size_t i = 0; i < p->n_pools; i++) {
-                const struct pool *o = p->pools[i];
+        for (size_t i = 0; i < p->reg.n_pools; i++) {
+                const struct pool *o = p->reg.pools[i];
                 if (!(o->rec.state == POOL_DIRTY || (o->rec.state == POOL_RECYCLING && !o->job)))
                         continue;
                 if (o->hold != POOL_FREE) {
@@ -290,8 +290,8 @@ static size_t collect_waiting(struct pools *p, struct waiting **ret, struct owne
                         continue;
                 }
                 if (!w) {
-                        w = calloc(p->n_pools, sizeof(*w));
-                        f = calloc(p->n_pools, sizeof(*f));
+                        w = calloc(p->reg.n_pools, sizeof(*w));
+                        f = calloc(p->reg.n_pools, sizeof(*f));
                         if (!w || !f)
                                 break;
                 }
@@ -301,7 +301,7 @@ static size_t collect_waiting(struct pools *p, struct waiting **ret, struct owne
                 f[n].ino = o->file_ino;
                 n++;
         }
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
         if (!n || !w || !f) {
                 free(w);
                 free(f);
@@ -324,17 +324,17 @@ void pools_recycle_upkeep(struct pools *p)
         size_t n;
         int r;
 
-        pthread_mutex_lock(&p->lock);
-        due = p->recycle_due;
-        pthread_mutex_unlock(&p->lock);
-        if (!due && (!p->next_recycle_ns || now < p->next_recycle_ns))
+        pools_lock(&p->reg.lock);
+        due = p->recycle.due;
+        pools_unlock(&p->reg.lock);
+        if (!due && (!p->recycle.next_ns || now < p->recycle.next_ns))
                 return;
-        p->next_recycle_ns = 0;
+        p->recycle.next_ns = 0;
         n = collect_waiting(p, &w, &files, &busy);
         /* Look again later whatever happens now: a mapped file waits, and a
          * row that was busy is looked at then. */
         if (n || busy)
-                p->next_recycle_ns = now + p->recycle_interval_ns;
+                p->recycle.next_ns = now + p->recycle.interval_ns;
         if (!n)
                 return;
         r = owner_scan_mapped(p->proc_root, files, n, &unreadable);
@@ -343,8 +343,8 @@ void pools_recycle_upkeep(struct pools *p)
                          strerror(-r));
                 return;
         }
-        if (unreadable && !p->warned_recycle_unreadable) {
-                p->warned_recycle_unreadable = true;
+        if (unreadable && !p->recycle.warned_unreadable) {
+                p->recycle.warned_unreadable = true;
                 log_warn("pools: the mappings of %u processes cannot be read (CAP_SYS_PTRACE is needed for "
                          "other users' processes); a released file only they map would be recycled under them",
                          unreadable);
@@ -352,14 +352,14 @@ void pools_recycle_upkeep(struct pools *p)
         for (size_t i = 0; i < n; i++) {
                 struct pool *pool;
 
-                pthread_mutex_lock(&p->lock);
+                pools_lock(&p->reg.lock);
                 pool = pools_find(p, w[i].name);
                 if (pool && (pool->hold != POOL_FREE || pool->rec.state != w[i].state || pool->job))
                         pool = NULL;
                 if (pool && files[i].mapped) {
                         bool said = pool->recycle_wait_logged;
                         pool->recycle_wait_logged = true;
-                        pthread_mutex_unlock(&p->lock);
+                        pools_unlock(&p->reg.lock);
                         if (!said)
                                 log_info("pools: stock file %s is still mapped by a process; it is recycled "
                                          "once none maps it", w[i].name);
@@ -367,7 +367,7 @@ void pools_recycle_upkeep(struct pools *p)
                 }
                 if (pool)
                         pools_set_hold(pool, POOL_BUSY);
-                pthread_mutex_unlock(&p->lock);
+                pools_unlock(&p->reg.lock);
                 if (pool)
                         start_zeroing(p, pool);
         }
@@ -393,10 +393,10 @@ bool pools_recycle_done(struct pools *p, struct pool *pool, const struct journal
         }
         log_err("pools: cannot save that stock file %s is recycled: %s; removing it (an unsaved recycle is "
                 "never handed out)", next->name, strerror(-r));
-        pthread_mutex_lock(&p->lock);
-        p->stats.stock_recycle_discarded++;
-        p->stats.stock_recycled--;
-        p->stats.stock_recycled_bytes -= next->size_bytes;
-        pthread_mutex_unlock(&p->lock);
+        pools_lock(&p->reg.lock);
+        p->reg.stats.stock_recycle_discarded++;
+        p->reg.stats.stock_recycled--;
+        p->reg.stats.stock_recycled_bytes -= next->size_bytes;
+        pools_unlock(&p->reg.lock);
         return pools_remove(p, pool, RELEASE_NONE) == 0;
 }

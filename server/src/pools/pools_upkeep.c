@@ -1,18 +1,17 @@
-/* pools_jobs: warm jobs and the upkeep thread.
+/* pools_upkeep: the upkeep thread.
  *
- * A pool in state warming has a job in the engine (engine.h).  When the job
- * ends, on_done — in an engine thread that must not block — only marks it
- * done and kicks the upkeep thread, which does the slow follow-up: close,
- * unlink on failure, job_free, the state change and the save.  The same
- * thread releases pools: ready ones whose TTL ran out, claimed ones whose
- * owner process exited (the owner watch, owner.c, marks them and kicks it),
- * and, when asked to, claimed ones that no process mapped for a while (a
- * sweep over /proc, every unmapped_sweep_ms); a released pool whose stock
- * target is short is kept for recycling instead (pools_recycle.c), whose
- * dirty files the same thread checks for mappers and starts zeroing.  It
- * sleeps on a condition
- * variable until the next expiry or sweep or until something kicks it,
- * never polling. */
+ * When a pool's job ends, on_done (pools_jobs.c) — in an engine thread that
+ * must not block — only marks it done and kicks this thread, which does the
+ * slow follow-up: close, unlink on failure, job_free, the state change and
+ * the save.  The same thread releases pools: ready ones whose TTL ran out,
+ * claimed ones whose owner process exited (the owner watch, owner.c, marks
+ * them and kicks it), and, when asked to, claimed ones that no process
+ * mapped for a while (a sweep over /proc, every unmapped_sweep_ms); a
+ * released pool whose stock target is short is kept for recycling instead
+ * (pools_recycle.c), whose dirty files the same thread checks for mappers
+ * and starts zeroing; and it refills the stock (pools_stock.c).  It sleeps
+ * on a condition variable until the next expiry or sweep or until something
+ * kicks it, never polling. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -29,6 +28,7 @@
 /* A TTL release whose unlink failed waits this long before it is tried
  * again, so it neither spins nor starves other work. */
 #define POOLS_RELEASE_RETRY_SECONDS 5
+
 /* pthread_setname_np's limit is 15 characters. */
 #define UPKEEP_THREAD_NAME "hpw-pool-upkeep"
 
@@ -36,64 +36,10 @@ static bool job_is_done(struct pools *p, struct pool *pool)
 {
         bool done;
 
-        pthread_mutex_lock(&p->done_lock);
+        pools_lock(&p->wake.lock);
         done = pool->job_done;
-        pthread_mutex_unlock(&p->done_lock);
+        pools_unlock(&p->wake.lock);
         return done;
-}
-
-void pools_kick(struct pools *p)
-{
-        pthread_mutex_lock(&p->done_lock);
-        p->kicked = true;
-        pthread_cond_signal(&p->kick);
-        pthread_mutex_unlock(&p->done_lock);
-}
-
-static void on_job_done(struct job *job, void *arg)
-{
-        struct pool *pool = arg;
-        struct pools *p = pool->owner;
-
-        pthread_mutex_lock(&p->done_lock);
-        pool->job_done = true;
-        p->kicked = true;
-        pthread_cond_signal(&p->kick);
-        pthread_mutex_unlock(&p->done_lock);
-}
-
-/* Start warming POOL (its fd is open).  -errno from engine_submit. */
-int pools_start_job(struct pools *p, struct pool *pool)
-{
-        struct job_spec spec = {
-                .node = pool->rec.node,
-                .fd = pool->fd,
-                .size_bytes = pool->rec.size_bytes,
-                .page_size = pool->rec.page_size,
-                .threads = pool->rec.threads,
-                .offset = pool->job_offset,
-                /* A recycle zeroes the file in place; it and stock
-                 * refills yield to pool warms on the node. */
-                .kind = pool->rec.state == POOL_RECYCLING ? JOB_ZERO : JOB_POPULATE,
-                .prio = pool_state_is_stock(pool->rec.state) ? JOB_PRIO_LOW : JOB_PRIO_NORMAL,
-                .on_done = on_job_done,
-                .arg = pool,
-        };
-        struct job *job;
-        int r;
-
-        pthread_mutex_lock(&p->done_lock);
-        pool->job_done = false;
-        pthread_mutex_unlock(&p->done_lock);
-        r = engine_submit(p->cfg.engine, &spec, &job);
-        if (r < 0)
-                return r;
-        pthread_mutex_lock(&p->lock);
-        pool->job = job;
-        pool->have_last = false;
-        p->stats.jobs_started++;
-        pthread_mutex_unlock(&p->lock);
-        return 0;
 }
 
 /* What became of a pool's file while its job ran (pools_file_changed). */
@@ -111,6 +57,7 @@ struct file_change {
 static void job_outcome(struct pools *p, struct pool *pool, const struct job_status *st, bool shutdown,
                         const struct file_change *fc, struct journal_pool *next, bool *ret_unlink)
 {
+        pools_assert_held(&p->reg.lock);
         *next = pool->rec;
         *ret_unlink = false;
         next->bytes_done = st->bytes_done;
@@ -127,24 +74,24 @@ static void job_outcome(struct pools *p, struct pool *pool, const struct job_sta
                         size_t b = histogram_bucket(METRICS_DURATION_BOUNDS, METRICS_DURATION_BUCKETS, secs);
                         next->bytes_done = next->size_bytes;
                         if (recycle) {
-                                p->stats.stock_recycled++;
-                                p->stats.stock_recycled_bytes += next->size_bytes;
-                                p->stats.stock_recycle_seconds_sum += secs;
-                                p->stats.stock_recycle_seconds_buckets[b]++;
+                                p->reg.stats.stock_recycled++;
+                                p->reg.stats.stock_recycled_bytes += next->size_bytes;
+                                p->reg.stats.stock_recycle_seconds_sum += secs;
+                                p->reg.stats.stock_recycle_seconds_buckets[b]++;
                         } else {
-                                p->stats.stock_refills++;
-                                p->stats.stock_refill_bytes += next->size_bytes;
-                                p->stats.stock_refill_seconds_sum += secs;
-                                p->stats.stock_refill_seconds_buckets[b]++;
+                                p->reg.stats.stock_refills++;
+                                p->reg.stats.stock_refill_bytes += next->size_bytes;
+                                p->reg.stats.stock_refill_seconds_sum += secs;
+                                p->reg.stats.stock_refill_seconds_buckets[b]++;
                         }
                 } else if (st->state != JOB_RUNNING && (st->state != JOB_CANCELLED || !shutdown)) {
                         *ret_unlink = true;
-                        p->stats.stock_recycle_discarded += recycle;
+                        p->reg.stats.stock_recycle_discarded += recycle;
                 }
                 return;
         }
         if (fc->changed && (st->state == JOB_DONE || st->state == JOB_FAILED)) {
-                p->stats.jobs_failed++;
+                p->reg.stats.jobs_failed++;
                 *ret_unlink = fc->ours;
                 (void)pool_transition(next, POOL_FAILED, "file-changed", "%s while it was warming",
                                       fc->detail);
@@ -155,25 +102,25 @@ static void job_outcome(struct pools *p, struct pool *pool, const struct job_sta
                 if (pool_transition(next, POOL_READY, NULL, NULL) < 0)
                         break;
                 next->bytes_done = next->size_bytes;
-                p->stats.jobs_ready++;
-                p->stats.bytes_warmed_total += next->size_bytes;
+                p->reg.stats.jobs_ready++;
+                p->reg.stats.bytes_warmed_total += next->size_bytes;
                 if (st->finished_ns > st->started_ns) {
                         double secs = (double)(st->finished_ns - st->started_ns) / 1e9;
-                        p->stats.job_seconds_sum += secs;
-                        p->stats.job_seconds_count++;
-                        p->stats.job_seconds_buckets[histogram_bucket(METRICS_DURATION_BOUNDS,
+                        p->reg.stats.job_seconds_sum += secs;
+                        p->reg.stats.job_seconds_count++;
+                        p->reg.stats.job_seconds_buckets[histogram_bucket(METRICS_DURATION_BOUNDS,
                                                                       METRICS_DURATION_BUCKETS, secs)]++;
                 }
                 break;
         case JOB_FAILED:
-                p->stats.jobs_failed++;
+                p->reg.stats.jobs_failed++;
                 *ret_unlink = true;
                 (void)pool_transition(next, POOL_FAILED, engine_error_slug(-st->error),
                                       "populating byte offset %" PRIu64 " failed: %s (%s)", st->error_offset,
                                       engine_error_cause(-st->error), strerror(-st->error));
                 break;
         case JOB_CANCELLED:
-                p->stats.jobs_cancelled++;
+                p->reg.stats.jobs_cancelled++;
                 if (shutdown)
                         break;
                 *ret_unlink = true;
@@ -185,7 +132,7 @@ static void job_outcome(struct pools *p, struct pool *pool, const struct job_sta
         }
 }
 
-/* Turn POOL's finished job into its new state.  POOL is busy, `lock` not held. */
+/* Turn POOL's finished job into its new state.  POOL is busy, `reg.lock` not held. */
 bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
 {
         struct journal_pool next;
@@ -196,23 +143,23 @@ bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
 
         struct file_change fc = {0};
 
-        pthread_mutex_lock(&p->lock);
+        pools_lock(&p->reg.lock);
         job = pool->job;
         if (job)
                 job_get_status(job, &st);
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
         if (!job)
                 return false;
         /* POOL is busy: its job and file stay as they are until we are done. */
         if (st.state == JOB_DONE || st.state == JOB_FAILED)
                 fc.changed = pools_file_changed(pool->path, pool->file_dev, pool->file_ino, &pool->rec,
                                                 fc.detail, sizeof(fc.detail), &fc.ours);
-        pthread_mutex_lock(&p->lock);
+        pools_lock(&p->reg.lock);
         pool->last = st;
         pool->have_last = true;
         pool->job = NULL;
         job_outcome(p, pool, &st, shutdown, &fc, &next, &unlink_file);
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
 
         if (next.state == POOL_READY) {
                 /* The one change shown before it is saved: a crash in between
@@ -224,10 +171,10 @@ bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
                  * the engine to unmap the pool (1.5 ms for 4 GiB): the pool
                  * stays held until that is done, so nobody truncates it
                  * while the engine still maps it. */
-                pthread_mutex_lock(&p->lock);
+                pools_lock(&p->reg.lock);
                 pool->rec = next;
-                pthread_cond_broadcast(&p->changed);
-                pthread_mutex_unlock(&p->lock);
+                pthread_cond_broadcast(&p->reg.changed);
+                pools_unlock(&p->reg.lock);
                 pools_notify(p, next.name);
         }
         job_free(job);
@@ -264,8 +211,6 @@ bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
                 log_err("pools: saving state for pool %s: %s", pool->rec.name, strerror(-r));
         return false;
 }
-
-/* ---- the upkeep thread ---- */
 
 static const char *release_reason(enum pool_release why)
 {
@@ -319,24 +264,24 @@ static bool upkeep_one(struct pools *p, uint64_t *next_expiry)
         bool release = false, check = false;
 
         *next_expiry = 0;
-        pthread_mutex_lock(&p->lock);
-        for (size_t i = 0; i < p->n_pools; i++) {
-                struct pool *o = p->pools[i];
+        pools_lock(&p->reg.lock);
+        for (size_t i = 0; i < p->reg.n_pools; i++) {
+                struct pool *o = p->reg.pools[i];
                 if (o->hold == POOL_FREE && o->job && job_is_done(p, o)) {
                         pool = o;
                         break;
                 }
         }
-        for (size_t i = 0; i < p->n_pools && !pool; i++) {
-                struct pool *o = p->pools[i];
+        for (size_t i = 0; i < p->reg.n_pools && !pool; i++) {
+                struct pool *o = p->reg.pools[i];
                 if (o->hold == POOL_FREE && o->file_check_due) {
                         o->file_check_due = false;
                         pool = o;
                         check = true;
                 }
         }
-        for (size_t i = 0; i < p->n_pools && !pool; i++) {
-                struct pool *o = p->pools[i];
+        for (size_t i = 0; i < p->reg.n_pools && !pool; i++) {
+                struct pool *o = p->reg.pools[i];
                 uint64_t exp;
 
                 if (o->hold != POOL_FREE)
@@ -355,7 +300,7 @@ static bool upkeep_one(struct pools *p, uint64_t *next_expiry)
         }
         if (pool)
                 pools_set_hold(pool, POOL_BUSY);
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
         if (!pool)
                 return false;
 
@@ -365,9 +310,9 @@ static bool upkeep_one(struct pools *p, uint64_t *next_expiry)
                 if (pools_release_pool(p, pool, why, true) == 0)
                         return true;
                 /* Could not unlink: others first, this one again later. */
-                pthread_mutex_lock(&p->lock);
+                pools_lock(&p->reg.lock);
                 pool->retry_at = now + POOLS_RELEASE_RETRY_SECONDS * NS_PER_SEC;
-                pthread_mutex_unlock(&p->lock);
+                pools_unlock(&p->reg.lock);
                 pools_release(p, pool);
                 return true;
         }
@@ -398,13 +343,13 @@ static void sweep_unmapped(struct pools *p)
         int64_t now = pools_now_unix();
         bool due = false;
 
-        pthread_mutex_lock(&p->lock);
-        if (p->n_pools) {
-                items = calloc(p->n_pools, sizeof(*items));
-                files = calloc(p->n_pools, sizeof(*files));
+        pools_lock(&p->reg.lock);
+        if (p->reg.n_pools) {
+                items = calloc(p->reg.n_pools, sizeof(*items));
+                files = calloc(p->reg.n_pools, sizeof(*files));
         }
-        for (size_t i = 0; items && files && i < p->n_pools; i++) {
-                struct pool *o = p->pools[i];
+        for (size_t i = 0; items && files && i < p->reg.n_pools; i++) {
+                struct pool *o = p->reg.pools[i];
                 if (o->hold == POOL_REMOVING || o->rec.state != POOL_READY || !o->rec.claimed ||
                     o->rec.owner_pid != 0) {
                         o->unmapped_since = 0;
@@ -414,7 +359,7 @@ static void sweep_unmapped(struct pools *p)
                 snprintf(items[n].path, sizeof(items[n].path), "%s", o->path);
                 n++;
         }
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
         if (n == 0)
                 return;
 
@@ -435,15 +380,15 @@ static void sweep_unmapped(struct pools *p)
                 log_warn("pools: cannot list processes in %s: %s", p->proc_root, strerror(-r));
                 return;
         }
-        if (unreadable && !p->warned_unreadable) {
+        if (unreadable && !p->upkeep.warned_unreadable) {
                 /* Said once: it is how the host is set up, not an event. */
-                p->warned_unreadable = true;
+                p->upkeep.warned_unreadable = true;
                 log_warn("pools: the mappings of %u processes cannot be read (CAP_SYS_PTRACE is needed "
                          "for other users' processes); a pool only they map is reported unmapped",
                          unreadable);
         }
 
-        pthread_mutex_lock(&p->lock);
+        pools_lock(&p->reg.lock);
         for (size_t i = 0; i < n; i++) {
                 struct pool *o = pools_find(p, items[i].name);
                 bool mapped = files[i].mapped || files[i].ino == 0;
@@ -464,7 +409,7 @@ static void sweep_unmapped(struct pools *p)
                         due = true;
                 }
         }
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
         if (due)
                 pools_kick(p);
 }
@@ -476,13 +421,13 @@ static void *upkeep_thread(void *arg)
         struct pools *p = arg;
 
         pthread_setname_np(pthread_self(), UPKEEP_THREAD_NAME);
-        p->next_sweep_ns = now_mono_ns() + p->sweep_interval_ns;
+        p->upkeep.next_sweep_ns = now_mono_ns() + p->upkeep.sweep_interval_ns;
         for (;;) {
                 uint64_t next_expiry;
 
-                if (now_mono_ns() >= p->next_sweep_ns) {
+                if (now_mono_ns() >= p->upkeep.next_sweep_ns) {
                         sweep_unmapped(p);
-                        p->next_sweep_ns = now_mono_ns() + p->sweep_interval_ns;
+                        p->upkeep.next_sweep_ns = now_mono_ns() + p->upkeep.sweep_interval_ns;
                 }
                 while (upkeep_one(p, &next_expiry))
                         ;
@@ -491,11 +436,11 @@ static void *upkeep_thread(void *arg)
                 /* The condvar runs on CLOCK_MONOTONIC; convert the
                  * boot-clock expiry to a monotonic deadline (the two differ
                  * by time suspended, which only makes us wake early). */
-                uint64_t at = p->next_sweep_ns;
-                if (p->next_recycle_ns && p->next_recycle_ns < at)
-                        at = p->next_recycle_ns;
-                if (p->next_refill_ns && p->next_refill_ns < at)
-                        at = p->next_refill_ns;
+                uint64_t at = p->upkeep.next_sweep_ns;
+                if (p->recycle.next_ns && p->recycle.next_ns < at)
+                        at = p->recycle.next_ns;
+                if (p->stock.next_refill_ns && p->stock.next_refill_ns < at)
+                        at = p->stock.next_refill_ns;
                 if (next_expiry) {
                         uint64_t boot = now_boot_ns();
                         uint64_t exp_at = now_mono_ns() + (next_expiry > boot ? next_expiry - boot : 0);
@@ -503,12 +448,12 @@ static void *upkeep_thread(void *arg)
                                 at = exp_at;
                 }
                 struct timespec ts = { .tv_sec = (time_t)(at / NS_PER_SEC), .tv_nsec = (long)(at % NS_PER_SEC) };
-                pthread_mutex_lock(&p->done_lock);
-                if (!p->kicked && !p->stopping)
-                        pthread_cond_timedwait(&p->kick, &p->done_lock, &ts);
-                p->kicked = false;
-                bool stop = p->stopping;
-                pthread_mutex_unlock(&p->done_lock);
+                pools_lock(&p->wake.lock);
+                if (!p->wake.kicked && !p->wake.stopping)
+                        pools_cond_timedwait(&p->wake.kick, &p->wake.lock, &ts);
+                p->wake.kicked = false;
+                bool stop = p->wake.stopping;
+                pools_unlock(&p->wake.lock);
                 if (stop)
                         return NULL;
         }
@@ -516,21 +461,21 @@ static void *upkeep_thread(void *arg)
 
 int pools_start_upkeep(struct pools *p)
 {
-        int r = -pthread_create(&p->upkeep, NULL, upkeep_thread, p);
+        int r = -pthread_create(&p->upkeep.thread, NULL, upkeep_thread, p);
 
         if (r == 0)
-                p->upkeep_started = true;
+                p->upkeep.started = true;
         return r;
 }
 
 void pools_stop_upkeep(struct pools *p)
 {
-        if (!p->upkeep_started)
+        if (!p->upkeep.started)
                 return;
-        pthread_mutex_lock(&p->done_lock);
-        p->stopping = true;
-        pthread_cond_signal(&p->kick);
-        pthread_mutex_unlock(&p->done_lock);
-        pthread_join(p->upkeep, NULL);
-        p->upkeep_started = false;
+        pools_lock(&p->wake.lock);
+        p->wake.stopping = true;
+        pthread_cond_signal(&p->wake.kick);
+        pools_unlock(&p->wake.lock);
+        pthread_join(p->upkeep.thread, NULL);
+        p->upkeep.started = false;
 }

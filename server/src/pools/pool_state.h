@@ -1,10 +1,10 @@
-/* pool: what a warm pool is, apart from where it is kept.
+/* pool_state: what a warm pool is, apart from where it is kept.
  *
  * The name rule, the lifecycle states and the one function that moves a pool
  * from one state to another.  Handlers, the registry (pools.h) and the
  * journal (journal.h) all use these; none of them owns them.
  *
- * The lifecycle is a table of allowed moves (pool.c), not code spread over
+ * The lifecycle is a table of allowed moves (pool_state.c), not code spread over
  * the registry: every change of state goes through pool_transition(), which
  * refuses a move the table does not list, records the cause and time of a
  * failure, and logs the move at debug level (as curl's multi.c changes a
@@ -116,7 +116,7 @@ int pool_transition(struct journal_pool *rec, enum pool_state to, const char *ca
         __attribute__((format(printf, 4, 5)));
 
 /* What holds a pool: who may change it right now.  One field of the
- * registry's pool (pools_internal.h), changed under its `lock`.
+ * registry's pool (pools_internal.h), changed under its `reg.lock`.
  *   free      nobody; any thread may take it (it becomes busy);
  *   creating  pools_create has not returned: invisible to everyone else;
  *   busy      one thread works on it outside the lock (job follow-up,

@@ -1,7 +1,7 @@
 /* pools: the registry of warm pools and the daemon's durable state.
  *
  * A pool is a named hugetlbfs file on one node, populated by the engine.
- * Its states and the moves between them are in pool.h:
+ * Its states and the moves between them are in pool_state.h:
  * (create) -> warming -> ready | failed | cancelled;
  * ready -(claim)-> ready+claimed; ready unclaimed past its TTL -> released.
  * DELETE removes the file in every state (a ready pool whose stock target
@@ -28,7 +28,7 @@
 
 #include "journal.h"
 #include "metrics.h"
-#include "pool.h"
+#include "pool_state.h"
 #include "problem.h"
 #include "reserve.h"
 #include "topo.h"
@@ -116,10 +116,6 @@ void pools_free(struct pools *p);
  * int64 overflow.  Ten years; the one place that checks it. */
 #define POOLS_TTL_MAX (UINT64_C(10) * 366 * 24 * 3600)
 
-/* Retry-After (seconds) of a 503 state-write-failed: nothing changed, and a
- * full or failing disk is not fixed at once. */
-#define POOLS_SAVE_RETRY_AFTER 5
-
 struct pool_req {
         char name[POOL_NAME_MAX + 1];
         int node;
@@ -157,25 +153,25 @@ struct pool_view {
         enum pool_from_stock from_stock;
 };
 
-/* Create and start warming.  Returns 201 (created) or 200 (an identical pool
- * exists: same node, sizes; its view is returned), or -errno with *err set:
- * 409 "pool-conflict" (same name, different pool), 409 "insufficient-hugepages"
- * (node's free pages minus pages other running jobs will take < needed, and
- * reserve not asked or not enough), 404 "unknown-node"/"unknown-page-size",
- * 422 "invalid-field" (size not a positive multiple of page size, bad name),
- * 503 "no-hugetlbfs" (no mount for that page size), 413/429 over a limit.
+/* Create and start warming.  0 with *RET_CREATED true (created, or handed
+ * out from stock) or false (an identical pool exists: same node, sizes; its
+ * view is returned), and *RET filled; or -errno with *ERR set:
+ * -EEXIST pool-conflict (same name, different pool); -ENOMEM
+ * insufficient-hugepages (node's free pages minus pages other running jobs
+ * will take < needed, and reserve not asked or not enough); -ENOENT
+ * unknown-node or unknown-page-size; -EINVAL invalid-field (size not a
+ * positive multiple of page size, bad name, ttl_seconds over POOLS_TTL_MAX);
+ * -ENODEV no-hugetlbfs (no mount for that page size); -EFBIG
+ * pool-too-large; -ENOSPC too-many-pools; -EDQUOT node-warm-limit
+ * (max_node_warm_bytes: ready pools are claimed or expire, so a retry can
+ * pass); others pool-file-error, warm-start-failed, state-write-failed (the
+ * pool was not created).  The handler picks the status and Retry-After.
  * May block (reserve): call off the HTTP thread.
  *
- * 200 is answered in every state: a failed pool with the same spec comes back
- * as it is, so a retrying scheduler sees why (DELETE, then retry); threads,
- * ttl_seconds and reserve are not part of the identity.  Errnos:
- * -EEXIST pool-conflict; -ENOMEM insufficient-hugepages; -ENOENT unknown node
- * or page size; -EINVAL invalid-field (also ttl_seconds over POOLS_TTL_MAX);
- * -ENODEV no-hugetlbfs; -EFBIG 413 pool-too-large; -ENOSPC 429
- * too-many-pools; -EDQUOT 429 node-warm-limit (max_node_warm_bytes: 429,
- * not 409, because ready pools are claimed or expire, so a retry can pass);
- * others 500 (pool-file-error, warm-start-failed, state-write-failed). */
-int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *ret,
+ * An identical pool is returned in every state: a failed pool with the same
+ * spec comes back as it is, so a retrying scheduler sees why (DELETE, then
+ * retry); threads, ttl_seconds and reserve are not part of the identity. */
+int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *ret, bool *ret_created,
                  struct problem *err);
 /* -ENOENT if no such pool. */
 int pools_get(struct pools *p, const char *name, struct pool_view *ret);
@@ -264,7 +260,7 @@ void pools_get_stats(struct pools *p, struct pools_stats *ret);
 
 /* ---- stock (issue 12) ----
  * A stock target asks for COUNT ready files of one (node, page size, size),
- * kept in the pool directory under stock names (pool.h), refilled by
+ * kept in the pool directory under stock names (pool_state.h), refilled by
  * low-priority engine jobs, and handed out to a create of that exact spec
  * by rename(2).  Stock files are not pools: pools_get/list never show them. */
 

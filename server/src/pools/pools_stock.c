@@ -1,13 +1,13 @@
 /* pools_stock: a standing stock of warm files per (node, page size, size).
  *
  * A stock file is a row of the registry like a pool, with a stock state
- * (pool.h: stock-warming, stock) and a stock name, a first character no pool
+ * (pool_state.h: stock-warming, stock) and a stock name, a first character no pool
  * name has, so the journal, the start-up reconcile and the orphan sweep
  * treat it as they treat pools while nothing that shows pools ever shows it.
  *
  * Refills are ordinary engine jobs at JOB_PRIO_LOW, so a pool warm on the
  * same node is always served first; they are started by the upkeep thread
- * under admit_lock, like creates, and only take pages no warm needs (they
+ * under admit.lock, like creates, and only take pages no warm needs (they
  * never reserve).  A create of a stocked spec takes a ready file by
  * rename(2) (same inode, no page touched), and a create that finds too few
  * free pages first removes stock files of its node and page size: stock
@@ -29,11 +29,6 @@
 #include "pools_internal.h"
 #include "util.h"
 
-bool pools_is_stock(const struct pool *pool)
-{
-        return pool_state_is_stock(pools_latest(pool)->state);
-}
-
 static bool row_matches(const struct pool *o, const struct journal_stock_target *t)
 {
         const struct journal_pool *r = pools_latest(o);
@@ -49,10 +44,11 @@ static bool row_matches(const struct pool *o, const struct journal_stock_target 
 static void count_rows(struct pools *p, const struct journal_stock_target *t, unsigned *ret_ready,
                        unsigned *ret_warming, unsigned *ret_recycling, unsigned *ret_dirty)
 {
+        pools_assert_held(&p->reg.lock);
         unsigned ready = 0, warming = 0, recycling = 0, dirty = 0;
 
-        for (size_t i = 0; i < p->n_pools; i++) {
-                const struct pool *o = p->pools[i];
+        for (size_t i = 0; i < p->reg.n_pools; i++) {
+                const struct pool *o = p->reg.pools[i];
                 enum pool_state now, latest;
 
                 if (!row_matches(o, t))
@@ -93,15 +89,16 @@ static uint64_t deficit_of(struct pools *p, const struct journal_stock_target *t
 
 uint64_t pools_stock_deficit(struct pools *p, int node, uint64_t page_size, uint64_t size)
 {
-        for (size_t k = 0; k < p->n_stock; k++)
-                if (p->stock[k].node == node && p->stock[k].page_size == page_size &&
-                    p->stock[k].size_bytes == size) {
+        pools_assert_held(&p->reg.lock);
+        for (size_t k = 0; k < p->stock.n_targets; k++)
+                if (p->stock.targets[k].node == node && p->stock.targets[k].page_size == page_size &&
+                    p->stock.targets[k].size_bytes == size) {
                         /* A refill about to add a file to this target
                          * counts here (a release must not fill the same
                          * gap), not in what GET /v1/stock shows: it may
                          * still find no room. */
-                        uint64_t d = deficit_of(p, &p->stock[k]);
-                        return d > 0 && p->refilling_set && same_target(&p->refilling, &p->stock[k]) ? d - 1 : d;
+                        uint64_t d = deficit_of(p, &p->stock.targets[k]);
+                        return d > 0 && p->stock.refilling_set && same_target(&p->stock.refilling, &p->stock.targets[k]) ? d - 1 : d;
                 }
         return 0;
 }
@@ -200,15 +197,16 @@ static int validate_targets(struct pools *p, const struct journal_stock_target *
         return 0;
 }
 
-/* Remove stock files beyond what the targets ask for (admit_lock held). */
+/* Remove stock files beyond what the targets ask for (admit.lock held). */
 static void trim_rows(struct pools *p)
 {
+        pools_assert_held(&p->admit.lock);
         for (;;) {
                 struct pool *victim = NULL;
 
-                pthread_mutex_lock(&p->lock);
-                for (size_t i = 0; i < p->n_pools && !victim; i++) {
-                        struct pool *o = p->pools[i];
+                pools_lock(&p->reg.lock);
+                for (size_t i = 0; i < p->reg.n_pools && !victim; i++) {
+                        struct pool *o = p->reg.pools[i];
                         const struct journal_pool *r = &o->rec;
                         const struct journal_stock_target *t = NULL;
 
@@ -216,17 +214,17 @@ static void trim_rows(struct pools *p)
                                 continue;
                         if (o->hold == POOL_BUSY) {
                                 /* A refill being finished: wait for it (its
-                                 * holder never waits for admit_lock), or it
+                                 * holder never waits for admit.lock), or it
                                  * would outlive its target. */
-                                pthread_cond_wait(&p->changed, &p->lock);
+                                pools_cond_wait(&p->reg.changed, &p->reg.lock);
                                 i = (size_t)-1;
                                 continue;
                         }
                         if (o->hold != POOL_FREE)
                                 continue;
-                        for (size_t k = 0; k < p->n_stock; k++)
-                                if (row_matches(o, &p->stock[k]))
-                                        t = &p->stock[k];
+                        for (size_t k = 0; k < p->stock.n_targets; k++)
+                                if (row_matches(o, &p->stock.targets[k]))
+                                        t = &p->stock.targets[k];
                         if (!t) {
                                 victim = o;
                         } else {
@@ -243,7 +241,7 @@ static void trim_rows(struct pools *p)
                 }
                 if (victim)
                         pools_set_hold(victim, POOL_BUSY);
-                pthread_mutex_unlock(&p->lock);
+                pools_unlock(&p->reg.lock);
                 if (!victim)
                         return;
                 log_info("pools: removing stock file %s: no stock target asks for it any more", victim->rec.name);
@@ -260,7 +258,7 @@ int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_
         size_t old_n;
         int r;
 
-        pthread_mutex_lock(&p->admit_lock);
+        pools_lock(&p->admit.lock);
         r = validate_targets(p, t, n, err);
         if (r < 0)
                 goto out;
@@ -273,19 +271,19 @@ int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_
                 }
                 memcpy(copy, t, n * sizeof(*copy));
         }
-        pthread_mutex_lock(&p->lock);
-        old = p->stock;
-        old_n = p->n_stock;
-        p->stock = copy;
-        p->n_stock = n;
-        pthread_mutex_unlock(&p->lock);
+        pools_lock(&p->reg.lock);
+        old = p->stock.targets;
+        old_n = p->stock.n_targets;
+        p->stock.targets = copy;
+        p->stock.n_targets = n;
+        pools_unlock(&p->reg.lock);
         r = pools_save(p);
         if (r < 0) {
                 /* Nothing changes on failure. */
-                pthread_mutex_lock(&p->lock);
-                p->stock = old;
-                p->n_stock = old_n;
-                pthread_mutex_unlock(&p->lock);
+                pools_lock(&p->reg.lock);
+                p->stock.targets = old;
+                p->stock.n_targets = old_n;
+                pools_unlock(&p->reg.lock);
                 free(copy);
                 problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving %s/state.json: %s", p->state_dir,
                               strerror(-r));
@@ -294,9 +292,9 @@ int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_
         free(old);
         log_info("pools: %zu stock targets set", n);
         trim_rows(p);
-        p->stock_short_logged = false;
+        p->stock.short_logged = false;
 out:
-        pthread_mutex_unlock(&p->admit_lock);
+        pools_unlock(&p->admit.lock);
         if (r == 0)
                 pools_kick(p);
         return r;
@@ -306,29 +304,30 @@ int pools_get_stock(struct pools *p, struct stock_view **ret, size_t *ret_n)
 {
         struct stock_view *v;
 
-        pthread_mutex_lock(&p->lock);
-        v = calloc(p->n_stock ? p->n_stock : 1, sizeof(*v));
+        pools_lock(&p->reg.lock);
+        v = calloc(p->stock.n_targets ? p->stock.n_targets : 1, sizeof(*v));
         if (!v) {
-                pthread_mutex_unlock(&p->lock);
+                pools_unlock(&p->reg.lock);
                 return -ENOMEM;
         }
-        for (size_t i = 0; i < p->n_stock; i++) {
-                v[i].target = p->stock[i];
-                count_rows(p, &p->stock[i], &v[i].ready, &v[i].warming, &v[i].recycling, &v[i].dirty);
-                v[i].deficit = deficit_of(p, &p->stock[i]);
+        for (size_t i = 0; i < p->stock.n_targets; i++) {
+                v[i].target = p->stock.targets[i];
+                count_rows(p, &p->stock.targets[i], &v[i].ready, &v[i].warming, &v[i].recycling, &v[i].dirty);
+                v[i].deficit = deficit_of(p, &p->stock.targets[i]);
         }
-        *ret_n = p->n_stock;
-        pthread_mutex_unlock(&p->lock);
+        *ret_n = p->stock.n_targets;
+        pools_unlock(&p->reg.lock);
         *ret = v;
         return 0;
 }
 
 /* ---- refills ---- */
 
-/* Start one stock file of T (admit_lock held).  -ENOSPC when the node has
+/* Start one stock file of T (admit.lock held).  -ENOSPC when the node has
  * no free pages that no warm needs; other -errno on failure. */
 static int add_one(struct pools *p, const struct journal_stock_target *t)
 {
+        pools_assert_held(&p->admit.lock);
         uint64_t pages = t->size_bytes / t->page_size, others;
         struct problem err = {0};
         struct hp_counts hp;
@@ -340,18 +339,30 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
                 return r;
         if (hp.free < others || hp.free - others < pages)
                 return -ENOSPC;
+        /* There is room: from here on a release deciding whether to
+         * recycle counts this file (marked only now, so a refill that finds
+         * no room never makes a release delete what it could recycle).  A
+         * release since the caller's look may have filled the gap. */
+        pools_lock(&p->reg.lock);
+        if (deficit_of(p, t) == 0) {
+                pools_unlock(&p->reg.lock);
+                return 0;
+        }
+        p->stock.refilling = *t;
+        p->stock.refilling_set = true;
+        pools_unlock(&p->reg.lock);
 
         pool = calloc(1, sizeof(*pool));
         if (!pool)
                 return -ENOMEM;
         pool->owner = p;
         pool->fd = -1;
-        pthread_mutex_lock(&p->lock);
+        pools_lock(&p->reg.lock);
         do
                 snprintf(pool->rec.name, sizeof(pool->rec.name), "%cn%d-%" PRIu64 "k-%u", POOL_STOCK_PREFIX,
-                         t->node, t->page_size / 1024, p->stock_seq++);
+                         t->node, t->page_size / 1024, p->stock.seq++);
         while (pools_find(p, pool->rec.name));
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
         pool->rec.node = t->node;
         pool->rec.page_size = t->page_size;
         pool->rec.size_bytes = t->size_bytes;
@@ -365,11 +376,11 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
                 return r;
         }
         (void)pool_transition(&pool->rec, POOL_STOCK_WARMING, NULL, NULL);
-        pthread_mutex_lock(&p->lock);
+        pools_lock(&p->reg.lock);
         pools_set_hold(pool, POOL_CREATING);
         r = pools_add(p, pool);
-        p->refilling_set = false; /* the row counts itself now */
-        pthread_mutex_unlock(&p->lock);
+        p->stock.refilling_set = false; /* the row counts itself now */
+        pools_unlock(&p->reg.lock);
         if (r < 0)
                 goto out_unlink;
         r = pools_start_job(p, pool);
@@ -382,10 +393,10 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
                 log_err("pools: saving state for stock file %s: %s", pool->rec.name, strerror(-r));
                 goto out_drop;
         }
-        pthread_mutex_lock(&p->lock);
+        pools_lock(&p->reg.lock);
         pools_set_hold(pool, POOL_FREE);
-        pthread_cond_broadcast(&p->changed);
-        pthread_mutex_unlock(&p->lock);
+        pthread_cond_broadcast(&p->reg.changed);
+        pools_unlock(&p->reg.lock);
         log_info("pools: refilling stock: %s, %" PRIu64 " bytes on node %d", pool->rec.name, t->size_bytes,
                  t->node);
         return 0;
@@ -407,51 +418,47 @@ void pools_stock_refill(struct pools *p)
 {
         uint64_t now = now_mono_ns(), after;
 
-        pthread_mutex_lock(&p->lock);
-        after = p->handed_out_ns ? p->handed_out_ns + REFILL_AFTER_HAND_OUT_NS : 0;
-        pthread_mutex_unlock(&p->lock);
-        p->next_refill_ns = after > now ? after : 0;
-        if (p->next_refill_ns)
+        pools_lock(&p->reg.lock);
+        after = p->stock.handed_out_ns ? p->stock.handed_out_ns + REFILL_AFTER_HAND_OUT_NS : 0;
+        pools_unlock(&p->reg.lock);
+        p->stock.next_refill_ns = after > now ? after : 0;
+        if (p->stock.next_refill_ns)
                 return;
         for (size_t i = 0;; i++) {
                 struct journal_stock_target t;
                 bool have = false;
                 int r = 0;
 
-                pthread_mutex_lock(&p->admit_lock);
-                pthread_mutex_lock(&p->lock);
-                if (i < p->n_stock) {
-                        t = p->stock[i];
+                pools_lock(&p->admit.lock);
+                pools_lock(&p->reg.lock);
+                if (i < p->stock.n_targets) {
+                        t = p->stock.targets[i];
                         have = true;
                 }
-                pthread_mutex_unlock(&p->lock);
+                pools_unlock(&p->reg.lock);
                 if (!have) {
-                        pthread_mutex_unlock(&p->admit_lock);
+                        pools_unlock(&p->admit.lock);
                         return;
                 }
                 for (;;) {
-                        pthread_mutex_lock(&p->lock);
+                        pools_lock(&p->reg.lock);
                         uint64_t deficit = deficit_of(p, &t);
-                        if (deficit > 0) {
-                                p->refilling = t;
-                                p->refilling_set = true;
-                        }
-                        pthread_mutex_unlock(&p->lock);
+                        pools_unlock(&p->reg.lock);
                         if (deficit == 0)
                                 break;
-                        r = add_one(p, &t);
+                        r = add_one(p, &t); /* marks the refill once it found room */
                         /* Its row (if any) is counted from here on. */
-                        pthread_mutex_lock(&p->lock);
-                        p->refilling_set = false;
-                        pthread_mutex_unlock(&p->lock);
+                        pools_lock(&p->reg.lock);
+                        p->stock.refilling_set = false;
+                        pools_unlock(&p->reg.lock);
                         if (r < 0)
                                 break;
                 }
-                pthread_mutex_unlock(&p->admit_lock);
-                if (r == -ENOSPC && !p->stock_short_logged) {
+                pools_unlock(&p->admit.lock);
+                if (r == -ENOSPC && !p->stock.short_logged) {
                         /* Said once per target change: it is the host's
                          * state, not an event; pools come first. */
-                        p->stock_short_logged = true;
+                        p->stock.short_logged = true;
                         log_info("pools: node %d has too few free %" PRIu64
                                  "-byte pages to refill its stock of %" PRIu64 "-byte files; waiting",
                                  t.node, t.page_size, t.size_bytes);
@@ -461,25 +468,48 @@ void pools_stock_refill(struct pools *p)
 
 /* ---- hand-out ---- */
 
-/* A hand-out is done (its record saved): count it in COUNTER, let others see
- * the pool, fill RET and wake the upkeep thread for the refill.  201. */
-static int handed_out(struct pools *p, struct pool *pool, uint64_t *counter, struct pool_view *ret)
+/* Rename the stock file POOL (busy) from OLD_PATH to REQ's name in its
+ * directory, written to NEW_PATH (SIZE bytes).  check_registry found no pool
+ * of that name and the orphan sweep removed unrecorded files, so a file
+ * there would be someone else's: it is never replaced.  False, logged and
+ * with POOL released, when the rename did not happen. */
+static bool rename_to_pool(struct pools *p, struct pool *pool, const struct pool_req *req, const char *old_path,
+                           char *new_path, size_t size)
 {
-        pthread_mutex_lock(&p->lock);
+        int r;
+
+        snprintf(new_path, size, "%s/%s", pools_mount_dir(p, req->page_size), req->name);
+        r = pools_rename_noreplace(old_path, new_path);
+        if (r == 0)
+                return true;
+        log_warn("pools: cannot hand out stock file %s as %s: %s", pool->rec.name, req->name,
+                 r == -EEXIST ? "a file of that name exists" : strerror(-r));
+        pools_release(p, pool);
+        return false;
+}
+
+/* A hand-out is done (its record saved): count it in COUNTER, let others see
+ * the pool, fill RET and wake the upkeep thread for the refill. */
+static int handed_out(struct pools *p, struct pool *pool, uint64_t *counter, struct pool_view *ret,
+                      bool *ret_taken)
+{
+        pools_lock(&p->reg.lock);
         (*counter)++;
-        p->handed_out_ns = now_mono_ns();
+        p->stock.handed_out_ns = now_mono_ns();
         pools_set_hold(pool, POOL_FREE);
         pools_fill_view(pool, ret);
-        pthread_cond_broadcast(&p->changed);
-        pthread_mutex_unlock(&p->lock);
+        pthread_cond_broadcast(&p->reg.changed);
+        pools_unlock(&p->reg.lock);
         pools_kick(p);
-        return 201;
+        *ret_taken = true;
+        return 0;
 }
 
 /* The largest ready stock file of REQ's node and page size smaller than REQ,
  * renamed to REQ's name, grown, and only the part it gained warmed (normal
  * priority: it is a pool now).  Same returns as pools_stock_take. */
-static int take_partial(struct pools *p, const struct pool_req *req, struct pool_view *ret, struct problem *err)
+static int take_partial(struct pools *p, const struct pool_req *req, struct pool_view *ret, bool *ret_taken,
+                        struct problem *err)
 {
         char old_path[PATH_MAX], new_path[PATH_MAX];
         struct journal_pool next;
@@ -487,9 +517,9 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
         uint64_t old_size;
         int fd, r;
 
-        pthread_mutex_lock(&p->lock);
-        for (size_t i = 0; i < p->n_pools; i++) {
-                struct pool *o = p->pools[i];
+        pools_lock(&p->reg.lock);
+        for (size_t i = 0; i < p->reg.n_pools; i++) {
+                struct pool *o = p->reg.pools[i];
                 if (o->hold == POOL_FREE && o->rec.state == POOL_STOCK && o->rec.node == req->node &&
                     o->rec.page_size == req->page_size && o->rec.size_bytes < req->size_bytes &&
                     (!pool || o->rec.size_bytes > pool->rec.size_bytes))
@@ -497,7 +527,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
         }
         if (pool)
                 pools_set_hold(pool, POOL_BUSY);
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
         if (!pool)
                 return 0;
         old_size = pool->rec.size_bytes;
@@ -513,12 +543,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
                 return 0;
         }
         snprintf(old_path, sizeof(old_path), "%s", pool->path);
-        snprintf(new_path, sizeof(new_path), "%s/%s", pools_mount_dir(p, req->page_size), req->name);
-        errno = 0;
-        if (access(new_path, F_OK) == 0 || rename(old_path, new_path) < 0) {
-                log_warn("pools: cannot hand out stock file %s as %s: %s", pool->rec.name, req->name,
-                         errno ? strerror(errno) : "a file of that name exists");
-                pools_release(p, pool);
+        if (!rename_to_pool(p, pool, req, old_path, new_path, sizeof(new_path))) {
                 pools_undo_growth(p, &growth);
                 return 0;
         }
@@ -550,13 +575,13 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
         next.from_stock = POOL_FROM_STOCK_PARTIAL;
         log_info("pools: pool %s handed out from stock file %s (%" PRIu64 " bytes), growing it to %" PRIu64,
                  req->name, pool->rec.name, old_size, req->size_bytes);
-        pthread_mutex_lock(&p->lock);
+        pools_lock(&p->reg.lock);
         snprintf(pool->path, sizeof(pool->path), "%s", new_path);
         pool->have_last = false;
         pool->fd = fd;
         pool->job_offset = old_size;
         pool->present_at_start = old_size;
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
         /* Saved as warming before the job starts: a crash from here on
          * resumes the whole file at start (populate skips present pages). */
         r = pools_commit(p, pool, &next);
@@ -570,22 +595,24 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
                 pools_undo_growth(p, &growth);
                 return r;
         }
-        return handed_out(p, pool, &p->stats.stock_partial_hits, ret);
+        return handed_out(p, pool, &p->reg.stats.stock_partial_hits, ret, ret_taken);
 }
 
-int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_view *ret, struct problem *err)
+int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_view *ret, bool *ret_taken,
+                     struct problem *err)
 {
+        pools_assert_held(&p->admit.lock);
         char old_path[PATH_MAX], new_path[PATH_MAX];
         struct journal_pool next;
         struct pool *pool = NULL;
         bool stocked = false;
         int r;
 
-        pthread_mutex_lock(&p->lock);
-        for (size_t k = 0; k < p->n_stock; k++)
-                stocked |= p->stock[k].node == req->node && p->stock[k].page_size == req->page_size;
-        for (size_t i = 0; i < p->n_pools && !pool; i++) {
-                struct pool *o = p->pools[i];
+        pools_lock(&p->reg.lock);
+        for (size_t k = 0; k < p->stock.n_targets; k++)
+                stocked |= p->stock.targets[k].node == req->node && p->stock.targets[k].page_size == req->page_size;
+        for (size_t i = 0; i < p->reg.n_pools && !pool; i++) {
+                struct pool *o = p->reg.pools[i];
                 if (!pool_state_is_stock(o->rec.state) || o->rec.node != req->node ||
                     o->rec.page_size != req->page_size || o->rec.size_bytes != req->size_bytes)
                         continue;
@@ -593,8 +620,8 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
                         /* The upkeep thread is finishing its refill (it
                          * shows "stock" in GET /v1/stock already): wait
                          * for it rather than warm cold.  Whoever holds a
-                         * stock row never waits for admit_lock. */
-                        pthread_cond_wait(&p->changed, &p->lock);
+                         * stock row never waits for admit.lock. */
+                        pools_cond_wait(&p->reg.changed, &p->reg.lock);
                         i = (size_t)-1;
                         continue;
                 }
@@ -602,30 +629,21 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
                         pool = o;
         }
         if (!pool) {
-                pthread_mutex_unlock(&p->lock);
-                int q = take_partial(p, req, ret, err);
-                if (q == 0 && stocked) {
-                        pthread_mutex_lock(&p->lock);
-                        p->stats.stock_misses++;
-                        pthread_mutex_unlock(&p->lock);
+                pools_unlock(&p->reg.lock);
+                int q = take_partial(p, req, ret, ret_taken, err);
+                if (q == 0 && !*ret_taken && stocked) {
+                        pools_lock(&p->reg.lock);
+                        p->reg.stats.stock_misses++;
+                        pools_unlock(&p->reg.lock);
                 }
                 return q;
         }
         pools_set_hold(pool, POOL_BUSY);
         snprintf(old_path, sizeof(old_path), "%s", pool->path);
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
 
-        snprintf(new_path, sizeof(new_path), "%s/%s", pools_mount_dir(p, req->page_size), req->name);
-        /* RENAME_NOREPLACE semantics by hand: check_registry found no pool
-         * of this name and the orphan sweep removed unrecorded files, so a
-         * file here would be someone else's; link(2)-free, so just look. */
-        errno = 0;
-        if (access(new_path, F_OK) == 0 || rename(old_path, new_path) < 0) {
-                log_warn("pools: cannot hand out stock file %s as %s: %s", pool->rec.name, req->name,
-                         errno ? strerror(errno) : "a file of that name exists");
-                pools_release(p, pool);
+        if (!rename_to_pool(p, pool, req, old_path, new_path, sizeof(new_path)))
                 return 0;
-        }
 
         next = pool->rec;
         (void)pool_transition(&next, POOL_READY, NULL, NULL);
@@ -636,10 +654,10 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
         next.bytes_done = next.size_bytes;
         next.from_stock = POOL_FROM_STOCK_FULL;
         log_info("pools: pool %s handed out from stock file %s", req->name, pool->rec.name);
-        pthread_mutex_lock(&p->lock);
+        pools_lock(&p->reg.lock);
         snprintf(pool->path, sizeof(pool->path), "%s", new_path);
         pool->have_last = false;
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
         /* A crash before this save leaves a stock record whose file is gone
          * (dropped at start) and an unrecorded file (removed as an orphan):
          * nothing leaks and nothing is handed out twice. */
@@ -651,5 +669,5 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
                         pools_release(p, pool);
                 return r;
         }
-        return handed_out(p, pool, &p->stats.stock_hits, ret);
+        return handed_out(p, pool, &p->reg.stats.stock_hits, ret, ret_taken);
 }

@@ -1,4 +1,4 @@
-/* pool: the pool name rule and the lifecycle table (see pool.h).
+/* pool_state: the pool name rule and the lifecycle table (see pool_state.h).
  *
  * The table is a list of edges, each with the reason it exists; the debug log
  * of a move quotes it.  Adding a state means adding its name and its edges
@@ -11,7 +11,7 @@
 
 #include "journal.h"
 #include "log.h"
-#include "pool.h"
+#include "pool_state.h"
 #include "util.h"
 
 static bool name_char(char c, bool first)

@@ -3,9 +3,9 @@
  * A claim marks a ready pool as taken by a VM (its TTL no longer runs);
  * with a pid it also binds the pool to that process's life: the owner watch
  * (owner.c) tells pools_on_owner_exit when it exits, and the upkeep thread
- * then releases the pool (pools_jobs.c), recycling it when its stock
- * target is short (pools_recycle.c).  Split from pools.c, which keeps the
- * registry itself; the locks are described in pools_internal.h. */
+ * then releases the pool (pools_upkeep.c), recycling it when its stock
+ * target is short (pools_recycle.c).  Above the registry (pools_registry.c);
+ * the locks are described in pools_internal.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,10 +39,10 @@ int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_vi
                         return r;
         }
 
-        pthread_mutex_lock(&p->lock);
+        pools_lock(&p->reg.lock);
         pool = pools_grab(p, name);
         if (!pool) {
-                pthread_mutex_unlock(&p->lock);
+                pools_unlock(&p->reg.lock);
                 return -ENOENT;
         }
         r = 1;  /* 1: go on and commit */
@@ -56,12 +56,12 @@ int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_vi
         if (r <= 0) {
                 if (r == 0)
                         pools_fill_view(pool, ret);
-                pthread_mutex_unlock(&p->lock);
+                pools_unlock(&p->reg.lock);
                 pools_release(p, pool);
                 return r;
         }
         before = next = pool->rec;
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
 
         next.claimed = true;
         next.owner_pid = pid;
@@ -79,7 +79,7 @@ int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_vi
                 pools_release(p, pool);
                 return r;
         }
-        pthread_mutex_lock(&p->lock);
+        pools_lock(&p->reg.lock);
         if (pid > 0) {
                 /* Bound to a process now: the sweep and its release are
                  * for pools without one. */
@@ -88,7 +88,7 @@ int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_vi
                         pool->release_due = RELEASE_NONE;
         }
         pools_fill_view(pool, ret);
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
         /* Through pools_release: the new owner may have exited already. */
         pools_release(p, pool);
         if (pid > 0)
@@ -102,7 +102,7 @@ void pools_on_owner_exit(void *arg, const char *name, pid_t pid, uint64_t start)
         struct pool *pool;
         bool due = false;
 
-        pthread_mutex_lock(&p->lock);
+        pools_lock(&p->reg.lock);
         pool = pools_find(p, name);
         if (pool) {
                 const struct journal_pool *r = pools_latest(pool);
@@ -112,7 +112,7 @@ void pools_on_owner_exit(void *arg, const char *name, pid_t pid, uint64_t start)
                         due = true;
                 }
         }
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
         if (due) {
                 log_info("pools: process %d, owner of pool %s, exited", (int)pid, name);
                 pools_kick(p);

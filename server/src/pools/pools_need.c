@@ -46,16 +46,17 @@ struct need_file {
 /* Pages that warming pools and stock refills on (NODE, PAGE_SIZE) have yet
  * to take by their jobs' counters; with RET_FILES, the files whose blocks
  * may say better (caller frees; a row that cannot be allocated is left out,
- * which only keeps the count conservative).  `lock` held. */
+ * which only keeps the count conservative).  `reg.lock` held. */
 static uint64_t count_needed(struct pools *p, int node, uint64_t page_size, struct need_file **ret_files,
                              size_t *ret_n)
 {
+        pools_assert_held(&p->reg.lock);
         struct need_file *files = NULL;
         size_t n = 0, cap = 0;
         uint64_t pages = 0;
 
-        for (size_t i = 0; i < p->n_pools; i++) {
-                struct pool *o = p->pools[i];
+        for (size_t i = 0; i < p->reg.n_pools; i++) {
+                struct pool *o = p->reg.pools[i];
                 const struct journal_pool *r = pools_latest(o);
                 uint64_t done = 0;
 
@@ -108,11 +109,12 @@ static uint64_t count_needed(struct pools *p, int node, uint64_t page_size, stru
 
 uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size)
 {
+        pools_assert_held(&p->reg.lock);
         return count_needed(p, node, page_size, NULL, NULL);
 }
 
-/* The need by counters (under `lock`), then lowered by what each file's
- * blocks show beyond its counters (a stat each, outside `lock`).  Both are
+/* The need by counters (under `reg.lock`), then lowered by what each file's
+ * blocks show beyond its counters (a stat each, outside `reg.lock`).  Both are
  * read now, before the caller reads free_hugepages. */
 static uint64_t needed_now(struct pools *p, int node, uint64_t page_size)
 {
@@ -120,9 +122,9 @@ static uint64_t needed_now(struct pools *p, int node, uint64_t page_size)
         uint64_t pages;
         size_t n = 0;
 
-        pthread_mutex_lock(&p->lock);
+        pools_lock(&p->reg.lock);
         pages = count_needed(p, node, page_size, &files, &n);
-        pthread_mutex_unlock(&p->lock);
+        pools_unlock(&p->reg.lock);
         for (size_t i = 0; i < n; i++) {
                 const struct need_file *f = &files[i];
                 struct stat st;
@@ -145,6 +147,7 @@ static uint64_t needed_now(struct pools *p, int node, uint64_t page_size)
 int pools_node_counts(struct pools *p, int node, uint64_t page_size, struct hp_counts *ret_hp,
                       uint64_t *ret_needed)
 {
+        pools_assert_held(&p->admit.lock);
         uint64_t before, after;
         struct hp_counts hp;
         int r;
@@ -158,7 +161,7 @@ int pools_node_counts(struct pools *p, int node, uint64_t page_size, struct hp_c
                 if (after == before)
                         break;
                 if (tries == NEED_TRIES) {
-                        /* The need only falls while admit_lock is held (a
+                        /* The need only falls while admit.lock is held (a
                          * warm starts only under it); should it have risen,
                          * the larger is still the safe one. */
                         if (after > before)

@@ -59,67 +59,56 @@ static size_t head_bytes(const uint8_t *p, size_t len)
         return h < len ? h : len;
 }
 
+/* The shape every streaming routine shares (see the top of the file),
+ * with STORE_LINE(q) clearing the line at q. */
+#define ZERO_STREAMING_(dst, len, STORE_LINE)                                  \
+        do {                                                                   \
+                uint8_t *p_ = (dst);                                           \
+                size_t n_ = (len), h_ = head_bytes(p_, n_);                    \
+                                                                               \
+                memset(p_, 0, h_);                                             \
+                p_ += h_;                                                      \
+                n_ -= h_;                                                      \
+                for (; n_ >= 4 * LINE; n_ -= 4 * LINE, p_ += 4 * LINE) {       \
+                        STORE_LINE(p_);                                        \
+                        STORE_LINE(p_ + LINE);                                 \
+                        STORE_LINE(p_ + 2 * LINE);                             \
+                        STORE_LINE(p_ + 3 * LINE);                             \
+                }                                                              \
+                for (; n_ >= LINE; n_ -= LINE, p_ += LINE)                     \
+                        STORE_LINE(p_);                                        \
+                _mm_sfence();                                                  \
+                memset(p_, 0, n_);                                             \
+        } while (0)
+
+#define SSE2_LINE(q)                                                            \
+        do {                                                                    \
+                for (unsigned i_ = 0; i_ < LINE; i_ += 16)                      \
+                        _mm_stream_si128((__m128i *)(void *)((q) + i_), _mm_setzero_si128()); \
+        } while (0)
+#define AVX2_LINE(q)                                                            \
+        do {                                                                    \
+                _mm256_stream_si256((__m256i *)(void *)(q), _mm256_setzero_si256());        \
+                _mm256_stream_si256((__m256i *)(void *)((q) + 32), _mm256_setzero_si256()); \
+        } while (0)
+#define AVX512_LINE(q) _mm512_stream_si512((__m512i *)(void *)(q), _mm512_setzero_si512())
+
 __attribute__((target("sse2"))) static void zero_sse2(void *dst, size_t len)
 {
-        uint8_t *p = dst;
-        size_t h = head_bytes(p, len);
-        const __m128i z = _mm_setzero_si128();
-
-        memset(p, 0, h);
-        p += h;
-        len -= h;
-        for (; len >= 4 * LINE; len -= 4 * LINE, p += 4 * LINE)
-                for (unsigned i = 0; i < 4 * LINE; i += 16)
-                        _mm_stream_si128((__m128i *)(void *)(p + i), z);
-        for (; len >= LINE; len -= LINE, p += LINE)
-                for (unsigned i = 0; i < LINE; i += 16)
-                        _mm_stream_si128((__m128i *)(void *)(p + i), z);
-        _mm_sfence();
-        memset(p, 0, len);
+        ZERO_STREAMING_(dst, len, SSE2_LINE);
 }
 
 __attribute__((target("avx2"))) static void zero_avx2(void *dst, size_t len)
 {
-        uint8_t *p = dst;
-        size_t h = head_bytes(p, len);
-        const __m256i z = _mm256_setzero_si256();
-
-        memset(p, 0, h);
-        p += h;
-        len -= h;
-        for (; len >= 4 * LINE; len -= 4 * LINE, p += 4 * LINE)
-                for (unsigned i = 0; i < 4 * LINE; i += 32)
-                        _mm256_stream_si256((__m256i *)(void *)(p + i), z);
-        for (; len >= LINE; len -= LINE, p += LINE) {
-                _mm256_stream_si256((__m256i *)(void *)p, z);
-                _mm256_stream_si256((__m256i *)(void *)(p + 32), z);
-        }
-        _mm_sfence();
+        ZERO_STREAMING_(dst, len, AVX2_LINE);
         /* Leave the upper halves of the vector registers clean for SSE code. */
         _mm256_zeroupper();
-        memset(p, 0, len);
 }
 
 __attribute__((target("avx512f"))) static void zero_avx512(void *dst, size_t len)
 {
-        uint8_t *p = dst;
-        size_t h = head_bytes(p, len);
-        const __m512i z = _mm512_setzero_si512();
-
-        memset(p, 0, h);
-        p += h;
-        len -= h;
-        for (; len >= 4 * LINE; len -= 4 * LINE, p += 4 * LINE) {
-                _mm512_stream_si512((__m512i *)(void *)p, z);
-                _mm512_stream_si512((__m512i *)(void *)(p + LINE), z);
-                _mm512_stream_si512((__m512i *)(void *)(p + 2 * LINE), z);
-                _mm512_stream_si512((__m512i *)(void *)(p + 3 * LINE), z);
-        }
-        for (; len >= LINE; len -= LINE, p += LINE)
-                _mm512_stream_si512((__m512i *)(void *)p, z);
-        _mm_sfence();
+        ZERO_STREAMING_(dst, len, AVX512_LINE);
         _mm256_zeroupper();
-        memset(p, 0, len);
 }
 
 /* CLZERO (AMD): clears the whole line that RAX points into. */
@@ -127,22 +116,7 @@ static inline void clzero_line(uint8_t *p) { __asm__ volatile(".byte 0x0f, 0x01,
 
 static void zero_clzero(void *dst, size_t len)
 {
-        uint8_t *p = dst;
-        size_t h = head_bytes(p, len);
-
-        memset(p, 0, h);
-        p += h;
-        len -= h;
-        for (; len >= 4 * LINE; len -= 4 * LINE, p += 4 * LINE) {
-                clzero_line(p);
-                clzero_line(p + LINE);
-                clzero_line(p + 2 * LINE);
-                clzero_line(p + 3 * LINE);
-        }
-        for (; len >= LINE; len -= LINE, p += LINE)
-                clzero_line(p);
-        _mm_sfence();
-        memset(p, 0, len);
+        ZERO_STREAMING_(dst, len, clzero_line);
 }
 
 static void zero_erms(void *dst, size_t len)

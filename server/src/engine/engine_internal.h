@@ -39,6 +39,12 @@
  * job_free may free it.  engine_free cuts loose the jobs the caller has not
  * freed yet (n = NULL), so that job_free only frees them. */
 #pragma once
+
+/* Private to server/src/engine/: its object library defines HPW_IN_ENGINE
+ * (server/CMakeLists.txt); everything else goes through engine.h. */
+#ifndef HPW_IN_ENGINE
+#error "engine_internal.h is private to server/src/engine/"
+#endif
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>

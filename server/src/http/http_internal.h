@@ -17,6 +17,12 @@
  * long-poll) and the work queue's threads ("http-blk-N").  Handlers run on
  * a polling thread; long-poll checks on "http-waits". */
 #pragma once
+
+/* Private to server/src/http/: its object library defines HPW_IN_HTTP
+ * (server/CMakeLists.txt); everything else goes through http.h. */
+#ifndef HPW_IN_HTTP
+#error "http_internal.h is private to server/src/http/"
+#endif
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>

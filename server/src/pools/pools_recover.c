@@ -54,8 +54,8 @@ static int read_boot_id(const char *path, char *buf, size_t len)
  * them as ours from now on. */
 static void adopt_reservations(struct pools *p)
 {
-        for (size_t i = 0; i < p->n_resv; i++) {
-                struct journal_reservation *rv = &p->resv[i];
+        for (size_t i = 0; i < p->admit.n_resv; i++) {
+                struct journal_reservation *rv = &p->admit.resv[i];
                 struct hp_counts hp;
                 int r = topo_read_hugepages(p->cfg.fs, rv->node, rv->page_size, &hp);
 
@@ -77,11 +77,11 @@ static void adopt_reservations(struct pools *p)
 
 static void reapply_reservations(struct pools *p)
 {
-        for (size_t i = 0; i < p->n_resv; i++) {
+        for (size_t i = 0; i < p->admit.n_resv; i++) {
                 struct reserve_req rq = {
-                        .node = p->resv[i].node,
-                        .page_size = p->resv[i].page_size,
-                        .count = p->resv[i].count,
+                        .node = p->admit.resv[i].node,
+                        .page_size = p->admit.resv[i].page_size,
+                        .count = p->admit.resv[i].count,
                         .allow_partial = true,
                         .floor_bytes = p->cfg.memory_floor,
                 };
@@ -220,9 +220,9 @@ static bool reconcile_recycle(struct pools *p, struct pool *pool, int fd, const 
         if (r->state == POOL_RECYCLING)
                 log_notice("pools: the recycle of stock file %s was cut short; it is zeroed again from the start",
                            r->name);
-        pthread_mutex_lock(&p->lock);
-        p->recycle_due = true;
-        pthread_mutex_unlock(&p->lock);
+        pools_lock(&p->reg.lock);
+        p->recycle.due = true;
+        pools_unlock(&p->reg.lock);
         return true;
 }
 
@@ -334,23 +334,23 @@ static int load_journal(struct pools *p, bool *ret_rebooted)
 
         /* Reservations hold across reboots: the kernel forgot them, we did not. */
         if (j->n_reservations) {
-                p->resv = calloc(j->n_reservations, sizeof(*p->resv));
-                if (!p->resv) {
+                p->admit.resv = calloc(j->n_reservations, sizeof(*p->admit.resv));
+                if (!p->admit.resv) {
                         journal_free(j);
                         return -ENOMEM;
                 }
-                memcpy(p->resv, j->reservations, j->n_reservations * sizeof(*p->resv));
-                p->n_resv = j->n_reservations;
+                memcpy(p->admit.resv, j->reservations, j->n_reservations * sizeof(*p->admit.resv));
+                p->admit.n_resv = j->n_reservations;
         }
         /* Stock targets are configuration: they hold across reboots too. */
         if (j->n_stock_targets) {
-                p->stock = calloc(j->n_stock_targets, sizeof(*p->stock));
-                if (!p->stock) {
+                p->stock.targets = calloc(j->n_stock_targets, sizeof(*p->stock.targets));
+                if (!p->stock.targets) {
                         journal_free(j);
                         return -ENOMEM;
                 }
-                memcpy(p->stock, j->stock_targets, j->n_stock_targets * sizeof(*p->stock));
-                p->n_stock = j->n_stock_targets;
+                memcpy(p->stock.targets, j->stock_targets, j->n_stock_targets * sizeof(*p->stock.targets));
+                p->stock.n_targets = j->n_stock_targets;
         }
         if (strcmp(j->boot_id, p->boot_id) != 0) {
                 *ret_rebooted = true;
@@ -362,8 +362,14 @@ static int load_journal(struct pools *p, bool *ret_rebooted)
         for (size_t i = 0; i < j->n_pools; i++) {
                 struct pool *pool = calloc(1, sizeof(*pool));
                 const char *dir = pools_mount_dir(p, j->pools[i].page_size);
+                int added = -ENOMEM;
 
-                if (!pool || pools_add(p, pool) < 0) {
+                if (pool) {
+                        pools_lock(&p->reg.lock);
+                        added = pools_add(p, pool);
+                        pools_unlock(&p->reg.lock);
+                }
+                if (added < 0) {
                         free(pool);
                         journal_free(j);
                         return -ENOMEM;
@@ -402,9 +408,9 @@ static void reattach_owner(struct pools *p, struct pool *pool)
         if (q == 0 || q == -ESRCH) {
                 log_notice("pools: pool %s: its owner process %d %s; releasing it", r->name, r->owner_pid,
                            q == 0 ? "is gone (its pid now names another process)" : "is gone");
-                pthread_mutex_lock(&p->lock);
+                pools_lock(&p->reg.lock);
                 pool->release_due = RELEASE_OWNER_EXITED;
-                pthread_mutex_unlock(&p->lock);
+                pools_unlock(&p->reg.lock);
                 return;
         }
         /* Cannot tell (no pidfds, no /proc): never release a pool whose VM
@@ -424,13 +430,17 @@ int pools_recover(struct pools *p)
         r = load_journal(p, &rebooted);
         if (r < 0)
                 return r;
+        /* Nothing else runs yet but engine callbacks; start-up admits,
+         * reserves and drops rows under the locks a create would hold, so
+         * the lock rules (and their assertions) hold here too. */
+        pools_lock(&p->admit.lock);
         /* Pages first, then the jobs that need them. */
         if (rebooted)
                 reapply_reservations(p);
         else
                 adopt_reservations(p);
-        for (size_t i = 0; i < p->n_pools;) {
-                struct pool *pool = p->pools[i];
+        for (size_t i = 0; i < p->reg.n_pools;) {
+                struct pool *pool = p->reg.pools[i];
                 if (!pool_state_is_stock(pool->rec.state)) {
                         reconcile(p, pool);
                         i++;
@@ -439,14 +449,17 @@ int pools_recover(struct pools *p)
                 } else {
                         if (pool->path[0])
                                 unlink(pool->path);
+                        pools_lock(&p->reg.lock);
                         pools_drop(p, pool); /* moves the last row here */
+                        pools_unlock(&p->reg.lock);
                         free(pool);
                 }
         }
         pools_remove_orphans(p);
-        for (size_t i = 0; i < p->n_pools; i++)
-                if (p->pools[i]->rec.state == POOL_READY && p->pools[i]->rec.claimed &&
-                    p->pools[i]->rec.owner_pid > 0)
-                        reattach_owner(p, p->pools[i]);
+        pools_unlock(&p->admit.lock);
+        for (size_t i = 0; i < p->reg.n_pools; i++)
+                if (p->reg.pools[i]->rec.state == POOL_READY && p->reg.pools[i]->rec.claimed &&
+                    p->reg.pools[i]->rec.owner_pid > 0)
+                        reattach_owner(p, p->reg.pools[i]);
         return 0;
 }

@@ -1,0 +1,320 @@
+/* pools_admit: admission and reservations.
+ *
+ * hugetlb reservations are global, not per node, so the kernel cannot say
+ * whether a node-bound warm will find its pages: admission counts them
+ * itself, as the node's free pages minus what warming jobs there have yet
+ * to fault in (one consistent reading of both: pools_need.c), under
+ * admit.lock so two creates never count the same pages.
+ * Reservations (PUT /v1/nodes/{id}/hugepages/{size} and "reserve": true)
+ * go through the same lock, so a growth and a warm never interleave, and
+ * are recorded in the journal to be re-applied at start (pools_recover.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "pools_internal.h"
+#include "units.h"
+#include "util.h"
+
+/* ---- reservations ---- */
+
+void pools_count_reservation(struct pools *p, int r, const struct reserve_result *res)
+{
+        pools_lock(&p->reg.lock);
+        if (r == 0 && res->complete)
+                p->reg.stats.reservations_ok++;
+        else if (r == 0)
+                p->reg.stats.reservations_partial++;
+        else if (r == -EAGAIN)
+                p->reg.stats.reservations_shortfall++;
+        else if (r == -ENOMEM)
+                p->reg.stats.reservations_refused++;
+        else
+                p->reg.stats.reservations_error++;
+        pools_unlock(&p->reg.lock);
+}
+
+/* The recorded count of (node, page size) into *RET; false if none (lock held). */
+static bool find_reservation(struct pools *p, int node, uint64_t page_size, uint64_t *ret)
+{
+        pools_assert_held(&p->reg.lock);
+        for (size_t i = 0; i < p->admit.n_resv; i++)
+                if (p->admit.resv[i].node == node && p->admit.resv[i].page_size == page_size) {
+                        *ret = p->admit.resv[i].count;
+                        return true;
+                }
+        return false;
+}
+
+/* Drop the record of (node, page size), if any (lock held). */
+static void forget_reservation(struct pools *p, int node, uint64_t page_size)
+{
+        pools_assert_held(&p->reg.lock);
+        for (size_t i = 0; i < p->admit.n_resv; i++)
+                if (p->admit.resv[i].node == node && p->admit.resv[i].page_size == page_size) {
+                        p->admit.resv[i] = p->admit.resv[--p->admit.n_resv];
+                        return;
+                }
+}
+
+/* Record that (node, page size) should have COUNT pages (lock held). */
+static int record_reservation(struct pools *p, int node, uint64_t page_size, uint64_t count)
+{
+        pools_assert_held(&p->reg.lock);
+        for (size_t i = 0; i < p->admit.n_resv; i++)
+                if (p->admit.resv[i].node == node && p->admit.resv[i].page_size == page_size) {
+                        p->admit.resv[i].count = count;
+                        return 0;
+                }
+        struct journal_reservation *n = realloc(p->admit.resv, (p->admit.n_resv + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        p->admit.resv = n;
+        p->admit.resv[p->admit.n_resv++] = (struct journal_reservation){ node, page_size, count };
+        return 0;
+}
+
+/* reserve_apply + record + save; admit.lock held.  ASKED is the count the
+ * caller asked for when REQ->count is a clamped one (the result then says
+ * what was asked and that it is incomplete); it is what is recorded. */
+static int reserve_locked(struct pools *p, const struct reserve_req *req, uint64_t asked,
+                          struct reserve_result *ret)
+{
+        pools_assert_held(&p->admit.lock);
+        struct reserve_result res;
+        int r, q;
+
+        r = reserve_apply(p->cfg.fs, req, &res);
+        if (r == 0 && asked != req->count) {
+                res.requested = asked;
+                res.complete = false;
+        }
+        pools_count_reservation(p, r, &res);
+        if (r < 0) {
+                if (r == -EAGAIN || r == -ENOMEM)
+                        *ret = res;
+                return r;
+        }
+        pools_lock(&p->reg.lock);
+        struct journal_reservation before = { req->node, req->page_size, 0 };
+        bool had = find_reservation(p, req->node, req->page_size, &before.count);
+        /* What was asked, not what the kernel holds now: a shrink held up
+         * by pages in use (or a partial growth) is still the count wanted,
+         * and recording the kernel's total would grow the pool back to it
+         * when the reservation is re-applied. */
+        q = record_reservation(p, req->node, req->page_size, asked);
+        pools_unlock(&p->reg.lock);
+        if (q == 0)
+                q = pools_save(p);
+        if (q < 0) {
+                /* Not recorded: a restart would not know of it.  Undo it,
+                 * in memory and (as far as the kernel lets us) in the
+                 * kernel, and say it failed. */
+                struct reserve_req back = *req;
+                struct reserve_result bres;
+                pools_lock(&p->reg.lock);
+                if (had)
+                        (void)record_reservation(p, before.node, before.page_size, before.count);
+                else
+                        forget_reservation(p, req->node, req->page_size);
+                pools_unlock(&p->reg.lock);
+                back.count = res.previous;
+                back.allow_partial = true;
+                int b = reserve_apply(p->cfg.fs, &back, &bres);
+                if (b == 0)
+                        res.total = bres.total;
+                log_err("pools: cannot save reservation node %d page size %" PRIu64 " (%s); put the "
+                        "count back from %" PRIu64 " to %" PRIu64 "%s", req->node, req->page_size,
+                        strerror(-q), res.achieved, res.total,
+                        b == 0 && bres.complete ? "" : " (not all of it: pages in use)");
+                *ret = res;
+                return -ECANCELED;
+        }
+        *ret = res;
+        return 0;
+}
+
+/* Shrinking frees only free pages, but pages that warming jobs on the node
+ * have yet to fault still count as free there (hugetlb reservations are
+ * global, so the kernel may free this node's pages and the job's node-bound
+ * faults then fail with EFAULT).  So a shrink stops at the pages in use plus
+ * those still needed, and says it is incomplete. */
+int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve_result *ret)
+{
+        struct reserve_req rq = *req;
+        struct hp_counts hp;
+        uint64_t needed, keep;
+        int r;
+
+        pools_lock(&p->admit.lock);
+        /* A shrink below the pages in use: stock files of the node give
+         * their pages back first (refills, then ready files), when that
+         * lets the shrink complete; the stock never makes it fall short. */
+        if (pools_node_counts(p, req->node, req->page_size, &hp, &needed) == 0 && req->count < hp.total) {
+                uint64_t held = (hp.total > hp.free ? hp.total - hp.free : 0) + needed;
+                if (req->count < held)
+                        (void)pools_stock_make_room(p, req->node, req->page_size, held - req->count);
+        }
+        r = pools_node_counts(p, req->node, req->page_size, &hp, &needed);
+        if (r < 0) {
+                /* An unknown node or unreadable counters: nothing written. */
+                pools_count_reservation(p, r, &(struct reserve_result){0});
+                pools_unlock(&p->admit.lock);
+                return r;
+        }
+        if (needed > 0 && req->count < hp.total) {
+                keep = (hp.total > hp.free ? hp.total - hp.free : 0) + needed;
+                if (keep > hp.total)
+                        keep = hp.total;
+                if (req->count < keep)
+                        rq.count = keep;
+        }
+        r = reserve_locked(p, &rq, req->count, ret);
+        pools_unlock(&p->admit.lock);
+        return r;
+}
+
+/* ---- create ---- */
+
+/* The node's count back to G->previous (never below its pages in use plus
+ * what warming jobs still need, which count as free until faulted), and the
+ * journal's record as it was.  admit.lock held. */
+void pools_undo_growth(struct pools *p, const struct pools_growth *g)
+{
+        pools_assert_held(&p->admit.lock);
+        struct reserve_req back = { .node = g->node, .page_size = g->page_size, .count = g->previous,
+                                    .allow_partial = true };
+        struct reserve_result res;
+        struct hp_counts hp;
+        uint64_t needed;
+        int r;
+
+        if (!g->grew)
+                return;
+        if (pools_node_counts(p, g->node, g->page_size, &hp, &needed) == 0) {
+                uint64_t keep = (hp.total > hp.free ? hp.total - hp.free : 0) + needed;
+                if (back.count < keep)
+                        back.count = keep < hp.total ? keep : hp.total;
+        }
+        r = reserve_apply(p->cfg.fs, &back, &res);
+        pools_lock(&p->reg.lock);
+        if (g->had_record)
+                (void)record_reservation(p, g->node, g->page_size, g->record);
+        else
+                forget_reservation(p, g->node, g->page_size);
+        pools_unlock(&p->reg.lock);
+        int q = pools_save(p);
+        if (r < 0 || q < 0)
+                log_err("pools: putting node %d back to %" PRIu64 " pages after a failed create: %s",
+                        g->node, g->previous, strerror(r < 0 ? -r : -q));
+        else
+                log_info("pools: node %d back to %" PRIu64 " %" PRIu64 "-byte pages: the pool they were "
+                         "grown for was not created", g->node, res.total, g->page_size);
+}
+
+/* Node NODE must have PAGES free pages of PAGE_SIZE beyond what warming jobs
+ * still need; grow its pool by what is missing when RESERVE.  admit.lock
+ * held.  0 or -ENOMEM with ERR set (409 insufficient-hugepages), or a sysfs
+ * -errno (500).  A growth for a pool that is then not admitted is undone
+ * here; one for a pool admitted is described in *RET_GROWTH (NULL only
+ * without RESERVE) for the caller to undo if the create fails later. */
+int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve, bool give_way,
+                struct pools_growth *ret_growth, struct problem *err)
+{
+        pools_assert_held(&p->admit.lock);
+        struct pools_growth g = { .node = node, .page_size = page_size };
+        struct hp_counts hp;
+        uint64_t others, avail;
+        int r;
+
+        if (ret_growth)
+                *ret_growth = g;
+        for (int attempt = 0;; attempt++) {
+                /* One consistent reading: a chunk that ends while the
+                 * counters are read is not counted as still needed and as
+                 * taken (pools_node_counts). */
+                r = pools_node_counts(p, node, page_size, &hp, &others);
+                if (r < 0) {
+                        problem_raise(err, PROBLEM_SYSFS_ERROR, "reading node %d hugepage counters: %s", node,
+                                      strerror(-r));
+                        return r;
+                }
+                avail = hp.free > others ? hp.free - others : 0;
+                if (avail >= pages) {
+                        if (ret_growth)
+                                *ret_growth = g;
+                        return 0;
+                }
+                /* Stock pages count as available: stock files of the node
+                 * go before anything is refused or reserved. */
+                if (give_way) {
+                        give_way = false;
+                        if (pools_stock_make_room(p, node, page_size, pages - avail) > 0) {
+                                attempt--;
+                                continue;
+                        }
+                }
+                if (!reserve || attempt > 0) {
+                        pools_undo_growth(p, &g);
+                        problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
+                                      "node %d needs %" PRIu64 " free pages of %" PRIu64 " bytes; it has %" PRIu64
+                                      " free, of which %" PRIu64 " are still to be taken by other warming pools%s",
+                                      node, pages, page_size, hp.free, others,
+                                      reserve ? " (even after growing the pool; the growth was undone)"
+                                              : "; retry with \"reserve\": true to grow the pool");
+                        return -ENOMEM;
+                }
+
+                struct reserve_req rq = {
+                        .node = node,
+                        .page_size = page_size,
+                        .count = hp.total + (pages - avail),
+                        .floor_bytes = p->cfg.memory_floor,
+                };
+                struct reserve_result res = {0};
+                pools_lock(&p->reg.lock);
+                g.had_record = find_reservation(p, node, page_size, &g.record);
+                pools_unlock(&p->reg.lock);
+                r = reserve_locked(p, &rq, rq.count, &res);
+                if (r == 0) {
+                        g.grew = true;
+                        g.previous = res.previous;
+                }
+                if (r < 0) {
+                        char why[160];
+
+                        if (r == -ENOMEM) {
+                                /* Say what would work: the floor and the most that fits. */
+                                char fl[32];
+
+                                format_size(res.floor_bytes, fl, sizeof(fl));
+                                snprintf(why, sizeof(why), "it would go below the memory floor of %s (nothing "
+                                         "written; at most %" PRIu64 " pages fit)", fl, res.max_count);
+                                err->has_floor = true;
+                                err->floor_bytes = res.floor_bytes;
+                                err->mem_free_bytes = res.mem_free_bytes;
+                                err->max_count = res.max_count;
+                        } else {
+                                snprintf(why, sizeof(why), "%s", r == -EAGAIN ?
+                                         "the kernel gave fewer pages (count restored)" : strerror(-r));
+                        }
+                        problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
+                                      "node %d needs %" PRIu64 " free pages; it has %" PRIu64 " free, %" PRIu64
+                                      " still to be taken by other warming pools; "
+                                      "growing its pool from %" PRIu64 " to %" PRIu64 " pages failed: %s",
+                                      node, pages, hp.free, others, hp.total, rq.count, why);
+                        if (r == -EAGAIN) {
+                                err->has_counts = true;
+                                err->requested = rq.count;
+                                err->achieved = res.achieved;
+                        }
+                        return -ENOMEM;
+                }
+        }
+}
+

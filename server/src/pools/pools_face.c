@@ -1,0 +1,324 @@
+/* pools_face: the public face of the pool core (pools.h): start and stop,
+ * queries, waits, delete, the counts the metrics and nodes read.
+ *
+ * The core is in layers, each calling only the ones below it (and
+ * pools_internal.h describes the structs, locks and their order once):
+ *   pools_face.c       this face (pools.h)
+ *   pools_create.c     the create path        pools_upkeep.c  the upkeep thread
+ *   pools_admit.c      admission, reservations
+ *   pools_stock.c      stock targets, refills, hand-outs
+ *   pools_recycle.c    released pools back into the stock
+ *   pools_recover.c    start-up
+ *   pools_jobs.c  pools_file.c  pools_need.c  pools_room.c  pools_dir.c
+ *   pools_claim.c      jobs, files, what warms need, room, dirs, claims
+ *   pools_registry.c   lookup, holds, commits, saves, notification
+ * Pool states change only through pool_transition (pool_state.c). */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "log.h"
+#include "owner.h"
+#include "pools_internal.h"
+#include "util.h"
+
+#define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
+/* A registry bigger than this is a runaway scheduler, not a workload. */
+#define POOLS_DEFAULT_MAX 1024
+/* How often claimed pools without an owner pid are checked for mappers: a
+ * walk over every process's maps, so rarely; the answer is for operators
+ * and a release measured in minutes. */
+#define POOLS_UNMAPPED_SWEEP_MS_DEFAULT 60000
+/* How often dirty stock files are checked for mappers: each check walks
+ * every process's maps, but a released VM's file should come back within
+ * seconds of its process exiting. */
+#define POOLS_RECYCLE_CHECK_MS_DEFAULT 1000
+
+/* ---- queries and other changes ---- */
+
+int pools_get(struct pools *p, const char *name, struct pool_view *ret)
+{
+        struct journal_pool rec;
+        struct pool *pool;
+        dev_t dev = 0;
+        ino_t ino = 0;
+        int r = -ENOENT;
+
+        pools_lock(&p->reg.lock);
+        pool = pools_find(p, name);
+        if (pool && pool->hold != POOL_CREATING && !pools_is_stock(pool)) {
+                pools_fill_view(pool, ret);
+                rec = pool->rec;
+                dev = pool->file_dev;
+                ino = pool->file_ino;
+                r = 0;
+        }
+        pools_unlock(&p->reg.lock);
+        if (r == 0)
+                pools_check_on_get(p, &rec, dev, ino, ret);
+        return r;
+}
+
+int pools_list(struct pools *p, struct pool_view **ret, size_t *ret_n)
+{
+        struct pool_view *v;
+        size_t n = 0;
+
+        pools_lock(&p->reg.lock);
+        v = calloc(p->reg.n_pools ? p->reg.n_pools : 1, sizeof(*v));
+        if (!v) {
+                pools_unlock(&p->reg.lock);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < p->reg.n_pools; i++)
+                if (p->reg.pools[i]->hold != POOL_CREATING && p->reg.pools[i]->hold != POOL_REMOVING &&
+                    !pools_is_stock(p->reg.pools[i]))
+                        pools_fill_view(p->reg.pools[i], &v[n++]);
+        pools_unlock(&p->reg.lock);
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct pool_view *ret)
+{
+        struct timespec ts = { .tv_sec = (time_t)(deadline_ns / NS_PER_SEC),
+                               .tv_nsec = (long)(deadline_ns % NS_PER_SEC) };
+        int r = 0;
+
+        pools_lock(&p->reg.lock);
+        for (;;) {
+                struct pool *pool = pools_find(p, name);
+                if (!pool || pool->hold == POOL_CREATING || pools_is_stock(pool)) {
+                        r = -ENOENT;
+                        break;
+                }
+                if (pool->rec.state != POOL_WARMING || now_mono_ns() >= deadline_ns) {
+                        pools_fill_view(pool, ret);
+                        break;
+                }
+                pools_cond_timedwait(&p->reg.changed, &p->reg.lock, &ts);
+        }
+        pools_unlock(&p->reg.lock);
+        return r;
+}
+
+int pools_delete(struct pools *p, const char *name)
+{
+        return pools_delete_recycle(p, name, true);
+}
+
+int pools_delete_recycle(struct pools *p, const char *name, bool recycle)
+{
+        struct pool *pool;
+        int r;
+
+        pools_lock(&p->reg.lock);
+        pool = pools_grab(p, name);
+        pools_unlock(&p->reg.lock);
+        if (!pool)
+                return -ENOENT;
+        r = pools_release_pool(p, pool, RELEASE_DELETE, recycle);
+        if (r < 0)
+                pools_release(p, pool);
+        return r;
+}
+
+void pools_node_usage(struct pools *p, int node, uint64_t page_size, uint64_t *ret_warm,
+                      uint64_t *ret_warming)
+{
+        uint64_t warm = 0, warming = 0;
+
+        pools_lock(&p->reg.lock);
+        for (size_t i = 0; i < p->reg.n_pools; i++) {
+                struct pool *o = p->reg.pools[i];
+                struct pool_view v;
+
+                if (o->hold == POOL_CREATING || o->hold == POOL_REMOVING || o->rec.node != node || o->rec.page_size != page_size)
+                        continue;
+                if (o->rec.state == POOL_READY) {
+                        warm += o->rec.size_bytes / page_size;
+                } else if (o->rec.state == POOL_WARMING) {
+                        pools_fill_view(o, &v);
+                        warming += v.bytes_done / page_size;
+                }
+        }
+        pools_unlock(&p->reg.lock);
+        *ret_warm = warm;
+        *ret_warming = warming;
+}
+
+void pools_get_stats(struct pools *p, struct pools_stats *ret)
+{
+        pools_lock(&p->reg.lock);
+        *ret = p->reg.stats;
+        ret->pools_unmapped = 0;
+        for (size_t i = 0; i < p->reg.n_pools; i++)
+                if (p->reg.pools[i]->unmapped_since && p->reg.pools[i]->hold != POOL_REMOVING)
+                        ret->pools_unmapped++;
+        pools_unlock(&p->reg.lock);
+}
+
+static char *strdup_or_null(const char *s, bool *fail)
+{
+        char *d;
+
+        if (!s)
+                return NULL;
+        d = strdup(s);
+        if (!d)
+                *fail = true;
+        return d;
+}
+
+int pools_new(const struct pools_config *cfg, struct pools **ret)
+{
+        pthread_condattr_t ca;
+        struct pools *p;
+        bool oom = false;
+        int r;
+
+        if (!cfg || !cfg->fs || !cfg->topo || !cfg->engine || !cfg->state_dir ||
+            cfg->n_mounts > TOPO_MAX_PAGE_SIZES)
+                return -EINVAL;
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        p->cfg = *cfg;
+        p->state_dir = strdup_or_null(cfg->state_dir, &oom);
+        p->boot_id_path = strdup_or_null(cfg->boot_id_path ? cfg->boot_id_path : BOOT_ID_PATH, &oom);
+        for (size_t i = 0; i < cfg->n_mounts; i++) {
+                p->mount_dirs[i] = strdup_or_null(cfg->mounts[i].dir, &oom);
+                p->cfg.mounts[i].dir = p->mount_dirs[i];
+        }
+        p->proc_root = strdup_or_null(cfg->proc_root ? cfg->proc_root : "/proc", &oom);
+        p->cfg.state_dir = p->state_dir;
+        p->cfg.boot_id_path = p->boot_id_path;
+        p->cfg.proc_root = p->proc_root;
+        p->upkeep.sweep_interval_ns = (cfg->unmapped_sweep_ms ? cfg->unmapped_sweep_ms : POOLS_UNMAPPED_SWEEP_MS_DEFAULT) *
+                               UINT64_C(1000000);
+        p->recycle.interval_ns = (cfg->recycle_check_ms ? cfg->recycle_check_ms : POOLS_RECYCLE_CHECK_MS_DEFAULT) *
+                                 UINT64_C(1000000);
+        p->max_pools = cfg->max_pools ? cfg->max_pools : POOLS_DEFAULT_MAX;
+        pools_mutex_init(&p->admit.lock);
+        pools_mutex_init(&p->save.lock);
+        pools_mutex_init(&p->obs.lock);
+        pools_mutex_init(&p->reg.lock);
+        pools_mutex_init(&p->wake.lock);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&p->reg.changed, &ca);
+        pthread_cond_init(&p->wake.kick, &ca);
+        pthread_condattr_destroy(&ca);
+        if (oom) {
+                r = -ENOMEM;
+                goto fail;
+        }
+
+        for (size_t i = 0; i < p->cfg.n_mounts; i++) {
+                if (!p->mount_dirs[i]) {
+                        r = -EINVAL;
+                        goto fail;
+                }
+                r = pools_prepare_dir(p->mount_dirs[i], cfg->mounts[i].page_size, cfg->pool_gid,
+                                !cfg->skip_mount_check);
+                if (r < 0)
+                        goto fail;
+        }
+        r = owner_watch_new(pools_on_owner_exit, p, &p->owners);
+        if (r < 0)
+                goto fail;
+        r = pools_recover(p);
+        if (r < 0)
+                goto fail_jobs;
+        r = pools_save(p);
+        if (r < 0)
+                goto fail_jobs;
+
+        if (cfg->n_stock_targets) {
+                struct problem err = {0};
+                r = pools_set_stock(p, cfg->stock_targets, cfg->n_stock_targets, &err);
+                if (r < 0) {
+                        log_err("pools: --stock: %s", err.detail);
+                        r = -EINVAL;
+                        goto fail_jobs;
+                }
+        }
+        r = pools_start_upkeep(p);
+        if (r < 0)
+                goto fail_jobs;
+        *ret = p;
+        return 0;
+
+fail_jobs:
+        /* Stop what reconcile started; pools_free keeps them warming on disk. */
+        pools_free(p);
+        return r;
+fail:
+        pools_free(p);
+        return r;
+}
+
+void pools_free(struct pools *p)
+{
+        if (!p)
+                return;
+
+        /* The observer's owner may be gone already (the HTTP layer stops
+         * first): the shutdown saves below are not told. */
+        pools_set_observer(p, NULL, NULL);
+        owner_watch_free(p->owners);
+        p->owners = NULL;
+        pools_stop_upkeep(p);
+
+        /* No other thread touches the registry now (the caller stopped the
+         * HTTP layer first): stop each job at a chunk boundary and record
+         * where it stands; cancelled jobs stay warming for the next start. */
+        bool any = false;
+        for (size_t i = 0; i < p->reg.n_pools; i++) {
+                struct pool *pool = p->reg.pools[i];
+                if (!pool->job)
+                        continue;
+                job_cancel(pool->job);
+                pools_lock(&p->reg.lock);
+                pools_set_hold(pool, POOL_BUSY);
+                pools_unlock(&p->reg.lock);
+                (void)pools_finish_job(p, pool, true); /* never removes at shutdown */
+                pools_lock(&p->reg.lock);
+                pools_set_hold(pool, POOL_FREE);
+                pools_unlock(&p->reg.lock);
+                any = true;
+        }
+        if (any) {
+                int r = pools_save(p);
+                if (r < 0)
+                        log_err("pools: saving state at exit: %s", strerror(-r));
+        }
+
+        for (size_t i = 0; i < p->reg.n_pools; i++) {
+                if (p->reg.pools[i]->fd >= 0)
+                        close(p->reg.pools[i]->fd);
+                free(p->reg.pools[i]);
+        }
+        free(p->reg.pools);
+        free(p->admit.resv);
+        free(p->stock.targets);
+        journal_sync_reset(&p->save.jsync);
+        pthread_cond_destroy(&p->reg.changed);
+        pthread_cond_destroy(&p->wake.kick);
+        pools_mutex_destroy(&p->admit.lock);
+        pools_mutex_destroy(&p->save.lock);
+        pools_mutex_destroy(&p->obs.lock);
+        pools_mutex_destroy(&p->reg.lock);
+        pools_mutex_destroy(&p->wake.lock);
+        for (size_t i = 0; i < TOPO_MAX_PAGE_SIZES; i++)
+                free(p->mount_dirs[i]);
+        free(p->state_dir);
+        free(p->boot_id_path);
+        free(p->proc_root);
+        free(p);
+}

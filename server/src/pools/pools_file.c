@@ -1,0 +1,238 @@
+/* pools_file: a pool's file: made, checked, removed.
+ *
+ * Creating a pool's file (O_EXCL, mode, group, size), undoing a create that
+ * failed after it, removing a pool with its file (the journal forgets the
+ * pool first), and renaming a file without replacing another.
+ *
+ * Someone with access to the pool directory may remove, replace or resize
+ * a pool file behind our back.  The checks here compare the file at a pool's
+ * path with the device, inode and size we recorded: a job's follow-up
+ * (pools_upkeep.c), a GET of a ready pool (shown at once, recorded by the
+ * upkeep thread) and a recycle (pools_recycle.c: a changed file is never
+ * zeroed into the stock) all ask here.  One stat each, no lock. */
+#include <errno.h>
+#include <unistd.h>
+#include <pthread.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "owner.h"
+#include "pools_internal.h"
+#include "util.h"
+
+int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct journal_pool *r, char *detail,
+                       size_t size, bool *ret_ours)
+{
+        struct stat st;
+
+        *ret_ours = false;
+        if (!path[0] || !ino)
+                return 0;
+        if (stat(path, &st) < 0) {
+                if (errno != ENOENT)
+                        return 0;       /* cannot tell: not a change */
+                snprintf(detail, size, "its file %s was removed by someone else", path);
+                return 1;
+        }
+        if (st.st_dev != dev || st.st_ino != ino) {
+                snprintf(detail, size, "its file %s was replaced by another file", path);
+                return 1;
+        }
+        *ret_ours = true;
+        if ((uint64_t)st.st_size != r->size_bytes) {
+                snprintf(detail, size, "its file %s was truncated or resized to %" PRIu64 " of %" PRIu64 " bytes",
+                         path, (uint64_t)st.st_size, r->size_bytes);
+                return 1;
+        }
+        return 0;
+}
+
+/* A ready pool's file as a GET sees it (one stat, outside `reg.lock`).  A
+ * change is shown at once (failed, file-changed) and the upkeep thread
+ * records it, so the reader never waits on a save, nor commits from inside
+ * an observer. */
+void pools_check_on_get(struct pools *p, const struct journal_pool *r, dev_t dev, ino_t ino,
+                        struct pool_view *v)
+{
+        char detail[POOL_ERROR_DETAIL_MAX];
+        struct pool *pool;
+        bool ours;
+
+        if (r->state != POOL_READY)
+                return;
+        if (!pools_file_changed(v->path, dev, ino, r, detail, sizeof(detail), &ours))
+                return;
+        pools_lock(&p->reg.lock);
+        pool = pools_find(p, r->name);
+        if (pool && pool->file_ino == ino && pool->file_dev == dev)
+                pool->file_check_due = true;
+        pools_unlock(&p->reg.lock);
+        pools_kick(p);
+        v->state = POOL_FAILED;
+        v->expires_at = 0;
+        snprintf(v->error_slug, sizeof(v->error_slug), "file-changed");
+        snprintf(v->error_detail, sizeof(v->error_detail), "%s", detail);
+}
+
+/* Set POOL's hold under `reg.lock`. */
+static void set_hold_locked(struct pools *p, struct pool *pool, enum pool_hold to)
+{
+        pools_lock(&p->reg.lock);
+        pools_set_hold(pool, to);
+        pools_unlock(&p->reg.lock);
+}
+
+/* The journal forgets the pool first, then the file goes: a release that
+ * could not be saved changes nothing (-EAGAIN; its job still runs), so
+ * whoever was told it failed sees the pool as it was, now and after a
+ * restart.  A file that cannot be removed puts the record back (a warming
+ * one whose job was stopped becomes failed, "pool-file-error") so its pages
+ * stay accounted for.  A save by another thread while the pool is releasing
+ * leaves it out too; the next save after a failure writes it again. */
+int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
+{
+        char name[POOL_NAME_MAX + 1];
+        struct job *job;
+        int r;
+
+        set_hold_locked(p, pool, POOL_RELEASING);
+        r = pools_save(p);
+        if (r < 0) {
+                log_err("pools: cannot save the release of pool %s: %s; it stays as it was",
+                        pool->rec.name, strerror(-r));
+                set_hold_locked(p, pool, POOL_BUSY);
+                return -EAGAIN;
+        }
+
+        pools_lock(&p->reg.lock);
+        job = pool->job;
+        pools_unlock(&p->reg.lock);
+        if (job) {
+                struct job_status st;
+
+                job_cancel(job); /* on_done has run when it returns */
+                job_get_status(job, &st);
+                pools_lock(&p->reg.lock);
+                pool->job = NULL;
+                pool->last = st;
+                pool->have_last = true;
+                if (st.state == JOB_CANCELLED)
+                        p->reg.stats.jobs_cancelled++;
+                pools_unlock(&p->reg.lock);
+                job_free(job);
+        }
+        if (pool->fd >= 0) {
+                close(pool->fd);
+                pool->fd = -1;
+        }
+        if (pool->path[0] && unlink(pool->path) < 0 && errno != ENOENT) {
+                r = -errno;
+                log_err("pools: cannot remove %s: %s", pool->path, strerror(-r));
+                set_hold_locked(p, pool, POOL_BUSY);
+                struct journal_pool next = pool->rec;
+                /* Its job is gone and will never finish: say so, rather
+                 * than "warming" forever.  DELETE retries. */
+                if (job && pool->rec.state == POOL_WARMING &&
+                    pool_transition(&next, POOL_FAILED, "pool-file-error",
+                                    "its warm job was stopped, but removing its file failed: %s",
+                                    strerror(-r)) == 0) {
+                        int q = pools_commit(p, pool, &next);
+                        if (q < 0)
+                                log_err("pools: saving state for pool %s: %s", pool->rec.name, strerror(-q));
+                } else {
+                        int q = pools_save(p);
+                        if (q < 0)
+                                log_err("pools: saving state for pool %s: %s", pool->rec.name, strerror(-q));
+                }
+                return r;
+        }
+        pools_lock(&p->reg.lock);
+        pools_set_hold(pool, POOL_REMOVING);
+        /* Counted as it turns invisible: whoever sees it gone sees it
+         * counted. */
+        pools_count_release(p, why);
+        snprintf(name, sizeof(name), "%s", pool->rec.name);
+        pools_drop(p, pool);
+        pthread_cond_broadcast(&p->reg.changed);
+        pools_unlock(&p->reg.lock);
+        free(pool);
+        owner_watch_remove(p->owners, name);
+        pools_notify(p, name);
+        return 0;
+}
+
+/* Pool files: the VMM's group may open them, nobody else. */
+#define POOL_FILE_MODE 0660
+
+void pools_abandon(struct pools *p, struct pool *pool, bool registered)
+{
+        if (registered) {
+                /* A save in another thread reads pool->job under `reg.lock`:
+                 * take the job out there first, then stop and free it. */
+                pools_lock(&p->reg.lock);
+                struct job *job = pool->job;
+                pool->job = NULL;
+                pools_unlock(&p->reg.lock);
+                if (job) {
+                        job_cancel(job);
+                        job_free(job);
+                }
+                pools_lock(&p->reg.lock);
+                pools_drop(p, pool);
+                pools_unlock(&p->reg.lock);
+                /* A save that raced with us may hold the record; forget it
+                 * again.  Failing that, the next start finds the file gone
+                 * and says so. */
+                (void)pools_save(p);
+        }
+        close(pool->fd);
+        unlink(pool->path);
+        free(pool);
+}
+
+int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, struct problem *err)
+{
+        const char *path = pool->path;
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        int r;
+
+        fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, POOL_FILE_MODE);
+        if (fd < 0) {
+                r = -errno;
+                if (r == -EEXIST)
+                        problem_raise(err, PROBLEM_POOL_CONFLICT, "a file %s exists that no pool record owns", path);
+                else
+                        problem_raise(err, PROBLEM_POOL_FILE_ERROR, "creating %s: %s", path, strerror(-r));
+                return r;
+        }
+        if (p->cfg.pool_gid != (gid_t)-1 && fchown(fd, (uid_t)-1, p->cfg.pool_gid) < 0)
+                goto fail;
+        /* The umask may have narrowed the mode. */
+        if (fchmod(fd, POOL_FILE_MODE) < 0)
+                goto fail;
+        if (ftruncate(fd, (off_t)size) < 0)
+                goto fail;
+        /* Which file is ours: the file-changed checks compare it. */
+        if (fstat(fd, &st) < 0)
+                goto fail;
+        pool->file_dev = st.st_dev;
+        pool->file_ino = st.st_ino;
+        pool->fd = TAKE_FD(fd);
+        return 0;
+fail:
+        r = -errno;
+        problem_raise(err, PROBLEM_POOL_FILE_ERROR, "setting up %s: %s", path, strerror(-r));
+        unlink(path);
+        return r;
+}
+
+int pools_rename_noreplace(const char *from, const char *to)
+{
+        return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) < 0 ? -errno : 0;
+}

@@ -1,0 +1,406 @@
+/* pools_internal: the pool core's private structs, shared by the files
+ * that make it up (as sd-event shares its own through event-source.h).
+ * Nothing outside server/src/pools/ includes this.
+ *
+ * The files, in layers; each calls only the layers below it (and, within a
+ * layer, never back: stock -> admit, recycle -> stock, recover -> admit,
+ * room -> file):
+ *   top      pools_face.c      the public face (pools.h): start, stop,
+ *                              queries, waits, delete, counts
+ *   3        pools_create.c    the create path (PUT)
+ *            pools_upkeep.c    the upkeep thread: finished jobs, TTL expiry,
+ *                              owner exits, the unmapped sweep, and the
+ *                              refills and recycles it drives
+ *   2        pools_admit.c     admission and reservations
+ *            pools_stock.c     stock targets, refills, hand-outs
+ *            pools_recycle.c   released pools back into the stock: dirty
+ *                              rows, the mapped check, zero jobs, their
+ *                              saved completion
+ *            pools_recover.c   start-up: journal load, reconcile,
+ *                              re-applied reservations
+ *   1        pools_jobs.c      a pool's warm or zero job in the engine
+ *            pools_file.c      a pool's file: made, checked, removed, renamed
+ *            pools_need.c      what warms still need, read consistently with
+ *                              the node's counters (admission's one reading)
+ *            pools_room.c      stock files removed to make room for pools
+ *            pools_dir.c       pool directories: mount checks, marker, orphans
+ *            pools_claim.c     claims and owner processes
+ *   0        pools_registry.c  lookup, holds, views, commits, saves, the
+ *                              observer and the upkeep kick; calls no other
+ *                              pools file
+ *            pool_state.c      the name rule and the state table (pool_state.h)
+ *
+ * struct pools is one part per owner (below), each with the lock that
+ * guards it beside it or named on each field.  Locks, outermost first, and
+ * why there are five:
+ *   admit.lock     serialises admission (free pages minus what warming jobs
+ *                  will still take), reservations and file creation, so two
+ *                  creates never count the same free pages.  May be held for
+ *                  seconds (a reservation write), so nothing else ever waits
+ *                  on it but other creates and reservations.
+ *   save.lock      serialises journal writes.  A save snapshots the registry
+ *                  after taking it, so the last write always holds the newest
+ *                  state; fsync happens under it, never under reg.lock.  A
+ *                  save that changes only pool rows skips the directory fsync
+ *                  (journal.c, jsync).
+ *   obs.lock       held while the observer runs, so pools_set_observer can
+ *                  wait for a call in flight.  Taken with no other lock of
+ *                  ours held; the observer may take reg.lock under it (it
+ *                  may call pools_get).
+ *   reg.lock       the registry itself.  Held only for memory work and
+ *                  job_get_status(); never across job_cancel, engine_submit,
+ *                  reservation writes, unlink or fsync.
+ *   (owner.c's)    the owner watch's own leaf lock; pools calls
+ *                  owner_watch_add/remove with none of ours held, and the
+ *                  watch calls pools_on_owner_exit with none of its held.
+ *   wake.lock      a leaf taken by the engine's on_done callback (which must
+ *                  not block) and by the upkeep thread to sleep; nothing is
+ *                  called under it.
+ * A function whose comment says a lock is held asserts it on entry with
+ * pools_assert_held() (pools_lock.h; Debug and RelWithDebInfo builds), so
+ * the rules hold at start-up and shutdown too, where nothing else runs.
+ *
+ * A change is saved before it is shown: the thread that changes a pool holds
+ * it (hold = busy), points `pending` at the new record (which the journal
+ * snapshot uses), saves, and only then copies it into `rec`, the record
+ * every reader sees, and wakes waiters.  Pools not free are left alone by
+ * everybody else.  The one exception is warming -> ready (see finish_job):
+ * redoing a finished populate after a crash is free, so it is shown first
+ * and saved after.
+ *
+ * Flags that are not pool states, on purpose:
+ *   pending   not a state but the half-way point of a commit: non-NULL only
+ *             inside commit(), while its caller holds the pool busy.
+ *   job_done  an event from the engine, not a state of the pool: on_done runs
+ *             in an engine thread that may not take `reg.lock` (the registry calls
+ *             job_get_status under `reg.lock`, which takes the engine's lock), so
+ *             it lives under wake.lock and only tells the upkeep thread
+ *             that `job` has an outcome to collect. */
+#pragma once
+
+/* Private to server/src/pools/: its object library defines HPW_IN_POOLS
+ * (server/CMakeLists.txt); everything else goes through pools.h. */
+#ifndef HPW_IN_POOLS
+#error "pools_internal.h is private to server/src/pools/"
+#endif
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "journal.h"
+#include "pool_state.h"
+#include "pools.h"
+#include "pools_lock.h"
+
+#define NS_PER_SEC UINT64_C(1000000000)
+
+/* Why a pool is released (its file removed, its record forgotten).  Not a
+ * state: the pool is what it was until it is gone.  A pool's release_due
+ * holds the last two, set by the owner watch or the sweep for the upkeep
+ * thread; TTL expiry is worked out from the record. */
+enum pool_release {
+        RELEASE_NONE,
+        RELEASE_DELETE,         /* DELETE /v1/pools/{name} */
+        RELEASE_TTL,            /* ready, unclaimed past its TTL */
+        RELEASE_OWNER_EXITED,   /* its owner process exited (or was gone at start) */
+        RELEASE_UNMAPPED,       /* no process mapped it for release_unmapped_after */
+};
+
+struct pool {
+        struct pools *owner;
+        struct journal_pool rec;      /* lock: committed, saved and visible */
+        const struct journal_pool *pending; /* lock: being saved; the journal snapshot uses it */
+        enum pool_hold hold;          /* lock: who may change it (pool_state.h) */
+        bool job_done;                /* wake.lock: on_done ran for `job` */
+        struct job *job;              /* lock: running, or finished and not yet freed */
+        int fd;                       /* holder: open while job is set (the engine borrows it) */
+        struct job_status last;       /* lock: status of the last job, once freed */
+        bool have_last;               /* lock */
+        uint64_t present_at_start;    /* bytes already in the file when its job (re)started */
+        uint64_t job_offset;          /* holder: where the next job starts (a grown stock file) */
+        uint64_t retry_at;            /* lock: CLOCK_BOOTTIME ns, a failed release is not retried before */
+        enum pool_release release_due; /* lock: set by the owner watch or the sweep */
+        int64_t unmapped_since;       /* lock: unix s, 0 = mapped, not swept, or has an owner */
+        char path[PATH_MAX];          /* set before the pool is added, then constant */
+        dev_t file_dev;               /* holder: the file at `path` we made or found at start; */
+        ino_t file_ino;               /*   0 = not known (no file) */
+        bool file_check_due;          /* lock: a GET saw the file changed; upkeep re-checks it */
+        bool recycle_wait_logged;     /* upkeep thread: "still mapped, waits" said for this row */
+};
+
+/* The registry (pools_registry.c): every pool row, and the counters every
+ * layer adds to, under one lock.  Held only for memory work and
+ * job_get_status(); never across job_cancel, engine_submit, reservation
+ * writes, unlink or fsync. */
+struct pools_registry {
+        struct pools_mutex lock;
+        pthread_cond_t changed;       /* with lock: broadcast on every committed change */
+        struct pool **pools;          /* lock */
+        size_t n_pools, cap_pools;    /* lock */
+        struct pools_stats stats;     /* lock */
+};
+
+/* The journal writes (pools_registry.c, pools_save). */
+struct pools_saves {
+        struct pools_mutex lock;         /* serialises saves; fsync happens under it */
+        struct journal_sync jsync;    /* lock: what the saves made durable */
+};
+
+/* The change observer (pools_registry.c). */
+struct pools_observer {
+        struct pools_mutex lock;         /* held while fn runs, so a reset waits for a call in flight */
+        void (*fn)(void *arg, const char *name); /* lock */
+        void *arg;                    /* lock */
+};
+
+/* The upkeep thread's wake-up (pools_registry.c kicks it, pools_jobs.c's
+ * on_done marks a pool's job_done under it, pools_upkeep.c sleeps on it). */
+struct pools_wake {
+        struct pools_mutex lock;         /* a leaf: nothing is called under it */
+        pthread_cond_t kick;          /* with lock: wakes the upkeep thread */
+        bool kicked, stopping;        /* lock */
+};
+
+/* The upkeep thread itself (pools_upkeep.c); only it touches these, but
+ * for the thread handle (pools_start_upkeep, pools_stop_upkeep). */
+struct pools_upkeep {
+        pthread_t thread;
+        bool started;
+        uint64_t next_sweep_ns;       /* CLOCK_MONOTONIC of the next unmapped sweep */
+        uint64_t sweep_interval_ns;   /* set at pools_new */
+        bool warned_unreadable;
+};
+
+/* Admission and reservations (pools_admit.c). */
+struct pools_admission {
+        /* Serialises admission (free pages minus what warming jobs will
+         * still take), reservations and file creation, so two creates never
+         * count the same free pages.  Held for seconds at most (a
+         * reservation write); only creates, reservations and refills wait. */
+        struct pools_mutex lock;
+        struct journal_reservation *resv; /* reg.lock (the saves read it) */
+        size_t n_resv;                /* reg.lock */
+};
+
+/* The stock (pools_stock.c). */
+struct pools_stock {
+        struct journal_stock_target *targets; /* reg.lock */
+        size_t n_targets;             /* reg.lock */
+        unsigned seq;                 /* admit.lock: numbers new stock file names */
+        bool short_logged;            /* upkeep thread: "no room to refill" said */
+        /* reg.lock: the target a refill is adding a file to, from when it
+         * found room until its row is in the registry (or it gave up),
+         * so a release deciding meanwhile whether to recycle counts that
+         * file too. */
+        struct journal_stock_target refilling;
+        bool refilling_set;
+        uint64_t handed_out_ns;       /* reg.lock: CLOCK_MONOTONIC of the last hand-out from stock */
+        uint64_t next_refill_ns;      /* upkeep thread: a refill deferred until then, 0 = none */
+};
+
+/* Recycling released pools into the stock (pools_recycle.c). */
+struct pools_recycle {
+        unsigned seq;                 /* reg.lock: numbers the stock names of recycled files */
+        bool due;                     /* reg.lock: a dirty row appeared; look at once */
+        uint64_t next_ns;             /* upkeep thread: CLOCK_MONOTONIC of the next mapped check, 0 = none */
+        uint64_t interval_ns;         /* set at pools_new */
+        bool warned_unreadable, warned_nolease; /* upkeep thread */
+};
+
+/* One part per owner; the lock order is admit.lock -> save.lock ->
+ * reg.lock -> (engine node lock, wake.lock); obs.lock is taken with none
+ * of ours held and may take reg.lock under it. */
+struct pools {
+        /* Set by pools_new (pools_face.c) and constant after; the strings
+         * are our copies.  boot_id is read by pools_recover at start. */
+        struct pools_config cfg;
+        char *state_dir;
+        char *boot_id_path;
+        char *proc_root;
+        char *mount_dirs[TOPO_MAX_PAGE_SIZES];
+        char boot_id[40];
+        unsigned max_pools;
+        struct owner_watch *owners;   /* pidfds of owner processes (owner.h) */
+
+        struct pools_admission admit;
+        struct pools_saves save;
+        struct pools_observer obs;
+        struct pools_registry reg;
+        struct pools_wake wake;
+        struct pools_upkeep upkeep;
+        struct pools_stock stock;
+        struct pools_recycle recycle;
+};
+
+/* ---- 0: the registry (pools_registry.c), reg.lock held unless said otherwise ---- */
+int64_t pools_now_unix(void);
+/* The pool directory of PAGE_SIZE (constant after pools_new; no lock). */
+const char *pools_mount_dir(const struct pools *p, uint64_t page_size);
+/* CLOCK_BOOTTIME expiry (ns) of a ready, unclaimed pool with a TTL; 0 = none. */
+uint64_t pools_rec_expires_boot_ns(const struct journal_pool *r);
+struct pool *pools_find(struct pools *p, const char *name);
+int pools_add(struct pools *p, struct pool *pool);
+void pools_drop(struct pools *p, struct pool *pool);
+/* Change POOL's hold; aborts on a move pool_hold_allowed refuses (a bug). */
+void pools_set_hold(struct pool *pool, enum pool_hold to);
+/* Wait (reg.lock held) until NAME's pool is free; returns it busy, or NULL
+ * if it does not exist, is still being created or is a stock row. */
+struct pool *pools_grab(struct pools *p, const char *name);
+/* Whether POOL is a stock file, not a pool (reg.lock held). */
+bool pools_is_stock(const struct pool *pool);
+/* The record a snapshot or a check should use: the one being saved, if any. */
+const struct journal_pool *pools_latest(const struct pool *pool);
+void pools_fill_view(struct pool *pool, struct pool_view *v);
+/* Snapshot the registry and write it (takes save.lock, then reg.lock). */
+int pools_save(struct pools *p);
+/* Save NEXT as POOL's record, then show it and tell the observer; POOL is
+ * busy and reg.lock not held.  On a failed save the record is still applied
+ * (it describes what happened to the file) and the error is returned. */
+int pools_commit(struct pools *p, struct pool *pool, const struct journal_pool *next);
+/* The save pools_commit does, without telling the observer: NEXT is marked
+ * pending while the journal is written, then applied (on a failed save
+ * too if APPLY_ON_FAILURE, else the record stays as it was) and the waiters
+ * woken.  POOL busy, reg.lock not held. */
+int pools_save_record(struct pools *p, struct pool *pool, const struct journal_pool *next, bool apply_on_failure);
+/* Make POOL free again and wake waiters (takes reg.lock). */
+void pools_release(struct pools *p, struct pool *pool);
+/* Count a release of reason WHY in the stats (RELEASE_NONE: none);
+ * reg.lock held. */
+void pools_count_release(struct pools *p, enum pool_release why);
+/* Tell the observer NAME changed; no lock of ours held. */
+void pools_notify(struct pools *p, const char *name);
+/* Wake the upkeep thread (takes wake.lock). */
+void pools_kick(struct pools *p);
+
+/* ---- 1: jobs (pools_jobs.c), no lock held ---- */
+/* Start POOL's warm (or, recycling, zero) job; its fd is open.  -errno from
+ * engine_submit. */
+int pools_start_job(struct pools *p, struct pool *pool);
+
+/* ---- 1: files (pools_file.c) ---- */
+/* Whether the file at PATH is still the one (DEV, INO) of R at its size: 0
+ * if so (or it cannot be told), 1 with DETAIL set if someone removed,
+ * replaced, truncated or resized it.  Pages missing from it are not
+ * checked: a claimed pool's VM may give pages back, and start-up re-warms
+ * an unclaimed ready pool that lost some.  *RET_OURS says whether PATH
+ * still names our file (only then may it be unlinked).  One stat, no lock. */
+int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct journal_pool *r, char *detail,
+                       size_t size, bool *ret_ours);
+/* A ready pool's file as a GET sees it (R, DEV, INO copied under reg.lock):
+ * a change is shown in V at once (failed, file-changed) and the upkeep
+ * thread is asked to record it. */
+void pools_check_on_get(struct pools *p, const struct journal_pool *r, dev_t dev, ino_t ino,
+                        struct pool_view *v);
+/* Rename FROM to TO unless TO exists, in one step (renameat2
+ * RENAME_NOREPLACE): 0, -EEXIST, or rename's other -errno. */
+int pools_rename_noreplace(const char *from, const char *to);
+/* Create POOL's file at POOL->path (O_EXCL, mode, group) with SIZE bytes;
+ * on success POOL->fd is open and file_dev/file_ino name the file (what the
+ * file-changed checks compare).  0, or -errno with ERR set and no file left. */
+int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, struct problem *err);
+/* Undo a create that failed after pools_create_file: when REGISTERED
+ * (pools_add succeeded) stop and free its job if it has one, take POOL out
+ * of the registry and save again; close and unlink its file, free it. */
+void pools_abandon(struct pools *p, struct pool *pool, bool registered);
+/* Save the journal without POOL, then stop its job if any, remove its file
+ * and its record; POOL is busy and freed on success (takes reg.lock itself),
+ * and the release is counted under WHY in the same step that makes it
+ * invisible.  -EAGAIN when the save failed (nothing changed), or unlink's
+ * -errno (the record is saved again). */
+int pools_remove(struct pools *p, struct pool *pool, enum pool_release why);
+
+/* ---- 1: what warms still need (pools_need.c) ---- */
+/* Pages that warming pools on (NODE, PAGE_SIZE) have yet to take by their
+ * jobs' counters alone (late by up to a chunk per worker); reg.lock held. */
+uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size);
+/* The node's counters and the pages warming jobs there still need (by
+ * their counters and their files' blocks), read so that a page faulted in
+ * meanwhile is not counted both as needed and as taken, and never as free
+ * and as no longer needed: what every admission, reservation and refill
+ * decides on.  admit.lock held, no other lock (takes reg.lock itself; stats
+ * pool files outside it).  0 or topo_read_hugepages' -errno. */
+int pools_node_counts(struct pools *p, int node, uint64_t page_size, struct hp_counts *ret_hp,
+                      uint64_t *ret_needed);
+
+/* ---- 1: room (pools_room.c) ---- */
+/* Remove stock files of (NODE, PAGE_SIZE) until PAGES pages are back; none
+ * when all of them would not be enough.  Returns the pages given back
+ * (admit.lock held, no other lock). */
+uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, uint64_t pages);
+
+/* ---- 1: pool directories (pools_dir.c) ---- */
+int pools_prepare_dir(const char *dir, uint64_t page_size, gid_t gid, bool check_fs);
+void pools_remove_orphans(struct pools *p);
+
+/* ---- 1: owners (pools_claim.c) ---- */
+/* The owner watch's callback: marks NAME's pool for release if it is still
+ * bound to (PID, START), and kicks the upkeep thread. */
+void pools_on_owner_exit(void *arg, const char *name, pid_t pid, uint64_t start);
+
+/* ---- 2: admission (pools_admit.c) ---- */
+/* A growth of a node's pool that "reserve": true made for a create, kept
+ * until the create is done so a create that fails after admission can put
+ * it back. */
+struct pools_growth {
+        bool grew;
+        int node;
+        uint64_t page_size;
+        uint64_t previous;    /* the node's count before the growth */
+        bool had_record;      /* the journal's reservation before: RECORD, or none */
+        uint64_t record;
+};
+/* admit.lock held.  GIVE_WAY: remove stock files of the node and page size
+ * before refusing or reserving (never at start-up, which walks the
+ * registry).  A growth that still did not admit is undone here; one that
+ * did is returned in *RET_GROWTH (NULL only without RESERVE). */
+int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve, bool give_way,
+                struct pools_growth *ret_growth, struct problem *err);
+/* Put back G's growth if there was one: the count (never below the pages
+ * in use plus what warms still need) and the journal's record (admit.lock
+ * held; call it after the failed create's file is gone). */
+void pools_undo_growth(struct pools *p, const struct pools_growth *g);
+void pools_count_reservation(struct pools *p, int r, const struct reserve_result *res);
+
+/* ---- 2: stock (pools_stock.c) ---- */
+/* The deficit of the target of (NODE, PAGE_SIZE, SIZE): count minus its
+ * ready, warming and recycling rows (pending records count), 0 when there
+ * is no such target (reg.lock held). */
+uint64_t pools_stock_deficit(struct pools *p, int node, uint64_t page_size, uint64_t size);
+/* Create stock files for every target with a deficit while the nodes have
+ * free pages no warm needs (upkeep thread, no lock held). */
+void pools_stock_refill(struct pools *p);
+/* Hand a ready stock file out as REQ's pool (admit.lock held, REQ
+ * validated, no pool of its name): 0 with *RET_TAKEN true and *RET filled,
+ * 0 with *RET_TAKEN false when no stock file fits, or -errno with ERR set. */
+int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_view *ret, bool *ret_taken,
+                     struct problem *err);
+
+/* ---- 2: recycling (pools_recycle.c) ---- */
+/* Release POOL (busy) for WHY.  With RECYCLE, a ready pool whose stock
+ * target is short becomes a dirty stock row in one saved step (renamed to a
+ * stock name; its pool name is free at once); otherwise, or with WHY none,
+ * pools_remove.  Same returns as pools_remove; on 0, POOL is no longer the
+ * caller's (removed, or a free dirty row). */
+int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why, bool recycle);
+/* Upkeep thread: start the zeroing of dirty rows no process maps (and of
+ * recycling rows without a job: interrupted), remove those whose file
+ * changed or has holes.  No lock held. */
+void pools_recycle_upkeep(struct pools *p);
+/* A recycle's zero job ended as JOB_DONE: save NEXT ("stock") before the
+ * row can be handed out; a save that fails removes the file instead (not
+ * at SHUTDOWN: it stays recycling, redone at the next start).  POOL busy;
+ * true when it is gone. */
+bool pools_recycle_done(struct pools *p, struct pool *pool, const struct journal_pool *next, bool shutdown);
+
+/* ---- 2: start-up (pools_recover.c), single-threaded apart from engine callbacks ---- */
+int pools_recover(struct pools *p);
+
+/* ---- 3: the upkeep thread (pools_upkeep.c), no lock held ---- */
+/* Collect POOL's ended job.  Returns true when POOL is gone (a stock refill
+ * that failed: its file and row are removed, POOL freed); never at
+ * SHUTDOWN. */
+bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown);
+int pools_start_upkeep(struct pools *p);
+void pools_stop_upkeep(struct pools *p);

@@ -1,0 +1,328 @@
+/* pools_registry: the bottom of the pool core, which calls no other pools
+ * file: lookup, who holds a pool, the commit that saves a change before
+ * showing it, the journal snapshot, views, and telling others (the
+ * observer, the upkeep thread's kick).
+ *
+ * Everything above builds on these; the structs, the locks and their order
+ * are described once, in pools_internal.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "pools_internal.h"
+#include "util.h"
+
+int64_t pools_now_unix(void) { return (int64_t)(now_real_ns() / NS_PER_SEC); }
+
+const char *pools_mount_dir(const struct pools *p, uint64_t page_size)
+{
+        for (size_t i = 0; i < p->cfg.n_mounts; i++)
+                if (p->cfg.mounts[i].page_size == page_size)
+                        return p->mount_dirs[i];
+        return NULL;
+}
+
+uint64_t pools_rec_expires_boot_ns(const struct journal_pool *r)
+{
+        if (r->state != POOL_READY || r->claimed || r->ttl_seconds == 0)
+                return 0;
+        /* ready_boot_ns is set on entering ready (0 only if CLOCK_BOOTTIME
+         * read 0, i.e. never): expire at once rather than never. */
+        return r->ready_boot_ns + r->ttl_seconds * NS_PER_SEC;
+}
+
+struct pool *pools_find(struct pools *p, const char *name)
+{
+        pools_assert_held(&p->reg.lock);
+        for (size_t i = 0; i < p->reg.n_pools; i++)
+                if (p->reg.pools[i]->hold != POOL_REMOVING && strcmp(p->reg.pools[i]->rec.name, name) == 0)
+                        return p->reg.pools[i];
+        return NULL;
+}
+
+int pools_add(struct pools *p, struct pool *pool)
+{
+        pools_assert_held(&p->reg.lock);
+        if (p->reg.n_pools == p->reg.cap_pools) {
+                size_t cap = p->reg.cap_pools ? p->reg.cap_pools * 2 : 16;
+                struct pool **n = realloc(p->reg.pools, cap * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                p->reg.pools = n;
+                p->reg.cap_pools = cap;
+        }
+        p->reg.pools[p->reg.n_pools++] = pool;
+        return 0;
+}
+
+void pools_drop(struct pools *p, struct pool *pool)
+{
+        pools_assert_held(&p->reg.lock);
+        for (size_t i = 0; i < p->reg.n_pools; i++)
+                if (p->reg.pools[i] == pool) {
+                        p->reg.pools[i] = p->reg.pools[--p->reg.n_pools];
+                        return;
+                }
+}
+
+void pools_set_hold(struct pool *pool, enum pool_hold to)
+{
+        pools_assert_held(&pool->owner->reg.lock);
+        if (!pool_hold_allowed(pool->hold, to)) {
+                /* Two threads think they own the pool: going on would
+                 * corrupt the registry or unlink a file twice. */
+                log_err("pools: pool %s: hold %s -> %s is not allowed", pool->rec.name,
+                        pool_hold_name(pool->hold), pool_hold_name(to));
+                abort();
+        }
+        pool->hold = to;
+}
+
+const struct journal_pool *pools_latest(const struct pool *pool)
+{
+        pools_assert_held(&pool->owner->reg.lock);
+        return pool->pending ? pool->pending : &pool->rec;
+}
+
+void pools_fill_view(struct pool *pool, struct pool_view *v)
+{
+        pools_assert_held(&pool->owner->reg.lock);
+        const struct journal_pool *r = &pool->rec;
+        struct job_status st;
+        uint64_t done = r->bytes_done;
+        bool have = false;
+
+        memset(v, 0, sizeof(*v));
+        snprintf(v->name, sizeof(v->name), "%s", r->name);
+        v->node = r->node;
+        v->page_size = r->page_size;
+        v->size_bytes = r->size_bytes;
+        v->state = r->state;
+        v->claimed = r->claimed;
+        v->ttl_seconds = r->ttl_seconds;
+        v->created_at = r->created_at;
+        v->started_at = r->started_at;
+        v->finished_at = r->finished_at;
+        snprintf(v->error_slug, sizeof(v->error_slug), "%s", r->error_slug);
+        snprintf(v->error_detail, sizeof(v->error_detail), "%s", r->error_detail);
+        snprintf(v->path, sizeof(v->path), "%s", pool->path);
+        if (pool->job) {
+                job_get_status(pool->job, &st);
+                have = true;
+        } else if (pool->have_last) {
+                st = pool->last;
+                have = true;
+        }
+        if (r->state == POOL_READY)
+                done = r->size_bytes;
+        else if (r->state == POOL_WARMING && pool->job)
+                done = pool->job_offset + st.bytes_done;
+        else if (r->state == POOL_WARMING && have)
+                done = st.bytes_done;
+        v->bytes_done = done < r->size_bytes ? done : r->size_bytes;
+        if (have) {
+                uint64_t end = st.finished_ns ? st.finished_ns : now_mono_ns();
+                v->elapsed_seconds = end > st.started_ns ? (double)(end - st.started_ns) / 1e9 : 0;
+                v->threads = st.threads;
+                v->placement_verified = st.verified;
+                v->pages_off_node = st.pages_off_node;
+        } else if (r->started_at) {
+                /* Restored from the journal: whole seconds are all we know. */
+                int64_t end = r->finished_at ? r->finished_at : pools_now_unix();
+                v->elapsed_seconds = end > r->started_at ? (double)(end - r->started_at) : 0;
+        }
+        if (v->elapsed_seconds > 0 && r->state != POOL_FAILED)
+                v->rate_bytes_per_second = (double)v->bytes_done / v->elapsed_seconds;
+        /* Shown in wall time: now plus what is left on the boot clock, so
+         * a wall clock jump moves the shown time, never the expiry. */
+        uint64_t exp = pools_rec_expires_boot_ns(r);
+        if (exp) {
+                uint64_t boot = now_boot_ns(), real = now_real_ns();
+                uint64_t left = exp > boot ? exp - boot : 0;
+                v->expires_at = real ? (int64_t)((real + left) / NS_PER_SEC) : 0;
+        }
+        v->owner_pid = r->owner_pid;
+        v->unmapped_since = pool->unmapped_since;
+        v->from_stock = r->from_stock;
+}
+
+int pools_save(struct pools *p)
+{
+        struct journal j = {0};
+        int r;
+
+        pools_lock(&p->save.lock);
+        pools_lock(&p->reg.lock);
+        snprintf(j.boot_id, sizeof(j.boot_id), "%s", p->boot_id);
+        j.reservations = calloc(p->admit.n_resv ? p->admit.n_resv : 1, sizeof(*j.reservations));
+        j.pools = calloc(p->reg.n_pools ? p->reg.n_pools : 1, sizeof(*j.pools));
+        if (!j.reservations || !j.pools) {
+                pools_unlock(&p->reg.lock);
+                r = -ENOMEM;
+                goto out;
+        }
+        if (p->admit.n_resv)
+                memcpy(j.reservations, p->admit.resv, p->admit.n_resv * sizeof(*p->admit.resv));
+        j.n_reservations = p->admit.n_resv;
+        if (p->stock.n_targets) {
+                j.stock_targets = calloc(p->stock.n_targets, sizeof(*j.stock_targets));
+                if (!j.stock_targets) {
+                        pools_unlock(&p->reg.lock);
+                        r = -ENOMEM;
+                        goto out;
+                }
+                memcpy(j.stock_targets, p->stock.targets, p->stock.n_targets * sizeof(*p->stock.targets));
+                j.n_stock_targets = p->stock.n_targets;
+        }
+        for (size_t i = 0; i < p->reg.n_pools; i++) {
+                struct pool *o = p->reg.pools[i];
+                struct journal_pool *d = &j.pools[j.n_pools];
+
+                if (o->hold == POOL_REMOVING || o->hold == POOL_RELEASING)
+                        continue;
+                *d = *pools_latest(o);
+                if ((d->state == POOL_WARMING || d->state == POOL_STOCK_WARMING) && o->job) {
+                        struct job_status st;
+                        job_get_status(o->job, &st);
+                        d->bytes_done = st.bytes_done;
+                }
+                j.n_pools++;
+        }
+        pools_unlock(&p->reg.lock);
+        unsigned long full = p->save.jsync.full_saves;
+        r = journal_save_sync(p->state_dir, &j, &p->save.jsync);
+        if (r == 0) {
+                pools_lock(&p->reg.lock);
+                if (p->save.jsync.full_saves != full)
+                        p->reg.stats.journal_saves_full++;
+                else
+                        p->reg.stats.journal_saves_light++;
+                pools_unlock(&p->reg.lock);
+        }
+out:
+        pools_unlock(&p->save.lock);
+        free(j.reservations);
+        free(j.pools);
+        free(j.stock_targets);
+        return r;
+}
+
+int pools_save_record(struct pools *p, struct pool *pool, const struct journal_pool *next, bool apply_on_failure)
+{
+        int r;
+
+        pools_lock(&p->reg.lock);
+        pool->pending = next;
+        pools_unlock(&p->reg.lock);
+        r = pools_save(p);
+        pools_lock(&p->reg.lock);
+        if (r == 0 || apply_on_failure)
+                pool->rec = *next;
+        pool->pending = NULL;
+        pthread_cond_broadcast(&p->reg.changed);
+        pools_unlock(&p->reg.lock);
+        return r;
+}
+
+int pools_commit(struct pools *p, struct pool *pool, const struct journal_pool *next)
+{
+        int r = pools_save_record(p, pool, next, true);
+
+        pools_notify(p, next->name);
+        return r;
+}
+
+struct pool *pools_grab(struct pools *p, const char *name)
+{
+        pools_assert_held(&p->reg.lock);
+        for (;;) {
+                struct pool *pool = pools_find(p, name);
+                if (!pool || pool->hold == POOL_CREATING || pools_is_stock(pool))
+                        return NULL;
+                if (pool->hold == POOL_FREE) {
+                        pools_set_hold(pool, POOL_BUSY);
+                        return pool;
+                }
+                pools_cond_wait(&p->reg.changed, &p->reg.lock);
+        }
+}
+
+void pools_release(struct pools *p, struct pool *pool)
+{
+        bool due;
+
+        pools_lock(&p->reg.lock);
+        pools_set_hold(pool, POOL_FREE);
+        /* Marked for release while held (its owner exited during a claim):
+         * upkeep skipped it, so tell it the pool is free now. */
+        due = pool->release_due != RELEASE_NONE;
+        pthread_cond_broadcast(&p->reg.changed);
+        pools_unlock(&p->reg.lock);
+        if (due)
+                pools_kick(p);
+}
+
+void pools_count_release(struct pools *p, enum pool_release why)
+{
+        pools_assert_held(&p->reg.lock);
+        switch (why) {
+        case RELEASE_DELETE: p->reg.stats.released_delete++; break;
+        case RELEASE_TTL: p->reg.stats.pools_expired++; break;
+        case RELEASE_OWNER_EXITED: p->reg.stats.released_owner_exited++; break;
+        case RELEASE_UNMAPPED: p->reg.stats.released_unmapped++; break;
+        case RELEASE_NONE: break;
+        }
+}
+
+void pools_set_observer(struct pools *p, void (*fn)(void *arg, const char *name), void *arg)
+{
+        pools_lock(&p->obs.lock);
+        p->obs.fn = fn;
+        p->obs.arg = fn ? arg : NULL;
+        pools_unlock(&p->obs.lock);
+}
+
+void pools_notify(struct pools *p, const char *name)
+{
+        pools_lock(&p->obs.lock);
+        if (p->obs.fn)
+                p->obs.fn(p->obs.arg, name);
+        pools_unlock(&p->obs.lock);
+}
+
+void pools_kick(struct pools *p)
+{
+        pools_lock(&p->wake.lock);
+        p->wake.kicked = true;
+        pthread_cond_signal(&p->wake.kick);
+        pools_unlock(&p->wake.lock);
+}
+
+bool pools_is_stock(const struct pool *pool)
+{
+        pools_assert_held(&pool->owner->reg.lock);
+        return pool_state_is_stock(pools_latest(pool)->state);
+}
+
+#ifdef HPW_LOCK_ASSERTS
+uintptr_t pools_lock_self(void)
+{
+        static _Thread_local char self;
+
+        return (uintptr_t)&self;
+}
+
+void pools_assert_held_at(const struct pools_mutex *m, const char *what, const char *func)
+{
+        if (atomic_load_explicit(&m->owner, memory_order_relaxed) == pools_lock_self())
+                return;
+        /* Going on would race on what the lock guards. */
+        log_err("pools: %s() needs %s held, and this thread does not hold it", func, what);
+        abort();
+}
+#endif
