@@ -29,7 +29,7 @@ test_pkgs=(
   systemd                             # systemd-analyze verify of the units
   debhelper dpkg-dev fakeroot lintian # package.deb: build the .debs (debian/) and lint them
   adduser                             # package.deb installs hpwarmd, whose postinst adds a group
-  prometheus                          # promtool: deploy.prometheus checks the alert rules and their tests
+  prometheus                          # promtool (deploy.prometheus); the server itself (deploy.prometheus_live)
   abigail-tools                       # abidiff, abidw: client.abi checks libhpwarm against its ABI baseline
   # libvirt tests: libvirtd, virtlogd, virsh and the QEMU driver; the
   # hook reads domain XML with xmllint; shellcheck lints the hook
@@ -37,6 +37,10 @@ test_pkgs=(
   # API contract: api.lint runs Redocly (npm ci from tests/api/lint's lock),
   # api.responses validates real answers against the schema with jsonschema
   nodejs npm python3-jsonschema
+  # deploy.image: deploy/container/build-image.sh builds and runs the
+  # DaemonSet's image with podman (runc: crun refuses hybrid cgroups) on a
+  # base mmdebstrap makes from this host's apt sources
+  podman runc mmdebstrap
 )
 
 set_=test

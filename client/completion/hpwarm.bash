@@ -15,7 +15,7 @@ _hpwarm_cmd_opts() {
         claim) echo "--pid" ;;
         release) echo "--ignore-missing" ;;
         handoff) echo "--vmm --argv" ;;
-        fleet) echo "--hosts --size --page-size --warm --wait --verbose" ;;
+        fleet) echo "--hosts --prometheus --host-label --url-template --max-age --size --page-size --warm --wait --verbose" ;;
         esac
 }
 
@@ -58,7 +58,13 @@ _hpwarm() {
         --url)
                 COMPREPLY=($(compgen -W "unix:///run/hpwarmd/api.sock http://127.0.0.1:7411" -- "$cur"))
                 return ;;
-        --timeout|--connect-timeout|--node|--size|--threads|--ttl|--pid|--warm)
+        --prometheus)
+                COMPREPLY=($(compgen -W "http://127.0.0.1:9090" -- "$cur"))
+                return ;;
+        --url-template)
+                COMPREPLY=($(compgen -W "http://{instance} https://{instance}" -- "$cur"))
+                return ;;
+        --timeout|--connect-timeout|--node|--size|--threads|--ttl|--pid|--warm|--host-label|--max-age)
                 return ;;
         esac
 
@@ -81,7 +87,8 @@ _hpwarm() {
                 if ((seen)); then
                         case $w in
                         --url|--token-file|--cacert|--cert|--key|--timeout|--connect-timeout|--node|--size|\
-                        --page-size|--threads|--ttl|--pid|--vmm|--hosts|--warm) ((i++)) ;;
+                        --page-size|--threads|--ttl|--pid|--vmm|--hosts|--warm|--prometheus|--host-label|\
+                        --url-template|--max-age) ((i++)) ;;
                         -*) ;;
                         *) ((npos++)) ;;
                         esac

@@ -460,6 +460,70 @@ HPW_EXPORT void hpw_fleet_free(struct hpw_fleet *x);
 HPW_EXPORT enum hpw_error hpw_fleet_get(struct hpw *h, const char *const *urls, size_t n,
                                         enum hpw_fleet_what what, struct hpw_fleet **ret);
 
+/* ==== fleet placement through Prometheus (client/src/prom.c) ====
+ *
+ * One PromQL instant query finds the hosts that can take a pool; the best
+ * few are then asked directly, because only a host can say what it has now
+ * (and only a host can grant a pool).  The query keeps series of targets
+ * whose last scrape succeeded (up == 1) and whose last sample is at most
+ * max_age_s old, and returns per host and NUMA node either a ready stock
+ * file of exactly SIZE (hpwarmd_stock_bytes{state="ready",size_bytes=SIZE})
+ * or hugepages that cover SIZE (hpwarmd_hugepages_bytes{state="available"},
+ * or state="free" for daemons without "available").  Ranked as `hpwarm
+ * fleet place` ranks: stock files first (most ready, then most available
+ * pages), then most available pages; ties by host label value, then node.
+ * Metric names and labels relied on: docs/FLEET.md. */
+
+/* Options, a request the caller fills: start from HPW_PROM_PLACE_OPTS_INIT
+ * (SIZE = sizeof, as for struct hpw_warm_request).  Pointers are borrowed
+ * for the call only. */
+struct hpw_prom_place_opts {
+        size_t size;                /* sizeof(struct hpw_prom_place_opts) */
+        const char *prometheus_url; /* "http(s)://host:port[/prefix]", required */
+        const char *host_label;     /* label naming the host; NULL = "instance" */
+        /* The host's URL, "{LABEL}" replaced by the label's value; NULL =
+         * "http://{LABEL}".  The value must look like HOST or HOST:PORT. */
+        const char *url_template;
+        uint64_t size_bytes;        /* required, a multiple of page_size */
+        uint64_t page_size;         /* bytes; 0 = 2 MiB */
+        unsigned max_age_s;         /* newest sample older than this: host skipped; 0 = 60 */
+        unsigned confirm;           /* hosts asked directly per round; 0 = 3 */
+        const char *warm_name;      /* non-NULL: PUT pool NAME on the chosen node,
+                                       falling down the list on 409 */
+};
+#define HPW_PROM_PLACE_OPTS_INIT { .size = sizeof(struct hpw_prom_place_opts) }
+
+struct hpw_prom_placement {
+        char *url;                /* the chosen host's URL */
+        char *host;               /* its host label value */
+        int node;
+        uint64_t page_size_bytes;
+        bool stock;               /* chosen for a ready stock file (else available pages) */
+        uint64_t stock_ready;     /* ready stock files of the size, as the host answered */
+        uint64_t available;       /* available pages (free where the host does not say), as the host answered */
+        uint64_t free;            /* free pages, as the host answered */
+        size_t offered;           /* host/node candidates Prometheus returned */
+        size_t asked;             /* hosts asked directly */
+        size_t refused;           /* hosts that answered the warm with 409 */
+        struct hpw_pool *pool;    /* warm_name: the pool as the host answered, else NULL */
+        bool created;             /* warm_name: 201 (else an identical pool existed) */
+};
+HPW_EXPORT void hpw_prom_placement_free(struct hpw_prom_placement *x);
+
+/* Place SIZE bytes through Prometheus.  H's token, TLS files and timeouts
+ * apply to the hosts (as hpw_fleet_get); Prometheus gets H's timeouts, no
+ * token and the system CAs.  HPW_E_INVALID for bad options (nothing sent);
+ * HPW_E_INSUFFICIENT when Prometheus offers nothing or no host asked
+ * confirms it has room (hpw_last_message() says which); Prometheus'
+ * transport errors as for any call (HPW_E_UNREACHABLE, ...) and
+ * HPW_E_PROTOCOL for an answer that is not a Prometheus vector; with
+ * warm_name, a warm error other than 409 as hpw_warm returns it;
+ * HPW_E_CANCELLED after hpw_cancel() (the query or a round of the hosts;
+ * a warm already sent runs to its answer). */
+HPW_EXPORT enum hpw_error hpw_prom_place(struct hpw *h, const struct hpw_prom_place_opts *opts,
+                                         struct hpw_prom_placement **ret);
+/* ==== end of fleet placement through Prometheus ==== */
+
 /* "2M", "1G" or "<n>kB": the canonical page-size spelling the API accepts.
  * Writes at most LEN bytes including the NUL. */
 HPW_EXPORT void hpw_format_page_size(uint64_t bytes, char *buf, size_t len);

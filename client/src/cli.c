@@ -403,6 +403,11 @@ static void floor_hint(const struct ctx *x, const struct hpw_problem *p, int nod
                 node, ps, (unsigned long long)p->max_count);
 }
 
+int cli_wait_at(struct ctx *x, const char *name, const struct hpw_pool *initial)
+{
+        return do_wait(x, name, initial);
+}
+
 int cli_warm_at(struct ctx *x, const char *name, int node, uint64_t size, uint64_t page_size)
 {
         struct hpw_warm_request req = {

@@ -65,6 +65,10 @@ struct cli {
         enum cli_fleet fleet;
         const char *warm_name;     /* fleet place --warm NAME */
         bool verbose;              /* fleet --verbose */
+        const char *prometheus;    /* fleet place --prometheus URL */
+        const char *host_label;    /* --host-label (NULL = instance) */
+        const char *url_template;  /* --url-template (NULL = http://{LABEL}) */
+        unsigned max_age_s;        /* --max-age (0 = the library's default) */
         enum cli_stock stock_op;   /* stock [show] | set SPEC... | clear */
         struct hpw_stock_target stock[HPW_STOCK_MAX_TARGETS]; /* stock set: the targets */
         size_t n_stock;

@@ -45,5 +45,9 @@ void cli_add_pool_row(struct table *t, const char *host, const struct hpw_pool *
  * host's handle); prints the outcome and returns the exit code. */
 int cli_warm_at(struct ctx *x, const char *name, int node, uint64_t size, uint64_t page_size);
 
+/* hpwarm wait's loop on X's handle, from INITIAL (the pool as the warm
+ * answered); returns the exit code. */
+int cli_wait_at(struct ctx *x, const char *name, const struct hpw_pool *initial);
+
 /* hpwarm fleet (cli_fleet.c). */
 int cli_cmd_fleet(struct ctx *x);

@@ -6,7 +6,9 @@
  * anything outside its own member.  place gathers candidates from every
  * host's nodes, asks the hosts that answered for their stock in one more
  * concurrent round, and lets the pure cli_place() (cli_core.c) choose: a
- * ready stock file of the size first, then free pages. */
+ * ready stock file of the size first, then free pages.  place --prometheus
+ * asks Prometheus instead of a hosts file (the library's hpw_prom_place)
+ * and only the hosts it offers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +154,97 @@ out:
         free(idx);
 }
 
+/* fleet place --prometheus: the library finds, confirms and (with --warm)
+ * warms; this prints what it chose and why (as place --hosts prints it), or
+ * why nothing fits.  --json: one document, the pool (or, with --wait, the
+ * pool as the wait left it) as its member "pool". */
+static int fleet_place_prom(struct ctx *x)
+{
+        const struct cli *c = x->cli;
+        struct hpw_prom_place_opts o = HPW_PROM_PLACE_OPTS_INIT;
+        struct hpw_prom_placement *p = NULL;
+        enum hpw_error err;
+        char ps[32], sz[32];
+        int rc = 0;
+
+        o.prometheus_url = c->prometheus;
+        o.host_label = c->host_label;
+        o.url_template = c->url_template;
+        o.size_bytes = c->size;
+        o.page_size = c->page_size;
+        o.max_age_s = c->max_age_s;
+        o.warm_name = c->warm_name;
+        err = hpw_prom_place(x->h, &o, &p);
+        hpw_format_page_size(c->page_size, ps, sizeof(ps));
+        cli_format_bytes(c->size, sz, sizeof(sz));
+        if (err) {
+                fprintf(stderr, "hpwarm: fleet place: %s: %s\n",
+                        err == HPW_E_INSUFFICIENT ? "no host has room" : hpw_strerror(err), hpw_last_message(x->h));
+                if (err == HPW_E_INSUFFICIENT)
+                        fprintf(stderr, "hpwarm: fleet place: nothing fits %s in %s pages\n", sz, ps);
+                return cli_exit_code(err);
+        }
+        if (c->json) {
+                printf("{\"url\":");
+                print_json_string(p->url, stdout);
+                printf(",\"host\":");
+                print_json_string(p->host, stdout);
+                printf(",\"node\":%d,\"available\":%llu,\"free\":%llu,\"why\":\"%s\",\"stock_ready\":%llu,"
+                       "\"offered\":%zu,\"asked\":%zu,\"refused\":%zu", p->node, (unsigned long long)p->available,
+                       (unsigned long long)p->free, p->stock ? "stock" : "available",
+                       (unsigned long long)p->stock_ready, p->offered, p->asked, p->refused);
+                if (p->pool)
+                        printf(",\"created\":%s", p->created ? "true" : "false");
+        } else {
+                if (p->stock)
+                        printf("%s node %d (stock hit: %llu ready stock file%s of %s in %s pages on node %d)\n",
+                               p->url, p->node, (unsigned long long)p->stock_ready, p->stock_ready == 1 ? "" : "s",
+                               sz, ps, p->node);
+                else
+                        printf("%s node %d (available pages: %llu available %s pages, %llu free)\n", p->url,
+                               p->node, (unsigned long long)p->available, ps, (unsigned long long)p->free);
+                if (p->pool)
+                        printf("%s: %s on %s node %d (%s%s%s)\n", p->pool->name, p->created ? "created" : "exists",
+                               p->url, p->pool->node, p->pool->state_name, p->pool->from_stock[0] ? ", from stock: " : "",
+                               p->pool->from_stock);
+        }
+        if (p->pool && c->wait) {
+                struct hpw *h2 = NULL;
+                struct ctx x2 = *x;
+
+                fflush(stdout);
+                err = hpw_new(p->url, &h2);
+                if (!err && c->token_file)
+                        err = hpw_set_token_file(h2, c->token_file);
+                if (!err)
+                        err = hpw_set_tls(h2, c->cacert, c->cert, c->key);
+                if (!err)
+                        err = hpw_set_timeouts(h2, c->connect_timeout_ms, cli_timeout_ms(c, false));
+                if (err) {
+                        fprintf(stderr, "hpwarm: fleet place: %s: %s\n", p->url, hpw_strerror(err));
+                        rc = cli_exit_code(err);
+                } else {
+                        x2.h = h2;
+                        x2.url = p->url;
+                        x2.json_nested = c->json;
+                        x2.json_done = false;
+                        rc = cli_wait_at(&x2, p->pool->name, p->pool);
+                        x->json_done = x2.json_done;
+                }
+                hpw_free(h2);
+                if (c->json && !x2.json_done)
+                        printf(",\"pool\":null");
+        } else if (p->pool && c->json) {
+                char *body = hpw_json_reprint(p->pool->json, strlen(p->pool->json));
+                printf(",\"pool\":%s", body ? body : "null");
+                free(body);
+        }
+        if (c->json)
+                printf("}\n");
+        hpw_prom_placement_free(p);
+        return rc;
+}
+
 /* The free pages NODE reported for PAGE_SIZE (shown beside available). */
 static uint64_t node_free(const struct hpw_node_list *l, int node, uint64_t page_size)
 {
@@ -171,6 +264,8 @@ int cli_cmd_fleet(struct ctx *x)
         enum hpw_error err;
         int r, rc = 0;
 
+        if (c->prometheus)
+                return fleet_place_prom(x);
         r = cli_read_hosts(c->hosts, &urls, &n);
         if (r < 0) {
                 fprintf(stderr, "hpwarm: fleet: cannot read %s: %s\n", c->hosts, strerror(-r));

@@ -26,6 +26,7 @@ enum opt_id {
         O_URL = 256, O_TOKEN_FILE, O_CACERT, O_CERT, O_KEY, O_TIMEOUT, O_CONNECT_TIMEOUT, O_JSON,
         O_VERSION, O_NODE, O_SIZE, O_PAGE_SIZE, O_THREADS, O_TTL, O_RESERVE, O_WAIT,
         O_ALLOW_PARTIAL, O_VMM, O_HOSTS, O_WARM, O_PID, O_IGNORE_MISSING, O_ARGV, O_VERBOSE,
+        O_PROMETHEUS, O_HOST_LABEL, O_URL_TEMPLATE, O_MAX_AGE,
 };
 
 #define C(x) (1u << (x))
@@ -79,7 +80,19 @@ static const struct optdef {
           "that exec the VMM themselves" },
         { "hosts", required_argument, O_HOSTS, C(CMD_FLEET), "FILE",
           "one URL per line; blank lines and # comments\n"
-          "skipped (required)" },
+          "skipped (required, or place --prometheus)" },
+        { "prometheus", required_argument, O_PROMETHEUS, C(CMD_FLEET), "URL",
+          "place: find the hosts through this Prometheus\n"
+          "(http(s)://HOST:PORT[/PREFIX]) instead of --hosts" },
+        { "host-label", required_argument, O_HOST_LABEL, C(CMD_FLEET), "LABEL",
+          "place --prometheus: the label naming a host's\n"
+          "hpwarmd (default instance)" },
+        { "url-template", required_argument, O_URL_TEMPLATE, C(CMD_FLEET), "T",
+          "place --prometheus: the host's URL, {LABEL} replaced\n"
+          "by the label's value (default http://{instance})" },
+        { "max-age", required_argument, O_MAX_AGE, C(CMD_FLEET), "S",
+          "place --prometheus: skip hosts whose newest sample\n"
+          "is older than S seconds (default 60)" },
         { "warm", required_argument, O_WARM, C(CMD_FLEET), "NAME", "place: also warm pool NAME where it fits" },
         { "verbose", no_argument, O_VERBOSE, C(CMD_FLEET), NULL,
           "place: say on stderr which hosts' stock could not be\n"
@@ -133,6 +146,12 @@ static const struct cmddef {
           "pages (--verbose names them).  With --warm NAME also warm it there\n"
           "(--json: one object, the pool as its \"pool\" member).\n"
           "Hosts that did not answer are listed on stderr.\n"
+          "place --prometheus URL instead of --hosts: one PromQL query for the\n"
+          "hosts whose last scrape worked (up == 1) within --max-age that show a\n"
+          "ready stock file of SIZE or enough available (else free) pages, ranked\n"
+          "the same way; the best three are then asked directly (then the next\n"
+          "three, ...) and the host's own answer decides; with --warm, a host\n"
+          "answering 409 passes to the next.  Exit 5 when nothing fits.\n"
           "Exit codes: 0 every host answered; 7 some hosts did not answer (the\n"
           "output covers those that did); when none answered, the code their\n"
           "errors share (3 unreachable, 4 timed out, 6 unauthorized).  place:\n"
@@ -521,6 +540,18 @@ static int apply_opt(struct cli *c, int id, const char *v, char *err, size_t err
         case O_IGNORE_MISSING: c->ignore_missing = true; break;
         case O_ARGV: c->argv_words = true; break;
         case O_VERBOSE: c->verbose = true; break;
+        case O_PROMETHEUS: c->prometheus = v; break;
+        case O_HOST_LABEL:
+                if (!hpw_prom_label_valid(v))
+                        return usage_err(err, errlen, "--host-label: not a Prometheus label name: '%s'", v);
+                c->host_label = v;
+                break;
+        case O_URL_TEMPLATE: c->url_template = v; break;
+        case O_MAX_AGE:
+                if (parse_uint(v, 86400, &n) < 0 || n == 0)
+                        return usage_err(err, errlen, "--max-age: whole seconds from 1 to 86400, not '%s'", v);
+                c->max_age_s = (unsigned)n;
+                break;
         default:
                 return usage_err(err, errlen, "internal: option %d not handled", id);
         }
@@ -721,8 +752,24 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
                 }
                 break;
         case CMD_FLEET:
-                if (!c.hosts)
-                        return usage_err(err, errlen, "fleet: --hosts FILE is required");
+                if (!c.hosts && !(c.prometheus && strcmp(pos[0], "place") == 0))
+                        return usage_err(err, errlen, c.prometheus ? "fleet %s: --prometheus is for place; use --hosts FILE"
+                                                                   : "fleet: --hosts FILE is required", pos[0]);
+                if (c.hosts && c.prometheus)
+                        return usage_err(err, errlen, "fleet place: --hosts or --prometheus, not both");
+                if (!c.prometheus && (c.host_label || c.url_template || c.max_age_s))
+                        return usage_err(err, errlen, "fleet: --host-label, --url-template and --max-age go with "
+                                         "place --prometheus");
+                if (c.url_template) {
+                        char probe[1024];
+                        const char *label = c.host_label ? c.host_label : "instance";
+                        if (hpw_prom_url(c.url_template, label, "h", probe, sizeof(probe)) < 0)
+                                return usage_err(err, errlen, "--url-template: '%s' does not contain {%s}",
+                                                 c.url_template, label);
+                        if (strncmp(probe, "http://", 7) && strncmp(probe, "https://", 8))
+                                return usage_err(err, errlen, "--url-template: '%s' must start with http:// or "
+                                                 "https://", c.url_template);
+                }
                 if (strcmp(pos[0], "nodes") == 0)
                         c.fleet = FLEET_NODES;
                 else if (strcmp(pos[0], "pools") == 0)

@@ -969,3 +969,57 @@ out:
         *ret = f;
         return HPW_OK;
 }
+
+/* ---- for prom.c: placement through Prometheus asks hosts as this handle would ---- */
+
+void hpw_conn_get(const struct hpw *h, struct hpw_conn *ret)
+{
+        conn_of(h, ret);
+}
+
+uint64_t hpw_total_timeout_ms(const struct hpw *h)
+{
+        return h->total_ms;
+}
+
+enum hpw_error hpw_clone_for(const struct hpw *h, const char *url, struct hpw **ret)
+{
+        struct hpw *c = NULL;
+        enum hpw_error err = hpw_new(url, &c);
+
+        if (err == HPW_OK)
+                err = set_str(&c->token, h->token);
+        if (err == HPW_OK)
+                err = hpw_set_tls(c, h->ca_file, h->cert_file, h->key_file);
+        if (err != HPW_OK) {
+                hpw_free(c);
+                return err;
+        }
+        c->connect_ms = h->connect_ms;
+        c->total_ms = h->total_ms;
+        c->retry = h->retry;
+        c->log_fn = h->log_fn;
+        c->log_data = h->log_data;
+        *ret = c;
+        return HPW_OK;
+}
+
+void hpw_set_failure(struct hpw *h, const char *fmt, ...)
+{
+        va_list ap;
+
+        clear_last(h);
+        va_start(ap, fmt);
+        vsnprintf(h->message, sizeof(h->message), fmt, ap);
+        va_end(ap);
+}
+
+void hpw_begin_call(struct hpw *h)
+{
+        begin(h);
+}
+
+bool hpw_cancel_requested(struct hpw *h)
+{
+        return atomic_load(&h->cancel);
+}

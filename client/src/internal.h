@@ -155,3 +155,56 @@ char *hpw_json_stock_body(const struct hpw_stock_target *const *t, size_t n);
 /* Internal release of member contents (for arrays). */
 void hpw_node_clear(struct hpw_node *n);
 void hpw_pool_clear(struct hpw_pool *p);
+
+/* ---- Prometheus placement (prom.c; its answers parsed in json.c) ---- */
+
+/* One sample of prom.c's placement query: the host label's value, the
+ * query's "hpw_kind" label ("stock" or "free"), numa_node and
+ * page_size_bytes, and the value (bytes) as a whole number. */
+struct hpw_prom_sample {
+        char *host;
+        char *kind;
+        int node;
+        uint64_t page_size;
+        uint64_t value;
+};
+void hpw_prom_samples_free(struct hpw_prom_sample *s, size_t n);
+/* A Prometheus /api/v1/query answer of resultType "vector".  Samples
+ * without HOST_LABEL, hpw_kind, a numeric numa_node and page_size_bytes or
+ * with a value that is not a whole non-negative number are skipped and
+ * counted in *RET_SKIPPED.  HPW_E_BAD_REQUEST when Prometheus answered
+ * status "error" (ERRBUF says its errorType and error), HPW_E_PROTOCOL for
+ * any other shape. */
+enum hpw_error hpw_json_prom_vector(const char *body, size_t len, const char *host_label,
+                                    struct hpw_prom_sample **ret, size_t *ret_n, size_t *ret_skipped,
+                                    char *errbuf, size_t errlen);
+
+/* Pure parts of prom.c, for its table tests. */
+/* The placement query (see hpw_prom_place); NULL on allocation failure.
+ * HOST_LABEL must be a valid Prometheus label name. */
+char *hpw_prom_query(const char *host_label, uint64_t size, uint64_t page_size, unsigned max_age_s,
+                     unsigned limit);
+/* TEMPLATE with "{LABEL}" replaced by VALUE into BUF; -EINVAL when VALUE
+ * is not HOST or HOST:PORT (letters, digits, '.', '-', '_', ':', '[', ']')
+ * or TEMPLATE lacks the placeholder, -ENAMETOOLONG when it does not fit. */
+int hpw_prom_url(const char *tmpl, const char *label, const char *value, char *buf, size_t len);
+/* Valid Prometheus label name: [a-zA-Z_][a-zA-Z0-9_]*, not starting "__". */
+bool hpw_prom_label_valid(const char *s);
+/* S percent-encoded for a URL query (unreserved characters kept); caller
+ * frees; NULL on allocation failure. */
+char *hpw_prom_escape(const char *s);
+
+/* ---- client.c, for prom.c: the handle's settings ---- */
+
+/* H's connection settings (target, token, TLS) and total timeout. */
+void hpw_conn_get(const struct hpw *h, struct hpw_conn *ret);
+uint64_t hpw_total_timeout_ms(const struct hpw *h);
+/* A new handle for URL with H's token, TLS files, timeouts, retry policy
+ * and log callback. */
+enum hpw_error hpw_clone_for(const struct hpw *h, const char *url, struct hpw **ret);
+/* What every public call does first (forget the last call, a cancel meant
+ * for it included), and whether hpw_cancel() was called since. */
+void hpw_begin_call(struct hpw *h);
+bool hpw_cancel_requested(struct hpw *h);
+/* Forget H's last answer and make MSG what hpw_last_message() says. */
+void hpw_set_failure(struct hpw *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

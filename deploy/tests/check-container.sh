@@ -12,8 +12,8 @@
 #     (Priority: required, e.g. libc6);
 #  3. runtime-packages.txt lists nothing the daemon does not link directly,
 #     and the Containerfile installs that list and runs that script.
-# Not tested here: pulling debian:12-slim, the image build itself, running
-# the image (see deploy/container/README.md).
+# The image itself is built and run by deploy.image (deploy/tests/image.sh);
+# this test needs no container engine.
 set -uo pipefail
 src=$(cd "${1:?source dir}" && pwd)
 dir=$src/deploy/container

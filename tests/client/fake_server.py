@@ -18,6 +18,7 @@ canned data and scripted misbehaviour chosen by the pool name:
   stuck, slow, hook-slow
                 PUT succeeds, warming never ends (deadline tests: a warm
                 that outlasts any deadline, however loaded the machine)
+  State.full    every pool PUT answers 409 insufficient-hugepages
   size > 1 TiB  PUT answers 409 insufficient-hugepages (naming "reserve": true
                 unless the request had it, as hpwarmd does)
   reserve >= 5000 pages  409 insufficient-memory with memory_floor_bytes
@@ -172,6 +173,7 @@ class State:
         self.stock_puts = []
         self.stock_503 = 0     # PUT /v1/stock answers 503 this many times first
         self.raw = {}          # path -> bytes answered verbatim with 200 (hostile hosts)
+        self.full = False      # every pool PUT answers 409 insufficient-hugepages (a host that filled up)
         self.pools = {}
         self.claims = []       # (name, parsed body or None) of every claim
         self.log = []
@@ -481,6 +483,9 @@ class Handler(BaseHTTPRequestHandler):
                                           "no hugetlbfs mount for 2M pages"), headers={"Retry-After": "0"})
             if name == "conflict":
                 return self.send(*problem(409, "pool-conflict", "Pool exists", "different pool named " + name))
+            if st.full:
+                return self.send(*problem(409, "insufficient-hugepages", "Not enough free hugepages",
+                                          "node %d has 0 free pages" % body["node"]))
             if body["size_bytes"] > (1 << 40):
                 # hpwarmd's own wording, which names the API field.
                 return self.send(*problem(409, "insufficient-hugepages", "Not enough free hugepages",

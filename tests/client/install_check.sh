@@ -22,7 +22,7 @@ pc=$(find "$tmp/prefix" -name libhpwarm.pc)
 [ -f "$tmp/prefix/share/bash-completion/completions/hpwarm" ] || { echo "bash completion not installed"; exit 1; }
 [ -f "$tmp/prefix/include/hpwarm_problems.h" ] || { echo "hpwarm_problems.h not installed"; exit 1; }
 [ -f "$tmp/prefix/share/hpwarm/problems.json" ] || { echo "problems.json not installed"; exit 1; }
-for m in hpwarm hpw_new hpw_last_problem hpw_nodes hpw_warm hpw_stock_get hpw_handoff hpw_fleet_get; do
+for m in hpwarm hpw_new hpw_last_problem hpw_nodes hpw_warm hpw_stock_get hpw_handoff hpw_fleet_get hpw_prom_place; do
         [ -f "$tmp/prefix/share/man/man3/$m.3" ] || { echo "man page $m(3) not installed"; exit 1; }
 done
 PKG_CONFIG_PATH=$(dirname "$pc")
