@@ -1,4 +1,4 @@
-/* api_stock: GET and PUT /v1/stock (issue 12), the stock targets and how
+/* api_stock: GET and PUT /v1/stock, the stock targets and how
  * full each one is.  Parsing only; pools_set_stock validates and applies. */
 #include <errno.h>
 #include <inttypes.h>

@@ -12,7 +12,7 @@
  *    "stock_targets":[{"node":0,"page_size_bytes":..,"size_bytes":..,
  *                      "count":..}]}
  *
- * Stock files (issue 12) are rows of "pools" with a stock state
+ * Stock files are rows of "pools" with a stock state
  * ("stock-warming", "stock", "dirty", "recycling") and a stock name
  * (pool_state.h: a first character no pool name has).  "stock_targets" and "from_stock" (written only when not
  * "none") are optional like the owner members, for the same reason.

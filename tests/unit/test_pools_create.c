@@ -196,7 +196,7 @@ TEST(lifecycle)
         CHECK_STR(pool_state_name(v.state), "ready");
         CHECK_INT(v.ttl_seconds, ==, 0);
         r.reserve = false;
-        /* Every field the pool keeps counts (issue 11 item 10): another TTL
+        /* Every field the pool keeps counts: another TTL
          * or thread count is another pool, 409 naming the field. */
         r.ttl_seconds = 77;
         CHECK_INT(create(p, &r, &v, &err), ==, -EEXIST);
@@ -291,8 +291,7 @@ TEST(admission)
 
         /* reserve: grows node 1 to 8 + 1 pages; the fixture's free counter does
          * not move, so admission still fails, and the growth (counted) is
-         * undone: the kernel back at 8, nothing recorded (issue 11 item 5:
-         * no grown pool left behind and saved when the create fails). */
+         * undone: the kernel back at 8, nothing recorded (no grown pool left behind and saved when the create fails). */
         r.reserve = true;
         CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
         CHECK(strstr(err.detail, "even after growing"));
@@ -379,8 +378,7 @@ TEST(shrink_keeps_warming)
         CHECK_STR(buf, "12\n");
         pools_get_stats(p, &s);
         CHECK_U64(s.reservations_partial, ==, 1);
-        /* What was asked is recorded, not the 12 the kernel holds (issue 11
-         * item 6). */
+        /* What was asked is recorded, not the 12 the kernel holds. */
         struct journal *j = load(&e);
         CHECK_U64(j->n_reservations, ==, 1);
         CHECK_U64(j->reservations[0].count, ==, 4);
@@ -603,7 +601,7 @@ TEST(put_without_ttl_after_ttl_conflicts)
 
 /* Count 0 asked while pages are in use: 0 is recorded, so re-applying the
  * reservation (after a reboot) does not grow the pool back to what the
- * kernel held when it was asked (issue 11 item 6). */
+ * kernel held when it was asked. */
 TEST(shrink_to_zero_remembered)
 {
         struct env e;

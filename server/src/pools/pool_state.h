@@ -17,7 +17,7 @@
  *                    ├──populate failed──> failed <──(start: file or mount gone)─┘
  *                    └──job cancelled───> cancelled
  *
- * Stock files (issue 12) are rows of the same table, not flags:
+ * Stock files are rows of the same table, not flags:
  *
  *   new ──refill──> stock-warming ──populated──> stock ──handed out (rename)──> ready
  *                    ↺ resumed at start      │ └─(start: file lost pages)─> stock-warming
@@ -69,7 +69,7 @@ enum pool_state {
         POOL_READY,
         POOL_FAILED,
         POOL_CANCELLED,
-        /* Stock files (issue 12): not pools, never shown as pools, named by
+        /* Stock files: not pools, never shown as pools, named by
          * the stock name rule below. */
         POOL_STOCK_WARMING, /* "stock-warming": a refill job runs (low priority) */
         POOL_STOCK,         /* "stock": every page populated, ready to hand out */

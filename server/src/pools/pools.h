@@ -277,7 +277,7 @@ struct pools_stats {
 };
 void pools_get_stats(struct pools *p, struct pools_stats *ret);
 
-/* ---- stock (issue 12) ----
+/* ---- stock ----
  * A stock target asks for COUNT ready files of one (node, page size, size),
  * kept in the pool directory under stock names (pool_state.h), refilled by
  * low-priority engine jobs, and handed out to a create of that exact spec

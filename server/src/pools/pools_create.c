@@ -247,7 +247,7 @@ out_free:
         free(pool);
 out_ungrow:
         /* The pool the node was grown for does not exist: neither does
-         * the growth (issue 11 item 5).  Its file is gone first, so its
+         * the growth.  Its file is gone first, so its
          * pages count as free again. */
         pools_undo_growth(p, &growth);
 out_unlock:

@@ -15,7 +15,7 @@
  * never below the true one: a page is never counted as free and as no
  * longer needed.  Counting a page twice (still needed, and gone from free)
  * is the other mistake, a spurious 409 or a growth larger than what is
- * missing (issue 11 item 5).  Reading the need again after the counters,
+ * missing.  Reading the need again after the counters,
  * and again while it moved, leaves only the pages being zeroed at that
  * moment counted twice.  When it never holds still the larger need is
  * kept: a refusal at worst, never an over-admission.
