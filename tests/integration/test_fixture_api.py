@@ -1,10 +1,10 @@
 """hpwarmd against sysfs fixture trees: every node report, reserve and their
 error classes, driven over HTTP on a loopback port."""
-import json
 import os
 import re
 import time
 
+import hpwjournal
 from hpwtest import Daemon, TestCase, main, node_hp
 
 M2 = 2048
@@ -310,12 +310,9 @@ class Reserve(TestCase):
 
     def _other_boot(self, d):
         # The journal as a daemon of an earlier boot left it.
-        path = os.path.join(d.state_dir, "state.json")
-        with open(path) as f:
-            j = json.load(f)
+        j = hpwjournal.read(d.state_dir)
         j["boot_id"] = "00000000-0000-0000-0000-000000000000"
-        with open(path, "w") as f:
-            json.dump(j, f)
+        hpwjournal.write(d.state_dir, j)
 
     def test_reapplied_after_reboot(self):
         with Daemon("two-node") as d:
@@ -340,8 +337,7 @@ class Reserve(TestCase):
             self.assertIsNotNone(line, "\n".join(d.log))
             self.assertEqual(d.read_u64(node_hp(1, M2, "nr_hugepages")), 8)
             self.assertEqual(d.stop(), 0)
-            with open(os.path.join(d.state_dir, "state.json")) as f:
-                res = json.load(f)["reservations"]
+            res = hpwjournal.read(d.state_dir)["reservations"]
             self.assertEqual([(r["node"], r["count"]) for r in res], [(1, 8)])
 
 

@@ -635,6 +635,8 @@ int main(void)
         char sj[128];
         snprintf(sj, sizeof(sj), "%s/state.json", statedir);
         unlink(sj);
+        snprintf(sj, sizeof(sj), "%s/state.log", statedir);
+        unlink(sj);
         rmdir(statedir);
         topo_free(topo);
         sysfs_close(fs);

@@ -557,10 +557,14 @@ TEST(save_failure)
          * makes journal_save fail. */
         snprintf(tmp, sizeof(tmp), "%s/state.json.tmp", e.state);
         CHECK_INT(mkdir(tmp, 0700), ==, 0);
+        /* That only stops a compaction; an append to the log fails here as a
+         * full disk would make it. */
+        journal_inject_save_error(ENOSPC);
         /* The job is held mid-chunk; the cancel waits for it. */
         fake_gate_set(true);
         pthread_t t = open_gate_soon();
         CHECK(create(p, &r, &v, &err) < 0);
+        journal_inject_save_error(0);
         pthread_join(t, NULL);
         CHECK_INT(err.status, ==, 503);
         CHECK_STR(err.slug, "state-write-failed");
@@ -1369,7 +1373,9 @@ TEST(owner_restart)
 
         child_kill(dies);
         /* Make the journal say "reused" was started at another time: its pid
-         * now names another process, as after pid reuse. */
+         * now names another process, as after pid reuse.  Folded into the
+         * snapshot first, so the edit is in state.json. */
+        compact_on_disk(&e);
         char path[PATH_MAX], buf[1 << 16], key[64];
         snprintf(path, sizeof(path), "%s/state.json", e.state);
         FILE *f = fopen(path, "re");
@@ -1566,7 +1572,7 @@ static void put_state(const struct env *e, const char *text, size_t len)
         CHECK_INT(fclose(f), ==, 0);
 }
 
-/* Remove state.json (file or directory) and what --reset-state moved aside;
+/* Remove state.json (file or directory), the log and what --reset-state moved aside;
  * returns how many state.json.corrupt-* there were. */
 static int clear_state(const struct env *e)
 {
@@ -1580,7 +1586,8 @@ static int clear_state(const struct env *e)
                 if (strncmp(de->d_name, "state.json.corrupt-", 19) == 0)
                         n++;
         closedir(d);
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s/state.json' '%s'/state.json.corrupt-*", e->state, e->state);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s/state.json' '%s'/state.json.corrupt-* '%s'/state.log*", e->state,
+                 e->state, e->state);
         CHECK_INT(system(cmd), ==, 0);
         return n;
 }
@@ -1608,9 +1615,9 @@ static void write_bad(const struct env *e, enum bad_kind k, const char *good, si
         }
         case BAD_FUTURE: {
                 char *copy = strdup(good);
-                char *at = strstr(copy, "\"version\":1");
+                char *at = strstr(copy, "\"version\":2");
                 CHECK(at);
-                at[10] = '2';
+                at[10] = '3';
                 put_state(e, copy, len);
                 free(copy);
                 break;
@@ -1643,6 +1650,7 @@ TEST(bad_journal_keeps_mapped_files)
         ready_pool(p, "vm");
         CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
         pools_free(p);
+        compact_on_disk(&e);    /* every row in state.json, for the edits below */
         snprintf(path, sizeof(path), "%s/state.json", e.state);
         char *good = slurp(path, &len);
 
