@@ -342,6 +342,45 @@ class Reserve(TestCase):
 
 
 
+class PoolListQuery(TestCase):
+    """GET /v1/pools query parameters: each bad value is a 422 problem whose
+    detail names the parameter; good ones answer a (here empty) page.  The
+    pages themselves, over real pools, are tests/real/test_pool_list.py's."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("two-node").start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.__exit__()
+
+    BAD = {
+        "limit": ["0", "1001", "-1", "", "x", "1.5", "1e3", "99999999999999999999999", "%201"],
+        "after": ["", "-a", "a/b", "x" * 65, "~stock", "a%20b"],
+        "state": ["", "Ready", "stock", "dirty", "bogus"],
+        "node": ["", "-1", "2", "x", "01x", "4294967296"],
+        "page_size": ["", "3M", "2m", "0", "4K", "bogus"],
+    }
+
+    def test_bad_values_name_the_parameter(self):
+        for key, values in self.BAD.items():
+            for v in values:
+                with self.subTest(key=key, value=v):
+                    r = self.d.get("/v1/pools?%s=%s" % (key, v))
+                    self.assertProblem(r, 422, "invalid-field")
+                    self.assertTrue(r.json["detail"].startswith(key + " "), r.json)
+
+    def test_good_values(self):
+        for q in ("limit=1", "limit=1000", "after=vm-1", "state=ready", "state=warming", "state=failed",
+                  "state=cancelled", "node=0", "node=1", "page_size=2M", "page_size=1G",
+                  "limit=5&after=a&state=ready&node=1&page_size=2M", "unknown=1"):
+            with self.subTest(q=q):
+                r = self.d.get("/v1/pools?" + q)
+                self.assertEqual(r.status, 200, r)
+                self.assertEqual(r.json, {"pools": []})
+
+
 class Stock(TestCase):
     """PUT/GET /v1/stock over HTTP: shapes and every refusal (nothing
     changes on a refusal).  Pools and refills are unit.stock's and the real
