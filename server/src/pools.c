@@ -544,6 +544,10 @@ int pools_new(const struct pools_config *cfg, struct pools **ret)
         if (!cfg || !cfg->fs || !cfg->topo || !cfg->engine || !cfg->state_dir ||
             cfg->n_mounts > TOPO_MAX_PAGE_SIZES)
                 return -EINVAL;
+        /* Pool paths are built in POOL_PATH_MAX bytes. */
+        for (size_t i = 0; i < cfg->n_mounts; i++)
+                if (!cfg->mounts[i].dir || strlen(cfg->mounts[i].dir) > POOL_DIR_MAX)
+                        return -ENAMETOOLONG;
         p = calloc(1, sizeof(*p));
         if (!p)
                 return -ENOMEM;

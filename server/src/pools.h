@@ -144,7 +144,7 @@ struct pool_view {
         int64_t finished_at;       /* unix seconds, 0 = not finished */
         char error_slug[POOL_ERROR_SLUG_MAX];     /* "" = none */
         char error_detail[POOL_ERROR_DETAIL_MAX];
-        char path[4096];
+        char path[POOL_PATH_MAX];
         uint64_t bytes_done;
         double rate_bytes_per_second;
         unsigned threads;          /* workers taking part */

@@ -481,7 +481,7 @@ static int handed_out(struct pools *p, struct pool *pool, uint64_t *counter, str
  * priority: it is a pool now).  Same returns as pools_stock_take. */
 static int take_partial(struct pools *p, const struct pool_req *req, struct pool_view *ret, struct problem *err)
 {
-        char old_path[PATH_MAX], new_path[PATH_MAX];
+        char old_path[POOL_PATH_MAX], new_path[POOL_PATH_MAX];
         struct journal_pool next;
         struct pool *pool = NULL;
         uint64_t old_size;
@@ -575,7 +575,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
 
 int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_view *ret, struct problem *err)
 {
-        char old_path[PATH_MAX], new_path[PATH_MAX];
+        char old_path[POOL_PATH_MAX], new_path[POOL_PATH_MAX];
         struct journal_pool next;
         struct pool *pool = NULL;
         bool stocked = false;

@@ -269,8 +269,11 @@ def rm(path):
 # -- the daemon --------------------------------------------------------------
 
 class Daemon:
-    def __init__(self, binary, pool_dir, threads):
-        self.state = tempfile.mkdtemp(prefix="hpwarm-bench-state-")
+    def __init__(self, binary, pool_dir, threads, state=None):
+        """STATE: an existing state dir to start on (a restart), which stop()
+        then leaves in place; None: a new one, removed by stop()."""
+        self.keep_state = state is not None
+        self.state = state or tempfile.mkdtemp(prefix="hpwarm-bench-state-")
         cmd = [binary, "--listen", "127.0.0.1:0", "--allow-unauthenticated-tcp", "--state-dir", self.state,
                "--hugetlbfs", "2M=" + pool_dir, "--threads-per-node", str(threads)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -357,7 +360,8 @@ class Daemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        shutil.rmtree(self.state, ignore_errors=True)
+        if not self.keep_state:
+            shutil.rmtree(self.state, ignore_errors=True)
 
 
 # -- phases ------------------------------------------------------------------
@@ -968,6 +972,212 @@ def report(args, res, cmdline):
     print("\n".join(out), flush=True)
 
 
+# -- scale: cost per operation against the number of pools --------------------
+
+SCALE_HOSTS = (10, 1000)
+SCALE_TARGETS = {
+    "put_ratio": 1.5,             # PUT median at 1000 pools / at 10
+    "delete_ratio": 1.5,
+    "handout_ms": 5.0,            # stock hand-out median at 1000 pools
+    "bytes_per_change": 16 << 10,
+    "rss_bytes": 16 << 20,
+    "restart_s": 1.0,
+}
+
+
+def read_io(pid):
+    with open("/proc/%d/io" % pid) as f:
+        return {k: int(v) for k, v in (line.split(":") for line in f)}
+
+
+def scale_host(args, mnt, n):
+    """One host of N one-page pools (plus one stock file of one page): the
+    costs the daemon adds per operation, and what N pools cost it to hold.
+    Every timed request goes over one keep-alive connection made before its
+    clock; the daemon is quiet before each (nothing warming)."""
+    rounds = args.scale_rounds
+    reserve_beyond_use(n + 8)
+    pool_dir = os.path.join(mnt, "scale-%d" % n)
+    d = Daemon(args.hpwarmd, pool_dir, 1)
+    out = {"pools": n}
+    try:
+        conn = d.connect()
+
+        def call(method, path, body=None):
+            return d.request(method, path, body, conn=conn)
+
+        def timed(method, path, body=None, want=(200,)):
+            t0 = time.perf_counter()
+            st, b = call(method, path, body)
+            dt = time.perf_counter() - t0
+            if st not in want:
+                raise BenchError("%s %s: %d %s" % (method, path, st, b))
+            return dt, b
+
+        def put(name):
+            return timed("PUT", "/v1/pools/" + name,
+                         {"node": 0, "size_bytes": PAGE, "page_size": "2M", "threads": 1}, want=(201,))
+
+        def ready(name):
+            st, b = call("GET", "/v1/pools/%s?wait=ready&timeout=300" % name)
+            if st != 200 or b["state"] != "ready":
+                raise BenchError("wait %s: %d %s" % (name, st, b))
+
+        def set_stock(count):
+            t = [{"node": 0, "page_size": "2M", "size_bytes": PAGE, "count": count}] if count else []
+            st, b = call("PUT", "/v1/stock", {"targets": t})
+            if st != 200:
+                raise BenchError("PUT /v1/stock: %d %s" % (st, b))
+
+        def stock_ready():
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                st, b = call("GET", "/v1/stock")
+                if st == 200 and b["targets"] and b["targets"][0]["ready"] == 1 and b["targets"][0]["warming"] == 0:
+                    time.sleep(STOCK_SETTLE_S)
+                    return
+                time.sleep(0.002)
+            raise BenchError("the stock did not settle")
+
+        log("scale: %d pools: creating them" % n)
+        names = ["host-%04d" % i for i in range(n)]
+        for name in names:
+            put(name)
+        for name in names:
+            ready(name)
+
+        # PUT and DELETE of one more pool on a host of N, with no stock (a
+        # cold warm: PUT answers "warming"); bytes the daemon wrote per change.
+        put_t, del_t = [], []
+        io0 = read_io(d.proc.pid)
+        for _ in range(rounds):
+            dt, _b = put("bench-x")
+            put_t.append(dt)
+            ready("bench-x")
+            time.sleep(STOCK_SETTLE_S)
+            dt, _b = timed("DELETE", "/v1/pools/bench-x", want=(204,))
+            del_t.append(dt)
+            time.sleep(STOCK_SETTLE_S)
+        io1 = read_io(d.proc.pid)
+        # Each round: the create, its warming -> ready, and the removal.
+        out["changes"] = 3 * rounds
+        out["bytes_per_change"] = (io1["write_bytes"] - io0["write_bytes"]) / out["changes"]
+
+        # Stock hand-outs: a ready one-page stock file renamed into place.
+        set_stock(1)
+        hand_t = []
+        for _ in range(rounds):
+            stock_ready()
+            dt, b = put("bench-s")
+            if b.get("from_stock") != "full":
+                raise BenchError("hand-out: from_stock %s" % b.get("from_stock"))
+            hand_t.append(dt)
+            timed("DELETE", "/v1/pools/bench-s", want=(204,))
+        set_stock(0)
+
+        list_t, metrics_t, list_bytes = [], [], 0
+        for _ in range(max(5, rounds // 2)):
+            t0 = time.perf_counter()
+            conn.request("GET", "/v1/pools")
+            r = conn.getresponse()
+            body = r.read()
+            list_t.append(time.perf_counter() - t0)
+            list_bytes = len(body)
+            dt, _b = timed("GET", "/metrics")
+            metrics_t.append(dt)
+        get_t = [timed("GET", "/v1/pools/" + names[len(names) // 2])[0] for _ in range(rounds)]
+        st = d.status()
+        out.update({
+            "put": put_t, "delete": del_t, "handout": hand_t, "list": list_t, "metrics": metrics_t,
+            "get": get_t, "list_bytes": list_bytes, "rss_bytes": st["VmRSS"],
+            "state_bytes": sum(os.path.getsize(os.path.join(d.state, f)) for f in os.listdir(d.state)),
+        })
+        conn.close()
+
+        # Restart: SIGTERM, then a new daemon on the same state and pools,
+        # from its spawn until it answers the list with every pool.
+        state = d.state
+        d.keep_state = True
+        d.stop()
+        t0 = time.perf_counter()
+        d2 = Daemon(args.hpwarmd, pool_dir, 1, state=state)
+        st_, b = d2.request("GET", "/v1/pools")
+        out["restart_s"] = time.perf_counter() - t0
+        if st_ != 200 or len(b["pools"]) != n:
+            raise BenchError("after the restart: %d, %s pools" % (st_, len(b.get("pools", []))))
+        d2.keep_state = False
+        d = d2
+        log("scale: %d pools: removing them" % n)
+        conn = d.connect()
+        for name in names:
+            st_, b = d.request("DELETE", "/v1/pools/" + name, conn=conn)
+            if st_ != 204:
+                raise BenchError("DELETE %s: %d %s" % (name, st_, b))
+        conn.close()
+    finally:
+        d.stop()
+        shutil.rmtree(pool_dir, ignore_errors=True)
+    return out
+
+
+def scale_phase(args, mnt, res):
+    res["scale"] = [scale_host(args, mnt, n) for n in SCALE_HOSTS]
+
+
+def size_text(n):
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return "%.1f %s" % (n / (1 << shift), unit)
+    return "%d B" % n
+
+
+def scale_report(args, res):
+    small, big = res["scale"]
+    ms = lambda v: "%.2f ms" % (v * 1e3)
+
+    def row(label, key, fmt, pct=True):
+        a, b = small[key], big[key]
+        if pct:
+            ma, mb = median(a), median(b)
+            return (label, "%s / %s" % (fmt(ma), fmt(pctl(a, 0.99))), "%s / %s" % (fmt(mb), fmt(pctl(b, 0.99))),
+                    "%.2f" % (mb / ma if ma else float("nan")))
+        return (label, fmt(a), fmt(b), "%.2f" % (b / a if a else float("nan")))
+
+    rows = [
+        row("PUT (cold, answers warming): median / p99", "put", ms),
+        row("DELETE: median / p99", "delete", ms),
+        row("stock hand-out PUT: median / p99", "handout", ms),
+        row("GET /v1/pools/{name}: median / p99", "get", ms),
+        row("GET /v1/pools (all): median / p99", "list", ms),
+        row("GET /metrics: median / p99", "metrics", ms),
+        row("list size", "list_bytes", size_text, pct=False),
+        row("bytes written per change (/proc/PID/io)", "bytes_per_change", size_text, pct=False),
+        row("state dir size", "state_bytes", size_text, pct=False),
+        row("daemon RSS (VmRSS)", "rss_bytes", size_text, pct=False),
+        row("restart to a full list", "restart_s", lambda v: "%.3f s" % v, pct=False),
+    ]
+    t = SCALE_TARGETS
+    checks = [
+        ("PUT median 1000/10 <= %.1f" % t["put_ratio"], median(big["put"]) / median(small["put"]) <= t["put_ratio"]),
+        ("DELETE median 1000/10 <= %.1f" % t["delete_ratio"],
+         median(big["delete"]) / median(small["delete"]) <= t["delete_ratio"]),
+        ("stock hand-out median at 1000 <= %.0f ms" % t["handout_ms"], median(big["handout"]) * 1e3 <= t["handout_ms"]),
+        ("bytes per change at 1000 <= %s" % size_text(t["bytes_per_change"]), big["bytes_per_change"] <= t["bytes_per_change"]),
+        ("RSS at 1000 <= %s" % size_text(t["rss_bytes"]), big["rss_bytes"] <= t["rss_bytes"]),
+        ("restart at 1000 <= %.0f s" % t["restart_s"], big["restart_s"] <= t["restart_s"]),
+    ]
+    w = max(len(r[0]) for r in rows)
+    print()
+    print("Scale: one-page 2 MiB pools, %d rounds each, one keep-alive client" % args.scale_rounds)
+    print("%-*s  %-24s  %-24s  %s" % (w, "", "10 pools", "1000 pools", "1000/10"))
+    for r in rows:
+        print("%-*s  %-24s  %-24s  %s" % (w, r[0], r[1], r[2], r[3]))
+    print()
+    for label, ok in checks:
+        print("%-44s %s" % (label, "PASS" if ok else "MISS"))
+    res["scale_checks"] = {label: ok for label, ok in checks}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1007,6 +1217,10 @@ def main():
     ap.add_argument("--latency-requests", type=int, default=2000)
     ap.add_argument("--latency-max-warms", type=int, default=10)
     ap.add_argument("--latency-size", type=parse_size, help="pool size for the latency phase (default --size)")
+    ap.add_argument("--scale", action="store_true",
+                    help="only the scale phase: PUT, DELETE, stock hand-out, list, metrics, RSS, bytes written "
+                         "per change and restart on hosts of 10 and 1000 one-page pools, with their ratios")
+    ap.add_argument("--scale-rounds", type=int, default=50, help="timed operations of each kind per host")
     ap.add_argument("--json", help="also write all results to this file")
     args = ap.parse_args()
     args.hpwarmd = args.hpwarmd or os.path.join(args.build, "server", "hpwarmd")
@@ -1015,8 +1229,10 @@ def main():
     args.prio_bench = args.prio_bench or os.path.join(args.build, "tests", "bench", "prio_bench")
     if args.stock_only:
         args.no_recycle = args.no_prio = True
-    for exe in [args.hpwarmd, args.ideal] + ([] if args.no_recycle else [args.recycle_bench]) + (
-            [] if args.no_prio else [args.prio_bench]):
+    if args.scale:
+        args.no_recycle = args.no_prio = True
+    for exe in [args.hpwarmd] + ([] if args.scale else [args.ideal]) + (
+            [] if args.no_recycle else [args.recycle_bench]) + ([] if args.no_prio else [args.prio_bench]):
         if not os.access(exe, os.X_OK):
             ap.error("%s is not built (cmake --build %s)" % (exe, args.build))
     if args.threads < 1 or args.rounds < 1 or args.stock_rounds < 1:
@@ -1036,6 +1252,15 @@ def main():
     res = {"size_bytes": args.size, "threads": args.threads, "rounds": args.rounds, "command": cmdline,
            "notes": []}
     try:
+        if args.scale:
+            if args.scale_rounds < 2:
+                ap.error("--scale-rounds must be >= 2")
+            scale_phase(args, mnt, res)
+            scale_report(args, res)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(res, f, indent=2)
+            return 0
         if args.stock_only:
             stock_phase(args, mnt, res)
             if not args.no_recycle_daemon:

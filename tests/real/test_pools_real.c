@@ -182,7 +182,7 @@ static struct sysfs *fs;
 static struct topo *topo;
 static struct engine *engine;
 static struct pools_config cfg;
-static char pooldir[3900], statedir[64];
+static char pooldir[POOL_DIR_MAX + 1], statedir[64];
 
 static uint64_t node_free(void)
 {

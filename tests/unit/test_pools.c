@@ -964,6 +964,19 @@ TEST(pool_dir)
                 CHECK(p == NULL);
         }
 
+        /* A pool directory too long for a pool's path (POOL_DIR_MAX) is
+         * refused, not truncated into another directory's name. */
+        {
+                struct pools_config c = e.cfg;
+                char longdir[POOL_DIR_MAX + 2];
+                memset(longdir, 'd', sizeof(longdir) - 1);
+                longdir[0] = '/';
+                longdir[sizeof(longdir) - 1] = '\0';
+                c.mounts[0].dir = longdir;
+                CHECK_INT(pools_new(&c, &p), ==, -ENAMETOOLONG);
+                CHECK(p == NULL);
+        }
+
         /* An existing non-empty directory without our marker is not ours:
          * refused, and its files stay. */
         CHECK_INT(mkdir(e.mount, 0750), ==, 0);
