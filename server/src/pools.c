@@ -443,6 +443,26 @@ int pools_list(struct pools *p, struct pool_view **ret, size_t *ret_n)
         return 0;
 }
 
+void pools_sum_sizes(struct pools *p, struct pools_size_sum *sums, size_t n)
+{
+        pthread_mutex_lock(&p->lock);
+        for (size_t i = 0; i < p->n_pools; i++) {
+                const struct pool *o = p->pools[i];
+                const struct journal_pool *r = &o->rec;
+
+                if (o->hold == POOL_CREATING || o->hold == POOL_REMOVING || pools_is_stock(o))
+                        continue;
+                for (size_t k = 0; k < n; k++)
+                        if (sums[k].node == r->node && sums[k].page_size == r->page_size &&
+                            sums[k].state == r->state) {
+                                sums[k].bytes += r->size_bytes;
+                                sums[k].count++;
+                                break;
+                        }
+        }
+        pthread_mutex_unlock(&p->lock);
+}
+
 int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct pool_view *ret)
 {
         struct timespec ts = { .tv_sec = (time_t)(deadline_ns / NS_PER_SEC),

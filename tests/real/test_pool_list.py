@@ -8,6 +8,7 @@
 - without limit, every pool, as before paging;
 - `hpwarm pools` (the client library's list call) pages through and shows
   all of them;
+- /metrics sums their bytes by node, page size and state;
 - the journal's log holds the creates as records (no whole-file rewrite per
   pool) and a restart brings every pool back.
 Bad values are checked against the fixture daemon (test_fixture_api.py)."""
@@ -78,6 +79,21 @@ class PoolList(RealKernelCase):
         self.assertEqual(got, [])
         got, _ = self.pages("limit=5&state=cancelled")
         self.assertEqual(got, [])
+
+    def test_metrics_pool_bytes(self):
+        """/metrics sums the pools by node, page size and state (one walk of
+        the registry, no views)."""
+        r = self.d.get("/metrics")
+        self.assertEqual(r.status, 200, r)
+        got = {}
+        for line in r.body.decode().splitlines():
+            if line.startswith("hpwarmd_pool_bytes{"):
+                labels, value = line.rsplit(" ", 1)
+                got[labels] = float(value)
+        key = 'hpwarmd_pool_bytes{numa_node="0",page_size_bytes="2097152",state="%s"}'
+        self.assertEqual(got.get(key % "ready"), N * 2 * 1024 * 1024, got)
+        self.assertEqual(got.get(key % "warming"), 0, got)
+        self.assertEqual(got.get(key % "failed"), 0, got)
 
     def test_cli_pages_through(self):
         if not HPWARM:
