@@ -57,6 +57,13 @@ hits all alike; the table gives medians.  Before measuring, every reserved
 hugepage is touched once (twice by default) through a throwaway file, because
 the first touch of memory on these virtual machines is many times slower.
 
+--scale (alone): the daemon's own cost per operation against the number of
+pools, on two hosts at once, one of 10 and one of 1000 one-page pools, their
+rounds interleaved: PUT, DELETE and stock hand-out medians and p99, GET of
+one pool, of the list and of /metrics, bytes written per change (from
+/proc/PID/io write_bytes), RSS, restart time, with the ratios 1000/10 and
+PASS/MISS against the targets (SCALE_TARGETS).
+
 Setup and cleanup: the script re-runs itself under tests/real/guard.sh (the
 host-wide lock, nr_hugepages restored afterwards, a private 2 MiB hugetlbfs
 mount in $HPW_TEST_HUGETLBFS), writes node 0's nr_hugepages itself and reads
@@ -990,138 +997,159 @@ def read_io(pid):
         return {k: int(v) for k, v in (line.split(":") for line in f)}
 
 
-def scale_host(args, mnt, n):
-    """One host of N one-page pools (plus one stock file of one page): the
-    costs the daemon adds per operation, and what N pools cost it to hold.
-    Every timed request goes over one keep-alive connection made before its
-    clock; the daemon is quiet before each (nothing warming)."""
-    rounds = args.scale_rounds
-    reserve_beyond_use(n + 8)
-    pool_dir = os.path.join(mnt, "scale-%d" % n)
-    d = Daemon(args.hpwarmd, pool_dir, 1)
-    out = {"pools": n}
-    try:
-        conn = d.connect()
+class ScaleHost:
+    """A daemon holding N one-page pools (plus, for hand-outs, one stock
+    file of one page), and the operations the scale phase times on it, each
+    over one keep-alive connection made before its clock, each on a quiet
+    daemon (nothing warming)."""
 
-        def call(method, path, body=None):
-            return d.request(method, path, body, conn=conn)
-
-        def timed(method, path, body=None, want=(200,)):
-            t0 = time.perf_counter()
-            st, b = call(method, path, body)
-            dt = time.perf_counter() - t0
-            if st not in want:
-                raise BenchError("%s %s: %d %s" % (method, path, st, b))
-            return dt, b
-
-        def put(name):
-            return timed("PUT", "/v1/pools/" + name,
-                         {"node": 0, "size_bytes": PAGE, "page_size": "2M", "threads": 1}, want=(201,))
-
-        def ready(name):
-            st, b = call("GET", "/v1/pools/%s?wait=ready&timeout=300" % name)
-            if st != 200 or b["state"] != "ready":
-                raise BenchError("wait %s: %d %s" % (name, st, b))
-
-        def set_stock(count):
-            t = [{"node": 0, "page_size": "2M", "size_bytes": PAGE, "count": count}] if count else []
-            st, b = call("PUT", "/v1/stock", {"targets": t})
-            if st != 200:
-                raise BenchError("PUT /v1/stock: %d %s" % (st, b))
-
-        def stock_ready():
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                st, b = call("GET", "/v1/stock")
-                if st == 200 and b["targets"] and b["targets"][0]["ready"] == 1 and b["targets"][0]["warming"] == 0:
-                    time.sleep(STOCK_SETTLE_S)
-                    return
-                time.sleep(0.002)
-            raise BenchError("the stock did not settle")
-
+    def __init__(self, args, mnt, n):
+        self.args, self.n = args, n
+        self.pool_dir = os.path.join(mnt, "scale-%d" % n)
+        self.d = Daemon(args.hpwarmd, self.pool_dir, 1)
+        self.conn = self.d.connect()
+        self.out = {"pools": n, "put": [], "delete": [], "handout": [], "list": [], "metrics": [], "get": []}
         log("scale: %d pools: creating them" % n)
-        names = ["host-%04d" % i for i in range(n)]
-        for name in names:
-            put(name)
-        for name in names:
-            ready(name)
+        self.names = ["host-%04d" % i for i in range(n)]
+        for name in self.names:
+            self.put(name)
+        for name in self.names:
+            self.ready(name)
 
-        # PUT and DELETE of one more pool on a host of N, with no stock (a
-        # cold warm: PUT answers "warming"); bytes the daemon wrote per change.
-        put_t, del_t = [], []
-        io0 = read_io(d.proc.pid)
-        for _ in range(rounds):
-            dt, _b = put("bench-x")
-            put_t.append(dt)
-            ready("bench-x")
-            time.sleep(STOCK_SETTLE_S)
-            dt, _b = timed("DELETE", "/v1/pools/bench-x", want=(204,))
-            del_t.append(dt)
-            time.sleep(STOCK_SETTLE_S)
-        io1 = read_io(d.proc.pid)
-        # Each round: the create, its warming -> ready, and the removal.
-        out["changes"] = 3 * rounds
-        out["bytes_per_change"] = (io1["write_bytes"] - io0["write_bytes"]) / out["changes"]
+    def call(self, method, path, body=None):
+        return self.d.request(method, path, body, conn=self.conn)
 
-        # Stock hand-outs: a ready one-page stock file renamed into place.
-        set_stock(1)
-        hand_t = []
-        for _ in range(rounds):
-            stock_ready()
-            dt, b = put("bench-s")
-            if b.get("from_stock") != "full":
-                raise BenchError("hand-out: from_stock %s" % b.get("from_stock"))
-            hand_t.append(dt)
-            timed("DELETE", "/v1/pools/bench-s", want=(204,))
-        set_stock(0)
+    def timed(self, method, path, body=None, want=(200,)):
+        t0 = time.perf_counter()
+        st, b = self.call(method, path, body)
+        dt = time.perf_counter() - t0
+        if st not in want:
+            raise BenchError("%s %s: %d %s" % (method, path, st, b))
+        return dt, b
 
-        list_t, metrics_t, list_bytes = [], [], 0
-        for _ in range(max(5, rounds // 2)):
-            t0 = time.perf_counter()
-            conn.request("GET", "/v1/pools")
-            r = conn.getresponse()
-            body = r.read()
-            list_t.append(time.perf_counter() - t0)
-            list_bytes = len(body)
-            dt, _b = timed("GET", "/metrics")
-            metrics_t.append(dt)
-        get_t = [timed("GET", "/v1/pools/" + names[len(names) // 2])[0] for _ in range(rounds)]
-        st = d.status()
-        out.update({
-            "put": put_t, "delete": del_t, "handout": hand_t, "list": list_t, "metrics": metrics_t,
-            "get": get_t, "list_bytes": list_bytes, "rss_bytes": st["VmRSS"],
-            "state_bytes": sum(os.path.getsize(os.path.join(d.state, f)) for f in os.listdir(d.state)),
-        })
-        conn.close()
+    def put(self, name):
+        return self.timed("PUT", "/v1/pools/" + name,
+                          {"node": 0, "size_bytes": PAGE, "page_size": "2M", "threads": 1}, want=(201,))
 
-        # Restart: SIGTERM, then a new daemon on the same state and pools,
-        # from its spawn until it answers the list with every pool.
-        state = d.state
+    def ready(self, name):
+        st, b = self.call("GET", "/v1/pools/%s?wait=ready&timeout=300" % name)
+        if st != 200 or b["state"] != "ready":
+            raise BenchError("wait %s: %d %s" % (name, st, b))
+
+    def set_stock(self, count):
+        t = [{"node": 0, "page_size": "2M", "size_bytes": PAGE, "count": count}] if count else []
+        st, b = self.call("PUT", "/v1/stock", {"targets": t})
+        if st != 200:
+            raise BenchError("PUT /v1/stock: %d %s" % (st, b))
+
+    def stock_ready(self):
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            st, b = self.call("GET", "/v1/stock")
+            if st == 200 and b["targets"] and b["targets"][0]["ready"] == 1 and b["targets"][0]["warming"] == 0:
+                time.sleep(STOCK_SETTLE_S)
+                return
+            time.sleep(0.002)
+        raise BenchError("the stock did not settle")
+
+    def io(self):
+        return read_io(self.d.proc.pid)["write_bytes"]
+
+    # -- one round of each --
+    def put_delete_round(self):
+        """PUT of one more pool, no stock (a cold warm: PUT answers
+        "warming"), its warm, then its DELETE."""
+        dt, _b = self.put("bench-x")
+        self.out["put"].append(dt)
+        self.ready("bench-x")
+        time.sleep(STOCK_SETTLE_S)
+        dt, _b = self.timed("DELETE", "/v1/pools/bench-x", want=(204,))
+        self.out["delete"].append(dt)
+        time.sleep(STOCK_SETTLE_S)
+
+    def handout_round(self):
+        """A ready one-page stock file renamed into place, then removed."""
+        self.stock_ready()
+        dt, b = self.put("bench-s")
+        if b.get("from_stock") != "full":
+            raise BenchError("hand-out: from_stock %s" % b.get("from_stock"))
+        self.out["handout"].append(dt)
+        self.timed("DELETE", "/v1/pools/bench-s", want=(204,))
+
+    def read_round(self):
+        t0 = time.perf_counter()
+        self.conn.request("GET", "/v1/pools")
+        r = self.conn.getresponse()
+        body = r.read()
+        self.out["list"].append(time.perf_counter() - t0)
+        self.out["list_bytes"] = len(body)
+        self.out["metrics"].append(self.timed("GET", "/metrics")[0])
+        self.out["get"].append(self.timed("GET", "/v1/pools/" + self.names[len(self.names) // 2])[0])
+
+    def finish(self):
+        """RSS and state size now, then the restart (SIGTERM, and a new
+        daemon on the same state and pools, from its spawn until it answers
+        the list with every pool), then every pool removed."""
+        d = self.d
+        self.out["rss_bytes"] = d.status()["VmRSS"]
+        self.out["state_bytes"] = sum(os.path.getsize(os.path.join(d.state, f)) for f in os.listdir(d.state))
+        self.conn.close()
         d.keep_state = True
         d.stop()
         t0 = time.perf_counter()
-        d2 = Daemon(args.hpwarmd, pool_dir, 1, state=state)
-        st_, b = d2.request("GET", "/v1/pools")
-        out["restart_s"] = time.perf_counter() - t0
-        if st_ != 200 or len(b["pools"]) != n:
-            raise BenchError("after the restart: %d, %s pools" % (st_, len(b.get("pools", []))))
-        d2.keep_state = False
-        d = d2
-        log("scale: %d pools: removing them" % n)
-        conn = d.connect()
-        for name in names:
-            st_, b = d.request("DELETE", "/v1/pools/" + name, conn=conn)
-            if st_ != 204:
-                raise BenchError("DELETE %s: %d %s" % (name, st_, b))
-        conn.close()
-    finally:
-        d.stop()
-        shutil.rmtree(pool_dir, ignore_errors=True)
-    return out
+        self.d = Daemon(self.args.hpwarmd, self.pool_dir, 1, state=d.state)
+        self.d.keep_state = False
+        st, b = self.d.request("GET", "/v1/pools")
+        self.out["restart_s"] = time.perf_counter() - t0
+        if st != 200 or len(b["pools"]) != self.n:
+            raise BenchError("after the restart: %d, %s pools" % (st, len(b.get("pools", []))))
+        log("scale: %d pools: removing them" % self.n)
+        self.conn = self.d.connect()
+        for name in self.names:
+            st, b = self.call("DELETE", "/v1/pools/" + name)
+            if st != 204:
+                raise BenchError("DELETE %s: %d %s" % (name, st, b))
+        self.conn.close()
+
+    def close(self):
+        self.d.stop()
+        shutil.rmtree(self.pool_dir, ignore_errors=True)
 
 
 def scale_phase(args, mnt, res):
-    res["scale"] = [scale_host(args, mnt, n) for n in SCALE_HOSTS]
+    """Both hosts live at once, their rounds interleaved (the order swaps
+    every round) so that the machine's noise hits both alike: the ratios
+    compare like with like."""
+    rounds = args.scale_rounds
+    reserve_beyond_use(sum(SCALE_HOSTS) + 16)
+    hosts = []
+    try:
+        for n in SCALE_HOSTS:
+            hosts.append(ScaleHost(args, mnt, n))
+
+        def interleave(fn):
+            for i in range(rounds):
+                for h in (hosts if i % 2 == 0 else hosts[::-1]):
+                    fn(h)
+
+        io0 = [h.io() for h in hosts]
+        interleave(ScaleHost.put_delete_round)
+        for h, before in zip(hosts, io0):
+            # Each round: the create, its warming -> ready, and the removal.
+            h.out["changes"] = 3 * rounds
+            h.out["bytes_per_change"] = (h.io() - before) / h.out["changes"]
+        for h in hosts:
+            h.set_stock(1)
+        interleave(ScaleHost.handout_round)
+        for h in hosts:
+            h.set_stock(0)
+        interleave(ScaleHost.read_round)
+        for h in hosts:
+            h.finish()
+        res["scale"] = [h.out for h in hosts]
+    finally:
+        for h in hosts:
+            h.close()
 
 
 def size_text(n):
@@ -1168,7 +1196,8 @@ def scale_report(args, res):
     ]
     w = max(len(r[0]) for r in rows)
     print()
-    print("Scale: one-page 2 MiB pools, %d rounds each, one keep-alive client" % args.scale_rounds)
+    print("Scale: one-page 2 MiB pools, %d rounds of each, interleaved between the two hosts, one keep-alive "
+          "client each" % args.scale_rounds)
     print("%-*s  %-24s  %-24s  %s" % (w, "", "10 pools", "1000 pools", "1000/10"))
     for r in rows:
         print("%-*s  %-24s  %-24s  %s" % (w, r[0], r[1], r[2], r[3]))
