@@ -19,7 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hpwtest import main  # noqa: E402
-from hpwreal import RealKernelCase  # noqa: E402
+from hpwreal import DIR_MARKER, RealKernelCase  # noqa: E402
 import hpwjournal  # noqa: E402
 
 N = 7
@@ -112,6 +112,77 @@ class PoolList(RealKernelCase):
         self.restart()
         got, _ = self.pages("limit=4&state=ready")
         self.assertEqual(got, self.names)
+
+
+class JournalKill9(RealKernelCase):
+    """kill -9 of the real daemon at random moments of a stream of changes
+    (create, warm, delete of one-page pools, one record each in the log,
+    and, past the log's bound, compactions; the kill lands in either), then
+    a restart: every change
+    that was answered is there, the one in flight may or may not be, the
+    journal reads (hpwjournal: CRCs, replay), and the pool files are the
+    listed pools.  Timings pick where the kills land, never the verdict."""
+    POOL_DIR = "hpwarm-jkill"
+    STATE_PREFIX = "hpwarm-jkill-state-"
+    ROUNDS = 6
+
+    def test_kill9_during_appends_and_compactions(self):
+        import random
+        import signal
+        import threading
+        rng = random.Random(int(os.environ.get("HPW_CRASH_SEED", "0")) or None)
+        self.start_with_pages(12)
+        keep = ["k-%02d" % i for i in range(5)]          # always there
+        for n in keep:
+            self.assertEqual(self.d.put("/v1/pools/" + n, {"node": 0, "size": "2M"}).status, 201)
+            self.wait_ready(n)
+        present, log_max, changes = set(keep), 0, 0
+        for rnd in range(self.ROUNDS):
+            proc = self.d.proc
+            killed = threading.Event()
+
+            def kill(proc=proc, killed=killed):
+                killed.set()
+                proc.send_signal(signal.SIGKILL)
+            timer = threading.Timer(rng.uniform(0.2, 2.5), kill)
+            timer.start()
+            inflight = None
+            try:
+                for i in range(100000):
+                    name = "c-%d" % (i % 3)
+                    if name in present:
+                        inflight = ("delete", name)
+                        r = self.d.request("DELETE", "/v1/pools/" + name, timeout=10)
+                        self.assertEqual(r.status, 204, r)
+                        present.discard(name)
+                    else:
+                        inflight = ("put", name)
+                        r = self.d.put("/v1/pools/" + name, {"node": 0, "size": "2M"}, timeout=10)
+                        self.assertEqual(r.status, 201, r)
+                        present.add(name)
+                        inflight = ("ready", name)
+                        self.wait_ready(name, timeout=10)
+                    changes += 1
+                    inflight = None
+            except (OSError, ConnectionError, AssertionError) as e:
+                if not killed.is_set():
+                    raise AssertionError("round %d: %s before the kill" % (rnd, e))
+            timer.join()
+            proc.wait()
+            self.d.__exit__()
+            # Restart on the same state and pools.
+            j = hpwjournal.read(self.state)
+            log_max = max(log_max, os.path.getsize(os.path.join(self.state, "state.log")))
+            self.d = self.daemon()
+            self.d.start()
+            listed = {p["name"] for p in self.d.get("/v1/pools").json["pools"]}
+            maybe = {inflight[1]} if inflight else set()
+            self.assertEqual(listed - maybe, present - maybe, "round %d, in flight %s" % (rnd, inflight))
+            present = listed
+            files = set(os.listdir(self.pool_dir)) - {DIR_MARKER}
+            self.assertEqual({f for f in files if not f.startswith("~")}, listed, "round %d: files" % rnd)
+        print("journal kill -9: %d rounds, %d answered changes, largest log at a kill %d bytes"
+              % (self.ROUNDS, changes, log_max))
 
 
 if __name__ == "__main__":
