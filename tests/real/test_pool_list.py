@@ -130,7 +130,9 @@ class JournalKill9(RealKernelCase):
         import random
         import signal
         import threading
-        rng = random.Random(int(os.environ.get("HPW_CRASH_SEED", "0")) or None)
+        seed = int(os.environ.get("HPW_CRASH_SEED", "0")) or random.randrange(1, 1 << 31)
+        print("journal kill -9: seed %d (rerun with HPW_CRASH_SEED=%d)" % (seed, seed))
+        rng = random.Random(seed)
         self.start_with_pages(12)
         keep = ["k-%02d" % i for i in range(5)]          # always there
         for n in keep:
