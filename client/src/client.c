@@ -595,15 +595,42 @@ enum hpw_error hpw_reserve(struct hpw *h, int node, uint64_t page_size, uint64_t
         return err ? err : parsed(h, hpw_json_reserve(h->last.body, h->last.len, ret));
 }
 
+/* Pages of at most this many pools (the server's largest page): a host of a
+ * thousand pools is one request, a denser one a few, each answer bounded. */
+#define POOLS_PAGE 1000
+
+/* Page through the list: each request asks for the names after the last
+ * page's "next"; a server without paging answers everything at once and no
+ * "next", which ends the loop too.  One deadline covers all pages. */
 enum hpw_error hpw_pools(struct hpw *h, struct hpw_pool_list **ret)
 {
+        struct hpw_pool_list *acc = NULL;
+        char path[128], *next = NULL;
+        uint64_t deadline;
         enum hpw_error err;
 
         begin(h);
         if (!h || !ret)
                 return HPW_E_INVALID;
-        err = request(h, "GET", "/v1/pools", NULL, true, call_deadline(h), 0);
-        return err ? err : parsed(h, hpw_json_pool_list(h->last.body, h->last.len, ret));
+        deadline = call_deadline(h);
+        snprintf(path, sizeof(path), "/v1/pools?limit=%d", POOLS_PAGE);
+        for (;;) {
+                err = request(h, "GET", path, NULL, true, deadline, 0);
+                if (err == HPW_OK)
+                        err = parsed(h, hpw_json_pool_list_page(h->last.body, h->last.len, &acc, &next));
+                if (err != HPW_OK || !next)
+                        break;
+                /* Pool names need no escaping in a query (hpw_name_valid). */
+                snprintf(path, sizeof(path), "/v1/pools?limit=%d&after=%s", POOLS_PAGE, next);
+                free(next);
+                next = NULL;
+        }
+        if (err != HPW_OK) {
+                hpw_pool_list_free(acc);
+                return err;
+        }
+        *ret = acc;
+        return HPW_OK;
 }
 
 enum hpw_error hpw_pool(struct hpw *h, const char *name, struct hpw_pool **ret)

@@ -126,6 +126,9 @@ enum hpw_error hpw_json_node_list(const char *body, size_t len, struct hpw_node_
 enum hpw_error hpw_json_reserve(const char *body, size_t len, struct hpw_reserve_result **ret);
 enum hpw_error hpw_json_pool(const char *body, size_t len, struct hpw_pool **ret);
 enum hpw_error hpw_json_pool_list(const char *body, size_t len, struct hpw_pool_list **ret);
+/* One page of a paged list into *ACC (json.c). */
+enum hpw_error hpw_json_pool_list_page(const char *body, size_t len, struct hpw_pool_list **acc,
+                                       char **ret_next);
 /* GET /v1/handoff: vmm, memory_bytes and a non-empty argv of strings are
  * required; args (qemu, cloud-hypervisor) or xml and namespace (libvirt)
  * too, as strings. */

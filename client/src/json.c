@@ -695,6 +695,112 @@ enum hpw_error hpw_json_pool_list(const char *body, size_t len, struct hpw_pool_
         return HPW_OK;
 }
 
+/* Paging (GET /v1/pools?limit=&after=): one page at a time into *ACC.
+ * The first page becomes *ACC; each later one has its pools moved onto the
+ * end of it, and ACC's text becomes one {"pools":[...]} document of all of
+ * them (what an unpaged answer holds).  *RET_NEXT: the page's "next" (the
+ * name to ask after; caller frees), NULL on the last page.  Names must grow
+ * from page to page, so a server cannot keep a client paging forever. */
+enum hpw_error hpw_json_pool_list_page(const char *body, size_t len, struct hpw_pool_list **acc,
+                                       char **ret_next)
+{
+        struct hpw_pool_list *page = NULL;
+        cJSON *root = NULL, *all = NULL;
+        const cJSON *next;
+        char *next_s = NULL, *text;
+        enum hpw_error err;
+
+        err = hpw_json_pool_list(body, len, &page);
+        if (err != HPW_OK)
+                return err;
+        root = parse(body, len);
+        if (!root)
+                goto protocol;
+        next = get(root, "next");
+        if (next) {
+                if (!cJSON_IsString(next) || !hpw_name_valid(next->valuestring) || page->n == 0 ||
+                    strcmp(next->valuestring, page->pools[page->n - 1]->name) != 0)
+                        goto protocol;
+                if (!(next_s = strdup(next->valuestring)))
+                        goto nomem;
+        }
+        if (!*acc) {
+                /* The document without "next": the caller sees all pools. */
+                cJSON_DeleteItemFromObjectCaseSensitive(root, "next");
+                if (!(text = cJSON_PrintUnformatted(root)))
+                        goto nomem;
+                free(page->json);
+                page->json = text;
+                *acc = page;
+                goto done;
+        }
+        if ((*acc)->n + page->n > HPW_MAX_ITEMS ||
+            (page->n && (*acc)->n && strcmp(page->pools[0]->name, (*acc)->pools[(*acc)->n - 1]->name) <= 0))
+                goto protocol;
+        all = parse((*acc)->json, strlen((*acc)->json));
+        cJSON *into = all ? cJSON_GetObjectItemCaseSensitive(all, "pools") : NULL;
+        cJSON *from = cJSON_GetObjectItemCaseSensitive(root, "pools");
+        if (!cJSON_IsArray(into) || !cJSON_IsArray(from))
+                goto protocol;
+        while (from->child) {
+                cJSON *item = cJSON_DetachItemViaPointer(from, from->child);
+                if (!cJSON_AddItemToArray(into, item)) {
+                        cJSON_Delete(item);
+                        goto nomem;
+                }
+        }
+        if (!(text = cJSON_PrintUnformatted(all)))
+                goto nomem;
+        /* The pools of both into one block, as a list from one answer holds
+         * them (hpw_pool_list_free frees the block at pools[0]); the
+         * structs move, so their strings are the list's now. */
+        size_t total = (*acc)->n + page->n;
+        struct hpw_pool *block = calloc(total ? total : 1, sizeof(*block));
+        struct hpw_pool **ptrs = calloc(total + 1, sizeof(*ptrs));
+        if (!block || !ptrs) {
+                free(block);
+                free(ptrs);
+                free(text);
+                goto nomem;
+        }
+        for (size_t i = 0; i < (*acc)->n; i++)
+                block[i] = *(*acc)->pools[i];
+        for (size_t i = 0; i < page->n; i++)
+                block[(*acc)->n + i] = *page->pools[i];
+        for (size_t i = 0; i < total; i++)
+                ptrs[i] = &block[i];
+        if ((*acc)->pools)
+                free((*acc)->pools[0]);
+        free((*acc)->pools);
+        (*acc)->pools = ptrs;
+        (*acc)->n = total;
+        free((*acc)->json);
+        (*acc)->json = text;
+        if (page->pools)
+                free(page->pools[0]);
+        free(page->pools);
+        page->pools = NULL;
+        page->n = 0;
+        hpw_pool_list_free(page);
+        page = NULL;
+done:
+        cJSON_Delete(root);
+        cJSON_Delete(all);
+        *ret_next = next_s;
+        return HPW_OK;
+protocol:
+        err = HPW_E_PROTOCOL;
+        goto fail;
+nomem:
+        err = HPW_E_NOMEM;
+fail:
+        cJSON_Delete(root);
+        cJSON_Delete(all);
+        free(next_s);
+        hpw_pool_list_free(page);
+        return err;
+}
+
 /* ---- stock ---- */
 
 void hpw_stock_free(struct hpw_stock *x)

@@ -59,12 +59,20 @@ static void node_gauges(struct app *app, struct prom *p)
 static void pool_gauges(struct app *app, struct prom *p)
 {
         const struct topo *t = app->topo;
-        struct pool_view *v = NULL;
-        size_t n = 0;
-        if (pools_list(app->pools, &v, &n) < 0)
-                return;
-        prom_header(p, "hpwarmd_pool_bytes", "Bytes of warm pools by NUMA node, page size and state.", "gauge");
         static const enum pool_state states[] = {POOL_WARMING, POOL_READY, POOL_FAILED, POOL_CANCELLED};
+        size_t n = t->n_nodes * t->n_page_sizes * ARRAY_SIZE(states), at = 0;
+        struct pools_size_sum *sums = calloc(n ? n : 1, sizeof(*sums));
+        if (!sums)
+                return;
+        for (size_t i = 0; i < t->n_nodes; i++)
+                for (size_t j = 0; j < t->n_page_sizes; j++)
+                        for (size_t s = 0; s < ARRAY_SIZE(states); s++)
+                                sums[at++] = (struct pools_size_sum){
+                                        .node = t->nodes[i].id, .page_size = t->page_sizes[j], .state = states[s]};
+        /* One walk of the registry, without building a view of every pool. */
+        pools_sum_sizes(app->pools, sums, n);
+        prom_header(p, "hpwarmd_pool_bytes", "Bytes of warm pools by NUMA node, page size and state.", "gauge");
+        at = 0;
         for (size_t i = 0; i < t->n_nodes; i++) {
                 char node[16];
                 snprintf(node, sizeof(node), "%d", t->nodes[i].id);
@@ -72,11 +80,7 @@ static void pool_gauges(struct app *app, struct prom *p)
                         char psz[24];
                         snprintf(psz, sizeof(psz), "%" PRIu64, t->page_sizes[j]);
                         for (size_t s = 0; s < ARRAY_SIZE(states); s++) {
-                                uint64_t bytes = 0;
-                                for (size_t k = 0; k < n; k++)
-                                        if (v[k].node == t->nodes[i].id &&
-                                            v[k].page_size == t->page_sizes[j] && v[k].state == states[s])
-                                                bytes += v[k].size_bytes;
+                                uint64_t bytes = sums[at++].bytes;
                                 prom_sample_u64(p, "hpwarmd_pool_bytes",
                                                 (struct prom_label[]){{"numa_node", node},
                                                                       {"page_size_bytes", psz},
@@ -85,7 +89,7 @@ static void pool_gauges(struct app *app, struct prom *p)
                         }
                 }
         }
-        free(v);
+        free(sums);
 }
 
 /* hpwarmd_stock_bytes{numa_node,page_size_bytes,size_bytes,state}: per

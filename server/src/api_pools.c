@@ -2,7 +2,11 @@
  * block (a reserve write, a cancel waiting for workers, a wait for "ready"),
  * so they run as deferred work; reads answer on the HTTP thread from the
  * registry's snapshot. */
+#include <errno.h>
+#include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -99,22 +103,137 @@ static bool check_name(const char *name, struct resp *resp)
         return false;
 }
 
+/* GET /v1/pools?limit=N&after=NAME&state=S&node=N&page_size=P: pages in
+ * name order and filters.  Without limit, every pool that passes the
+ * filters, as before paging existed. */
+#define LIST_LIMIT_MAX 1000
+/* From this many pools a list gives its freed memory back (see below). */
+#define LIST_TRIM_POOLS 128
+
+struct list_query {
+        size_t limit;              /* 0 = all */
+        const char *after;         /* NULL = from the first name */
+        bool has_state, has_node;
+        enum pool_state state;
+        int node;
+        uint64_t page_size;        /* 0 = any */
+};
+
+/* Strict decimal in [MIN, MAX]. */
+static bool query_uint(const char *s, unsigned long long min, unsigned long long max, unsigned long long *ret)
+{
+        char *end;
+        unsigned long long v;
+
+        if (!s[0] || s[0] < '0' || s[0] > '9' || strlen(s) > 20)
+                return false;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (*end || errno || v < min || v > max)
+                return false;
+        *ret = v;
+        return true;
+}
+
+/* Each bad parameter is a 422 naming it; nothing is listed. */
+static bool parse_list_query(const struct req *req, struct list_query *q, struct resp *resp)
+{
+        const char *limit = req->query(req, "limit"), *after = req->query(req, "after");
+        const char *state = req->query(req, "state"), *node = req->query(req, "node");
+        const char *page_size = req->query(req, "page_size");
+        unsigned long long v;
+
+        *q = (struct list_query){0};
+        if (limit) {
+                if (!query_uint(limit, 1, LIST_LIMIT_MAX, &v)) {
+                        api_invalid(resp, "limit must be a whole number from 1 to 1000");
+                        return false;
+                }
+                q->limit = (size_t)v;
+        }
+        if (after) {
+                if (!pool_name_valid(after)) {
+                        api_invalid(resp, "after must be a pool name (the \"next\" of the page before)");
+                        return false;
+                }
+                q->after = after;
+        }
+        if (state) {
+                if (pool_state_parse(state, &q->state) < 0 || pool_state_is_stock(q->state)) {
+                        api_invalid(resp, "state must be one of warming, ready, failed, cancelled");
+                        return false;
+                }
+                q->has_state = true;
+        }
+        if (node) {
+                if (!query_uint(node, 0, INT_MAX, &v) || !topo_node(req->app->topo, (int)v)) {
+                        api_invalid(resp, "node must be the id of a NUMA node of this host");
+                        return false;
+                }
+                q->node = (int)v;
+                q->has_node = true;
+        }
+        if (page_size) {
+                if (parse_page_size(page_size, &q->page_size) < 0 ||
+                    !topo_has_page_size(req->app->topo, q->page_size)) {
+                        char have[128], detail[192];
+                        api_page_sizes_text(req->app->topo, have, sizeof(have));
+                        snprintf(detail, sizeof(detail), "page_size must be a hugepage size of this host (%s)",
+                                 have);
+                        api_invalid(resp, detail);
+                        return false;
+                }
+        }
+        return true;
+}
+
+static bool list_match(const struct list_query *q, const struct pool_view *v)
+{
+        return (!q->after || strcmp(v->name, q->after) > 0) && (!q->has_state || v->state == q->state) &&
+               (!q->has_node || v->node == q->node) && (!q->page_size || v->page_size == q->page_size);
+}
+
+static int cmp_view_names(const void *a, const void *b)
+{
+        return strcmp(((const struct pool_view *)a)->name, ((const struct pool_view *)b)->name);
+}
+
 void api_pools_list(const struct req *req, struct resp *resp)
 {
+        struct list_query q;
         struct pool_view *v = NULL;
-        size_t n = 0;
+        size_t n = 0, shown = 0, last = 0;
+
+        if (!parse_list_query(req, &q, resp))
+                return;
         if (pools_list(req->app->pools, &v, &n) < 0) {
                 api_oom(resp);
                 return;
         }
+        qsort(v, n, sizeof(*v), cmp_view_names);
         struct json *o = json_new_object();
         struct json *arr = json_add_array(o, "pools");
         for (size_t i = 0; i < n; i++) {
+                if (!list_match(&q, &v[i]))
+                        continue;
+                if (q.limit && shown == q.limit) {
+                        /* Another one follows: the page ends at the last shown. */
+                        json_add_str(o, "next", v[last].name);
+                        break;
+                }
                 json_append_value(arr, encode_pool(&v[i]));
+                shown++;
+                last = i;
         }
         free(v);
         resp_json(resp, 200, json_print(o));
         json_free(o);
+        /* A long list frees a few MiB of small blocks (the views' JSON) that
+         * glibc would keep in the heap between live ones: give them back, so
+         * a host of many pools is not charged its largest list for good
+         * (1000 pools: 6 MiB of RSS).  Small lists are not worth the walk. */
+        if (n >= LIST_TRIM_POOLS)
+                malloc_trim(0);
 }
 
 struct pool_work {

@@ -1,7 +1,12 @@
-/* journal: the daemon's durable state as one small JSON document.
+/* journal: the daemon's durable state: a snapshot (state.json, one JSON
+ * document) and a log of changes since it (state.log), so the cost of a
+ * change follows what changed, not how many rows the host has.  SQLite's
+ * WAL and Redis's AOF rewrite are the models.
  *
- * Format, version 1:
- *   {"version":1,"boot_id":"...",
+ * Snapshot, version 2 (version 1 is the same without "snapshot", and has no
+ * log; it is read as it is and the first save replaces it, so a daemon that
+ * only reads version 1 refuses what this one writes rather than miss its log):
+ *   {"version":2,"boot_id":"...","snapshot":"<16 hex digits>",
  *    "reservations":[{"node":0,"page_size_bytes":2097152,"count":64}],
  *    "pools":[{"name":..,"node":..,"page_size_bytes":..,"size_bytes":..,
  *              "state":"warming|ready|failed|cancelled","threads":..,
@@ -12,21 +17,25 @@
  *    "stock_targets":[{"node":0,"page_size_bytes":..,"size_bytes":..,
  *                      "count":..}]}
  *
- * Stock files are rows of "pools" with a stock state
- * ("stock-warming", "stock", "dirty", "recycling") and a stock name
- * (pool_state.h: a first character no pool name has).  "stock_targets" and "from_stock" (written only when not
- * "none") are optional like the owner members, for the same reason.
+ * Log: lines "<CRC-32C of TEXT, 8 hex digits> TEXT\n".  The first TEXT is the
+ * header {"version":2,"snapshot":"<id>"}: the snapshot this log extends.
+ * Every later one is a record, one per save, holding every row that save
+ * changed, so a save is atomic as the whole-file rename was:
+ *   {"put":[<pool rows, as above>],"drop":[{"name":".."}],
+ *    "reservations":[..],"stock_targets":[..]}
+ * "put" rows are added or replace the row of that name; "drop" names rows
+ * that must be there; "reservations" and "stock_targets" are present only
+ * when they changed, and then whole.
  *
- * owner_pid and owner_start_time (a claimed pool bound to its VMM process,
- * and that process's start time, to tell it from a later one with the same
- * pid) came later and are optional: absent means no owner, so older journals
- * load as they are.  They are written only for a pool that has an owner.
- * The version stays 1 on purpose: an older daemon ignores them (its pools
- * then stay claimed, as they did) instead of refusing the whole journal.
- * "ready_boot_ns" (CLOCK_BOOTTIME when a pool turned ready, which its TTL
- * counts from; meaningful only under the same boot_id, and pools of another
- * boot are dropped anyway) is optional the same way: absent, the TTL counts
- * from finished_at as seen on the wall clock at load.
+ * Stock files are rows of "pools" with a stock state ("stock-warming",
+ * "stock", "dirty", "recycling") and a stock name (pool_state.h: a first character
+ * no pool name has).  "stock_targets" and "from_stock" (written only when not
+ * "none") are optional in the snapshot, like the owner members: absent means
+ * none.  owner_pid and owner_start_time (a claimed pool bound to its VMM
+ * process, and that process's start time) are written only for a pool that
+ * has an owner.  "ready_boot_ns" (CLOCK_BOOTTIME when a pool turned ready,
+ * which its TTL counts from; meaningful only under the same boot_id) is
+ * optional the same way: absent, the TTL counts from finished_at.
  *
  * Parsing is strict: every member listed above is required with its type,
  * numbers are exact integers (json.h), names follow the pool name rule, pool
@@ -34,30 +43,40 @@
  * powers of two and pool sizes positive multiples of them.  Members not
  * listed are ignored (a format that breaks readers bumps "version").  A
  * journal that is off in any way is -EINVAL: the caller quarantines it rather
- * than guess.  journal_save refuses to write a document it could not read
- * back, so a bug elsewhere surfaces at save time, not at the next start.
+ * than guess.  A save refuses to write what it could not read back (the
+ * snapshot, or the record replayed onto what it extends), so a bug elsewhere
+ * surfaces at save time, not at the next start.
  *
- * Durability: write state.json.tmp, fsync it, rename it over state.json,
- * fsync the directory.  A crash leaves either the old or the new file, plus at
- * most a stale .tmp, which journal_load removes.
+ * Durability.  A save through a journal_sync appends one record and
+ * fdatasyncs the log: it is durable when the save returns, against a crash
+ * and a power loss alike (the log's name was made durable when it was
+ * created).  When the log has grown as large as the snapshot (at least
+ * LOG_COMPACT_MIN) the save compacts instead: the state is written as a new
+ * snapshot with a new id (temp file, fsync, rename, fsync dir), then a new
+ * log naming that id replaces the old (the same way).  A crash between the
+ * two leaves the new snapshot and the old log, whose header names another
+ * snapshot: it is stale, already folded in, and ignored.  The order (the
+ * snapshot's rename made durable before the log's) means the directory
+ * never holds the old snapshot with the new, empty log.
  *
- * The directory fsync only makes the rename itself survive a power loss or
- * a kernel crash, and both are reboots: a later start drops every pool row of
- * another boot (hugetlbfs forgot the files), keeping only the reservations
- * and the stock targets.  So a save through a journal_sync whose
- * reservations and stock targets are those the last fully synced save made
- * durable skips it: after a reboot the directory names either that file or a
- * later one, each complete (fsynced before its rename) and each with the same
- * reservations and targets.  A daemon crash (kill -9) loses nothing either
- * way: the rename is done, in the page cache, before the save returns.  This
- * halves the disk flushes of a stock hand-out, which is on the request path. */
+ * Damage.  A last line without its newline, or a last line whose CRC does
+ * not match, is a torn append (a crash or power loss during a write that was
+ * never acknowledged): it is ignored and the next save, which compacts,
+ * drops it.  A bad line with lines after it is damage, not a crash: -EINVAL,
+ * as is a record whose CRC matches but whose content is off (it removes a
+ * row that is not there, say), or a log whose header is.  A header of a newer
+ * version is -EPROTONOSUPPORT, as is such a snapshot.  The first save of a
+ * process always compacts: it never appends after a tail it did not write. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,11 +85,19 @@
 #include "json.h"
 #include "util.h"
 
-#define JOURNAL_VERSION 1
+#define JOURNAL_VERSION 2
 #define STRINGIFY_(x) #x
 #define STRINGIFY(x) STRINGIFY_(x)
 #define STATE_FILE "state.json"
 #define STATE_TMP "state.json.tmp"
+#define LOG_FILE "state.log"
+#define LOG_TMP "state.log.tmp"
+/* "xxxxxxxx ": the CRC in front of each log line. */
+#define LOG_PREFIX_LEN 9
+/* The log is compacted once it is as large as the snapshot, but never
+ * below this: with a few pools, compacting every few changes would cost
+ * two directory fsyncs each. */
+#define LOG_COMPACT_MIN (256 * KIB)
 /* Our journal holds at most a few thousand small records; anything much
  * larger is not ours. */
 #define JOURNAL_MAX_BYTES (16 * MIB)
@@ -271,11 +298,77 @@ static void journal_freep(struct journal **j)
         journal_free(*j);
 }
 
+/* The arrays of a snapshot or a log record; *RET owned by the caller
+ * (NULL when empty). */
+static int parse_reservations(const struct json *arr, struct journal_reservation **ret, size_t *ret_n)
+{
+        size_t n = json_array_len(arr);
+        struct journal_reservation *v = NULL;
+
+        if (!json_is_array(arr))
+                return -EINVAL;
+        if (n && !(v = calloc(n, sizeof(*v))))
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (parse_reservation(json_array_at(arr, i), &v[i]) < 0) {
+                        free(v);
+                        return -EINVAL;
+                }
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+static int parse_pools(const struct json *arr, struct journal_pool **ret, size_t *ret_n)
+{
+        size_t n = json_array_len(arr);
+        struct journal_pool *v = NULL;
+
+        if (!json_is_array(arr))
+                return -EINVAL;
+        if (n && !(v = calloc(n, sizeof(*v))))
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (parse_pool(json_array_at(arr, i), &v[i]) < 0) {
+                        free(v);
+                        return -EINVAL;
+                }
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+static int parse_stock_targets(const struct json *arr, struct journal_stock_target **ret, size_t *ret_n)
+{
+        size_t n = json_array_len(arr);
+        struct journal_stock_target *v = NULL;
+
+        if (!json_is_array(arr))
+                return -EINVAL;
+        if (n && !(v = calloc(n, sizeof(*v))))
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (parse_stock_target(json_array_at(arr, i), &v[i]) < 0) {
+                        free(v);
+                        return -EINVAL;
+                }
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+/* A snapshot id: 16 lower-case hex digits. */
+static bool snapshot_id_valid(const char *s)
+{
+        size_t n = strspn(s, "0123456789abcdef");
+        return n == JOURNAL_SNAPSHOT_ID_LEN && s[n] == '\0';
+}
+
 int journal_parse(const char *buf, size_t len, struct journal **ret)
 {
         _cleanup_(json_freep) struct json *doc = NULL;
         _cleanup_(journal_freep) struct journal *j = NULL;
-        const struct json *res, *pools;
+        const struct json *targets;
         uint64_t version;
         int r;
 
@@ -295,45 +388,24 @@ int journal_parse(const char *buf, size_t len, struct journal **ret)
                 return -ENOMEM;
         if (get_strbuf(doc, "boot_id", j->boot_id, sizeof(j->boot_id)) < 0)
                 return -EINVAL;
-
-        res = json_get(doc, "reservations");
-        pools = json_get(doc, "pools");
-        if (!json_is_array(res) || !json_is_array(pools))
+        /* Version 1 has no log, hence no snapshot id; version 2 has one
+         * whenever a log may extend it (journal_format writes it when set). */
+        if (version >= 2 && json_get(doc, "snapshot") &&
+            (get_strbuf(doc, "snapshot", j->snapshot_id, sizeof(j->snapshot_id)) < 0 ||
+             !snapshot_id_valid(j->snapshot_id)))
                 return -EINVAL;
 
-        j->n_reservations = json_array_len(res);
-        if (j->n_reservations) {
-                j->reservations = calloc(j->n_reservations, sizeof(*j->reservations));
-                if (!j->reservations)
-                        return -ENOMEM;
-        }
-        for (size_t i = 0; i < j->n_reservations; i++)
-                if (parse_reservation(json_array_at(res, i), &j->reservations[i]) < 0)
-                        return -EINVAL;
-
-        j->n_pools = json_array_len(pools);
-        if (j->n_pools) {
-                j->pools = calloc(j->n_pools, sizeof(*j->pools));
-                if (!j->pools)
-                        return -ENOMEM;
-        }
-        for (size_t i = 0; i < j->n_pools; i++)
-                if (parse_pool(json_array_at(pools, i), &j->pools[i]) < 0)
-                        return -EINVAL;
-
-        const struct json *targets = json_get(doc, "stock_targets");
+        r = parse_reservations(json_get(doc, "reservations"), &j->reservations, &j->n_reservations);
+        if (r < 0)
+                return r;
+        r = parse_pools(json_get(doc, "pools"), &j->pools, &j->n_pools);
+        if (r < 0)
+                return r;
+        targets = json_get(doc, "stock_targets");
         if (targets) {
-                if (!json_is_array(targets))
-                        return -EINVAL;
-                j->n_stock_targets = json_array_len(targets);
-                if (j->n_stock_targets) {
-                        j->stock_targets = calloc(j->n_stock_targets, sizeof(*j->stock_targets));
-                        if (!j->stock_targets)
-                                return -ENOMEM;
-                }
-                for (size_t i = 0; i < j->n_stock_targets; i++)
-                        if (parse_stock_target(json_array_at(targets, i), &j->stock_targets[i]) < 0)
-                                return -EINVAL;
+                r = parse_stock_targets(targets, &j->stock_targets, &j->n_stock_targets);
+                if (r < 0)
+                        return r;
         }
 
         r = check_unique(j);
@@ -355,6 +427,56 @@ void journal_add_pool_identity(struct json *o, const char *name, int node, uint6
 
 /* ---- formatting ---- */
 
+static void add_reservations(struct json *doc, const struct journal_reservation *res, size_t n)
+{
+        struct json *arr = json_add_array(doc, "reservations");
+
+        for (size_t i = 0; arr && i < n; i++) {
+                struct json *o = json_append_object(arr);
+                json_add_i64(o, "node", res[i].node);
+                json_add_u64(o, "page_size_bytes", res[i].page_size);
+                json_add_u64(o, "count", res[i].count);
+        }
+}
+
+static void add_pool_row(struct json *arr, const struct journal_pool *p)
+{
+        struct json *o = json_append_object(arr);
+
+        journal_add_pool_identity(o, p->name, p->node, p->page_size, p->size_bytes, p->state);
+        json_add_u64(o, "threads", p->threads);
+        json_add_u64(o, "ttl_seconds", p->ttl_seconds);
+        json_add_bool(o, "claimed", p->claimed);
+        json_add_i64(o, "created_at", p->created_at);
+        json_add_i64(o, "started_at", p->started_at);
+        json_add_i64(o, "finished_at", p->finished_at);
+        json_add_u64(o, "bytes_done", p->bytes_done);
+        json_add_str(o, "error_slug", p->error_slug);
+        json_add_str(o, "error_detail", p->error_detail);
+        if (p->ready_boot_ns)
+                json_add_u64(o, "ready_boot_ns", p->ready_boot_ns);
+        if (p->owner_pid > 0) {
+                json_add_i64(o, "owner_pid", p->owner_pid);
+                json_add_u64(o, "owner_start_time", p->owner_start);
+        }
+        if (p->from_stock != POOL_FROM_STOCK_NONE)
+                json_add_str(o, "from_stock", pool_from_stock_name(p->from_stock));
+}
+
+/* "stock_targets" even when empty: a log record that empties them must say so. */
+static void add_stock_targets(struct json *doc, const struct journal_stock_target *t, size_t n)
+{
+        struct json *arr = json_add_array(doc, "stock_targets");
+
+        for (size_t i = 0; arr && i < n; i++) {
+                struct json *o = json_append_object(arr);
+                json_add_i64(o, "node", t[i].node);
+                json_add_u64(o, "page_size_bytes", t[i].page_size);
+                json_add_u64(o, "size_bytes", t[i].size_bytes);
+                json_add_u64(o, "count", t[i].count);
+        }
+}
+
 char *journal_format(const struct journal *j)
 {
         _cleanup_(json_freep) struct json *doc = NULL;
@@ -365,49 +487,240 @@ char *journal_format(const struct journal *j)
         doc = json_new_object();
         json_add_u64(doc, "version", JOURNAL_VERSION);
         json_add_str(doc, "boot_id", j->boot_id);
-
-        arr = json_add_array(doc, "reservations");
-        for (size_t i = 0; arr && i < j->n_reservations; i++) {
-                const struct journal_reservation *r = &j->reservations[i];
-                struct json *o = json_append_object(arr);
-                json_add_i64(o, "node", r->node);
-                json_add_u64(o, "page_size_bytes", r->page_size);
-                json_add_u64(o, "count", r->count);
-        }
-
+        if (j->snapshot_id[0])
+                json_add_str(doc, "snapshot", j->snapshot_id);
+        add_reservations(doc, j->reservations, j->n_reservations);
         arr = json_add_array(doc, "pools");
-        for (size_t i = 0; arr && i < j->n_pools; i++) {
-                const struct journal_pool *p = &j->pools[i];
-                struct json *o = json_append_object(arr);
-                journal_add_pool_identity(o, p->name, p->node, p->page_size, p->size_bytes, p->state);
-                json_add_u64(o, "threads", p->threads);
-                json_add_u64(o, "ttl_seconds", p->ttl_seconds);
-                json_add_bool(o, "claimed", p->claimed);
-                json_add_i64(o, "created_at", p->created_at);
-                json_add_i64(o, "started_at", p->started_at);
-                json_add_i64(o, "finished_at", p->finished_at);
-                json_add_u64(o, "bytes_done", p->bytes_done);
-                json_add_str(o, "error_slug", p->error_slug);
-                json_add_str(o, "error_detail", p->error_detail);
-                if (p->ready_boot_ns)
-                        json_add_u64(o, "ready_boot_ns", p->ready_boot_ns);
-                if (p->owner_pid > 0) {
-                        json_add_i64(o, "owner_pid", p->owner_pid);
-                        json_add_u64(o, "owner_start_time", p->owner_start);
-                }
-                if (p->from_stock != POOL_FROM_STOCK_NONE)
-                        json_add_str(o, "from_stock", pool_from_stock_name(p->from_stock));
-        }
-        arr = j->n_stock_targets ? json_add_array(doc, "stock_targets") : NULL;
-        for (size_t i = 0; arr && i < j->n_stock_targets; i++) {
-                const struct journal_stock_target *t = &j->stock_targets[i];
-                struct json *o = json_append_object(arr);
-                json_add_i64(o, "node", t->node);
-                json_add_u64(o, "page_size_bytes", t->page_size);
-                json_add_u64(o, "size_bytes", t->size_bytes);
-                json_add_u64(o, "count", t->count);
-        }
+        for (size_t i = 0; arr && i < j->n_pools; i++)
+                add_pool_row(arr, &j->pools[i]);
+        if (j->n_stock_targets)
+                add_stock_targets(doc, j->stock_targets, j->n_stock_targets);
         return json_print(doc);
+}
+
+/* ---- the log ---- */
+
+/* CRC-32C (Castagnoli, reflected 0x82F63B78), as iSCSI and ext4 use it: a
+ * torn or flipped record must not pass for a good one. */
+uint32_t journal_crc32c(const void *data, size_t len)
+{
+        static uint32_t table[256];
+        static atomic_bool ready;
+        const unsigned char *b = data;
+        uint32_t crc = ~UINT32_C(0);
+
+        if (!atomic_load_explicit(&ready, memory_order_acquire)) {
+                for (uint32_t i = 0; i < 256; i++) {
+                        uint32_t c = i;
+                        for (int k = 0; k < 8; k++)
+                                c = c & 1 ? (c >> 1) ^ UINT32_C(0x82F63B78) : c >> 1;
+                        table[i] = c;       /* the same values whichever thread wins */
+                }
+                atomic_store_explicit(&ready, true, memory_order_release);
+        }
+        while (len--)
+                crc = table[(crc ^ *b++) & 0xff] ^ (crc >> 8);
+        return ~crc;
+}
+
+/* One log line: 8 hex digits of CRC-32C over TEXT, a space, TEXT, "\n".
+ * Caller frees. */
+static char *log_line(const char *text, size_t *ret_len)
+{
+        size_t n = strlen(text);
+        char *line = malloc(n + LOG_PREFIX_LEN + 2);
+
+        if (!line)
+                return NULL;
+        snprintf(line, LOG_PREFIX_LEN + 1, "%08" PRIx32 " ", journal_crc32c(text, n));
+        memcpy(line + LOG_PREFIX_LEN, text, n);
+        line[LOG_PREFIX_LEN + n] = '\n';
+        line[LOG_PREFIX_LEN + n + 1] = '\0';
+        *ret_len = LOG_PREFIX_LEN + n + 1;
+        return line;
+}
+
+/* Check LINE[LEN] (without its "\n"): its text, or NULL when the CRC or the
+ * framing is off. */
+static const char *line_text(const char *line, size_t len, size_t *ret_len)
+{
+        char hex[9];
+        char *end;
+        unsigned long crc;
+
+        if (len < LOG_PREFIX_LEN + 2 || line[LOG_PREFIX_LEN - 1] != ' ')
+                return NULL;
+        memcpy(hex, line, 8);
+        hex[8] = '\0';
+        if (strspn(hex, "0123456789abcdef") != 8)
+                return NULL;
+        crc = strtoul(hex, &end, 16);
+        if (journal_crc32c(line + LOG_PREFIX_LEN, len - LOG_PREFIX_LEN) != (uint32_t)crc)
+                return NULL;
+        *ret_len = len - LOG_PREFIX_LEN;
+        return line + LOG_PREFIX_LEN;
+}
+
+static ssize_t find_row(const struct journal *j, const char *name)
+{
+        for (size_t i = 0; i < j->n_pools; i++)
+                if (j->pools[i].name[0] && strcmp(j->pools[i].name, name) == 0)
+                        return (ssize_t)i;
+        return -1;
+}
+
+/* Apply one record to J.  Removed rows become tombstones (an empty name),
+ * squeezed out once at the end of the log, so a long log replays in time
+ * linear in its rows rather than moving the array on every removal. */
+static int apply_record(struct journal *j, const char *text, size_t len, size_t *cap)
+{
+        _cleanup_(json_freep) struct json *doc = NULL;
+        _cleanup_free_ struct journal_pool *put = NULL;
+        const struct json *drop, *v;
+        size_t n_put = 0;
+        int r;
+
+        r = json_parse(text, len, &doc);
+        if (r < 0)
+                return r == -ENOMEM ? r : -EINVAL;
+        if (!json_is_object(doc))
+                return -EINVAL;
+        drop = json_get(doc, "drop");
+        if (!json_is_array(drop))
+                return -EINVAL;
+        r = parse_pools(json_get(doc, "put"), &put, &n_put);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < json_array_len(drop); i++) {
+                char name[JOURNAL_NAME_MAX + 1];
+                ssize_t at;
+
+                if (get_strbuf(json_array_at(drop, i), "name", name, sizeof(name)) < 0)
+                        return -EINVAL;
+                at = find_row(j, name);
+                if (at < 0)
+                        return -EINVAL;       /* removes what is not there: not ours */
+                j->pools[at].name[0] = '\0';
+        }
+        for (size_t i = 0; i < n_put; i++) {
+                ssize_t at = find_row(j, put[i].name);
+                if (at >= 0) {
+                        j->pools[at] = put[i];
+                        continue;
+                }
+                if (j->n_pools == *cap) {
+                        size_t ncap = *cap ? *cap * 2 : 16;
+                        struct journal_pool *np = realloc(j->pools, ncap * sizeof(*np));
+                        if (!np)
+                                return -ENOMEM;
+                        j->pools = np;
+                        *cap = ncap;
+                }
+                j->pools[j->n_pools++] = put[i];
+        }
+        if ((v = json_get(doc, "reservations"))) {
+                struct journal_reservation *res;
+                size_t n;
+                r = parse_reservations(v, &res, &n);
+                if (r < 0)
+                        return r;
+                free(j->reservations);
+                j->reservations = res;
+                j->n_reservations = n;
+        }
+        if ((v = json_get(doc, "stock_targets"))) {
+                struct journal_stock_target *t;
+                size_t n;
+                r = parse_stock_targets(v, &t, &n);
+                if (r < 0)
+                        return r;
+                free(j->stock_targets);
+                j->stock_targets = t;
+                j->n_stock_targets = n;
+        }
+        return 0;
+}
+
+/* Squeeze out the tombstones apply_record leaves. */
+static void squeeze(struct journal *j)
+{
+        size_t w = 0;
+
+        for (size_t i = 0; i < j->n_pools; i++)
+                if (j->pools[i].name[0])
+                        j->pools[w++] = j->pools[i];
+        j->n_pools = w;
+}
+
+/* The log's first line: its version and the snapshot it extends.  1: it
+ * extends J's snapshot; 0: another one (stale); <0: unusable. */
+static int check_header(const struct journal *j, const char *text, size_t len)
+{
+        _cleanup_(json_freep) struct json *doc = NULL;
+        char id[sizeof(j->snapshot_id)];
+        uint64_t version;
+
+        if (json_parse(text, len, &doc) < 0 || !json_is_object(doc))
+                return -EINVAL;
+        if (get_u64(doc, "version", &version) < 0 || version < 2)
+                return -EINVAL;
+        if (version > JOURNAL_VERSION)
+                return -EPROTONOSUPPORT;
+        if (get_strbuf(doc, "snapshot", id, sizeof(id)) < 0 || !snapshot_id_valid(id))
+                return -EINVAL;
+        return j->snapshot_id[0] && strcmp(id, j->snapshot_id) == 0;
+}
+
+int journal_apply_log(struct journal *j, const char *buf, size_t len)
+{
+        size_t cap = j->n_pools, off = 0;
+        bool header = true;
+        int r;
+
+        j->log_records = 0;
+        j->log_torn = j->log_stale = false;
+        while (off < len) {
+                const char *nl = memchr(buf + off, '\n', len - off);
+                const char *text;
+                size_t tlen;
+
+                if (!nl) {
+                        /* An append cut short: never acknowledged. */
+                        j->log_torn = true;
+                        break;
+                }
+                text = line_text(buf + off, (size_t)(nl - (buf + off)), &tlen);
+                off = (size_t)(nl - buf) + 1;
+                if (!text) {
+                        /* The last line may be a torn write whose newline
+                         * reached the disk before the rest; a bad line with
+                         * good ones after it is damage, not a crash. */
+                        if (off == len) {
+                                j->log_torn = true;
+                                break;
+                        }
+                        return -EINVAL;
+                }
+                if (header) {
+                        r = check_header(j, text, tlen);
+                        if (r < 0)
+                                return r;
+                        if (r == 0) {
+                                /* A compaction's new snapshot got in before
+                                 * its new log: the snapshot holds all of it. */
+                                j->log_stale = true;
+                                return 0;
+                        }
+                        header = false;
+                        continue;
+                }
+                r = apply_record(j, text, tlen, &cap);
+                if (r < 0)
+                        return r;
+                j->log_records++;
+        }
+        squeeze(j);
+        return check_unique(j);
 }
 
 /* ---- files ---- */
@@ -445,24 +758,14 @@ static int write_all(int fd, const char *buf, size_t len)
         return 0;
 }
 
-int journal_load(const char *dir, struct journal **ret)
+/* Read all of PATH (a regular file within the size limit); caller frees. */
+static int read_small_file(const char *path, char **ret, size_t *ret_len)
 {
-        char path[PATH_MAX];
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *buf = NULL;
         struct stat st;
-        size_t len = 0;
-        int r;
+        size_t len = 0, cap;
 
-        r = path_in(path, sizeof(path), dir, STATE_TMP);
-        if (r < 0)
-                return r;
-        if (unlink(path) < 0 && errno != ENOENT)
-                return -errno;
-
-        r = path_in(path, sizeof(path), dir, STATE_FILE);
-        if (r < 0)
-                return r;
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
                 return -errno;
@@ -472,13 +775,25 @@ int journal_load(const char *dir, struct journal **ret)
                 return -EISDIR;
         if (st.st_size > (off_t)JOURNAL_MAX_BYTES)
                 return -EFBIG;
-
-        /* Read to EOF rather than trusting st_size. */
-        buf = malloc(JOURNAL_MAX_BYTES + 1);
+        /* Read to EOF rather than trusting st_size, into a buffer sized by it
+         * (plus one, to see growth) so a small journal costs little. */
+        cap = (size_t)st.st_size + 1;
+        buf = malloc(cap + 1);
         if (!buf)
                 return -ENOMEM;
         for (;;) {
-                ssize_t n = read(fd, buf + len, JOURNAL_MAX_BYTES + 1 - len);
+                ssize_t n;
+                if (len == cap) {
+                        char *nb;
+                        if (cap > JOURNAL_MAX_BYTES)
+                                return -EFBIG;
+                        cap = cap * 2 > JOURNAL_MAX_BYTES + 1 ? JOURNAL_MAX_BYTES + 1 : cap * 2;
+                        nb = realloc(buf, cap + 1);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                }
+                n = read(fd, buf + len, cap - len);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -490,12 +805,58 @@ int journal_load(const char *dir, struct journal **ret)
                 if (len > JOURNAL_MAX_BYTES)
                         return -EFBIG;
         }
-        return journal_parse(buf, len, ret);
+        buf[len] = '\0';
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+int journal_load(const char *dir, struct journal **ret)
+{
+        char path[PATH_MAX];
+        _cleanup_free_ char *buf = NULL, *log = NULL;
+        _cleanup_(journal_freep) struct journal *j = NULL;
+        size_t len = 0, log_len = 0;
+        int r;
+
+        for (size_t i = 0; i < 2; i++) {
+                r = path_in(path, sizeof(path), dir, i ? LOG_TMP : STATE_TMP);
+                if (r < 0)
+                        return r;
+                if (unlink(path) < 0 && errno != ENOENT)
+                        return -errno;
+        }
+
+        r = path_in(path, sizeof(path), dir, STATE_FILE);
+        if (r < 0)
+                return r;
+        r = read_small_file(path, &buf, &len);
+        if (r < 0)
+                return r;
+        r = journal_parse(buf, len, &j);
+        if (r < 0)
+                return r;
+
+        r = path_in(path, sizeof(path), dir, LOG_FILE);
+        if (r < 0)
+                return r;
+        r = read_small_file(path, &log, &log_len);
+        if (r == -ENOENT) {
+                j->log_stale = false;
+        } else if (r < 0) {
+                return r;
+        } else {
+                r = journal_apply_log(j, log, log_len);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(j);
+        return 0;
 }
 
 /* Tests only: the errno every save fails with (0 = none), as a full disk
  * (ENOSPC), an I/O error (EIO) or a read-only remount (EROFS) would, after
- * the temporary file was opened: the old state.json stays as it was. */
+ * the file it writes was opened: what was saved before stays as it was. */
 static atomic_int save_fault;
 
 void journal_inject_save_error(int err)
@@ -503,93 +864,379 @@ void journal_inject_save_error(int err)
         atomic_store(&save_fault, err < 0 ? -err : err);
 }
 
-/* The part of J that must survive a reboot, as text (caller frees): what a
- * save compares to decide whether the directory needs its fsync. */
-static char *format_durable(const struct journal *j)
+/* Tests only: where the process kills itself (journal.h). */
+static atomic_int crash_point;
+
+void journal_inject_crash(enum journal_crash_point at)
 {
-        struct journal d = {
-                .n_reservations = j->n_reservations,
-                .reservations = j->reservations,
-                .n_stock_targets = j->n_stock_targets,
-                .stock_targets = j->stock_targets,
-        };
-        return journal_format(&d);
+        atomic_store(&crash_point, (int)at);
+}
+
+static void crash_if(enum journal_crash_point at)
+{
+        if (atomic_load(&crash_point) == (int)at)
+                raise(SIGKILL);
+}
+
+static struct journal *journal_dup(const struct journal *j)
+{
+        _cleanup_(journal_freep) struct journal *d = calloc(1, sizeof(*d));
+
+        if (!d)
+                return NULL;
+        memcpy(d->boot_id, j->boot_id, sizeof(d->boot_id));
+        memcpy(d->snapshot_id, j->snapshot_id, sizeof(d->snapshot_id));
+        if (j->n_reservations &&
+            !(d->reservations = malloc(j->n_reservations * sizeof(*d->reservations))))
+                return NULL;
+        if (j->n_pools && !(d->pools = malloc(j->n_pools * sizeof(*d->pools))))
+                return NULL;
+        if (j->n_stock_targets &&
+            !(d->stock_targets = malloc(j->n_stock_targets * sizeof(*d->stock_targets))))
+                return NULL;
+        if (j->n_reservations)
+                memcpy(d->reservations, j->reservations, j->n_reservations * sizeof(*d->reservations));
+        if (j->n_pools)
+                memcpy(d->pools, j->pools, j->n_pools * sizeof(*d->pools));
+        if (j->n_stock_targets)
+                memcpy(d->stock_targets, j->stock_targets, j->n_stock_targets * sizeof(*d->stock_targets));
+        d->n_reservations = j->n_reservations;
+        d->n_pools = j->n_pools;
+        d->n_stock_targets = j->n_stock_targets;
+        return TAKE_PTR(d);
 }
 
 void journal_sync_reset(struct journal_sync *s)
 {
         if (!s)
                 return;
-        free(s->durable);
-        s->durable = NULL;
+        if (s->base && s->log_fd >= 0)
+                close(s->log_fd);
+        journal_free(s->base);
+        s->base = NULL;
+        s->log_fd = -1;
+        s->log_bytes = s->snapshot_bytes = 0;
 }
 
-int journal_save_sync(const char *dir, const struct journal *j, struct journal_sync *s)
+/* Write TEXT[LEN] to TMP, fsync it and rename it to FINAL.  *RET_FD: the
+ * file, still open for appending (NULL: closed). */
+static int write_replace(const char *tmp, const char *final, const char *text, size_t len, int *ret_fd)
 {
-        char tmp[PATH_MAX], final[PATH_MAX];
-        _cleanup_free_ char *text = NULL, *durable = NULL;
-        struct journal *check = NULL;
-        bool dir_sync;
         int fd, r;
 
-        r = path_in(tmp, sizeof(tmp), dir, STATE_TMP);
-        if (r < 0)
-                return r;
-        r = path_in(final, sizeof(final), dir, STATE_FILE);
-        if (r < 0)
-                return r;
-
-        text = journal_format(j);
-        if (!text)
-                return -ENOMEM;
-        r = journal_parse(text, strlen(text), &check);
-        if (r < 0)
-                return r;
-        journal_free(check);
-        if (s) {
-                durable = format_durable(j);
-                if (!durable)
-                        return -ENOMEM;
-        }
-        dir_sync = !s || !s->durable || strcmp(s->durable, durable) != 0;
-
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return -errno;
         r = -atomic_load(&save_fault);
         if (r == 0)
-                r = write_all(fd, text, strlen(text));
-        if (r == 0)
-                r = write_all(fd, "\n", 1);
+                r = write_all(fd, text, len);
         if (r == 0 && fsync(fd) < 0)
                 r = -errno;
-        if (close(fd) < 0 && r == 0)
-                r = -errno;
+        crash_if(ret_fd ? JOURNAL_CRASH_LOG_WRITTEN : JOURNAL_CRASH_SNAPSHOT_WRITTEN);
         if (r == 0 && rename(tmp, final) < 0)
                 r = -errno;
         if (r < 0) {
+                close(fd);
                 unlink(tmp);
                 return r;
         }
-        if (!dir_sync) {
-                s->light_saves++;
-                return 0;
-        }
-        /* Until this fsync is known done, the next save syncs too. */
-        journal_sync_reset(s);
-        r = fsync_dir(dir);
+        if (ret_fd)
+                *ret_fd = fd;
+        else if (close(fd) < 0)
+                return -errno;
+        return 0;
+}
+
+static void new_snapshot_id(char id[JOURNAL_SNAPSHOT_ID_LEN + 1])
+{
+        uint64_t v;
+
+        if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
+                v = now_mono_ns() ^ ((uint64_t)getpid() << 32);
+        snprintf(id, JOURNAL_SNAPSHOT_ID_LEN + 1, "%016" PRIx64, v);
+}
+
+/* Compaction: J as a new snapshot and an empty log that extends it.  The
+ * snapshot is renamed in and the directory fsynced before the new log
+ * replaces the old one, so the directory never names the old snapshot with
+ * the new log (which would lose the old log's records); the new snapshot
+ * with the old log is harmless (the old log is stale: another snapshot id). */
+static int compact(const char *dir, const struct journal *j, struct journal_sync *s)
+{
+        char tmp[PATH_MAX], final[PATH_MAX], id[JOURNAL_SNAPSHOT_ID_LEN + 1];
+        _cleanup_free_ char *text = NULL, *header = NULL, *htext = NULL;
+        _cleanup_(journal_freep) struct journal *snap = NULL;
+        struct journal *check = NULL;
+        size_t hlen, tlen;
+        int fd = -1, r;
+
+        snap = journal_dup(j);
+        if (!snap)
+                return -ENOMEM;
+        new_snapshot_id(id);
+        memcpy(snap->snapshot_id, id, sizeof(id));
+        text = journal_format(snap);
+        if (!text)
+                return -ENOMEM;
+        tlen = strlen(text);
+        r = journal_parse(text, tlen, &check);
         if (r < 0)
                 return r;
-        if (s) {
-                s->durable = TAKE_PTR(durable);
-                s->full_saves++;
+        journal_free(check);
+        if (asprintf(&htext, "{\"version\":%d,\"snapshot\":\"%s\"}", JOURNAL_VERSION, id) < 0) {
+                htext = NULL;
+                return -ENOMEM;
         }
+        header = log_line(htext, &hlen);
+        if (!header)
+                return -ENOMEM;
+        text[tlen] = '\n';      /* journal_format's NUL: the file ends in a newline */
+
+        /* From here on what the log extends changes: until this is done,
+         * nothing may append to the old one. */
+        journal_sync_reset(s);
+        r = path_in(tmp, sizeof(tmp), dir, STATE_TMP);
+        if (r == 0)
+                r = path_in(final, sizeof(final), dir, STATE_FILE);
+        if (r == 0)
+                r = write_replace(tmp, final, text, tlen + 1, NULL);
+        crash_if(JOURNAL_CRASH_SNAPSHOT_RENAMED);
+        if (r == 0)
+                r = fsync_dir(dir);
+        if (r == 0)
+                r = path_in(tmp, sizeof(tmp), dir, LOG_TMP);
+        if (r == 0)
+                r = path_in(final, sizeof(final), dir, LOG_FILE);
+        if (r == 0)
+                r = write_replace(tmp, final, header, hlen, &fd);
+        crash_if(JOURNAL_CRASH_LOG_RENAMED);
+        if (r == 0)
+                r = fsync_dir(dir);
+        if (r < 0) {
+                if (fd >= 0)
+                        close(fd);
+                return r;
+        }
+        if (!s) {
+                close(fd);
+                return 0;
+        }
+        s->base = TAKE_PTR(snap);
+        s->log_fd = fd;
+        s->log_bytes = hlen;
+        s->snapshot_bytes = tlen + 1;
+        s->full_saves++;
         return 0;
+}
+
+static int cmp_row_ptrs(const void *a, const void *b)
+{
+        return strcmp((*(const struct journal_pool *const *)a)->name,
+                      (*(const struct journal_pool *const *)b)->name);
+}
+
+/* Equal as written: an owner's start time is not written without its pid. */
+static bool rows_equal(const struct journal_pool *a, const struct journal_pool *b)
+{
+        return strcmp(a->name, b->name) == 0 && a->node == b->node && a->page_size == b->page_size &&
+               a->size_bytes == b->size_bytes && a->state == b->state && a->threads == b->threads &&
+               a->ttl_seconds == b->ttl_seconds && a->claimed == b->claimed &&
+               a->created_at == b->created_at && a->started_at == b->started_at &&
+               a->finished_at == b->finished_at && a->ready_boot_ns == b->ready_boot_ns &&
+               a->bytes_done == b->bytes_done && a->owner_pid == b->owner_pid &&
+               (a->owner_pid <= 0 || a->owner_start == b->owner_start) && strcmp(a->error_slug, b->error_slug) == 0 &&
+               strcmp(a->error_detail, b->error_detail) == 0 && a->from_stock == b->from_stock;
+}
+
+/* Field by field: the structs have padding. */
+static bool reservations_equal(const struct journal *a, const struct journal *b)
+{
+        if (a->n_reservations != b->n_reservations)
+                return false;
+        for (size_t i = 0; i < a->n_reservations; i++) {
+                const struct journal_reservation *x = &a->reservations[i], *y = &b->reservations[i];
+                if (x->node != y->node || x->page_size != y->page_size || x->count != y->count)
+                        return false;
+        }
+        return true;
+}
+
+static bool targets_equal(const struct journal *a, const struct journal *b)
+{
+        if (a->n_stock_targets != b->n_stock_targets)
+                return false;
+        for (size_t i = 0; i < a->n_stock_targets; i++) {
+                const struct journal_stock_target *x = &a->stock_targets[i], *y = &b->stock_targets[i];
+                if (x->node != y->node || x->page_size != y->page_size || x->size_bytes != y->size_bytes ||
+                    x->count != y->count)
+                        return false;
+        }
+        return true;
+}
+
+/* J's rows sorted by name, or -EINVAL if two share one. */
+static int sorted_rows(const struct journal *j, const struct journal_pool ***ret)
+{
+        const struct journal_pool **v = malloc((j->n_pools ? j->n_pools : 1) * sizeof(*v));
+
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < j->n_pools; i++)
+                v[i] = &j->pools[i];
+        qsort(v, j->n_pools, sizeof(*v), cmp_row_ptrs);
+        for (size_t i = 1; i < j->n_pools; i++)
+                if (strcmp(v[i - 1]->name, v[i]->name) == 0) {
+                        free(v);
+                        return -EINVAL;
+                }
+        *ret = v;
+        return 0;
+}
+
+/* The record that turns S->base into J: the rows that changed or are new
+ * ("put"), those gone ("drop"), and the reservations and stock targets
+ * whole when they changed.  *RET NULL: nothing changed. */
+static int diff_record(const struct journal *base, const struct journal *j, char **ret)
+{
+        _cleanup_free_ const struct journal_pool **old = NULL, **new = NULL;
+        _cleanup_(json_freep) struct json *doc = json_new_object();
+        struct json *put = json_add_array(doc, "put"), *drop = json_add_array(doc, "drop");
+        bool changed = false;
+        size_t i = 0, k = 0;
+        int r;
+
+        if (!doc)
+                return -ENOMEM;
+        if ((r = sorted_rows(base, &old)) < 0 || (r = sorted_rows(j, &new)) < 0)
+                return r;
+        while (i < base->n_pools || k < j->n_pools) {
+                int c = i == base->n_pools ? 1 : k == j->n_pools ? -1 : strcmp(old[i]->name, new[k]->name);
+                if (c < 0) {
+                        json_add_str(json_append_object(drop), "name", old[i++]->name);
+                        changed = true;
+                } else if (c > 0) {
+                        add_pool_row(put, new[k++]);
+                        changed = true;
+                } else {
+                        if (!rows_equal(old[i], new[k])) {
+                                add_pool_row(put, new[k]);
+                                changed = true;
+                        }
+                        i++, k++;
+                }
+        }
+        if (!reservations_equal(base, j)) {
+                add_reservations(doc, j->reservations, j->n_reservations);
+                changed = true;
+        }
+        if (!targets_equal(base, j)) {
+                add_stock_targets(doc, j->stock_targets, j->n_stock_targets);
+                changed = true;
+        }
+        *ret = NULL;
+        if (!changed)
+                return 0;
+        *ret = json_print(doc);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* Apply the record TEXT to a copy of BASE, as a start would: a record this
+ * daemon could not replay is refused before it is written.  *RET: the copy,
+ * which is then exactly what the files hold (the next save's base).  The
+ * rows are not compared with J again: the unit and fuzz tests hold the diff
+ * to that, and a second diff would double the cost of a save. */
+static int replay_record(const struct journal *base, const struct journal *j, const char *text,
+                         struct journal **ret)
+{
+        _cleanup_(journal_freep) struct journal *copy = journal_dup(base);
+        size_t cap;
+        int r;
+
+        if (!copy)
+                return -ENOMEM;
+        cap = copy->n_pools;
+        r = apply_record(copy, text, strlen(text), &cap);
+        if (r < 0)
+                return r;
+        squeeze(copy);
+        if (copy->n_pools != j->n_pools)
+                return -EINVAL;
+        *ret = TAKE_PTR(copy);
+        return 0;
+}
+
+/* Append one record and fdatasync it; NEXT becomes S's base.  On any
+ * failure the log is cut back to where it was and S forgotten, so the next
+ * save compacts. */
+static int append(struct journal_sync *s, struct journal *next, const char *text)
+{
+        _cleanup_free_ char *line = NULL;
+        size_t len;
+        int r;
+
+        line = log_line(text, &len);
+        if (!line) {
+                journal_free(next);
+                return -ENOMEM;
+        }
+        r = -atomic_load(&save_fault);
+        if (r == 0 && atomic_load(&crash_point) == JOURNAL_CRASH_APPEND_HALF) {
+                (void)write_all(s->log_fd, line, len / 2);
+                (void)fdatasync(s->log_fd);
+                raise(SIGKILL);
+        }
+        if (r == 0)
+                r = write_all(s->log_fd, line, len);
+        if (r == 0 && fdatasync(s->log_fd) < 0)
+                r = -errno;
+        if (r < 0) {
+                if (ftruncate(s->log_fd, (off_t)s->log_bytes) == 0)
+                        (void)fdatasync(s->log_fd);
+                journal_sync_reset(s);
+                journal_free(next);
+                return r;
+        }
+        journal_free(s->base);
+        s->base = next;
+        s->log_bytes += len;
+        s->light_saves++;
+        return 0;
+}
+
+int journal_save_sync(const char *dir, const struct journal *j, struct journal_sync *s)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t bound;
+        int r;
+
+        /* A new boot or a new directory: the log's rows mean nothing there. */
+        if (!s || !s->base || strcmp(s->base->boot_id, j->boot_id) != 0)
+                return compact(dir, j, s);
+        r = diff_record(s->base, j, &text);
+        if (r < 0)
+                return r;
+        if (!text) {
+                s->light_saves++;       /* already durable */
+                return 0;
+        }
+        struct journal *next = NULL;
+        r = replay_record(s->base, j, text, &next);
+        if (r < 0)
+                return r;
+        /* Redis's AOF rewrite: once the log is as large as the snapshot (or a
+         * floor, for small ones), fold it in, so a start replays at most about
+         * a snapshot's worth of records and the files stay under the limit. */
+        bound = s->snapshot_bytes > LOG_COMPACT_MIN ? s->snapshot_bytes : LOG_COMPACT_MIN;
+        if (s->log_bytes + strlen(text) + LOG_PREFIX_LEN + 1 > bound) {
+                journal_free(next);
+                return compact(dir, j, s);
+        }
+        return append(s, next, text);
 }
 
 int journal_save(const char *dir, const struct journal *j)
 {
-        return journal_save_sync(dir, j, NULL);
+        return compact(dir, j, NULL);
 }
 
 const char *journal_load_error(int r)
@@ -612,6 +1259,33 @@ const char *journal_load_error(int r)
 /* Several quarantines within one second get a counter suffix. */
 #define QUARANTINE_TRIES 100
 
+/* The log goes aside with its snapshot, under the same SUFFIX: apart, it
+ * means nothing, and the next start must not replay it. */
+static int quarantine_log(const char *dir, const char *suffix)
+{
+        char from[PATH_MAX], to[PATH_MAX];
+        int r, n;
+
+        r = path_in(from, sizeof(from), dir, LOG_FILE);
+        if (r < 0)
+                return r;
+        n = snprintf(to, sizeof(to), "%s%s", from, suffix);
+        if (n < 0 || (size_t)n >= sizeof(to))
+                return -ENAMETOOLONG;
+        if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}
+
+static bool quarantine_log_free(const char *dir, const char *suffix)
+{
+        char to[PATH_MAX];
+        struct stat st;
+        int n = snprintf(to, sizeof(to), "%s/" LOG_FILE "%s", dir, suffix);
+
+        return n > 0 && (size_t)n < sizeof(to) && lstat(to, &st) < 0 && errno == ENOENT;
+}
+
 int journal_quarantine(const char *dir)
 {
         char from[PATH_MAX], to[PATH_MAX];
@@ -626,8 +1300,11 @@ int journal_quarantine(const char *dir)
                                : snprintf(to, sizeof(to), "%s.corrupt-%ld.%d", from, now, i);
                 if (n < 0 || (size_t)n >= sizeof(to))
                         return -ENAMETOOLONG;
+                /* A suffix free for both names, so the pair stays a pair. */
+                if (!quarantine_log_free(dir, to + strlen(from)))
+                        continue;
                 if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
-                        return fsync_dir(dir);
+                        return quarantine_log(dir, to + strlen(from)) ?: fsync_dir(dir);
                 if (errno != EEXIST)
                         return -errno;
         }

@@ -1,8 +1,9 @@
-/* journal: the daemon's durable state — reservations it made and pools it
- * holds — as one JSON document in the state dir ("state.json"), written
- * atomically (temp file, fsync, rename, fsync dir; the last only when what
- * must outlive a reboot changed) and stamped with the kernel's boot_id,
- * since a reboot empties hugetlbfs and the runtime pools. */
+/* journal: the daemon's durable state — reservations it made, pools it
+ * holds, stock targets — as a snapshot ("state.json") and a log of the
+ * changes since ("state.log", one checksummed record per save, fdatasynced),
+ * compacted into a new snapshot when it grows (journal.c has the format).
+ * Stamped with the kernel's boot_id, since a reboot empties hugetlbfs and
+ * the runtime pools. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include "pool_state.h"
 
 #define JOURNAL_NAME_MAX POOL_NAME_MAX
+#define JOURNAL_SNAPSHOT_ID_LEN 16
 
 struct journal_reservation {
         int node;
@@ -58,6 +60,13 @@ struct journal {
          * (node, page size, size). */
         size_t n_stock_targets;
         struct journal_stock_target *stock_targets;
+        /* The snapshot's id ("" = none: a version 1 file, or not saved). */
+        char snapshot_id[JOURNAL_SNAPSHOT_ID_LEN + 1];
+        /* What journal_load (journal_apply_log) found in the log, to report:
+         * records replayed; a torn last line ignored; a log of another
+         * snapshot ignored (a compaction cut short). */
+        size_t log_records;
+        bool log_torn, log_stale;
 };
 
 /* Strict parse (unknown states, bad types, names that break the name rule
@@ -68,7 +77,14 @@ int journal_parse(const char *buf, size_t len, struct journal **ret);
 char *journal_format(const struct journal *j);
 void journal_free(struct journal *j); /* accepts NULL */
 
-/* Load DIR/state.json.  Removes a stale DIR/state.json.tmp left by a crash.
+/* Replay the log text BUF[LEN] onto J (its snapshot): 0, -EINVAL (damage,
+ * see journal.c) or -EPROTONOSUPPORT; J is half-changed on failure. */
+int journal_apply_log(struct journal *j, const char *buf, size_t len);
+/* CRC-32C of DATA[LEN], as the log's lines carry it. */
+uint32_t journal_crc32c(const void *data, size_t len);
+
+/* Load DIR/state.json and replay DIR/state.log onto it.  Removes the
+ * temporary files a crash may leave (state.json.tmp, state.log.tmp).
  * -ENOENT when there is none (first start); a journal that is there but
  * cannot be used is
  *   -EINVAL           corrupt or truncated (not valid, or a member off);
@@ -85,21 +101,35 @@ const char *journal_load_error(int r);
 /* Tests only: make every journal_save fail with ERR (ENOSPC, EIO, EROFS...)
  * until called with 0. */
 void journal_inject_save_error(int err);
-/* Atomically replace DIR/state.json with J, durably: the file is fsynced
- * before its rename and the directory after it. */
+/* Tests only: the save that reaches AT kills its own process (SIGKILL), as
+ * a kill -9 landing there would: between the steps of a compaction, or
+ * halfway through an append's write. */
+enum journal_crash_point {
+        JOURNAL_CRASH_NONE,
+        JOURNAL_CRASH_SNAPSHOT_WRITTEN,  /* new snapshot fsynced, not renamed */
+        JOURNAL_CRASH_SNAPSHOT_RENAMED,  /* renamed, directory not fsynced */
+        JOURNAL_CRASH_LOG_WRITTEN,       /* the new log's header fsynced, not renamed */
+        JOURNAL_CRASH_LOG_RENAMED,       /* both renamed, directory not fsynced */
+        JOURNAL_CRASH_APPEND_HALF,       /* half a record written */
+};
+void journal_inject_crash(enum journal_crash_point at);
+/* Compact: replace DIR's snapshot with J and its log with an empty one,
+ * durably (each file fsynced before its rename, the directory after each). */
 int journal_save(const char *dir, const struct journal *j);
 
-/* What the saves to one state dir have made durable across a reboot, kept by
- * their caller (zeroed to start; journal_sync_reset frees): the reservations
- * and stock targets of the last save whose directory fsync succeeded. */
+/* The saves to one state dir, kept by their caller under its save lock
+ * (zeroed to start; journal_sync_reset frees): what the snapshot and log on
+ * disk hold, and the log open for appending. */
 struct journal_sync {
-        char *durable;             /* their text; NULL = none yet (the next save is full) */
-        unsigned long full_saves;  /* saves that fsynced the directory */
-        unsigned long light_saves; /* saves that could skip it */
+        struct journal *base;      /* NULL = none yet: the next save compacts */
+        int log_fd;                /* valid while base is set */
+        size_t log_bytes, snapshot_bytes;
+        unsigned long full_saves;  /* compactions (they fsync the directory) */
+        unsigned long light_saves; /* appends (one fdatasync), and saves of no change */
 };
-/* journal_save, except that the directory fsync is skipped when J's
- * reservations and stock targets are those S last made durable: only pool
- * rows changed, and a reboot drops those anyway (journal.c).  S NULL: as
+/* Make J durable: append what changed since S's last save as one record,
+ * or compact when S has none yet, the boot changed, or the log has grown to
+ * its bound.  On failure what was durable stays so and S is reset.  S NULL:
  * journal_save. */
 int journal_save_sync(const char *dir, const struct journal *j, struct journal_sync *s);
 void journal_sync_reset(struct journal_sync *s); /* accepts NULL */
@@ -110,6 +140,7 @@ struct json;
 void journal_add_pool_identity(struct json *o, const char *name, int node, uint64_t page_size,
                                uint64_t size_bytes, enum pool_state state);
 
-/* Move an unusable state.json aside to state.json.corrupt-<unix time>. */
+/* Move an unusable state.json aside to state.json.corrupt-<unix time>, and
+ * state.log, if any, to state.log.corrupt-<the same>. */
 int journal_quarantine(const char *dir);
 

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -211,6 +212,8 @@ static void parse_args(int argc, char **argv, struct options *o)
                         uint64_t ps;
                         if (!eq || eq[1] != '/')
                                 die_usage("--hugetlbfs wants SIZE=/absolute/dir, got \"%s\"", optarg);
+                        if (strlen(eq + 1) > POOL_DIR_MAX)
+                                die_usage("--hugetlbfs: the directory may be at most %d bytes long", POOL_DIR_MAX);
                         *eq = '\0';
                         if (parse_page_size(optarg, &ps) < 0)
                                 die_usage("invalid page size \"%s\" in --hugetlbfs", optarg);
@@ -466,6 +469,29 @@ static void describe_topology(const struct topo *t, char *buf, size_t len)
         }
 }
 
+/* glibc's allocator as it comes keeps what a host of many pools frees: each
+ * thread that allocates gets an arena of its own (up to eight per CPU) that
+ * holds on to its high-water mark, and after a large block is freed it
+ * raises the size above which blocks are mmapped, so the transient buffers
+ * of a long list or a journal snapshot end up kept in some arena.  Measured
+ * with 1000 pools: about 10 MiB of RSS that nothing used.  Two arenas (the
+ * HTTP thread and everybody else rarely contend: the registry has one lock
+ * anyway), a fixed mmap threshold and trimming above it keep RSS close to
+ * what is live.  1 MiB: the journal's snapshot of 1000 rows (under 0.5 MiB,
+ * built on every save) stays in an arena and is reused instead of being
+ * mapped and faulted in each time; a long list's views are mapped. */
+#define MALLOC_ARENAS 2
+#define MALLOC_MMAP_THRESHOLD (1024 * 1024)
+#define MALLOC_TRIM_THRESHOLD (2 * 1024 * 1024)
+
+static void tune_malloc(void)
+{
+        /* Each is a hint: a libc that refuses one works as before. */
+        (void)mallopt(M_ARENA_MAX, MALLOC_ARENAS);
+        (void)mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD);
+        (void)mallopt(M_TRIM_THRESHOLD, MALLOC_TRIM_THRESHOLD);
+}
+
 int main(int argc, char **argv)
 {
         struct options o;
@@ -480,6 +506,7 @@ int main(int argc, char **argv)
         _cleanup_close_ int lock_fd = -1;
         int r, rc = 1;
 
+        tune_malloc();
         parse_args(argc, argv, &o);
 
         /* Block the signals we wait for before any thread exists, so every

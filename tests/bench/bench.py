@@ -57,6 +57,13 @@ hits all alike; the table gives medians.  Before measuring, every reserved
 hugepage is touched once (twice by default) through a throwaway file, because
 the first touch of memory on these virtual machines is many times slower.
 
+--scale (alone): the daemon's own cost per operation against the number of
+pools, on two hosts at once, one of 10 and one of 1000 one-page pools, their
+rounds interleaved: PUT, DELETE and stock hand-out medians and p99, GET of
+one pool, of the list and of /metrics, bytes written per change (from
+/proc/PID/io write_bytes), RSS, restart time, with the ratios 1000/10 and
+PASS/MISS against the targets (SCALE_TARGETS).
+
 Setup and cleanup: the script re-runs itself under tests/real/guard.sh (the
 host-wide lock, nr_hugepages restored afterwards, a private 2 MiB hugetlbfs
 mount in $HPW_TEST_HUGETLBFS), writes node 0's nr_hugepages itself and reads
@@ -269,8 +276,11 @@ def rm(path):
 # -- the daemon --------------------------------------------------------------
 
 class Daemon:
-    def __init__(self, binary, pool_dir, threads):
-        self.state = tempfile.mkdtemp(prefix="hpwarm-bench-state-")
+    def __init__(self, binary, pool_dir, threads, state=None):
+        """STATE: an existing state dir to start on (a restart), which stop()
+        then leaves in place; None: a new one, removed by stop()."""
+        self.keep_state = state is not None
+        self.state = state or tempfile.mkdtemp(prefix="hpwarm-bench-state-")
         cmd = [binary, "--listen", "127.0.0.1:0", "--allow-unauthenticated-tcp", "--state-dir", self.state,
                "--hugetlbfs", "2M=" + pool_dir, "--threads-per-node", str(threads)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -357,7 +367,8 @@ class Daemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        shutil.rmtree(self.state, ignore_errors=True)
+        if not self.keep_state:
+            shutil.rmtree(self.state, ignore_errors=True)
 
 
 # -- phases ------------------------------------------------------------------
@@ -968,6 +979,234 @@ def report(args, res, cmdline):
     print("\n".join(out), flush=True)
 
 
+# -- scale: cost per operation against the number of pools --------------------
+
+SCALE_HOSTS = (10, 1000)
+SCALE_TARGETS = {
+    "put_ratio": 1.5,             # PUT median at 1000 pools / at 10
+    "delete_ratio": 1.5,
+    "handout_ms": 5.0,            # stock hand-out median at 1000 pools
+    "bytes_per_change": 16 << 10,
+    "rss_bytes": 16 << 20,
+    "restart_s": 1.0,
+}
+
+
+def read_io(pid):
+    with open("/proc/%d/io" % pid) as f:
+        return {k: int(v) for k, v in (line.split(":") for line in f)}
+
+
+class ScaleHost:
+    """A daemon holding N one-page pools (plus, for hand-outs, one stock
+    file of one page), and the operations the scale phase times on it, each
+    over one keep-alive connection made before its clock, each on a quiet
+    daemon (nothing warming)."""
+
+    def __init__(self, args, mnt, n):
+        self.args, self.n = args, n
+        self.pool_dir = os.path.join(mnt, "scale-%d" % n)
+        self.d = Daemon(args.hpwarmd, self.pool_dir, 1)
+        self.conn = self.d.connect()
+        self.out = {"pools": n, "put": [], "delete": [], "handout": [], "list": [], "metrics": [], "get": []}
+        log("scale: %d pools: creating them" % n)
+        self.names = ["host-%04d" % i for i in range(n)]
+        for name in self.names:
+            self.put(name)
+        for name in self.names:
+            self.ready(name)
+
+    def call(self, method, path, body=None):
+        return self.d.request(method, path, body, conn=self.conn)
+
+    def timed(self, method, path, body=None, want=(200,)):
+        t0 = time.perf_counter()
+        st, b = self.call(method, path, body)
+        dt = time.perf_counter() - t0
+        if st not in want:
+            raise BenchError("%s %s: %d %s" % (method, path, st, b))
+        return dt, b
+
+    def put(self, name):
+        return self.timed("PUT", "/v1/pools/" + name,
+                          {"node": 0, "size_bytes": PAGE, "page_size": "2M", "threads": 1}, want=(201,))
+
+    def ready(self, name):
+        st, b = self.call("GET", "/v1/pools/%s?wait=ready&timeout=300" % name)
+        if st != 200 or b["state"] != "ready":
+            raise BenchError("wait %s: %d %s" % (name, st, b))
+
+    def set_stock(self, count):
+        t = [{"node": 0, "page_size": "2M", "size_bytes": PAGE, "count": count}] if count else []
+        st, b = self.call("PUT", "/v1/stock", {"targets": t})
+        if st != 200:
+            raise BenchError("PUT /v1/stock: %d %s" % (st, b))
+
+    def stock_ready(self):
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            st, b = self.call("GET", "/v1/stock")
+            if st == 200 and b["targets"] and b["targets"][0]["ready"] == 1 and b["targets"][0]["warming"] == 0:
+                time.sleep(STOCK_SETTLE_S)
+                return
+            time.sleep(0.002)
+        raise BenchError("the stock did not settle")
+
+    def io(self):
+        return read_io(self.d.proc.pid)["write_bytes"]
+
+    # -- one round of each --
+    def put_delete_round(self):
+        """PUT of one more pool, no stock (a cold warm: PUT answers
+        "warming"), its warm, then its DELETE."""
+        dt, _b = self.put("bench-x")
+        self.out["put"].append(dt)
+        self.ready("bench-x")
+        time.sleep(STOCK_SETTLE_S)
+        dt, _b = self.timed("DELETE", "/v1/pools/bench-x", want=(204,))
+        self.out["delete"].append(dt)
+        time.sleep(STOCK_SETTLE_S)
+
+    def handout_round(self):
+        """A ready one-page stock file renamed into place, then removed."""
+        self.stock_ready()
+        dt, b = self.put("bench-s")
+        if b.get("from_stock") != "full":
+            raise BenchError("hand-out: from_stock %s" % b.get("from_stock"))
+        self.out["handout"].append(dt)
+        self.timed("DELETE", "/v1/pools/bench-s", want=(204,))
+
+    def read_round(self):
+        t0 = time.perf_counter()
+        self.conn.request("GET", "/v1/pools")
+        r = self.conn.getresponse()
+        body = r.read()
+        self.out["list"].append(time.perf_counter() - t0)
+        self.out["list_bytes"] = len(body)
+        self.out["metrics"].append(self.timed("GET", "/metrics")[0])
+        self.out["get"].append(self.timed("GET", "/v1/pools/" + self.names[len(self.names) // 2])[0])
+
+    def finish(self):
+        """RSS and state size now, then the restart (SIGTERM, and a new
+        daemon on the same state and pools, from its spawn until it answers
+        the list with every pool), then every pool removed."""
+        d = self.d
+        self.out["rss_bytes"] = d.status()["VmRSS"]
+        self.out["state_bytes"] = sum(os.path.getsize(os.path.join(d.state, f)) for f in os.listdir(d.state))
+        self.conn.close()
+        d.keep_state = True
+        d.stop()
+        t0 = time.perf_counter()
+        self.d = Daemon(self.args.hpwarmd, self.pool_dir, 1, state=d.state)
+        self.d.keep_state = False
+        st, b = self.d.request("GET", "/v1/pools")
+        self.out["restart_s"] = time.perf_counter() - t0
+        if st != 200 or len(b["pools"]) != self.n:
+            raise BenchError("after the restart: %d, %s pools" % (st, len(b.get("pools", []))))
+        log("scale: %d pools: removing them" % self.n)
+        self.conn = self.d.connect()
+        for name in self.names:
+            st, b = self.call("DELETE", "/v1/pools/" + name)
+            if st != 204:
+                raise BenchError("DELETE %s: %d %s" % (name, st, b))
+        self.conn.close()
+
+    def close(self):
+        self.d.stop()
+        shutil.rmtree(self.pool_dir, ignore_errors=True)
+
+
+def scale_phase(args, mnt, res):
+    """Both hosts live at once, their rounds interleaved (the order swaps
+    every round) so that the machine's noise hits both alike: the ratios
+    compare like with like."""
+    rounds = args.scale_rounds
+    reserve_beyond_use(sum(SCALE_HOSTS) + 16)
+    hosts = []
+    try:
+        for n in SCALE_HOSTS:
+            hosts.append(ScaleHost(args, mnt, n))
+
+        def interleave(fn):
+            for i in range(rounds):
+                for h in (hosts if i % 2 == 0 else hosts[::-1]):
+                    fn(h)
+
+        io0 = [h.io() for h in hosts]
+        interleave(ScaleHost.put_delete_round)
+        for h, before in zip(hosts, io0):
+            # Each round: the create, its warming -> ready, and the removal.
+            h.out["changes"] = 3 * rounds
+            h.out["bytes_per_change"] = (h.io() - before) / h.out["changes"]
+        for h in hosts:
+            h.set_stock(1)
+        interleave(ScaleHost.handout_round)
+        for h in hosts:
+            h.set_stock(0)
+        interleave(ScaleHost.read_round)
+        for h in hosts:
+            h.finish()
+        res["scale"] = [h.out for h in hosts]
+    finally:
+        for h in hosts:
+            h.close()
+
+
+def size_text(n):
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return "%.1f %s" % (n / (1 << shift), unit)
+    return "%d B" % n
+
+
+def scale_report(args, res):
+    small, big = res["scale"]
+    ms = lambda v: "%.2f ms" % (v * 1e3)
+
+    def row(label, key, fmt, pct=True):
+        a, b = small[key], big[key]
+        if pct:
+            ma, mb = median(a), median(b)
+            return (label, "%s / %s" % (fmt(ma), fmt(pctl(a, 0.99))), "%s / %s" % (fmt(mb), fmt(pctl(b, 0.99))),
+                    "%.2f" % (mb / ma if ma else float("nan")))
+        return (label, fmt(a), fmt(b), "%.2f" % (b / a if a else float("nan")))
+
+    rows = [
+        row("PUT (cold, answers warming): median / p99", "put", ms),
+        row("DELETE: median / p99", "delete", ms),
+        row("stock hand-out PUT: median / p99", "handout", ms),
+        row("GET /v1/pools/{name}: median / p99", "get", ms),
+        row("GET /v1/pools (all): median / p99", "list", ms),
+        row("GET /metrics: median / p99", "metrics", ms),
+        row("list size", "list_bytes", size_text, pct=False),
+        row("bytes written per change (/proc/PID/io)", "bytes_per_change", size_text, pct=False),
+        row("state dir size", "state_bytes", size_text, pct=False),
+        row("daemon RSS (VmRSS)", "rss_bytes", size_text, pct=False),
+        row("restart to a full list", "restart_s", lambda v: "%.3f s" % v, pct=False),
+    ]
+    t = SCALE_TARGETS
+    checks = [
+        ("PUT median 1000/10 <= %.1f" % t["put_ratio"], median(big["put"]) / median(small["put"]) <= t["put_ratio"]),
+        ("DELETE median 1000/10 <= %.1f" % t["delete_ratio"],
+         median(big["delete"]) / median(small["delete"]) <= t["delete_ratio"]),
+        ("stock hand-out median at 1000 <= %.0f ms" % t["handout_ms"], median(big["handout"]) * 1e3 <= t["handout_ms"]),
+        ("bytes per change at 1000 <= %s" % size_text(t["bytes_per_change"]), big["bytes_per_change"] <= t["bytes_per_change"]),
+        ("RSS at 1000 <= %s" % size_text(t["rss_bytes"]), big["rss_bytes"] <= t["rss_bytes"]),
+        ("restart at 1000 <= %.0f s" % t["restart_s"], big["restart_s"] <= t["restart_s"]),
+    ]
+    w = max(len(r[0]) for r in rows)
+    print()
+    print("Scale: one-page 2 MiB pools, %d rounds of each, interleaved between the two hosts, one keep-alive "
+          "client each" % args.scale_rounds)
+    print("%-*s  %-24s  %-24s  %s" % (w, "", "10 pools", "1000 pools", "1000/10"))
+    for r in rows:
+        print("%-*s  %-24s  %-24s  %s" % (w, r[0], r[1], r[2], r[3]))
+    print()
+    for label, ok in checks:
+        print("%-44s %s" % (label, "PASS" if ok else "MISS"))
+    res["scale_checks"] = {label: ok for label, ok in checks}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1007,6 +1246,10 @@ def main():
     ap.add_argument("--latency-requests", type=int, default=2000)
     ap.add_argument("--latency-max-warms", type=int, default=10)
     ap.add_argument("--latency-size", type=parse_size, help="pool size for the latency phase (default --size)")
+    ap.add_argument("--scale", action="store_true",
+                    help="only the scale phase: PUT, DELETE, stock hand-out, list, metrics, RSS, bytes written "
+                         "per change and restart on hosts of 10 and 1000 one-page pools, with their ratios")
+    ap.add_argument("--scale-rounds", type=int, default=50, help="timed operations of each kind per host")
     ap.add_argument("--json", help="also write all results to this file")
     args = ap.parse_args()
     args.hpwarmd = args.hpwarmd or os.path.join(args.build, "server", "hpwarmd")
@@ -1015,8 +1258,10 @@ def main():
     args.prio_bench = args.prio_bench or os.path.join(args.build, "tests", "bench", "prio_bench")
     if args.stock_only:
         args.no_recycle = args.no_prio = True
-    for exe in [args.hpwarmd, args.ideal] + ([] if args.no_recycle else [args.recycle_bench]) + (
-            [] if args.no_prio else [args.prio_bench]):
+    if args.scale:
+        args.no_recycle = args.no_prio = True
+    for exe in [args.hpwarmd] + ([] if args.scale else [args.ideal]) + (
+            [] if args.no_recycle else [args.recycle_bench]) + ([] if args.no_prio else [args.prio_bench]):
         if not os.access(exe, os.X_OK):
             ap.error("%s is not built (cmake --build %s)" % (exe, args.build))
     if args.threads < 1 or args.rounds < 1 or args.stock_rounds < 1:
@@ -1036,6 +1281,15 @@ def main():
     res = {"size_bytes": args.size, "threads": args.threads, "rounds": args.rounds, "command": cmdline,
            "notes": []}
     try:
+        if args.scale:
+            if args.scale_rounds < 2:
+                ap.error("--scale-rounds must be >= 2")
+            scale_phase(args, mnt, res)
+            scale_report(args, res)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(res, f, indent=2)
+            return 0
         if args.stock_only:
             stock_phase(args, mnt, res)
             if not args.no_recycle_daemon:

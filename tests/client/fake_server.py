@@ -279,8 +279,18 @@ class Handler(BaseHTTPRequestHandler):
             return self.reserve(parts[2], parts[4], body)
         if parts == ["v1", "pools"] and method == "GET":
             with st.lock:
-                pools = [p.to_json() for p in st.pools.values()]
-            return self.send(200, {"pools": pools})
+                pools = sorted((p.to_json() for p in st.pools.values()), key=lambda p: p["name"])
+            if "limit" not in q:
+                return self.send(200, {"pools": pools})
+            # Paged as the daemon pages, but at most two a page whatever the
+            # limit, so a client's paging loop runs with a few pools.
+            if "after" in q:
+                pools = [p for p in pools if p["name"] > q["after"]]
+            page = pools[:min(int(q["limit"]), 2)]
+            ans = {"pools": page}
+            if len(pools) > len(page):
+                ans["next"] = page[-1]["name"]
+            return self.send(200, ans)
         if len(parts) == 3 and parts[:2] == ["v1", "pools"]:
             return self.pool(method, parts[2], q, body)
         if parts == ["v1", "stock"] and method in ("GET", "PUT"):

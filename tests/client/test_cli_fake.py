@@ -282,8 +282,18 @@ def test_pools(srv):
     p = run("pools", *u)
     expect(p, 0, "pools")
     check(p.stdout.splitlines()[0].startswith("NAME") and "vm-42" in p.stdout, "pools table", p)
+    before = len(srv.state.log)
     d = json.loads(run("pools", "--json", *u).stdout)
     check({"vm-42", "doomed", "slow"} <= {x["name"] for x in d["pools"]}, "pools json", p)
+    # Paged through (the fake answers two a page): every pool once, in name
+    # order, one request a page, each after the last page's "next".
+    names = [x["name"] for x in d["pools"]]
+    check(names == sorted(names) and len(names) == len(set(names)), "pools json: each once, by name", p)
+    check("next" not in d, "pools json: one document, no \"next\"", p)
+    gets = [x[1] for x in srv.state.log[before:] if x[0] == "GET" and x[1].startswith("/v1/pools?")]
+    check(len(gets) == (len(names) + 1) // 2 and gets[0] == "/v1/pools?limit=1000" and
+          all(g == "/v1/pools?limit=1000&after=" + names[2 * i + 1] for i, g in enumerate(gets[1:])),
+          "pools pages: %s" % gets, p)
 
     p = run("claim", "vm-42", "--json", *u)
     expect(p, 0, "claim")

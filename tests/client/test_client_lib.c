@@ -349,6 +349,43 @@ static void test_json_pool(void)
         CHECK_INT(hpw_json_pool_list(J("{\"pools\":{}}"), &l), ==, HPW_E_PROTOCOL);
 }
 
+/* Paging: pages append in order, the text becomes one document without
+ * "next", and a "next" that is not the page's last name, or a page that
+ * does not move forward, is a protocol error (no endless paging). */
+static void test_json_pool_list_pages(void)
+{
+        struct hpw_pool_list *acc = NULL;
+        char *next = NULL;
+
+        CHECK_INT(hpw_json_pool_list_page(J("{\"pools\":[{\"name\":\"a\",\"state\":\"ready\"},"
+                                            "{\"name\":\"b\",\"state\":\"ready\"}],\"next\":\"b\"}"),
+                                          &acc, &next), ==, HPW_OK);
+        CHECK_STR(next, "b");
+        free(next);
+        CHECK_INT(hpw_json_pool_list_page(J("{\"pools\":[{\"name\":\"c\",\"state\":\"warming\"}]}"), &acc,
+                                          &next), ==, HPW_OK);
+        CHECK(next == NULL);
+        CHECK_INT(acc->n, ==, 3);
+        CHECK_STR(acc->pools[2]->name, "c");
+        CHECK_STR(acc->pools[0]->name, "a");
+        CHECK(strstr(acc->json, "\"next\"") == NULL);
+        CHECK(strstr(acc->json, "\"a\"") && strstr(acc->json, "\"c\""));
+        /* Backwards: refused, and the list so far is kept as it was. */
+        CHECK_INT(hpw_json_pool_list_page(J("{\"pools\":[{\"name\":\"a\",\"state\":\"ready\"}]}"), &acc,
+                                          &next), ==, HPW_E_PROTOCOL);
+        CHECK_INT(acc->n, ==, 3);
+        hpw_pool_list_free(acc);
+
+        acc = NULL;
+        CHECK_INT(hpw_json_pool_list_page(J("{\"pools\":[{\"name\":\"a\",\"state\":\"ready\"}],"
+                                            "\"next\":\"z\"}"), &acc, &next), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_json_pool_list_page(J("{\"pools\":[],\"next\":\"a\"}"), &acc, &next), ==,
+                  HPW_E_PROTOCOL);
+        CHECK_INT(hpw_json_pool_list_page(J("{\"pools\":[{\"name\":\"a\",\"state\":\"ready\"}],"
+                                            "\"next\":7}"), &acc, &next), ==, HPW_E_PROTOCOL);
+        CHECK(acc == NULL);
+}
+
 /* GET /v1/handoff answers: the words a caller execs, so strict. */
 static void test_json_handoff(void)
 {
@@ -884,6 +921,7 @@ int main(void)
         test_names_and_errors();
         test_url_split();
         test_json_pool();
+        test_json_pool_list_pages();
         test_json_handoff();
         test_json_nodes();
         test_json_times();

@@ -7,7 +7,6 @@ Every test using it runs under tests/real/guard.sh, which holds the host-wide
 lock, restores every nr_hugepages value and unmounts its hugetlbfs ($MNT)
 afterwards, even on failure; what is here removes the daemon, its state dir
 and its pool dir on every way out as well."""
-import json
 import os
 import random
 import shutil
@@ -16,6 +15,7 @@ import sys
 import tempfile
 import time
 
+import hpwjournal
 from hpwtest import HPWARMD, Daemon, TestCase
 
 NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
@@ -155,14 +155,13 @@ class CrashLoop:
         return set(os.listdir(self.pool_dir)) - {DIR_MARKER} if os.path.isdir(self.pool_dir) else set()
 
     def check_journal(self, when):
-        """state.json, where there is one, parses as JSON."""
-        path = os.path.join(self.state, "state.json")
-        if os.path.exists(path):
-            with open(path) as f:
-                try:
-                    json.load(f)
-                except ValueError as e:
-                    raise Failure("%s: state.json does not parse: %s" % (when, e))
+        """The journal, where there is one, reads: state.json parses and
+        state.log's records check out and replay (a torn last one aside)."""
+        if os.path.exists(os.path.join(self.state, "state.json")):
+            try:
+                return hpwjournal.read(self.state)
+            except (ValueError, KeyError) as e:
+                raise Failure("%s: the journal does not read: %s" % (when, e))
 
     def check_all_gone(self, free0, what):
         """Every pool deleted: none listed, no file, node 0's free pages back."""

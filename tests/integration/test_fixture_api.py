@@ -1,10 +1,10 @@
 """hpwarmd against sysfs fixture trees: every node report, reserve and their
 error classes, driven over HTTP on a loopback port."""
-import json
 import os
 import re
 import time
 
+import hpwjournal
 from hpwtest import Daemon, TestCase, main, node_hp
 
 M2 = 2048
@@ -380,12 +380,9 @@ class Reserve(TestCase):
 
     def _other_boot(self, d):
         # The journal as a daemon of an earlier boot left it.
-        path = os.path.join(d.state_dir, "state.json")
-        with open(path) as f:
-            j = json.load(f)
+        j = hpwjournal.read(d.state_dir)
         j["boot_id"] = "00000000-0000-0000-0000-000000000000"
-        with open(path, "w") as f:
-            json.dump(j, f)
+        hpwjournal.write(d.state_dir, j)
 
     def test_reapplied_after_reboot(self):
         with Daemon("two-node") as d:
@@ -410,10 +407,48 @@ class Reserve(TestCase):
             self.assertIsNotNone(line, "\n".join(d.log))
             self.assertEqual(d.read_u64(node_hp(1, M2, "nr_hugepages")), 8)
             self.assertEqual(d.stop(), 0)
-            with open(os.path.join(d.state_dir, "state.json")) as f:
-                res = json.load(f)["reservations"]
+            res = hpwjournal.read(d.state_dir)["reservations"]
             self.assertEqual([(r["node"], r["count"]) for r in res], [(1, 8)])
 
+
+
+class PoolListQuery(TestCase):
+    """GET /v1/pools query parameters: each bad value is a 422 problem whose
+    detail names the parameter; good ones answer a (here empty) page.  The
+    pages themselves, over real pools, are tests/real/test_pool_list.py's."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("two-node").start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.__exit__()
+
+    BAD = {
+        "limit": ["0", "1001", "-1", "", "x", "1.5", "1e3", "99999999999999999999999", "%201"],
+        "after": ["", "-a", "a/b", "x" * 65, "~stock", "a%20b"],
+        "state": ["", "Ready", "stock", "dirty", "bogus"],
+        "node": ["", "-1", "2", "x", "01x", "4294967296"],
+        "page_size": ["", "3M", "2m", "0", "4K", "bogus"],
+    }
+
+    def test_bad_values_name_the_parameter(self):
+        for key, values in self.BAD.items():
+            for v in values:
+                with self.subTest(key=key, value=v):
+                    r = self.d.get("/v1/pools?%s=%s" % (key, v))
+                    self.assertProblem(r, 422, "invalid-field")
+                    self.assertTrue(r.json["detail"].startswith(key + " "), r.json)
+
+    def test_good_values(self):
+        for q in ("limit=1", "limit=1000", "after=vm-1", "state=ready", "state=warming", "state=failed",
+                  "state=cancelled", "node=0", "node=1", "page_size=2M", "page_size=1G",
+                  "limit=5&after=a&state=ready&node=1&page_size=2M", "unknown=1"):
+            with self.subTest(q=q):
+                r = self.d.get("/v1/pools?" + q)
+                self.assertEqual(r.status, 200, r)
+                self.assertEqual(r.json, {"pools": []})
 
 
 class Stock(TestCase):

@@ -22,6 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import hpwjournal  # noqa: E402
 from hpwreal import PAGE, CrashLoop, check, node0, run_crash_loop  # noqa: E402
 
 PAGES = 128               # reserved on node 0 for the test (256 MiB)
@@ -128,10 +129,9 @@ class Loop(CrashLoop):
         self.kill9()
         # Count the kills that left a pool recorded as warming (to resume).
         try:
-            with open(os.path.join(self.state, "state.json")) as f:
-                if any(p.get("state") == "warming" for p in json.load(f).get("pools", [])):
-                    self.mid_warm_kills += 1
-        except (OSError, ValueError):
+            if any(p.get("state") == "warming" for p in hpwjournal.read(self.state)["pools"]):
+                self.mid_warm_kills += 1
+        except (OSError, ValueError, KeyError):
             pass  # check_consistent reports a bad journal at the next start
         return started
 

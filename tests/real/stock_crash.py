@@ -33,6 +33,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import hpwjournal  # noqa: E402
 from hpwreal import STOCK_PREFIX, CrashLoop, Failure, check, run_crash_loop  # noqa: E402
 
 PAGES = 80                        # reserved on node 0 for the test (160 MiB)
@@ -86,8 +87,7 @@ class Loop(CrashLoop):
         """The stock at its target and quiet: its files are exactly the
         journal's stock rows (none leaked by a kill, none recorded without
         its file)."""
-        with open(os.path.join(self.state, "state.json")) as f:
-            rows = {r["name"] for r in json.load(f)["pools"] if r["name"].startswith(STOCK_PREFIX)}
+        rows = {r["name"] for r in hpwjournal.read(self.state)["pools"] if r["name"].startswith(STOCK_PREFIX)}
         files = {f for f in self.files() if f.startswith(STOCK_PREFIX)}
         check(files == rows and len(rows) == STOCK_COUNT,
               "%s: stock files %s, journal stock rows %s" % (when, sorted(files), sorted(rows)))

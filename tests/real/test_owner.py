@@ -16,6 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+import hpwjournal  # noqa: E402
 from hpwreal import RealKernelCase, node0, real_daemon, set_node0_pages  # noqa: E402
 from hpwtest import main  # noqa: E402
 
@@ -193,13 +194,10 @@ class OwnerBound(RealKernelCase):
         free0, p, m = self.start_mapped()
         self.assertEqual(self.claim("vm", {"pid": m.pid}).status, 200)
         self.assertEqual(self.d.stop(), 0)
-        path = os.path.join(self.state, "state.json")
-        with open(path) as f:
-            doc = json.load(f)
+        doc = hpwjournal.read(self.state)
         self.assertEqual(doc["pools"][0]["owner_pid"], m.pid)
         doc["pools"][0]["owner_start_time"] += 1
-        with open(path, "w") as f:
-            json.dump(doc, f)
+        hpwjournal.write(self.state, doc)
         self.start_again()
         self.assertTrue(self.gone_within("vm", RELEASE_BOUND))
         self.assertIsNone(m.poll())

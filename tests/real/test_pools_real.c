@@ -186,7 +186,7 @@ static struct sysfs *fs;
 static struct topo *topo;
 static struct engine *engine;
 static struct pools_config cfg;
-static char pooldir[3900], statedir[64];
+static char pooldir[POOL_DIR_MAX + 1], statedir[64];
 
 static uint64_t node_free(void)
 {
@@ -666,6 +666,8 @@ int main(void)
         CHECK_INT(rmdir(pooldir), ==, 0);
         char sj[128];
         snprintf(sj, sizeof(sj), "%s/state.json", statedir);
+        unlink(sj);
+        snprintf(sj, sizeof(sj), "%s/state.log", statedir);
         unlink(sj);
         rmdir(statedir);
         topo_free(topo);

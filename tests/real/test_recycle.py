@@ -7,7 +7,6 @@ Run under tests/real/guard.sh (host-wide lock, nr_hugepages restored,
 private hugetlbfs unmounted afterwards); every test removes what it created
 and kills the processes it started.  The daemon and its helpers are
 in tests/integration/hpwreal.py (RealKernelCase)."""
-import json
 import mmap
 import os
 import subprocess
@@ -17,6 +16,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hpwtest import main  # noqa: E402
 from hpwreal import RealKernelCase, node0, pool_files  # noqa: E402
+import hpwjournal  # noqa: E402
 
 MIB = 1 << 20
 CHUNK = 64 * MIB
@@ -96,8 +96,7 @@ class Recycle(RealKernelCase):
         return free0, path, os.stat(path).st_ino
 
     def rows(self):
-        with open(os.path.join(self.state, "state.json")) as f:
-            return [p for p in json.load(f)["pools"] if p["name"].startswith("~")]
+        return [p for p in hpwjournal.read(self.state)["pools"] if p["name"].startswith("~")]
 
     def metric(self, series):
         for line in self.d.get("/metrics").body.decode().splitlines():

@@ -209,22 +209,45 @@ static inline bool file_exists(const struct env *e, const char *name)
         return access(path, F_OK) == 0;
 }
 
-/* Read the journal as it is on disk now.  Not journal_load(): that removes a
- * stale state.json.tmp, which is right at start-up but would race with a
- * save still running in the daemon under test. */
+/* Read the journal as it is on disk now: the snapshot with its log
+ * replayed.  Not journal_load(): that removes stale temporary files, which
+ * is right at start-up but would race with a save still running in the
+ * daemon under test. */
 static inline struct journal *load(const struct env *e)
 {
+        static char buf[1 << 20];
         struct journal *j = NULL;
-        char path[PATH_MAX], buf[1 << 16];
+        char path[PATH_MAX];
+        size_t n;
+        FILE *f;
 
         snprintf(path, sizeof(path), "%s/state.json", e->state);
-        FILE *f = fopen(path, "re");
+        f = fopen(path, "re");
         CHECK(f);
-        size_t n = fread(buf, 1, sizeof(buf), f);
+        n = fread(buf, 1, sizeof(buf), f);
         fclose(f);
         CHECK(n < sizeof(buf));
         CHECK_INT(journal_parse(buf, n, &j), ==, 0);
+        snprintf(path, sizeof(path), "%s/state.log", e->state);
+        f = fopen(path, "re");
+        if (f) {
+                n = fread(buf, 1, sizeof(buf), f);
+                fclose(f);
+                CHECK(n < sizeof(buf));
+                CHECK_INT(journal_apply_log(j, buf, n), ==, 0);
+        }
         return j;
+}
+
+/* With the daemon stopped: fold the log into the snapshot, so a test can
+ * edit the state in state.json alone. */
+static inline void compact_on_disk(const struct env *e)
+{
+        struct journal *j = NULL;
+
+        CHECK_INT(journal_load(e->state, &j), ==, 0);
+        CHECK_INT(journal_save(e->state, j), ==, 0);
+        journal_free(j);
 }
 
 static inline const struct journal_pool *jpool(const struct journal *j, const char *name)

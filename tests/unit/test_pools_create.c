@@ -556,10 +556,14 @@ TEST(save_failure)
          * makes journal_save fail. */
         snprintf(tmp, sizeof(tmp), "%s/state.json.tmp", e.state);
         CHECK_INT(mkdir(tmp, 0700), ==, 0);
+        /* That only stops a compaction; an append to the log fails here as a
+         * full disk would make it. */
+        journal_inject_save_error(ENOSPC);
         /* The job is held mid-chunk; the cancel waits for it. */
         fake_gate_set(true);
         pthread_t t = open_gate_soon();
         CHECK(create(p, &r, &v, &err) < 0);
+        journal_inject_save_error(0);
         pthread_join(t, NULL);
         CHECK_INT(err.status, ==, 503);
         CHECK_STR(err.slug, "state-write-failed");

@@ -307,6 +307,19 @@ TEST(pool_dir)
                 CHECK(p == NULL);
         }
 
+        /* A pool directory too long for a pool's path (POOL_DIR_MAX) is
+         * refused, not truncated into another directory's name. */
+        {
+                struct pools_config c = e.cfg;
+                char longdir[POOL_DIR_MAX + 2];
+                memset(longdir, 'd', sizeof(longdir) - 1);
+                longdir[0] = '/';
+                longdir[sizeof(longdir) - 1] = '\0';
+                c.mounts[0].dir = longdir;
+                CHECK_INT(pools_new(&c, &p), ==, -ENAMETOOLONG);
+                CHECK(p == NULL);
+        }
+
         /* An existing non-empty directory without our marker is not ours:
          * refused, and its files stay. */
         CHECK_INT(mkdir(e.mount, 0750), ==, 0);
@@ -402,7 +415,7 @@ static void put_state(const struct env *e, const char *text, size_t len)
         CHECK_INT(fclose(f), ==, 0);
 }
 
-/* Remove state.json (file or directory) and what --reset-state moved aside;
+/* Remove state.json (file or directory), the log and what --reset-state moved aside;
 
  * returns how many state.json.corrupt-* there were. */
 static int clear_state(const struct env *e)
@@ -417,7 +430,8 @@ static int clear_state(const struct env *e)
                 if (strncmp(de->d_name, "state.json.corrupt-", 19) == 0)
                         n++;
         closedir(d);
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s/state.json' '%s'/state.json.corrupt-*", e->state, e->state);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s/state.json' '%s'/state.json.corrupt-* '%s'/state.log*", e->state,
+                 e->state, e->state);
         CHECK_INT(system(cmd), ==, 0);
         return n;
 }
@@ -446,9 +460,9 @@ static void write_bad(const struct env *e, enum bad_kind k, const char *good, si
         }
         case BAD_FUTURE: {
                 char *copy = strdup(good);
-                char *at = strstr(copy, "\"version\":1");
+                char *at = strstr(copy, "\"version\":2");
                 CHECK(at);
-                at[10] = '2';
+                at[10] = '3';
                 put_state(e, copy, len);
                 free(copy);
                 break;
@@ -481,6 +495,7 @@ TEST(bad_journal_keeps_mapped_files)
         ready_pool(p, "vm");
         CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
         pools_free(p);
+        compact_on_disk(&e);    /* every row in state.json, for the edits below */
         snprintf(path, sizeof(path), "%s/state.json", e.state);
         char *good = slurp(path, &len);
 

@@ -49,6 +49,13 @@ static void unlink_waiter(struct waiters *ws, struct waiter *w)
         if (w->next)
                 w->next->prev = w->prev;
         w->prev = w->next = NULL;
+        if (w->tprev)
+                w->tprev->tnext = w->tnext;
+        else
+                ws->topics[bucket_of(w->topic)] = w->tnext;
+        if (w->tnext)
+                w->tnext->tprev = w->tprev;
+        w->tprev = w->tnext = NULL;
         ws->n--;
         struct waiter_caller *c = w->caller_entry;
         w->caller_entry = NULL;
@@ -234,6 +241,12 @@ int waiters_add(struct waiters *ws, struct waiter *w)
         if (ws->head)
                 ws->head->prev = w;
         ws->head = w;
+        struct waiter **topic = &ws->topics[bucket_of(w->topic)];
+        w->tprev = NULL;
+        w->tnext = *topic;
+        if (*topic)
+                (*topic)->tprev = w;
+        *topic = w;
         ws->n++;
         w->dirty = true;
         ws->any_dirty = true;
@@ -246,7 +259,7 @@ void waiters_notify(struct waiters *ws, const char *topic)
 {
         bool any = false;
         pthread_mutex_lock(&ws->lock);
-        for (struct waiter *w = ws->head; w; w = w->next)
+        for (struct waiter *w = ws->topics[bucket_of(topic)]; w; w = w->tnext)
                 if (strcmp(w->topic, topic) == 0) {
                         w->dirty = true;
                         any = true;

@@ -45,6 +45,7 @@ struct waiter {
         /* The module's, under waiters.lock. */
         bool dirty;
         struct waiter *prev, *next;
+        struct waiter *tprev, *tnext;  /* in its topic's bucket */
         struct waiter_caller *caller_entry;
 };
 
@@ -55,6 +56,9 @@ struct waiters {
         struct waiter *head;                          /* lock */
         size_t n;                                     /* lock */
         struct waiter_caller *callers[WAITERS_BUCKETS]; /* lock */
+        /* By topic, so a notification looks at the waiters of that topic
+         * (and its bucket) only, not at every parked request. */
+        struct waiter *topics[WAITERS_BUCKETS];       /* lock */
         bool stopping;                                /* lock */
         bool any_dirty;                               /* lock */
         unsigned per_caller_max, total_max;

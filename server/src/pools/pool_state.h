@@ -50,6 +50,11 @@
 /* Room for a failure's problem slug and its detail in a pool record. */
 #define POOL_ERROR_SLUG_MAX 48
 #define POOL_ERROR_DETAIL_MAX 256
+/* A pool file's path: its pool directory (at most POOL_DIR_MAX bytes, which
+ * the daemon checks at start), "/", its name.  Not PATH_MAX: every pool and
+ * every view of one carries it, and 4 KiB each was most of a pool's memory. */
+#define POOL_PATH_MAX 512
+#define POOL_DIR_MAX (POOL_PATH_MAX - POOL_NAME_MAX - 2)
 
 /* Valid pool name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}.  NULL is not. */
 bool pool_name_valid(const char *name);

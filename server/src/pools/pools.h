@@ -140,7 +140,7 @@ struct pool_view {
         int64_t finished_at;       /* unix seconds, 0 = not finished */
         char error_slug[POOL_ERROR_SLUG_MAX];     /* "" = none */
         char error_detail[POOL_ERROR_DETAIL_MAX];
-        char path[4096];
+        char path[POOL_PATH_MAX];
         uint64_t bytes_done;
         double rate_bytes_per_second;
         unsigned threads;          /* workers taking part */
@@ -177,6 +177,17 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
 int pools_get(struct pools *p, const char *name, struct pool_view *ret);
 /* Caller frees *ret (plain malloc'd array). */
 int pools_list(struct pools *p, struct pool_view **ret, size_t *ret_n);
+/* The pools pools_list shows, summed into the N groups of SUMS that match
+ * their node, page size and state (bytes and count added to; zero them
+ * first).  For /metrics: no views, no job status, one walk of the registry
+ * under its lock, nothing allocated. */
+struct pools_size_sum {
+        int node;
+        uint64_t page_size;
+        enum pool_state state;
+        uint64_t bytes, count;
+};
+void pools_sum_sizes(struct pools *p, struct pools_size_sum *sums, size_t n);
 /* Block until the pool is no longer warming or DEADLINE (CLOCK_MONOTONIC ns)
  * passes; fills *ret either way.  -ENOENT if it does not exist (or was deleted
  * while waiting). */

@@ -84,6 +84,26 @@ int pools_list(struct pools *p, struct pool_view **ret, size_t *ret_n)
         return 0;
 }
 
+void pools_sum_sizes(struct pools *p, struct pools_size_sum *sums, size_t n)
+{
+        pools_lock(&p->reg.lock);
+        for (size_t i = 0; i < p->reg.n_pools; i++) {
+                const struct pool *o = p->reg.pools[i];
+                const struct journal_pool *r = &o->rec;
+
+                if (o->hold == POOL_CREATING || o->hold == POOL_REMOVING || pools_is_stock(o))
+                        continue;
+                for (size_t k = 0; k < n; k++)
+                        if (sums[k].node == r->node && sums[k].page_size == r->page_size &&
+                            sums[k].state == r->state) {
+                                sums[k].bytes += r->size_bytes;
+                                sums[k].count++;
+                                break;
+                        }
+        }
+        pools_unlock(&p->reg.lock);
+}
+
 int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct pool_view *ret)
 {
         struct timespec ts = { .tv_sec = (time_t)(deadline_ns / NS_PER_SEC),
@@ -185,6 +205,10 @@ int pools_new(const struct pools_config *cfg, struct pools **ret)
         if (!cfg || !cfg->fs || !cfg->topo || !cfg->engine || !cfg->state_dir ||
             cfg->n_mounts > TOPO_MAX_PAGE_SIZES)
                 return -EINVAL;
+        /* Pool paths are built in POOL_PATH_MAX bytes. */
+        for (size_t i = 0; i < cfg->n_mounts; i++)
+                if (!cfg->mounts[i].dir || strlen(cfg->mounts[i].dir) > POOL_DIR_MAX)
+                        return -ENAMETOOLONG;
         p = calloc(1, sizeof(*p));
         if (!p)
                 return -ENOMEM;

@@ -123,7 +123,7 @@ struct pool {
         uint64_t retry_at;            /* lock: CLOCK_BOOTTIME ns, a failed release is not retried before */
         enum pool_release release_due; /* lock: set by the owner watch or the sweep */
         int64_t unmapped_since;       /* lock: unix s, 0 = mapped, not swept, or has an owner */
-        char path[PATH_MAX];          /* set before the pool is added, then constant */
+        char path[POOL_PATH_MAX];     /* set before the pool is added, then constant */
         dev_t file_dev;               /* holder: the file at `path` we made or found at start; */
         ino_t file_ino;               /*   0 = not known (no file) */
         bool file_check_due;          /* lock: a GET saw the file changed; upkeep re-checks it */

@@ -347,6 +347,10 @@ static int load_journal(struct pools *p, bool *ret_rebooted)
                 return 0;
         }
 
+        if (j->log_torn)
+                log_notice("pools: %s/state.log ended in a torn record (a save cut short, never "
+                           "acknowledged); ignored", p->state_dir);
+
         /* Reservations hold across reboots: the kernel forgot them, we did not. */
         if (j->n_reservations) {
                 p->admit.resv = calloc(j->n_reservations, sizeof(*p->admit.resv));

@@ -66,7 +66,7 @@ static void dirty_record(const struct journal_pool *r, const char *name, struct 
 
 int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why, bool recycle)
 {
-        char old_name[POOL_NAME_MAX + 1], name[POOL_NAME_MAX + 1], path[PATH_MAX];
+        char old_name[POOL_NAME_MAX + 1], name[POOL_NAME_MAX + 1], path[POOL_PATH_MAX];
         const char *dir = pools_mount_dir(p, pool->rec.page_size);
         struct journal_pool next;
         bool keep = false;

@@ -511,7 +511,7 @@ static int handed_out(struct pools *p, struct pool *pool, uint64_t *counter, str
 static int take_partial(struct pools *p, const struct pool_req *req, struct pool_view *ret, bool *ret_taken,
                         struct problem *err)
 {
-        char old_path[PATH_MAX], new_path[PATH_MAX];
+        char old_path[POOL_PATH_MAX], new_path[POOL_PATH_MAX];
         struct journal_pool next;
         struct pool *pool = NULL;
         uint64_t old_size;
@@ -602,7 +602,7 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
                      struct problem *err)
 {
         pools_assert_held(&p->admit.lock);
-        char old_path[PATH_MAX], new_path[PATH_MAX];
+        char old_path[POOL_PATH_MAX], new_path[POOL_PATH_MAX];
         struct journal_pool next;
         struct pool *pool = NULL;
         bool stocked = false;

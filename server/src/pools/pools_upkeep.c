@@ -329,7 +329,7 @@ static bool upkeep_one(struct pools *p, uint64_t *next_expiry)
 
 struct sweep_item {
         char name[POOL_NAME_MAX + 1];
-        char path[PATH_MAX];
+        char path[POOL_PATH_MAX];
 };
 
 /* Claimed pools without an owner pid: is any process still mapping their
