@@ -10,12 +10,18 @@
  *              "error_detail":"..",
  *              "owner_pid":..,"owner_start_time":..,"from_stock":".."}],
  *    "stock_targets":[{"node":0,"page_size_bytes":..,"size_bytes":..,
- *                      "count":..}]}
+ *                      "count":..}],
+ *    "elastic_policies":[{"node":0,"page_size_bytes":..,"min":..,"max":..,
+ *                         "headroom":..,"idle_seconds":..,
+ *                         "allow_best_effort":..}]}
  *
  * Stock files are rows of "pools" with a stock state
  * ("stock-warming", "stock", "dirty", "recycling") and a stock name
  * (pool_state.h: a first character no pool name has).  "stock_targets" and "from_stock" (written only when not
  * "none") are optional like the owner members, for the same reason.
+ * "elastic_policies" is optional the same way (written only when there is
+ * one): an older daemon ignores it and keeps the pools at the size the last
+ * reservation recorded, static, which is what DELETE of a policy does.
  *
  * owner_pid and owner_start_time (a claimed pool bound to its VMM process,
  * and that process's start time, to tell it from a later one with the same
@@ -82,6 +88,7 @@ void journal_free(struct journal *j)
         free(j->reservations);
         free(j->pools);
         free(j->stock_targets);
+        free(j->elastic);
         free(j);
 }
 
@@ -210,6 +217,67 @@ static int parse_stock_target(const struct json *o, struct journal_stock_target 
         return 0;
 }
 
+/* ---- elastic policies (optional member "elastic_policies") ---- */
+
+static int parse_elastic(const struct json *o, struct journal_elastic_policy *ret)
+{
+        struct journal_elastic_policy e = {};
+
+        if (!json_is_object(o))
+                return -EINVAL;
+        if (get_int(o, "node", &e.node) < 0 || get_u64(o, "page_size_bytes", &e.page_size) < 0 ||
+            get_u64(o, "min", &e.min) < 0 || get_u64(o, "max", &e.max) < 0 ||
+            get_u64(o, "headroom", &e.headroom) < 0 || get_u64(o, "idle_seconds", &e.idle_seconds) < 0 ||
+            json_get_bool(o, "allow_best_effort", &e.allow_best_effort) < 0)
+                return -EINVAL;
+        if (!power_of_two(e.page_size) || e.min > e.max || e.headroom > e.max || e.idle_seconds == 0)
+                return -EINVAL;
+        *ret = e;
+        return 0;
+}
+
+static int parse_elastic_policies(const struct json *doc, struct journal *j)
+{
+        const struct json *arr = json_get(doc, "elastic_policies");
+
+        if (!arr)
+                return 0;
+        if (!json_is_array(arr))
+                return -EINVAL;
+        j->n_elastic = json_array_len(arr);
+        if (j->n_elastic) {
+                j->elastic = calloc(j->n_elastic, sizeof(*j->elastic));
+                if (!j->elastic)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < j->n_elastic; i++) {
+                if (parse_elastic(json_array_at(arr, i), &j->elastic[i]) < 0)
+                        return -EINVAL;
+                for (size_t k = 0; k < i; k++)
+                        if (j->elastic[k].node == j->elastic[i].node &&
+                            j->elastic[k].page_size == j->elastic[i].page_size)
+                                return -EINVAL;
+        }
+        return 0;
+}
+
+static void format_elastic_policies(struct json *doc, const struct journal *j)
+{
+        struct json *arr = j->n_elastic ? json_add_array(doc, "elastic_policies") : NULL;
+
+        for (size_t i = 0; arr && i < j->n_elastic; i++) {
+                const struct journal_elastic_policy *e = &j->elastic[i];
+                struct json *o = json_append_object(arr);
+                json_add_i64(o, "node", e->node);
+                json_add_u64(o, "page_size_bytes", e->page_size);
+                json_add_u64(o, "min", e->min);
+                json_add_u64(o, "max", e->max);
+                json_add_u64(o, "headroom", e->headroom);
+                json_add_u64(o, "idle_seconds", e->idle_seconds);
+                json_add_bool(o, "allow_best_effort", e->allow_best_effort);
+        }
+}
+
 static int cmp_pool_names(const void *a, const void *b)
 {
         return strcmp(((const struct journal_pool *)a)->name,
@@ -336,6 +404,9 @@ int journal_parse(const char *buf, size_t len, struct journal **ret)
                                 return -EINVAL;
         }
 
+        r = parse_elastic_policies(doc, j);
+        if (r < 0)
+                return r;
         r = check_unique(j);
         if (r < 0)
                 return r;
@@ -407,6 +478,7 @@ char *journal_format(const struct journal *j)
                 json_add_u64(o, "size_bytes", t->size_bytes);
                 json_add_u64(o, "count", t->count);
         }
+        format_elastic_policies(doc, j);
         return json_print(doc);
 }
 
@@ -512,6 +584,8 @@ static char *format_durable(const struct journal *j)
                 .reservations = j->reservations,
                 .n_stock_targets = j->n_stock_targets,
                 .stock_targets = j->stock_targets,
+                .n_elastic = j->n_elastic,
+                .elastic = j->elastic,
         };
         return journal_format(&d);
 }
