@@ -184,6 +184,24 @@ TEST(idle_free_pages_go_back_down_to_headroom)
         env_fini_hooked(&e, p);
 }
 
+/* A large give-back goes in steps (admission free between them) and is
+ * told once, whole. */
+TEST(a_large_give_back_goes_in_steps)
+{
+        struct env e;
+        struct problem err;
+        struct elastic_view ev;
+        elastic_env(&e, 200, 200);
+        struct pools *p = start(&e);
+
+        CHECK_INT(set(p, pol(0, 256, 4, 1), &err), ==, 0);
+        wait_total(p, &e, 4);
+        CHECK_INT(pools_get_elastic(p, 0, PAGE, &ev), ==, 0);
+        CHECK_U64(ev.returned_total, ==, 196);
+        CHECK_U64(ev.last_pages, ==, 196);
+        env_fini_hooked(&e, p);
+}
+
 TEST(pages_in_use_stay)
 {
         struct env e;

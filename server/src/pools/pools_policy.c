@@ -11,6 +11,10 @@
  * the pool and a restart re-applies the size it had, and the policy (saved
  * with the journal) resumes from there.
  *
+ * A give-back moves in steps (ELASTIC_RETURN_STEP_BYTES), each under
+ * admit.lock alone, re-reading the node between them: a warm waits for one
+ * step at most, and stops the rest until it is faulted.
+ *
  * The upkeep thread looks every ELASTIC_CHECK_NS while a policy exists:
  * often enough that a give-back comes within a fraction of a second of
  * idle_seconds (at least one), rarely enough to cost nothing (a few sysfs
@@ -331,18 +335,30 @@ int pools_delete_elastic(struct pools *p, int node, uint64_t page_size, struct p
         return 0;
 }
 
-/* One policy's look (admit.lock held). */
+/* A give-back writes nr_hugepages in steps of at most this much, taking
+ * admission's lock for each step alone: a warm that arrives meanwhile waits
+ * for one step (a write and a journal save, about 1 ms for 128 MiB here),
+ * not for the whole give-back (about 4 ms for 1 GiB), and after it the
+ * give-back stops while the warm is not yet faulted. */
+#define ELASTIC_RETURN_STEP_BYTES (UINT64_C(128) << 20)
+
+/* One policy's look: plan under admit.lock, then move in steps. */
 static void upkeep_one_policy(struct pools *p, int node, uint64_t page_size, uint64_t now)
 {
-        pools_assert_held(&p->admit.lock);
         struct pools_elastic_row *row;
         struct elastic_decision d;
         struct reserve_result res;
         struct pools_avail a;
+        uint64_t step = ELASTIC_RETURN_STEP_BYTES / page_size ? ELASTIC_RETURN_STEP_BYTES / page_size : 1;
+        uint64_t start = 0, moved_to = 0;
+        bool moved = false;
         int r;
 
-        if (pools_node_available(p, node, page_size, &a) < 0)
+        pools_lock(&p->admit.lock);
+        if (pools_node_available(p, node, page_size, &a) < 0) {
+                pools_unlock(&p->admit.lock);
                 return;
+        }
         struct elastic_counts c = { a.total, a.free, a.needed, a.foreign };
         pools_lock(&p->reg.lock);
         row = pools_elastic_find(p, node, page_size);
@@ -351,20 +367,53 @@ static void upkeep_one_policy(struct pools *p, int node, uint64_t page_size, uin
                 row->looked = d.why;
         }
         pools_unlock(&p->reg.lock);
-        if (!row || (d.action != ELASTIC_RETURN && d.action != ELASTIC_GROW))
-                return;
-        struct reserve_req rq = { .node = node, .page_size = page_size, .count = d.target, .allow_partial = true,
-                                  .floor_bytes = p->cfg.memory_floor };
-        r = pools_reserve_locked(p, &rq, d.target, &res);
-        if (r < 0) {
-                log_warn("pools: node %d elastic pool: setting %" PRIu64 " pages (%s) failed: %s", node, d.target,
-                         d.why, strerror(-r));
+        if (!row || (d.action != ELASTIC_RETURN && d.action != ELASTIC_GROW)) {
+                pools_unlock(&p->admit.lock);
                 return;
         }
-        if (res.previous > res.total)
-                pools_elastic_note(p, node, page_size, ELASTIC_RETURN, res.previous - res.total, d.why);
-        else if (res.total > res.previous)
-                pools_elastic_note(p, node, page_size, ELASTIC_GROW, res.total - res.previous, d.why);
+        start = a.total;
+        for (;;) {
+                pools_assert_held(&p->admit.lock);
+                uint64_t to = d.target;
+                if (d.action == ELASTIC_RETURN) {
+                        /* Never below what is held now: pages in use, what
+                         * admitted warms still need, other reservations. */
+                        uint64_t held = (a.total > a.free ? a.total - a.free : 0) + a.needed + a.foreign;
+                        if (a.needed > 0 || a.total <= d.target || a.total <= held)
+                                break;
+                        if (to < held)
+                                to = held;
+                        if (a.total - to > step)
+                                to = a.total - step;
+                }
+                struct reserve_req rq = { .node = node, .page_size = page_size, .count = to,
+                                          .allow_partial = true, .floor_bytes = p->cfg.memory_floor };
+                r = pools_reserve_locked(p, &rq, to, &res);
+                if (r < 0) {
+                        log_warn("pools: node %d elastic pool: setting %" PRIu64 " pages (%s) failed: %s", node,
+                                 to, d.why, strerror(-r));
+                        break;
+                }
+                moved = true;
+                moved_to = res.total;
+                if (d.action == ELASTIC_GROW || res.total <= d.target || res.total >= a.total)
+                        break;
+                /* Let a create in: the next step reads the node again. */
+                pools_unlock(&p->admit.lock);
+                pools_lock(&p->admit.lock);
+                if (pools_node_available(p, node, page_size, &a) < 0)
+                        break;
+                pools_lock(&p->reg.lock);
+                row = pools_elastic_find(p, node, page_size);
+                pools_unlock(&p->reg.lock);
+                if (!row)
+                        break; /* the policy was deleted meanwhile */
+        }
+        pools_unlock(&p->admit.lock);
+        if (moved && start > moved_to)
+                pools_elastic_note(p, node, page_size, ELASTIC_RETURN, start - moved_to, d.why);
+        else if (moved && moved_to > start)
+                pools_elastic_note(p, node, page_size, ELASTIC_GROW, moved_to - start, d.why);
 }
 
 void pools_elastic_upkeep(struct pools *p)
@@ -386,10 +435,8 @@ void pools_elastic_upkeep(struct pools *p)
                 p->elastic.next_ns = 0;
                 return;
         }
-        pools_lock(&p->admit.lock);
         for (size_t i = 0; i < n; i++)
                 upkeep_one_policy(p, keys[i].node, keys[i].page_size, now_mono_ns());
-        pools_unlock(&p->admit.lock);
         p->elastic.next_ns = now_mono_ns() + ELASTIC_CHECK_NS;
 }
 
