@@ -136,6 +136,9 @@ class PrometheusPlacement(unittest.TestCase):
                 d = Daemon()
                 for node, total, free in nodes:
                     set_free(d, node, total, free)
+                # No mapping holds a reservation, so available = free and
+                # the capacities above are what placement sees.
+                d.write_file("kernel/mm/hugepages/hugepages-2048kB/resv_hugepages", "0\n")
                 cls.daemons[name] = d.start()
             cls.inst = {n: "127.0.0.1:%d" % d.port for n, d in cls.daemons.items()}
             cls.prom = Prometheus(list(cls.inst.values()), os.path.join(RULES_DIR, "alerts.yaml"))

@@ -912,8 +912,8 @@ def report(args, res, cmdline):
                       median(pr["zero_alone"]), pr["zero_size_bytes"]))
         checks.append(("(p1)/(p0) populate slowed by a low-priority zero job",
                        median([y / x for x, y in zip(pr["alone"], pr["beside_low"])]), TARGET_LOW_SLOWDOWN, "<="))
-        notes.append("(p2)/(p0), what priority saves: %.2fx; zero jobs restarted because they ended before "
-                     "the populate could start beside them: %d" % (
+        notes.append("(p2)/(p0), what priority saves: %.2fx; rounds whose zero job ended before "
+                     "the populate was submitted: %d" % (
                          median([y / x for x, y in zip(pr["alone"], pr["beside_normal"])]), pr["zero_restarts"]))
     lat = res.get("latency")
     if lat and lat["samples"]:

@@ -7,10 +7,22 @@
  *   consumer                 no daemon: the calls link, errors are fresh
  *   consumer URL NAME SIZE   place NAME (SIZE bytes of 2M pages) on URL's
  *                            node with the most available pages, warm,
- *                            wait, claim, release; exit 0 when all worked */
+ *                            wait, claim, release; exit 0 when all worked
+ *   consumer --exact URL NAME
+ *                            against a real daemon: one page more than the
+ *                            best node's `available` is refused (409
+ *                            insufficient-hugepages), exactly `available` is
+ *                            admitted; a permanent 503 (no hugetlbfs for 1G)
+ *                            comes back at once; the error state after each
+ *                            refusal is gone at the next call; a wait the
+ *                            progress callback stops is HPW_E_CANCELLED and
+ *                            the handle's next call works.  The caller
+ *                            counts the requests the daemon saw. */
 #include <hpwarm.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int on_progress(const struct hpw_pool *p, void *userdata)
 {
@@ -48,6 +60,84 @@ static int offline(void)
                ? 0 : 1;
 }
 
+static int stop_at_once(const struct hpw_pool *p, void *userdata)
+{
+        (void)p;
+        ++*(int *)userdata;
+        return 1;
+}
+
+#define EXPECT(cond)                                                                                   \
+        do {                                                                                           \
+                if (!(cond)) {                                                                         \
+                        fprintf(stderr, "consumer: %s failed (HTTP %d, slug '%s': %s)\n", #cond,       \
+                                hpw_last_status(h), hpw_slug_name(hpw_last_slug(h)), hpw_last_message(h)); \
+                        goto out;                                                                      \
+                }                                                                                      \
+        } while (0)
+
+static int exact(const char *url, const char *name)
+{
+        struct hpw *h = NULL;
+        struct hpw_node_list *l = NULL;
+        struct hpw_pool *p = NULL;
+        struct hpw_warm_request r = HPW_WARM_REQUEST_INIT;
+        const uint64_t page = 2u << 20;
+        uint64_t avail = 0;
+        int node = -1, rc = 1, calls = 0;
+
+        if (hpw_new(url, &h) != HPW_OK)
+                return 2;
+        EXPECT(hpw_nodes(h, &l) == HPW_OK);
+        for (size_t i = 0; i < l->n; i++)
+                for (size_t j = 0; j < l->nodes[i]->n_hugepages; j++) {
+                        const struct hpw_hugepages *hp = l->nodes[i]->hugepages[j];
+                        if (hp->page_size_bytes == page && hp->available_reported && hp->available > avail) {
+                                avail = hp->available;
+                                node = l->nodes[i]->id;
+                        }
+                }
+        EXPECT(node >= 0 && avail > 0);
+        r.node = node;
+        r.page_size = page;
+        r.size_bytes = (avail + 1) * page;
+        EXPECT(hpw_warm(h, name, &r, &p, NULL) == HPW_E_INSUFFICIENT);
+        EXPECT(hpw_last_slug(h) == HPW_SLUG_INSUFFICIENT_HUGEPAGES && hpw_last_status(h) == 409);
+        hpw_node_list_free(l);
+        l = NULL;
+        EXPECT(hpw_nodes(h, &l) == HPW_OK);
+        EXPECT(hpw_last_status(h) == 200 && hpw_last_problem(h) == NULL && hpw_last_slug(h) == HPW_SLUG_UNKNOWN);
+
+        /* 1 GiB pages are offered, but no hugetlbfs serves them: final. */
+        struct hpw_warm_request g = HPW_WARM_REQUEST_INIT;
+        g.node = node;
+        g.page_size = g.size_bytes = UINT64_C(1) << 30;
+        EXPECT(hpw_warm(h, "gig", &g, &p, NULL) == HPW_E_UNAVAILABLE);
+        EXPECT(hpw_last_slug(h) == HPW_SLUG_NO_HUGETLBFS && !hpw_slug_retryable(hpw_last_slug(h)));
+
+        r.size_bytes = avail * page;
+        EXPECT(hpw_warm(h, name, &r, &p, NULL) == HPW_OK);
+        EXPECT(hpw_last_problem(h) == NULL);
+        hpw_pool_free(p);
+        p = NULL;
+        EXPECT(hpw_wait(h, name, 60000, stop_at_once, &calls, &p) == HPW_E_CANCELLED && calls == 1);
+        hpw_pool_free(p);
+        p = NULL;
+        EXPECT(hpw_wait(h, name, 60000, NULL, NULL, &p) == HPW_OK && p->state == HPW_POOL_READY);
+        hpw_pool_free(p);
+        p = NULL;
+        EXPECT(hpw_claim(h, name, &p) == HPW_OK && p->claimed);
+        EXPECT(hpw_release(h, name) == HPW_OK);
+        printf("%s: %llu available pages on node %d: +1 refused, exact admitted\n", name,
+               (unsigned long long)avail, node);
+        rc = 0;
+out:
+        hpw_pool_free(p);
+        hpw_node_list_free(l);
+        hpw_free(h);
+        return rc;
+}
+
 int main(int argc, char **argv)
 {
         struct hpw *h = NULL;
@@ -60,6 +150,8 @@ int main(int argc, char **argv)
 
         if (argc == 1)
                 return offline();
+        if (argc == 4 && strcmp(argv[1], "--exact") == 0)
+                return exact(argv[2], argv[3]);
         if (argc != 4 || hpw_new(argv[1], &h) != HPW_OK)
                 return 2;
         need = strtoull(argv[3], NULL, 0) / (2u << 20);

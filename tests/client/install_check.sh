@@ -4,7 +4,8 @@
 # with `pkg-config --cflags --libs libhpwarm`, once shared and once against
 # the static archive, and run it: offline, and, when FAKE_URL names a
 # daemon (run_install_check.py starts a fake one), placing, warming,
-# waiting, claiming and releasing a pool there.  Also: the hpwarm alias
+# waiting, claiming and releasing a pool there; when REAL_URL names a real
+# hpwarmd (run_scheduler_real.py), `consumer --exact` there.  Also: the hpwarm alias
 # module, the generated problem header, the catalog, the section-3 pages,
 # symbols only hpw_* and every one in a HPWARM_0.N version node.
 # Usage: install_check.sh BUILD_CLIENT_DIR SOURCE_TESTS_CLIENT_DIR
@@ -37,6 +38,9 @@ libdir=$(pkg-config --variable=libdir libhpwarm)
 LD_LIBRARY_PATH=$libdir "$tmp/consumer"
 if [ -n "${FAKE_URL:-}" ]; then
         LD_LIBRARY_PATH=$libdir "$tmp/consumer" "$FAKE_URL" sched-vm 16777216
+fi
+if [ -n "${REAL_URL:-}" ]; then
+        LD_LIBRARY_PATH=$libdir "$tmp/consumer" --exact "$REAL_URL" sched-exact
 fi
 # shellcheck disable=SC2046,SC2086
 cc ${CONSUMER_CFLAGS:-} -o "$tmp/consumer_static" "$src/consumer.c" $(pkg-config --cflags libhpwarm) \

@@ -604,4 +604,44 @@ TEST(reservations_same_boot_adopted)
         env_fini(&e);
 }
 
+/* A warm cut off half way holds a hugetlbfs reservation for the pages its
+ * file still lacks (kept with the inode after the job's mapping is gone):
+ * at start those pages are in resv_hugepages, set aside for this file.
+ * Resuming it must not count them as another's: node 0 has one free page
+ * beyond that reservation, fewer than the file lacks, and it still
+ * resumes and becomes ready. */
+TEST(resume_counts_its_own_reservation)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r;
+        struct stat st;
+        char path[256], num[32];
+
+        env_init(&e);
+        p = start(&e);
+        r = req("warm", 0, 6);
+        create_gated(p, &r, &v, &err);
+        pthread_t t = open_gate_soon();
+        pools_free(p);
+        pthread_join(t, NULL);
+        snprintf(path, sizeof(path), "%s/warm", e.mount);
+        CHECK_INT(stat(path, &st), ==, 0);
+        uint64_t present = (uint64_t)st.st_blocks * 512 / PAGE;
+        CHECK_U64(present, >, 0);
+        CHECK_U64(present, <, 6);
+        uint64_t missing = 6 - present;
+        snprintf(num, sizeof(num), "%" PRIu64 "\n", missing + 1);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", num);
+        snprintf(num, sizeof(num), "%" PRIu64 "\n", missing);
+        fixture_write(e.sys, RESV_2M, num);
+
+        p = start(&e);
+        wait_state(p, "warm", POOL_READY);
+        pools_free(p);
+        env_fini(&e);
+}
+
 TEST_MAIN()

@@ -33,6 +33,21 @@
 #include "pools_internal.h"
 #include "util.h"
 
+/* The pages a file found at start must still get from the node's
+ * unreserved free pages to be whole again.  A file that holds pages was
+ * mapped by an earlier job (the engine faults only through its shared,
+ * reserving mapping of the job's whole range), and hugetlbfs keeps such a
+ * reservation with the inode after the mapping is gone, until the file is
+ * truncated: its missing pages are already set aside for it, in
+ * resv_hugepages, and admission would count them as another's.  Only a
+ * file with no page yet (perhaps never mapped) asks for its pages. */
+static uint64_t resume_need(const struct journal_pool *r, uint64_t present)
+{
+        if (present >= r->size_bytes)
+                return 0;
+        return present > 0 ? 0 : r->size_bytes / r->page_size;
+}
+
 static int read_boot_id(const char *path, char *buf, size_t len)
 {
         FILE *f = fopen(path, "re");
@@ -180,7 +195,7 @@ static void reconcile(struct pools *p, struct pool *pool)
 
         /* Pages already in the file are ours; only the rest must be free. */
         struct problem err = {0};
-        uint64_t need = present < r->size_bytes ? (r->size_bytes - present) / r->page_size : 0;
+        uint64_t need = resume_need(r, present);
         if (pools_admit(p, r->node, r->page_size, need, false, false, NULL, &err) < 0) {
                 close(fd);
                 pool->fd = -1;
@@ -259,7 +274,7 @@ static bool reconcile_stock(struct pools *p, struct pool *pool)
             pool_transition(r, POOL_STOCK_WARMING, NULL, NULL) < 0)
                 goto drop;
         pool->present_at_start = present < r->size_bytes ? present : r->size_bytes;
-        uint64_t need = present < r->size_bytes ? (r->size_bytes - present) / r->page_size : 0;
+        uint64_t need = resume_need(r, present);
         if (pools_admit(p, r->node, r->page_size, need, false, false, NULL, &err) < 0)
                 goto drop;
         pool->fd = fd;
