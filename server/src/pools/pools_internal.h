@@ -228,6 +228,8 @@ struct pools_elastic_row {
         int64_t last_at;                    /* reg.lock: unix s */
         char last_why[160];                 /* reg.lock */
         const char *looked;                 /* reg.lock: the upkeep's last decision, a static sentence */
+        uint64_t grow_retry_ns;             /* reg.lock: CLOCK_MONOTONIC before which a short growth to
+                                             * min is not retried (0 = any time) */
 };
 struct pools_elastic {
         struct pools_elastic_row *rows;     /* reg.lock */

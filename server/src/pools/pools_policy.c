@@ -365,7 +365,12 @@ static void upkeep_one_policy(struct pools *p, int node, uint64_t page_size, uin
         if (row) {
                 elastic_plan(&row->pol, &c, 0, &row->idle, now, &d);
                 row->looked = d.why;
+                /* A growth to min the kernel or the floor cut short is
+                 * retried once per idle period, not at every look. */
+                if (d.action == ELASTIC_GROW && row->grow_retry_ns && now < row->grow_retry_ns)
+                        d.action = ELASTIC_KEEP;
         }
+        uint64_t idle_ns = row ? row->pol.idle_seconds * NS_PER_SEC : 0;
         pools_unlock(&p->reg.lock);
         if (!row || (d.action != ELASTIC_RETURN && d.action != ELASTIC_GROW)) {
                 pools_unlock(&p->admit.lock);
@@ -389,9 +394,16 @@ static void upkeep_one_policy(struct pools *p, int node, uint64_t page_size, uin
                 struct reserve_req rq = { .node = node, .page_size = page_size, .count = to,
                                           .allow_partial = true, .floor_bytes = p->cfg.memory_floor };
                 r = pools_reserve_locked(p, &rq, to, &res);
+                if (d.action == ELASTIC_GROW && (r < 0 || res.total < to)) {
+                        pools_lock(&p->reg.lock);
+                        row = pools_elastic_find(p, node, page_size);
+                        if (row)
+                                row->grow_retry_ns = now + idle_ns;
+                        pools_unlock(&p->reg.lock);
+                }
                 if (r < 0) {
-                        log_warn("pools: node %d elastic pool: setting %" PRIu64 " pages (%s) failed: %s", node,
-                                 to, d.why, strerror(-r));
+                        log_warn("pools: node %d elastic pool: setting %" PRIu64 " pages (%s) failed: %s; "
+                                 "retried after idle_seconds", node, to, d.why, strerror(-r));
                         break;
                 }
                 moved = true;
