@@ -10,7 +10,7 @@ _hpwarm_global_opts="--url --token-file --cacert --cert --key --timeout --connec
 
 _hpwarm_cmd_opts() {
         case $1 in
-        reserve) echo "--allow-partial" ;;
+        reserve) echo "--allow-partial --elastic --min --max --headroom --idle --allow-best-effort" ;;
         warm) echo "--node --size --page-size --threads --ttl --reserve --wait" ;;
         claim) echo "--pid" ;;
         release) echo "--ignore-missing" ;;

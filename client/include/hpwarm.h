@@ -213,6 +213,12 @@ struct hpw_hugepages {
          * available_reported false. */
         uint64_t available;
         bool available_reported;
+        /* An elastic pool (its policy's bounds, pages); false for a static
+         * one and on daemons that do not report it.  runtime_growth:
+         * "reliable", "best-effort", or "" when not reported. */
+        bool elastic;
+        uint64_t elastic_min, elastic_max, elastic_headroom, elastic_idle_seconds;
+        char runtime_growth[16];
 };
 
 struct hpw_node {
@@ -241,6 +247,23 @@ struct hpw_reserve_result {
         char *json;
 };
 HPW_EXPORT void hpw_reserve_result_free(struct hpw_reserve_result *x);
+
+/* An elastic policy (pages, seconds): the node's pool grows on demand up to
+ * max and gives back free pages beyond headroom idle for idle_seconds,
+ * never below min. */
+struct hpw_elastic_policy {
+        uint64_t min, max, headroom, idle_seconds;
+        bool allow_best_effort;   /* accept gigantic pages without CMA */
+};
+struct hpw_elastic {
+        int node;
+        uint64_t page_size_bytes;
+        struct hpw_elastic_policy policy;
+        char runtime_growth[16];  /* "reliable" or "best-effort" */
+        uint64_t grown_pages, returned_pages;
+        char *json;
+};
+HPW_EXPORT void hpw_elastic_free(struct hpw_elastic *x);
 
 enum hpw_pool_state {
         HPW_POOL_UNKNOWN = 0,     /* a state this library does not know */
@@ -303,6 +326,13 @@ HPW_EXPORT enum hpw_error hpw_node(struct hpw *h, int node, struct hpw_node **re
  * achieved); with it, HPW_OK and (*ret)->complete == false. */
 HPW_EXPORT enum hpw_error hpw_reserve(struct hpw *h, int node, uint64_t page_size, uint64_t count,
                                       bool allow_partial, struct hpw_reserve_result **ret);
+
+/* PUT /v1/nodes/NODE/hugepages/SIZE/policy: make the pool elastic.  A bad
+ * policy is HPW_E_INVALID (422), one that does not fit (memory floor,
+ * gigantic pages without CMA) HPW_E_INSUFFICIENT or a conflict (409); the
+ * problem says why. */
+HPW_EXPORT enum hpw_error hpw_set_elastic(struct hpw *h, int node, uint64_t page_size,
+                                          const struct hpw_elastic_policy *policy, struct hpw_elastic **ret);
 
 HPW_EXPORT enum hpw_error hpw_pools(struct hpw *h, struct hpw_pool_list **ret);
 HPW_EXPORT enum hpw_error hpw_pool(struct hpw *h, const char *name, struct hpw_pool **ret);

@@ -143,29 +143,33 @@ void cli_add_node_rows(struct table *t, const char *host, const struct hpw_node 
                 if (host)
                         table_addf(t, "%s\t%d\t-\t-\t-\t-", host, n->id);
                 else
-                        table_addf(t, "%d\t%s\t%s\t%s\t-\t-\t-\t-\t-\t-", n->id, n->cpus[0] ? n->cpus : "-",
+                        table_addf(t, "%d\t%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-", n->id, n->cpus[0] ? n->cpus : "-",
                                    tot, fr);
                 return;
         }
         for (size_t i = 0; i < n->n_hugepages; i++) {
                 const struct hpw_hugepages *hp = n->hugepages[i];
-                char ps[32];
+                char ps[32], el[64] = "-";
 
                 fmt_ps(hp->page_size_bytes, ps, sizeof(ps));
+                /* Elastic pools show their bounds: min..max pages. */
+                if (hp->elastic)
+                        snprintf(el, sizeof(el), "%llu..%llu", (unsigned long long)hp->elastic_min,
+                                 (unsigned long long)hp->elastic_max);
                 if (host)
                         table_addf(t, "%s\t%d\t%s\t%llu\t%llu\t%llu", host, n->id, ps,
                                    (unsigned long long)hp->total, (unsigned long long)hp->free,
                                    (unsigned long long)hp->warm);
                 else
-                        table_addf(t, "%d\t%s\t%s\t%s\t%s\t%llu\t%llu\t%llu\t%llu\t%llu", n->id,
+                        table_addf(t, "%d\t%s\t%s\t%s\t%s\t%llu\t%llu\t%llu\t%llu\t%llu\t%s", n->id,
                                    i == 0 ? (n->cpus[0] ? n->cpus : "-") : "", i == 0 ? tot : "",
                                    i == 0 ? fr : "", ps, (unsigned long long)hp->total,
                                    (unsigned long long)hp->free, (unsigned long long)hp->surplus,
-                                   (unsigned long long)hp->warm, (unsigned long long)hp->warming);
+                                   (unsigned long long)hp->warm, (unsigned long long)hp->warming, el);
         }
 }
 
-#define NODES_HEADER "NODE\tCPUS\tMEMORY\tMEM FREE\tPAGE\tTOTAL\tFREE\tSURPLUS\tWARM\tWARMING"
+#define NODES_HEADER "NODE\tCPUS\tMEMORY\tMEM FREE\tPAGE\tTOTAL\tFREE\tSURPLUS\tWARM\tWARMING\tELASTIC"
 
 static int cmd_nodes(struct ctx *x)
 {
@@ -451,8 +455,35 @@ static int cmd_warm(struct ctx *x)
         return cli_warm_at(x, x->cli->name, x->cli->node, x->cli->size, x->cli->page_size);
 }
 
+static int cmd_reserve_elastic(struct ctx *x)
+{
+        struct hpw_elastic *e = NULL;
+        enum hpw_error err = hpw_set_elastic(x->h, x->cli->node, x->cli->page_size, &x->cli->elastic_policy, &e);
+
+        if (err) {
+                const struct hpw_problem *p = hpw_last_problem(x->h);
+                int rc = cli_fail(x, "reserve --elastic", err);
+                floor_hint(x, p, x->cli->node, x->cli->page_size);
+                return rc;
+        }
+        if (x->cli->json) {
+                cli_print_json(e->json);
+        } else {
+                char ps[32];
+                fmt_ps(e->page_size_bytes ? e->page_size_bytes : x->cli->page_size, ps, sizeof(ps));
+                printf("node %d %s: elastic, %llu..%llu pages, headroom %llu, idle %llu s, growth %s\n", e->node, ps,
+                       (unsigned long long)e->policy.min, (unsigned long long)e->policy.max,
+                       (unsigned long long)e->policy.headroom, (unsigned long long)e->policy.idle_seconds,
+                       e->runtime_growth[0] ? e->runtime_growth : "?");
+        }
+        hpw_elastic_free(e);
+        return CLI_EXIT_OK;
+}
+
 static int cmd_reserve(struct ctx *x)
 {
+        if (x->cli->elastic)
+                return cmd_reserve_elastic(x);
         struct hpw_reserve_result *r = NULL;
         enum hpw_error err = hpw_reserve(x->h, x->cli->node, x->cli->page_size, x->cli->count,
                                          x->cli->allow_partial, &r);

@@ -55,6 +55,9 @@ struct cli {
         unsigned threads;
         uint64_t ttl_seconds;
         bool reserve, wait, allow_partial;
+        bool elastic;              /* reserve --elastic */
+        struct hpw_elastic_policy elastic_policy; /* --min --max --headroom --idle --allow-best-effort */
+        bool elastic_max_set, elastic_idle_set, elastic_opts;
         int pid;                   /* claim --pid; 0 = not given */
         bool ignore_missing;       /* release --ignore-missing */
         enum cli_vmm vmm;

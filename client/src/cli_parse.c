@@ -27,6 +27,7 @@ enum opt_id {
         O_VERSION, O_NODE, O_SIZE, O_PAGE_SIZE, O_THREADS, O_TTL, O_RESERVE, O_WAIT,
         O_ALLOW_PARTIAL, O_VMM, O_HOSTS, O_WARM, O_PID, O_IGNORE_MISSING, O_ARGV, O_VERBOSE,
         O_PROMETHEUS, O_HOST_LABEL, O_URL_TEMPLATE, O_MAX_AGE,
+        O_ELASTIC, O_MIN, O_MAX, O_HEADROOM, O_IDLE, O_ALLOW_BEST_EFFORT,
 };
 
 #define C(x) (1u << (x))
@@ -74,6 +75,20 @@ static const struct optdef {
         { "allow-partial", no_argument, O_ALLOW_PARTIAL, C(CMD_RESERVE), NULL,
           "keep what the kernel gave when it gives fewer\n"
           "pages (exit 1)" },
+        { "elastic", no_argument, O_ELASTIC, C(CMD_RESERVE), NULL,
+          "make the pool elastic instead of setting COUNT: grown\n"
+          "on demand up to --max, free pages beyond --headroom\n"
+          "given back after --idle seconds, never below --min" },
+        { "min", required_argument, O_MIN, C(CMD_RESERVE), "N", "--elastic: pages never given back (default 0)" },
+        { "max", required_argument, O_MAX, C(CMD_RESERVE), "M", "--elastic: most pages the pool grows to (required)" },
+        { "headroom", required_argument, O_HEADROOM, C(CMD_RESERVE), "H",
+          "--elastic: free pages kept beyond those in use (default 0)" },
+        { "idle", required_argument, O_IDLE, C(CMD_RESERVE), "S",
+          "--elastic: seconds surplus pages stay free before\n"
+          "they go (required)" },
+        { "allow-best-effort", no_argument, O_ALLOW_BEST_EFFORT, C(CMD_RESERVE), NULL,
+          "--elastic: accept 1G pages without a hugetlb_cma area\n"
+          "(a page given back may not come back)" },
         { "vmm", required_argument, O_VMM, C(CMD_HANDOFF), "VMM", "qemu, cloud-hypervisor or libvirt (required)" },
         { "argv", no_argument, O_ARGV, C(CMD_HANDOFF), NULL,
           "one word per line (qemu, cloud-hypervisor), for callers\n"
@@ -114,10 +129,13 @@ static const struct cmddef {
 } cmddefs[] = {
         { "health", CMD_HEALTH, 0, 0, "", "server health and version", NULL },
         { "nodes", CMD_NODES, 0, 1, "[NODE]", "NUMA nodes and their hugepages", NULL },
-        { "reserve", CMD_RESERVE, 3, 3, "NODE PAGE_SIZE COUNT", "set NODE's persistent pool to COUNT pages",
+        { "reserve", CMD_RESERVE, 2, 3, "NODE PAGE_SIZE COUNT | NODE PAGE_SIZE --elastic --max M --idle S",
+          "set NODE's persistent pool to COUNT pages, or make it elastic",
           "Refused with exit 5 when the kernel gives fewer pages (unless\n"
           "--allow-partial) or when the pool would eat into the node's memory floor\n"
-          "(the message says the floor and the largest COUNT that fits).\n" },
+          "(the message says the floor and the largest COUNT that fits).\n"
+          "With --elastic (no COUNT) the pool follows demand within --min and --max;\n"
+          "hpwarm nodes shows the bounds.  See docs/ELASTIC.md.\n" },
         { "warm", CMD_WARM, 1, 1, "NAME --node N --size SIZE", "create pool NAME and prefault it",
           "Exit 5 when the node has too few free hugepages: add --reserve to grow\n"
           "its pool, or run hpwarm reserve first.\n" },
@@ -519,6 +537,26 @@ static int apply_opt(struct cli *c, int id, const char *v, char *err, size_t err
         case O_RESERVE: c->reserve = true; break;
         case O_WAIT: c->wait = true; break;
         case O_ALLOW_PARTIAL: c->allow_partial = true; break;
+        case O_ELASTIC: c->elastic = true; break;
+        case O_ALLOW_BEST_EFFORT: c->elastic_policy.allow_best_effort = true; c->elastic_opts = true; break;
+        case O_MIN:
+        case O_MAX:
+        case O_HEADROOM:
+        case O_IDLE: {
+                static const char *names[] = { "--min", "--max", "--headroom", "--idle" };
+                uint64_t *out[] = { &c->elastic_policy.min, &c->elastic_policy.max, &c->elastic_policy.headroom,
+                                    &c->elastic_policy.idle_seconds };
+                int k = id - O_MIN;
+                if (parse_uint(v, UINT32_MAX, out[k]) < 0)
+                        return usage_err(err, errlen, "%s: not a number of %s: '%s'", names[k],
+                                         id == O_IDLE ? "seconds" : "pages", v);
+                if (id == O_MAX)
+                        c->elastic_max_set = true;
+                if (id == O_IDLE)
+                        c->elastic_idle_set = true;
+                c->elastic_opts = true;
+                break;
+        }
         case O_VMM:
                 if (strcmp(v, "qemu") == 0)
                         c->vmm = VMM_QEMU;
@@ -714,6 +752,24 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
                         cli_size_explain(pos[1], true, why, sizeof(why));
                         return usage_err(err, errlen, "reserve: PAGE_SIZE: %s", why);
                 }
+                if (c.elastic) {
+                        if (npos == 3)
+                                return usage_err(err, errlen, "reserve --elastic takes no COUNT ('%s'): the pool "
+                                                 "follows demand within --min and --max", pos[2]);
+                        if (!c.elastic_max_set || !c.elastic_idle_set)
+                                return usage_err(err, errlen, "reserve --elastic: --max and --idle are required");
+                        if (c.elastic_policy.min > c.elastic_policy.max)
+                                return usage_err(err, errlen, "reserve --elastic: --min %llu is above --max %llu",
+                                                 (unsigned long long)c.elastic_policy.min,
+                                                 (unsigned long long)c.elastic_policy.max);
+                        break;
+                }
+                if (c.elastic_opts)
+                        return usage_err(err, errlen, "reserve: --min, --max, --headroom, --idle and "
+                                         "--allow-best-effort go with --elastic");
+                if (npos < 3)
+                        return usage_err(err, errlen, "reserve: missing arguments: hpwarm reserve NODE PAGE_SIZE "
+                                         "COUNT (or --elastic; try hpwarm reserve --help)");
                 if (parse_uint(pos[2], UINT32_MAX, &c.count) < 0)
                         return usage_err(err, errlen, "reserve: not a page count: '%s'", pos[2]);
                 break;

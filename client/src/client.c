@@ -595,6 +595,26 @@ enum hpw_error hpw_reserve(struct hpw *h, int node, uint64_t page_size, uint64_t
         return err ? err : parsed(h, hpw_json_reserve(h->last.body, h->last.len, ret));
 }
 
+enum hpw_error hpw_set_elastic(struct hpw *h, int node, uint64_t page_size, const struct hpw_elastic_policy *policy,
+                               struct hpw_elastic **ret)
+{
+        char path[112], ps[32];
+        char *body;
+        enum hpw_error err;
+
+        begin(h);
+        if (!h || !ret || !policy || node < 0 || page_size == 0)
+                return HPW_E_INVALID;
+        hpw_format_page_size(page_size, ps, sizeof(ps));
+        snprintf(path, sizeof(path), "/v1/nodes/%d/hugepages/%s/policy", node, ps);
+        body = hpw_json_elastic_body(policy);
+        if (!body)
+                return HPW_E_NOMEM;
+        err = request(h, "PUT", path, body, true, call_deadline(h), 0);
+        free(body);
+        return err ? err : parsed(h, hpw_json_elastic(h->last.body, h->last.len, ret));
+}
+
 /* Pages of at most this many pools (the server's largest page): a host of a
  * thousand pools is one request, a denser one a few, each answer bounded. */
 #define POOLS_PAGE 1000

@@ -151,6 +151,8 @@ void hpw_problem_free(struct hpw_problem *p);
 
 /* Request bodies; NULL on allocation failure.  Caller frees. */
 char *hpw_json_reserve_body(uint64_t count, bool allow_partial);
+char *hpw_json_elastic_body(const struct hpw_elastic_policy *p);
+enum hpw_error hpw_json_elastic(const char *body, size_t len, struct hpw_elastic **ret);
 char *hpw_json_warm_body(const struct hpw_warm_request *req);
 /* {"targets":[{"node":..,"page_size":"2M","size_bytes":..,"count":..},...]} */
 char *hpw_json_stock_body(const struct hpw_stock_target *const *t, size_t n);

@@ -443,6 +443,17 @@ static enum hpw_error node_from(const cJSON *o, void *item)
                 h->surplus = opt_u64(e, "surplus");
                 h->warm = opt_u64(e, "warm");
                 h->warming = opt_u64(e, "warming");
+                const cJSON *rg = get(e, "runtime_growth");
+                if (cJSON_IsString(rg))
+                        snprintf(h->runtime_growth, sizeof(h->runtime_growth), "%s", rg->valuestring);
+                const cJSON *el = get(e, "elastic");
+                if (cJSON_IsObject(el)) {
+                        h->elastic = true;
+                        h->elastic_min = opt_u64(el, "min");
+                        h->elastic_max = opt_u64(el, "max");
+                        h->elastic_headroom = opt_u64(el, "headroom");
+                        h->elastic_idle_seconds = opt_u64(el, "idle_seconds");
+                }
         }
         return HPW_OK;
 }
@@ -541,6 +552,61 @@ enum hpw_error hpw_json_reserve(const char *body, size_t len, struct hpw_reserve
         char *json;
         size_t n;
         enum hpw_error err = parse_items(body, len, NULL, &reserve_kind, &item, &n, &json);
+
+        if (err == HPW_OK) {
+                *ret = item;
+                (*ret)->json = json;
+        }
+        return err;
+}
+
+/* ---- elastic policies ---- */
+
+void hpw_elastic_free(struct hpw_elastic *x)
+{
+        if (!x)
+                return;
+        free(x->json);
+        free(x);
+}
+
+static enum hpw_error elastic_from(const cJSON *o, void *item)
+{
+        struct hpw_elastic *x = item;
+
+        if (!get_int(o, "node", &x->node) || !get_u64(o, "max", &x->policy.max))
+                return HPW_E_PROTOCOL;
+        x->page_size_bytes = opt_u64(o, "page_size_bytes");
+        x->policy.min = opt_u64(o, "min");
+        x->policy.headroom = opt_u64(o, "headroom");
+        x->policy.idle_seconds = opt_u64(o, "idle_seconds");
+        x->policy.allow_best_effort = opt_bool(o, "allow_best_effort");
+        const cJSON *rg = get(o, "runtime_growth");
+        if (cJSON_IsString(rg))
+                snprintf(x->runtime_growth, sizeof(x->runtime_growth), "%s", rg->valuestring);
+        x->grown_pages = opt_u64(o, "grown_pages");
+        x->returned_pages = opt_u64(o, "returned_pages");
+        return HPW_OK;
+}
+
+/* Owns nothing but its ->json (set by parse_items on success). */
+static void elastic_clear(void *item)
+{
+        (void)item;
+}
+
+static const struct item_kind elastic_kind = {
+        .size = sizeof(struct hpw_elastic),
+        .from = elastic_from,
+        .clear = elastic_clear,
+};
+
+enum hpw_error hpw_json_elastic(const char *body, size_t len, struct hpw_elastic **ret)
+{
+        void *item;
+        char *json;
+        size_t n;
+        enum hpw_error err = parse_items(body, len, NULL, &elastic_kind, &item, &n, &json);
 
         if (err == HPW_OK) {
                 *ret = item;
@@ -984,6 +1050,18 @@ char *hpw_json_reserve_body(uint64_t count, bool allow_partial)
 
         if (asprintf(&s, "{\"count\":%llu,\"allow_partial\":%s}", (unsigned long long)count,
                      allow_partial ? "true" : "false") < 0)
+                return NULL;
+        return s;
+}
+
+char *hpw_json_elastic_body(const struct hpw_elastic_policy *p)
+{
+        char *s = NULL;
+
+        if (asprintf(&s, "{\"min\":%llu,\"max\":%llu,\"headroom\":%llu,\"idle_seconds\":%llu,"
+                     "\"allow_best_effort\":%s}", (unsigned long long)p->min, (unsigned long long)p->max,
+                     (unsigned long long)p->headroom, (unsigned long long)p->idle_seconds,
+                     p->allow_best_effort ? "true" : "false") < 0)
                 return NULL;
         return s;
 }

@@ -5,6 +5,7 @@
  * Names follow the Prometheus rules: base units (bytes, seconds), "_total"
  * only on counters. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
@@ -194,6 +195,46 @@ static void registry_counters(struct app *app, struct prom *p)
                 5);
 }
 
+/* Elastic pools: what each policy grew and gave back, and its bounds. */
+static void elastic_metrics(struct app *app, struct prom *p)
+{
+        struct elastic_view *v = NULL;
+        size_t n = 0;
+
+        if (!app->pools || pools_list_elastic(app->pools, &v, &n) < 0)
+                return;
+        prom_header(p, "hpwarmd_elastic_pages_total", "Pages an elastic pool grew by (on demand, or to its min) "
+                    "and gave back to the kernel, since the daemon started.", "counter");
+        for (size_t i = 0; i < n; i++) {
+                char node[16], psz[24];
+                snprintf(node, sizeof(node), "%d", v[i].policy.node);
+                snprintf(psz, sizeof(psz), "%" PRIu64, v[i].policy.page_size);
+                prom_sample_u64(p, "hpwarmd_elastic_pages_total",
+                                (struct prom_label[]){{"numa_node", node}, {"page_size_bytes", psz},
+                                                      {"direction", "grown"}}, 3, v[i].grown_total);
+                prom_sample_u64(p, "hpwarmd_elastic_pages_total",
+                                (struct prom_label[]){{"numa_node", node}, {"page_size_bytes", psz},
+                                                      {"direction", "returned"}}, 3, v[i].returned_total);
+        }
+        prom_header(p, "hpwarmd_elastic_bound_bytes", "The bounds of an elastic pool's policy (min, max, "
+                    "headroom), in bytes; compare with hpwarmd_hugepages_bytes{state=\"total\"}.", "gauge");
+        for (size_t i = 0; i < n; i++) {
+                char node[16], psz[24];
+                uint64_t ps = v[i].policy.page_size;
+                snprintf(node, sizeof(node), "%d", v[i].policy.node);
+                snprintf(psz, sizeof(psz), "%" PRIu64, ps);
+                const struct {
+                        const char *bound;
+                        uint64_t pages;
+                } rows[] = {{"min", v[i].policy.min}, {"max", v[i].policy.max}, {"headroom", v[i].policy.headroom}};
+                for (size_t k = 0; k < ARRAY_SIZE(rows); k++)
+                        prom_sample_u64(p, "hpwarmd_elastic_bound_bytes",
+                                        (struct prom_label[]){{"numa_node", node}, {"page_size_bytes", psz},
+                                                              {"bound", rows[k].bound}}, 3, rows[k].pages * ps);
+        }
+        free(v);
+}
+
 void api_metrics(const struct req *req, struct resp *resp)
 {
         struct app *app = req->app;
@@ -203,6 +244,7 @@ void api_metrics(const struct req *req, struct resp *resp)
         node_gauges(app, p);
         pool_gauges(app, p);
         stock_gauges(app, p);
+        elastic_metrics(app, p);
         registry_counters(app, p);
         http_metrics_emit(app->http_metrics, p);
         char *text = prom_finish(p);

@@ -61,6 +61,17 @@ static int encode_node(struct app *app, const struct topo_node *n, struct json *
                 json_add_u64(h, "surplus", c.surplus);
                 json_add_u64(h, "warm", warm);
                 json_add_u64(h, "warming", warming);
+                /* Elastic pools: the policy's bounds, or null (static). */
+                struct elastic_view ev;
+                if (app->pools && pools_get_elastic(app->pools, n->id, ps, &ev) == 0) {
+                        json_add_str(h, "runtime_growth", elastic_growth_name(ev.runtime_growth));
+                        api_elastic_encode(&ev, json_add_object(h, "elastic"));
+                } else {
+                        json_add_str(h, "runtime_growth", elastic_growth_name(app->pools ?
+                                     pools_runtime_growth(app->pools, n->id, ps) :
+                                     elastic_runtime_growth(ps, false, 0)));
+                        json_add_null(h, "elastic");
+                }
         }
         return 0;
 }

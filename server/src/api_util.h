@@ -18,5 +18,9 @@ bool api_find_page_size(const struct req *req, const char *s, uint64_t *ret, str
  * sizes" when it has none).  Writes at most LEN bytes. */
 void api_page_sizes_text(const struct topo *t, char *buf, size_t len);
 /* 422 invalid-field with DETAIL. */
+struct elastic_view;
+struct json;
+/* An elastic policy and what it did, as GET .../policy answers (api_elastic.c). */
+void api_elastic_encode(const struct elastic_view *v, struct json *o);
 void api_invalid(struct resp *resp, const char *detail);
 void api_oom(struct resp *resp);

@@ -15,7 +15,10 @@
  *              "error_detail":"..",
  *              "owner_pid":..,"owner_start_time":..,"from_stock":".."}],
  *    "stock_targets":[{"node":0,"page_size_bytes":..,"size_bytes":..,
- *                      "count":..}]}
+ *                      "count":..}],
+ *    "elastic_policies":[{"node":0,"page_size_bytes":..,"min":..,"max":..,
+ *                         "headroom":..,"idle_seconds":..,
+ *                         "allow_best_effort":..}]}
  *
  * Log: lines "<CRC-32C of TEXT, 8 hex digits> TEXT\n".  The first TEXT is the
  * header {"version":2,"snapshot":"<id>"}: the snapshot this log extends.
@@ -24,8 +27,8 @@
  *   {"put":[<pool rows, as above>],"drop":[{"name":".."}],
  *    "reservations":[..],"stock_targets":[..]}
  * "put" rows are added or replace the row of that name; "drop" names rows
- * that must be there; "reservations" and "stock_targets" are present only
- * when they changed, and then whole.
+ * that must be there; "reservations", "stock_targets" and
+ * "elastic_policies" are present only when they changed, and then whole.
  *
  * Stock files are rows of "pools" with a stock state ("stock-warming",
  * "stock", "dirty", "recycling") and a stock name (pool_state.h: a first character
@@ -109,6 +112,7 @@ void journal_free(struct journal *j)
         free(j->reservations);
         free(j->pools);
         free(j->stock_targets);
+        free(j->elastic);
         free(j);
 }
 
@@ -235,6 +239,65 @@ static int parse_stock_target(const struct json *o, struct journal_stock_target 
                 return -EINVAL;
         *ret = t;
         return 0;
+}
+
+/* ---- elastic policies (optional member "elastic_policies") ---- */
+
+static int parse_elastic(const struct json *o, struct journal_elastic_policy *ret)
+{
+        struct journal_elastic_policy e = {};
+
+        if (!json_is_object(o))
+                return -EINVAL;
+        if (get_int(o, "node", &e.node) < 0 || get_u64(o, "page_size_bytes", &e.page_size) < 0 ||
+            get_u64(o, "min", &e.min) < 0 || get_u64(o, "max", &e.max) < 0 ||
+            get_u64(o, "headroom", &e.headroom) < 0 || get_u64(o, "idle_seconds", &e.idle_seconds) < 0 ||
+            json_get_bool(o, "allow_best_effort", &e.allow_best_effort) < 0)
+                return -EINVAL;
+        if (!power_of_two(e.page_size) || e.min > e.max || e.headroom > e.max || e.idle_seconds == 0)
+                return -EINVAL;
+        *ret = e;
+        return 0;
+}
+
+static int parse_elastic_policies(const struct json *arr, struct journal_elastic_policy **ret, size_t *ret_n)
+{
+        _cleanup_free_ struct journal_elastic_policy *e = NULL;
+        size_t n;
+
+        if (!json_is_array(arr))
+                return -EINVAL;
+        n = json_array_len(arr);
+        if (n && !(e = calloc(n, sizeof(*e))))
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                if (parse_elastic(json_array_at(arr, i), &e[i]) < 0)
+                        return -EINVAL;
+                for (size_t k = 0; k < i; k++)
+                        if (e[k].node == e[i].node && e[k].page_size == e[i].page_size)
+                                return -EINVAL;
+        }
+        *ret = TAKE_PTR(e);
+        *ret_n = n;
+        return 0;
+}
+
+/* "elastic_policies" even when empty: a log record that removes the last
+ * policy must say so (the snapshot leaves an empty list out). */
+static void add_elastic_policies(struct json *doc, const struct journal_elastic_policy *e, size_t n)
+{
+        struct json *arr = json_add_array(doc, "elastic_policies");
+
+        for (size_t i = 0; arr && i < n; i++) {
+                struct json *o = json_append_object(arr);
+                json_add_i64(o, "node", e[i].node);
+                json_add_u64(o, "page_size_bytes", e[i].page_size);
+                json_add_u64(o, "min", e[i].min);
+                json_add_u64(o, "max", e[i].max);
+                json_add_u64(o, "headroom", e[i].headroom);
+                json_add_u64(o, "idle_seconds", e[i].idle_seconds);
+                json_add_bool(o, "allow_best_effort", e[i].allow_best_effort);
+        }
 }
 
 static int cmp_pool_names(const void *a, const void *b)
@@ -408,6 +471,11 @@ int journal_parse(const char *buf, size_t len, struct journal **ret)
                         return r;
         }
 
+        if (json_get(doc, "elastic_policies")) {
+                r = parse_elastic_policies(json_get(doc, "elastic_policies"), &j->elastic, &j->n_elastic);
+                if (r < 0)
+                        return r;
+        }
         r = check_unique(j);
         if (r < 0)
                 return r;
@@ -495,6 +563,8 @@ char *journal_format(const struct journal *j)
                 add_pool_row(arr, &j->pools[i]);
         if (j->n_stock_targets)
                 add_stock_targets(doc, j->stock_targets, j->n_stock_targets);
+        if (j->n_elastic)
+                add_elastic_policies(doc, j->elastic, j->n_elastic);
         return json_print(doc);
 }
 
@@ -637,6 +707,16 @@ static int apply_record(struct journal *j, const char *text, size_t len, size_t 
                 free(j->stock_targets);
                 j->stock_targets = t;
                 j->n_stock_targets = n;
+        }
+        if ((v = json_get(doc, "elastic_policies"))) {
+                struct journal_elastic_policy *e;
+                size_t n;
+                r = parse_elastic_policies(v, &e, &n);
+                if (r < 0)
+                        return r;
+                free(j->elastic);
+                j->elastic = e;
+                j->n_elastic = n;
         }
         return 0;
 }
@@ -900,9 +980,14 @@ static struct journal *journal_dup(const struct journal *j)
                 memcpy(d->pools, j->pools, j->n_pools * sizeof(*d->pools));
         if (j->n_stock_targets)
                 memcpy(d->stock_targets, j->stock_targets, j->n_stock_targets * sizeof(*d->stock_targets));
+        if (j->n_elastic && !(d->elastic = malloc(j->n_elastic * sizeof(*d->elastic))))
+                return NULL;
+        if (j->n_elastic)
+                memcpy(d->elastic, j->elastic, j->n_elastic * sizeof(*d->elastic));
         d->n_reservations = j->n_reservations;
         d->n_pools = j->n_pools;
         d->n_stock_targets = j->n_stock_targets;
+        d->n_elastic = j->n_elastic;
         return TAKE_PTR(d);
 }
 
@@ -1074,6 +1159,20 @@ static bool targets_equal(const struct journal *a, const struct journal *b)
         return true;
 }
 
+static bool policies_equal(const struct journal *a, const struct journal *b)
+{
+        if (a->n_elastic != b->n_elastic)
+                return false;
+        for (size_t i = 0; i < a->n_elastic; i++) {
+                const struct journal_elastic_policy *x = &a->elastic[i], *y = &b->elastic[i];
+                if (x->node != y->node || x->page_size != y->page_size || x->min != y->min || x->max != y->max ||
+                    x->headroom != y->headroom || x->idle_seconds != y->idle_seconds ||
+                    x->allow_best_effort != y->allow_best_effort)
+                        return false;
+        }
+        return true;
+}
+
 /* J's rows sorted by name, or -EINVAL if two share one. */
 static int sorted_rows(const struct journal *j, const struct journal_pool ***ret)
 {
@@ -1094,8 +1193,8 @@ static int sorted_rows(const struct journal *j, const struct journal_pool ***ret
 }
 
 /* The record that turns S->base into J: the rows that changed or are new
- * ("put"), those gone ("drop"), and the reservations and stock targets
- * whole when they changed.  *RET NULL: nothing changed. */
+ * ("put"), those gone ("drop"), and the reservations, stock targets and
+ * elastic policies whole when they changed.  *RET NULL: nothing changed. */
 static int diff_record(const struct journal *base, const struct journal *j, char **ret)
 {
         _cleanup_free_ const struct journal_pool **old = NULL, **new = NULL;
@@ -1131,6 +1230,10 @@ static int diff_record(const struct journal *base, const struct journal *j, char
         }
         if (!targets_equal(base, j)) {
                 add_stock_targets(doc, j->stock_targets, j->n_stock_targets);
+                changed = true;
+        }
+        if (!policies_equal(base, j)) {
+                add_elastic_policies(doc, j->elastic, j->n_elastic);
                 changed = true;
         }
         *ret = NULL;

@@ -50,6 +50,16 @@ struct journal_stock_target {
         uint64_t count;
 };
 
+/* An elastic policy (pools_elastic.c): the pool of (NODE, PAGE_SIZE) grows
+ * on demand up to MAX and gives back free pages beyond HEADROOM that stayed
+ * free for IDLE_SECONDS, never below MIN.  Counts in pages. */
+struct journal_elastic_policy {
+        int node;
+        uint64_t page_size;
+        uint64_t min, max, headroom, idle_seconds;
+        bool allow_best_effort;
+};
+
 struct journal {
         char boot_id[40];        /* /proc/sys/kernel/random/boot_id */
         size_t n_reservations;
@@ -60,6 +70,10 @@ struct journal {
          * (node, page size, size). */
         size_t n_stock_targets;
         struct journal_stock_target *stock_targets;
+        /* Optional ("elastic_policies"): older journals have none.  Unique
+         * by (node, page size). */
+        size_t n_elastic;
+        struct journal_elastic_policy *elastic;
         /* The snapshot's id ("" = none: a version 1 file, or not saved). */
         char snapshot_id[JOURNAL_SNAPSHOT_ID_LEN + 1];
         /* What journal_load (journal_apply_log) found in the log, to report:

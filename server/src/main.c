@@ -55,6 +55,8 @@ struct options {
         unsigned release_unmapped_after;
         struct journal_stock_target stock[POOLS_STOCK_TARGETS_MAX];
         size_t n_stock;
+        struct journal_elastic_policy elastic[POOLS_STOCK_TARGETS_MAX];
+        size_t n_elastic;
         gid_t socket_gid;
         const char *token_file, *read_token_file;
         const char *tls_cert, *tls_key, *tls_client_ca;
@@ -90,6 +92,10 @@ static void usage(FILE *f)
                 "  --max-pools N             most pools at once (default 1024)\n"
                 "  --stock NODE:PAGESIZE:SIZE:COUNT  keep COUNT ready files of SIZE on NODE\n"
                 "                            (repeatable; replaces the saved stock targets)\n"
+                "  --elastic NODE:SIZE:MIN:MAX:HEADROOM:IDLE  make NODE's pool of SIZE pages elastic:\n"
+                "                            grown on demand up to MAX pages, free pages beyond\n"
+                "                            HEADROOM given back after IDLE seconds, never below MIN\n"
+                "                            (repeatable; replaces the saved policy of that pool)\n"
                 "  --release-unmapped-after SEC  release a pool claimed without a pid once no\n"
                 "                            process has mapped it for SEC seconds (default: never)\n"
                 "  --socket-group GROUP      group owning the unix socket (mode 0660)\n"
@@ -163,7 +169,8 @@ static void parse_args(int argc, char **argv, struct options *o)
         enum { O_LISTEN = 256, O_SOCKET, O_SYSFS, O_STATE, O_FLOOR, O_HUGETLBFS, O_POOL_GROUP,
                O_THREADS, O_MAX_POOL, O_MAX_NODE, O_MAX_POOLS, O_LOG, O_VERSION, O_HELP,
                O_SOCKET_GROUP, O_TOKEN, O_READ_TOKEN, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_MAX_CONN,
-               O_CONN_TIMEOUT, O_ALLOW_UNAUTH_TCP, O_MAX_WAITS, O_RELEASE_UNMAPPED, O_RESET_STATE, O_STOCK };
+               O_CONN_TIMEOUT, O_ALLOW_UNAUTH_TCP, O_MAX_WAITS, O_RELEASE_UNMAPPED, O_RESET_STATE, O_STOCK,
+               O_ELASTIC };
         static const struct option longopts[] = {
                 {"listen", required_argument, NULL, O_LISTEN},
                 {"socket", required_argument, NULL, O_SOCKET},
@@ -178,6 +185,7 @@ static void parse_args(int argc, char **argv, struct options *o)
                 {"max-node-warm-bytes", required_argument, NULL, O_MAX_NODE},
                 {"max-pools", required_argument, NULL, O_MAX_POOLS},
                 {"stock", required_argument, NULL, O_STOCK},
+                {"elastic", required_argument, NULL, O_ELASTIC},
                 {"release-unmapped-after", required_argument, NULL, O_RELEASE_UNMAPPED},
                 {"log-level", required_argument, NULL, O_LOG},
                 {"socket-group", required_argument, NULL, O_SOCKET_GROUP},
@@ -278,6 +286,30 @@ static void parse_args(int argc, char **argv, struct options *o)
                                           optarg);
                         t->node = (int)node;
                         o->n_stock++;
+                        break;
+                }
+                case O_ELASTIC: {
+                        char node_s[16], ps_s[16], min_s[24], max_s[24], head_s[24], idle_s[24], why[200];
+                        struct journal_elastic_policy *e = &o->elastic[o->n_elastic];
+                        uint64_t node;
+                        char *end[4];
+                        if (o->n_elastic >= POOLS_STOCK_TARGETS_MAX)
+                                die_usage("too many --elastic options");
+                        *e = (struct journal_elastic_policy){0};
+                        if (sscanf(optarg, "%15[0-9]:%15[^:]:%23[0-9]:%23[0-9]:%23[0-9]:%23[0-9]", node_s, ps_s, min_s,
+                                   max_s, head_s, idle_s) != 6 ||
+                            (node = strtoull(node_s, NULL, 10)) > INT32_MAX || parse_page_size(ps_s, &e->page_size) < 0)
+                                die_usage("--elastic wants NODE:PAGESIZE:MIN:MAX:HEADROOM:IDLE (pages, seconds; e.g. "
+                                          "0:2M:0:512:16:300), got \"%s\"", optarg);
+                        errno = 0;
+                        e->node = (int)node;
+                        e->min = strtoull(min_s, &end[0], 10);
+                        e->max = strtoull(max_s, &end[1], 10);
+                        e->headroom = strtoull(head_s, &end[2], 10);
+                        e->idle_seconds = strtoull(idle_s, &end[3], 10);
+                        if (errno || elastic_policy_check(e, why, sizeof(why)) < 0)
+                                die_usage("--elastic %s: %s", optarg, errno ? "a number out of range" : why);
+                        o->n_elastic++;
                         break;
                 }
                 case O_RELEASE_UNMAPPED:
@@ -605,6 +637,8 @@ int main(int argc, char **argv)
                 .release_unmapped_after = o.release_unmapped_after,
                 .stock_targets = o.stock,
                 .n_stock_targets = o.n_stock,
+                .elastic = o.elastic,
+                .n_elastic = o.n_elastic,
                 .unmapped_sweep_ms = unmapped_sweep_ms(),
                 .reset_state = o.reset_state,
         };

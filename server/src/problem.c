@@ -73,6 +73,8 @@ static const struct problem_type catalog[PROBLEM__COUNT] = {
         [PROBLEM_FILE_CHANGED] = { "file-changed", 500, "Pool file changed by someone else", FINAL },
         [PROBLEM_CANCELLED] = { "cancelled", 500, "Warming cancelled", FINAL },
         [PROBLEM_STOCK_TOO_LARGE] = { "stock-too-large", 409, "Stock targets do not fit the node", FINAL },
+        [PROBLEM_POLICY_NOT_FOUND] = { "policy-not-found", 404, "No elastic policy", FINAL },
+        [PROBLEM_GROWTH_NOT_RELIABLE] = { "growth-not-reliable", 409, "Runtime growth of these pages is not reliable", FINAL },
 };
 
 const struct problem_type *problem_type(enum problem_id id)

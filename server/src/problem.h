@@ -68,6 +68,8 @@ enum problem_id {
         PROBLEM_CANCELLED,
         /* Stock. */
         PROBLEM_STOCK_TOO_LARGE,
+        PROBLEM_POLICY_NOT_FOUND,
+        PROBLEM_GROWTH_NOT_RELIABLE,
         PROBLEM__COUNT
 };
 

@@ -262,6 +262,28 @@ def run(c, d):
     send("reserve, too large a body", "PUT", "/v1/nodes/0/hugepages/2M", big, want=413)
     send("reserve, past the memory floor", "PUT", "/v1/nodes/0/hugepages/2M", {"count": 1 << 30}, want=409)
     send("reserve, wrong method", "DELETE", "/v1/nodes/0/hugepages/2M", want=405)
+    # Elastic policies.
+    pol = "/v1/nodes/0/hugepages/2M/policy"
+    elastic = {"min": 0, "max": 64, "headroom": 4, "idle_seconds": 3600}
+    send("policy, none", "GET", pol, want=404)
+    send("policy, set", "PUT", pol, elastic, want=200)
+    send("policy", "GET", pol, want=200)
+    send("node, elastic", "GET", "/v1/nodes/0", want=200)
+    send("policy, with a body", "GET", pol, {"x": 1}, want=400)
+    send("policy, read-only", "PUT", pol, elastic, headers=reader, want=403)
+    send("policy, min above max", "PUT", pol, dict(elastic, min=65), want=422)
+    send("policy, negative", "PUT", pol, dict(elastic, headroom=-1), want=422)
+    send("policy, max past the memory floor", "PUT", pol, dict(elastic, max=1 << 30), want=409)
+    send("policy, 1G without CMA", "PUT", "/v1/nodes/0/hugepages/1G/policy", dict(elastic, max=1, headroom=0), want=409)
+    send("policy, unknown node", "PUT", "/v1/nodes/9/hugepages/2M/policy", elastic, want=404)
+    send("policy, malformed", "PUT", pol, "{", want=400)
+    send("policy, text/plain", "PUT", pol, "{}", ctype="text/plain", want=415)
+    send("policy, too large a body", "PUT", pol, big, want=413)
+    send("policy, wrong method", "POST", pol, want=405)
+    send("policy, bad page size", "GET", "/v1/nodes/0/hugepages/2MB/policy", want=422)
+    send("policy, removed", "DELETE", pol, want=204)
+    send("policy, removed again", "DELETE", pol, want=404)
+    send("policy, remove read-only", "DELETE", pol, headers=reader, want=403)
     # Pools.
     send("pools", "GET", "/v1/pools", want=200)
     send("pools, no token", "GET", "/v1/pools", headers={}, want=401)

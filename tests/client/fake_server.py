@@ -275,6 +275,9 @@ class Handler(BaseHTTPRequestHandler):
                 if str(n["id"]) == parts[2]:
                     return self.send(200, n)
             return self.send(*problem(404, "unknown-node", "Unknown node", "no node " + parts[2]))
+        if len(parts) == 6 and parts[:2] == ["v1", "nodes"] and parts[3] == "hugepages" and parts[5] == "policy" \
+                and method == "PUT":
+            return self.policy_put(parts[2], parts[4], body)
         if len(parts) == 5 and parts[:2] == ["v1", "nodes"] and parts[3] == "hugepages" and method == "PUT":
             return self.reserve(parts[2], parts[4], body)
         if parts == ["v1", "pools"] and method == "GET":
@@ -448,6 +451,33 @@ class Handler(BaseHTTPRequestHandler):
         return self.send(*problem(409, "reserve-shortfall", "Reservation short",
                                   "kernel gave %d of %d pages" % (limit, want),
                                   requested=want, achieved=limit))
+
+    def policy_put(self, node, size, body):
+        """hpwarmd's PUT .../policy: 422 for bad numbers, 409 for 1G (no CMA
+        here), else the pool of node 0 or 1 becomes elastic in GET /v1/nodes."""
+        keys = {"min", "max", "headroom", "idle_seconds", "allow_best_effort"}
+        if not isinstance(body, dict) or set(body) - keys or \
+                any(not isinstance(body.get(k), int) for k in ("min", "max", "headroom", "idle_seconds")):
+            return self.send(*problem(422, "invalid-field", "Invalid field", repr(body)))
+        if body["min"] > body["max"] or body["headroom"] > body["max"] or body["idle_seconds"] < 1:
+            return self.send(*problem(422, "invalid-field", "Invalid field", "bounds"))
+        if node not in ("0", "1"):
+            return self.send(*problem(404, "unknown-node", "Unknown node", node))
+        if size == "1G" and not body.get("allow_best_effort"):
+            return self.send(*problem(409, "growth-not-reliable", "Runtime growth of these pages is not reliable",
+                                      "node %s has no hugetlb_cma area" % node))
+        ps = G1 if size == "1G" else M2
+        pol = dict(body, node=int(node), page_size_bytes=ps, allow_best_effort=bool(body.get("allow_best_effort")),
+                   runtime_growth="reliable" if ps == M2 else "best-effort", cma_total_bytes=0, cma_free_bytes=0,
+                   grown_pages=0, returned_pages=0, decision=None, last=None)
+        st = self.server.state
+        with st.lock:
+            for n in st.nodes:
+                if n["id"] == int(node):
+                    for h in n["hugepages"]:
+                        if h["page_size_bytes"] == ps:
+                            h["elastic"] = pol
+        return self.send(200, pol)
 
     def pool(self, method, name, q, body):
         st = self.server.state

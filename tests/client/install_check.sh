@@ -7,7 +7,7 @@
 # waiting, claiming and releasing a pool there; when REAL_URL names a real
 # hpwarmd (run_scheduler_real.py), `consumer --exact` there.  Also: the hpwarm alias
 # module, the generated problem header, the catalog, the section-3 pages,
-# symbols only hpw_* and every one in the HPWARM_0.1 node.
+# symbols only hpw_* and every one in a HPWARM_0.N version node.
 # Usage: install_check.sh BUILD_CLIENT_DIR SOURCE_TESTS_CLIENT_DIR
 set -eu
 build=$1
@@ -46,14 +46,15 @@ fi
 cc ${CONSUMER_CFLAGS:-} -o "$tmp/consumer_static" "$src/consumer.c" $(pkg-config --cflags libhpwarm) \
         "$libdir/libhpwarm.a" $(pkg-config --libs libcurl libcjson) -lm
 "$tmp/consumer_static"
-# Only hpw_* symbols leave the shared library, each in version node HPWARM_0.1.
+# Only hpw_* symbols leave the shared library, each in a version node
+# (HPWARM_0.1, or the node of the release that added it: libhpwarm.map).
 syms=$(nm -D --defined-only "$libdir/libhpwarm.so" | awk '$2 != "A" {print $3}')
 if echo "$syms" | grep -v '^hpw_'; then
         echo "non-hpw_ symbols exported"
         exit 1
 fi
-if echo "$syms" | grep -v '@@HPWARM_0\.1$'; then
-        echo "symbols without the HPWARM_0.1 version node"
+if echo "$syms" | grep -Ev '@@HPWARM_0\.[0-9]+$'; then
+        echo "symbols without a HPWARM_0.N version node"
         exit 1
 fi
 echo ok

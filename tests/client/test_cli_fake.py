@@ -147,6 +147,27 @@ def test_basic(srv):
           "memory floor refusal is called insufficient memory", p)
     check("at most 1920 2M pages fit: hpwarm reserve 0 2M 1920" in p.stderr and "256 MiB" in p.stderr,
           "memory floor refusal names the floor and the count that fits", p)
+    # Elastic pools: reserve --elastic sets the policy, nodes shows its bounds.
+    p = run("reserve", "1", "2M", "--elastic", "--min", "2", "--max", "48", "--headroom", "4", "--idle", "60", *u)
+    expect(p, 0, "reserve --elastic")
+    check("elastic, 2..48 pages, headroom 4, idle 60 s, growth reliable" in p.stdout, "reserve --elastic output", p)
+    p = run("nodes", *u)
+    lines = p.stdout.splitlines()
+    check(lines[0].split()[-1] == "ELASTIC", "nodes: ELASTIC column", p)
+    check(any(l.split()[0] == "1" and l.split()[-1] == "2..48" for l in lines[1:]), "nodes: node 1's bounds", p)
+    check(any(l.split()[0] == "0" and l.split()[-1] == "-" for l in lines[1:]), "nodes: node 0 static", p)
+    p = run("reserve", "1", "1G", "--elastic", "--max", "2", "--idle", "60", *u)
+    expect(p, 5, "reserve --elastic 1G without CMA -> 5")
+    check("hugetlb_cma" in p.stderr and "[growth-not-reliable]" in p.stderr, "1G refusal says why", p)
+    expect(run("reserve", "1", "2M", "--elastic", "--max", "8", *u), 2, "--elastic without --idle -> 2")
+    expect(run("reserve", "1", "2M", "--elastic", "--idle", "8", *u), 2, "--elastic without --max -> 2")
+    expect(run("reserve", "1", "2M", "--elastic", "--min", "9", "--max", "8", "--idle", "1", *u), 2,
+           "--elastic --min above --max -> 2")
+    expect(run("reserve", "1", "2M", "8", "--max", "8", *u), 2, "--max without --elastic -> 2")
+    expect(run("reserve", "1", "2M", "8", "--elastic", "--max", "8", "--idle", "1", *u), 2,
+           "--elastic with a COUNT -> 2")
+    expect(run("reserve", "1", "2M", "--elastic", "--max", "-1", "--idle", "1", *u), 2, "negative --max -> 2")
+    expect(run("reserve", "1", "2M", *u), 2, "reserve without COUNT -> 2")
     p = run("reserve", "0", "2048kB", "500", "--json", *u)
     check(json.loads(p.stdout or "{}").get("type", "").endswith("reserve-shortfall"),
           "problem body on stdout with --json", p)

@@ -73,7 +73,7 @@ def read(state_dir):
             del rows[d["name"]]
         for p in rec["put"]:
             rows[p["name"]] = p
-        for k in ("reservations", "stock_targets"):
+        for k in ("reservations", "stock_targets", "elastic_policies"):
             if k in rec:
                 doc[k] = rec[k]
         info["records"] += 1

@@ -72,7 +72,8 @@ class Report(TestCase):
             self.assertEqual(j["nodes"][1]["cpu_count"], 2)
             self.assertEqual(j["nodes"][0]["hugepages"][0],
                              {"page_size_bytes": 2097152, "total": 16, "free": 12, "available": 9,
-                              "surplus": 0, "warm": 0, "warming": 0})
+                              "surplus": 0, "warm": 0, "warming": 0, "runtime_growth": "reliable",
+                              "elastic": None})
             self.assertEqual(j["hugepages"][0]["reserved"], 3)
 
     def test_available_takes_foreign_reservations_off_every_node(self):

@@ -969,6 +969,177 @@ static int check_daemon_sigterm(struct ctx *c)
 }
 
 /* After everything: every hugepage free again, our directories empty. */
+/* Poll node NODE's 1 GiB nr_hugepages until it is WANT; a 60 s bound only
+ * against a hang (the verdict is the count). */
+static int wait_nr_1g(struct ctx *c, int node, uint64_t want)
+{
+        for (int i = 0; i < 600; i++) {
+                if (sys_hp(node, PAGE_1G, "nr") == want)
+                        return 0;
+                usleep(100 * 1000);
+        }
+        return fail(c, "node %d: 1 GiB nr_hugepages stayed %" PRIu64 ", expected %" PRIu64, node,
+                    sys_hp(node, PAGE_1G, "nr"), want);
+}
+
+/* A pool of one 1 GiB page on NODE, whose elastic pool (best-effort) must
+ * grow for it.  Best-effort means either: the kernel finds a free gigabyte
+ * and the pool grows, warms, and the page goes back once the pool is
+ * deleted and idle; or it does not and the growth is refused with the
+ * kernel named and nothing left behind.  *RET_GREW says which. */
+static int best_effort_grow(struct ctx *c, int node, bool *ret_grew)
+{
+        char body[256], name[16];
+        struct resp r;
+        int ret = 0;
+
+        *ret_grew = false;
+        snprintf(name, sizeof(name), "qe%d", node);
+        snprintf(body, sizeof(body), "{\"node\": %d, \"size_bytes\": %" PRIu64 ", \"page_size\": \"1G\"}", node,
+                 PAGE_1G);
+        uint64_t nr = sys_hp(node, PAGE_1G, "nr");
+        char target[64];
+        snprintf(target, sizeof(target), "/v1/pools/%s", name);
+        if (http(c, "PUT", target, body, &r) < 0)
+                return -1;
+        if (r.status == 409) {
+                const char *d = r.json ? j_str(r.json, "detail") : NULL;
+                if (!d || !strstr(d, "the kernel gave fewer pages"))
+                        ret = fail(c, "a refused best-effort growth does not say the kernel gave less: %.300s", r.body);
+                else if (sys_hp(node, PAGE_1G, "nr") != nr)
+                        ret = fail(c, "a refused growth left node %d with %" PRIu64 " 1 GiB pages", node,
+                                   sys_hp(node, PAGE_1G, "nr"));
+                else
+                        printf("HPWARM-INFO elastic 1G node %d: the kernel found no free gigabyte (best-effort), "
+                               "refused with nothing left behind\n", node);
+                resp_clear(&r);
+                return ret;
+        }
+        if (r.status != 201) {
+                ret = fail(c, "PUT %s: status %d: %.300s", target, r.status, r.body);
+                resp_clear(&r);
+                return ret;
+        }
+        resp_clear(&r);
+        ret = pool_wait_ready(c, name, PAGE_1G, &r);
+        resp_clear(&r);
+        if (ret == 0 && sys_hp(node, PAGE_1G, "nr") != nr + 1)
+                ret = fail(c, "node %d has %" PRIu64 " 1 GiB pages with the pool ready, expected %" PRIu64, node,
+                           sys_hp(node, PAGE_1G, "nr"), nr + 1);
+        int del = pool_delete(c, name);
+        if (ret == 0)
+                ret = del;
+        if (ret == 0)
+                ret = wait_nr_1g(c, node, nr);
+        if (ret == 0) {
+                *ret_grew = true;
+                printf("HPWARM-INFO elastic 1G node %d: grown at runtime for the pool, given back once idle\n", node);
+        }
+        return ret;
+}
+
+/* Elastic gigantic pages.  The guest's command line names a hugetlb_cma
+ * area on node 0 (run.sh), but Debian 12's kernel is built without CMA, so
+ * /proc/meminfo shows no CmaTotal: hpwarmd must not trust the command line
+ * alone and call both nodes' 1 GiB growth best-effort.  A policy is then
+ * refused unless allow_best_effort; with it, node 0's pool of 1 GiB pages
+ * grows for a pool at runtime and gives the page back once idle. */
+static int check_elastic_1g(struct ctx *c)
+{
+        const char *pol0 = "/v1/nodes/0/hugepages/1G/policy";
+        const char *strict = "{\"min\": 0, \"max\": 1, \"headroom\": 0, \"idle_seconds\": 1}";
+        const char *lax = "{\"min\": 0, \"max\": 1, \"headroom\": 0, \"idle_seconds\": 1, "
+                          "\"allow_best_effort\": true}";
+        char meminfo[8192] = "";
+        struct resp r;
+        int ret = 0;
+
+        (void)read_file("/proc/meminfo", meminfo, sizeof(meminfo));
+        const char *want = strstr(meminfo, "CmaTotal:") ? NULL : "best-effort";
+        if (!want)
+                return fail(c, "this guest kernel has CMA: the check expects Debian 12's kernel without it");
+        if (http_expect(c, "GET", "/v1/nodes", NULL, 200, &r) < 0)
+                return -1;
+        const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(r.json, "nodes");
+        for (int n = 0; n < N_NODES && ret == 0; n++) {
+                const cJSON *hps = cJSON_GetObjectItemCaseSensitive(find_node(nodes, n), "hugepages"), *h;
+                const char *g = NULL;
+                cJSON_ArrayForEach(h, hps) {
+                        uint64_t ps;
+                        if (j_u64(h, "page_size_bytes", &ps) && ps == PAGE_1G)
+                                g = j_str(h, "runtime_growth");
+                }
+                if (!g || strcmp(g, want))
+                        ret = fail(c, "node %d 1G runtime_growth is %s, expected %s (no CmaTotal, whatever the "
+                                   "command line says)", n, g ? g : "(none)", want);
+        }
+        resp_clear(&r);
+        if (ret)
+                return ret;
+        if (http_expect(c, "PUT", pol0, strict, 409, &r) < 0)
+                return -1;
+        const char *type = j_str(r.json, "type");
+        if (!type || !strstr(type, "growth-not-reliable"))
+                ret = fail(c, "node 0 without CMA: %.300s", r.body);
+        resp_clear(&r);
+        if (ret)
+                return ret;
+        if (sys_hp(0, PAGE_1G, "nr") != 0)
+                return fail(c, "node 0 starts with %" PRIu64 " 1 GiB pages, expected 0", sys_hp(0, PAGE_1G, "nr"));
+        if (http_expect(c, "PUT", pol0, lax, 200, &r) < 0)
+                return -1;
+        resp_clear(&r);
+        bool grew;
+        ret = best_effort_grow(c, 0, &grew);
+        if (http(c, "DELETE", pol0, NULL, &r) == 0)
+                resp_clear(&r);
+        return ret;
+}
+
+/* A gigantic page given back: node 1's boot-time 1 GiB page, free and
+ * idle, goes back to the kernel under a best-effort policy; then a pool
+ * on node 1 asks for it again at runtime (best_effort_grow). */
+static int check_elastic_1g_give_back(struct ctx *c)
+{
+        const char *pol1 = "/v1/nodes/1/hugepages/1G/policy";
+        const char *lax = "{\"min\": 0, \"max\": 1, \"headroom\": 0, \"idle_seconds\": 1, "
+                          "\"allow_best_effort\": true}";
+        struct resp r;
+        int ret;
+        bool grew;
+
+        if (sys_hp(1, PAGE_1G, "nr") != 1 || sys_hp(1, PAGE_1G, "free") != 1)
+                return fail(c, "node 1 should have its boot-time 1 GiB page free (%" PRIu64 "/%" PRIu64 ")",
+                            sys_hp(1, PAGE_1G, "nr"), sys_hp(1, PAGE_1G, "free"));
+        if (http_expect(c, "PUT", pol1, lax, 200, &r) < 0)
+                return -1;
+        resp_clear(&r);
+        ret = wait_nr_1g(c, 1, 0);
+        /* The policy tells its give-back once the write is read back and
+         * saved, a moment after the count moved: poll for it. */
+        for (int i = 0; ret == 0 && i < 600; i++) {
+                if (http_expect(c, "GET", pol1, NULL, 200, &r) < 0)
+                        return -1;
+                const cJSON *last = cJSON_GetObjectItemCaseSensitive(r.json, "last");
+                const char *action = j_str(last, "action");
+                uint64_t pages = 0;
+                bool told = action && !strcmp(action, "returned") && j_u64(last, "pages", &pages) && pages == 1;
+                if (!told && i == 599)
+                        ret = fail(c, "GET policy after the give-back: %.300s", r.body);
+                resp_clear(&r);
+                if (told)
+                        break;
+                usleep(100 * 1000);
+        }
+        if (ret == 0) {
+                printf("HPWARM-INFO elastic 1G node 1: its idle gigantic page was given back\n");
+                ret = best_effort_grow(c, 1, &grew);
+        }
+        if (http(c, "DELETE", pol1, NULL, &r) == 0)
+                resp_clear(&r);
+        return ret;
+}
+
 static int check_no_leak(struct ctx *c)
 {
         static const char *const dirs[] = {"/mnt/huge2m/hpwarm", "/mnt/huge1g/hpwarm"};
@@ -1002,6 +1173,7 @@ static const struct check {
         {"daemon-health", check_daemon_health, true},
         {"nodes-topology", check_nodes_topology, true},
         {"nodes-counts", check_nodes_counts, true},
+        {"elastic-1g-best-effort", check_elastic_1g, true},
         {"reserve-node1-only", check_reserve_node1, true},
         {"warm-two-nodes-counts", check_warm_two_nodes, true},
         {"warm-two-nodes-overlap", check_warm_overlap, true},
@@ -1011,6 +1183,7 @@ static const struct check {
         {"workers-node1-on-cpu1", check_workers_node1, true},
         {"pool-1g-node1", check_pool_1g, true},
         {"insufficient-409", check_insufficient_409, true},
+        {"elastic-1g-give-back", check_elastic_1g_give_back, true},
         {"daemon-sigterm", check_daemon_sigterm, true},
         {"no-leak", check_no_leak, false},
 };

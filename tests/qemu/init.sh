@@ -49,6 +49,7 @@ else
         echo "HPWARM-CHECK PASS guest-setup"
 fi
 
+echo "HPWARM-INFO $(grep -E "^Cma(Total|Free)" /proc/meminfo | tr -s " " | tr "\n" " ")"
 timeout 240 /bin/hpw-qemu-check --port "$PORT" -- /bin/hpwarmd \
         --listen "127.0.0.1:$PORT" --allow-unauthenticated-tcp \
         --hugetlbfs 2M=/mnt/huge2m/hpwarm \

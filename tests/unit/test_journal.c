@@ -634,6 +634,41 @@ TEST(reservations_and_targets_logged)
         journal_sync_reset(&s);
 }
 
+/* Elastic policies go into the log whole when they change, including to
+ * none, and come back from it (the snapshot is written only at the first
+ * save, before any policy). */
+TEST(elastic_policies_logged)
+{
+        struct journal j, *back = NULL;
+        struct journal_sync s = {0};
+        struct journal_elastic_policy e = {.node = 0, .page_size = 2u << 20, .min = 2, .max = 12,
+                                           .headroom = 4, .idle_seconds = 30};
+
+        fresh_dir();
+        sample(&j);
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        j.elastic = &e;
+        j.n_elastic = 1;
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        CHECK_INT(journal_load(dir, &back), ==, 0);
+        CHECK_U64(back->n_elastic, ==, 1);
+        CHECK_U64(back->elastic[0].max, ==, 12);
+        CHECK_U64(back->elastic[0].idle_seconds, ==, 30);
+        journal_free(back);
+        e.max = 20;
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        CHECK_INT(journal_load(dir, &back), ==, 0);
+        CHECK_U64(back->elastic[0].max, ==, 20);
+        journal_free(back);
+        j.n_elastic = 0;
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        CHECK_U64(s.full_saves, ==, 1);
+        CHECK_INT(journal_load(dir, &back), ==, 0);
+        CHECK_U64(back->n_elastic, ==, 0);
+        journal_free(back);
+        journal_sync_reset(&s);
+}
+
 /* A row removed and added again under the same name replays as the new row. */
 TEST(drop_then_put_same_name)
 {

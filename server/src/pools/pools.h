@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "elastic.h"
 #include "journal.h"
 #include "metrics.h"
 #include "pool_state.h"
@@ -67,6 +68,10 @@ struct pools_config {
          * targets at start (validated as pools_set_stock does). */
         const struct journal_stock_target *stock_targets;
         size_t n_stock_targets;
+        /* --elastic: policies set at start (as PUT .../policy would),
+         * replacing the journal's of the same node and page size. */
+        const struct journal_elastic_policy *elastic;
+        size_t n_elastic;
         /* --reset-state: a journal that cannot be read is moved aside and
          * the daemon starts empty (files a process maps are still kept).
          * Without it such a journal stops pools_new (-errno, logged). */
@@ -319,6 +324,43 @@ struct stock_view {
 int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_t n, struct problem *err);
 /* The targets with their counts.  Caller frees *ret. */
 int pools_get_stock(struct pools *p, struct stock_view **ret, size_t *ret_n);
+
+/* ---- elastic pools ----
+ * A policy makes the pool of one (node, page size) follow demand: admission
+ * grows it up to max when a pool or a refill needs more than is free (as
+ * "reserve": true does), and the upkeep thread gives back free pages beyond
+ * headroom that stayed free idle_seconds, never below min (elastic.h). */
+struct elastic_view {
+        struct journal_elastic_policy policy;
+        enum elastic_growth runtime_growth;
+        uint64_t cma_total_bytes, cma_free_bytes; /* /proc/meminfo CmaTotal, CmaFree */
+        uint64_t grown_total, returned_total; /* pages, since the daemon started */
+        enum elastic_action last;  /* ELASTIC_KEEP: nothing done yet */
+        uint64_t last_pages;
+        int64_t last_at;           /* unix s */
+        char last_why[160];
+        const char *looked;        /* the last look's decision (a static sentence), NULL = none yet */
+};
+/* Set (or replace) the policy of POL's node and page size, growing the
+ * pool to min now, and save.  0 with *RET filled, or -errno with ERR set
+ * and nothing changed: -ENOENT 404 unknown-node / unknown-page-size,
+ * -EINVAL 422 invalid-field (elastic_policy_check), -ENOMEM 409
+ * insufficient-memory (max beyond the memory floor, or growing to min
+ * would go below it), -EAGAIN 409 reserve-shortfall (the kernel gave fewer
+ * pages than min), -EPERM 409 growth-not-reliable (gigantic pages without
+ * CMA and no allow_best_effort), or a failed save (503). */
+int pools_set_elastic(struct pools *p, const struct journal_elastic_policy *pol, struct elastic_view *ret,
+                      struct problem *err);
+/* -ENOENT if (NODE, PAGE_SIZE) has no policy. */
+int pools_get_elastic(struct pools *p, int node, uint64_t page_size, struct elastic_view *ret);
+/* Every policy.  Caller frees *RET. */
+int pools_list_elastic(struct pools *p, struct elastic_view **ret, size_t *ret_n);
+/* Drop the policy: the pool stays static at its current size (recorded as
+ * the node's reservation).  -ENOENT 404 policy-not-found, or a failed save
+ * (503, the policy stays); ERR set. */
+int pools_delete_elastic(struct pools *p, int node, uint64_t page_size, struct problem *err);
+/* Whether growing PAGE_SIZE pages on NODE at runtime is reliable. */
+enum elastic_growth pools_runtime_growth(struct pools *p, int node, uint64_t page_size);
 
 /* Change notification, for callers that wait for a pool without a thread
  * each (long-polls suspended in the HTTP layer).  FN(ARG, name) is called

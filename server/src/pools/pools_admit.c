@@ -82,8 +82,8 @@ static int record_reservation(struct pools *p, int node, uint64_t page_size, uin
 /* reserve_apply + record + save; admit.lock held.  ASKED is the count the
  * caller asked for when REQ->count is a clamped one (the result then says
  * what was asked and that it is incomplete); it is what is recorded. */
-static int reserve_locked(struct pools *p, const struct reserve_req *req, uint64_t asked,
-                          struct reserve_result *ret)
+int pools_reserve_locked(struct pools *p, const struct reserve_req *req, uint64_t asked,
+                         struct reserve_result *ret)
 {
         pools_assert_held(&p->admit.lock);
         struct reserve_result res;
@@ -174,7 +174,7 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
                 if (req->count < keep)
                         rq.count = keep;
         }
-        r = reserve_locked(p, &rq, req->count, ret);
+        r = pools_reserve_locked(p, &rq, req->count, ret);
         pools_unlock(&p->admit.lock);
         return r;
 }
@@ -202,6 +202,9 @@ void pools_undo_growth(struct pools *p, const struct pools_growth *g)
                         back.count = keep < hp.total ? keep : hp.total;
         }
         r = reserve_apply(p->cfg.fs, &back, &res);
+        if (r == 0 && res.previous > res.total)
+                pools_elastic_note(p, g->node, g->page_size, ELASTIC_RETURN, res.previous - res.total,
+                                   "a growth rolled back: the pool it was made for was not created");
         pools_lock(&p->reg.lock);
         if (g->had_record)
                 (void)record_reservation(p, g->node, g->page_size, g->record);
@@ -259,6 +262,16 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                                 continue;
                         }
                 }
+                /* Elastic pools grow on demand up to their policy's max,
+                 * as "reserve": true does, without the caller asking
+                 * (pools_elastic.c; not at start-up: no RET_GROWTH). */
+                bool elastic = false;
+                if (attempt == 0 && ret_growth) {
+                        r = pools_elastic_admit_check(p, node, page_size, &a, pages, &elastic, err);
+                        if (r < 0)
+                                return r;
+                        reserve = reserve || elastic;
+                }
                 if (!reserve || attempt > 0) {
                         pools_undo_growth(p, &g);
                         problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
@@ -281,10 +294,12 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                 pools_lock(&p->reg.lock);
                 g.had_record = find_reservation(p, node, page_size, &g.record);
                 pools_unlock(&p->reg.lock);
-                r = reserve_locked(p, &rq, rq.count, &res);
+                r = pools_reserve_locked(p, &rq, rq.count, &res);
                 if (r == 0) {
                         g.grew = true;
                         g.previous = res.previous;
+                        pools_elastic_note(p, node, page_size, ELASTIC_GROW, res.total - res.previous,
+                                           "grown on demand: a pool or refill needed more pages than were free");
                 }
                 if (r < 0) {
                         char why[160];

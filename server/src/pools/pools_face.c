@@ -272,6 +272,9 @@ int pools_new(const struct pools_config *cfg, struct pools **ret)
                         goto fail_jobs;
                 }
         }
+        r = pools_elastic_start(p);
+        if (r < 0)
+                goto fail_jobs;
         r = pools_start_upkeep(p);
         if (r < 0)
                 goto fail_jobs;
@@ -331,6 +334,7 @@ void pools_free(struct pools *p)
         free(p->reg.pools);
         free(p->admit.resv);
         free(p->stock.targets);
+        free(p->elastic.rows);
         journal_sync_reset(&p->save.jsync);
         pthread_cond_destroy(&p->reg.changed);
         pthread_cond_destroy(&p->wake.kick);

@@ -18,6 +18,9 @@
  *                              saved completion
  *            pools_recover.c   start-up: journal load, reconcile,
  *                              re-applied reservations
+ *            pools_policy.c    elastic policies set and removed, and the
+ *                              give-back the upkeep thread runs
+ *                              (policy -> admit)
  *   1        pools_jobs.c      a pool's warm or zero job in the engine
  *            pools_file.c      a pool's file: made, checked, removed, renamed
  *            pools_need.c      what warms still need, read consistently with
@@ -25,6 +28,8 @@
  *            pools_room.c      stock files removed to make room for pools
  *            pools_dir.c       pool directories: mount checks, marker, orphans
  *            pools_claim.c     claims and owner processes
+ *            pools_elastic.c   elastic policies: the table, what they did,
+ *                              whether gigantic growth is reliable
  *   0        pools_registry.c  lookup, holds, views, commits, saves, the
  *                              observer and the upkeep kick; calls no other
  *                              pools file
@@ -88,6 +93,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "elastic.h"
 #include "engine.h"
 #include "journal.h"
 #include "pool_state.h"
@@ -209,6 +215,28 @@ struct pools_recycle {
         bool warned_unreadable, warned_nolease; /* upkeep thread */
 };
 
+/* Elastic policies (pools_elastic.c, pools_policy.c): one row per (node,
+ * page size) with a policy, what it did last and its idle history.  The
+ * rows are changed under admit.lock and reg.lock both (so admission, which
+ * holds admit.lock, reads them with reg.lock alone as everyone else does). */
+struct pools_elastic_row {
+        struct journal_elastic_policy pol;  /* reg.lock */
+        struct elastic_idle idle;           /* reg.lock */
+        uint64_t grown_total, returned_total; /* reg.lock: pages, since start */
+        enum elastic_action last;           /* reg.lock: KEEP = nothing done yet */
+        uint64_t last_pages;                /* reg.lock */
+        int64_t last_at;                    /* reg.lock: unix s */
+        char last_why[160];                 /* reg.lock */
+        const char *looked;                 /* reg.lock: the upkeep's last decision, a static sentence */
+        uint64_t grow_retry_ns;             /* reg.lock: CLOCK_MONOTONIC before which a short growth to
+                                             * min is not retried (0 = any time) */
+};
+struct pools_elastic {
+        struct pools_elastic_row *rows;     /* reg.lock */
+        size_t n_rows;                      /* reg.lock */
+        uint64_t next_ns;                   /* upkeep thread: CLOCK_MONOTONIC of the next look, 0 = none */
+};
+
 /* One part per owner; the lock order is admit.lock -> save.lock ->
  * reg.lock -> (engine node lock, wake.lock); obs.lock is taken with none
  * of ours held and may take reg.lock under it. */
@@ -232,6 +260,7 @@ struct pools {
         struct pools_upkeep upkeep;
         struct pools_stock stock;
         struct pools_recycle recycle;
+        struct pools_elastic elastic;
 };
 
 /* ---- 0: the registry (pools_registry.c), reg.lock held unless said otherwise ---- */
@@ -339,6 +368,25 @@ void pools_remove_orphans(struct pools *p);
  * bound to (PID, START), and kicks the upkeep thread. */
 void pools_on_owner_exit(void *arg, const char *name, pid_t pid, uint64_t start);
 
+/* ---- 1: elastic policies (pools_elastic.c) ---- */
+/* The row of (NODE, PAGE_SIZE), or NULL (reg.lock held). */
+struct pools_elastic_row *pools_elastic_find(struct pools *p, int node, uint64_t page_size);
+/* Admission's hook: whether (NODE, PAGE_SIZE) is elastic, and if so
+ * whether growing by what PAGES lacks in A stays under its max.  0 with
+ * *RET_ELASTIC set; -ENOMEM with ERR set (409 insufficient-hugepages) when
+ * the demand does not fit under max.  No lock but admit.lock held. */
+int pools_elastic_admit_check(struct pools *p, int node, uint64_t page_size, const struct pools_avail *a,
+                              uint64_t pages, bool *ret_elastic, struct problem *err);
+/* Record that the pool of (NODE, PAGE_SIZE) grew or gave back PAGES
+ * (ACTION ELASTIC_GROW or ELASTIC_RETURN) for WHY; nothing without a
+ * policy (takes reg.lock). */
+void pools_elastic_note(struct pools *p, int node, uint64_t page_size, enum elastic_action action, uint64_t pages,
+                        const char *why);
+/* Whether growing PAGE_SIZE pages on NODE at runtime is reliable, with the
+ * CMA counters of PROC_ROOT/meminfo (bytes; 0 when absent).  No lock. */
+enum elastic_growth pools_elastic_growth(struct pools *p, int node, uint64_t page_size, uint64_t *ret_cma_total,
+                                         uint64_t *ret_cma_free);
+
 /* ---- 2: admission (pools_admit.c) ---- */
 /* A growth of a node's pool that "reserve": true made for a create, kept
  * until the create is done so a create that fails after admission can put
@@ -362,6 +410,10 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
  * held; call it after the failed create's file is gone). */
 void pools_undo_growth(struct pools *p, const struct pools_growth *g);
 void pools_count_reservation(struct pools *p, int r, const struct reserve_result *res);
+/* reserve_apply, recorded as the node's reservation and saved (undone when
+ * the save fails: -ECANCELED); ASKED is what is recorded.  admit.lock held. */
+int pools_reserve_locked(struct pools *p, const struct reserve_req *req, uint64_t asked,
+                         struct reserve_result *ret);
 
 /* ---- 2: stock (pools_stock.c) ---- */
 /* The deficit of the target of (NODE, PAGE_SIZE, SIZE): count minus its
@@ -396,6 +448,14 @@ bool pools_recycle_done(struct pools *p, struct pool *pool, const struct journal
 
 /* ---- 2: start-up (pools_recover.c), single-threaded apart from engine callbacks ---- */
 int pools_recover(struct pools *p);
+
+/* ---- 2: elastic policies applied (pools_policy.c) ---- */
+/* Upkeep thread, no lock held: give back what each elastic pool's policy
+ * says has stayed free long enough, grow one below its min.  Sets
+ * p->elastic.next_ns. */
+void pools_elastic_upkeep(struct pools *p);
+/* Start-up: the --elastic policies (cfg), applied as PUT would. */
+int pools_elastic_start(struct pools *p);
 
 /* ---- 3: the upkeep thread (pools_upkeep.c), no lock held ---- */
 /* Collect POOL's ended job.  Returns true when POOL is gone (a stock refill

@@ -371,6 +371,17 @@ static int load_journal(struct pools *p, bool *ret_rebooted)
                 memcpy(p->stock.targets, j->stock_targets, j->n_stock_targets * sizeof(*p->stock.targets));
                 p->stock.n_targets = j->n_stock_targets;
         }
+        /* Elastic policies are configuration too. */
+        if (j->n_elastic) {
+                p->elastic.rows = calloc(j->n_elastic, sizeof(*p->elastic.rows));
+                if (!p->elastic.rows) {
+                        journal_free(j);
+                        return -ENOMEM;
+                }
+                for (size_t i = 0; i < j->n_elastic; i++)
+                        p->elastic.rows[i].pol = j->elastic[i];
+                p->elastic.n_rows = j->n_elastic;
+        }
         if (strcmp(j->boot_id, p->boot_id) != 0) {
                 *ret_rebooted = true;
                 if (j->n_pools)

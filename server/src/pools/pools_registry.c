@@ -179,6 +179,17 @@ int pools_save(struct pools *p)
                 memcpy(j.stock_targets, p->stock.targets, p->stock.n_targets * sizeof(*p->stock.targets));
                 j.n_stock_targets = p->stock.n_targets;
         }
+        if (p->elastic.n_rows) {
+                j.elastic = calloc(p->elastic.n_rows, sizeof(*j.elastic));
+                if (!j.elastic) {
+                        pools_unlock(&p->reg.lock);
+                        r = -ENOMEM;
+                        goto out;
+                }
+                for (size_t i = 0; i < p->elastic.n_rows; i++)
+                        j.elastic[i] = p->elastic.rows[i].pol;
+                j.n_elastic = p->elastic.n_rows;
+        }
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 struct pool *o = p->reg.pools[i];
                 struct journal_pool *d = &j.pools[j.n_pools];
@@ -209,6 +220,7 @@ out:
         free(j.reservations);
         free(j.pools);
         free(j.stock_targets);
+        free(j.elastic);
         return r;
 }
 

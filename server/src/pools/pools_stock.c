@@ -337,8 +337,16 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
         r = pools_node_available(p, t->node, t->page_size, &a);
         if (r < 0)
                 return r;
-        if (a.available < pages)
-                return -ENOSPC;
+        if (a.available < pages) {
+                /* An elastic pool grows for its stock as for a pool
+                 * (admission's hook; nothing happens without a policy).  A
+                 * growth this refill then does not use is free, and the
+                 * policy gives it back once idle. */
+                struct pools_growth g;
+                struct problem e = {0};
+                if (pools_admit(p, t->node, t->page_size, pages, false, false, &g, &e) < 0)
+                        return -ENOSPC;
+        }
         /* There is room: from here on a release deciding whether to
          * recycle counts this file (marked only now, so a refill that finds
          * no room never makes a release delete what it could recycle).  A

@@ -433,6 +433,7 @@ static void *upkeep_thread(void *arg)
                         ;
                 pools_stock_refill(p);
                 pools_recycle_upkeep(p);
+                pools_elastic_upkeep(p);
                 /* The condvar runs on CLOCK_MONOTONIC; convert the
                  * boot-clock expiry to a monotonic deadline (the two differ
                  * by time suspended, which only makes us wake early). */
@@ -441,6 +442,8 @@ static void *upkeep_thread(void *arg)
                         at = p->recycle.next_ns;
                 if (p->stock.next_refill_ns && p->stock.next_refill_ns < at)
                         at = p->stock.next_refill_ns;
+                if (p->elastic.next_ns && p->elastic.next_ns < at)
+                        at = p->elastic.next_ns;
                 if (next_expiry) {
                         uint64_t boot = now_boot_ns();
                         uint64_t exp_at = now_mono_ns() + (next_expiry > boot ? next_expiry - boot : 0);
