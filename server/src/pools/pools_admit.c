@@ -181,6 +181,13 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
 
 /* ---- create ---- */
 
+/* How many growths one admission may make: the first asks for what is
+ * missing; a page counted twice at the next reading (one another warm was
+ * zeroing) can leave it a page or so short, and each try after asks for
+ * that rest.  A few suffice; the bound stops a node whose pages keep being
+ * taken from being grown without end. */
+#define GROW_TRIES 4
+
 /* The node's count back to G->previous (never below its pages in use plus
  * what warming jobs still need, which count as free until faulted), and the
  * journal's record as it was.  admit.lock held. */
@@ -203,7 +210,12 @@ void pools_undo_growth(struct pools *p, const struct pools_growth *g)
         }
         r = reserve_apply(p->cfg.fs, &back, &res);
         pools_lock(&p->reg.lock);
-        if (g->had_record)
+        if (r == 0 && res.total != g->previous)
+                /* Held up above the count before (pages taken meanwhile):
+                 * the journal says what the node was left with, so a
+                 * restart applies what the kernel holds, not less. */
+                (void)record_reservation(p, g->node, g->page_size, res.total);
+        else if (g->had_record)
                 (void)record_reservation(p, g->node, g->page_size, g->record);
         else
                 forget_reservation(p, g->node, g->page_size);
@@ -259,7 +271,11 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                                 continue;
                         }
                 }
-                if (!reserve || attempt > 0) {
+                /* A growth that did not bring what is available to PAGES
+                 * (a page of another warm left the free list while its
+                 * file did not show it yet, and was counted twice) grows
+                 * again by what is still missing, a few times. */
+                if (!reserve || attempt >= GROW_TRIES) {
                         pools_undo_growth(p, &g);
                         problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
                                       "node %d needs %" PRIu64 " available pages of %" PRIu64 " bytes; it has %" PRIu64
@@ -278,16 +294,22 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                         .floor_bytes = p->cfg.memory_floor,
                 };
                 struct reserve_result res = {0};
-                pools_lock(&p->reg.lock);
-                g.had_record = find_reservation(p, node, page_size, &g.record);
-                pools_unlock(&p->reg.lock);
+                if (!g.grew) {
+                        pools_lock(&p->reg.lock);
+                        g.had_record = find_reservation(p, node, page_size, &g.record);
+                        pools_unlock(&p->reg.lock);
+                }
                 r = reserve_locked(p, &rq, rq.count, &res);
-                if (r == 0) {
+                if (r == 0 && !g.grew) {
+                        /* The first growth's count and record are what an
+                         * undo goes back to, whatever grew after it. */
                         g.grew = true;
                         g.previous = res.previous;
                 }
                 if (r < 0) {
                         char why[160];
+
+                        pools_undo_growth(p, &g); /* an earlier try's, if any */
 
                         if (r == -ENOMEM) {
                                 /* Say what would work: the floor and the most that fits. */
