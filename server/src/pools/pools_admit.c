@@ -176,6 +176,10 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
         }
         r = reserve_locked(p, &rq, req->count, ret);
         pools_unlock(&p->admit.lock);
+        /* Stock files that gave way to a shrink that then kept pages (or
+         * a growth) leave room a target may refill into now. */
+        if (r == 0)
+                pools_kick(p);
         return r;
 }
 
@@ -241,7 +245,7 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
         pools_assert_held(&p->admit.lock);
         struct pools_growth g = { .node = node, .page_size = page_size };
         struct pools_avail a;
-        uint64_t avail;
+        uint64_t avail, before_growth = 0;
         int r;
 
         if (ret_growth)
@@ -271,11 +275,12 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                                 continue;
                         }
                 }
-                /* A growth that did not bring what is available to PAGES
-                 * (a page of another warm left the free list while its
-                 * file did not show it yet, and was counted twice) grows
-                 * again by what is still missing, a few times. */
-                if (!reserve || attempt >= GROW_TRIES) {
+                /* A growth that raised what is available but not to
+                 * PAGES (a page of another warm left the free list while
+                 * its file did not show it yet, and was counted twice)
+                 * grows again by what is still missing, a few times; one
+                 * that raised nothing is refused. */
+                if (!reserve || attempt >= GROW_TRIES || (attempt > 0 && avail <= before_growth)) {
                         pools_undo_growth(p, &g);
                         problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
                                       "node %d needs %" PRIu64 " available pages of %" PRIu64 " bytes; it has %" PRIu64
@@ -299,6 +304,7 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                         g.had_record = find_reservation(p, node, page_size, &g.record);
                         pools_unlock(&p->reg.lock);
                 }
+                before_growth = avail;
                 r = reserve_locked(p, &rq, rq.count, &res);
                 if (r == 0 && !g.grew) {
                         /* The first growth's count and record are what an

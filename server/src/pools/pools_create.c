@@ -250,6 +250,10 @@ out_ungrow:
          * the growth.  Its file is gone first, so its
          * pages count as free again. */
         pools_undo_growth(p, &growth);
+        pools_unlock(&p->admit.lock);
+        /* What it took is free again (a stock file may have given way). */
+        pools_kick(p);
+        return r;
 out_unlock:
         pools_unlock(&p->admit.lock);
         return r;
