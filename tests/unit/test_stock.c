@@ -499,6 +499,69 @@ TEST(release_wakes_the_refill)
         env_fini(&e);
 }
 
+/* A mount with size= of 32 pages, as statfs reports it: every file's
+ * pages (all of its size: ready files hold them, warming ones have them
+ * reserved by their mapping) count against the limit. */
+#define LIMIT_PAGES 32
+
+static int limited_room(const char *dir, uint64_t page_size, uint64_t *ret)
+{
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        uint64_t used = 0;
+        char path[512];
+        struct stat st;
+
+        CHECK(d);
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.') {
+                        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+                        if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+                                used += (uint64_t)st.st_size / page_size;
+                }
+        closedir(d);
+        *ret = used < LIMIT_PAGES ? LIMIT_PAGES - used : 0;
+        return 0;
+}
+
+/* The mount's size limit, not the node's free pages, is what a pool of a
+ * full mount lacks (the node has 64 free): two ready 16-page stock files
+ * fill it.  40 pages cannot fit even if the stock gave way: 409 naming the
+ * mount's limit, no stock file removed.  8 pages fit once one file gives
+ * way: created, one file removed, and its refill waits (no room). */
+TEST(gives_way_by_mount_limit)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        struct pools_stats st;
+
+        env_init(&e);
+        e.cfg.mount_room = limited_room;
+        struct pools *p = start(&e);
+        CHECK_INT(set1(p, 0, 16, 2, &err), ==, 0);
+        wait_ready(p, 16, 2);
+
+        struct pool_req big = req("big", 0, 40);
+        CHECK_INT(create(p, &big, &v, &err), ==, -ENOMEM);
+        CHECK_STR(err.slug, "insufficient-hugepages");
+        CHECK(strstr(err.detail, "size= limit"));
+        CHECK(!file_exists(&e, "big"));
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_given_way, ==, 0);
+        CHECK_U64(stock_of(p, 16).ready, ==, 2);
+
+        struct pool_req r = req("fits", 0, 8);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_given_way, ==, 1);
+        wait_state(p, "fits", POOL_READY);
+        CHECK_U64(stock_of(p, 16).ready + stock_of(p, 16).warming, ==, 1);
+        pools_free(p);
+        env_fini(&e);
+}
+
 /* Stock files and targets survive a restart as they are: no refill job. */
 TEST(restart_with_stock)
 {

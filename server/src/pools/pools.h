@@ -63,6 +63,10 @@ struct pools_config {
          * to look whether a process still maps them (0 = default, 1 s). */
         uint64_t recycle_check_ms;
         const char *proc_root;     /* NULL = /proc; tests point it elsewhere */
+        /* The pages a size-limited hugetlbfs mount (size=) still has room
+         * for, into *RET (UINT64_MAX: no limit); NULL = statfs(2) on the
+         * pool directory.  Unit tests stand in such a mount. */
+        int (*mount_room)(const char *dir, uint64_t page_size, uint64_t *ret);
         /* --stock: when N_STOCK_TARGETS > 0, replace the journal's stock
          * targets at start (validated as pools_set_stock does). */
         const struct journal_stock_target *stock_targets;

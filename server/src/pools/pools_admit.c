@@ -233,6 +233,31 @@ void pools_undo_growth(struct pools *p, const struct pools_growth *g)
                          "grown for was not created", g->node, res.total, g->page_size);
 }
 
+/* PAGES more pages must fit in the size limit of PAGE_SIZE's mount, if it
+ * has one: stock files (of NODE first, whose pages the node check counts
+ * too, then of any node) give way when, and only when, that makes them
+ * fit; else 409, nothing removed.  "reserve" cannot help: the limit is the
+ * mount's.  admit.lock held. */
+static int admit_mount_room(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool give_way,
+                            struct problem *err)
+{
+        uint64_t room = pools_mount_room(p, page_size);
+
+        if (room >= pages)
+                return 0;
+        if (give_way && (pools_stock_make_room(p, node, page_size, pages - room) > 0 ||
+                         pools_stock_make_room(p, -1, page_size, pages - room) > 0)) {
+                room = pools_mount_room(p, page_size);
+                if (room >= pages)
+                        return 0;
+        }
+        problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
+                      "the hugetlbfs mount of %s has room for %" PRIu64 " more pages of %" PRIu64
+                      " bytes (its size= limit), %" PRIu64 " asked; growing the node's pool cannot raise it",
+                      pools_mount_dir(p, page_size), room, page_size, pages);
+        return -ENOMEM;
+}
+
 /* Node NODE must have PAGES free pages of PAGE_SIZE beyond what warming jobs
  * still need; grow its pool by what is missing when RESERVE.  admit.lock
  * held.  0 or -ENOMEM with ERR set (409 insufficient-hugepages), or a sysfs
@@ -250,6 +275,11 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
 
         if (ret_growth)
                 *ret_growth = g;
+        /* The mount first: a pool it has no room for is refused before
+         * any stock file gives way by node pages, or the node grows. */
+        r = admit_mount_room(p, node, page_size, pages, give_way, err);
+        if (r < 0)
+                return r;
         for (int attempt = 0;; attempt++) {
                 /* One consistent reading: a chunk that ends while the
                  * counters are read is not counted as still needed and as

@@ -337,7 +337,7 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
         r = pools_node_available(p, t->node, t->page_size, &a);
         if (r < 0)
                 return r;
-        if (a.available < pages)
+        if (a.available < pages || pools_mount_room(p, t->page_size) < pages)
                 return -ENOSPC;
         /* There is room: from here on a release deciding whether to
          * recycle counts this file (marked only now, so a refill that finds
