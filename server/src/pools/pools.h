@@ -108,7 +108,7 @@ struct pools;
 
 /* Loads and reconciles the journal, re-applies reservations, resumes warming
  * pools, starts the upkeep thread (finished jobs, TTL expiry).  Caller owns
- * *ret. */
+ * *ret.  -EDOM: CFG's stock targets are refused (the reason logged). */
 int pools_new(const struct pools_config *cfg, struct pools **ret);
 /* Stops jobs at a chunk boundary (they stay "warming" in the journal and
  * resume at next start), saves, frees.  Accepts NULL.  Call it after the HTTP
