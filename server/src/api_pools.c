@@ -359,9 +359,8 @@ static void claim_work(struct resp *resp, void *ctx)
                               "pool \"%s\" is %s; only a ready pool can be claimed", w->name, state);
         } else if (r == -ESRCH) {
                 problem_raise(&p, PROBLEM_INVALID_FIELD,
-                              "\"pid\": there is no live process %d on this host (none, or one that has "
-                              "exited and not been reaped; give the pid of the running VMM that maps the "
-                              "pool)", (int)w->pid);
+                              "\"pid\": there is no process %d on this host, or only a zombie (exited, not "
+                              "reaped); give the pid of the running VMM that maps the pool", (int)w->pid);
         } else if (r == -ECHILD) {
                 problem_raise(&p, PROBLEM_INVALID_FIELD,
                               "\"pid\": %d is the id of a thread, not of a process (give the pid of the "
