@@ -125,13 +125,15 @@ static const struct sysfs_ops fk_ops = { .read_u64 = fk_read, .write_u64 = fk_wr
 
 /* ---- an engine whose mbind fails on demand ---- */
 
-static int mbind_errno;
+static int mbind_errno; /* atomic: the upkeep thread's refills read it too */
 
 static long mbind_or_fail(void *addr, unsigned long len, int mode, const unsigned long *nodemask,
                           unsigned long maxnode, unsigned flags)
 {
-        if (mbind_errno) {
-                errno = mbind_errno;
+        int e = __atomic_load_n(&mbind_errno, __ATOMIC_SEQ_CST);
+
+        if (e) {
+                errno = e;
                 return -1;
         }
         return 0;
@@ -153,7 +155,7 @@ static void admit_env_init(struct env *e)
         e->cfg.engine = e->engine;
         sysfs_set_ops(e->fs, &fk_ops, NULL);
         memset(&fk, 0, sizeof(fk));
-        mbind_errno = 0;
+        __atomic_store_n(&mbind_errno, 0, __ATOMIC_SEQ_CST);
 }
 
 static uint64_t counter(const struct env *e, const char *rel)
@@ -241,7 +243,7 @@ static void warm_cannot_start(const struct env *e, struct pools *p, const char *
         struct pool_view v;
         struct problem err;
 
-        mbind_errno = EIO;
+        __atomic_store_n(&mbind_errno, EIO, __ATOMIC_SEQ_CST);
         r.reserve = true;
         CHECK(create(p, &r, &v, &err) < 0);
         CHECK_STR(err.slug, "warm-start-failed");
@@ -447,7 +449,7 @@ TEST(growth_undone_when_warm_cannot_start)
         struct journal *j = load_reserved(&e, 8);
         CHECK_U64(j->n_pools, ==, 0);
         journal_free(j);
-        mbind_errno = 0;
+        __atomic_store_n(&mbind_errno, 0, __ATOMIC_SEQ_CST);
         env_fini_hooked(&e, p);
 }
 
@@ -476,7 +478,7 @@ TEST(growth_undone_when_partial_hand_out_fails)
         struct pools_stats s;
         pools_get_stats(p, &s);
         CHECK_U64(s.reservations_ok, ==, 1);
-        mbind_errno = 0;
+        __atomic_store_n(&mbind_errno, 0, __ATOMIC_SEQ_CST);
         env_fini_hooked(&e, p);
 }
 
