@@ -478,8 +478,12 @@ static void claim_work(struct resp *resp, void *ctx)
                               "pool \"%s\" is %s; only a ready pool can be claimed", w->name, state);
         } else if (r == -ESRCH) {
                 problem_raise(&p, PROBLEM_INVALID_FIELD,
-                              "\"pid\": there is no process %d on this host (give the pid of the running "
-                              "VMM that maps the pool)", (int)w->pid);
+                              "\"pid\": there is no process %d on this host, or only a zombie (exited, not "
+                              "reaped); give the pid of the running VMM that maps the pool", (int)w->pid);
+        } else if (r == -ECHILD) {
+                problem_raise(&p, PROBLEM_INVALID_FIELD,
+                              "\"pid\": %d is the id of a thread, not of a process (give the pid of the "
+                              "running VMM, its main thread's id)", (int)w->pid);
         } else if (r == -EEXIST) {
                 int owner = pools_get(w->app->pools, w->name, &v) == 0 ? v.owner_pid : 0;
                 problem_raise(&p, PROBLEM_POOL_OWNED,

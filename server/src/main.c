@@ -276,9 +276,13 @@ static void parse_args(int argc, char **argv, struct options *o)
                         char node_s[16], ps_s[16], size_s[32], count_s[16];
                         struct journal_stock_target *t = &o->stock[o->n_stock];
                         uint64_t node;
+                        int end = -1;
                         if (o->n_stock >= POOLS_STOCK_TARGETS_MAX)
                                 die_usage("too many --stock options");
-                        if (sscanf(optarg, "%15[0-9]:%15[^:]:%31[^:]:%15[0-9]", node_s, ps_s, size_s, count_s) != 4 ||
+                        /* All of it: a fifth field or text after COUNT is
+                         * a mistake, not something to ignore. */
+                        if (sscanf(optarg, "%15[0-9]:%15[^:]:%31[^:]:%15[0-9]%n", node_s, ps_s, size_s, count_s,
+                                   &end) != 4 || end < 0 || optarg[end] != '\0' ||
                             (node = strtoull(node_s, NULL, 10)) > INT32_MAX ||
                             parse_page_size(ps_s, &t->page_size) < 0 || parse_size(size_s, &t->size_bytes) < 0 ||
                             (t->count = strtoull(count_s, NULL, 10)) == 0)
@@ -645,7 +649,9 @@ int main(int argc, char **argv)
         memcpy(pc.mounts, o.mounts, sizeof(o.mounts));
         r = pools_new(&pc, &pools);
         if (r < 0) {
-                log_errno(LOG_ERR, r, "cannot load pool state from %s", o.state_dir);
+                /* A refused --stock was said already; the state is fine. */
+                if (r != -EDOM)
+                        log_errno(LOG_ERR, r, "cannot load pool state from %s", o.state_dir);
                 goto out;
         }
 

@@ -30,7 +30,8 @@
 /* /proc/PID/stat is one line; its fixed fields fit well within this. */
 #define STAT_MAX 4096
 
-int owner_start_time(pid_t pid, uint64_t *ret)
+/* State (field 3) and start time (field 22) of /proc/PID/stat. */
+static int read_stat(pid_t pid, char *ret_state, uint64_t *ret_start)
 {
         char path[64], buf[STAT_MAX];
         _cleanup_close_ int fd = -1;
@@ -50,6 +51,9 @@ int owner_start_time(pid_t pid, uint64_t *ret)
         if (!p)
                 return -EIO;
         p++;
+        while (*p == ' ')
+                p++;
+        char state = *p;
         /* Field 3 is the state; 22 is the start time: 20 more fields. */
         for (int field = 3; field < 22; field++) {
                 while (*p == ' ')
@@ -68,24 +72,43 @@ int owner_start_time(pid_t pid, uint64_t *ret)
         unsigned long long v = strtoull(p, &end, 10);
         if (errno || (*end != ' ' && *end != '\n' && *end != '\0'))
                 return -EIO;
-        *ret = v;
+        *ret_state = state;
+        *ret_start = v;
         return 0;
+}
+
+int owner_start_time(pid_t pid, uint64_t *ret)
+{
+        char state;
+
+        return read_stat(pid, &state, ret);
 }
 
 int owner_open(pid_t pid, int *ret_pidfd, uint64_t *ret_start)
 {
         _cleanup_close_ int fd = -1;
         uint64_t start;
+        char state;
         int r;
 
         if (pid <= 0)
                 return -EINVAL;
         fd = pidfd_open(pid, 0);
-        if (fd < 0)
-                return -errno;
-        r = owner_start_time(pid, &start);
+        if (fd < 0) {
+                r = -errno;
+                /* The kernel answers ENOENT (EINVAL before 6.9) for a
+                 * thread that leads no thread group: /proc still shows it. */
+                if ((r == -ENOENT || r == -EINVAL) && read_stat(pid, &state, &start) == 0)
+                        return -ECHILD;
+                return r == -ENOENT ? -ESRCH : r;
+        }
+        r = read_stat(pid, &state, &start);
         if (r < 0)
                 return r;
+        /* A zombie (or a process being reaped) has exited: its pidfd is
+         * already readable, and it maps nothing any more. */
+        if (state == 'Z' || state == 'X' || state == 'x')
+                return -ESRCH;
         /* If the process died and its pid was reused between pidfd_open and
          * the read, the start time is the new process's: the pidfd, which
          * still names the old one, says it is gone. */

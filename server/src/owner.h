@@ -22,8 +22,9 @@
 /* Open a pidfd for PID and read its start time, checking that the pidfd
  * still names that process after the read (so a pid reused in between is
  * not mistaken for it).  Caller owns *ret_pidfd (close).  Returns 0,
- * -EINVAL (PID <= 0), -ESRCH (no such process, or it exited meanwhile), or
- * another -errno (pidfd_open unsupported: -ENOSYS). */
+ * -EINVAL (PID <= 0), -ESRCH (no such process, a zombie, or it exited
+ * meanwhile), -ECHILD (PID is a thread's id, not a process's), or another
+ * -errno (pidfd_open unsupported: -ENOSYS). */
 int owner_open(pid_t pid, int *ret_pidfd, uint64_t *ret_start);
 /* Start time (field 22 of /proc/PID/stat) of PID.  -ESRCH if none. */
 int owner_start_time(pid_t pid, uint64_t *ret);

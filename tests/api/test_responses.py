@@ -32,6 +32,8 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from hpwtest import Daemon, FAKEKERNEL, HPWARMD  # noqa: E402
@@ -308,6 +310,31 @@ def run(c, d):
     send("pools, with some", "GET", "/v1/pools", want=200)
     send("claim", "POST", "/v1/pools/a/claim", want=200)
     send("claim, bad pid", "POST", "/v1/pools/b/claim", {"pid": 0}, want=422)
+    # A thread's id and a zombie's pid name no live process: 422 naming
+    # the pid, and the pool stays unclaimed (not released at once).
+    stop = threading.Event()
+    tids = []
+    t = threading.Thread(target=lambda: (tids.append(threading.get_native_id()), stop.wait()), daemon=True)
+    t.start()
+    while not tids:
+        time.sleep(0.001)
+    r = send("claim, a thread's id", "POST", "/v1/pools/b/claim", {"pid": tids[0]}, want=422)
+    detail = (r.json or {}).get("detail", "")
+    if ("%d" % tids[0]) not in detail or "thread" not in detail:
+        c.fail("claim with a thread's id: the detail names neither the id nor a thread: %r" % r)
+    stop.set()
+    t.join()
+    zombie = os.fork()
+    if zombie == 0:
+        os._exit(0)
+    os.waitid(os.P_PID, zombie, os.WEXITED | os.WNOWAIT)
+    r = send("claim, a zombie", "POST", "/v1/pools/b/claim", {"pid": zombie}, want=422)
+    if ("%d" % zombie) not in (r.json or {}).get("detail", ""):
+        c.fail("claim with a zombie's pid: the detail does not name it: %r" % r)
+    os.waitpid(zombie, 0)
+    r = send("not claimed", "GET", "/v1/pools/b", want=200)
+    if (r.json or {}).get("claimed"):
+        c.fail("pool b claimed after refused claims: %r" % r)
     send("claim, unknown", "POST", "/v1/pools/nope/claim", want=404)
     send("claim, read-only", "POST", "/v1/pools/b/claim", headers=reader, want=403)
     send("claimed", "GET", "/v1/pools/a", want=200)

@@ -1251,8 +1251,20 @@ def main():
                          "per change and restart on hosts of 10 and 1000 one-page pools, with their ratios")
     ap.add_argument("--scale-rounds", type=int, default=50, help="timed operations of each kind per host")
     ap.add_argument("--json", help="also write all results to this file")
+    ap.add_argument("--soak", type=float, metavar="MINUTES",
+                    help="instead of timing: the randomized churn with kill -9 restarts and its invariant "
+                         "checks (tests/real/soak.py) for MINUTES; its seed is printed, replay with "
+                         "HPW_CRASH_SEED")
     args = ap.parse_args()
     args.hpwarmd = args.hpwarmd or os.path.join(args.build, "server", "hpwarmd")
+    if args.soak is not None:
+        if args.soak <= 0:
+            ap.error("--soak wants a positive number of minutes")
+        if not os.access(args.hpwarmd, os.X_OK):
+            ap.error("%s is not built (cmake --build %s)" % (args.hpwarmd, args.build))
+        os.environ["HPWARMD"] = os.path.abspath(args.hpwarmd)
+        soak = os.path.join(REPO, "tests", "real", "soak.py")
+        os.execv(GUARD, [GUARD, sys.executable, soak, "--minutes", str(args.soak)])
     args.ideal = args.ideal or os.path.join(args.build, "tests", "bench", "populate_ideal")
     args.recycle_bench = args.recycle_bench or os.path.join(args.build, "tests", "bench", "recycle_bench")
     args.prio_bench = args.prio_bench or os.path.join(args.build, "tests", "bench", "prio_bench")

@@ -588,15 +588,24 @@ class Stock(TestCase):
             self.assertEqual(d.get("/v1/pools").json["pools"], [])
 
     def test_bad_flag(self):
-        for arg in ("0:2M:4M", "x:2M:4M:1", "0:2M:4M:0", "0:3M:4M:1"):
+        """Every malformed --stock is refused with a message naming it (a
+        fifth field or text after COUNT too); one the stock refuses says
+        why, and nothing about the pool state, which is fine."""
+        for arg, says in (("0:2M:4M", "--stock wants"), ("x:2M:4M:1", "--stock wants"),
+                          ("0:2M:4M:0", "--stock wants"), ("0:3M:4M:1", "--stock wants"),
+                          ("0:2M:64M:1:1", "--stock wants"), ("0:2M:64M:2junk", "--stock wants"),
+                          ("0:2M:3M:1", "--stock refused")):
             with self.subTest(arg=arg):
                 d = Daemon(args=("--stock", arg))
                 try:
                     d.start(expect_ok=False)
                     rc = d.proc.wait(15)
+                    log = d.read_all_log()
                 finally:
                     d.__exit__()
-                self.assertNotEqual(rc, 0, d.log)
+                self.assertNotEqual(rc, 0, log)
+                self.assertIn(says, log)
+                self.assertNotIn("cannot load pool state", log)
 
 if __name__ == "__main__":
     main()

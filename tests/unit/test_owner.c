@@ -46,6 +46,53 @@ TEST(open_refuses_bad_pids)
         CHECK_INT(owner_start_time(child_dead_pid(), &start), ==, -ESRCH);
 }
 
+static void *park(void *arg)
+{
+        pid_t *tid = arg;
+
+        __atomic_store_n(tid, gettid(), __ATOMIC_SEQ_CST);
+        for (;;)
+                pause();
+        return NULL;
+}
+
+/* A thread's id is not a process's: /proc shows it, pidfd_open refuses it
+ * (ENOENT), and owner_open says "a thread" (-ECHILD), not "no process". */
+TEST(open_refuses_thread_id)
+{
+        pid_t tid = 0;
+        pthread_t t;
+        uint64_t start = 7;
+        int fd = -1;
+
+        CHECK_INT(pthread_create(&t, NULL, park, &tid), ==, 0);
+        while (!__atomic_load_n(&tid, __ATOMIC_SEQ_CST))
+                usleep(1000);
+        CHECK_INT(tid, !=, getpid());
+        CHECK_INT(owner_open(tid, &fd, &start), ==, -ECHILD);
+        CHECK_INT(fd, ==, -1);
+        CHECK_U64(start, ==, 7);
+}
+
+/* A zombie (exited, not reaped) is no live process: -ESRCH, though its pid
+ * still names it for pidfd_open and signal 0. */
+TEST(open_refuses_zombie)
+{
+        uint64_t start = 7;
+        int fd = -1;
+        pid_t pid = fork();
+
+        CHECK(pid >= 0);
+        if (pid == 0)
+                _exit(0);
+        siginfo_t si = {0};
+        CHECK_INT(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), ==, 0); /* exited, left a zombie */
+        CHECK_INT(kill(pid, 0), ==, 0);
+        CHECK_INT(owner_open(pid, &fd, &start), ==, -ESRCH);
+        CHECK_INT(fd, ==, -1);
+        CHECK_INT(waitpid(pid, NULL, 0), ==, pid);
+}
+
 /* Two processes started at different times differ in start time (the
  * second child is started after a pause longer than a clock tick). */
 TEST(start_times_differ)

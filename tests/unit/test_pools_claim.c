@@ -67,10 +67,13 @@ TEST(owner_exit_releases)
         env_fini(&e);
 }
 
-/* An owner that has already exited when the claim binds it (a zombie: its
- * pid still answers) is reported as soon as it is watched: the pool goes
- * within a second, not at the next sweep. */
-TEST(owner_exited_before_watch)
+/* An owner that has already exited when the claim would bind it (a
+ * zombie: its pid still answers pidfd_open and signal 0) is no live
+ * process: the claim is refused (-ESRCH, 422) and the pool stays ready and
+ * unclaimed, not bound and released at once.  (One that exits after the
+ * check is reported as soon as it is watched: unit.owner's
+ * watch_reports_earlier_exit.) */
+TEST(zombie_owner_refused)
 {
         struct env e;
         struct pools *p;
@@ -81,10 +84,13 @@ TEST(owner_exited_before_watch)
         p = start(&e);
         ready_pool(p, "vm");
         CHECK_INT(kill(vmm, SIGKILL), ==, 0);
-        usleep(100 * 1000);     /* dead, not reaped */
-        CHECK_INT(pools_claim_pid(p, "vm", vmm, &v), ==, 0);
-        CHECK(gone_within(p, "vm", 1.0));
-        CHECK(!file_exists(&e, "vm"));
+        siginfo_t si = {0};
+        CHECK_INT(waitid(P_PID, (id_t)vmm, &si, WEXITED | WNOWAIT), ==, 0); /* dead, not reaped */
+        CHECK_INT(pools_claim_pid(p, "vm", vmm, &v), ==, -ESRCH);
+        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK_INT(v.state, ==, POOL_READY);
+        CHECK(!v.claimed);
+        CHECK(file_exists(&e, "vm"));
         CHECK_INT(waitpid(vmm, NULL, 0), ==, vmm);
         pools_free(p);
         env_fini(&e);

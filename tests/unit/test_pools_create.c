@@ -121,6 +121,30 @@ TEST(validation)
         env_fini(&e);
 }
 
+/* A size no file can have (2^63 bytes and more, a multiple of the page
+ * size) is refused as such, before admission: not a 409 for want of pages
+ * nor a file error. */
+TEST(size_past_a_file_refused)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err;
+        uint64_t sizes[] = { UINT64_C(1) << 63, UINT64_MAX - (UINT64_MAX % PAGE) };
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+                struct pool_req r = req("huge", 0, 1);
+                r.size_bytes = sizes[i];
+                CHECK_INT(create(p, &r, &v, &err), ==, -EINVAL);
+                CHECK_STR(err.slug, "invalid-field");
+                CHECK(strstr(err.detail, "larger than a file can be"));
+                CHECK(!file_exists(&e, "huge"));
+        }
+        pools_free(p);
+        env_fini(&e);
+}
+
 TEST(lifecycle)
 {
         struct env e;

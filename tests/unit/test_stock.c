@@ -4,6 +4,7 @@
  * free_hugepages themselves), a tmpfs directory for the hugetlbfs mount and
  * the real engine with fake_engine.h's gated ops. */
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -453,6 +454,122 @@ TEST(gives_way_to_pools)
         env_fini(&e);
 }
 
+/* Reads of node 0's free count by the upkeep thread (its refill's look
+ * for room), counted by a sysfs hook that answers as the fixture does. */
+static unsigned upkeep_free_reads;
+
+static int count_upkeep_reads(const struct sysfs *fs, const char *path, uint64_t *ret, void *userdata)
+{
+        char name[16] = "";
+
+        pthread_getname_np(pthread_self(), name, sizeof(name));
+        if (strcmp(name, "hpw-pool-upkeep") == 0 && strstr(path, "node0/") && strstr(path, "/free_hugepages"))
+                __atomic_add_fetch(&upkeep_free_reads, 1, __ATOMIC_SEQ_CST);
+        return sysfs_default_ops.read_u64(fs, path, ret, userdata);
+}
+
+static int pass_write(const struct sysfs *fs, const char *path, uint64_t v, void *userdata)
+{
+        return sysfs_default_ops.write_u64(fs, path, v, userdata);
+}
+
+static const struct sysfs_ops upkeep_read_ops = { .read_u64 = count_upkeep_reads, .write_u64 = pass_write };
+
+/* A target short for want of room refills as soon as a DELETE frees
+ * pages, not at the next sweep (an hour away here): node 0 has no free
+ * page when the target is set (the refill looks once and waits), then the
+ * pool's pages come free with its release. */
+TEST(release_wakes_the_refill)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+
+        env_init(&e);
+        e.cfg.unmapped_sweep_ms = 3600 * 1000;
+        sysfs_set_ops(e.fs, &upkeep_read_ops, NULL);
+        struct pools *p = start(&e);
+        struct pool_req r = req("vm", 0, 4);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        wait_state(p, "vm", POOL_READY);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        unsigned before = __atomic_load_n(&upkeep_free_reads, __ATOMIC_SEQ_CST);
+        CHECK_INT(set1(p, 0, 4, 1, &err), ==, 0);
+        WAIT_UNTIL(__atomic_load_n(&upkeep_free_reads, __ATOMIC_SEQ_CST) > before);
+        /* The refill found no room; it looks no more until woken. */
+        usleep(200 * 1000);
+        CHECK_U64(stock_of(p, 4).warming + stock_of(p, 4).ready, ==, 0);
+
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "64\n"); /* the kernel frees vm's pages */
+        CHECK_INT(pools_delete_recycle(p, "vm", false), ==, 0);
+        wait_ready(p, 4, 1);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A mount with size= of 32 pages, as statfs reports it: every file's
+ * pages (all of its size: ready files hold them, warming ones have them
+ * reserved by their mapping) count against the limit. */
+#define LIMIT_PAGES 32
+
+static int limited_room(const char *dir, uint64_t page_size, uint64_t *ret)
+{
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        uint64_t used = 0;
+        char path[512];
+        struct stat st;
+
+        CHECK(d);
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.') {
+                        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+                        if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+                                used += (uint64_t)st.st_size / page_size;
+                }
+        closedir(d);
+        *ret = used < LIMIT_PAGES ? LIMIT_PAGES - used : 0;
+        return 0;
+}
+
+/* The mount's size limit, not the node's free pages, is what a pool of a
+ * full mount lacks (the node has 64 free): two ready 16-page stock files
+ * fill it.  40 pages cannot fit even if the stock gave way: 409 naming the
+ * mount's limit, no stock file removed.  8 pages fit once one file gives
+ * way: created, one file removed, and its refill waits (no room). */
+TEST(gives_way_by_mount_limit)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        struct pools_stats st;
+
+        env_init(&e);
+        e.cfg.mount_room = limited_room;
+        struct pools *p = start(&e);
+        CHECK_INT(set1(p, 0, 16, 2, &err), ==, 0);
+        wait_ready(p, 16, 2);
+
+        struct pool_req big = req("big", 0, 40);
+        CHECK_INT(create(p, &big, &v, &err), ==, -ENOMEM);
+        CHECK_STR(err.slug, "insufficient-hugepages");
+        CHECK(strstr(err.detail, "size= limit"));
+        CHECK(!file_exists(&e, "big"));
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_given_way, ==, 0);
+        CHECK_U64(stock_of(p, 16).ready, ==, 2);
+
+        struct pool_req r = req("fits", 0, 8);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_given_way, ==, 1);
+        wait_state(p, "fits", POOL_READY);
+        CHECK_U64(stock_of(p, 16).ready + stock_of(p, 16).warming, ==, 1);
+        pools_free(p);
+        env_fini(&e);
+}
+
 /* Stock files and targets survive a restart as they are: no refill job. */
 TEST(restart_with_stock)
 {
@@ -563,9 +680,9 @@ TEST(config_targets)
         free(v);
         pools_free(p);
 
-        t.node = 9;
+        t.node = 9; /* refused: -EDOM, the state is fine */
         p = NULL;
-        CHECK_INT(pools_new(&e.cfg, &p), ==, -EINVAL);
+        CHECK_INT(pools_new(&e.cfg, &p), ==, -EDOM);
         CHECK(!p);
         env_fini(&e);
 }
@@ -687,9 +804,52 @@ TEST(partial_growth)
         env_fini(&e);
 }
 
+/* The mount of the test that set it, for held_pages_write. */
+static const struct env *held_env;
+
+/* Pages the files in the mount hold (their blocks), as the kernel counts
+ * them in use. */
+static uint64_t held_pages(const struct env *e)
+{
+        char names[8][64], path[256];
+        size_t n = stock_files(e, names, 8);
+        uint64_t pages = 0;
+        struct stat st;
+
+        for (size_t i = 0; i < n; i++) {
+                snprintf(path, sizeof(path), "%s/%s", e->mount, names[i]);
+                if (stat(path, &st) == 0)
+                        pages += (uint64_t)st.st_blocks * 512 / PAGE;
+        }
+        return pages;
+}
+
+/* nr_hugepages of node 0 as the kernel takes it: never below the pages the
+ * files hold, and free_hugepages what is left. */
+static int held_pages_write(const struct sysfs *fs, const char *path, uint64_t v, void *userdata)
+{
+        if (!strstr(path, "node0/") || !strstr(path, "/nr_hugepages"))
+                return sysfs_default_ops.write_u64(fs, path, v, userdata);
+        uint64_t held = held_pages(held_env), now = v < held ? held : v;
+        char free_path[256];
+
+        snprintf(free_path, sizeof(free_path), "%.*sfree_hugepages", (int)(strrchr(path, '/') + 1 - path), path);
+        int r = sysfs_default_ops.write_u64(fs, path, now, userdata);
+        return r < 0 ? r : sysfs_default_ops.write_u64(fs, free_path, now - held, userdata);
+}
+
+static int pass_read(const struct sysfs *fs, const char *path, uint64_t *ret, void *userdata)
+{
+        return sysfs_default_ops.read_u64(fs, path, ret, userdata);
+}
+
+static const struct sysfs_ops held_pages_ops = { .read_u64 = pass_read, .write_u64 = held_pages_write };
+
 /* A reservation that shrinks the node below its pages in use gets the
  * stock's pages: stock files go first (the fixture's counters stand in for
- * the kernel: 16 of 64 pages held by two ready stock files). */
+ * the kernel: 16 of 64 pages held by two ready stock files; a count
+ * written leaves free what the files do not hold, so the file that gave
+ * way finds no room to be refilled into). */
 TEST(gives_way_to_reservations)
 {
         struct env e;
@@ -697,6 +857,8 @@ TEST(gives_way_to_reservations)
         struct reserve_result res;
 
         env_init(&e);
+        held_env = &e;
+        sysfs_set_ops(e.fs, &held_pages_ops, NULL);
         struct pools *p = start(&e);
         CHECK_INT(set1(p, 0, 8, 2, &err), ==, 0);
         wait_ready(p, 8, 2);
@@ -710,6 +872,7 @@ TEST(gives_way_to_reservations)
         CHECK_U64(stock_of(p, 8).ready, ==, 2);
         /* Down to 10: 16 in use, so 6 must come from the stock: one file. */
         fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "64\n");
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "48\n");
         rq.count = 10;
         CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
         pools_get_stats(p, &st);

@@ -13,7 +13,9 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -287,6 +289,111 @@ TEST(open_file_waits)
         CHECK_U64(stock_of(p, PAGES).dirty, ==, 1);
         close(fd);
         end_recycled(&e, p, name);
+}
+
+/* A private mount namespace for this test (its process only), so the pool
+ * directory can be made read-only as an operator's remount would; before
+ * any thread exists (unshare refuses a threaded process). */
+static void private_mounts(void)
+{
+        if (unshare(CLONE_NEWNS) < 0)
+                SKIP("no mount namespace (unshare refused)");
+        CHECK_INT(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), ==, 0);
+}
+
+static void set_read_only(const char *dir, bool ro)
+{
+        if (ro) {
+                CHECK_INT(mount(dir, dir, NULL, MS_BIND, NULL), ==, 0);
+                CHECK_INT(mount(NULL, dir, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL), ==, 0);
+        } else {
+                CHECK_INT(umount(dir), ==, 0);
+        }
+}
+
+/* A release whose file can be neither renamed for recycling nor removed (a
+ * read-only mount) fails and changes nothing: the pool stays, under its
+ * name with its file, the journal holds it and no dirty row, the stock
+ * counts nothing recycling.  Once the mount is writable again the same
+ * DELETE recycles it, and the name takes a new pool. */
+TEST(release_on_read_only_mount_fails_cleanly)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err;
+        char name[64];
+
+        private_mounts();
+        struct pools *p = begin(&e);
+        used_pool(p, &e, "vm");
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 1);
+        set_read_only(e.mount, true);
+        CHECK_INT(pools_delete(p, "vm"), ==, -EROFS);
+        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK_INT(v.state, ==, POOL_READY);
+        CHECK(file_exists(&e, "vm"));
+        struct journal *j = load(&e);
+        CHECK(jpool(j, "vm"));
+        CHECK(!stock_row(j));
+        journal_free(j);
+        CHECK_U64(stock_of(p, PAGES).recycling, ==, 0);
+        CHECK_U64(stock_of(p, PAGES).deficit, ==, 1);
+
+        set_read_only(e.mount, false);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        CHECK(!file_exists(&e, "vm"));
+        wait_journal(&e, POOL_STOCK, name); /* recycled: nothing maps it */
+        CHECK(all_bytes(&e, name, 0));
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "64\n");
+        struct pool_req r = req("vm", 0, 2);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        wait_state(p, "vm", POOL_READY);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Whether the text FD (a file this test wrote stderr to) holds NEEDLE. */
+static bool log_has(int fd, const char *needle)
+{
+        static char buf[1 << 16];
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+        CHECK(n >= 0);
+        buf[n] = '\0';
+        return strstr(buf, needle) != NULL;
+}
+
+/* A dirty file replaced by another file of its name (not the daemon's) is
+ * not recycled, and is left where it is: the log says so, not "removing
+ * it".  The row goes; the stranger's file stays with its bytes. */
+TEST(replaced_dirty_file_is_left_and_logged_so)
+{
+        struct env e;
+        char name[64], path[256], other[256];
+        void *m;
+        char tmpl[] = "/tmp/hpw-log.XXXXXX";
+        int log_fd = mkstemp(tmpl);
+
+        CHECK(log_fd >= 0);
+        unlink(tmpl);
+        CHECK(dup2(log_fd, STDERR_FILENO) == STDERR_FILENO);
+        struct pools *p = released_while_mapped(&e, &m, name);
+        path_of(&e, name, path, sizeof(path));
+        path_of(&e, "stranger", other, sizeof(other));
+        int fd = open(other, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+        CHECK(fd >= 0);
+        close(fd);
+        CHECK_INT(rename(other, path), ==, 0);
+        CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
+        struct pools_stats st;
+        WAIT_UNTIL((pools_get_stats(p, &st), st.stock_recycle_discarded == 1));
+        CHECK(file_exists(&e, name));
+        CHECK(log_has(log_fd, "leaving the file"));
+        CHECK(!log_has(log_fd, "removing it"));
+        pools_free(p);
+        env_fini(&e);
+        unlink(path);
 }
 
 /* The name of a recycled pool is free at once: a new pool of that name. */

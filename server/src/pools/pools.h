@@ -64,6 +64,10 @@ struct pools_config {
          * to look whether a process still maps them (0 = default, 1 s). */
         uint64_t recycle_check_ms;
         const char *proc_root;     /* NULL = /proc; tests point it elsewhere */
+        /* The pages a size-limited hugetlbfs mount (size=) still has room
+         * for, into *RET (UINT64_MAX: no limit); NULL = statfs(2) on the
+         * pool directory.  Unit tests stand in such a mount. */
+        int (*mount_room)(const char *dir, uint64_t page_size, uint64_t *ret);
         /* --stock: when N_STOCK_TARGETS > 0, replace the journal's stock
          * targets at start (validated as pools_set_stock does). */
         const struct journal_stock_target *stock_targets;
@@ -109,7 +113,7 @@ struct pools;
 
 /* Loads and reconciles the journal, re-applies reservations, resumes warming
  * pools, starts the upkeep thread (finished jobs, TTL expiry).  Caller owns
- * *ret. */
+ * *ret.  -EDOM: CFG's stock targets are refused (the reason logged). */
 int pools_new(const struct pools_config *cfg, struct pools **ret);
 /* Stops jobs at a chunk boundary (they stay "warming" in the journal and
  * resume at next start), saves, frees.  Accepts NULL.  Call it after the HTTP

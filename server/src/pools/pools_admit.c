@@ -176,10 +176,21 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
         }
         r = pools_reserve_locked(p, &rq, req->count, ret);
         pools_unlock(&p->admit.lock);
+        /* Stock files that gave way to a shrink that then kept pages (or
+         * a growth) leave room a target may refill into now. */
+        if (r == 0)
+                pools_kick(p);
         return r;
 }
 
 /* ---- create ---- */
+
+/* How many growths one admission may make: the first asks for what is
+ * missing; a page counted twice at the next reading (one another warm was
+ * zeroing) can leave it a page or so short, and each try after asks for
+ * that rest.  A few suffice; the bound stops a node whose pages keep being
+ * taken from being grown without end. */
+#define GROW_TRIES 4
 
 /* The node's count back to G->previous (never below its pages in use plus
  * what warming jobs still need, which count as free until faulted), and the
@@ -206,7 +217,12 @@ void pools_undo_growth(struct pools *p, const struct pools_growth *g)
                 pools_elastic_note(p, g->node, g->page_size, ELASTIC_RETURN, res.previous - res.total,
                                    "a growth rolled back: the pool it was made for was not created");
         pools_lock(&p->reg.lock);
-        if (g->had_record)
+        if (r == 0 && res.total != g->previous)
+                /* Held up above the count before (pages taken meanwhile):
+                 * the journal says what the node was left with, so a
+                 * restart applies what the kernel holds, not less. */
+                (void)record_reservation(p, g->node, g->page_size, res.total);
+        else if (g->had_record)
                 (void)record_reservation(p, g->node, g->page_size, g->record);
         else
                 forget_reservation(p, g->node, g->page_size);
@@ -218,6 +234,31 @@ void pools_undo_growth(struct pools *p, const struct pools_growth *g)
         else
                 log_info("pools: node %d back to %" PRIu64 " %" PRIu64 "-byte pages: the pool they were "
                          "grown for was not created", g->node, res.total, g->page_size);
+}
+
+/* PAGES more pages must fit in the size limit of PAGE_SIZE's mount, if it
+ * has one: stock files (of NODE first, whose pages the node check counts
+ * too, then of any node) give way when, and only when, that makes them
+ * fit; else 409, nothing removed.  "reserve" cannot help: the limit is the
+ * mount's.  admit.lock held. */
+static int admit_mount_room(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool give_way,
+                            struct problem *err)
+{
+        uint64_t room = pools_mount_room(p, page_size);
+
+        if (room >= pages)
+                return 0;
+        if (give_way && (pools_stock_make_room(p, node, page_size, pages - room) > 0 ||
+                         pools_stock_make_room(p, -1, page_size, pages - room) > 0)) {
+                room = pools_mount_room(p, page_size);
+                if (room >= pages)
+                        return 0;
+        }
+        problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
+                      "the hugetlbfs mount of %s has room for %" PRIu64 " more pages of %" PRIu64
+                      " bytes (its size= limit), %" PRIu64 " asked; growing the node's pool cannot raise it",
+                      pools_mount_dir(p, page_size), room, page_size, pages);
+        return -ENOMEM;
 }
 
 /* Node NODE must have PAGES free pages of PAGE_SIZE beyond what warming jobs
@@ -232,11 +273,16 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
         pools_assert_held(&p->admit.lock);
         struct pools_growth g = { .node = node, .page_size = page_size };
         struct pools_avail a;
-        uint64_t avail;
+        uint64_t avail, before_growth = 0;
         int r;
 
         if (ret_growth)
                 *ret_growth = g;
+        /* The mount first: a pool it has no room for is refused before
+         * any stock file gives way by node pages, or the node grows. */
+        r = admit_mount_room(p, node, page_size, pages, give_way, err);
+        if (r < 0)
+                return r;
         for (int attempt = 0;; attempt++) {
                 /* One consistent reading: a chunk that ends while the
                  * counters are read is not counted as still needed and as
@@ -264,15 +310,22 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                 }
                 /* Elastic pools grow on demand up to their policy's max,
                  * as "reserve": true does, without the caller asking
-                 * (pools_elastic.c; not at start-up: no RET_GROWTH). */
+                 * (pools_elastic.c; not at start-up: no RET_GROWTH).  Asked
+                 * again before every growth, so one grown again stays
+                 * within max too. */
                 bool elastic = false;
-                if (attempt == 0 && ret_growth) {
+                if (ret_growth) {
                         r = pools_elastic_admit_check(p, node, page_size, &a, pages, &elastic, err);
                         if (r < 0)
                                 return r;
                         reserve = reserve || elastic;
                 }
-                if (!reserve || attempt > 0) {
+                /* A growth that raised what is available but not to
+                 * PAGES (a page of another warm left the free list while
+                 * its file did not show it yet, and was counted twice)
+                 * grows again by what is still missing, a few times; one
+                 * that raised nothing is refused. */
+                if (!reserve || attempt >= GROW_TRIES || (attempt > 0 && avail <= before_growth)) {
                         pools_undo_growth(p, &g);
                         problem_raise(err, PROBLEM_INSUFFICIENT_HUGEPAGES,
                                       "node %d needs %" PRIu64 " available pages of %" PRIu64 " bytes; it has %" PRIu64
@@ -291,18 +344,26 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                         .floor_bytes = p->cfg.memory_floor,
                 };
                 struct reserve_result res = {0};
-                pools_lock(&p->reg.lock);
-                g.had_record = find_reservation(p, node, page_size, &g.record);
-                pools_unlock(&p->reg.lock);
+                if (!g.grew) {
+                        pools_lock(&p->reg.lock);
+                        g.had_record = find_reservation(p, node, page_size, &g.record);
+                        pools_unlock(&p->reg.lock);
+                }
+                before_growth = avail;
                 r = pools_reserve_locked(p, &rq, rq.count, &res);
-                if (r == 0) {
-                        g.grew = true;
-                        g.previous = res.previous;
+                if (r == 0)
                         pools_elastic_note(p, node, page_size, ELASTIC_GROW, res.total - res.previous,
                                            "grown on demand: a pool or refill needed more pages than were free");
+                if (r == 0 && !g.grew) {
+                        /* The first growth's count and record are what an
+                         * undo goes back to, whatever grew after it. */
+                        g.grew = true;
+                        g.previous = res.previous;
                 }
                 if (r < 0) {
                         char why[160];
+
+                        pools_undo_growth(p, &g); /* an earlier try's, if any */
 
                         if (r == -ENOMEM) {
                                 /* Say what would work: the floor and the most that fits. */

@@ -64,6 +64,14 @@ static int validate(struct pools *p, const struct pool_req *req, struct problem 
                               "size must be a positive multiple of the page size (%" PRIu64 " bytes)", req->page_size);
                 return -EINVAL;
         }
+        /* A file's size is an off_t: past it no admission, growth or
+         * ftruncate message would say what is wrong. */
+        if (req->size_bytes > (uint64_t)INT64_MAX) {
+                problem_raise(err, PROBLEM_INVALID_FIELD,
+                              "size %" PRIu64 " bytes is larger than a file can be (at most 2^63 - 1 bytes)",
+                              req->size_bytes);
+                return -EINVAL;
+        }
         if (req->ttl_seconds > POOLS_TTL_MAX) {
                 problem_raise(err, PROBLEM_INVALID_FIELD, "ttl_seconds must be at most %" PRIu64, POOLS_TTL_MAX);
                 return -EINVAL;
@@ -250,6 +258,10 @@ out_ungrow:
          * the growth.  Its file is gone first, so its
          * pages count as free again. */
         pools_undo_growth(p, &growth);
+        pools_unlock(&p->admit.lock);
+        /* What it took is free again (a stock file may have given way). */
+        pools_kick(p);
+        return r;
 out_unlock:
         pools_unlock(&p->admit.lock);
         return r;

@@ -36,6 +36,34 @@ static int check_statfs(const char *path, uint64_t page_size)
         return 0;
 }
 
+/* A hugetlbfs mount with size= counts every page its files hold or have
+ * reserved (a mapping's) against the limit, and statfs says how many are
+ * left (f_blocks is 0 without a limit).  A page the node has free is of no
+ * use to a file the mount has no room for: its mmap fails. */
+static int statfs_room(const char *dir, uint64_t page_size, uint64_t *ret)
+{
+        struct statfs sf;
+
+        if (statfs(dir, &sf) < 0)
+                return -errno;
+        if ((unsigned long)sf.f_type != (unsigned long)HUGETLBFS_MAGIC || sf.f_blocks == 0 ||
+            (uint64_t)sf.f_bsize != page_size)
+                *ret = UINT64_MAX;
+        else
+                *ret = (uint64_t)sf.f_bavail;
+        return 0;
+}
+
+uint64_t pools_mount_room(struct pools *p, uint64_t page_size)
+{
+        const char *dir = pools_mount_dir(p, page_size);
+        uint64_t room;
+
+        if (!dir || (p->cfg.mount_room ? p->cfg.mount_room : statfs_room)(dir, page_size, &room) < 0)
+                return UINT64_MAX; /* the kernel's mmap still decides */
+        return room;
+}
+
 static int make_dir(const char *dir, gid_t gid)
 {
         if (mkdir(dir, POOL_DIR_MODE) < 0)

@@ -267,8 +267,8 @@ int pools_new(const struct pools_config *cfg, struct pools **ret)
                 struct problem err = {0};
                 r = pools_set_stock(p, cfg->stock_targets, cfg->n_stock_targets, &err);
                 if (r < 0) {
-                        log_err("pools: --stock: %s", err.detail);
-                        r = -EINVAL;
+                        log_err("--stock refused: %s", err.detail);
+                        r = -EDOM;
                         goto fail_jobs;
                 }
         }

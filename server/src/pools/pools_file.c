@@ -163,6 +163,9 @@ int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
         free(pool);
         owner_watch_remove(p->owners, name);
         pools_notify(p, name);
+        /* Its pages are free: a stock target waiting for room refills now,
+         * not at the next sweep. */
+        pools_kick(p);
         return 0;
 }
 

@@ -355,11 +355,15 @@ int pools_node_counts(struct pools *p, int node, uint64_t page_size, struct hp_c
 
 /* ---- 1: room (pools_room.c) ---- */
 /* Remove stock files of (NODE, PAGE_SIZE) until PAGES pages are back; none
- * when all of them would not be enough.  Returns the pages given back
+ * when all of them would not be enough.  NODE -1: of any node (a mount's
+ * size limit is shared by them all).  Returns the pages given back
  * (admit.lock held, no other lock). */
 uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, uint64_t pages);
 
 /* ---- 1: pool directories (pools_dir.c) ---- */
+/* How many more pages of PAGE_SIZE its mount's size limit lets files take
+ * (UINT64_MAX: no limit, or none this daemon can read).  No lock. */
+uint64_t pools_mount_room(struct pools *p, uint64_t page_size);
 int pools_prepare_dir(const char *dir, uint64_t page_size, gid_t gid, bool check_fs);
 void pools_remove_orphans(struct pools *p);
 

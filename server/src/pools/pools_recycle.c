@@ -107,8 +107,23 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
          * start) and the pool's file unrecorded (an orphan, removed unless
          * mapped): nothing leaks, nothing dirty is handed out. */
         snprintf(path, sizeof(path), "%s/%s", dir, name);
-        bool moved = rename(pool->path, path) == 0;
-        int err = errno;
+        if (rename(pool->path, path) < 0) {
+                /* The dirty row would name a file that is not there: the
+                 * pool takes its own record back and the release goes on
+                 * without recycling.  Should the file not go either (a
+                 * read-only mount), pools_remove keeps the pool as it was
+                 * and the release fails; nothing is journalled without its
+                 * file and the name stays the pool's. */
+                int err = errno;
+
+                pools_lock(&p->reg.lock);
+                pool->pending = NULL;
+                pthread_cond_broadcast(&p->reg.changed);
+                pools_unlock(&p->reg.lock);
+                log_warn("pools: cannot rename %s to keep it for recycling: %s; releasing it without recycling",
+                         old_name, strerror(err));
+                return pools_remove(p, pool, why);
+        }
 
         pools_lock(&p->reg.lock);
         pool->rec = next;
@@ -119,25 +134,13 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
         pool->file_check_due = false;
         pool->have_last = false;
         pool->recycle_wait_logged = false;
-        if (moved) {
-                snprintf(pool->path, sizeof(pool->path), "%s", path);
-                pools_count_release(p, why);
-                p->reg.stats.stock_recycle_kept++;
-        }
+        snprintf(pool->path, sizeof(pool->path), "%s", path);
+        pools_count_release(p, why);
+        p->reg.stats.stock_recycle_kept++;
         pthread_cond_broadcast(&p->reg.changed);
         pools_unlock(&p->reg.lock);
         owner_watch_remove(p->owners, old_name);
         pools_notify(p, old_name);
-        if (!moved) {
-                /* Still at its pool path: remove it from there, as a
-                 * release without recycling would have. */
-                log_warn("pools: cannot rename %s to keep it for recycling: %s; removing it", old_name,
-                         strerror(err));
-                r = pools_remove(p, pool, why);
-                if (r < 0)
-                        pools_release(p, pool);
-                return 0;
-        }
         log_info("pools: pool %s released; its file is kept as stock file %s, to be zeroed once no process maps it",
                  old_name, name);
         pools_release(p, pool);
@@ -152,10 +155,15 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
 /* ---- the upkeep thread: mapped check, then zeroing ---- */
 
 /* A dirty or recycling row whose file must not be zeroed (changed, holes,
- * unreadable): remove it.  POOL busy. */
+ * unreadable): remove it; a path cleared by the caller (the file there is
+ * not ours) drops only the row and leaves the file.  POOL busy. */
 static void discard(struct pools *p, struct pool *pool, const char *why)
 {
-        log_warn("pools: stock file %s is not recycled: %s; removing it", pool->rec.name, why);
+        if (pool->path[0])
+                log_warn("pools: stock file %s is not recycled: %s; removing it", pool->rec.name, why);
+        else
+                log_warn("pools: stock file %s is not recycled: %s; dropping its record and leaving the file "
+                         "there, which is not the daemon's", pool->rec.name, why);
         pools_lock(&p->reg.lock);
         p->reg.stats.stock_recycle_discarded++;
         pools_unlock(&p->reg.lock);

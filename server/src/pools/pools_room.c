@@ -33,7 +33,7 @@ static size_t mapped_dirty(struct pools *p, int node, uint64_t page_size, struct
         pools_lock(&p->reg.lock);
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 const struct pool *o = p->reg.pools[i];
-                if (o->rec.state != POOL_DIRTY || o->rec.node != node || o->rec.page_size != page_size)
+                if (o->rec.state != POOL_DIRTY || (node >= 0 && o->rec.node != node) || o->rec.page_size != page_size)
                         continue;
                 if (!f)
                         f = calloc(p->reg.n_pools, sizeof(*f));
@@ -78,7 +78,7 @@ uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, ui
         pools_lock(&p->reg.lock);
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 const struct pool *o = p->reg.pools[i];
-                if (!pool_state_is_stock(o->rec.state) || o->rec.node != node || o->rec.page_size != page_size)
+                if (!pool_state_is_stock(o->rec.state) || (node >= 0 && o->rec.node != node) || o->rec.page_size != page_size)
                         continue;
                 if (o->hold == POOL_BUSY) {
                         /* The upkeep thread finishing its refill or saving
@@ -106,7 +106,7 @@ uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, ui
                 for (size_t pass = 0; pass < ARRAY_SIZE(order) && !victim; pass++)
                         for (size_t i = 0; i < p->reg.n_pools && !victim; i++) {
                                 struct pool *o = p->reg.pools[i];
-                                if (o->hold == POOL_FREE && o->rec.node == node && o->rec.page_size == page_size &&
+                                if (o->hold == POOL_FREE && (node < 0 || o->rec.node == node) && o->rec.page_size == page_size &&
                                     o->rec.state == order[pass] && !gives_nothing(o, dirty, n_dirty, no_scan))
                                         victim = o;
                         }
@@ -117,7 +117,8 @@ uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, ui
                         break;
                 uint64_t gain = victim->rec.size_bytes / page_size;
                 log_notice("pools: removing stock file %s (%s, %" PRIu64 " bytes on node %d) to make room",
-                           victim->rec.name, pool_state_name(victim->rec.state), victim->rec.size_bytes, node);
+                           victim->rec.name, pool_state_name(victim->rec.state), victim->rec.size_bytes,
+                           victim->rec.node);
                 /* A recycling file's zero job is cancelled first. */
                 if (pools_remove(p, victim, RELEASE_NONE) < 0) {
                         pools_release(p, victim);

@@ -337,6 +337,8 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
         r = pools_node_available(p, t->node, t->page_size, &a);
         if (r < 0)
                 return r;
+        if (pools_mount_room(p, t->page_size) < pages)
+                return -ENOSPC;
         if (a.available < pages) {
                 /* An elastic pool grows for its stock as for a pool
                  * (admission's hook; nothing happens without a policy).  A
