@@ -13,12 +13,11 @@ journal must record what the kernel holds, not the count from before.
 Before those fixes 3-5 PUTs of 40 were refused per round and the journal's
 count differed from the kernel's by one or two pages.
 
-After all pools are ready: every PUT was 201, state.json records exactly
+After all pools are ready: every PUT was 201, the journal records exactly
 node 0's nr_hugepages, and (after deleting them) no pool file is left.
 
 Runs under tests/real/guard.sh (lock, restore counts, private hugetlbfs);
 skips (77) outside it or when the host lacks the memory."""
-import json
 import os
 import shutil
 import sys
@@ -26,6 +25,7 @@ import tempfile
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import hpwjournal  # noqa: E402
 from hpwreal import node0, pool_files, real_daemon, set_node0_pages  # noqa: E402
 
 BASE = 8
@@ -44,9 +44,8 @@ def meminfo_kib(key):
 
 
 def journal_count(state):
-    with open(os.path.join(state, "state.json")) as f:
-        rows = [r for r in json.load(f).get("reservations", [])
-                if r["node"] == 0 and r["page_size_bytes"] == 2 << 20]
+    rows = [r for r in hpwjournal.read(state).get("reservations", [])
+            if r["node"] == 0 and r["page_size_bytes"] == 2 << 20]
     return rows[0]["count"] if rows else None
 
 

@@ -4,7 +4,7 @@ the invariants checked after every restart and at the end:
 - no leaked hugepage: once every pool is deleted and the stock emptied,
   node 0's free_hugepages is back where it started and the pool dir holds
   no file;
-- the journal equals the files: every state.json row that holds a file has
+- the journal equals the files: every journal row that holds a file has
   it, every file in the pool dir has a row;
 - every acknowledged pool is present (a 201 survives any kill), and every
   acknowledged DELETE stays deleted;
@@ -23,13 +23,13 @@ One seed drives every choice; it is printed first and on failure; replay
 with HPW_CRASH_SEED=<seed>.  ctest (real.soak) runs it for --seconds 45;
 the long run is a bench mode: tests/bench/bench.py --soak MINUTES."""
 import argparse
-import json
 import mmap
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import hpwjournal  # noqa: E402
 from hpwreal import PAGE, STOCK_PREFIX, CrashLoop, Failure, check, node0, run_crash_loop  # noqa: E402
 
 PAGES = 192                       # reserved on node 0 for the run (384 MiB)
@@ -92,8 +92,7 @@ class Soak(CrashLoop):
             check(name not in pools, "%s: pool %s was deleted (204) and is back" % (when, name))
         for name in self.exited:
             check(name not in pools, "%s: pool %s's owner exited and the pool is still there" % (when, name))
-        with open(os.path.join(self.state, "state.json")) as f:
-            rows = {r["name"]: r for r in json.load(f)["pools"]}
+        rows = {r["name"]: r for r in hpwjournal.read(self.state)["pools"]}
         files = self.files()
         for name, r in rows.items():
             if r["state"] in FILE_STATES:
