@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "child.h"
 #include "journal.h"
 #include "pools.h"
 #include "pools_env.h"
@@ -625,6 +626,75 @@ TEST(refill_and_release_race)
         CHECK_U64(rows, ==, 1);
         journal_free(j);
         env_fini_hooked(&e, p);
+}
+
+/* A released pool is made private (0600) at once: no new unprivileged
+ * open of a dirty file. */
+TEST(released_file_private)
+{
+        struct env e;
+        void *m;
+        char name[64];
+
+        struct pools *p = released_while_mapped(&e, &m, name);
+        CHECK_INT(mode_of(&e, name), ==, 0600);
+        CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
+        end_recycled(&e, p, name);
+}
+
+/* An O_PATH descriptor held across the DELETE by another process (no
+ * mapping, and no open file a lease would see): the file stays dirty and
+ * untouched while it is held, and is recycled once the holder goes. */
+TEST(opath_holder_waits)
+{
+        struct env e;
+        char name[64], path[256];
+
+        struct pools *p = begin(&e);
+        used_pool(p, &e, "vm");
+        path_of(&e, "vm", path, sizeof(path));
+        int fd = open(path, O_PATH | O_CLOEXEC);
+        CHECK(fd >= 0);
+        pid_t holder = child_spawn();
+        close(fd);
+        env_show_pid(&e, holder);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 1);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        wait_journal(&e, POOL_DIRTY, name);
+        usleep(300 * 1000);
+        check_row(&e, "dirty");
+        CHECK(all_bytes(&e, name, PATTERN));
+        child_kill(holder);
+        end_recycled(&e, p, name);
+}
+
+/* A second hard link made while the pool was in use: the released file is
+ * never zeroed into the stock (another name reaches its pages): removed. */
+TEST(linked_release_discarded)
+{
+        struct env e;
+        char path[256], lnk[256];
+
+        struct pools *p = begin(&e);
+        used_pool(p, &e, "vm");
+        path_of(&e, "vm", path, sizeof(path));
+        snprintf(lnk, sizeof(lnk), "%.127s/../vm-link", e.mount);
+        CHECK_INT(link(path, lnk), ==, 0);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 1);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        struct pools_stats st;
+        WAIT_UNTIL((pools_get_stats(p, &st), st.stock_recycle_discarded == 1));
+        struct stock_view s = stock_of(p, PAGES);
+        CHECK_U64(s.ready + s.recycling, ==, 0);
+        CHECK_U64(st.stock_recycled, ==, 0);
+        struct journal *j = load(&e);
+        CHECK(!stock_row(j));
+        journal_free(j);
+        CHECK_INT(unlink(lnk), ==, 0);
+        pools_free(p);
+        env_fini(&e);
 }
 
 TEST_MAIN()

@@ -192,7 +192,7 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
                 goto out_free;
         }
 
-        r = pools_create_file(p, pool, req->size_bytes, err);
+        r = pools_create_file(p, pool, req->size_bytes, false, err);
         if (r < 0)
                 goto out_free;
 

@@ -206,7 +206,7 @@ struct pools_recycle {
         bool due;                     /* reg.lock: a dirty row appeared; look at once */
         uint64_t next_ns;             /* upkeep thread: CLOCK_MONOTONIC of the next mapped check, 0 = none */
         uint64_t interval_ns;         /* set at pools_new */
-        bool warned_unreadable, warned_nolease; /* upkeep thread */
+        bool warned_unreadable; /* upkeep thread */
 };
 
 /* One part per owner; the lock order is admit.lock -> save.lock ->
@@ -296,10 +296,26 @@ void pools_check_on_get(struct pools *p, const struct journal_pool *r, dev_t dev
 /* Rename FROM to TO unless TO exists, in one step (renameat2
  * RENAME_NOREPLACE): 0, -EEXIST, or rename's other -errno. */
 int pools_rename_noreplace(const char *from, const char *to);
-/* Create POOL's file at POOL->path (O_EXCL, mode, group) with SIZE bytes;
+/* Create POOL's file at POOL->path (O_EXCL, mode, group) with SIZE bytes:
+ * a STOCK file mode 0600 in the daemon's group, a pool's in --pool-group
+ * mode 0660;
  * on success POOL->fd is open and file_dev/file_ino name the file (what the
  * file-changed checks compare).  0, or -errno with ERR set and no file left. */
-int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, struct problem *err);
+int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, bool stock, struct problem *err);
+/* Who holds the file FD (ours, not yet or no longer a VM's): 0 nobody else;
+ * 1 some other process maps it or holds a descriptor of it (/proc/PID/maps
+ * and /proc/PID/fd by device and inode, O_PATH included; ours left out), or
+ * its write lease is refused; -EMLINK it has another hard link; other
+ * -errno cannot tell (no lease, and some processes cannot be looked into).
+ * DETAIL says which.  Asked before a file is zeroed and at each hand-out. */
+int pools_file_held(struct pools *p, int fd, char *detail, size_t size);
+/* Mode 0600 by path, first thing in a release: no new unprivileged open. */
+void pools_file_make_private(const char *path);
+/* Mode 0660 again, for a release that did not happen. */
+void pools_file_make_public(const char *path);
+/* FD's file given to the VM: --pool-group and mode 0660 (before the rename
+ * that shows it under the pool's name). 0 or -errno. */
+int pools_file_hand_to_vm(struct pools *p, int fd);
 /* Undo a create that failed after pools_create_file: when REGISTERED
  * (pools_add succeeded) stop and free its job if it has one, take POOL out
  * of the registry and save again; close and unlink its file, free it. */
