@@ -168,9 +168,6 @@ int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
 
 /* A pool's file as handed out: the VMM's group may open it, nobody else. */
 #define POOL_FILE_MODE 0660
-/* A file outside a VM's hands (stock, dirty, recycling, a pool on its way
- * out): the daemon's alone. */
-#define POOL_FILE_PRIVATE_MODE 0600
 
 void pools_file_make_private(const char *path)
 {

@@ -309,6 +309,9 @@ int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, bool st
  * -errno cannot tell (no lease, and some processes cannot be looked into).
  * DETAIL says which.  Asked before a file is zeroed and at each hand-out. */
 int pools_file_held(struct pools *p, int fd, char *detail, size_t size);
+/* A file outside a VM's hands (stock, dirty, recycling, a pool on its way
+ * out): the daemon's alone. */
+#define POOL_FILE_PRIVATE_MODE 0600
 /* Mode 0600 by path, first thing in a release: no new unprivileged open. */
 void pools_file_make_private(const char *path);
 /* Mode 0660 again, for a release that did not happen. */

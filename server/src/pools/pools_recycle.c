@@ -213,7 +213,7 @@ static void start_zeroing(struct pools *p, struct pool *pool)
                 return;
         }
         /* A file of a release from before files were made private. */
-        (void)fchmod(fd, 0600);
+        (void)fchmod(fd, POOL_FILE_PRIVATE_MODE);
         r = pools_file_held(p, fd, detail, sizeof(detail));
         if (r == -EMLINK) {
                 /* Another name reaches its pages: never zeroed into the

@@ -513,7 +513,7 @@ static bool rename_to_pool(struct pools *p, struct pool *pool, const struct pool
         if (r == 0)
                 r = pools_rename_noreplace(old_path, new_path);
         if (r < 0) {
-                (void)fchmod(fd, 0600);
+                (void)fchmod(fd, POOL_FILE_PRIVATE_MODE);
                 log_warn("pools: cannot hand out stock file %s as %s: %s", pool->rec.name, req->name,
                          r == -EEXIST ? "a file of that name exists" : strerror(-r));
                 pools_release(p, pool);
