@@ -64,6 +64,10 @@ static struct json *encode_pool(const struct pool_view *v)
         json_add_u64(pl, "pages_off_node", v->pages_off_node);
         json_add_bool(o, "claimed", p->claimed);
         json_add_str(o, "from_stock", pool_from_stock_name(v->from_stock));
+        if (v->label[0])
+                json_add_str(o, "label", v->label);
+        else
+                json_add_null(o, "label");
         json_add_u64(o, "ttl_seconds", p->ttl_seconds);
         add_time(o, "expires_at", v->expires_at);
         if (v->owner_pid > 0)
@@ -220,9 +224,9 @@ void api_pool_put(const struct req *req, struct resp *resp)
                 return;
 
         uint64_t node = 0, size_bytes = 0, threads = 0, ttl = 0;
-        char size[32] = "", page_size[32] = "2M";
+        char size[32] = "", page_size[32] = "2M", label[POOL_LABEL_MAX + 1] = "";
         bool reserve = false, has_node = false, has_size = false, has_size_bytes = false, has_threads = false,
-             has_ttl = false;
+             has_ttl = false, has_label = false;
         const struct jfield fields[] = {
                 {"node", JF_U64, &node, 0, &has_node},
                 {"size", JF_STRING, size, sizeof(size), &has_size},
@@ -231,6 +235,7 @@ void api_pool_put(const struct req *req, struct resp *resp)
                 {"threads", JF_U64, &threads, 0, &has_threads},
                 {"ttl_seconds", JF_U64, &ttl, 0, &has_ttl},
                 {"reserve", JF_BOOL, &reserve, 0, NULL},
+                {"label", JF_STRING, label, sizeof(label), &has_label},
         };
         if (json_decode(req->body, req->body_len, fields, ARRAY_SIZE(fields), &resp->problem) < 0) {
                 resp->status = resp->problem.status;
@@ -266,6 +271,11 @@ void api_pool_put(const struct req *req, struct resp *resp)
                 api_invalid(resp, detail);
                 return;
         }
+        if (has_label && !pool_label_valid(label)) {
+                api_invalid(resp, "\"label\" is 1 to 128 characters of [A-Za-z0-9:._-], starting with a letter or "
+                                  "digit (leave it out for none)");
+                return;
+        }
         char node_s[24];
         snprintf(node_s, sizeof(node_s), "%" PRIu64, node);
         const struct topo_node *n;
@@ -287,6 +297,7 @@ void api_pool_put(const struct req *req, struct resp *resp)
         w->rq.threads = (unsigned)threads;
         w->rq.ttl_seconds = ttl;
         w->rq.reserve = reserve;
+        snprintf(w->rq.label, sizeof(w->rq.label), "%s", label);
         resp_defer(resp, create_work, w, WORK_BLOCKING);
 }
 

@@ -170,6 +170,9 @@ static int parse_pool(const struct json *o, struct journal_pool *ret)
                     pool_from_stock_parse(from, &p.from_stock) < 0)
                         return -EINVAL;
         }
+        if (json_get(o, "label") &&
+            (get_strbuf(o, "label", p.label, sizeof(p.label)) < 0 || !pool_label_valid(p.label)))
+                return -EINVAL;
         if (get_u64(o, "threads", &threads) < 0 || threads > UINT_MAX)
                 return -EINVAL;
         p.threads = (unsigned)threads;
@@ -397,6 +400,8 @@ char *journal_format(const struct journal *j)
                 }
                 if (p->from_stock != POOL_FROM_STOCK_NONE)
                         json_add_str(o, "from_stock", pool_from_stock_name(p->from_stock));
+                if (p->label[0])
+                        json_add_str(o, "label", p->label);
         }
         arr = j->n_stock_targets ? json_add_array(doc, "stock_targets") : NULL;
         for (size_t i = 0; arr && i < j->n_stock_targets; i++) {

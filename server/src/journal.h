@@ -38,6 +38,7 @@ struct journal_pool {
         char error_slug[POOL_ERROR_SLUG_MAX];     /* "" = none */
         char error_detail[POOL_ERROR_DETAIL_MAX];
         enum pool_from_stock from_stock; /* optional in the file; none when absent */
+        char label[POOL_LABEL_MAX + 1];  /* optional in the file; "" = none */
 };
 
 /* A stock target: keep COUNT ready files of SIZE_BYTES on (NODE, PAGE_SIZE). */

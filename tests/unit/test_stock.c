@@ -756,8 +756,10 @@ TEST(stock_files_private)
         CHECK_U64(stock_files(&e, names, 8), ==, 1);
         CHECK_INT(mode_of(&e, names[0]), ==, 0600);
         struct pool_req r = req("vm1", 0, 4);
+        snprintf(r.label, sizeof(r.label), "libvirt:vm1");
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
+        CHECK_STR(v.label, "libvirt:vm1"); /* a hand-out is labelled as a warm is */
         CHECK_INT(mode_of(&e, "vm1"), ==, 0660);
         wait_ready(p, 4, 1);
         CHECK_U64(stock_files(&e, names, 8), ==, 1);

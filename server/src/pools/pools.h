@@ -124,6 +124,7 @@ struct pool_req {
         unsigned threads;          /* 0 = node default */
         uint64_t ttl_seconds;      /* 0 = none; at most POOLS_TTL_MAX */
         bool reserve;              /* grow the node's pool first if short */
+        char label[POOL_LABEL_MAX + 1]; /* "" = none; a PUT of an existing pool must match it */
 };
 
 /* A snapshot of one pool, plain data. */
@@ -151,6 +152,7 @@ struct pool_view {
         int owner_pid;             /* claimed with this VMM pid; 0 = none */
         int64_t unmapped_since;    /* unix s: claimed, no owner pid, no process maps it; 0 = no */
         enum pool_from_stock from_stock;
+        char label[POOL_LABEL_MAX + 1];  /* "" = none */
 };
 
 /* Create and start warming.  0 with *RET_CREATED true (created, or handed

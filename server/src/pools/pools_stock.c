@@ -609,6 +609,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
         next = pool->rec;
         (void)pool_transition(&next, POOL_WARMING, NULL, NULL);
         snprintf(next.name, sizeof(next.name), "%s", req->name);
+        snprintf(next.label, sizeof(next.label), "%s", req->label);
         next.size_bytes = req->size_bytes;
         next.threads = req->threads;
         next.ttl_seconds = req->ttl_seconds;
@@ -690,6 +691,7 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
         next = pool->rec;
         (void)pool_transition(&next, POOL_READY, NULL, NULL);
         snprintf(next.name, sizeof(next.name), "%s", req->name);
+        snprintf(next.label, sizeof(next.label), "%s", req->label);
         next.threads = req->threads;
         next.ttl_seconds = req->ttl_seconds;
         next.created_at = next.started_at = pools_now_unix();
