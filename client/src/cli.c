@@ -250,6 +250,8 @@ static void print_pool(const struct hpw_pool *p)
         printf("expires:    %s\n", t3);
         if (p->from_stock[0])
                 printf("from stock: %s\n", p->from_stock);
+        if (p->label[0])
+                printf("label:      %s\n", p->label);
         if (p->error)
                 printf("error:      %s: %s%s%s\n", p->error->slug, p->error->title,
                        p->error->detail[0] ? ": " : "", p->error->detail);
@@ -418,6 +420,7 @@ int cli_warm_at(struct ctx *x, const char *name, int node, uint64_t size, uint64
                 .threads = x->cli->threads,
                 .ttl_seconds = x->cli->ttl_seconds,
                 .reserve = x->cli->reserve,
+                .label = x->cli->label,
         };
         struct hpw_pool *p = NULL;
         bool created = false;

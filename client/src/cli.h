@@ -54,6 +54,7 @@ struct cli {
         uint64_t count;            /* reserve COUNT */
         unsigned threads;
         uint64_t ttl_seconds;
+        const char *label;         /* --label, NULL = none */
         bool reserve, wait, allow_partial;
         int pid;                   /* claim --pid; 0 = not given */
         bool ignore_missing;       /* release --ignore-missing */

@@ -24,7 +24,7 @@
 enum opt_id {
         O_HELP = 'h',
         O_URL = 256, O_TOKEN_FILE, O_CACERT, O_CERT, O_KEY, O_TIMEOUT, O_CONNECT_TIMEOUT, O_JSON,
-        O_VERSION, O_NODE, O_SIZE, O_PAGE_SIZE, O_THREADS, O_TTL, O_RESERVE, O_WAIT,
+        O_VERSION, O_NODE, O_SIZE, O_PAGE_SIZE, O_THREADS, O_TTL, O_RESERVE, O_LABEL, O_WAIT,
         O_ALLOW_PARTIAL, O_VMM, O_HOSTS, O_WARM, O_PID, O_IGNORE_MISSING, O_ARGV, O_VERBOSE,
         O_PROMETHEUS, O_HOST_LABEL, O_URL_TEMPLATE, O_MAX_AGE,
 };
@@ -69,6 +69,9 @@ static const struct optdef {
         { "reserve", no_argument, O_RESERVE, C(CMD_WARM), NULL,
           "grow the node's hugepage pool first if it has too\n"
           "few free pages (needs free memory above the floor)" },
+        { "label", required_argument, O_LABEL, C(CMD_WARM), "L",
+          "whom the pool is for (e.g. libvirt:UUID); a warm\n"
+          "of the pool with another label is refused" },
         { "wait", no_argument, O_WAIT, C(CMD_WARM) | C(CMD_FLEET), NULL,
           "wait until the pool is ready (progress on a terminal)" },
         { "allow-partial", no_argument, O_ALLOW_PARTIAL, C(CMD_RESERVE), NULL,
@@ -517,6 +520,7 @@ static int apply_opt(struct cli *c, int id, const char *v, char *err, size_t err
                         return usage_err(err, errlen, "--ttl: not a number of seconds: '%s'", v);
                 break;
         case O_RESERVE: c->reserve = true; break;
+        case O_LABEL: c->label = v; break;
         case O_WAIT: c->wait = true; break;
         case O_ALLOW_PARTIAL: c->allow_partial = true; break;
         case O_VMM:
