@@ -55,6 +55,8 @@ struct cli {
         unsigned threads;
         uint64_t ttl_seconds;
         const char *label;         /* --label, NULL = none */
+        bool file_owned;           /* --file-owner UID:GID */
+        uint32_t file_uid, file_gid;
         bool reserve, wait, allow_partial;
         int pid;                   /* claim --pid; 0 = not given */
         bool ignore_missing;       /* release --ignore-missing */

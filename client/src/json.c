@@ -637,6 +637,15 @@ static enum hpw_error pool_from(const cJSON *o, void *item)
         if (!get_int(o, "owner_pid", &p->owner_pid) || p->owner_pid < 0)
                 p->owner_pid = 0;    /* null (no owner) or absent */
         p->unmapped_since = opt_time(o, "unmapped_since");
+        {
+                uint64_t fu, fg;
+                if (get_u64(o, "file_uid", &fu) && get_u64(o, "file_gid", &fg) && fu < UINT32_MAX &&
+                    fg < UINT32_MAX) {
+                        p->file_owned = true;
+                        p->file_uid = (uint32_t)fu;
+                        p->file_gid = (uint32_t)fg;
+                }
+        }
         err = get(o, "error");
         if (cJSON_IsObject(err)) {
                 p->error = problem_from(err);
@@ -889,6 +898,7 @@ char *hpw_json_warm_body(const struct hpw_warm_request *req)
         char ps[32] = "", *s = NULL;
         char *pp = NULL, *pt = NULL, *pl = NULL, *lb = NULL;
         const char *label = req->size >= HPW_END_OF(struct hpw_warm_request, label) ? req->label : NULL;
+        bool owned = req->size >= HPW_END_OF(struct hpw_warm_request, file_gid) && req->file_owned;
         int rc;
 
         if (req->page_size) {
@@ -921,9 +931,12 @@ char *hpw_json_warm_body(const struct hpw_warm_request *req)
         } else {
                 lb = strdup("");
         }
+        char own[64] = "";
+        if (owned)
+                snprintf(own, sizeof(own), ",\"file_uid\":%u,\"file_gid\":%u", req->file_uid, req->file_gid);
         if (pp && pt && pl && lb &&
-            asprintf(&s, "{\"node\":%d,\"size_bytes\":%llu%s%s%s%s,\"reserve\":%s}", req->node,
-                     (unsigned long long)req->size_bytes, pp, pt, pl, lb, req->reserve ? "true" : "false") < 0)
+            asprintf(&s, "{\"node\":%d,\"size_bytes\":%llu%s%s%s%s%s,\"reserve\":%s}", req->node,
+                     (unsigned long long)req->size_bytes, pp, pt, pl, lb, own, req->reserve ? "true" : "false") < 0)
                 s = NULL;
         free(pp);
         free(pt);

@@ -188,6 +188,15 @@ static int parse_pool(const struct json *o, struct journal_pool *ret)
                 return -EINVAL;
         if (json_get(o, "ready_boot_ns") && get_u64(o, "ready_boot_ns", &p.ready_boot_ns) < 0)
                 return -EINVAL;
+        if (json_get(o, "file_uid") || json_get(o, "file_gid")) {
+                uint64_t uid, gid;
+                if (get_u64(o, "file_uid", &uid) < 0 || get_u64(o, "file_gid", &gid) < 0 ||
+                    uid >= UINT32_MAX || gid >= UINT32_MAX)
+                        return -EINVAL;
+                p.file_owned = true;
+                p.file_uid = (uint32_t)uid;
+                p.file_gid = (uint32_t)gid;
+        }
         /* Optional, together, and only on a claimed pool. */
         if (json_get(o, "owner_pid") || json_get(o, "owner_start_time")) {
                 if (get_int(o, "owner_pid", &p.owner_pid) < 0 || p.owner_pid <= 0 ||
@@ -402,6 +411,10 @@ char *journal_format(const struct journal *j)
                         json_add_str(o, "from_stock", pool_from_stock_name(p->from_stock));
                 if (p->label[0])
                         json_add_str(o, "label", p->label);
+                if (p->file_owned) {
+                        json_add_u64(o, "file_uid", p->file_uid);
+                        json_add_u64(o, "file_gid", p->file_gid);
+                }
         }
         arr = j->n_stock_targets ? json_add_array(doc, "stock_targets") : NULL;
         for (size_t i = 0; arr && i < j->n_stock_targets; i++) {

@@ -697,4 +697,78 @@ TEST(linked_release_discarded)
         env_fini(&e);
 }
 
+/* A pool handed to one user (file_uid, file_gid: mode 0600, that owner) --
+ * from the stock or warmed -- is the daemon's again (its user, 0600) the
+ * moment it is released, and a PUT asking another owner is refused. */
+TEST(owned_pool_file)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        char name[64], path[256];
+        struct stat st;
+
+        if (geteuid() != 0)
+                SKIP("chown to another user needs root");
+        struct pools *p = begin(&e);
+        set_target(p, PAGES, 1);
+        wait_ready(p, PAGES, 1);
+        struct pool_req r = req("vm", 0, PAGES);
+        r.file_owned = true;
+        r.file_uid = 65534;
+        r.file_gid = 65533;
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
+        CHECK(v.file_owned);
+        path_of(&e, "vm", path, sizeof(path));
+        CHECK_INT(stat(path, &st), ==, 0);
+        CHECK_INT(st.st_mode & 07777, ==, 0600);
+        CHECK_INT(st.st_uid, ==, 65534);
+        CHECK_INT(st.st_gid, ==, 65533);
+        struct pool_req other = r;
+        other.file_uid = 1000;
+        CHECK_INT(create(p, &other, &v, &err), ==, -EEXIST);
+        CHECK(strstr(err.detail, "owner"));
+        other.file_owned = false;
+        CHECK_INT(create(p, &other, &v, &err), ==, -EEXIST);
+        CHECK_INT(create(p, &r, &v, &err), ==, EXISTED);
+        struct journal *j = load(&e);
+        CHECK(jpool(j, "vm")->file_owned);
+        CHECK_INT(jpool(j, "vm")->file_uid, ==, 65534);
+        CHECK_INT(jpool(j, "vm")->file_gid, ==, 65533);
+        journal_free(j);
+
+        /* A warm of its own, too. */
+        struct pool_req cold = r;
+        snprintf(cold.name, sizeof(cold.name), "cold");
+        cold.size_bytes = 2 * PAGE;
+        CHECK_INT(create(p, &cold, &v, &err), ==, CREATED);
+        path_of(&e, "cold", path, sizeof(path));
+        CHECK_INT(stat(path, &st), ==, 0);
+        CHECK_INT(st.st_mode & 07777, ==, 0600);
+        CHECK_INT(st.st_uid, ==, 65534);
+        wait_state(p, "cold", POOL_READY);
+
+        /* Released with the target short: the dirty file is ours. */
+        wait_ready(p, PAGES, 1);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        /* the stock is full again: vm's file is removed, not kept */
+        CHECK(!file_exists(&e, "vm"));
+        struct pool_req again = r;
+        snprintf(again.name, sizeof(again.name), "vm2");
+        CHECK_INT(create(p, &again, &v, &err), ==, CREATED);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
+        void *m = map_file(&e, "vm2"); /* its VMM still runs: it stays dirty */
+        CHECK_INT(pools_delete(p, "vm2"), ==, 0);
+        wait_journal(&e, POOL_DIRTY, name);
+        path_of(&e, name, path, sizeof(path));
+        CHECK_INT(stat(path, &st), ==, 0);
+        CHECK_INT(st.st_mode & 07777, ==, 0600);
+        CHECK_INT(st.st_uid, ==, geteuid());
+        CHECK_INT(st.st_gid, ==, getegid());
+        CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
+        end_recycled(&e, p, name);
+}
+
 TEST_MAIN()

@@ -39,6 +39,10 @@ static bool spec_differs(const struct journal_pool *r, const struct pool_req *re
         else if (strcmp(r->label, req->label) != 0)
                 snprintf(buf, size, "\"label\": \"%s\" asked, the pool's is \"%s\" (it is for another user)",
                          req->label, r->label);
+        else if (r->file_owned != req->file_owned ||
+                 (r->file_owned && (r->file_uid != req->file_uid || r->file_gid != req->file_gid)))
+                snprintf(buf, size, "the file's owner differs (the pool's file is %s)",
+                         r->file_owned ? "one user's" : "in the pool group");
         else if (r->threads != req->threads)
                 snprintf(buf, size, "\"threads\": %u asked, the pool has %u (0 = node default)", req->threads,
                          r->threads);
@@ -183,6 +187,9 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         pool->fd = -1;
         snprintf(pool->rec.name, sizeof(pool->rec.name), "%s", req->name);
         snprintf(pool->rec.label, sizeof(pool->rec.label), "%s", req->label);
+        pool->rec.file_owned = req->file_owned;
+        pool->rec.file_uid = req->file_uid;
+        pool->rec.file_gid = req->file_gid;
         pool->rec.node = req->node;
         pool->rec.page_size = req->page_size;
         pool->rec.size_bytes = req->size_bytes;

@@ -171,18 +171,41 @@ int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
 
 void pools_file_make_private(const char *path)
 {
-        if (path[0] && chmod(path, POOL_FILE_PRIVATE_MODE) < 0 && errno != ENOENT)
-                log_warn("pools: cannot make %s private (mode 0600): %m", path);
+        if (!path[0])
+                return;
+        /* The mode first (the group's opens end), then the owner (a file
+         * handed to one user: its opens end). */
+        if ((chmod(path, POOL_FILE_PRIVATE_MODE) < 0 || chown(path, geteuid(), getegid()) < 0) && errno != ENOENT)
+                log_warn("pools: cannot make %s the daemon's alone (mode 0600): %m", path);
 }
 
-void pools_file_make_public(const char *path)
+int pools_file_private_fd(int fd)
 {
-        if (path[0] && chmod(path, POOL_FILE_MODE) < 0 && errno != ENOENT)
-                log_warn("pools: cannot give %s back its mode 0660: %m", path);
+        return fchmod(fd, POOL_FILE_PRIVATE_MODE) < 0 || fchown(fd, geteuid(), getegid()) < 0 ? -errno : 0;
 }
 
-int pools_file_hand_to_vm(struct pools *p, int fd)
+void pools_file_make_public(struct pools *p, const char *path, const struct journal_pool *r)
 {
+        _cleanup_close_ int fd = -1;
+        int q;
+
+        if (!path[0])
+                return;
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        q = fd < 0 ? -errno : pools_file_hand_to_vm(p, fd, r->file_owned, r->file_uid, r->file_gid);
+        if (q < 0 && q != -ENOENT)
+                log_warn("pools: cannot give %s back its owner and mode: %s", path, strerror(-q));
+}
+
+int pools_file_hand_to_vm(struct pools *p, int fd, bool owned, uint32_t uid, uint32_t gid)
+{
+        if (owned) {
+                /* Mode first: the file is never open to the new owner's
+                 * group and to the daemon's at once. */
+                if (fchmod(fd, POOL_FILE_PRIVATE_MODE) < 0 || fchown(fd, (uid_t)uid, (gid_t)gid) < 0)
+                        return -errno;
+                return 0;
+        }
         if (p->cfg.pool_gid != (gid_t)-1 && fchown(fd, (uid_t)-1, p->cfg.pool_gid) < 0)
                 return -errno;
         return fchmod(fd, POOL_FILE_MODE) < 0 ? -errno : 0;
@@ -277,7 +300,8 @@ int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, bool st
         if (stock) {
                 if (fchmod(fd, POOL_FILE_PRIVATE_MODE) < 0)
                         goto fail;
-        } else if ((r = pools_file_hand_to_vm(p, fd)) < 0) {
+        } else if ((r = pools_file_hand_to_vm(p, fd, pool->rec.file_owned, pool->rec.file_uid,
+                                              pool->rec.file_gid)) < 0) {
                 errno = -r;
                 goto fail;
         }

@@ -312,13 +312,18 @@ int pools_file_held(struct pools *p, int fd, char *detail, size_t size);
 /* A file outside a VM's hands (stock, dirty, recycling, a pool on its way
  * out): the daemon's alone. */
 #define POOL_FILE_PRIVATE_MODE 0600
-/* Mode 0600 by path, first thing in a release: no new unprivileged open. */
+/* Mode 0600 and the daemon's own user and group, by path, first thing in a
+ * release: no new unprivileged open. */
 void pools_file_make_private(const char *path);
-/* Mode 0660 again, for a release that did not happen. */
-void pools_file_make_public(const char *path);
-/* FD's file given to the VM: --pool-group and mode 0660 (before the rename
- * that shows it under the pool's name). 0 or -errno. */
-int pools_file_hand_to_vm(struct pools *p, int fd);
+/* The same through a descriptor: 0 or -errno. */
+int pools_file_private_fd(int fd);
+/* Owner and mode as handed out again (R: the pool's record), for a release
+ * that did not happen. */
+void pools_file_make_public(struct pools *p, const char *path, const struct journal_pool *r);
+/* FD's file given to the VM (before the rename that shows it under the
+ * pool's name): OWNED, to UID:GID mode 0600 (that one VMM's user alone);
+ * else --pool-group and mode 0660.  0 or -errno. */
+int pools_file_hand_to_vm(struct pools *p, int fd, bool owned, uint32_t uid, uint32_t gid);
 /* Undo a create that failed after pools_create_file: when REGISTERED
  * (pools_add succeeded) stop and free its job if it has one, take POOL out
  * of the registry and save again; close and unlink its file, free it. */

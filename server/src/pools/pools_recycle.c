@@ -95,7 +95,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
         if (!keep) {
                 r = pools_remove(p, pool, why);
                 if (r == -EAGAIN)
-                        pools_file_make_public(pool->path);     /* it stays as it was */
+                        pools_file_make_public(p, pool->path, &pool->rec);     /* it stays as it was */
                 return r;
         }
 
@@ -107,7 +107,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
                 pools_unlock(&p->reg.lock);
                 log_err("pools: cannot save the release of pool %s: %s; it stays as it was", old_name,
                         strerror(-r));
-                pools_file_make_public(pool->path);
+                pools_file_make_public(p, pool->path, &pool->rec);
                 return -EAGAIN;
         }
         /* Saved: the journal knows the file only as the dirty row.  A crash
@@ -213,7 +213,7 @@ static void start_zeroing(struct pools *p, struct pool *pool)
                 return;
         }
         /* A file of a release from before files were made private. */
-        (void)fchmod(fd, POOL_FILE_PRIVATE_MODE);
+        (void)pools_file_private_fd(fd);
         r = pools_file_held(p, fd, detail, sizeof(detail));
         if (r == -EMLINK) {
                 /* Another name reaches its pages: never zeroed into the

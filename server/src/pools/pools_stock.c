@@ -509,11 +509,11 @@ static bool rename_to_pool(struct pools *p, struct pool *pool, const struct pool
                 drop_held(p, pool, why);
                 return false;
         }
-        r = pools_file_hand_to_vm(p, fd);
+        r = pools_file_hand_to_vm(p, fd, req->file_owned, req->file_uid, req->file_gid);
         if (r == 0)
                 r = pools_rename_noreplace(old_path, new_path);
         if (r < 0) {
-                (void)fchmod(fd, POOL_FILE_PRIVATE_MODE);
+                (void)pools_file_private_fd(fd);
                 log_warn("pools: cannot hand out stock file %s as %s: %s", pool->rec.name, req->name,
                          r == -EEXIST ? "a file of that name exists" : strerror(-r));
                 pools_release(p, pool);
@@ -610,6 +610,9 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
         (void)pool_transition(&next, POOL_WARMING, NULL, NULL);
         snprintf(next.name, sizeof(next.name), "%s", req->name);
         snprintf(next.label, sizeof(next.label), "%s", req->label);
+        next.file_owned = req->file_owned;
+        next.file_uid = req->file_uid;
+        next.file_gid = req->file_gid;
         next.size_bytes = req->size_bytes;
         next.threads = req->threads;
         next.ttl_seconds = req->ttl_seconds;
@@ -692,6 +695,9 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
         (void)pool_transition(&next, POOL_READY, NULL, NULL);
         snprintf(next.name, sizeof(next.name), "%s", req->name);
         snprintf(next.label, sizeof(next.label), "%s", req->label);
+        next.file_owned = req->file_owned;
+        next.file_uid = req->file_uid;
+        next.file_gid = req->file_gid;
         next.threads = req->threads;
         next.ttl_seconds = req->ttl_seconds;
         next.created_at = next.started_at = pools_now_unix();
