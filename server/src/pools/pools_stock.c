@@ -505,8 +505,15 @@ static bool rename_to_pool(struct pools *p, struct pool *pool, const struct pool
                 return false;
         }
         r = pools_file_held(p, fd, why, sizeof(why));
-        if (r != 0) {
+        if (r == 1 || r == -EMLINK) {
                 drop_held(p, pool, why);
+                return false;
+        }
+        if (r < 0) {
+                /* Cannot tell: not handed out, and kept (removing it would
+                 * only make the refill warm one we cannot tell about either). */
+                log_warn("pools: stock file %s is not handed out: %s", pool->rec.name, why);
+                pools_release(p, pool);
                 return false;
         }
         r = pools_file_hand_to_vm(p, fd, req->file_owned, req->file_uid, req->file_gid);
