@@ -211,7 +211,7 @@ int pools_file_hand_to_vm(struct pools *p, int fd, bool owned, uint32_t uid, uin
         return fchmod(fd, POOL_FILE_MODE) < 0 ? -errno : 0;
 }
 
-int pools_file_held(struct pools *p, int fd, char *detail, size_t size)
+int pools_file_held(struct pools *p, int fd, bool scan, char *detail, size_t size)
 {
         struct owner_file f;
         unsigned unreadable = 0;
@@ -226,7 +226,7 @@ int pools_file_held(struct pools *p, int fd, char *detail, size_t size)
                 return -EMLINK;
         }
         f = (struct owner_file){ .dev = st.st_dev, .ino = st.st_ino };
-        r = owner_scan_held(p->proc_root, getpid(), &f, 1, &unreadable);
+        r = scan ? owner_scan_held(p->proc_root, getpid(), &f, 1, &unreadable) : 0;
         if (r < 0) {
                 snprintf(detail, size, "cannot list the processes in %s: %s", p->proc_root, strerror(-r));
                 return r;
@@ -241,6 +241,8 @@ int pools_file_held(struct pools *p, int fd, char *detail, size_t size)
                         snprintf(detail, size, "another open file of it exists (its write lease was refused)");
                         return 1;
                 }
+                if (!scan)
+                        return 0;       /* no leases here: the scan that follows decides */
                 if (unreadable) {
                         snprintf(detail, size, "no write lease (%s) and %u processes cannot be looked into",
                                  strerror(-r), unreadable);

@@ -307,8 +307,10 @@ int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, bool st
  * and /proc/PID/fd by device and inode, O_PATH included; ours left out), or
  * its write lease is refused; -EMLINK it has another hard link; other
  * -errno cannot tell (no lease, and some processes cannot be looked into).
- * DETAIL says which.  Asked before a file is zeroed and at each hand-out. */
-int pools_file_held(struct pools *p, int fd, char *detail, size_t size);
+ * DETAIL says which.  Without SCAN only the link count and the lease are
+ * asked (cheap: no /proc walk).  Asked before a file is zeroed and at each
+ * hand-out. */
+int pools_file_held(struct pools *p, int fd, bool scan, char *detail, size_t size);
 /* A file outside a VM's hands (stock, dirty, recycling, a pool on its way
  * out): the daemon's alone. */
 #define POOL_FILE_PRIVATE_MODE 0600

@@ -214,7 +214,7 @@ static void start_zeroing(struct pools *p, struct pool *pool)
         }
         /* A file of a release from before files were made private. */
         (void)pools_file_private_fd(fd);
-        r = pools_file_held(p, fd, detail, sizeof(detail));
+        r = pools_file_held(p, fd, true, detail, sizeof(detail));
         if (r == -EMLINK) {
                 /* Another name reaches its pages: never zeroed into the
                  * stock (whoever made the link keeps what it holds). */
