@@ -11,7 +11,7 @@ _hpwarm_global_opts="--url --token-file --cacert --cert --key --timeout --connec
 _hpwarm_cmd_opts() {
         case $1 in
         reserve) echo "--allow-partial --elastic --min --max --headroom --idle --allow-best-effort" ;;
-        warm) echo "--node --size --page-size --threads --ttl --reserve --wait" ;;
+        warm) echo "--node --size --page-size --threads --ttl --reserve --label --file-owner --wait" ;;
         claim) echo "--pid" ;;
         release) echo "--ignore-missing" ;;
         handoff) echo "--vmm --argv" ;;
@@ -64,7 +64,7 @@ _hpwarm() {
         --url-template)
                 COMPREPLY=($(compgen -W "http://{instance} https://{instance}" -- "$cur"))
                 return ;;
-        --timeout|--connect-timeout|--node|--size|--threads|--ttl|--pid|--warm|--host-label|--max-age)
+        --timeout|--connect-timeout|--node|--size|--threads|--ttl|--label|--file-owner|--pid|--warm|--host-label|--max-age)
                 return ;;
         esac
 
@@ -87,7 +87,7 @@ _hpwarm() {
                 if ((seen)); then
                         case $w in
                         --url|--token-file|--cacert|--cert|--key|--timeout|--connect-timeout|--node|--size|\
-                        --page-size|--threads|--ttl|--pid|--vmm|--hosts|--warm|--prometheus|--host-label|\
+                        --page-size|--threads|--ttl|--label|--file-owner|--pid|--vmm|--hosts|--warm|--prometheus|--host-label|\
                         --url-template|--max-age) ((i++)) ;;
                         -*) ;;
                         *) ((npos++)) ;;

@@ -305,6 +305,9 @@ struct hpw_pool {
         int owner_pid;            /* the VMM process named by hpw_claim_pid, 0 = none */
         int64_t unmapped_since;   /* unix seconds since a claimed pool's file has been mapped by
                                      no process, 0 = mapped, unclaimed or not reported */
+        char *label;              /* the pool's label, "" = none or not reported */
+        bool file_owned;          /* the file is FILE_UID:FILE_GID's, mode 0600 */
+        uint32_t file_uid, file_gid;
 };
 HPW_EXPORT void hpw_pool_free(struct hpw_pool *x);
 
@@ -345,6 +348,15 @@ struct hpw_warm_request {
         unsigned threads;         /* 0 = server default */
         uint64_t ttl_seconds;     /* 0 = none */
         bool reserve;             /* grow the node's pool first if short */
+        /* Whom the pool is for ([A-Za-z0-9][A-Za-z0-9:._-]{0,127}), NULL or
+         * "" = none: a later warm of the pool with another label is refused
+         * (HPW_E_CONFLICT).  Read only when SIZE covers it (added in 0.2). */
+        const char *label;
+        /* With FILE_OWNED: the pool's file is handed out owned by
+         * FILE_UID:FILE_GID, mode 0600 (one VMM's user alone may open it);
+         * else it is in the daemon's pool group.  Added in 0.2, like label. */
+        bool file_owned;
+        uint32_t file_uid, file_gid;
 };
 /* struct hpw_warm_request r = HPW_WARM_REQUEST_INIT; then set members. */
 #define HPW_WARM_REQUEST_INIT { .size = sizeof(struct hpw_warm_request) }

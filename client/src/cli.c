@@ -254,6 +254,10 @@ static void print_pool(const struct hpw_pool *p)
         printf("expires:    %s\n", t3);
         if (p->from_stock[0])
                 printf("from stock: %s\n", p->from_stock);
+        if (p->label[0])
+                printf("label:      %s\n", p->label);
+        if (p->file_owned)
+                printf("file owner: %u:%u\n", p->file_uid, p->file_gid);
         if (p->error)
                 printf("error:      %s: %s%s%s\n", p->error->slug, p->error->title,
                        p->error->detail[0] ? ": " : "", p->error->detail);
@@ -422,6 +426,10 @@ int cli_warm_at(struct ctx *x, const char *name, int node, uint64_t size, uint64
                 .threads = x->cli->threads,
                 .ttl_seconds = x->cli->ttl_seconds,
                 .reserve = x->cli->reserve,
+                .label = x->cli->label,
+                .file_owned = x->cli->file_owned,
+                .file_uid = x->cli->file_uid,
+                .file_gid = x->cli->file_gid,
         };
         struct hpw_pool *p = NULL;
         bool created = false;

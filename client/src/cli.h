@@ -54,6 +54,9 @@ struct cli {
         uint64_t count;            /* reserve COUNT */
         unsigned threads;
         uint64_t ttl_seconds;
+        const char *label;         /* --label, NULL = none */
+        bool file_owned;           /* --file-owner UID:GID */
+        uint32_t file_uid, file_gid;
         bool reserve, wait, allow_partial;
         bool elastic;              /* reserve --elastic */
         struct hpw_elastic_policy elastic_policy; /* --min --max --headroom --idle --allow-best-effort */

@@ -24,7 +24,7 @@
 enum opt_id {
         O_HELP = 'h',
         O_URL = 256, O_TOKEN_FILE, O_CACERT, O_CERT, O_KEY, O_TIMEOUT, O_CONNECT_TIMEOUT, O_JSON,
-        O_VERSION, O_NODE, O_SIZE, O_PAGE_SIZE, O_THREADS, O_TTL, O_RESERVE, O_WAIT,
+        O_VERSION, O_NODE, O_SIZE, O_PAGE_SIZE, O_THREADS, O_TTL, O_RESERVE, O_LABEL, O_FILE_OWNER, O_WAIT,
         O_ALLOW_PARTIAL, O_VMM, O_HOSTS, O_WARM, O_PID, O_IGNORE_MISSING, O_ARGV, O_VERBOSE,
         O_PROMETHEUS, O_HOST_LABEL, O_URL_TEMPLATE, O_MAX_AGE,
         O_ELASTIC, O_MIN, O_MAX, O_HEADROOM, O_IDLE, O_ALLOW_BEST_EFFORT,
@@ -70,6 +70,12 @@ static const struct optdef {
         { "reserve", no_argument, O_RESERVE, C(CMD_WARM), NULL,
           "grow the node's hugepage pool first if it has too\n"
           "few free pages (needs free memory above the floor)" },
+        { "label", required_argument, O_LABEL, C(CMD_WARM), "L",
+          "whom the pool is for (e.g. libvirt:UUID); a warm\n"
+          "of the pool with another label is refused" },
+        { "file-owner", required_argument, O_FILE_OWNER, C(CMD_WARM), "UID:GID",
+          "hand the pool's file to this user and group alone\n"
+          "(mode 0600): the one VMM that runs as them" },
         { "wait", no_argument, O_WAIT, C(CMD_WARM) | C(CMD_FLEET), NULL,
           "wait until the pool is ready (progress on a terminal)" },
         { "allow-partial", no_argument, O_ALLOW_PARTIAL, C(CMD_RESERVE), NULL,
@@ -535,6 +541,22 @@ static int apply_opt(struct cli *c, int id, const char *v, char *err, size_t err
                         return usage_err(err, errlen, "--ttl: not a number of seconds: '%s'", v);
                 break;
         case O_RESERVE: c->reserve = true; break;
+        case O_LABEL: c->label = v; break;
+        case O_FILE_OWNER: {
+                uint64_t uid, gid;
+                const char *colon = strchr(v, ':');
+                char u[16];
+                if (!colon || (size_t)(colon - v) >= sizeof(u))
+                        return usage_err(err, errlen, "--file-owner: not UID:GID: '%s'", v);
+                memcpy(u, v, (size_t)(colon - v));
+                u[colon - v] = '\0';
+                if (parse_uint(u, UINT32_MAX - 1, &uid) < 0 || parse_uint(colon + 1, UINT32_MAX - 1, &gid) < 0)
+                        return usage_err(err, errlen, "--file-owner: not UID:GID (numbers): '%s'", v);
+                c->file_owned = true;
+                c->file_uid = (uint32_t)uid;
+                c->file_gid = (uint32_t)gid;
+                break;
+        }
         case O_WAIT: c->wait = true; break;
         case O_ALLOW_PARTIAL: c->allow_partial = true; break;
         case O_ELASTIC: c->elastic = true; break;

@@ -68,6 +68,17 @@ static struct json *encode_pool(const struct pool_view *v)
         json_add_u64(pl, "pages_off_node", v->pages_off_node);
         json_add_bool(o, "claimed", p->claimed);
         json_add_str(o, "from_stock", pool_from_stock_name(v->from_stock));
+        if (v->label[0])
+                json_add_str(o, "label", v->label);
+        else
+                json_add_null(o, "label");
+        if (v->file_owned) {
+                json_add_u64(o, "file_uid", v->file_uid);
+                json_add_u64(o, "file_gid", v->file_gid);
+        } else {
+                json_add_null(o, "file_uid");
+                json_add_null(o, "file_gid");
+        }
         json_add_u64(o, "ttl_seconds", p->ttl_seconds);
         add_time(o, "expires_at", v->expires_at);
         if (v->owner_pid > 0)
@@ -338,10 +349,10 @@ void api_pool_put(const struct req *req, struct resp *resp)
         if (!check_name(name, resp))
                 return;
 
-        uint64_t node = 0, size_bytes = 0, threads = 0, ttl = 0;
-        char size[32] = "", page_size[32] = "2M";
+        uint64_t node = 0, size_bytes = 0, threads = 0, ttl = 0, file_uid = 0, file_gid = 0;
+        char size[32] = "", page_size[32] = "2M", label[POOL_LABEL_MAX + 1] = "";
         bool reserve = false, has_node = false, has_size = false, has_size_bytes = false, has_threads = false,
-             has_ttl = false;
+             has_ttl = false, has_label = false, has_uid = false, has_gid = false;
         const struct jfield fields[] = {
                 {"node", JF_U64, &node, 0, &has_node},
                 {"size", JF_STRING, size, sizeof(size), &has_size},
@@ -350,6 +361,9 @@ void api_pool_put(const struct req *req, struct resp *resp)
                 {"threads", JF_U64, &threads, 0, &has_threads},
                 {"ttl_seconds", JF_U64, &ttl, 0, &has_ttl},
                 {"reserve", JF_BOOL, &reserve, 0, NULL},
+                {"label", JF_STRING, label, sizeof(label), &has_label},
+                {"file_uid", JF_U64, &file_uid, 0, &has_uid},
+                {"file_gid", JF_U64, &file_gid, 0, &has_gid},
         };
         if (json_decode(req->body, req->body_len, fields, ARRAY_SIZE(fields), &resp->problem) < 0) {
                 resp->status = resp->problem.status;
@@ -385,6 +399,17 @@ void api_pool_put(const struct req *req, struct resp *resp)
                 api_invalid(resp, detail);
                 return;
         }
+        if (has_label && !pool_label_valid(label)) {
+                api_invalid(resp, "\"label\" is 1 to 128 characters of [A-Za-z0-9:._-], starting with a letter or "
+                                  "digit (leave it out for none)");
+                return;
+        }
+        /* (uid_t)-1 and (gid_t)-1 mean "unchanged" to chown: never an owner. */
+        if (has_uid != has_gid || file_uid >= UINT32_MAX || file_gid >= UINT32_MAX) {
+                api_invalid(resp, "give both \"file_uid\" and \"file_gid\" (below 4294967295: the user and group "
+                                  "of the one VMM that may open the pool's file), or neither");
+                return;
+        }
         char node_s[24];
         snprintf(node_s, sizeof(node_s), "%" PRIu64, node);
         const struct topo_node *n;
@@ -406,6 +431,10 @@ void api_pool_put(const struct req *req, struct resp *resp)
         w->rq.threads = (unsigned)threads;
         w->rq.ttl_seconds = ttl;
         w->rq.reserve = reserve;
+        snprintf(w->rq.label, sizeof(w->rq.label), "%s", label);
+        w->rq.file_owned = has_uid;
+        w->rq.file_uid = (uint32_t)file_uid;
+        w->rq.file_gid = (uint32_t)file_gid;
         resp_defer(resp, create_work, w, WORK_BLOCKING);
 }
 

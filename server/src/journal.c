@@ -201,6 +201,9 @@ static int parse_pool(const struct json *o, struct journal_pool *ret)
                     pool_from_stock_parse(from, &p.from_stock) < 0)
                         return -EINVAL;
         }
+        if (json_get(o, "label") &&
+            (get_strbuf(o, "label", p.label, sizeof(p.label)) < 0 || !pool_label_valid(p.label)))
+                return -EINVAL;
         if (get_u64(o, "threads", &threads) < 0 || threads > UINT_MAX)
                 return -EINVAL;
         p.threads = (unsigned)threads;
@@ -216,6 +219,15 @@ static int parse_pool(const struct json *o, struct journal_pool *ret)
                 return -EINVAL;
         if (json_get(o, "ready_boot_ns") && get_u64(o, "ready_boot_ns", &p.ready_boot_ns) < 0)
                 return -EINVAL;
+        if (json_get(o, "file_uid") || json_get(o, "file_gid")) {
+                uint64_t uid, gid;
+                if (get_u64(o, "file_uid", &uid) < 0 || get_u64(o, "file_gid", &gid) < 0 ||
+                    uid >= UINT32_MAX || gid >= UINT32_MAX)
+                        return -EINVAL;
+                p.file_owned = true;
+                p.file_uid = (uint32_t)uid;
+                p.file_gid = (uint32_t)gid;
+        }
         /* Optional, together, and only on a claimed pool. */
         if (json_get(o, "owner_pid") || json_get(o, "owner_start_time")) {
                 if (get_int(o, "owner_pid", &p.owner_pid) < 0 || p.owner_pid <= 0 ||
@@ -529,6 +541,12 @@ static void add_pool_row(struct json *arr, const struct journal_pool *p)
         }
         if (p->from_stock != POOL_FROM_STOCK_NONE)
                 json_add_str(o, "from_stock", pool_from_stock_name(p->from_stock));
+        if (p->label[0])
+                json_add_str(o, "label", p->label);
+        if (p->file_owned) {
+                json_add_u64(o, "file_uid", p->file_uid);
+                json_add_u64(o, "file_gid", p->file_gid);
+        }
 }
 
 /* "stock_targets" even when empty: a log record that empties them must say so. */
@@ -1130,7 +1148,9 @@ static bool rows_equal(const struct journal_pool *a, const struct journal_pool *
                a->finished_at == b->finished_at && a->ready_boot_ns == b->ready_boot_ns &&
                a->bytes_done == b->bytes_done && a->owner_pid == b->owner_pid &&
                (a->owner_pid <= 0 || a->owner_start == b->owner_start) && strcmp(a->error_slug, b->error_slug) == 0 &&
-               strcmp(a->error_detail, b->error_detail) == 0 && a->from_stock == b->from_stock;
+               strcmp(a->error_detail, b->error_detail) == 0 && a->from_stock == b->from_stock &&
+               strcmp(a->label, b->label) == 0 && a->file_owned == b->file_owned &&
+               (!a->file_owned || (a->file_uid == b->file_uid && a->file_gid == b->file_gid));
 }
 
 /* Field by field: the structs have padding. */

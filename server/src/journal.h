@@ -40,6 +40,12 @@ struct journal_pool {
         char error_slug[POOL_ERROR_SLUG_MAX];     /* "" = none */
         char error_detail[POOL_ERROR_DETAIL_MAX];
         enum pool_from_stock from_stock; /* optional in the file; none when absent */
+        char label[POOL_LABEL_MAX + 1];  /* optional in the file; "" = none */
+        /* The pool file's owner as handed out (mode 0600), when given at
+         * PUT; else the file is in --pool-group, mode 0660.  Optional,
+         * together. */
+        bool file_owned;
+        uint32_t file_uid, file_gid;
 };
 
 /* A stock target: keep COUNT ready files of SIZE_BYTES on (NODE, PAGE_SIZE). */

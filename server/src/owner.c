@@ -17,6 +17,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/pidfd.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -333,7 +334,37 @@ static void scan_maps(FILE *f, struct owner_file *files, size_t n)
         }
 }
 
-int owner_scan_mapped(const char *proc_root, struct owner_file *files, size_t n, unsigned *ret_unreadable)
+/* Mark the files that some descriptor under FDDIR (one process's
+ * /proc/PID/fd) refers to: stat(2) follows each magic link to its inode, an
+ * O_PATH descriptor's too, without opening anything.  False when the
+ * directory cannot be listed for another reason than the process exiting. */
+static bool scan_fds(const char *fddir, struct owner_file *files, size_t n)
+{
+        struct dirent *de;
+        DIR *d = opendir(fddir);
+
+        if (!d)
+                return errno == ENOENT || errno == ESRCH;
+        while ((de = readdir(d))) {
+                struct stat st;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                if (fstatat(dirfd(d), de->d_name, &st, 0) < 0)
+                        continue;       /* closed meanwhile, or a socket's peer gone */
+                for (size_t i = 0; i < n; i++)
+                        if (files[i].ino == st.st_ino && files[i].dev == st.st_dev)
+                                files[i].opened = true;
+        }
+        closedir(d);
+        return true;
+}
+
+/* The one pass behind both scans: every process's maps, and with FDS its
+ * descriptors too, except those of SKIP (a pid, or 0: the caller's own
+ * descriptor of the file is how it asks, its mappings are not). */
+static int scan(const char *proc_root, pid_t skip, bool fds, struct owner_file *files, size_t n,
+                unsigned *ret_unreadable)
 {
         unsigned unreadable = 0;
         struct dirent *de;
@@ -341,7 +372,7 @@ int owner_scan_mapped(const char *proc_root, struct owner_file *files, size_t n,
 
         *ret_unreadable = 0;
         for (size_t i = 0; i < n; i++)
-                files[i].mapped = false;
+                files[i].mapped = files[i].opened = false;
         if (n == 0)
                 return 0;
         d = opendir(proc_root);
@@ -371,8 +402,24 @@ int owner_scan_mapped(const char *proc_root, struct owner_file *files, size_t n,
                 if (ferror(f) && errno != ESRCH)
                         unreadable++;
                 fclose(f);
+                if (fds && !(skip > 0 && atol(de->d_name) == (long)skip)) {
+                        snprintf(path, sizeof(path), "%s/%s/fd", proc_root, de->d_name);
+                        if (!scan_fds(path, files, n))
+                                unreadable++;
+                }
         }
         closedir(d);
         *ret_unreadable = unreadable;
         return 0;
+}
+
+int owner_scan_mapped(const char *proc_root, struct owner_file *files, size_t n, unsigned *ret_unreadable)
+{
+        return scan(proc_root, 0, false, files, n, ret_unreadable);
+}
+
+int owner_scan_held(const char *proc_root, pid_t skip, struct owner_file *files, size_t n,
+                    unsigned *ret_unreadable)
+{
+        return scan(proc_root, skip, true, files, n, ret_unreadable);
 }

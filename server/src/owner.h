@@ -54,7 +54,8 @@ size_t owner_watch_count(struct owner_watch *w);
 struct owner_file {
         dev_t dev;
         ino_t ino;
-        bool mapped;    /* out: some process maps it, or we could not tell */
+        bool mapped;    /* out: some process maps it */
+        bool opened;    /* out (owner_scan_held): some process holds a descriptor of it */
 };
 /* One pass over /proc/PID/maps of every process: sets FILES[i].mapped.
  * Processes whose maps cannot be read (another user's without
@@ -62,3 +63,10 @@ struct owner_file {
  * *RET_UNREADABLE: the caller decides what an incomplete answer is worth.
  * PROC_ROOT is "/proc" except in tests.  0 or -errno (opendir). */
 int owner_scan_mapped(const char *proc_root, struct owner_file *files, size_t n, unsigned *ret_unreadable);
+/* Who holds a file: the same pass, and also every descriptor under
+ * /proc/PID/fd (stat through the link, so O_PATH descriptors count too),
+ * setting FILES[i].opened.  The descriptors of process SKIP (our own pid,
+ * or 0) are left out, not its mappings.
+ * A process whose fds cannot be listed counts in *RET_UNREADABLE as well. */
+int owner_scan_held(const char *proc_root, pid_t skip, struct owner_file *files, size_t n,
+                    unsigned *ret_unreadable);

@@ -90,6 +90,7 @@ class Pool:
         self.claimed = False
         self.cancelled = False
         self.doomed = name == "doomed"
+        self.label, self.file_uid, self.file_gid = None, None, None
 
     def state(self):
         if self.cancelled:
@@ -110,6 +111,8 @@ class Pool:
             err = problem(409, "insufficient-hugepages", "Not enough free hugepages",
                           "node %d ran out of free hugepages" % self.node)[1]
         extra = {"from_stock": self.from_stock} if self.from_stock else {}
+        if self.label is not None or self.file_uid is not None:
+            extra |= {"label": self.label, "file_uid": self.file_uid, "file_gid": self.file_gid}
         return extra | {
             "name": self.name, "node": self.node, "page_size_bytes": self.page_size,
             "size_bytes": self.size, "state": st, "bytes_done": done,
@@ -177,6 +180,7 @@ class State:
         self.pools = {}
         self.claims = []       # (name, parsed body or None) of every claim
         self.log = []
+        self.bodies = []       # (path, body as compact JSON) of every PUT with a JSON object
         self.log_file = None   # also append "METHOD PATH" lines here, before answering
         self.counts = {}
         self.lock = threading.Lock()
@@ -246,6 +250,9 @@ class Handler(BaseHTTPRequestHandler):
         if ctype is not None and ctype.split(";")[0].strip() != "application/json":
             return self.send(*problem(415, "unsupported-media-type", "Unsupported media type", ctype))
         body = self.body() if method in ("PUT", "POST") else None
+        if method == "PUT" and isinstance(body, dict):
+            with st.lock:
+                st.bodies.append((self.path, json.dumps(body, separators=(",", ":"))))
         if st.token is not None:
             auth = self.headers.get("Authorization", "")
             if auth == "Bearer readonly":
@@ -511,7 +518,8 @@ class Handler(BaseHTTPRequestHandler):
                     time.sleep(0.02)
             return self.send(200, p.to_json())
         if method == "PUT":
-            allowed = {"node", "size", "size_bytes", "page_size", "threads", "ttl_seconds", "reserve"}
+            allowed = {"node", "size", "size_bytes", "page_size", "threads", "ttl_seconds", "reserve", "label",
+                       "file_uid", "file_gid"}
             if not isinstance(body, dict) or set(body) - allowed or not isinstance(body.get("node"), int) \
                     or not isinstance(body.get("size_bytes"), int):
                 return self.send(*problem(422, "invalid-field", "Invalid field", repr(body)))
@@ -537,12 +545,15 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send(*problem(404, "unknown-page-size", "Unknown page size", body["page_size"]))
             with st.lock:
                 old = st.pools.get(name)
-                if old and (old.node, old.size, old.page_size) == (body["node"], body["size_bytes"], ps):
+                who = (body.get("label"), body.get("file_uid"), body.get("file_gid"))
+                if old and (old.node, old.size, old.page_size) == (body["node"], body["size_bytes"], ps) and \
+                        (old.label, old.file_uid, old.file_gid) == who:
                     return self.send(200, old.to_json())
                 if old:
                     return self.send(*problem(409, "pool-conflict", "Pool exists", "different pool"))
                 p = Pool(name, body["node"], body["size_bytes"], ps, body.get("threads"),
                          body.get("ttl_seconds", 0), self.stock_hit(body["node"], body["size_bytes"], ps))
+                p.label, p.file_uid, p.file_gid = who
                 st.pools[name] = p
             return self.send(201, p.to_json())
         if method == "DELETE":

@@ -255,6 +255,21 @@ def test_pools(srv):
 
     test_handoff(u)
 
+    # A label and a file owner are sent, shown, and bind the pool: another
+    # label for the same pool is a conflict (5).
+    p = run("warm", "lab", "--node", "0", "--size", "2M", "--label", "libvirt:abc-1", "--file-owner", "64055:108", *u)
+    expect(p, 0, "warm --label --file-owner")
+    put = [b for path, b in srv.state.bodies if path == "/v1/pools/lab"][-1]
+    check('"label":"libvirt:abc-1"' in put and '"file_uid":64055,"file_gid":108' in put,
+          "label and owner in the PUT body", put)
+    p = run("status", "lab", *u)
+    check("label:      libvirt:abc-1" in p.stdout and "file owner: 64055:108" in p.stdout, "status shows them", p)
+    p = run("warm", "lab", "--node", "0", "--size", "2M", "--label", "libvirt:other", *u)
+    expect(p, 5, "warm with another label")
+    for bad in ("64055", "x:1", "1:", ":1", "4294967295:1", "1:2:3"):
+        p = run("warm", "lab", "--node", "0", "--size", "2M", "--file-owner", bad, *u)
+        expect(p, 2, "--file-owner " + bad)
+
     # Identical PUT is idempotent (200), different one conflicts (5).
     p = run("warm", "vm-42", "--node", "0", "--size", "64M", "--page-size", "2M", *u)
     expect(p, 0, "identical warm")

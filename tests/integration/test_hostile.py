@@ -169,6 +169,12 @@ class Hostile(TestCase):
         self.assertProblemOver("size string huge", "PUT", "/v1/pools/h",
                                '{"node": 0, "size": "99999999999999999999G"}', statuses_ok=(422,))
 
+    def test_hostile_labels(self):
+        for label in ['""', '":x"', '"a b"', '"a/b"', '"a\\u0000b"', '"a\\nb"', '"' + "a" * 129 + '"', "7",
+                      "null", '["a"]', '"libvirt:\\u00e9"']:
+            body = '{"node": 0, "size": "2M", "label": %s}' % label
+            self.assertProblemOver("label " + label[:20], "PUT", "/v1/pools/h", body, statuses_ok=(400, 422))
+
     def test_duplicate_and_case_keys(self):
         self.assertProblemOver("dup", "PUT", "/v1/nodes/0/hugepages/2M", '{"count": 1, "count": 2}')
         self.assertProblemOver("case", "PUT", "/v1/nodes/0/hugepages/2M", '{"COUNT": 1}')

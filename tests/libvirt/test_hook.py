@@ -26,9 +26,14 @@ cmd=$1
 case " $* " in *" --pid "*) [ "${FAKE_NO_PID:-}" = 1 ] && { echo "hpwarm: unknown option '--pid'" >&2; exit 2; } ;; esac
 case " $* " in *" --ignore-missing "*) [ "${FAKE_NO_IGNORE:-}" = 1 ] && { echo "hpwarm: unknown option '--ignore-missing'" >&2; exit 2; } ;; esac
 case $cmd in
-warm) [ -n "${FAKE_WARM_ERR:-}" ] && echo "$FAKE_WARM_ERR" >&2; exit "${FAKE_WARM_RC:-0}" ;;
+warm) prev=
+      for a; do [ "$prev" = --label ] && printf '%s\n' "$a" > "$FAKE_LOG.label.$2"; prev=$a; done
+      [ -n "${FAKE_WARM_ERR:-}" ] && echo "$FAKE_WARM_ERR" >&2; exit "${FAKE_WARM_RC:-0}" ;;
 status) [ -n "${FAKE_PATH:-}" ] && echo "path:       $FAKE_PATH"
         [ -n "${FAKE_POOLDIR:-}" ] && echo "path:       $FAKE_POOLDIR/$2"
+        echo "claimed:    ${FAKE_CLAIMED:-no}"
+        if [ -n "${FAKE_LABEL+x}" ]; then lab=$FAKE_LABEL; else lab=$(cat "$FAKE_LOG.label.$2" 2>/dev/null); fi
+        [ -n "$lab" ] && echo "label:      $lab"
         exit "${FAKE_STATUS_RC:-0}" ;;
 claim) exit "${FAKE_CLAIM_RC:-0}" ;;
 release) exit "${FAKE_RELEASE_RC:-0}" ;;
@@ -37,7 +42,12 @@ exit 99
 """
 
 
-def domain(name="vm1", memory="262144", unit=None, meta=None, pool=None, path=None, extra_meta=""):
+UUID_A = "6a1c0f3e-2b4d-4e5f-8a9b-0c1d2e3f4a5b"
+UUID_B = "7b2d1e4f-3c5e-4f60-9bac-1d2e3f4a5b6c"
+NOVA_UUID = "0d3f6a7e-6b0a-4c8e-9a57-2c1b2d3e4f50"
+
+
+def domain(name="vm1", memory="262144", unit=None, meta=None, pool=None, path=None, extra_meta="", uuid=UUID_A):
     """A domain XML; META is the <hpwarm:pool> attribute string (None: not opted in)."""
     u = " unit='%s'" % unit if unit else ""
     md = ""
@@ -51,8 +61,8 @@ def domain(name="vm1", memory="262144", unit=None, meta=None, pool=None, path=No
                 "<qemu:arg value='memory-backend-file,id=mem-%s,mem-path=%s,size=1,share=on,prealloc=on'/>"
                 "<qemu:arg value='-machine'/><qemu:arg value='memory-backend=mem-%s'/></qemu:commandline>"
                 % (p, path.replace(",", ",,"), p))
-    return ("<domain type='qemu' xmlns:qemu='%s'><name>%s</name><memory%s>%s</memory>%s"
-            "<os><type>hvm</type></os>%s</domain>" % (QNS, name, u, memory, md, frag))
+    return ("<domain type='qemu' xmlns:qemu='%s'><name>%s</name><uuid>%s</uuid><memory%s>%s</memory>%s"
+            "<os><type>hvm</type></os>%s</domain>" % (QNS, name, uuid, u, memory, md, frag))
 
 
 class Hook(unittest.TestCase):
@@ -121,7 +131,7 @@ class Hook(unittest.TestCase):
         r = self.hook(xml, FAKE_PATH=self.path())
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.calls()[0], "warm vm1 --node 1 --size %d --page-size 2M --ttl 600 --reserve "
-                                          "--wait --timeout 120" % (256 * MIB))
+                                          "--wait --timeout 120 --label libvirt:%s" % (256 * MIB, UUID_A))
         self.assertEqual(self.calls()[1], "status vm1 --timeout 10")
 
     def test_settings_from_environment(self):
@@ -282,7 +292,8 @@ class Hook(unittest.TestCase):
         self.assertEqual(stat.S_IMODE(st.st_mode), 0o660)
         self.assertEqual(st.st_gid, os.stat(self.pooldir).st_gid)
         self.assertEqual(self.calls(), ["warm vm1 --node 0 --size %d --page-size 2M --ttl 600 --reserve --wait "
-                                        "--timeout 120" % (256 * MIB)], "unreachable: nothing to release")
+                                        "--timeout 120 --label libvirt:%s" % (256 * MIB, UUID_A)],
+                         "unreachable: nothing to release")
         # started: nothing to claim; release: the file goes, hpwarmd is not asked.
         with open(os.path.join(self.rundir, "vm1.pid"), "w") as f:
             f.write("4242\n")
@@ -295,7 +306,97 @@ class Hook(unittest.TestCase):
     def test_not_required_after_a_failed_warm_releases_first(self):
         r = self.hook(domain(meta="node='0' required='no'", path=self.path()), FAKE_WARM_RC=4)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(self.calls()[1], "release vm1 --timeout 10")
+        self.assertEqual(self.calls()[1:3], ["status vm1 --timeout 10", "release vm1 --timeout 10"])
+
+    # -- pools bound to their domain --
+    CONFLICT = ('hpwarm: warm vm-a: pool-conflict: pool vm-a exists and differs: "label": "libvirt:%s" asked, '
+                'the pool\'s is "libvirt:%s" (it is for another user)' % (UUID_B, UUID_A))
+
+    def test_prepare_refuses_another_domains_pool_and_release_leaves_it(self):
+        """Domain B names vm-a's pool: hpwarmd refuses B's label (409, exit 5);
+        virsh start shows why, and the release libvirt runs after the failed
+        prepare gives back nothing."""
+        xml = domain(name="vm-b", meta="node='0' pool='vm-a'", pool="vm-a", path=self.path("vm-a"), uuid=UUID_B)
+        r = self.hook(xml, name="vm-b", FAKE_WARM_RC=5, FAKE_WARM_ERR=self.CONFLICT, FAKE_LABEL="libvirt:" + UUID_A)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("pool 'vm-a' exists for another domain", r.stderr)
+        self.assertIn(UUID_A, r.stderr)
+        self.assertIn("--label libvirt:" + UUID_B, self.calls()[0])
+        r = self.hook(xml, name="vm-b", op="release", sub="end", FAKE_LABEL="libvirt:" + UUID_A)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertEqual([c.split()[0] for c in self.calls()], ["warm"], "nothing released")
+
+    def test_not_required_never_releases_nor_boots_on_another_domains_pool(self):
+        """required='no' and another size: the failed warm does not release
+        vm-a's pool, and its file at the path is no cold start either."""
+        open(self.path("vm-a"), "w").close()
+        xml = domain(name="vm-b", meta="node='0' pool='vm-a' required='no'", pool="vm-a", path=self.path("vm-a"),
+                     uuid=UUID_B, memory="524288")
+        r = self.hook(xml, name="vm-b", FAKE_WARM_RC=5, FAKE_WARM_ERR=self.CONFLICT, FAKE_LABEL="libvirt:" + UUID_A)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("exists and is not this domain's", r.stderr)
+        self.assertNotIn("release", " ".join(self.calls()))
+        self.assertTrue(os.path.exists(self.path("vm-a")))
+        self.assertEqual(self.hook(xml, name="vm-b", op="release", sub="end").returncode, 0)
+        self.assertNotIn("release", " ".join(self.calls()))
+        self.assertTrue(os.path.exists(self.path("vm-a")))
+
+    def test_prepare_refuses_a_claimed_pool(self):
+        """A pool of this domain's label that some process claims (this
+        domain's QEMU does not run yet): refused, and neither claimed nor
+        released by this domain afterwards."""
+        xml = domain(meta="node='0'", path=self.path())
+        r = self.hook(xml, FAKE_PATH=self.path(), FAKE_CLAIMED="yes")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("pool 'vm1' is claimed by another process", r.stderr)
+        with open(os.path.join(self.rundir, "vm1.pid"), "w") as f:
+            f.write("4242\n")
+        self.assertEqual(self.hook(xml, op="started").returncode, 0)
+        self.assertEqual(self.hook(xml, op="release", sub="end").returncode, 0)
+        self.assertEqual([c.split()[0] for c in self.calls()], ["warm", "status"])
+
+    def test_release_gives_back_only_what_prepare_took(self):
+        """A release with no prepare of this domain before it (another
+        domain's pool of that name) asks hpwarmd for nothing; notes are kept
+        per domain UUID and none is left after the release."""
+        xml_a = domain(meta="node='0'", path=self.path())
+        xml_b = domain(meta="node='0'", path=self.path(), uuid=UUID_B)
+        self.prepared(xml_a)
+        self.assertTrue(os.path.exists(os.path.join(self.statedir, UUID_A, "vm1.own")))
+        self.assertEqual(self.hook(xml_b, op="release", sub="end").returncode, 0)
+        self.assertEqual(self.calls(), [])
+        self.assertEqual(self.hook(xml_a, op="release", sub="end").returncode, 0)
+        self.assertEqual(self.calls(), ["release vm1 --ignore-missing --timeout 30"])
+        self.assertEqual(os.listdir(self.statedir), [])
+
+    def test_cold_notes_are_per_domain(self):
+        xml = domain(meta="node='0' required='no'", path=self.path())
+        self.assertEqual(self.hook(xml, FAKE_WARM_RC=3).returncode, 0)
+        self.assertEqual(os.listdir(os.path.join(self.statedir, UUID_A)), ["vm1.cold"])
+        # Another domain's release does not remove this domain's cold file.
+        self.assertEqual(self.hook(domain(meta="node='0'", path=self.path(), uuid=UUID_B), op="release",
+                                   sub="end").returncode, 0)
+        self.assertTrue(os.path.exists(self.path()))
+
+    def test_static_dac_label_hands_the_file_to_that_user(self):
+        xml = domain(meta="node='0'", path=self.path()).replace(
+            "<os>", "<seclabel type='static' model='dac' relabel='no'><label>+64100:+64101</label></seclabel><os>")
+        r = self.hook(xml, FAKE_PATH=self.path())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(self.calls()[0].endswith(" --file-owner 64100:64101"), self.calls())
+        # Names, or a dynamic label, leave the pool group's access.
+        xml = domain(meta="node='0'", path=self.path()).replace(
+            "<os>", "<seclabel type='static' model='dac'><label>qemu:kvm</label></seclabel><os>")
+        os.remove(self.log)
+        self.assertEqual(self.hook(xml, FAKE_PATH=self.path()).returncode, 0)
+        self.assertNotIn("--file-owner", self.calls()[0])
+
+    def test_no_uuid_refused(self):
+        xml = domain(meta="node='0'", path=self.path()).replace("<uuid>%s</uuid>" % UUID_A, "")
+        r = self.hook(xml)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no <uuid>", r.stderr)
+        self.assertEqual(self.calls(), [])
 
     def test_cold_file_replaced_meanwhile_is_not_removed(self):
         xml = domain(meta="node='0' required='no'", path=self.path())
@@ -316,10 +417,17 @@ class Hook(unittest.TestCase):
         self.assertIn("is not an hpwarmd pool directory", r.stderr)
         self.assertEqual(os.listdir(other), [])
 
+    def prepared(self, xml):
+        """Run prepare (a ready pool at self.path()), then forget its calls."""
+        r = self.hook(xml, FAKE_PATH=self.path())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        os.remove(self.log)
+
     # -- started --
     def test_started_claims_with_qemus_pid(self):
         with open(os.path.join(self.rundir, "vm1.pid"), "w") as f:
             f.write("4242\n")
+        self.prepared(domain(meta="node='0'", path=self.path()))
         r = self.hook(domain(meta="node='0'", path=self.path()), op="started")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.calls(), ["claim vm1 --pid 4242 --timeout 30"])
@@ -327,31 +435,37 @@ class Hook(unittest.TestCase):
     def test_started_claims_without_pid_on_an_older_cli(self):
         with open(os.path.join(self.rundir, "vm1.pid"), "w") as f:
             f.write("4242\n")
+        self.prepared(domain(meta="node='0'", path=self.path()))
         r = self.hook(domain(meta="node='0'", path=self.path()), op="started", FAKE_NO_PID=1)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.calls(), ["claim vm1 --pid 4242 --timeout 30", "claim vm1 --timeout 30"])
 
     def test_started_without_pid_file_claims_plainly(self):
+        self.prepared(domain(meta="node='0'", path=self.path()))
         r = self.hook(domain(meta="node='0'", path=self.path()), op="started")
         self.assertEqual(self.calls(), ["claim vm1 --timeout 30"])
         self.assertEqual(r.returncode, 0)
 
     def test_failed_claim_does_not_kill_the_guest(self):
+        self.prepared(domain(meta="node='0'", path=self.path()))
         r = self.hook(domain(meta="node='0'", path=self.path()), op="started", FAKE_CLAIM_RC=3)
         self.assertEqual(r.returncode, 0)
         self.assertIn("claiming pool 'vm1' failed (hpwarm exit 3)", r.stderr)
 
     # -- release --
     def test_release_ignores_a_missing_pool(self):
+        self.prepared(domain(meta="node='0'", path=self.path()))
         r = self.hook(domain(meta="node='0'", path=self.path()), op="release", sub="end")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.calls(), ["release vm1 --ignore-missing --timeout 30"])
 
     def test_release_on_an_older_cli_accepts_gone_but_reports_unreachable(self):
         xml = domain(meta="node='0'", path=self.path())
+        self.prepared(xml)
         r = self.hook(xml, op="release", sub="end", FAKE_NO_IGNORE=1, FAKE_RELEASE_RC=1, FAKE_STATUS_RC=1)
         self.assertEqual((r.returncode, r.stderr), (0, ""))
         self.assertEqual(self.calls()[1:], ["release vm1 --timeout 30", "status vm1 --timeout 10"])
+        self.prepared(xml)
         r = self.hook(xml, op="release", sub="end", FAKE_NO_IGNORE=1, FAKE_RELEASE_RC=3, FAKE_STATUS_RC=3)
         self.assertEqual(r.returncode, 0)
         self.assertIn("releasing pool 'vm1' failed (hpwarm exit 3)", r.stderr)
@@ -365,8 +479,8 @@ class Hook(unittest.TestCase):
             "<source type='%s'/>" % source if source else "", "<access mode='%s'/>" % access if access else "")
         meta = "<metadata><hpwarm:pools xmlns:hpwarm='%s'>%s</hpwarm:pools></metadata>" % (
             NS, "".join("<hpwarm:pool %s/>" % p for p in pools))
-        return ("<domain type='qemu' id='%s'><name>vm1</name><memory unit='MiB'>256</memory>%s%s"
-                "<cpu><numa>%s</numa></cpu><os><type>hvm</type></os></domain>" % (dom_id, mb, meta, cx))
+        return ("<domain type='qemu' id='%s'><name>vm1</name><uuid>%s</uuid><memory unit='MiB'>256</memory>%s%s"
+                "<cpu><numa>%s</numa></cpu><os><type>hvm</type></os></domain>" % (dom_id, UUID_A, mb, meta, cx))
 
     def cells_env(self):
         mbd = os.path.join(self.tmp, "mbd")
@@ -383,13 +497,16 @@ class Hook(unittest.TestCase):
         env, _ = self.cells_env()
         r = self.hook(self.cells_domain(self.TWO), **env)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual([c.split()[:5] for c in self.calls()],
+        warms = [c for c in self.calls() if c.startswith("warm ")]
+        self.assertEqual([c.split()[:5] for c in warms],
                          [["warm", "vm1-cell0", "--node", "0", "--size"], ["warm", "vm1-cell1", "--node", "1", "--size"]])
-        self.assertTrue(all("--size %d " % (128 * MIB) in c for c in self.calls()), self.calls())
+        self.assertTrue(all("--size %d " % (128 * MIB) in c for c in warms), self.calls())
+        self.assertTrue(all(c.endswith(" --label libvirt:" + UUID_A) for c in warms), warms)
 
     def test_cells_start_links_each_pool_as_its_cells_file(self):
         env, memdir = self.cells_env()
         xml = self.cells_domain(self.TWO)
+        self.assertEqual(self.hook(xml, **env).returncode, 0)
         r = self.hook(xml, op="start", **env)
         self.assertEqual(r.returncode, 0, r.stderr)
         for c in (0, 1):
@@ -530,7 +647,7 @@ class Hook(unittest.TestCase):
         r = self.hook(xml, name=name, **env)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.calls()[0], "warm %s --node 0 --size %d --page-size 2048kB --ttl 600 --reserve "
-                                          "--wait --timeout 120" % (name, 256 * MIB))
+                                          "--wait --timeout 120 --label libvirt:%s" % (name, 256 * MIB, NOVA_UUID))
         d = self.libvirt_dir("7-instance-0000002a")
         r = self.hook(xml, name=name, op="start", **env)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -659,7 +776,7 @@ class Hook(unittest.TestCase):
             f.write("hugetlbfs /proc hugetlbfs rw,pagesize=2M 0 0\n")
         r = self.hook(self.nova_domain(name="vm1"), **env)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual([c.split()[0] for c in self.calls()], ["warm", "status", "release"])
+        self.assertEqual([c.split()[0] for c in self.calls()], ["warm", "status", "status", "release"])
         self.assertIn("is not on libvirt's hugetlbfs mount /proc", self.note_lines()[0])
 
     def test_policy_metadata_wins(self):

@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 import unittest
+import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from hpwtest import Daemon, TestCase  # noqa: E402
@@ -397,10 +398,13 @@ class LibvirtBoot(TestCase):
         serial = os.path.join(self.env.tmp, name + ".serial.log")
         path = os.path.join(self.env.pool_dir, name)
         frag = ""
+        # The domain's UUID chosen up front, as the recipe does: a pool warmed
+        # before the domain exists carries the label its hook will ask for.
+        dom_uuid = str(uuid.uuid4())
         if kw.get("metadata"):
             url = "unix://" + self.env.sock
             r = run([CLI, "--url", url, "warm", name, "--node", "0", "--size", "%dM" % GUEST_MIB,
-                     "--ttl", "600", "--wait", "--timeout", "60"])
+                     "--ttl", "600", "--wait", "--timeout", "60", "--label", "libvirt:" + dom_uuid])
             self.assertEqual(r.returncode, 0, r.stderr)
             h = run([CLI, "--url", url, "handoff", name, "--vmm", "libvirt"])
             if not keep_pool:
@@ -409,7 +413,10 @@ class LibvirtBoot(TestCase):
             self.assertEqual(h.returncode, 0, h.stderr)
             frag = h.stdout
             self.assertIn("mem-path=%s," % path, frag)
-        xml = domain_xml(name, self.kernel, self.initrd, serial, fragment=frag, **kw)
+        xml = domain_xml(name, self.kernel, self.initrd, serial, fragment=frag, **kw).replace(
+            "</name>", "</name>\n  <uuid>%s</uuid>" % dom_uuid, 1)
+        self.frags = getattr(self, "frags", {})
+        self.frags[name] = frag
         f = os.path.join(self.env.tmp, name + ".xml")
         with open(f, "w") as out:
             out.write(xml)
@@ -597,6 +604,34 @@ class LibvirtBoot(TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.pool(name).status, 404)
         self.assertEqual(self.free_pages(), free0)
+
+    def test_other_domains_pool_refused_and_kept(self):
+        """A second domain whose metadata names a running domain's pool (same
+        size, the same <qemu:commandline>): virsh start fails naming the
+        other domain's pool, and the release libvirt runs after that failed
+        prepare leaves the running domain's pool in place, claimed."""
+        a, b = "hpw-lv-owner", "hpw-lv-intruder"
+        self.define(a, metadata=pool_meta())
+        r = self.env.virsh("start", a)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        qpid = self.env.qemu_pid(a)
+        serial = os.path.join(self.env.tmp, b + ".serial.log")
+        meta = "<hpwarm:pool xmlns:hpwarm='%s' node='0' size='256M' pool='%s'/>" % (HPW_NS, a)
+        xml = domain_xml(b, self.kernel, self.initrd, serial, metadata=meta, fragment=self.frags[a])
+        f = os.path.join(self.env.tmp, b + ".xml")
+        with open(f, "w") as out:
+            out.write(xml)
+        self.assertEqual(self.env.virsh("define", f).returncode, 0)
+        self.env.domains.add(b)
+        self.addCleanup(self.undefine, b)
+        r = self.env.virsh("start", b)
+        self.assertNotEqual(r.returncode, 0, "a second domain started on a running domain's pool")
+        self.assertIn("pool '%s' exists for another domain" % a, r.stderr)
+        p = self.pool(a)
+        self.assertEqual(p.status, 200, "the other domain's release deleted the running domain's pool")
+        self.assertEqual((p.json["claimed"], p.json["owner_pid"]), (True, qpid), p.json)
+        self.assertEqual(self.env.virsh("destroy", a).returncode, 0)
+        self.assertEqual(self.pool(a).status, 404)
 
     def test_no_metadata_untouched(self):
         """A domain without <hpwarm:pool> starts on libvirt's own RAM; the hook

@@ -123,6 +123,28 @@ static inline void env_init_fixture(struct env *e, const char *fixture)
         fake_gate_fail_with(0);
 }
 
+/* Let the daemon's scans of /proc see process PID too (a stand-in for
+ * another VMM, or an intruder holding a file). */
+static inline void env_show_pid(const struct env *e, pid_t pid)
+{
+        char link[192], target[64];
+
+        snprintf(link, sizeof(link), "%s/%d", e->proc, (int)pid);
+        snprintf(target, sizeof(target), "/proc/%d", (int)pid);
+        CHECK_INT(symlink(target, link), ==, 0);
+}
+
+/* The permission bits of NAME's file in the mount. */
+static inline unsigned mode_of(const struct env *e, const char *name)
+{
+        char path[256];
+        struct stat st;
+
+        snprintf(path, sizeof(path), "%s/%s", e->mount, name);
+        CHECK_INT(stat(path, &st), ==, 0);
+        return st.st_mode & 07777;
+}
+
 static inline void env_init(struct env *e)
 {
         env_init_fixture(e, "two-node");

@@ -669,6 +669,37 @@ TEST(elastic_policies_logged)
         journal_sync_reset(&s);
 }
 
+/* A row whose only change is its label or file owner is logged and comes
+ * back with it. */
+TEST(label_and_file_owner_logged)
+{
+        struct journal j, *back = NULL;
+        struct journal_sync s = {0};
+
+        fresh_dir();
+        sample(&j);
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        struct journal_pool saved = j.pools[0];
+        snprintf(j.pools[0].label, sizeof(j.pools[0].label), "%s", "libvirt:1234");
+        j.pools[0].file_owned = true;
+        j.pools[0].file_uid = 64055;
+        j.pools[0].file_gid = 108;
+        CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
+        CHECK_INT(journal_load(dir, &back), ==, 0);
+        const struct journal_pool *got = NULL;
+        for (size_t i = 0; i < back->n_pools; i++)
+                if (strcmp(back->pools[i].name, saved.name) == 0)
+                        got = &back->pools[i];
+        CHECK(got != NULL);
+        CHECK_STR(got->label, "libvirt:1234");
+        CHECK(got->file_owned);
+        CHECK_INT(got->file_uid, ==, 64055);
+        CHECK_INT(got->file_gid, ==, 108);
+        journal_free(back);
+        j.pools[0] = saved;
+        journal_sync_reset(&s);
+}
+
 /* A row removed and added again under the same name replays as the new row. */
 TEST(drop_then_put_same_name)
 {

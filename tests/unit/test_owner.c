@@ -373,4 +373,82 @@ TEST(scan_real_proc)
         unlink(path);
 }
 
+/* A descriptor in another process is a holder, an O_PATH one too (stat
+ * through /proc/PID/fd: nothing the maps or a lease would show); the
+ * caller's own descriptors are left out, and a holder that exits holds
+ * nothing. */
+TEST(scan_held_real_proc)
+{
+        char path[] = "/dev/shm/test_owner_held.XXXXXX";
+        struct owner_file f;
+        unsigned unreadable;
+        struct stat st;
+        int fd = mkstemp(path);
+
+        CHECK(fd >= 0);
+        CHECK_INT(fstat(fd, &st), ==, 0);
+        f = (struct owner_file){ .dev = st.st_dev, .ino = st.st_ino };
+        CHECK_INT(owner_scan_held("/proc", getpid(), &f, 1, &unreadable), ==, 0);
+        CHECK(!f.mapped && !f.opened);
+        CHECK_INT(owner_scan_held("/proc", 0, &f, 1, &unreadable), ==, 0);
+        CHECK(f.opened);         /* ours, when not left out */
+        CHECK(!f.mapped);
+        close(fd);
+
+        int opath = open(path, O_PATH | O_CLOEXEC);
+        CHECK(opath >= 0);
+        pid_t holder = child_spawn(); /* inherits the O_PATH descriptor */
+        close(opath);
+        CHECK_INT(owner_scan_held("/proc", getpid(), &f, 1, &unreadable), ==, 0);
+        CHECK(f.opened);
+        CHECK(!f.mapped);
+        /* The maps scan alone cannot see it. */
+        CHECK_INT(owner_scan_mapped("/proc", &f, 1, &unreadable), ==, 0);
+        CHECK(!f.mapped && !f.opened);
+        child_kill(holder);
+        CHECK_INT(owner_scan_held("/proc", getpid(), &f, 1, &unreadable), ==, 0);
+        CHECK(!f.opened);
+        unlink(path);
+}
+
+/* A process whose descriptors cannot be listed is counted, not guessed; a
+ * descriptor of another file is no holder. */
+TEST(scan_held_fake_proc)
+{
+        char file[] = "/tmp/test_owner_heldf.XXXXXX", link[300];
+        struct owner_file f;
+        unsigned unreadable = 99;
+        struct stat st;
+        int fd = mkstemp(file);
+
+        CHECK(fd >= 0);
+        CHECK_INT(fstat(fd, &st), ==, 0);
+        close(fd);
+        f = (struct owner_file){ .dev = st.st_dev, .ino = st.st_ino };
+        CHECK(mkdtemp(proc));
+        mk("7");
+        put("7/maps", "");
+        mk("7/fd");
+        snprintf(link, sizeof(link), "%s/7/fd/3", proc);
+        CHECK_INT(symlink("/dev/null", link), ==, 0);
+        CHECK_INT(owner_scan_held(proc, 0, &f, 1, &unreadable), ==, 0);
+        CHECK(!f.opened);
+        CHECK_INT(unreadable, ==, 0);
+        snprintf(link, sizeof(link), "%s/7/fd/4", proc);
+        CHECK_INT(symlink(file, link), ==, 0);
+        CHECK_INT(owner_scan_held(proc, 0, &f, 1, &unreadable), ==, 0);
+        CHECK(f.opened);
+        CHECK_INT(owner_scan_held(proc, 7, &f, 1, &unreadable), ==, 0);
+        CHECK(!f.opened);        /* pid 7's descriptors left out */
+        mk("8");
+        put("8/maps", "");
+        put("8/fd", "");         /* a file: listing it fails */
+        CHECK_INT(owner_scan_held(proc, 0, &f, 1, &unreadable), ==, 0);
+        CHECK_INT(unreadable, ==, 1);
+        CHECK_INT(owner_scan_mapped(proc, &f, 1, &unreadable), ==, 0);
+        CHECK_INT(unreadable, ==, 0); /* the maps alone do not list fds */
+        rm_proc();
+        unlink(file);
+}
+
 TEST_MAIN()

@@ -310,4 +310,25 @@ TEST(name_rule)
         CHECK(!pool_name_valid(longest));
 }
 
+/* Labels: [A-Za-z0-9:._-], a letter or digit first, 1 to 128 characters. */
+TEST(label_rule)
+{
+        char longest[POOL_LABEL_MAX + 2];
+
+        CHECK(pool_label_valid("libvirt:0b6e3a4e-6d1c-4d8e-9a57-0c5c1f3f7e21"));
+        CHECK(pool_label_valid("a"));
+        CHECK(!pool_label_valid(""));
+        CHECK(!pool_label_valid(NULL));
+        CHECK(!pool_label_valid(":x"));
+        CHECK(!pool_label_valid("a b"));
+        CHECK(!pool_label_valid("a/b"));
+        CHECK(!pool_label_valid("a\n"));
+        memset(longest, 'a', POOL_LABEL_MAX);
+        longest[POOL_LABEL_MAX] = '\0';
+        CHECK(pool_label_valid(longest));
+        longest[POOL_LABEL_MAX] = 'a';
+        longest[POOL_LABEL_MAX + 1] = '\0';
+        CHECK(!pool_label_valid(longest));
+}
+
 TEST_MAIN()

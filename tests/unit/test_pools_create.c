@@ -669,4 +669,46 @@ TEST(shrink_to_zero_remembered)
         env_fini(&e);
 }
 
+/* A label is recorded, journalled, shown, kept over a restart, and every
+ * later PUT of the pool must carry the same one (none is a label too):
+ * 409, and the pool stays as it was. */
+TEST(label_binds_the_pool)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req("vm-a", 0, 2);
+
+        env_init(&e);
+        p = start(&e);
+        snprintf(r.label, sizeof(r.label), "libvirt:11111111-2222-3333-4444-555555555555");
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        CHECK_STR(v.label, r.label);
+        wait_state(p, "vm-a", POOL_READY);
+        struct journal *j = load(&e);
+        CHECK_STR(jpool(j, "vm-a")->label, r.label);
+        journal_free(j);
+        CHECK_INT(create(p, &r, &v, &err), ==, EXISTED);
+
+        struct pool_req other = r;
+        snprintf(other.label, sizeof(other.label), "libvirt:99999999-2222-3333-4444-555555555555");
+        CHECK_INT(create(p, &other, &v, &err), ==, -EEXIST);
+        CHECK_INT(err.status, ==, 409);
+        CHECK(strstr(err.detail, "label"));
+        CHECK(strstr(err.detail, "libvirt:1111"));
+        struct pool_req none = r;
+        none.label[0] = '\0';
+        CHECK_INT(create(p, &none, &v, &err), ==, -EEXIST);
+
+        pools_free(p);
+        p = start(&e);
+        CHECK_INT(pools_get(p, "vm-a", &v), ==, 0);
+        CHECK_STR(v.label, r.label);
+        CHECK_INT(create(p, &other, &v, &err), ==, -EEXIST);
+        CHECK_INT(pools_delete(p, "vm-a"), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
 TEST_MAIN()

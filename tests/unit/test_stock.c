@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "child.h"
 #include "journal.h"
 #include "pools.h"
 #include "pools_env.h"
@@ -911,6 +913,120 @@ TEST(set_save_failure_keeps_targets)
         free(v);
         CHECK_INT(rmdir(tmp), ==, 0);
         env_fini_hooked(&e, p);
+}
+
+/* A stock file is the daemon's alone (mode 0600) until it is handed out;
+ * the pool it becomes has the pool mode (0660) under its name. */
+TEST(stock_files_private)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        char names[8][64];
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        CHECK_INT(set1(p, 0, 4, 1, &err), ==, 0);
+        wait_ready(p, 4, 1);
+        CHECK_U64(stock_files(&e, names, 8), ==, 1);
+        CHECK_INT(mode_of(&e, names[0]), ==, 0600);
+        struct pool_req r = req("vm1", 0, 4);
+        snprintf(r.label, sizeof(r.label), "libvirt:vm1");
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
+        CHECK_STR(v.label, "libvirt:vm1"); /* a hand-out is labelled as a warm is */
+        CHECK_INT(mode_of(&e, "vm1"), ==, 0660);
+        wait_ready(p, 4, 1);
+        CHECK_U64(stock_files(&e, names, 8), ==, 1);
+        CHECK_INT(mode_of(&e, names[0]), ==, 0600);
+        struct pool_req cold = req("cold", 0, 2);
+        CHECK_INT(create(p, &cold, &v, &err), ==, CREATED);
+        CHECK_INT(mode_of(&e, "cold"), ==, 0660);
+        wait_state(p, "cold", POOL_READY);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A ready stock file with a holder is never handed out: removed, and the
+ * pool warmed fresh.  HOW: 'l' a second hard link, 'o' an O_PATH
+ * descriptor in another process (neither seen by the maps or the lease). */
+static void held_stock(char how)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        char names[8][64], path[256], lnk[256];
+        pid_t holder = 0;
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        CHECK_INT(set1(p, 0, 4, 1, &err), ==, 0);
+        wait_ready(p, 4, 1);
+        CHECK_U64(stock_files(&e, names, 8), ==, 1);
+        ino_t ino = inode_of(&e, names[0]);
+        snprintf(path, sizeof(path), "%.127s/%.63s", e.mount, names[0]);
+        snprintf(lnk, sizeof(lnk), "%.127s/../held-link", e.mount);
+        if (how == 'l') {
+                CHECK_INT(link(path, lnk), ==, 0);
+        } else {
+                int fd = open(path, O_PATH | O_CLOEXEC);
+                CHECK(fd >= 0);
+                holder = child_spawn();
+                close(fd);
+                env_show_pid(&e, holder);
+        }
+        fake_gate_set(true); /* the refill waits */
+        struct pool_req r = req("vm1", 0, 4);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
+        CHECK(inode_of(&e, "vm1") != ino);
+        CHECK(!file_exists(&e, names[0]));
+        struct pools_stats st;
+        pools_get_stats(p, &st);
+        CHECK_U64(st.stock_hits, ==, 0);
+        fake_gate_set(false);
+        wait_state(p, "vm1", POOL_READY);
+        if (holder)
+                child_kill(holder);
+        else
+                CHECK_INT(unlink(lnk), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+TEST(linked_stock_not_handed_out) { held_stock('l'); }
+TEST(opath_held_stock_not_handed_out) { held_stock('o'); }
+
+/* The same for a partial hand-out: a held smaller stock file is not grown
+ * into the pool. */
+TEST(held_stock_not_grown)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        char names[8][64], path[256];
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        CHECK_INT(set1(p, 0, 2, 1, &err), ==, 0);
+        wait_ready(p, 2, 1);
+        CHECK_U64(stock_files(&e, names, 8), ==, 1);
+        snprintf(path, sizeof(path), "%.127s/%.63s", e.mount, names[0]);
+        int fd = open(path, O_PATH | O_CLOEXEC);
+        CHECK(fd >= 0);
+        pid_t holder = child_spawn();
+        close(fd);
+        env_show_pid(&e, holder);
+        fake_gate_set(true);
+        struct pool_req r = req("grown", 0, 6);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
+        CHECK(!file_exists(&e, names[0]));
+        fake_gate_set(false);
+        wait_state(p, "grown", POOL_READY);
+        child_kill(holder);
+        pools_free(p);
+        env_fini(&e);
 }
 
 TEST_MAIN()

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "child.h"
 #include "journal.h"
 #include "pools.h"
 #include "pools_env.h"
@@ -732,6 +733,149 @@ TEST(refill_and_release_race)
         CHECK_U64(rows, ==, 1);
         journal_free(j);
         env_fini_hooked(&e, p);
+}
+
+/* A released pool is made private (0600) at once: no new unprivileged
+ * open of a dirty file. */
+TEST(released_file_private)
+{
+        struct env e;
+        void *m;
+        char name[64];
+
+        struct pools *p = released_while_mapped(&e, &m, name);
+        CHECK_INT(mode_of(&e, name), ==, 0600);
+        CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
+        end_recycled(&e, p, name);
+}
+
+/* An O_PATH descriptor held across the DELETE by another process (no
+ * mapping, and no open file a lease would see): the file stays dirty and
+ * untouched while it is held, and is recycled once the holder goes. */
+TEST(opath_holder_waits)
+{
+        struct env e;
+        char name[64], path[256];
+
+        struct pools *p = begin(&e);
+        used_pool(p, &e, "vm");
+        path_of(&e, "vm", path, sizeof(path));
+        int fd = open(path, O_PATH | O_CLOEXEC);
+        CHECK(fd >= 0);
+        pid_t holder = child_spawn();
+        close(fd);
+        env_show_pid(&e, holder);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 1);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        wait_journal(&e, POOL_DIRTY, name);
+        usleep(300 * 1000);
+        check_row(&e, "dirty");
+        CHECK(all_bytes(&e, name, PATTERN));
+        child_kill(holder);
+        end_recycled(&e, p, name);
+}
+
+/* A second hard link made while the pool was in use: the released file is
+ * never zeroed into the stock (another name reaches its pages): removed. */
+TEST(linked_release_discarded)
+{
+        struct env e;
+        char path[256], lnk[256];
+
+        struct pools *p = begin(&e);
+        used_pool(p, &e, "vm");
+        path_of(&e, "vm", path, sizeof(path));
+        snprintf(lnk, sizeof(lnk), "%.127s/../vm-link", e.mount);
+        CHECK_INT(link(path, lnk), ==, 0);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 1);
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        struct pools_stats st;
+        WAIT_UNTIL((pools_get_stats(p, &st), st.stock_recycle_discarded == 1));
+        struct stock_view s = stock_of(p, PAGES);
+        CHECK_U64(s.ready + s.recycling, ==, 0);
+        CHECK_U64(st.stock_recycled, ==, 0);
+        struct journal *j = load(&e);
+        CHECK(!stock_row(j));
+        journal_free(j);
+        CHECK_INT(unlink(lnk), ==, 0);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A pool handed to one user (file_uid, file_gid: mode 0600, that owner) --
+ * from the stock or warmed -- is the daemon's again (its user, 0600) the
+ * moment it is released, and a PUT asking another owner is refused. */
+TEST(owned_pool_file)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        char name[64], path[256];
+        struct stat st;
+
+        if (geteuid() != 0)
+                SKIP("chown to another user needs root");
+        struct pools *p = begin(&e);
+        set_target(p, PAGES, 1);
+        wait_ready(p, PAGES, 1);
+        struct pool_req r = req("vm", 0, PAGES);
+        r.file_owned = true;
+        r.file_uid = 65534;
+        r.file_gid = 65533;
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
+        CHECK(v.file_owned);
+        path_of(&e, "vm", path, sizeof(path));
+        CHECK_INT(stat(path, &st), ==, 0);
+        CHECK_INT(st.st_mode & 07777, ==, 0600);
+        CHECK_INT(st.st_uid, ==, 65534);
+        CHECK_INT(st.st_gid, ==, 65533);
+        struct pool_req other = r;
+        other.file_uid = 1000;
+        CHECK_INT(create(p, &other, &v, &err), ==, -EEXIST);
+        CHECK(strstr(err.detail, "owner"));
+        other.file_owned = false;
+        CHECK_INT(create(p, &other, &v, &err), ==, -EEXIST);
+        CHECK_INT(create(p, &r, &v, &err), ==, EXISTED);
+        struct journal *j = load(&e);
+        CHECK(jpool(j, "vm")->file_owned);
+        CHECK_INT(jpool(j, "vm")->file_uid, ==, 65534);
+        CHECK_INT(jpool(j, "vm")->file_gid, ==, 65533);
+        journal_free(j);
+
+        /* A warm of its own, too. */
+        struct pool_req cold = r;
+        snprintf(cold.name, sizeof(cold.name), "cold");
+        cold.size_bytes = 2 * PAGE;
+        CHECK_INT(create(p, &cold, &v, &err), ==, CREATED);
+        path_of(&e, "cold", path, sizeof(path));
+        CHECK_INT(stat(path, &st), ==, 0);
+        CHECK_INT(st.st_mode & 07777, ==, 0600);
+        CHECK_INT(st.st_uid, ==, 65534);
+        wait_state(p, "cold", POOL_READY);
+
+        /* Released with the target short: the dirty file is ours. */
+        wait_ready(p, PAGES, 1);
+        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
+        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        /* the stock is full again: vm's file is removed, not kept */
+        CHECK(!file_exists(&e, "vm"));
+        struct pool_req again = r;
+        snprintf(again.name, sizeof(again.name), "vm2");
+        CHECK_INT(create(p, &again, &v, &err), ==, CREATED);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
+        void *m = map_file(&e, "vm2"); /* its VMM still runs: it stays dirty */
+        CHECK_INT(pools_delete(p, "vm2"), ==, 0);
+        wait_journal(&e, POOL_DIRTY, name);
+        path_of(&e, name, path, sizeof(path));
+        CHECK_INT(stat(path, &st), ==, 0);
+        CHECK_INT(st.st_mode & 07777, ==, 0600);
+        CHECK_INT(st.st_uid, ==, geteuid());
+        CHECK_INT(st.st_gid, ==, getegid());
+        CHECK_INT(munmap(m, PAGES * PAGE), ==, 0);
+        end_recycled(&e, p, name);
 }
 
 TEST_MAIN()

@@ -34,6 +34,18 @@ bool pool_name_valid(const char *name)
         return i > 0;
 }
 
+bool pool_label_valid(const char *label)
+{
+        size_t i;
+
+        if (!label)
+                return false;
+        for (i = 0; label[i]; i++)
+                if (i >= POOL_LABEL_MAX || !(name_char(label[i], i == 0) || (i > 0 && label[i] == ':')))
+                        return false;
+        return i > 0;
+}
+
 bool pool_stock_name_valid(const char *name)
 {
         size_t i;

@@ -59,6 +59,13 @@
 /* Valid pool name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}.  NULL is not. */
 bool pool_name_valid(const char *name);
 
+/* A pool's label: who it is for, set at PUT and compared by every later
+ * PUT of the pool (the libvirt hook writes "libvirt:<domain uuid>").  1 to
+ * POOL_LABEL_MAX characters of [A-Za-z0-9:._-], starting with a letter or
+ * digit; NULL and "" are not valid (no label is the empty string). */
+#define POOL_LABEL_MAX 128
+bool pool_label_valid(const char *label);
+
 /* Stock files live beside pools in the pool directory, named
  * POOL_STOCK_PREFIX then [A-Za-z0-9._-]{1,62}: a first character no pool
  * name can have, so the two never collide.  NULL is not valid. */

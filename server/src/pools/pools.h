@@ -133,6 +133,11 @@ struct pool_req {
         unsigned threads;          /* 0 = node default */
         uint64_t ttl_seconds;      /* 0 = none; at most POOLS_TTL_MAX */
         bool reserve;              /* grow the node's pool first if short */
+        char label[POOL_LABEL_MAX + 1]; /* "" = none; a PUT of an existing pool must match it */
+        /* The file's owner as handed out, mode 0600 (one VMM's user); else
+         * --pool-group and 0660.  A PUT of an existing pool must match. */
+        bool file_owned;
+        uint32_t file_uid, file_gid;
 };
 
 /* A snapshot of one pool, plain data. */
@@ -160,6 +165,9 @@ struct pool_view {
         int owner_pid;             /* claimed with this VMM pid; 0 = none */
         int64_t unmapped_since;    /* unix s: claimed, no owner pid, no process maps it; 0 = no */
         enum pool_from_stock from_stock;
+        char label[POOL_LABEL_MAX + 1];  /* "" = none */
+        bool file_owned;                 /* file_uid, file_gid valid */
+        uint32_t file_uid, file_gid;
 };
 
 /* Create and start warming.  0 with *RET_CREATED true (created, or handed

@@ -36,6 +36,13 @@ static bool spec_differs(const struct journal_pool *r, const struct pool_req *re
         else if (r->ttl_seconds != req->ttl_seconds)
                 snprintf(buf, size, "\"ttl_seconds\": %" PRIu64 " asked, the pool has %" PRIu64 " (0 = none)",
                          req->ttl_seconds, r->ttl_seconds);
+        else if (strcmp(r->label, req->label) != 0)
+                snprintf(buf, size, "\"label\": \"%s\" asked, the pool's is \"%s\" (it is for another user)",
+                         req->label, r->label);
+        else if (r->file_owned != req->file_owned ||
+                 (r->file_owned && (r->file_uid != req->file_uid || r->file_gid != req->file_gid)))
+                snprintf(buf, size, "the file's owner differs (the pool's file is %s)",
+                         r->file_owned ? "one user's" : "in the pool group");
         else if (r->threads != req->threads)
                 snprintf(buf, size, "\"threads\": %u asked, the pool has %u (0 = node default)", req->threads,
                          r->threads);
@@ -108,7 +115,7 @@ static int check_registry(struct pools *p, const struct pool_req *req, struct po
 
         if (o) {
                 const struct journal_pool *r = pools_latest(o);
-                char why[160];
+                char why[160 + 2 * POOL_LABEL_MAX];
                 if (spec_differs(r, req, why, sizeof(why))) {
                         problem_raise(err, PROBLEM_POOL_CONFLICT,
                                       "pool %s exists and differs: %s (delete it first, or ask for it as it is)",
@@ -187,6 +194,10 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         pool->owner = p;
         pool->fd = -1;
         snprintf(pool->rec.name, sizeof(pool->rec.name), "%s", req->name);
+        snprintf(pool->rec.label, sizeof(pool->rec.label), "%s", req->label);
+        pool->rec.file_owned = req->file_owned;
+        pool->rec.file_uid = req->file_uid;
+        pool->rec.file_gid = req->file_gid;
         pool->rec.node = req->node;
         pool->rec.page_size = req->page_size;
         pool->rec.size_bytes = req->size_bytes;
@@ -200,7 +211,7 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
                 goto out_free;
         }
 
-        r = pools_create_file(p, pool, req->size_bytes, err);
+        r = pools_create_file(p, pool, req->size_bytes, false, err);
         if (r < 0)
                 goto out_free;
 

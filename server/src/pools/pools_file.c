@@ -169,8 +169,93 @@ int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
         return 0;
 }
 
-/* Pool files: the VMM's group may open them, nobody else. */
+/* A pool's file as handed out: the VMM's group may open it, nobody else. */
 #define POOL_FILE_MODE 0660
+
+void pools_file_make_private(const char *path)
+{
+        if (!path[0])
+                return;
+        /* The mode first (the group's opens end), then the owner (a file
+         * handed to one user: its opens end). */
+        if ((chmod(path, POOL_FILE_PRIVATE_MODE) < 0 || chown(path, geteuid(), getegid()) < 0) && errno != ENOENT)
+                log_warn("pools: cannot make %s the daemon's alone (mode 0600): %m", path);
+}
+
+int pools_file_private_fd(int fd)
+{
+        return fchmod(fd, POOL_FILE_PRIVATE_MODE) < 0 || fchown(fd, geteuid(), getegid()) < 0 ? -errno : 0;
+}
+
+void pools_file_make_public(struct pools *p, const char *path, const struct journal_pool *r)
+{
+        _cleanup_close_ int fd = -1;
+        int q;
+
+        if (!path[0])
+                return;
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        q = fd < 0 ? -errno : pools_file_hand_to_vm(p, fd, r->file_owned, r->file_uid, r->file_gid);
+        if (q < 0 && q != -ENOENT)
+                log_warn("pools: cannot give %s back its owner and mode: %s", path, strerror(-q));
+}
+
+int pools_file_hand_to_vm(struct pools *p, int fd, bool owned, uint32_t uid, uint32_t gid)
+{
+        if (owned) {
+                /* Mode first: the file is never open to the new owner's
+                 * group and to the daemon's at once. */
+                if (fchmod(fd, POOL_FILE_PRIVATE_MODE) < 0 || fchown(fd, (uid_t)uid, (gid_t)gid) < 0)
+                        return -errno;
+                return 0;
+        }
+        if (p->cfg.pool_gid != (gid_t)-1 && fchown(fd, (uid_t)-1, p->cfg.pool_gid) < 0)
+                return -errno;
+        return fchmod(fd, POOL_FILE_MODE) < 0 ? -errno : 0;
+}
+
+int pools_file_held(struct pools *p, int fd, bool scan, char *detail, size_t size)
+{
+        struct owner_file f;
+        unsigned unreadable = 0;
+        struct stat st;
+        int r;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (st.st_nlink != 1) {
+                snprintf(detail, size, "it has %ju hard links (another name reaches its pages)",
+                         (uintmax_t)st.st_nlink);
+                return -EMLINK;
+        }
+        f = (struct owner_file){ .dev = st.st_dev, .ino = st.st_ino };
+        r = scan ? owner_scan_held(p->proc_root, getpid(), &f, 1, &unreadable) : 0;
+        if (r < 0) {
+                snprintf(detail, size, "cannot list the processes in %s: %s", p->proc_root, strerror(-r));
+                return r;
+        }
+        if (f.mapped || f.opened) {
+                snprintf(detail, size, "a process %s it", f.mapped ? "maps" : "holds a descriptor of");
+                return 1;
+        }
+        if (fcntl(fd, F_SETLEASE, F_WRLCK) < 0) {
+                r = -errno;
+                if (r == -EAGAIN) {
+                        snprintf(detail, size, "another open file of it exists (its write lease was refused)");
+                        return 1;
+                }
+                if (!scan)
+                        return 0;       /* no leases here: the scan that follows decides */
+                if (unreadable) {
+                        snprintf(detail, size, "no write lease (%s) and %u processes cannot be looked into",
+                                 strerror(-r), unreadable);
+                        return -EPERM;
+                }
+                return 0;       /* no leases here; the whole scan found nobody */
+        }
+        (void)fcntl(fd, F_SETLEASE, F_UNLCK);
+        return 0;
+}
 
 void pools_abandon(struct pools *p, struct pool *pool, bool registered)
 {
@@ -198,14 +283,14 @@ void pools_abandon(struct pools *p, struct pool *pool, bool registered)
         free(pool);
 }
 
-int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, struct problem *err)
+int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, bool stock, struct problem *err)
 {
         const char *path = pool->path;
         _cleanup_close_ int fd = -1;
         struct stat st;
         int r;
 
-        fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, POOL_FILE_MODE);
+        fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, POOL_FILE_PRIVATE_MODE);
         if (fd < 0) {
                 r = -errno;
                 if (r == -EEXIST)
@@ -214,11 +299,17 @@ int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, struct 
                         problem_raise(err, PROBLEM_POOL_FILE_ERROR, "creating %s: %s", path, strerror(-r));
                 return r;
         }
-        if (p->cfg.pool_gid != (gid_t)-1 && fchown(fd, (uid_t)-1, p->cfg.pool_gid) < 0)
+        /* A stock file stays the daemon's alone until it is handed out.
+         * A pool's gets its group and mode here (the umask may have
+         * narrowed it). */
+        if (stock) {
+                if (fchmod(fd, POOL_FILE_PRIVATE_MODE) < 0)
+                        goto fail;
+        } else if ((r = pools_file_hand_to_vm(p, fd, pool->rec.file_owned, pool->rec.file_uid,
+                                              pool->rec.file_gid)) < 0) {
+                errno = -r;
                 goto fail;
-        /* The umask may have narrowed the mode. */
-        if (fchmod(fd, POOL_FILE_MODE) < 0)
-                goto fail;
+        }
         if (ftruncate(fd, (off_t)size) < 0)
                 goto fail;
         /* Which file is ours: the file-changed checks compare it. */

@@ -212,7 +212,7 @@ struct pools_recycle {
         bool due;                     /* reg.lock: a dirty row appeared; look at once */
         uint64_t next_ns;             /* upkeep thread: CLOCK_MONOTONIC of the next mapped check, 0 = none */
         uint64_t interval_ns;         /* set at pools_new */
-        bool warned_unreadable, warned_nolease; /* upkeep thread */
+        bool warned_unreadable; /* upkeep thread */
 };
 
 /* Elastic policies (pools_elastic.c, pools_policy.c): one row per (node,
@@ -325,10 +325,36 @@ void pools_check_on_get(struct pools *p, const struct journal_pool *r, dev_t dev
 /* Rename FROM to TO unless TO exists, in one step (renameat2
  * RENAME_NOREPLACE): 0, -EEXIST, or rename's other -errno. */
 int pools_rename_noreplace(const char *from, const char *to);
-/* Create POOL's file at POOL->path (O_EXCL, mode, group) with SIZE bytes;
+/* Create POOL's file at POOL->path (O_EXCL, mode, group) with SIZE bytes:
+ * a STOCK file mode 0600 in the daemon's group, a pool's in --pool-group
+ * mode 0660;
  * on success POOL->fd is open and file_dev/file_ino name the file (what the
  * file-changed checks compare).  0, or -errno with ERR set and no file left. */
-int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, struct problem *err);
+int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, bool stock, struct problem *err);
+/* Who holds the file FD (ours, not yet or no longer a VM's): 0 nobody else;
+ * 1 some other process maps it or holds a descriptor of it (/proc/PID/maps
+ * and /proc/PID/fd by device and inode, O_PATH included; ours left out), or
+ * its write lease is refused; -EMLINK it has another hard link; other
+ * -errno cannot tell (no lease, and some processes cannot be looked into).
+ * DETAIL says which.  Without SCAN only the link count and the lease are
+ * asked (cheap: no /proc walk).  Asked before a file is zeroed and at each
+ * hand-out. */
+int pools_file_held(struct pools *p, int fd, bool scan, char *detail, size_t size);
+/* A file outside a VM's hands (stock, dirty, recycling, a pool on its way
+ * out): the daemon's alone. */
+#define POOL_FILE_PRIVATE_MODE 0600
+/* Mode 0600 and the daemon's own user and group, by path, first thing in a
+ * release: no new unprivileged open. */
+void pools_file_make_private(const char *path);
+/* The same through a descriptor: 0 or -errno. */
+int pools_file_private_fd(int fd);
+/* Owner and mode as handed out again (R: the pool's record), for a release
+ * that did not happen. */
+void pools_file_make_public(struct pools *p, const char *path, const struct journal_pool *r);
+/* FD's file given to the VM (before the rename that shows it under the
+ * pool's name): OWNED, to UID:GID mode 0600 (that one VMM's user alone);
+ * else --pool-group and mode 0660.  0 or -errno. */
+int pools_file_hand_to_vm(struct pools *p, int fd, bool owned, uint32_t uid, uint32_t gid);
 /* Undo a create that failed after pools_create_file: when REGISTERED
  * (pools_add succeeded) stop and free its job if it has one, take POOL out
  * of the registry and save again; close and unlink its file, free it. */

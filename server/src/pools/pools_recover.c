@@ -263,6 +263,9 @@ static bool reconcile_stock(struct pools *p, struct pool *pool)
         }
         pool->file_dev = st.st_dev;
         pool->file_ino = st.st_ino;
+        /* Out of every VM's hands: the daemon's alone (a file of a version
+         * that left stock files in the pool group, too). */
+        (void)pools_file_private_fd(fd);
         if (r->state == POOL_DIRTY || r->state == POOL_RECYCLING)
                 return reconcile_recycle(p, pool, fd, &st);
         uint64_t present = (uint64_t)st.st_blocks * 512;

@@ -24,15 +24,15 @@
  * "recycling" row is zeroed again from the start and a "dirty" one waits
  * for no mapper again (pools_recover.c), neither is ever handed out.
  *
- * The maps scan skips processes whose maps it may not read (another user's
- * without CAP_SYS_PTRACE, other user namespaces), as the unmapped sweep
- * does, and cannot see a process that holds the file open without mapping
- * it.  So right before the "recycling" step a second, kernel-side check
- * asks for a write lease (F_SETLEASE F_WRLCK, released at once): the
- * kernel refuses it (EAGAIN) while any other open file of the inode exists,
- * and a mapping keeps its file open.  A refused lease means "still in use,
- * wait"; where leases are unavailable (fs.leases-enable=0, no CAP_LEASE)
- * the maps scan alone decides, with a warning. */
+ * A released file is made mode 0600 before anything else, so no new
+ * unprivileged open can start; what was opened before is looked for.  The
+ * check before zeroing (pools_file_held, pools_file.c) wants nobody to hold
+ * the file: no mapping and no descriptor in any other process (/proc/PID/fd
+ * by device and inode, O_PATH descriptors too), its write lease granted
+ * (the kernel refuses it while another open file of the inode exists, also
+ * in a process we cannot look into), and one link.  A holder means "wait";
+ * a second link means the file is discarded (another name reaches its
+ * pages: it is never zeroed into the stock and handed out). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -72,6 +72,9 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
         bool keep = false;
         int r;
 
+        /* First of all: no new open of the file can start (a holder that
+         * opened it before is what the checks before zeroing look for). */
+        pools_file_make_private(pool->path);
         snprintf(old_name, sizeof(old_name), "%s", pool->rec.name);
         pools_lock(&p->reg.lock);
         if (recycle && why != RELEASE_NONE && dir && pool->rec.state == POOL_READY && !pool->job &&
@@ -89,8 +92,12 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
                         pool->pending = &next;
         }
         pools_unlock(&p->reg.lock);
-        if (!keep)
-                return pools_remove(p, pool, why);
+        if (!keep) {
+                r = pools_remove(p, pool, why);
+                if (r == -EAGAIN)
+                        pools_file_make_public(p, pool->path, &pool->rec);     /* it stays as it was */
+                return r;
+        }
 
         r = pools_save(p);
         if (r < 0) {
@@ -100,6 +107,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
                 pools_unlock(&p->reg.lock);
                 log_err("pools: cannot save the release of pool %s: %s; it stays as it was", old_name,
                         strerror(-r));
+                pools_file_make_public(p, pool->path, &pool->rec);
                 return -EAGAIN;
         }
         /* Saved: the journal knows the file only as the dirty row.  A crash
@@ -171,16 +179,6 @@ static void discard(struct pools *p, struct pool *pool, const char *why)
                 pools_release(p, pool);
 }
 
-/* Whether another open file (a descriptor, or a mapping's) of FD's inode
- * exists: 1 yes, 0 no, -errno when the kernel cannot tell us (no leases). */
-static int open_elsewhere(int fd)
-{
-        if (fcntl(fd, F_SETLEASE, F_WRLCK) < 0)
-                return errno == EAGAIN ? 1 : -errno;
-        (void)fcntl(fd, F_SETLEASE, F_UNLCK);
-        return 0;
-}
-
 /* No process maps POOL's file (dirty, or recycling without a job): check
  * the file, save "recycling" (if dirty), start the zero job.  POOL busy. */
 static void start_zeroing(struct pools *p, struct pool *pool)
@@ -222,20 +220,24 @@ static void start_zeroing(struct pools *p, struct pool *pool)
                 discard(p, pool, detail);
                 return;
         }
-        r = open_elsewhere(fd);
-        if (r > 0) {
+        /* A file of a release from before files were made private. */
+        (void)pools_file_private_fd(fd);
+        r = pools_file_held(p, fd, true, detail, sizeof(detail));
+        if (r == -EMLINK) {
+                /* Another name reaches its pages: never zeroed into the
+                 * stock (whoever made the link keeps what it holds). */
+                close(fd);
+                discard(p, pool, detail);
+                return;
+        }
+        if (r != 0) {
                 close(fd);
                 if (!pool->recycle_wait_logged)
-                        log_info("pools: stock file %s is still open or mapped by a process (its lease was "
-                                 "refused); it is recycled once none holds it", pool->rec.name);
+                        log_info("pools: stock file %s is not recycled yet: %s; it is recycled once none "
+                                 "holds it", pool->rec.name, detail);
                 pool->recycle_wait_logged = true;
                 pools_release(p, pool);
                 return;
-        }
-        if (r < 0 && !p->recycle.warned_nolease) {
-                p->recycle.warned_nolease = true;
-                log_warn("pools: cannot take a file lease to confirm that no process holds a released file "
-                         "(%s); recycling relies on /proc/*/maps alone", strerror(-r));
         }
         if (next.state == POOL_DIRTY) {
                 /* Saved before any byte is written: a crash from here on
@@ -345,7 +347,7 @@ void pools_recycle_upkeep(struct pools *p)
                 p->recycle.next_ns = now + p->recycle.interval_ns;
         if (!n)
                 return;
-        r = owner_scan_mapped(p->proc_root, files, n, &unreadable);
+        r = owner_scan_held(p->proc_root, getpid(), files, n, &unreadable);
         if (r < 0) {
                 log_warn("pools: cannot list processes in %s to recycle stock files: %s", p->proc_root,
                          strerror(-r));
@@ -364,13 +366,14 @@ void pools_recycle_upkeep(struct pools *p)
                 pool = pools_find(p, w[i].name);
                 if (pool && (pool->hold != POOL_FREE || pool->rec.state != w[i].state || pool->job))
                         pool = NULL;
-                if (pool && files[i].mapped) {
+                if (pool && (files[i].mapped || files[i].opened)) {
                         bool said = pool->recycle_wait_logged;
                         pool->recycle_wait_logged = true;
                         pools_unlock(&p->reg.lock);
                         if (!said)
-                                log_info("pools: stock file %s is still mapped by a process; it is recycled "
-                                         "once none maps it", w[i].name);
+                                log_info("pools: stock file %s is still %s by a process; it is recycled "
+                                         "once none holds it", w[i].name,
+                                         files[i].mapped ? "mapped" : "held open");
                         continue;
                 }
                 if (pool)

@@ -149,6 +149,10 @@ void pools_fill_view(struct pool *pool, struct pool_view *v)
         v->owner_pid = r->owner_pid;
         v->unmapped_since = pool->unmapped_since;
         v->from_stock = r->from_stock;
+        snprintf(v->label, sizeof(v->label), "%s", r->label);
+        v->file_owned = r->file_owned;
+        v->file_uid = r->file_uid;
+        v->file_gid = r->file_gid;
 }
 
 int pools_save(struct pools *p)

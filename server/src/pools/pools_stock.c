@@ -379,7 +379,7 @@ static int add_one(struct pools *p, const struct journal_stock_target *t)
         pool->rec.created_at = pool->rec.started_at = pools_now_unix();
         snprintf(pool->path, sizeof(pool->path), "%s/%s", pools_mount_dir(p, t->page_size), pool->rec.name);
 
-        r = pools_create_file(p, pool, t->size_bytes, &err);
+        r = pools_create_file(p, pool, t->size_bytes, true, &err);
         if (r < 0) {
                 log_warn("pools: stock refill: %s", err.detail);
                 free(pool);
@@ -478,24 +478,75 @@ void pools_stock_refill(struct pools *p)
 
 /* ---- hand-out ---- */
 
-/* Rename the stock file POOL (busy) from OLD_PATH to REQ's name in its
- * directory, written to NEW_PATH (SIZE bytes).  check_registry found no pool
- * of that name and the orphan sweep removed unrecorded files, so a file
- * there would be someone else's: it is never replaced.  False, logged and
- * with POOL released, when the rename did not happen. */
+/* A stock file some process holds (or that has another link) is never
+ * handed out: removed (its pages go back once its holders let go), and the
+ * request warms a fresh file instead.  POOL busy, at POOL->path. */
+static void drop_held(struct pools *p, struct pool *pool, const char *why)
+{
+        log_warn("pools: stock file %s is not handed out: %s; removing it", pool->rec.name, why);
+        pools_file_make_private(pool->path);
+        if (pools_remove(p, pool, RELEASE_NONE) < 0)
+                pools_release(p, pool);
+}
+
+/* Hand the stock file POOL (busy) at OLD_PATH to REQ's name in its
+ * directory, written to NEW_PATH (SIZE bytes): one link and its lease
+ * granted first (cheap), it gets the pool's owner and mode while still under
+ * its stock name (private until then, so nothing could open it), the rename
+ * shows it, and then the whole check (pools_file.c: no mapper, no
+ * descriptor elsewhere, O_PATH included, one link) is asked of the file as
+ * the VM will get it, before the answer: a holder from before is still
+ * there to be found, and one walk of /proc is enough.  check_registry found
+ * no pool of that name and the orphan sweep removed unrecorded files, so a
+ * file there would be someone else's: it is never replaced.  False, logged,
+ * with POOL released (or removed, if held), when there is no hand-out. */
 static bool rename_to_pool(struct pools *p, struct pool *pool, const struct pool_req *req, const char *old_path,
                            char *new_path, size_t size)
 {
+        char why[POOL_ERROR_DETAIL_MAX];
+        _cleanup_close_ int fd = -1;
+        struct stat st;
         int r;
 
         snprintf(new_path, size, "%s/%s", pools_mount_dir(p, req->page_size), req->name);
-        r = pools_rename_noreplace(old_path, new_path);
+        fd = open(old_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != pool->file_dev || st.st_ino != pool->file_ino) {
+                log_warn("pools: cannot hand out stock file %s: %s", pool->rec.name,
+                         fd < 0 ? strerror(errno) : "its file was replaced");
+                pools_release(p, pool);
+                return false;
+        }
+        r = pools_file_held(p, fd, false, why, sizeof(why));
+        if (r == 1 || r == -EMLINK) {
+                drop_held(p, pool, why);
+                return false;
+        }
+        if (r < 0) {
+                /* Cannot tell: not handed out, and kept (removing it would
+                 * only make the refill warm one we cannot tell about either). */
+                log_warn("pools: stock file %s is not handed out: %s", pool->rec.name, why);
+                pools_release(p, pool);
+                return false;
+        }
+        r = pools_file_hand_to_vm(p, fd, req->file_owned, req->file_uid, req->file_gid);
         if (r == 0)
-                return true;
-        log_warn("pools: cannot hand out stock file %s as %s: %s", pool->rec.name, req->name,
-                 r == -EEXIST ? "a file of that name exists" : strerror(-r));
-        pools_release(p, pool);
-        return false;
+                r = pools_rename_noreplace(old_path, new_path);
+        if (r < 0) {
+                (void)pools_file_private_fd(fd);
+                log_warn("pools: cannot hand out stock file %s as %s: %s", pool->rec.name, req->name,
+                         r == -EEXIST ? "a file of that name exists" : strerror(-r));
+                pools_release(p, pool);
+                return false;
+        }
+        r = pools_file_held(p, fd, true, why, sizeof(why));
+        if (r != 0) {
+                pools_lock(&p->reg.lock);
+                snprintf(pool->path, sizeof(pool->path), "%s", new_path);
+                pools_unlock(&p->reg.lock);
+                drop_held(p, pool, why);
+                return false;
+        }
+        return true;
 }
 
 /* A hand-out is done (its record saved): count it in COUNTER, let others see
@@ -577,6 +628,10 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
         next = pool->rec;
         (void)pool_transition(&next, POOL_WARMING, NULL, NULL);
         snprintf(next.name, sizeof(next.name), "%s", req->name);
+        snprintf(next.label, sizeof(next.label), "%s", req->label);
+        next.file_owned = req->file_owned;
+        next.file_uid = req->file_uid;
+        next.file_gid = req->file_gid;
         next.size_bytes = req->size_bytes;
         next.threads = req->threads;
         next.ttl_seconds = req->ttl_seconds;
@@ -658,6 +713,10 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
         next = pool->rec;
         (void)pool_transition(&next, POOL_READY, NULL, NULL);
         snprintf(next.name, sizeof(next.name), "%s", req->name);
+        snprintf(next.label, sizeof(next.label), "%s", req->label);
+        next.file_owned = req->file_owned;
+        next.file_uid = req->file_uid;
+        next.file_gid = req->file_gid;
         next.threads = req->threads;
         next.ttl_seconds = req->ttl_seconds;
         next.created_at = next.started_at = pools_now_unix();
