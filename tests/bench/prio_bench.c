@@ -36,6 +36,8 @@
 #include "util.h"
 #include "zero.h"
 
+#include "bench_args.h"
+
 #define PAGE (2 * MIB)
 
 enum { ALONE, BESIDE_LOW, BESIDE_NORMAL, ZERO_ALONE, N_CONTENDERS };
@@ -230,6 +232,7 @@ int main(int argc, char **argv)
         struct topo t = { .n_nodes = 1, .nodes = &node, .n_page_sizes = 1, .page_sizes = { PAGE } };
         struct engine *e = NULL;
         uint64_t b_size;
+        const char *bad;
         char *end;
         FILE *f;
         int r, fa, fb;
@@ -242,12 +245,8 @@ int main(int argc, char **argv)
         size = strtoull(argv[2], &end, 10);
         if (errno || *end || size < 4 * PAGE || size % PAGE)
                 die("SIZE_BYTES must be a multiple of 2 MiB, at least 8 MiB", EINVAL);
-        threads = strtoull(argv[3], &end, 10);
-        if (errno || *end || threads == 0 || threads > 1024)
-                die("bad THREADS", EINVAL);
-        rounds = strtoull(argv[4], &end, 10);
-        if (errno || *end || rounds == 0 || rounds > 10000)
-                die("bad ROUNDS", EINVAL);
+        if (!bench_threads_rounds(argv, &threads, &rounds, &bad))
+                die(bad, EINVAL);
         b_size = size / 2 / PAGE * PAGE;
 
         f = fopen("/sys/devices/system/node/node0/cpulist", "re");

@@ -40,6 +40,8 @@
 
 #include "zero.h"
 
+#include "bench_args.h"
+
 #define MAX_ROUTINES 8
 #define DIRT 0x5a
 
@@ -237,6 +239,7 @@ int main(int argc, char **argv)
         unsigned n_routines = 0;
         struct statfs sfs;
         uint64_t page;
+        const char *bad;
         char *end;
         int fd;
 
@@ -248,12 +251,8 @@ int main(int argc, char **argv)
         size = strtoull(argv[2], &end, 10);
         if (errno || *end || size == 0 || size > SIZE_MAX)
                 die("bad SIZE_BYTES", EINVAL);
-        threads = strtoull(argv[3], &end, 10);
-        if (errno || *end || threads == 0 || threads > 1024)
-                die("bad THREADS", EINVAL);
-        rounds = strtoull(argv[4], &end, 10);
-        if (errno || *end || rounds == 0 || rounds > 10000)
-                die("bad ROUNDS", EINVAL);
+        if (!bench_threads_rounds(argv, &threads, &rounds, &bad))
+                die(bad, EINVAL);
         for (int i = 5; i < argc; i++) {
                 bool nopop = strncmp(argv[i], "nopop:", 6) == 0;
                 const struct zero_routine *r = zero_find(argv[i] + (nopop ? 6 : 0));
