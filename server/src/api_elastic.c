@@ -18,13 +18,7 @@
 
 void api_elastic_encode(const struct elastic_view *v, struct json *o)
 {
-        json_add_u64(o, "node", (uint64_t)v->policy.node);
-        json_add_u64(o, "page_size_bytes", v->policy.page_size);
-        json_add_u64(o, "min", v->policy.min);
-        json_add_u64(o, "max", v->policy.max);
-        json_add_u64(o, "headroom", v->policy.headroom);
-        json_add_u64(o, "idle_seconds", v->policy.idle_seconds);
-        json_add_bool(o, "allow_best_effort", v->policy.allow_best_effort);
+        journal_add_elastic_policy(o, &v->policy);
         json_add_str(o, "runtime_growth", elastic_growth_name(v->runtime_growth));
         json_add_u64(o, "cma_total_bytes", v->cma_total_bytes);
         json_add_u64(o, "cma_free_bytes", v->cma_free_bytes);
@@ -51,6 +45,15 @@ struct policy_work {
         bool remove;
 };
 
+/* 200 with the policy V as its body. */
+static void send_policy(struct resp *resp, const struct elastic_view *v)
+{
+        struct json *o = json_new_object();
+        api_elastic_encode(v, o);
+        resp_json(resp, 200, json_print(o));
+        json_free(o);
+}
+
 static void policy_work(struct resp *resp, void *ctx)
 {
         struct policy_work *w = ctx;
@@ -73,10 +76,7 @@ static void policy_work(struct resp *resp, void *ctx)
                 resp_problem(resp, &p);
                 return;
         }
-        struct json *o = json_new_object();
-        api_elastic_encode(&v, o);
-        resp_json(resp, 200, json_print(o));
-        json_free(o);
+        send_policy(resp, &v);
 }
 
 /* Node and page size from the path into *POL; false with RESP set. */
@@ -148,10 +148,7 @@ void api_policy_get(const struct req *req, struct resp *resp)
                 resp_problem(resp, &p);
                 return;
         }
-        struct json *o = json_new_object();
-        api_elastic_encode(&v, o);
-        resp_json(resp, 200, json_print(o));
-        json_free(o);
+        send_policy(resp, &v);
 }
 
 void api_policy_delete(const struct req *req, struct resp *resp)

@@ -300,16 +300,19 @@ static void add_elastic_policies(struct json *doc, const struct journal_elastic_
 {
         struct json *arr = json_add_array(doc, "elastic_policies");
 
-        for (size_t i = 0; arr && i < n; i++) {
-                struct json *o = json_append_object(arr);
-                json_add_i64(o, "node", e[i].node);
-                json_add_u64(o, "page_size_bytes", e[i].page_size);
-                json_add_u64(o, "min", e[i].min);
-                json_add_u64(o, "max", e[i].max);
-                json_add_u64(o, "headroom", e[i].headroom);
-                json_add_u64(o, "idle_seconds", e[i].idle_seconds);
-                json_add_bool(o, "allow_best_effort", e[i].allow_best_effort);
-        }
+        for (size_t i = 0; arr && i < n; i++)
+                journal_add_elastic_policy(json_append_object(arr), &e[i]);
+}
+
+void journal_add_elastic_policy(struct json *o, const struct journal_elastic_policy *e)
+{
+        json_add_i64(o, "node", e->node);
+        json_add_u64(o, "page_size_bytes", e->page_size);
+        json_add_u64(o, "min", e->min);
+        json_add_u64(o, "max", e->max);
+        json_add_u64(o, "headroom", e->headroom);
+        json_add_u64(o, "idle_seconds", e->idle_seconds);
+        json_add_bool(o, "allow_best_effort", e->allow_best_effort);
 }
 
 static int cmp_pool_names(const void *a, const void *b)

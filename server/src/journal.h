@@ -157,6 +157,9 @@ struct json;
 /* Add the members a pool is known by to O: name, node, page_size_bytes,
  * size_bytes and state.  The journal's rows and the API's pool objects
  * spell them alike, so a reader of state.json recognises the API's pool. */
+/* Add an elastic policy's members to O, as the journal and the policy
+ * routes spell them (node as a number, counts in pages). */
+void journal_add_elastic_policy(struct json *o, const struct journal_elastic_policy *e);
 void journal_add_pool_identity(struct json *o, const char *name, int node, uint64_t page_size,
                                uint64_t size_bytes, enum pool_state state);
 
