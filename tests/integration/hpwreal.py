@@ -42,6 +42,22 @@ def set_node0_pages(n):
     return node0("nr_hugepages")
 
 
+def node0_pages_or_skip(total):
+    """Under tests/real/guard.sh, TOTAL 2 MiB pages on node 0: its hugetlbfs
+    mount, or None after saying why the test skips (outside guard.sh, or the
+    kernel gave fewer pages)."""
+    if not MNT:
+        print("SKIP: not under tests/real/guard.sh")
+        return None
+    with open(NODE0 + "nr_hugepages", "w") as f:
+        f.write("%d\n" % total)
+    if node0("nr_hugepages") < total or node0("free_hugepages") < total:
+        print("SKIP: the kernel gave %d 2 MiB pages (%d free) of %d"
+              % (node0("nr_hugepages"), node0("free_hugepages"), total))
+        return None
+    return MNT
+
+
 def real_daemon(pool_dir, state, *extra, env=None):
     """hpwarmd on /sys, its 2 MiB pools in POOL_DIR, its journal in STATE."""
     return Daemon(sysfs_root="/sys", preload=False, state_dir=state,
