@@ -24,9 +24,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from hpwtest import Daemon  # noqa: E402
+from hpwreal import node0, node0_pages_or_skip, real_daemon  # noqa: E402
 
-NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
 TOTAL = 1024              # pages reserved on node 0 for the test (2 GiB)
 BIG = 896
 THREADS = 2
@@ -34,25 +33,13 @@ SLACK = 2 * THREADS
 ROUNDS = 20
 
 
-def node0(leaf):
-    with open(NODE0 + leaf) as f:
-        return int(f.read())
-
-
 def main():
-    mnt = os.environ.get("HPW_TEST_HUGETLBFS")
+    mnt = node0_pages_or_skip(TOTAL)
     if not mnt:
-        print("SKIP: not under tests/real/guard.sh")
-        return 77
-    with open(NODE0 + "nr_hugepages", "w") as f:
-        f.write("%d\n" % TOTAL)
-    if node0("nr_hugepages") < TOTAL or node0("free_hugepages") < TOTAL:
-        print("SKIP: the kernel gave %d 2 MiB pages (%d free) of %d"
-              % (node0("nr_hugepages"), node0("free_hugepages"), TOTAL))
         return 77
     pool_dir = os.path.join(mnt, "hpwarm-admission-%d" % os.getpid())
     state = tempfile.mkdtemp(prefix="hpwarm-admission-state-")
-    d = Daemon(sysfs_root="/sys", preload=False, state_dir=state, args=["--hugetlbfs", "2M=" + pool_dir])
+    d = real_daemon(pool_dir, state)
     small = TOTAL - BIG - SLACK
     refused, overlapped = [], 0
     try:
