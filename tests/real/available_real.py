@@ -21,10 +21,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from hpwtest import Daemon  # noqa: E402
+from hpwreal import node0_pages_or_skip, real_daemon  # noqa: E402
 
 PAGE = 2 << 20
-NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
 GLOBAL = "/sys/kernel/mm/hugepages/hugepages-2048kB/"
 TOTAL = 64
 HELD = 8
@@ -59,19 +58,12 @@ def check(cond, what):
 
 
 def main():
-    mnt = os.environ.get("HPW_TEST_HUGETLBFS")
+    mnt = node0_pages_or_skip(TOTAL)
     if not mnt:
-        print("SKIP: not under tests/real/guard.sh")
-        return 77
-    with open(NODE0 + "nr_hugepages", "w") as f:
-        f.write("%d\n" % TOTAL)
-    if read(NODE0 + "nr_hugepages") < TOTAL or read(NODE0 + "free_hugepages") < TOTAL:
-        print("SKIP: the kernel gave %d 2 MiB pages (%d free) of %d"
-              % (read(NODE0 + "nr_hugepages"), read(NODE0 + "free_hugepages"), TOTAL))
         return 77
     pool_dir = os.path.join(mnt, "hpwarm-available-%d" % os.getpid())
     state = tempfile.mkdtemp(prefix="hpwarm-available-state-")
-    d = Daemon(sysfs_root="/sys", preload=False, state_dir=state, args=["--hugetlbfs", "2M=" + pool_dir])
+    d = real_daemon(pool_dir, state)
     held = None
     try:
         d.start()
