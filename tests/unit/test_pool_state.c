@@ -295,26 +295,31 @@ TEST(hold_table)
         CHECK(pool_hold_name(_POOL_HOLD_MAX) == NULL);
 }
 
+/* VALID takes MAX characters of 'a' and refuses MAX + 1. */
+static void check_longest(bool (*valid)(const char *), size_t max)
+{
+        char longest[POOL_NAME_MAX + POOL_LABEL_MAX + 2];
+
+        CHECK(max + 2 <= sizeof(longest));
+        memset(longest, 'a', max + 1);
+        longest[max] = '\0';
+        CHECK(valid(longest));
+        longest[max] = 'a';
+        longest[max + 1] = '\0';
+        CHECK(!valid(longest));
+}
+
 TEST(name_rule)
 {
-        char longest[POOL_NAME_MAX + 2];
-
         CHECK(pool_name_valid("vm-1.mem_0"));
         CHECK(!pool_name_valid(".x"));
         CHECK(!pool_name_valid(NULL));
-        memset(longest, 'a', POOL_NAME_MAX);
-        longest[POOL_NAME_MAX] = '\0';
-        CHECK(pool_name_valid(longest));
-        longest[POOL_NAME_MAX] = 'a';
-        longest[POOL_NAME_MAX + 1] = '\0';
-        CHECK(!pool_name_valid(longest));
+        check_longest(pool_name_valid, POOL_NAME_MAX);
 }
 
 /* Labels: [A-Za-z0-9:._-], a letter or digit first, 1 to 128 characters. */
 TEST(label_rule)
 {
-        char longest[POOL_LABEL_MAX + 2];
-
         CHECK(pool_label_valid("libvirt:0b6e3a4e-6d1c-4d8e-9a57-0c5c1f3f7e21"));
         CHECK(pool_label_valid("a"));
         CHECK(!pool_label_valid(""));
@@ -323,12 +328,7 @@ TEST(label_rule)
         CHECK(!pool_label_valid("a b"));
         CHECK(!pool_label_valid("a/b"));
         CHECK(!pool_label_valid("a\n"));
-        memset(longest, 'a', POOL_LABEL_MAX);
-        longest[POOL_LABEL_MAX] = '\0';
-        CHECK(pool_label_valid(longest));
-        longest[POOL_LABEL_MAX] = 'a';
-        longest[POOL_LABEL_MAX + 1] = '\0';
-        CHECK(!pool_label_valid(longest));
+        check_longest(pool_label_valid, POOL_LABEL_MAX);
 }
 
 TEST_MAIN()
