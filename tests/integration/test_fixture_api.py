@@ -136,7 +136,8 @@ class Report(TestCase):
             self.assertEqual(d.stop(), 0)
 
 
-class BadInput(TestCase):
+class TwoNodeDaemonCase(TestCase):
+    """One daemon on the two-node fixture for the whole class (self.d)."""
     @classmethod
     def setUpClass(cls):
         cls.d = Daemon("two-node").start()
@@ -145,6 +146,8 @@ class BadInput(TestCase):
     def tearDownClass(cls):
         cls.d.__exit__()
 
+
+class BadInput(TwoNodeDaemonCase):
     def unchanged(self):
         self.assertEqual(self.d.read_u64(node_hp(0, M2, "nr_hugepages")), 16)
         self.assertEqual(self.d.read_u64(node_hp(1, M2, "nr_hugepages")), 8)
@@ -413,18 +416,10 @@ class Reserve(TestCase):
 
 
 
-class PoolListQuery(TestCase):
+class PoolListQuery(TwoNodeDaemonCase):
     """GET /v1/pools query parameters: each bad value is a 422 problem whose
     detail names the parameter; good ones answer a (here empty) page.  The
     pages themselves, over real pools, are tests/real/test_pool_list.py's."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.d = Daemon("two-node").start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.d.__exit__()
 
     BAD = {
         "limit": ["0", "1001", "-1", "", "x", "1.5", "1e3", "99999999999999999999999", "%201"],
