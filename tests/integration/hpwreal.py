@@ -42,10 +42,11 @@ def set_node0_pages(n):
     return node0("nr_hugepages")
 
 
-def node0_pages_or_skip(total):
-    """Under tests/real/guard.sh, TOTAL 2 MiB pages on node 0: its hugetlbfs
-    mount, or None after saying why the test skips (outside guard.sh, or the
-    kernel gave fewer pages)."""
+def guarded_daemon(total, name):
+    """Under tests/real/guard.sh, TOTAL 2 MiB pages on node 0 and an unstarted
+    real_daemon on pool dir hpwarm-NAME-<pid> below $MNT and a fresh state
+    dir: (pool_dir, state, daemon).  None after saying why the test skips
+    (outside guard.sh, or the kernel gave fewer pages)."""
     if not MNT:
         print("SKIP: not under tests/real/guard.sh")
         return None
@@ -55,7 +56,9 @@ def node0_pages_or_skip(total):
         print("SKIP: the kernel gave %d 2 MiB pages (%d free) of %d"
               % (node0("nr_hugepages"), node0("free_hugepages"), total))
         return None
-    return MNT
+    pool_dir = os.path.join(MNT, "hpwarm-%s-%d" % (name, os.getpid()))
+    state = tempfile.mkdtemp(prefix="hpwarm-%s-state-" % name)
+    return pool_dir, state, real_daemon(pool_dir, state)
 
 
 def real_daemon(pool_dir, state, *extra, env=None):
