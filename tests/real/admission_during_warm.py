@@ -21,10 +21,9 @@ skips (77) outside it or when the kernel will not give the pages."""
 import os
 import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from hpwreal import node0, node0_pages_or_skip, real_daemon  # noqa: E402
+from hpwreal import guarded_daemon, node0  # noqa: E402
 
 TOTAL = 1024              # pages reserved on node 0 for the test (2 GiB)
 BIG = 896
@@ -34,12 +33,10 @@ ROUNDS = 20
 
 
 def main():
-    mnt = node0_pages_or_skip(TOTAL)
-    if not mnt:
+    setup = guarded_daemon(TOTAL, "admission")
+    if not setup:
         return 77
-    pool_dir = os.path.join(mnt, "hpwarm-admission-%d" % os.getpid())
-    state = tempfile.mkdtemp(prefix="hpwarm-admission-state-")
-    d = real_daemon(pool_dir, state)
+    pool_dir, state, d = setup
     small = TOTAL - BIG - SLACK
     refused, overlapped = [], 0
     try:
