@@ -18,10 +18,9 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from hpwreal import node0_pages_or_skip, real_daemon  # noqa: E402
+from hpwreal import guarded_daemon  # noqa: E402
 
 PAGE = 2 << 20
 GLOBAL = "/sys/kernel/mm/hugepages/hugepages-2048kB/"
@@ -58,12 +57,10 @@ def check(cond, what):
 
 
 def main():
-    mnt = node0_pages_or_skip(TOTAL)
-    if not mnt:
+    setup = guarded_daemon(TOTAL, "available")
+    if not setup:
         return 77
-    pool_dir = os.path.join(mnt, "hpwarm-available-%d" % os.getpid())
-    state = tempfile.mkdtemp(prefix="hpwarm-available-state-")
-    d = real_daemon(pool_dir, state)
+    pool_dir, state, d = setup
     held = None
     try:
         d.start()
