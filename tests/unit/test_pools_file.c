@@ -31,27 +31,42 @@
 #include "topo.h"
 #include "util.h"
 
+static int truncate_to_zero(const char *path)
+{
+        return truncate(path, 0);
+}
+
+/* A pool NAME whose file CHANGE alters while it warms: it must fail as
+ * file-changed, its detail saying DETAIL.  The pools are the caller's. */
+static struct pools *changed_while_warming(struct env *e, const char *name, int (*change)(const char *path),
+                                           const char *detail)
+{
+        struct pools *p;
+        struct pool_view v;
+        struct problem err;
+        struct pool_req r = req(name, 0, 4);
+        char path[PATH_MAX];
+
+        env_init(e);
+        p = start(e);
+        create_gated(p, &r, &v, &err);
+        pool_path(e, name, path, sizeof(path));
+        CHECK_INT(change(path), ==, 0);
+        fake_gate_set(false);
+        wait_state(p, name, POOL_FAILED);
+        CHECK_INT(pools_get(p, name, &v), ==, 0);
+        CHECK_STR(v.error_slug, "file-changed");
+        CHECK(strstr(v.error_detail, detail));
+        return p;
+}
+
 /* Removed while warming: the warm still "succeeds" on the open fd, but the
  * pool must not turn ready with a path that names nothing. */
 TEST(file_removed_while_warming)
 {
         struct env e;
-        struct pools *p;
-        struct pool_view v;
-        struct problem err;
-        struct pool_req r = req("vanish", 0, 4);
-        char path[PATH_MAX];
+        struct pools *p = changed_while_warming(&e, "vanish", unlink, "removed");
 
-        env_init(&e);
-        p = start(&e);
-        create_gated(p, &r, &v, &err);
-        pool_path(&e, "vanish", path, sizeof(path));
-        CHECK_INT(unlink(path), ==, 0);
-        fake_gate_set(false);
-        wait_state(p, "vanish", POOL_FAILED);
-        CHECK_INT(pools_get(p, "vanish", &v), ==, 0);
-        CHECK_STR(v.error_slug, "file-changed");
-        CHECK(strstr(v.error_detail, "removed"));
         CHECK_INT(pools_delete(p, "vanish"), ==, 0);
         pools_free(p);
         env_fini(&e);
@@ -62,22 +77,8 @@ TEST(file_removed_while_warming)
 TEST(file_truncated_while_warming)
 {
         struct env e;
-        struct pools *p;
-        struct pool_view v;
-        struct problem err;
-        struct pool_req r = req("short", 0, 4);
-        char path[PATH_MAX];
+        struct pools *p = changed_while_warming(&e, "short", truncate_to_zero, "truncated");
 
-        env_init(&e);
-        p = start(&e);
-        create_gated(p, &r, &v, &err);
-        pool_path(&e, "short", path, sizeof(path));
-        CHECK_INT(truncate(path, 0), ==, 0);
-        fake_gate_set(false);
-        wait_state(p, "short", POOL_FAILED);
-        CHECK_INT(pools_get(p, "short", &v), ==, 0);
-        CHECK_STR(v.error_slug, "file-changed");
-        CHECK(strstr(v.error_detail, "truncated"));
         CHECK(!file_exists(&e, "short"));      /* still ours: removed like any failed pool's */
         CHECK_INT(pools_delete(p, "short"), ==, 0);
         pools_free(p);
