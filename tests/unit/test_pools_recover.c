@@ -231,6 +231,31 @@ TEST(resume_after_finished)
         env_fini_hooked(&e, p);
 }
 
+/* The journal records one reservation, of COUNT pages. */
+static void check_one_reservation(const struct env *e, uint64_t count)
+{
+        struct journal *j = load(e);
+
+        CHECK_U64(j->n_reservations, ==, 1);
+        CHECK_U64(j->reservations[0].count, ==, count);
+        journal_free(j);
+}
+
+/* "Reboot": another boot id, the kernel forgot node 1's reservation; the
+ * pools start again and node 1 is back at WANT pages. */
+static struct pools *reboot_node1(struct env *e, const char *want)
+{
+        struct pools *p;
+        char buf[64];
+
+        write_file(e->boot, "99999999-2222-3333-4444-555555555555\n");
+        fixture_write(e->sys, HP_DIR(1) "nr_hugepages", "0\n");
+        p = start(e);
+        fixture_read(e->sys, HP_DIR(1) "nr_hugepages", buf, sizeof(buf));
+        CHECK_STR(buf, want);
+        return p;
+}
+
 TEST(reboot_and_reservations)
 {
         struct env e;
@@ -240,7 +265,6 @@ TEST(reboot_and_reservations)
         struct pool_req r;
         struct reserve_result res;
         struct pools_stats s;
-        char buf[64];
 
         env_init(&e);
         p = start(&e);
@@ -260,24 +284,16 @@ TEST(reboot_and_reservations)
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "old", POOL_READY);
         pools_free(p);
-        struct journal *j = load(&e);
-        CHECK_U64(j->n_reservations, ==, 1);
-        CHECK_U64(j->reservations[0].count, ==, 10);
-        journal_free(j);
+        check_one_reservation(&e, 10);
 
-        /* "Reboot": another boot id, the kernel forgot the reservation. */
-        write_file(e.boot, "99999999-2222-3333-4444-555555555555\n");
-        fixture_write(e.sys, HP_DIR(1) "nr_hugepages", "0\n");
-        p = start(&e);
-        fixture_read(e.sys, HP_DIR(1) "nr_hugepages", buf, sizeof(buf));
-        CHECK_STR(buf, "10\n");
+        p = reboot_node1(&e, "10\n");
         CHECK_INT(pools_get(p, "old", &v), ==, -ENOENT);
         CHECK(!file_exists(&e, "old"));
         pools_get_stats(p, &s);
         CHECK_U64(s.orphan_files_removed, ==, 1);
         CHECK_U64(s.reservations_ok, ==, 1);
         pools_free(p);
-        j = load(&e);
+        struct journal *j = load(&e);
         CHECK_STR(j->boot_id, "99999999-2222-3333-4444-555555555555");
         CHECK_U64(j->n_pools, ==, 0);
         CHECK_U64(j->n_reservations, ==, 1);
@@ -592,7 +608,6 @@ TEST(reservations_same_boot_adopted)
         struct env e;
         struct pools *p;
         struct reserve_result res;
-        struct journal *j;
         char buf[64];
 
         env_init(&e);
@@ -605,16 +620,9 @@ TEST(reservations_same_boot_adopted)
         fixture_read(e.sys, HP_DIR(1) "nr_hugepages", buf, sizeof(buf));
         CHECK_STR(buf, "7\n");
         pools_free(p);
-        j = load(&e);
-        CHECK_U64(j->n_reservations, ==, 1);
-        CHECK_U64(j->reservations[0].count, ==, 7);
-        journal_free(j);
+        check_one_reservation(&e, 7);
 
-        write_file(e.boot, "99999999-2222-3333-4444-555555555555\n");
-        fixture_write(e.sys, HP_DIR(1) "nr_hugepages", "0\n");
-        p = start(&e);
-        fixture_read(e.sys, HP_DIR(1) "nr_hugepages", buf, sizeof(buf));
-        CHECK_STR(buf, "7\n");
+        p = reboot_node1(&e, "7\n");
         pools_free(p);
         env_fini(&e);
 }
