@@ -99,19 +99,27 @@ static bool failed_on_disk_within(const struct env *e, const char *name, double 
         }
 }
 
+/* The pools started with one ready pool NAME, its file's path in PATH. */
+static struct pools *start_with_ready(struct env *e, const char *name, char *path, size_t size)
+{
+        struct pools *p;
+
+        env_init(e);
+        p = start(e);
+        ready_pool(p, name);
+        pool_path(e, name, path, size);
+        return p;
+}
+
 /* A ready file truncated to 0: GET says failed/file-changed at once, and the
  * upkeep thread records it. */
 TEST(ready_file_truncated)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         char path[PATH_MAX];
+        struct pools *p = start_with_ready(&e, "emptied", path, sizeof(path));
 
-        env_init(&e);
-        p = start(&e);
-        ready_pool(p, "emptied");
-        pool_path(&e, "emptied", path, sizeof(path));
         CHECK_INT(truncate(path, 0), ==, 0);
         CHECK_INT(pools_get(p, "emptied", &v), ==, 0);
         CHECK_STR(pool_state_name(v.state), "failed");
@@ -129,15 +137,11 @@ TEST(ready_file_truncated)
 TEST(claimed_file_holes_are_fine)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         char path[PATH_MAX];
+        struct pools *p = start_with_ready(&e, "vm", path, sizeof(path));
 
-        env_init(&e);
-        p = start(&e);
-        ready_pool(p, "vm");
         CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
-        pool_path(&e, "vm", path, sizeof(path));
         int fd = open(path, O_RDWR | O_CLOEXEC);
         CHECK(fd >= 0);
         CHECK_INT(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, PAGE), ==, 0);
