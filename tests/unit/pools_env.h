@@ -180,6 +180,13 @@ static inline struct pools *start(struct env *e)
         return p;
 }
 
+/* The two-node environment and the pools on it, its configuration as is. */
+static inline struct pools *env_start(struct env *e)
+{
+        env_init(e);
+        return start(e);
+}
+
 static inline struct pool_req req(const char *name, int node, uint64_t pages)
 {
         struct pool_req r = { .node = node, .size_bytes = pages * PAGE, .page_size = PAGE };
