@@ -148,15 +148,12 @@ TEST(size_past_a_file_refused)
 TEST(lifecycle)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct problem err;
         struct pool_req r = req("vm1", 0, 8);
         struct stat st;
         char path[256];
-
-        env_init(&e);
-        p = start(&e);
+        struct pools *p = env_start(&e);
 
         fake_gate_set(true);
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
@@ -428,14 +425,11 @@ TEST(shrink_keeps_warming)
 TEST(failure_and_cancel)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct problem err;
         struct pool_req r;
         struct pools_stats s;
-
-        env_init(&e);
-        p = start(&e);
+        struct pools *p = env_start(&e);
 
         /* A populate error: failed, file gone at once, cause named. */
         fake_gate_fail_with(EFAULT);
@@ -568,14 +562,12 @@ TEST(put_during_delete)
 TEST(save_failure)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct problem err;
         struct pool_req r = req("nosave", 0, 4);
         char tmp[256];
+        struct pools *p = env_start(&e);
 
-        env_init(&e);
-        p = start(&e);
         /* Root ignores file modes; a directory where the temp file goes
          * makes journal_save fail. */
         snprintf(tmp, sizeof(tmp), "%s/state.json.tmp", e.state);
@@ -608,13 +600,11 @@ TEST(save_failure)
 TEST(put_without_ttl_after_ttl_conflicts)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct problem err;
         struct pool_req r = req("ttl1", 0, 2);
+        struct pools *p = env_start(&e);
 
-        env_init(&e);
-        p = start(&e);
         r.ttl_seconds = 30;
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_INT(create(p, &r, &v, &err), ==, EXISTED);
@@ -675,13 +665,11 @@ TEST(shrink_to_zero_remembered)
 TEST(label_binds_the_pool)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct problem err;
         struct pool_req r = req("vm-a", 0, 2);
+        struct pools *p = env_start(&e);
 
-        env_init(&e);
-        p = start(&e);
         snprintf(r.label, sizeof(r.label), "libvirt:11111111-2222-3333-4444-555555555555");
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_STR(v.label, r.label);
