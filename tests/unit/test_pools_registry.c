@@ -105,13 +105,11 @@ static void ob_wait_seen(const char *what)
 TEST(observer_lifecycle)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct problem err;
         struct pool_req r = req("obs", 0, 2);
+        struct pools *p = env_start(&e);
 
-        env_init(&e);
-        p = start(&e);
         ob_reset(p);
         pools_set_observer(p, observer, &ob);
 
@@ -134,13 +132,11 @@ TEST(observer_lifecycle)
 TEST(observer_quiet_on_refusals)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct problem err;
         struct pool_req r = req("q", 0, 2);
+        struct pools *p = env_start(&e);
 
-        env_init(&e);
-        p = start(&e);
         create_gated(p, &r, &v, &err);
         ob_reset(p);
         pools_set_observer(p, observer, &ob);
@@ -167,13 +163,11 @@ TEST(observer_quiet_on_refusals)
 TEST(observer_upkeep_and_removal)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct problem err;
         struct pool_req r;
+        struct pools *p = env_start(&e);
 
-        env_init(&e);
-        p = start(&e);
         ob_reset(p);
         pools_set_observer(p, observer, &ob);
 
