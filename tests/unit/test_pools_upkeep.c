@@ -33,14 +33,12 @@
 TEST(ttl)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct problem err;
         struct pool_req r;
         struct pools_stats s;
+        struct pools *p = env_start(&e);
 
-        env_init(&e);
-        p = start(&e);
         r = req("short", 0, 2);
         r.ttl_seconds = 1;
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
@@ -77,14 +75,12 @@ TEST(ttl)
 TEST(ttl_release_fails)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct problem err;
         struct pool_req r;
         char path[256];
+        struct pools *p = env_start(&e);
 
-        env_init(&e);
-        p = start(&e);
         r = req("stuck", 0, 2);
         r.ttl_seconds = 1;
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
@@ -223,12 +219,10 @@ TEST(release_unmapped)
 TEST(delete_save_fails_changes_nothing)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct journal *j;
+        struct pools *p = env_start(&e);
 
-        env_init(&e);
-        p = start(&e);
         ready_pool(p, "keep");
         journal_inject_save_error(ENOSPC);
         CHECK_INT(pools_delete(p, "keep"), ==, -EAGAIN);
@@ -256,13 +250,11 @@ TEST(delete_save_fails_changes_nothing)
 TEST(delete_save_fails_while_warming)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct problem err;
         struct pool_req r = req("busy", 0, 4);
+        struct pools *p = env_start(&e);
 
-        env_init(&e);
-        p = start(&e);
         create_gated(p, &r, &v, &err);
         journal_inject_save_error(EIO);
         CHECK_INT(pools_delete(p, "busy"), ==, -EAGAIN);
@@ -280,15 +272,13 @@ TEST(delete_save_fails_while_warming)
 TEST(ttl_save_fails_keeps_pool)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct problem err;
         struct pools_stats s;
         struct pool_req r = req("brief", 0, 2);
         struct journal *j;
+        struct pools *p = env_start(&e);
 
-        env_init(&e);
-        p = start(&e);
         r.ttl_seconds = 1;
         journal_inject_save_error(0);
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
