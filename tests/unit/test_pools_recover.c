@@ -35,15 +35,13 @@
 TEST(restart)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct problem err;
         struct pool_req r;
         struct pools_stats s;
         char path[256];
+        struct pools *p = env_start(&e);
 
-        env_init(&e);
-        p = start(&e);
         r = req("ready", 0, 4);
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "ready", POOL_READY);
@@ -120,7 +118,6 @@ TEST(restart)
 TEST(restart_claimed)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct problem err;
         struct pool_req r = req("vm", 0, 4);
@@ -128,9 +125,8 @@ TEST(restart_claimed)
         char path[256];
         struct stat st;
         int fd;
+        struct pools *p = env_start(&e);
 
-        env_init(&e);
-        p = start(&e);
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "vm", POOL_READY);
         CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
@@ -259,15 +255,13 @@ static struct pools *reboot_node1(struct env *e, const char *want)
 TEST(reboot_and_reservations)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct problem err;
         struct pool_req r;
         struct reserve_result res;
         struct pools_stats s;
+        struct pools *p = env_start(&e);
 
-        env_init(&e);
-        p = start(&e);
         struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 12 };
         CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
         CHECK(res.complete);
@@ -500,14 +494,12 @@ static void write_bad(const struct env *e, enum bad_kind k, const char *good, si
 TEST(bad_journal_keeps_mapped_files)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct pools_stats s;
         char path[PATH_MAX], stray[PATH_MAX];
         size_t len;
+        struct pools *p = env_start(&e);
 
-        env_init(&e);
-        p = start(&e);
         ready_pool(p, "vm");
         CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
         pools_free(p);
@@ -606,12 +598,10 @@ TEST(bad_journal_keeps_mapped_files)
 TEST(reservations_same_boot_adopted)
 {
         struct env e;
-        struct pools *p;
         struct reserve_result res;
         char buf[64];
+        struct pools *p = env_start(&e);
 
-        env_init(&e);
-        p = start(&e);
         struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 10 };
         CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
         pools_free(p);
@@ -636,15 +626,13 @@ TEST(reservations_same_boot_adopted)
 TEST(resume_counts_its_own_reservation)
 {
         struct env e;
-        struct pools *p;
         struct pool_view v;
         struct problem err;
         struct pool_req r;
         struct stat st;
         char path[256], num[32];
+        struct pools *p = env_start(&e);
 
-        env_init(&e);
-        p = start(&e);
         r = req("warm", 0, 6);
         create_gated(p, &r, &v, &err);
         pthread_t t = open_gate_soon();
