@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fixture.h"
 #include "journal.h"
 #include "util.h"
 
@@ -211,14 +212,7 @@ static char dir[64] = "/tmp/test_journal.XXXXXX";
 
 static void write_file(const char *name, const char *text)
 {
-        char path[256];
-        FILE *f;
-
-        snprintf(path, sizeof(path), "%s/%s", dir, name);
-        f = fopen(path, "w");
-        CHECK(f);
-        fputs(text, f);
-        CHECK_INT(fclose(f), ==, 0);
+        fixture_write(dir, name, text);
 }
 
 static bool exists(const char *name)
