@@ -17,6 +17,7 @@
 
 #include "check.h"
 #include "child.h"
+#include "fixture.h"
 #include "owner.h"
 #include "util.h"
 
@@ -279,14 +280,7 @@ static char proc[] = "/tmp/test_owner_proc.XXXXXX";
 
 static void put(const char *rel, const char *text)
 {
-        char path[256];
-        FILE *f;
-
-        snprintf(path, sizeof(path), "%s/%s", proc, rel);
-        f = fopen(path, "w");
-        CHECK(f);
-        CHECK(fputs(text, f) >= 0);
-        CHECK_INT(fclose(f), ==, 0);
+        fixture_write(proc, rel, text);
 }
 
 static void mk(const char *rel)
