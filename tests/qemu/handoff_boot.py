@@ -157,6 +157,22 @@ def check_running_guest(tag, g, pools, free_before, info):
     return blocks
 
 
+def boot_shell_string(tag, pool, args, qemu, kernel, initrd, tmp, guests):
+    """Boot QEMU from the fixed machine words and the handoff's shell string
+    ARGS, verbatim: the guest reaches init on POOL's pages, and QEMU quits.
+    The host's free pages before the boot."""
+    free_before = host_free()
+    fixed = " ".join(gb.sh_quote(w) for w in [qemu] + machine(kernel, initrd, pool[1], 1))
+    g = gb.Guest(None, tmp, shell=fixed + " " + args)
+    guests.append(g)
+    info = g.wait_ready(BOOT_TIMEOUT)
+    print("guest: init after %.1f s, %s" % (info["init_s"], info), flush=True)
+    check(tag + "-guest-reached-init", "memtotal_kb" in info, g.output()[-1000:])
+    check_running_guest(tag, g, [pool], free_before, info)
+    check(tag + "-qemu-quits", g.stop() == 0, g.output()[-1000:])
+    return free_before
+
+
 def main():
     # guard.sh (and a ctest timeout through it) ends us with SIGTERM: unwind
     # through `finally` so QEMU and the daemon are stopped.
@@ -197,15 +213,7 @@ def main():
         cli.ok("claim", ONE[0])
 
         # -- 3, 4: boot from the shell string, verbatim ---------------------
-        free_before = host_free()
-        fixed = " ".join(gb.sh_quote(w) for w in [qemu] + machine(kernel, initrd, ONE[1], 1))
-        g = gb.Guest(None, tmp, shell=fixed + " " + args)
-        guests.append(g)
-        info = g.wait_ready(BOOT_TIMEOUT)
-        print("guest: init after %.1f s, %s" % (info["init_s"], info), flush=True)
-        check("one-guest-reached-init", "memtotal_kb" in info, g.output()[-1000:])
-        check_running_guest("one", g, [ONE], free_before, info)
-        check("one-qemu-quits", g.stop() == 0, g.output()[-1000:])
+        free_before = boot_shell_string("one", ONE, args, qemu, kernel, initrd, tmp, guests)
         check("one-pool-pages-kept-after-qemu", host_free() == free_before,
               "free %s after QEMU exit, %s before (discard-data would punch them out)" % (host_free(), free_before))
 
@@ -298,14 +306,7 @@ def main():
               os.stat(os.path.join(pool_dir, STOCKED[0])).st_ino == stock_ino, "%d %s" % (st, p))
         args = cli.ok("handoff", STOCKED[0], "--vmm", "qemu").rstrip("\n")
         cli.ok("claim", STOCKED[0])
-        free_before = host_free()
-        fixed = " ".join(gb.sh_quote(w) for w in [qemu] + machine(kernel, initrd, STOCKED[1], 1))
-        g = gb.Guest(None, tmp, shell=fixed + " " + args)
-        guests.append(g)
-        info = g.wait_ready(BOOT_TIMEOUT)
-        check("stock-guest-reached-init", "memtotal_kb" in info, g.output()[-1000:])
-        check_running_guest("stock", g, [STOCKED], free_before, info)
-        check("stock-qemu-quits", g.stop() == 0, g.output()[-1000:])
+        boot_shell_string("stock", STOCKED, args, qemu, kernel, initrd, tmp, guests)
         cli.ok("stock", "clear")
         check("release-" + STOCKED[0], cli.run("release", STOCKED[0]).returncode == 0)
         check("every-page-back", host_free() == free_start, "free %s, at the start %s" % (host_free(), free_start))
