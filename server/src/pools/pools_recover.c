@@ -34,18 +34,19 @@
 #include "util.h"
 
 /* The pages a file found at start must still get from the node's
- * unreserved free pages to be whole again.  A file that holds pages was
- * mapped by an earlier job (the engine faults only through its shared,
- * reserving mapping of the job's whole range), and hugetlbfs keeps such a
- * reservation with the inode after the mapping is gone, until the file is
- * truncated: its missing pages are already set aside for it, in
- * resv_hugepages, and admission would count them as another's.  Only a
- * file with no page yet (perhaps never mapped) asks for its pages. */
-static uint64_t resume_need(const struct journal_pool *r, uint64_t present)
+ * unreserved free pages to be whole again.  A warm cut off half way
+ * (CUT_OFF: its row says warming and the file kept its size) was mapped by
+ * its job, shared and reserving over the job's whole range, and hugetlbfs
+ * keeps that reservation with the inode after the mapping is gone, until
+ * the file is truncated: the pages it still lacks are set aside for it, in
+ * resv_hugepages, and admission would count them as another's.  Any other
+ * file that lacks pages (a ready one that lost some: punched holes give
+ * their reservation back; one never mapped) asks for them. */
+static uint64_t resume_need(const struct journal_pool *r, uint64_t present, bool cut_off)
 {
         if (present >= r->size_bytes)
                 return 0;
-        return present > 0 ? 0 : r->size_bytes / r->page_size;
+        return cut_off && present > 0 ? 0 : (r->size_bytes - present) / r->page_size;
 }
 
 static int read_boot_id(const char *path, char *buf, size_t len)
@@ -177,6 +178,7 @@ static void reconcile(struct pools *p, struct pool *pool)
                            r->name, present, r->size_bytes);
                 return;
         }
+        bool cut_off = r->state == POOL_WARMING && (uint64_t)st.st_size == r->size_bytes;
         if (r->state == POOL_READY)
                 log_warn("pools: ready pool %s holds %" PRIu64 " of %" PRIu64 " bytes; warming it again",
                          r->name, present, r->size_bytes);
@@ -195,7 +197,7 @@ static void reconcile(struct pools *p, struct pool *pool)
 
         /* Pages already in the file are ours; only the rest must be free. */
         struct problem err = {0};
-        uint64_t need = resume_need(r, present);
+        uint64_t need = resume_need(r, present, cut_off);
         if (pools_admit(p, r->node, r->page_size, need, false, false, NULL, &err) < 0) {
                 close(fd);
                 pool->fd = -1;
@@ -273,11 +275,12 @@ static bool reconcile_stock(struct pools *p, struct pool *pool)
                 close(fd);
                 return true;
         }
+        bool cut_off = r->state == POOL_STOCK_WARMING && (uint64_t)st.st_size == r->size_bytes;
         if (((uint64_t)st.st_size != r->size_bytes && ftruncate(fd, (off_t)r->size_bytes) < 0) ||
             pool_transition(r, POOL_STOCK_WARMING, NULL, NULL) < 0)
                 goto drop;
         pool->present_at_start = present < r->size_bytes ? present : r->size_bytes;
-        uint64_t need = resume_need(r, present);
+        uint64_t need = resume_need(r, present, cut_off);
         if (pools_admit(p, r->node, r->page_size, need, false, false, NULL, &err) < 0)
                 goto drop;
         pool->fd = fd;
