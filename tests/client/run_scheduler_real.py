@@ -12,7 +12,6 @@ Usage: run_scheduler_real.py BUILD_CLIENT_DIR SOURCE_TESTS_CLIENT_DIR
 (HPWARMD, HPW_FIXTURES and HPW_FAKEKERNEL from ctest's environment)"""
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -23,15 +22,13 @@ from hpwtest import Daemon  # noqa: E402
 
 
 def requests_seen(d, method, route, status):
-    """hpwarmd_http_requests_total for one route template, method and status."""
-    text = d.request("GET", "/metrics").body.decode()
-    pat = re.compile(r'^hpwarmd_http_requests_total\{(.*)\} (\d+)$', re.M)
-    total = 0
-    for labels, n in pat.findall(text):
-        kv = dict(re.findall(r'(\w+)="([^"]*)"', labels))
-        if kv.get("method") == method and kv.get("route") == route and kv.get("code", kv.get("status")) == str(status):
-            total += int(n)
-    return total
+    """hpwarmd_http_requests_total for one route template, method and status
+    code (0: the daemon has counted none)."""
+    series = 'hpwarmd_http_requests_total{route="%s",method="%s",code="%d"} ' % (route, method, status)
+    for line in d.request("GET", "/metrics").body.decode().splitlines():
+        if line.startswith(series):
+            return int(line.split()[-1])
+    return 0
 
 
 def main():
