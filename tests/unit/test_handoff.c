@@ -886,6 +886,93 @@ TEST(cloud_hypervisor_rule_one_numa_node_per_zone)
                                                   "guest_numa_id=0,memory_zones=c", NULL });
 }
 
+/* ---- cloud-hypervisor restore and receive-migration ----
+ *
+ * Both take the VM's config, memory zones included, from the snapshot
+ * (restore: recv_vm_config(source_url), vmm/src/lib.rs:2494) or from the
+ * source's stream (receive: VmMigrationConfig read at lib.rs:1183-1192); no
+ * --memory-zone is given.  The restore options are these keys
+ * (RestoreConfig::parse, vmm/src/config.rs:2885-2893), none of which names a
+ * zone's file or id: */
+static const char *const CH_RESTORE_KEYS[] = { "source_url", "memory_restore_mode", "prefault", "net_fds",
+                                               "vfio_fds", "iommufd_fd", "resume", "zone_updates", NULL };
+
+/* Why cloud-hypervisor refuses restore options OPTS for a snapshot whose
+ * zones are ZONES (the handoff's words, as the snapshot's config saved
+ * them); NULL when it accepts. */
+static char *ch_restore_refusal(const char *opts, const struct handoff *zones)
+{
+        static char why[256];
+        struct list k = { .n = 0 }, v = { .n = 0 };
+        ch_split(opts, &k, &v);
+        why[0] = '\0';
+        for (size_t i = 0; i < k.n && !why[0]; i++) {
+                if (!in_set(k.v[i], CH_RESTORE_KEYS))
+                        snprintf(why, sizeof(why), "unknown restore option %s (vmm/src/config.rs:2885-2893)", k.v[i]);
+                else if (strcmp(k.v[i], "zone_updates") == 0)
+                        /* update_memory_zones moves a zone to another host
+                         * node, and refuses it for a zone backed by a file
+                         * and shared: every handoff zone (lib.rs:2317-2324). */
+                        for (size_t j = 0; j + 1 < zones->argc && !why[0]; j++)
+                                if (strcmp(zones->argv[j], "--memory-zone") == 0 &&
+                                    strstr(zones->argv[j + 1], ",shared=on") && strstr(zones->argv[j + 1], ",file="))
+                                        snprintf(why, sizeof(why),
+                                                 "SharedZoneBackedByFile (vmm/src/lib.rs:2317-2324)");
+        }
+        list_free(&k);
+        list_free(&v);
+        return why[0] ? why : NULL;
+}
+
+TEST(cloud_hypervisor_restore_rule_options_name_no_zone_file)
+{
+        struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, &ONE, 1);
+        CHECK(ch_restore_refusal("source_url=file:///snap,resume=on", h) == NULL);
+        CHECK(ch_restore_refusal("source_url=file:///snap,prefault=on", h) == NULL);
+        const char *const bad[] = { "source_url=file:///snap,file=/dev/hugepages/hpwarm/vm-43",
+                                    "source_url=file:///snap,memory_zones=[vm-42]",
+                                    "source_url=file:///snap,id=vm-43", NULL };
+        for (size_t i = 0; bad[i]; i++)
+                if (!ch_restore_refusal(bad[i], h))
+                        CHECK_FAIL_("rule config.rs:2885-2893: restore accepted %s", bad[i]);
+        handoff_free(h);
+}
+
+TEST(cloud_hypervisor_restore_rule_zone_updates_refused_on_pool_zones)
+{
+        struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, TWO, 2);
+        char *why = ch_restore_refusal("source_url=file:///snap,zone_updates=[vm-a@1]", h);
+        CHECK(why != NULL);
+        if (why)
+                CHECK(strstr(why, "lib.rs:2317-2324") != NULL);
+        handoff_free(h);
+}
+
+/* restore_memory_regions_and_zones maps each saved RAM mapping from the zone
+ * config whose id it names, with that config's file, shared flag and page
+ * size, at the saved offset and size (vmm/src/memory_manager.rs:792-813).
+ * So what lands a restore (or an incoming migration) on warm memory is a
+ * pool at the very path the source's zone names, of its size: a pool of
+ * the source's name in the same pool directory, whose words are the
+ * source's word for word; no rename (as) can be carried. */
+TEST(cloud_hypervisor_restore_rule_zone_is_the_saved_file)
+{
+        struct handoff_pool dst = ONE;   /* the destination host's pool: same name, same directory */
+        struct handoff *src_h = compose(HANDOFF_CLOUD_HYPERVISOR, &ONE, 1), *dst_h = compose(HANDOFF_CLOUD_HYPERVISOR, &dst, 1);
+        CHECK_INT(src_h->argc, ==, dst_h->argc);
+        for (size_t i = 0; i < src_h->argc && i < dst_h->argc; i++)
+                CHECK_STR(dst_h->argv[i], src_h->argv[i]);
+        handoff_free(dst_h);
+        /* Another name would be another file and another zone: nothing the
+         * restore reads. */
+        dst.name = "vm-43";
+        dst.path = "/dev/hugepages/hpwarm/vm-43";
+        dst_h = compose(HANDOFF_CLOUD_HYPERVISOR, &dst, 1);
+        CHECK(strcmp(dst_h->argv[3], src_h->argv[3]) != 0);
+        handoff_free(dst_h);
+        handoff_free(src_h);
+}
+
 TEST(libvirt_fragment)
 {
         struct handoff *h = compose(HANDOFF_LIBVIRT, &ONE, 1);
