@@ -323,6 +323,24 @@ class Hook(unittest.TestCase):
         self.assertIn("is at '/elsewhere/vm1'", r.stderr)
         self.assertEqual(self.calls()[-1], "release vm1 --timeout 10")
 
+    def test_pool_at_another_name_of_the_same_file_accepted(self):
+        """The daemon's path and the fragment's differ but are one file (the
+        pool directory bound where every host keeps it): the same pool."""
+        other = os.path.join(self.tmp, "bound")
+        os.makedirs(other)
+        with open(self.path(), "w") as f:
+            f.write("pool")
+        os.link(self.path(), os.path.join(other, "vm1"))
+        r = self.hook(domain(meta="node='0'", path=self.path()), FAKE_PATH=os.path.join(other, "vm1"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("release", " ".join(self.calls()))
+        # Two different files are still refused.
+        with open(os.path.join(other, "vm2"), "w") as f:
+            f.write("another")
+        r = self.hook(domain(meta="node='0'", path=self.path()), FAKE_PATH=os.path.join(other, "vm2"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("is at '%s'" % os.path.join(other, "vm2"), r.stderr)
+
     def test_status_failure_after_a_ready_warm_does_not_fail_the_start(self):
         r = self.hook(domain(meta="node='0'", path=self.path()), FAKE_STATUS_RC=3)
         self.assertEqual(r.returncode, 0, r.stderr)
