@@ -24,7 +24,12 @@ total = spawn to completed (ready + the gap + migration).  A fifth QEMU,
 first QMP answer: QEMU's own start, the same for all four.  ready minus the
 baseline's median is the destination's memory phase; when the warm one is
 within the baseline's spread (its median absolute deviation) the ratio is
-given as a lower bound, cold / spread.  After each
+given as a lower bound, cold / spread.  QEMU's start varies by tenths of a
+second on a shared machine, so the memory phase is also measured the way
+bench.py's (d') row is: each prealloc destination once more per round under
+`strace --seccomp-bpf -f -tt -T -e trace=madvise`, its window from the
+first MADV_POPULATE_WRITE's start to the last one's end (QEMU 7.2
+preallocates with that call), started and quit without a migration.  After each
 migration the destination quits, its file or pool is dropped, and the
 source is resumed (cont: it stayed paused in postmigrate) for the next.
 Every warm pool is warmed afresh for its round (not timed), so each
@@ -57,6 +62,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "qemu"))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import guestboot as gb  # noqa: E402
+from bench import madvise_window  # noqa: E402
 import hpwtest  # noqa: E402
 from hpwtest import Daemon  # noqa: E402
 
@@ -138,6 +144,25 @@ def baseline_ready(qemu, kernel, initrd, tmp):
             os.unlink(path)
         except OSError:
             pass
+
+
+def strace_window(kind, qemu, kernel, initrd, size, tmp, args):
+    """KIND's destination under strace until it waits for the stream: the
+    seconds its MADV_POPULATE_WRITE calls span."""
+    trace = os.path.join(tmp, "strace.out")
+    cmd = ["strace", "--seccomp-bpf", "-f", "-tt", "-T", "-e", "trace=madvise", "-o", trace, qemu]
+    g = gb.Guest(cmd + machine(kernel, initrd, size) + dst_words(kind, args) + ["-incoming", "defer"], tmp)
+    try:
+        if g.qmp("query-status", timeout=300).get("status") != "inmigrate":
+            raise gb.Fail("%s under strace: not inmigrate" % kind)
+    finally:
+        g.stop()
+    with open(trace) as f:
+        w = madvise_window(f.read())
+    os.unlink(trace)
+    if w is None:
+        raise gb.Fail("%s: strace saw no MADV_POPULATE_WRITE from QEMU" % kind)
+    return w
 
 
 def one_migration(kind, src, qemu, kernel, initrd, size, tmp, args, want_sum):
@@ -234,6 +259,8 @@ def main():
         want_sum = line.split()[-1]
         args = {"src": "bench-src", "size": size, "cold_path": os.path.join(mnt, "bench-cold")}
         baseline = []
+        use_strace = shutil.which("strace") is not None
+        windows = {"cold+prealloc": [], "warm+prealloc": []}
         for r in range(a.rounds):
             order = KINDS[r % len(KINDS):] + KINDS[:r % len(KINDS)]
             baseline.append(baseline_ready(qemu, kernel, initrd, tmp))
@@ -244,6 +271,17 @@ def main():
                         "--timeout", "300")
                     args["handoff"] = cli(a.hpwarm, url, "handoff", "bench-dst", "--vmm", "qemu", "--argv",
                                           "--as", "bench-src").splitlines()
+                if kind.endswith("prealloc") and use_strace:
+                    windows[kind].append(strace_window(kind, qemu, kernel, initrd, size, tmp, args))
+                    if kind.startswith("cold"):
+                        os.unlink(args["cold_path"])   # the next QEMU gets a fresh file
+                    else:
+                        # The strace run touched the pool: warm it afresh for the timed one.
+                        cli(a.hpwarm, url, "release", "bench-dst")
+                        cli(a.hpwarm, url, "warm", "bench-dst", "--node", "0", "--size", str(size), "--wait",
+                            "--timeout", "300")
+                    print("round %d %-14s madvise window %7.4f s (strace)" % (r + 1, kind, windows[kind][-1]),
+                          flush=True)
                 res = one_migration(kind, src, qemu, kernel, initrd, size, tmp, args, want_sum)
                 results[kind].append(res)
                 print("round %d %-14s ready %7.3f s  migration %7.3f s (QEMU %s ms)  total %7.3f s"
@@ -285,12 +323,21 @@ def main():
     phase = {k: med[k]["ready"] - base for k in KINDS}
     print("memory phase (ready - baseline): " + ", ".join("%s %.3f s" % (k, phase[k]) for k in KINDS))
     cold, warm = phase["cold+prealloc"], phase["warm+prealloc"]
-    if warm > spread:
-        ratio, bound = cold / warm, ""
+    if len(baseline) < 3:
+        print("memory phase by ready - baseline: not judged (fewer than 3 rounds: no spread to bound it by)")
     else:
-        ratio, bound = cold / spread, ">= "
-    print("target: ready >= %.0fx sooner on warm+prealloc than cold+prealloc (memory phase): %s%.1fx %s"
-          % (READY_TARGET, bound, ratio, "PASS" if ratio >= READY_TARGET else "MISS"))
+        if warm > spread:
+            ratio, bound = cold / warm, ""
+        else:
+            ratio, bound = cold / spread, ">= "
+        print("target: ready >= %.0fx sooner on warm+prealloc than cold+prealloc (memory phase): %s%.1fx %s"
+              % (READY_TARGET, bound, ratio, "PASS" if ratio >= READY_TARGET else "MISS"))
+    if windows["cold+prealloc"]:
+        cw, ww = statistics.median(windows["cold+prealloc"]), statistics.median(windows["warm+prealloc"])
+        print("memory phase by QEMU's madvise window (strace): cold+prealloc %.4f s, warm+prealloc %.4f s: %.0fx %s"
+              % (cw, ww, cw / ww, "PASS" if cw / ww >= READY_TARGET else "MISS"))
+    else:
+        print("no strace: the madvise window is not measured")
     e2e = med["cold+prealloc"]["ready"] / med["warm+prealloc"]["ready"]
     print("end to end, QEMU's start included: %.1fx %s" % (e2e, "PASS" if e2e >= READY_TARGET else "MISS"))
     return 0
