@@ -251,6 +251,10 @@ struct pools {
         char boot_id[40];
         unsigned max_pools;
         struct owner_watch *owners;   /* pidfds of owner processes (owner.h) */
+        /* Who could open a file, by the kernel's process events (owner.h);
+         * NULL where the proc connector cannot be had (the holder check
+         * then walks every process, as it must without it). */
+        struct owner_creds *creds;
 
         struct pools_admission admit;
         struct pools_saves save;
@@ -332,13 +336,17 @@ int pools_rename_noreplace(const char *from, const char *to);
  * file-changed checks compare).  0, or -errno with ERR set and no file left. */
 int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, bool stock, struct problem *err);
 /* Who holds the file FD (ours, not yet or no longer a VM's): 0 nobody else;
- * 1 some other process maps it or holds a descriptor of it (/proc/PID/maps
- * and /proc/PID/fd by device and inode, O_PATH included; ours left out), or
- * its write lease is refused; -EMLINK it has another hard link; other
- * -errno cannot tell (no lease, and some processes cannot be looked into).
- * DETAIL says which.  Without SCAN only the link count and the lease are
- * asked (cheap: no /proc walk).  Asked before a file is zeroed and at each
- * hand-out. */
+ * 1 another open file of it exists (its write lease is refused: any
+ * descriptor but O_PATH, any mapping, in any process), or, with SCAN, a
+ * process that could open it as it is now or as a hand-out to the pool
+ * group makes it holds a descriptor of it (O_PATH included; ours left
+ * out); -EMLINK it has another hard link; other -errno cannot tell.
+ * DETAIL says which.  The cost does not grow with the host's processes:
+ * two syscalls, and with SCAN only the matching processes' /proc/PID/fd
+ * (p->creds says which).  Where the lease or the index cannot be had, SCAN
+ * walks every process's maps and descriptors instead.  Without SCAN only
+ * the link count and the lease are asked.  Asked before a file is zeroed
+ * and at each hand-out. */
 int pools_file_held(struct pools *p, int fd, bool scan, char *detail, size_t size);
 /* A file outside a VM's hands (stock, dirty, recycling, a pool on its way
  * out): the daemon's alone. */
