@@ -284,10 +284,14 @@ static int drain(struct owner_creds *c)
                 }
                 for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
                         struct cn_msg *m = NLMSG_DATA(h);
+                        struct proc_event ev;
                         if (h->nlmsg_type != NLMSG_DONE || m->id.idx != CN_IDX_PROC ||
-                            m->len < sizeof(struct proc_event))
+                            m->len < sizeof(ev))
                                 continue;
-                        if (apply(c, (const struct proc_event *)m->data) < 0)
+                        /* The event follows a 36-byte header: copied out
+                         * to its own alignment. */
+                        memcpy(&ev, m->data, sizeof(ev));
+                        if (apply(c, &ev) < 0)
                                 lost = true;    /* no room: read it all again */
                 }
         }
