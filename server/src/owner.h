@@ -115,6 +115,9 @@ void owner_creds_free(struct owner_creds *c);
  * or -errno. */
 int owner_creds_scan(struct owner_creds *c, pid_t skip, const struct owner_access *who, size_t n_who,
                      struct owner_file *f, unsigned *ret_looked);
+/* Apply the events queued so far (the socket's buffer is bounded: the
+ * daemon drains it now and then between checks). */
+void owner_creds_drain(struct owner_creds *c);
 /* Processes the index keeps, whether it keeps PID, and how often lost
  * events made it read /proc again (for tests). */
 size_t owner_creds_count(struct owner_creds *c);

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "owner.h"
@@ -45,6 +46,8 @@
 /* The socket's receive buffer: a burst of forks and exits between two
  * checks fits; beyond it the kernel drops events and the index is reread. */
 #define CREDS_RCVBUF (4 << 20)
+/* How long the kernel's answer to a listen may take (it is sent at once). */
+#define CREDS_ACK_TIMEOUT_S 5
 /* Largest event datagram: one nlmsghdr, cn_msg and proc_event. */
 #define CREDS_MSG_MAX 1024
 
@@ -320,6 +323,38 @@ static int subscribe(int sock, bool on)
         return send(sock, &msg, sizeof(msg), 0) == (ssize_t)sizeof(msg) ? 0 : -errno;
 }
 
+/* The kernel answers a listen with an acknowledgement (PROC_EVENT_NONE,
+ * its error in ack.err): refused outside the initial user and PID
+ * namespaces, or without CAP_NET_ADMIN, with the send itself succeeding.
+ * An index that hears nothing would miss every later change, so the answer
+ * is waited for (events that come first are dropped: the read of every
+ * process that follows covers them).  0 or -errno. */
+static int subscribed(int sock)
+{
+        char buf[CREDS_MSG_MAX] __attribute__((aligned(NLMSG_ALIGNTO)));
+        struct timeval tv = { .tv_sec = CREDS_ACK_TIMEOUT_S };
+
+        if (setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+                return -errno;
+        for (;;) {
+                ssize_t n = recv(sock, buf, sizeof(buf), 0);
+                if (n < 0) {
+                        if (errno == EINTR || errno == ENOBUFS)
+                                continue;
+                        return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+                }
+                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+                        struct cn_msg *m = NLMSG_DATA(h);
+                        struct proc_event ev;
+                        if (h->nlmsg_type != NLMSG_DONE || m->id.idx != CN_IDX_PROC || m->len < sizeof(ev))
+                                continue;
+                        memcpy(&ev, m->data, sizeof(ev));
+                        if (ev.what == PROC_EVENT_NONE)
+                                return ev.event_data.ack.err ? -(int)ev.event_data.ack.err : 0;
+                }
+        }
+}
+
 int owner_creds_new(const char *proc_root, struct owner_creds **ret)
 {
         struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC };
@@ -350,6 +385,8 @@ int owner_creds_new(const char *proc_root, struct owner_creds **ret)
         /* Listening first, then reading: a change made during the read is
          * queued and applied on top of it. */
         r = subscribe(c->sock, true);
+        if (r == 0)
+                r = subscribed(c->sock);
         if (r < 0)
                 goto fail;
         r = reread(c);
@@ -472,4 +509,11 @@ uint64_t owner_creds_rereads(struct owner_creds *c)
         uint64_t n = c->rereads;
         pthread_mutex_unlock(&c->lock);
         return n;
+}
+
+void owner_creds_drain(struct owner_creds *c)
+{
+        pthread_mutex_lock(&c->lock);
+        (void)drain(c);
+        pthread_mutex_unlock(&c->lock);
 }

@@ -5,6 +5,7 @@
  * (owner_creds.c) following forked children that change their ids. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <pthread.h>
 #include <signal.h>
@@ -640,6 +641,46 @@ TEST(creds_many_children)
         close(p[0]);
         close(p[1]);
         owner_creds_free(c);
+}
+
+/* In a new user namespace (whose root has no CAP_NET_ADMIN over the
+ * host's) the index is either refused, or it hears the events: a child
+ * forked after it started is known.  Never an index that silently hears
+ * nothing (the kernel's refusal of a listen comes as an acknowledgement,
+ * which owner_creds_new waits for). */
+TEST(creds_in_user_namespace_refused_or_hearing)
+{
+        int status;
+        pid_t pid;
+
+        if (geteuid() != 0)
+                SKIP("needs root");
+        pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+                struct owner_creds *c = NULL;
+                if (unshare(CLONE_NEWUSER) < 0)
+                        _exit(77);
+                if (owner_creds_new("/proc", &c) < 0)
+                        _exit(c ? 1 : 0);
+                pid_t kid = fork();
+                if (kid == 0) {
+                        for (;;)
+                                pause();
+                }
+                bool known = kid > 0 && owner_creds_knows(c, kid);
+                if (kid > 0) {
+                        kill(kid, SIGKILL);
+                        waitpid(kid, NULL, 0);
+                }
+                owner_creds_free(c);
+                _exit(known ? 0 : 2);
+        }
+        CHECK_INT(waitpid(pid, &status, 0), ==, pid);
+        CHECK(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 77)
+                SKIP("no user namespaces here");
+        CHECK_INT(WEXITSTATUS(status), ==, 0);
 }
 
 TEST_MAIN()

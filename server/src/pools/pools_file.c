@@ -217,14 +217,18 @@ int pools_file_hand_to_vm(struct pools *p, int fd, bool owned, uint32_t uid, uin
 /* The processes that matter for an O_PATH descriptor of the file at ST:
  * those that could reopen it as it is now, and as a hand-out to the pool
  * group would make it (a released or stock file is 0600, the daemon's,
- * until then).  A file handed to one user (file_uid) is asked again as that
- * user's at its hand-out. */
-static size_t who_could_open(const struct pools *p, const struct stat *st, struct owner_access *who)
+ * until then), and ALSO's.  A file handed to one user (file_uid) is asked
+ * again as that user's at its hand-out. */
+static size_t who_could_open(const struct pools *p, const struct stat *st, const struct owner_access *also,
+                             struct owner_access *who)
 {
         who[0] = (struct owner_access){ st->st_uid, st->st_gid, st->st_mode & 0777 };
         who[1] = (struct owner_access){ geteuid(), p->cfg.pool_gid != (gid_t)-1 ? p->cfg.pool_gid : getegid(),
                                         POOL_FILE_MODE };
-        return 2;
+        if (!also)
+                return 2;
+        who[2] = *also;
+        return 3;
 }
 
 /* The walk of every process (maps and descriptors), for where the lease or
@@ -251,10 +255,11 @@ static int held_by_walk(struct pools *p, const struct stat *st, int lease, char 
         return 0;
 }
 
-int pools_file_held(struct pools *p, int fd, bool scan, char *detail, size_t size)
+int pools_file_held(struct pools *p, int fd, bool scan, const struct owner_access *also, char *detail,
+                    size_t size)
 {
         struct owner_file f;
-        struct owner_access who[2];
+        struct owner_access who[3];
         struct stat st;
         int lease, r;
 
@@ -277,7 +282,7 @@ int pools_file_held(struct pools *p, int fd, bool scan, char *detail, size_t siz
         /* No other open file: what is left is an O_PATH descriptor, which
          * only a process allowed to open the file can reopen. */
         f = (struct owner_file){ .dev = st.st_dev, .ino = st.st_ino };
-        r = owner_creds_scan(p->creds, getpid(), who, who_could_open(p, &st, who), &f, NULL);
+        r = owner_creds_scan(p->creds, getpid(), who, who_could_open(p, &st, also, who), &f, NULL);
         if (r < 0) {
                 snprintf(detail, size, "cannot look into a process that could open it: %s", strerror(-r));
                 return r;

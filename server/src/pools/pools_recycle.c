@@ -136,6 +136,10 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
         }
 
         pools_lock(&p->reg.lock);
+        /* Its user's processes could hold an O_PATH descriptor that a
+         * hand-out back to that user would let them reopen. */
+        pool->have_prev_owner = pool->rec.file_owned;
+        pool->prev_owner = (struct owner_access){ pool->rec.file_uid, pool->rec.file_gid, 0600 };
         pool->rec = next;
         pool->pending = NULL;
         pool->release_due = RELEASE_NONE;
@@ -224,7 +228,8 @@ static void start_zeroing(struct pools *p, struct pool *pool)
         }
         /* A file of a release from before files were made private. */
         (void)pools_file_private_fd(fd);
-        r = pools_file_held(p, fd, true, detail, sizeof(detail));
+        r = pools_file_held(p, fd, true, pool->have_prev_owner ? &pool->prev_owner : NULL, detail,
+                            sizeof(detail));
         if (r == -EMLINK) {
                 /* Another name reaches its pages: never zeroed into the
                  * stock (whoever made the link keeps what it holds). */

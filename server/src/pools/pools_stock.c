@@ -517,7 +517,7 @@ static bool rename_to_pool(struct pools *p, struct pool *pool, const struct pool
                 pools_release(p, pool);
                 return false;
         }
-        r = pools_file_held(p, fd, false, why, sizeof(why));
+        r = pools_file_held(p, fd, false, NULL, why, sizeof(why));
         if (r == 1 || r == -EMLINK) {
                 drop_held(p, pool, why);
                 return false;
@@ -539,7 +539,7 @@ static bool rename_to_pool(struct pools *p, struct pool *pool, const struct pool
                 pools_release(p, pool);
                 return false;
         }
-        r = pools_file_held(p, fd, true, why, sizeof(why));
+        r = pools_file_held(p, fd, true, NULL, why, sizeof(why));
         if (r != 0) {
                 pools_lock(&p->reg.lock);
                 snprintf(pool->path, sizeof(pool->path), "%s", new_path);
