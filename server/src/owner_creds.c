@@ -46,8 +46,9 @@
 /* The socket's receive buffer: a burst of forks and exits between two
  * checks fits; beyond it the kernel drops events and the index is reread. */
 #define CREDS_RCVBUF (4 << 20)
-/* How long the kernel's answer to a listen may take (it is sent at once). */
-#define CREDS_ACK_TIMEOUT_S 5
+/* How long the kernel's answer to a listen may take (it is sent at once;
+ * where none comes, as in a user namespace here, the index is refused). */
+#define CREDS_ACK_TIMEOUT_MS 1000
 /* Largest event datagram: one nlmsghdr, cn_msg and proc_event. */
 #define CREDS_MSG_MAX 1024
 
@@ -332,11 +333,18 @@ static int subscribe(int sock, bool on)
 static int subscribed(int sock)
 {
         char buf[CREDS_MSG_MAX] __attribute__((aligned(NLMSG_ALIGNTO)));
-        struct timeval tv = { .tv_sec = CREDS_ACK_TIMEOUT_S };
+        uint64_t deadline = now_mono_ns() + CREDS_ACK_TIMEOUT_MS * UINT64_C(1000000);
 
-        if (setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
-                return -errno;
         for (;;) {
+                /* Other processes' events keep coming: the wait is bounded
+                 * as a whole, not per message. */
+                uint64_t now = now_mono_ns();
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                uint64_t left_us = (deadline - now) / 1000 + 1;
+                struct timeval tv = { .tv_sec = (time_t)(left_us / 1000000), .tv_usec = (suseconds_t)(left_us % 1000000) };
+                if (setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+                        return -errno;
                 ssize_t n = recv(sock, buf, sizeof(buf), 0);
                 if (n < 0) {
                         if (errno == EINTR || errno == ENOBUFS)
