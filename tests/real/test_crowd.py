@@ -6,7 +6,9 @@ an O_PATH descriptor (the QEMU user's), or by a second link -- is never
 handed out: the PUT warms a fresh file ("from_stock": "none").  Once the
 holder lets go, the stock is handed out again ("full"), so the check is not
 simply refusing everything.  The crowd's members are all processes the
-holder check looks into (they could open a pool of the pool group).
+holder check looks into (they could open a pool of the pool group).  And
+a pool that was one user's alone (file_uid): that user's O_PATH
+descriptor held across the DELETE keeps the released file dirty.
 
 Run under tests/real/guard.sh; the crowd and every holder are killed on
 every exit path (tests/integration/hpwcrowd.py)."""
@@ -16,6 +18,7 @@ import pwd
 import shutil
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hpwcrowd import Crowd  # noqa: E402
@@ -83,8 +86,8 @@ class Crowded(RealKernelCase):
             self.d.put("/v1/stock", {"targets": []})
         super().tearDown()
 
-    def holder(self, how, path, qemu=False):
-        pre = ["setpriv", "--reuid=" + QEMU_USER, "--regid=" + QEMU_GROUP, "--clear-groups"] if qemu else []
+    def holder(self, how, path, qemu=False, group=QEMU_GROUP):
+        pre = ["setpriv", "--reuid=" + QEMU_USER, "--regid=" + group, "--clear-groups"] if qemu else []
         h = subprocess.Popen(pre + [sys.executable, "-c", HOLDER, how, path], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)
         self.holders.append(h)
@@ -136,6 +139,36 @@ class Crowded(RealKernelCase):
                 self.assertEqual(p["from_stock"], "full", "a stock file nobody holds was not handed out")
                 self.delete("free-%d" % i)
         self.assertEqual(len(self.crowd.pids()), CROWD, "the crowd thinned while the test ran")
+
+    def test_own_users_opath_across_delete_waits(self):
+        """A pool handed to the QEMU user alone (file_uid, and a group it is
+        not in, so only its uid could open it), in a directory every user
+        may search: an O_PATH descriptor that
+        user keeps across the DELETE makes the released file wait, dirty
+        and untouched, while it is held (the pool group's processes alone
+        would not include it); once closed, the file is zeroed into the
+        stock."""
+        uid, nogroup = pwd.getpwnam(QEMU_USER).pw_uid, grp.getgrnam("nogroup").gr_gid
+        # Two pages: one stock file, and no room to refill it once it is
+        # handed out, so the released file is what the target waits for.
+        self.start_with_pages(2)
+        r = self.d.put("/v1/stock", {"targets": [{"node": 0, "page_size": "2M", "size": SIZE, "count": 1}]})
+        self.assertEqual(r.status, 200, r)
+        self.wait_stock_ready(1, timeout=60)
+        r = self.d.put("/v1/pools/own", {"node": 0, "size": SIZE, "file_uid": uid, "file_gid": nogroup})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(r.json["from_stock"], "full")
+        # The daemon makes its directory 0750, the pool group's: here the
+        # operator let every user search it, so the QEMU user reaches its
+        # pool from outside the pool group.
+        os.chmod(self.pool_dir, 0o751)
+        h = self.holder("opath", r.json["path"], qemu=True, group="nogroup")
+        self.delete("own")
+        time.sleep(2.5)                             # two recycle checks, a second apart
+        t = self.stock()[0]
+        self.assertEqual((t["ready"], t["recycling"]), (0, 1), t)
+        self.let_go(h)
+        self.wait_stock_ready(1, timeout=30)
 
 
 if __name__ == "__main__":
