@@ -332,6 +332,7 @@ void pools_free(struct pools *p)
                 free(p->reg.pools[i]);
         }
         free(p->reg.pools);
+        pool_index_free(&p->reg.by_name);
         free(p->admit.resv);
         free(p->stock.targets);
         free(p->elastic.rows);

@@ -119,6 +119,7 @@ struct pool {
         struct journal_pool rec;      /* lock: committed, saved and visible */
         const struct journal_pool *pending; /* lock: being saved; the journal snapshot uses it */
         enum pool_hold hold;          /* lock: who may change it (pool_state.h) */
+        size_t reg_at;                /* lock: where it sits in reg.pools (an O(1) pools_drop) */
         bool job_done;                /* wake.lock: on_done ran for `job` */
         struct job *job;              /* lock: running, or finished and not yet freed */
         int fd;                       /* holder: open while job is set (the engine borrows it) */
@@ -136,6 +137,32 @@ struct pool {
         bool recycle_wait_logged;     /* upkeep thread: "still mapped, waits" said for this row */
 };
 
+/* The registry's index by name (pools_registry.c): an open-addressing
+ * table of the rows, keyed by rec.name, so a lookup costs the same at 10
+ * pools and at 10,000.  Linear probing over a power-of-two array, kept at
+ * most half full (tombstones included; a rehash at the same size clears
+ * them), hashed with FNV-1a from a per-process random seed, so names a
+ * client picks cannot be made to pile up in one run of slots.  A row
+ * being removed (POOL_REMOVING) may share its name with the new row that
+ * replaces it: both are in the table and a lookup skips the first.  A
+ * row's name changes only through pools_apply_rec, which moves its entry.
+ * Written by hand: glibc's hsearch_r neither deletes nor grows, and the
+ * table is small enough to test whole (tests/unit/test_pools_registry.c). */
+struct pool_index {
+        struct pool **slots;          /* NULL = empty, POOL_INDEX_GONE = tombstone */
+        size_t cap;                   /* 0 or a power of two */
+        size_t live, used;            /* entries; entries plus tombstones */
+};
+/* Hash of NAME as the index uses it (seeded once per process). */
+uint64_t pool_index_hash(const char *name);
+/* The first row named NAME that is not being removed, or NULL. */
+struct pool *pool_index_find(const struct pool_index *ix, const char *name);
+/* Add POOL under POOL->rec.name: 0 or -ENOMEM (nothing changed). */
+int pool_index_add(struct pool_index *ix, struct pool *pool);
+/* Take POOL (this very row, under POOL->rec.name) out; a no-op if absent. */
+void pool_index_remove(struct pool_index *ix, struct pool *pool);
+void pool_index_free(struct pool_index *ix);
+
 /* The registry (pools_registry.c): every pool row, and the counters every
  * layer adds to, under one lock.  Held only for memory work and
  * job_get_status(); never across job_cancel, engine_submit, reservation
@@ -143,8 +170,9 @@ struct pool {
 struct pools_registry {
         struct pools_mutex lock;
         pthread_cond_t changed;       /* with lock: broadcast on every committed change */
-        struct pool **pools;          /* lock */
+        struct pool **pools;          /* lock; each row's reg_at is its place here */
         size_t n_pools, cap_pools;    /* lock */
+        struct pool_index by_name;    /* lock: the same rows, by name */
         struct pools_stats stats;     /* lock */
 };
 
@@ -269,9 +297,15 @@ int64_t pools_now_unix(void);
 const char *pools_mount_dir(const struct pools *p, uint64_t page_size);
 /* CLOCK_BOOTTIME expiry (ns) of a ready, unclaimed pool with a TTL; 0 = none. */
 uint64_t pools_rec_expires_boot_ns(const struct journal_pool *r);
+/* NAME's row (not one being removed), or NULL: one index probe. */
 struct pool *pools_find(struct pools *p, const char *name);
+/* POOL (its rec.name set) into the registry and its index: 0 or -ENOMEM. */
 int pools_add(struct pools *p, struct pool *pool);
+/* POOL out of both, in O(1); the last row takes its place in reg.pools. */
 void pools_drop(struct pools *p, struct pool *pool);
+/* POOL's record becomes NEXT, its index entry following a new name (a
+ * stock file handed out, a pool recycled into the stock). */
+void pools_apply_rec(struct pools *p, struct pool *pool, const struct journal_pool *next);
 /* Change POOL's hold; aborts on a move pool_hold_allowed refuses (a bug). */
 void pools_set_hold(struct pool *pool, enum pool_hold to);
 /* Wait (reg.lock held) until NAME's pool is free; returns it busy, or NULL

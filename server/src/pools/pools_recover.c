@@ -401,6 +401,10 @@ static int load_journal(struct pools *p, bool *ret_rebooted)
                 int added = -ENOMEM;
 
                 if (pool) {
+                        /* Named before it is added: the index is by name. */
+                        pool->owner = p;
+                        pool->fd = -1;
+                        pool->rec = j->pools[i];
                         pools_lock(&p->reg.lock);
                         added = pools_add(p, pool);
                         pools_unlock(&p->reg.lock);
@@ -410,9 +414,6 @@ static int load_journal(struct pools *p, bool *ret_rebooted)
                         journal_free(j);
                         return -ENOMEM;
                 }
-                pool->owner = p;
-                pool->fd = -1;
-                pool->rec = j->pools[i];
                 ready_stamp(&pool->rec);
                 if (dir)
                         snprintf(pool->path, sizeof(pool->path), "%s/%s", dir, pool->rec.name);

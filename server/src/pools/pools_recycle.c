@@ -134,7 +134,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
         }
 
         pools_lock(&p->reg.lock);
-        pool->rec = next;
+        pools_apply_rec(p, pool, &next);
         pool->pending = NULL;
         pool->release_due = RELEASE_NONE;
         pool->retry_at = 0;

@@ -6,6 +6,9 @@
  * Everything above builds on these; the structs, the locks and their order
  * are described once, in pools_internal.h. */
 #include <errno.h>
+#include <stdatomic.h>
+#include <sys/random.h>
+#include <sys/types.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -36,13 +39,142 @@ uint64_t pools_rec_expires_boot_ns(const struct journal_pool *r)
         return r->ready_boot_ns + r->ttl_seconds * NS_PER_SEC;
 }
 
+/* ---- the index by name (struct pool_index, pools_internal.h) ---- */
+
+/* A tombstone: a slot that held a row, so probes go on past it. */
+static char index_gone;
+#define POOL_INDEX_GONE ((struct pool *)(void *)&index_gone)
+/* Grow (or clear tombstones) before the table is more than half used:
+ * linear probing stays at a probe or two per lookup up to there. */
+#define POOL_INDEX_MIN_CAP 16
+
+static uint64_t index_seed(void)
+{
+        static _Atomic uint64_t seed;
+        uint64_t s = atomic_load_explicit(&seed, memory_order_relaxed);
+
+        if (s == 0) {
+                /* The FNV offset basis when there is no entropy: the table
+                 * still works, only guessable. */
+                uint64_t v = 0;
+                if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v) || v == 0)
+                        v = UINT64_C(0xcbf29ce484222325);
+                uint64_t zero = 0;
+                atomic_compare_exchange_strong(&seed, &zero, v);
+                s = atomic_load_explicit(&seed, memory_order_relaxed);
+        }
+        return s;
+}
+
+uint64_t pool_index_hash(const char *name)
+{
+        uint64_t h = index_seed();
+
+        for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+                h ^= *c;
+                h *= UINT64_C(0x100000001b3);
+        }
+        /* FNV's low bits mix poorly and the table uses the low bits. */
+        h ^= h >> 29;
+        h *= UINT64_C(0xbf58476d1ce4e5b9);
+        h ^= h >> 32;
+        return h;
+}
+
+struct pool *pool_index_find(const struct pool_index *ix, const char *name)
+{
+        if (!ix->cap)
+                return NULL;
+        size_t mask = ix->cap - 1;
+        for (size_t i = pool_index_hash(name) & mask;; i = (i + 1) & mask) {
+                struct pool *o = ix->slots[i];
+                if (!o)
+                        return NULL;
+                if (o != POOL_INDEX_GONE && o->hold != POOL_REMOVING && strcmp(o->rec.name, name) == 0)
+                        return o;
+        }
+}
+
+static void index_put(struct pool **slots, size_t cap, struct pool *pool)
+{
+        size_t mask = cap - 1;
+        size_t i = pool_index_hash(pool->rec.name) & mask;
+
+        while (slots[i] && slots[i] != POOL_INDEX_GONE)
+                i = (i + 1) & mask;
+        slots[i] = pool;
+}
+
+/* Into the first free slot of POOL's run; the caller made sure there is
+ * one. */
+static void index_insert(struct pool_index *ix, struct pool *pool)
+{
+        size_t mask = ix->cap - 1;
+        size_t i = pool_index_hash(pool->rec.name) & mask;
+
+        while (ix->slots[i] && ix->slots[i] != POOL_INDEX_GONE)
+                i = (i + 1) & mask;
+        if (!ix->slots[i])
+                ix->used++;
+        ix->slots[i] = pool;
+        ix->live++;
+}
+
+int pool_index_add(struct pool_index *ix, struct pool *pool)
+{
+        if ((ix->used + 1) * 2 > ix->cap) {
+                /* At most a quarter full after the rehash, so at least a
+                 * quarter of the table's adds or removals pass before the
+                 * next one: amortised O(1). */
+                size_t cap = POOL_INDEX_MIN_CAP;
+                while ((ix->live + 1) * 4 > cap)
+                        cap *= 2;
+                struct pool **slots = calloc(cap, sizeof(*slots));
+                if (!slots)
+                        return -ENOMEM;
+                for (size_t i = 0; i < ix->cap; i++)
+                        if (ix->slots[i] && ix->slots[i] != POOL_INDEX_GONE)
+                                index_put(slots, cap, ix->slots[i]);
+                free(ix->slots);
+                ix->slots = slots;
+                ix->cap = cap;
+                ix->used = ix->live;
+        }
+        index_insert(ix, pool);
+        return 0;
+}
+
+void pool_index_remove(struct pool_index *ix, struct pool *pool)
+{
+        if (!ix->cap)
+                return;
+        size_t mask = ix->cap - 1;
+        for (size_t i = pool_index_hash(pool->rec.name) & mask; ix->slots[i]; i = (i + 1) & mask)
+                if (ix->slots[i] == pool) {
+                        /* The next slot empty: nothing probes past this one. */
+                        if (!ix->slots[(i + 1) & mask]) {
+                                ix->slots[i] = NULL;
+                                ix->used--;
+                        } else {
+                                ix->slots[i] = POOL_INDEX_GONE;
+                        }
+                        ix->live--;
+                        return;
+                }
+}
+
+void pool_index_free(struct pool_index *ix)
+{
+        free(ix->slots);
+        *ix = (struct pool_index){0};
+}
+
+/* ---- rows ---- */
+
 struct pool *pools_find(struct pools *p, const char *name)
 {
         pools_assert_held(&p->reg.lock);
-        for (size_t i = 0; i < p->reg.n_pools; i++)
-                if (p->reg.pools[i]->hold != POOL_REMOVING && strcmp(p->reg.pools[i]->rec.name, name) == 0)
-                        return p->reg.pools[i];
-        return NULL;
+        return pool_index_find(&p->reg.by_name, name);
 }
 
 int pools_add(struct pools *p, struct pool *pool)
@@ -56,6 +188,10 @@ int pools_add(struct pools *p, struct pool *pool)
                 p->reg.pools = n;
                 p->reg.cap_pools = cap;
         }
+        int r = pool_index_add(&p->reg.by_name, pool);
+        if (r < 0)
+                return r;
+        pool->reg_at = p->reg.n_pools;
         p->reg.pools[p->reg.n_pools++] = pool;
         return 0;
 }
@@ -63,11 +199,28 @@ int pools_add(struct pools *p, struct pool *pool)
 void pools_drop(struct pools *p, struct pool *pool)
 {
         pools_assert_held(&p->reg.lock);
-        for (size_t i = 0; i < p->reg.n_pools; i++)
-                if (p->reg.pools[i] == pool) {
-                        p->reg.pools[i] = p->reg.pools[--p->reg.n_pools];
-                        return;
-                }
+        size_t i = pool->reg_at;
+
+        if (i >= p->reg.n_pools || p->reg.pools[i] != pool)
+                return;         /* not in the registry */
+        pool_index_remove(&p->reg.by_name, pool);
+        p->reg.pools[i] = p->reg.pools[--p->reg.n_pools];
+        p->reg.pools[i]->reg_at = i;
+}
+
+void pools_apply_rec(struct pools *p, struct pool *pool, const struct journal_pool *next)
+{
+        pools_assert_held(&p->reg.lock);
+        bool renamed = strcmp(pool->rec.name, next->name) != 0;
+        bool indexed = pool->reg_at < p->reg.n_pools && p->reg.pools[pool->reg_at] == pool;
+
+        if (renamed && indexed)
+                pool_index_remove(&p->reg.by_name, pool);
+        pool->rec = *next;
+        /* No allocation, so no failure: the entry just removed left a free
+         * slot; a table this leaves over half used grows at the next add. */
+        if (renamed && indexed)
+                index_insert(&p->reg.by_name, pool);
 }
 
 void pools_set_hold(struct pool *pool, enum pool_hold to)
@@ -238,7 +391,7 @@ int pools_save_record(struct pools *p, struct pool *pool, const struct journal_p
         r = pools_save(p);
         pools_lock(&p->reg.lock);
         if (r == 0 || apply_on_failure)
-                pool->rec = *next;
+                pools_apply_rec(p, pool, next);
         pool->pending = NULL;
         pthread_cond_broadcast(&p->reg.changed);
         pools_unlock(&p->reg.lock);

@@ -172,7 +172,7 @@ bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
                  * stays held until that is done, so nobody truncates it
                  * while the engine still maps it. */
                 pools_lock(&p->reg.lock);
-                pool->rec = next;
+                pools_apply_rec(p, pool, &next);
                 pthread_cond_broadcast(&p->reg.changed);
                 pools_unlock(&p->reg.lock);
                 pools_notify(p, next.name);
