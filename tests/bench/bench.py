@@ -1177,6 +1177,11 @@ def scale_phase(args, mnt, res):
         for n in scale_hosts(args):
             hosts.append(ScaleHost(args, mnt, n))
         for h in hosts:
+            # The first host's connection idled while the second filled up
+            # (past the daemon's idle timeout at 3000 pools): a new one,
+            # before any clock.
+            h.conn.close()
+            h.conn = h.d.connect()
             h.note_pid()
 
         def interleave(fn):

@@ -35,6 +35,166 @@
 #include "topo.h"
 #include "util.h"
 
+/* ---- saves: only what changed ---- */
+
+/* The last line of the state dir's log (its record text after the CRC). */
+static void last_log_record(const struct env *e, char *buf, size_t size)
+{
+        char path[PATH_MAX], line[8192] = "", prev[8192] = "";
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/state.log", e->state);
+        f = fopen(path, "re");
+        CHECK(f);
+        while (fgets(line, sizeof(line), f))
+                snprintf(prev, sizeof(prev), "%s", line);
+        fclose(f);
+        CHECK(strlen(prev) > 9);
+        snprintf(buf, size, "%s", prev + 9);
+}
+
+/* Wait (bounded) until the journal holds NAME as ready: warming -> ready
+ * is shown first and saved after (pools_internal.h). */
+static void wait_saved_ready(const struct env *e, const char *name)
+{
+        for (int i = 0; i < POLL_BOUND_S * 1000; i++) {
+                struct journal *j = load(e);
+                const struct journal_pool *r = jpool(j, name);
+                bool ready = r && r->state == POOL_READY;
+                journal_free(j);
+                if (ready)
+                        return;
+                usleep(1000);
+        }
+        CHECK(!"the journal never held the pool as ready");
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+        int n = 0;
+
+        for (const char *s = strstr(hay, needle); s; s = strstr(s + 1, needle))
+                n++;
+        return n;
+}
+
+/* The journal on disk holds exactly the registry's pools, each in its
+ * state. */
+static void check_journal_matches(const struct env *e, struct pools *p)
+{
+        struct pool_view *v;
+        size_t n, pools_in_journal = 0;
+        struct journal *j = load(e);
+
+        CHECK_INT(pools_list(p, &v, &n), ==, 0);
+        for (size_t i = 0; i < j->n_pools; i++)
+                pools_in_journal += !pool_state_is_stock(j->pools[i].state);
+        CHECK_U64(pools_in_journal, ==, n);
+        for (size_t i = 0; i < n; i++) {
+                const struct journal_pool *r = jpool(j, v[i].name);
+                CHECK(r);
+                CHECK_STR(pool_state_name(r->state), pool_state_name(v[i].state));
+        }
+        free(v);
+        journal_free(j);
+}
+
+/* A save appends only the rows that changed: with eleven pools, a create
+ * writes its one row, a delete one name to drop, a re-create under that
+ * name its row again; the journal replays to the registry after each, and
+ * a restart finds the same pools. */
+TEST(save_appends_only_the_changed_rows)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err;
+        char name[32], rec[8192];
+        struct pools *p = env_start(&e);
+
+        for (int i = 0; i < 10; i++) {
+                snprintf(name, sizeof(name), "s-%d", i);
+                struct pool_req r = req(name, 0, 1);
+                CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+                wait_state(p, name, POOL_READY);
+                wait_saved_ready(&e, name);
+        }
+        fake_gate_set(true);
+        struct pool_req r = req("new", 0, 1);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        last_log_record(&e, rec, sizeof(rec));
+        CHECK_INT(count_of(rec, "\"name\":"), ==, 1);
+        CHECK_INT(count_of(rec, "\"name\":\"new\""), ==, 1);
+        CHECK_INT(count_of(rec, "\"state\":\"warming\""), ==, 1);
+        check_journal_matches(&e, p);
+        fake_gate_set(false);
+        wait_state(p, "new", POOL_READY);
+        wait_saved_ready(&e, "new");
+
+        CHECK_INT(pools_delete(p, "s-4"), ==, 0);
+        last_log_record(&e, rec, sizeof(rec));
+        CHECK_INT(count_of(rec, "\"name\":"), ==, 1);
+        CHECK(strstr(rec, "\"drop\":[{\"name\":\"s-4\"}]"));
+        check_journal_matches(&e, p);
+
+        r = req("s-4", 0, 1);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        wait_state(p, "s-4", POOL_READY);
+        wait_saved_ready(&e, "s-4");
+        check_journal_matches(&e, p);
+        struct pools_stats st;
+        pools_get_stats(p, &st);
+        CHECK_U64(st.journal_saves_full, ==, 1);      /* the first save only */
+
+        pools_free(p);
+        p = start(&e);
+        struct pool_view *all;
+        size_t n;
+        CHECK_INT(pools_list(p, &all, &n), ==, 0);
+        CHECK_U64(n, ==, 11);
+        free(all);
+        for (int i = 0; i < 10; i++) {
+                snprintf(name, sizeof(name), "s-%d", i);
+                CHECK_INT(pools_get(p, name, &v), ==, 0);
+                CHECK_STR(pool_state_name(v.state), "ready");
+        }
+        check_journal_matches(&e, p);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* A save that fails leaves the rows' idea of the journal unsure: the next
+ * save writes the whole state (a compaction), and the journal matches the
+ * registry again. */
+TEST(save_after_a_failed_save_writes_everything)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err;
+        struct pools_stats a, b;
+        struct pools *p = env_start(&e);
+
+        struct pool_req r = req("a", 0, 1);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        wait_state(p, "a", POOL_READY);
+        wait_saved_ready(&e, "a");
+        journal_inject_save_error(ENOSPC);
+        r = req("b", 0, 1);
+        CHECK_INT(create(p, &r, &v, &err), <, 0);
+        journal_inject_save_error(0);
+        CHECK_INT(pools_get(p, "b", &v), ==, -ENOENT);
+        check_journal_matches(&e, p);
+        pools_get_stats(p, &a);
+        r = req("c", 0, 1);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        pools_get_stats(p, &b);
+        CHECK_U64(b.journal_saves_full, >, a.journal_saves_full);
+        wait_state(p, "c", POOL_READY);
+        wait_saved_ready(&e, "c");
+        check_journal_matches(&e, p);
+        pools_free(p);
+        env_fini(&e);
+}
+
 /* ---- the change observer ---- */
 
 /* What an observer saw: each call's name and what pools_get returned for it

@@ -135,6 +135,11 @@ struct pool {
         ino_t file_ino;               /*   0 = not known (no file) */
         bool file_check_due;          /* lock: a GET saw the file changed; upkeep re-checks it */
         bool recycle_wait_logged;     /* upkeep thread: "still mapped, waits" said for this row */
+        /* The row as the journal holds it, so a save writes only the rows
+         * that differ (pools_save).  Written under save.lock and lock both,
+         * read under either. */
+        bool in_journal;
+        struct journal_pool durable;
 };
 
 /* The registry's index by name (pools_registry.c): an open-addressing
@@ -173,6 +178,11 @@ struct pools_registry {
         struct pool **pools;          /* lock; each row's reg_at is its place here */
         size_t n_pools, cap_pools;    /* lock */
         struct pool_index by_name;    /* lock: the same rows, by name */
+        /* lock: names of rows the journal holds that left the registry
+         * (pools_drop) since the last save, which drops them. */
+        char (*gone)[POOL_NAME_MAX + 1];
+        size_t n_gone, cap_gone;
+        bool resync;                  /* lock: the next save writes the whole state (a save failed) */
         struct pools_stats stats;     /* lock */
 };
 
@@ -316,7 +326,10 @@ bool pools_is_stock(const struct pool *pool);
 /* The record a snapshot or a check should use: the one being saved, if any. */
 const struct journal_pool *pools_latest(const struct pool *pool);
 void pools_fill_view(struct pool *pool, struct pool_view *v);
-/* Snapshot the registry and write it (takes save.lock, then reg.lock). */
+/* Make the registry durable (takes save.lock, then reg.lock): the rows
+ * that differ from what the journal holds, appended as one record; the
+ * whole state when the journal compacts (the first save, another boot,
+ * the log at its bound, a save that failed). */
 int pools_save(struct pools *p);
 /* Save NEXT as POOL's record, then show it and tell the observer; POOL is
  * busy and reg.lock not held.  On a failed save the record is still applied

@@ -206,6 +206,21 @@ void pools_drop(struct pools *p, struct pool *pool)
         pool_index_remove(&p->reg.by_name, pool);
         p->reg.pools[i] = p->reg.pools[--p->reg.n_pools];
         p->reg.pools[i]->reg_at = i;
+        if (!pool->in_journal)
+                return;
+        /* The next save drops its row; without room for the name, that
+         * save writes the whole state instead. */
+        if (p->reg.n_gone == p->reg.cap_gone) {
+                size_t cap = p->reg.cap_gone ? p->reg.cap_gone * 2 : 8;
+                char (*g)[POOL_NAME_MAX + 1] = realloc(p->reg.gone, cap * sizeof(*g));
+                if (!g) {
+                        p->reg.resync = true;
+                        return;
+                }
+                p->reg.gone = g;
+                p->reg.cap_gone = cap;
+        }
+        memcpy(p->reg.gone[p->reg.n_gone++], pool->durable.name, sizeof(p->reg.gone[0]));
 }
 
 void pools_apply_rec(struct pools *p, struct pool *pool, const struct journal_pool *next)
@@ -308,72 +323,170 @@ void pools_fill_view(struct pool *pool, struct pool_view *v)
         v->file_gid = r->file_gid;
 }
 
+/* What the journal should hold for row O now, in *RET: false when it
+ * should hold none (a row on its way out).  reg.lock held. */
+static bool journal_row(struct pool *o, struct journal_pool *ret)
+{
+        if (o->hold == POOL_REMOVING || o->hold == POOL_RELEASING)
+                return false;
+        *ret = *pools_latest(o);
+        if ((ret->state == POOL_WARMING || ret->state == POOL_STOCK_WARMING) && o->job) {
+                struct job_status st;
+                job_get_status(o->job, &st);
+                ret->bytes_done = st.bytes_done;
+        }
+        return true;
+}
+
+/* The journal's head (boot id, reservations, stock targets, policies),
+ * copied into J (which owns the copies).  reg.lock held. */
+static int copy_head(struct pools *p, struct journal *j)
+{
+        snprintf(j->boot_id, sizeof(j->boot_id), "%s", p->boot_id);
+        j->reservations = calloc(p->admit.n_resv ? p->admit.n_resv : 1, sizeof(*j->reservations));
+        if (!j->reservations)
+                return -ENOMEM;
+        if (p->admit.n_resv)
+                memcpy(j->reservations, p->admit.resv, p->admit.n_resv * sizeof(*p->admit.resv));
+        j->n_reservations = p->admit.n_resv;
+        if (p->stock.n_targets) {
+                j->stock_targets = calloc(p->stock.n_targets, sizeof(*j->stock_targets));
+                if (!j->stock_targets)
+                        return -ENOMEM;
+                memcpy(j->stock_targets, p->stock.targets, p->stock.n_targets * sizeof(*p->stock.targets));
+                j->n_stock_targets = p->stock.n_targets;
+        }
+        if (p->elastic.n_rows) {
+                j->elastic = calloc(p->elastic.n_rows, sizeof(*j->elastic));
+                if (!j->elastic)
+                        return -ENOMEM;
+                for (size_t i = 0; i < p->elastic.n_rows; i++)
+                        j->elastic[i] = p->elastic.rows[i].pol;
+                j->n_elastic = p->elastic.n_rows;
+        }
+        return 0;
+}
+
+/* The changes since the last save: rows new or changed into PUT, names
+ * the journal holds that are gone or renamed into DROP; each row's
+ * `durable` becomes what the record will hold.  One walk of the rows, a
+ * comparison each, nothing copied but the changes.  reg.lock and
+ * save.lock held. */
+static int collect_changes(struct pools *p, struct journal_pool **put, size_t *n_put,
+                           char (**drop)[POOL_NAME_MAX + 1], size_t *n_drop)
+{
+        size_t cap_put = 0, cap_drop = p->reg.n_gone + 4;
+        struct journal_pool row;
+
+        *put = NULL;
+        *n_put = 0;
+        *drop = malloc(cap_drop * sizeof(**drop));
+        if (!*drop)
+                return -ENOMEM;
+        memcpy(*drop, p->reg.gone, p->reg.n_gone * sizeof(**drop));
+        *n_drop = p->reg.n_gone;
+        for (size_t i = 0; i < p->reg.n_pools; i++) {
+                struct pool *o = p->reg.pools[i];
+                bool want = journal_row(o, &row);
+                bool renamed = o->in_journal && want && strcmp(o->durable.name, row.name) != 0;
+
+                if (o->in_journal && (!want || renamed)) {
+                        if (*n_drop == cap_drop) {
+                                cap_drop *= 2;
+                                void *n = realloc(*drop, cap_drop * sizeof(**drop));
+                                if (!n)
+                                        return -ENOMEM;
+                                *drop = n;
+                        }
+                        memcpy((*drop)[(*n_drop)++], o->durable.name, sizeof(**drop));
+                        o->in_journal = false;
+                }
+                if (!want || (o->in_journal && journal_rows_equal(&o->durable, &row)))
+                        continue;
+                if (*n_put == cap_put) {
+                        cap_put = cap_put ? cap_put * 2 : 4;
+                        void *n = realloc(*put, cap_put * sizeof(**put));
+                        if (!n)
+                                return -ENOMEM;
+                        *put = n;
+                }
+                (*put)[(*n_put)++] = row;
+                o->durable = row;
+                o->in_journal = true;
+        }
+        p->reg.n_gone = 0;
+        return 0;
+}
+
+/* The whole state into J, each row's `durable` set to what J holds.
+ * reg.lock and save.lock held. */
+static int collect_all(struct pools *p, struct journal *j)
+{
+        j->pools = calloc(p->reg.n_pools ? p->reg.n_pools : 1, sizeof(*j->pools));
+        if (!j->pools)
+                return -ENOMEM;
+        for (size_t i = 0; i < p->reg.n_pools; i++) {
+                struct pool *o = p->reg.pools[i];
+                o->in_journal = journal_row(o, &j->pools[j->n_pools]);
+                if (o->in_journal)
+                        o->durable = j->pools[j->n_pools++];
+        }
+        p->reg.n_gone = 0;
+        return 0;
+}
+
 int pools_save(struct pools *p)
 {
         struct journal j = {0};
+        struct journal_pool *put = NULL;
+        char (*drop)[POOL_NAME_MAX + 1] = NULL;
+        size_t n_put = 0, n_drop = 0;
+        bool whole = false;
         int r;
 
         pools_lock(&p->save.lock);
         pools_lock(&p->reg.lock);
-        snprintf(j.boot_id, sizeof(j.boot_id), "%s", p->boot_id);
-        j.reservations = calloc(p->admit.n_resv ? p->admit.n_resv : 1, sizeof(*j.reservations));
-        j.pools = calloc(p->reg.n_pools ? p->reg.n_pools : 1, sizeof(*j.pools));
-        if (!j.reservations || !j.pools) {
-                pools_unlock(&p->reg.lock);
-                r = -ENOMEM;
-                goto out;
-        }
-        if (p->admit.n_resv)
-                memcpy(j.reservations, p->admit.resv, p->admit.n_resv * sizeof(*p->admit.resv));
-        j.n_reservations = p->admit.n_resv;
-        if (p->stock.n_targets) {
-                j.stock_targets = calloc(p->stock.n_targets, sizeof(*j.stock_targets));
-                if (!j.stock_targets) {
-                        pools_unlock(&p->reg.lock);
-                        r = -ENOMEM;
-                        goto out;
-                }
-                memcpy(j.stock_targets, p->stock.targets, p->stock.n_targets * sizeof(*p->stock.targets));
-                j.n_stock_targets = p->stock.n_targets;
-        }
-        if (p->elastic.n_rows) {
-                j.elastic = calloc(p->elastic.n_rows, sizeof(*j.elastic));
-                if (!j.elastic) {
-                        pools_unlock(&p->reg.lock);
-                        r = -ENOMEM;
-                        goto out;
-                }
-                for (size_t i = 0; i < p->elastic.n_rows; i++)
-                        j.elastic[i] = p->elastic.rows[i].pol;
-                j.n_elastic = p->elastic.n_rows;
-        }
-        for (size_t i = 0; i < p->reg.n_pools; i++) {
-                struct pool *o = p->reg.pools[i];
-                struct journal_pool *d = &j.pools[j.n_pools];
-
-                if (o->hold == POOL_REMOVING || o->hold == POOL_RELEASING)
-                        continue;
-                *d = *pools_latest(o);
-                if ((d->state == POOL_WARMING || d->state == POOL_STOCK_WARMING) && o->job) {
-                        struct job_status st;
-                        job_get_status(o->job, &st);
-                        d->bytes_done = st.bytes_done;
-                }
-                j.n_pools++;
-        }
+        r = copy_head(p, &j);
+        if (r == 0 && !p->reg.resync && p->save.jsync.base)
+                r = collect_changes(p, &put, &n_put, &drop, &n_drop);
+        else if (r == 0)
+                whole = true;
         pools_unlock(&p->reg.lock);
-        unsigned long full = p->save.jsync.full_saves;
-        r = journal_save_sync(p->state_dir, &j, &p->save.jsync);
-        if (r == 0) {
+        if (r == 0 && !whole) {
+                r = journal_append_rows(&j, put, n_put, (const char(*)[JOURNAL_NAME_MAX + 1])drop, n_drop,
+                                        &p->save.jsync);
+                if (r == -EAGAIN) {
+                        /* Compaction: the whole state, as the rows are now. */
+                        whole = true;
+                        r = 0;
+                }
+        }
+        if (r == 0 && whole) {
                 pools_lock(&p->reg.lock);
-                if (p->save.jsync.full_saves != full)
+                r = collect_all(p, &j);
+                pools_unlock(&p->reg.lock);
+                unsigned long full = p->save.jsync.full_saves;
+                if (r == 0)
+                        r = journal_save_sync(p->state_dir, &j, &p->save.jsync);
+                if (r == 0 && p->save.jsync.full_saves == full)
+                        whole = false;  /* nothing changed, or appended */
+        }
+        pools_lock(&p->reg.lock);
+        if (r == 0) {
+                p->reg.resync = false;
+                if (whole)
                         p->reg.stats.journal_saves_full++;
                 else
                         p->reg.stats.journal_saves_light++;
-                pools_unlock(&p->reg.lock);
+        } else {
+                /* What each row's `durable` says may not be on disk: the
+                 * next save writes everything. */
+                p->reg.resync = true;
         }
-out:
+        pools_unlock(&p->reg.lock);
         pools_unlock(&p->save.lock);
+        free(put);
+        free(drop);
         free(j.reservations);
         free(j.pools);
         free(j.stock_targets);
