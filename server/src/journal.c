@@ -1145,16 +1145,17 @@ static int cmp_row_ptrs(const void *a, const void *b)
 /* Equal as written: an owner's start time is not written without its pid. */
 bool journal_rows_equal(const struct journal_pool *a, const struct journal_pool *b)
 {
-        return strcmp(a->name, b->name) == 0 && a->node == b->node && a->page_size == b->page_size &&
+        return a->node == b->node && a->page_size == b->page_size &&
                a->size_bytes == b->size_bytes && a->state == b->state && a->threads == b->threads &&
                a->ttl_seconds == b->ttl_seconds && a->claimed == b->claimed &&
                a->created_at == b->created_at && a->started_at == b->started_at &&
                a->finished_at == b->finished_at && a->ready_boot_ns == b->ready_boot_ns &&
                a->bytes_done == b->bytes_done && a->owner_pid == b->owner_pid &&
-               (a->owner_pid <= 0 || a->owner_start == b->owner_start) && strcmp(a->error_slug, b->error_slug) == 0 &&
-               strcmp(a->error_detail, b->error_detail) == 0 && a->from_stock == b->from_stock &&
-               strcmp(a->label, b->label) == 0 && a->file_owned == b->file_owned &&
-               (!a->file_owned || (a->file_uid == b->file_uid && a->file_gid == b->file_gid));
+               (a->owner_pid <= 0 || a->owner_start == b->owner_start) && a->from_stock == b->from_stock &&
+               a->file_owned == b->file_owned &&
+               (!a->file_owned || (a->file_uid == b->file_uid && a->file_gid == b->file_gid)) &&
+               strcmp(a->name, b->name) == 0 && strcmp(a->error_slug, b->error_slug) == 0 &&
+               strcmp(a->error_detail, b->error_detail) == 0 && strcmp(a->label, b->label) == 0;
 }
 
 /* Field by field: the structs have padding. */

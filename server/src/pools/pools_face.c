@@ -334,6 +334,7 @@ void pools_free(struct pools *p)
         free(p->reg.pools);
         pool_index_free(&p->reg.by_name);
         free(p->reg.gone);
+        free(p->reg.changed_rows);
         free(p->admit.resv);
         free(p->stock.targets);
         free(p->elastic.rows);

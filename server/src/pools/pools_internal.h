@@ -140,6 +140,7 @@ struct pool {
          * read under either. */
         bool in_journal;
         struct journal_pool durable;
+        bool save_due;                /* lock: in reg.changed_rows (pools_mark_changed) */
 };
 
 /* The registry's index by name (pools_registry.c): an open-addressing
@@ -183,6 +184,12 @@ struct pools_registry {
         char (*gone)[POOL_NAME_MAX + 1];
         size_t n_gone, cap_gone;
         bool resync;                  /* lock: the next save writes the whole state (a save failed) */
+        /* lock: the rows the next save looks at: every row whose record,
+         * pending record or hold (on its way out or back) changed, and
+         * every row with a job (its progress is saved); a save looks at
+         * no other. */
+        struct pool **changed_rows;
+        size_t n_changed, cap_changed;
         struct pools_stats stats;     /* lock */
 };
 
@@ -316,6 +323,10 @@ void pools_drop(struct pools *p, struct pool *pool);
 /* POOL's record becomes NEXT, its index entry following a new name (a
  * stock file handed out, a pool recycled into the stock). */
 void pools_apply_rec(struct pools *p, struct pool *pool, const struct journal_pool *next);
+/* POOL's saved fields (record, pending record, hold, job) changed: the
+ * next save looks at it.  Every change of them calls it; in Debug builds a
+ * save checks no other row differs from what the journal holds. */
+void pools_mark_changed(struct pool *pool);
 /* Change POOL's hold; aborts on a move pool_hold_allowed refuses (a bug). */
 void pools_set_hold(struct pool *pool, enum pool_hold to);
 /* Wait (reg.lock held) until NAME's pool is free; returns it busy, or NULL

@@ -130,7 +130,11 @@ static void fail_at_start(struct pool *pool, const char *slug, const char *fmt, 
         va_start(ap, fmt);
         vsnprintf(detail, sizeof(detail), fmt, ap);
         va_end(ap);
-        if (pool_transition(&pool->rec, POOL_FAILED, slug, "%s", detail) == 0)
+        pools_lock(&pool->owner->reg.lock);
+        int r = pool_transition(&pool->rec, POOL_FAILED, slug, "%s", detail);
+        pools_mark_changed(pool);
+        pools_unlock(&pool->owner->reg.lock);
+        if (r == 0)
                 log_warn("pools: pool %s is failed: %s", pool->rec.name, pool->rec.error_detail);
 }
 

@@ -193,7 +193,30 @@ int pools_add(struct pools *p, struct pool *pool)
                 return r;
         pool->reg_at = p->reg.n_pools;
         p->reg.pools[p->reg.n_pools++] = pool;
+        pool->owner = p;
+        pools_mark_changed(pool);
         return 0;
+}
+
+void pools_mark_changed(struct pool *pool)
+{
+        struct pools *p = pool->owner;
+
+        pools_assert_held(&p->reg.lock);
+        if (pool->save_due)
+                return;
+        if (p->reg.n_changed == p->reg.cap_changed) {
+                size_t cap = p->reg.cap_changed ? p->reg.cap_changed * 2 : 16;
+                struct pool **n = realloc(p->reg.changed_rows, cap * sizeof(*n));
+                if (!n) {
+                        p->reg.resync = true;   /* the next save looks at every row */
+                        return;
+                }
+                p->reg.changed_rows = n;
+                p->reg.cap_changed = cap;
+        }
+        p->reg.changed_rows[p->reg.n_changed++] = pool;
+        pool->save_due = true;
 }
 
 void pools_drop(struct pools *p, struct pool *pool)
@@ -206,6 +229,14 @@ void pools_drop(struct pools *p, struct pool *pool)
         pool_index_remove(&p->reg.by_name, pool);
         p->reg.pools[i] = p->reg.pools[--p->reg.n_pools];
         p->reg.pools[i]->reg_at = i;
+        if (pool->save_due) {
+                for (size_t k = 0; k < p->reg.n_changed; k++)
+                        if (p->reg.changed_rows[k] == pool) {
+                                p->reg.changed_rows[k] = p->reg.changed_rows[--p->reg.n_changed];
+                                break;
+                        }
+                pool->save_due = false;
+        }
         if (!pool->in_journal)
                 return;
         /* The next save drops its row; without room for the name, that
@@ -232,6 +263,8 @@ void pools_apply_rec(struct pools *p, struct pool *pool, const struct journal_po
         if (renamed && indexed)
                 pool_index_remove(&p->reg.by_name, pool);
         pool->rec = *next;
+        if (indexed)
+                pools_mark_changed(pool);
         /* No allocation, so no failure: the entry just removed left a free
          * slot; a table this leaves over half used grows at the next add. */
         if (renamed && indexed)
@@ -248,7 +281,13 @@ void pools_set_hold(struct pool *pool, enum pool_hold to)
                         pool_hold_name(pool->hold), pool_hold_name(to));
                 abort();
         }
+        /* A row on its way out is not saved; back, it is again. */
+        bool out_before = pool->hold == POOL_REMOVING || pool->hold == POOL_RELEASING;
+        bool out_after = to == POOL_REMOVING || to == POOL_RELEASING;
         pool->hold = to;
+        if (out_before != out_after && pool->reg_at < pool->owner->reg.n_pools &&
+            pool->owner->reg.pools[pool->reg_at] == pool)
+                pools_mark_changed(pool);
 }
 
 const struct journal_pool *pools_latest(const struct pool *pool)
@@ -323,19 +362,23 @@ void pools_fill_view(struct pool *pool, struct pool_view *v)
         v->file_gid = r->file_gid;
 }
 
-/* What the journal should hold for row O now, in *RET: false when it
- * should hold none (a row on its way out).  reg.lock held. */
-static bool journal_row(struct pool *o, struct journal_pool *ret)
+/* What the journal should hold for row O now: its latest record, or a
+ * copy of it in *BUF with a running job's progress; NULL when it should
+ * hold none (a row on its way out).  No copy for the rest: a save looks
+ * at every row.  reg.lock held. */
+static const struct journal_pool *journal_row(struct pool *o, struct journal_pool *buf)
 {
         if (o->hold == POOL_REMOVING || o->hold == POOL_RELEASING)
-                return false;
-        *ret = *pools_latest(o);
-        if ((ret->state == POOL_WARMING || ret->state == POOL_STOCK_WARMING) && o->job) {
+                return NULL;
+        const struct journal_pool *r = pools_latest(o);
+        if ((r->state == POOL_WARMING || r->state == POOL_STOCK_WARMING) && o->job) {
                 struct job_status st;
+                *buf = *r;
                 job_get_status(o->job, &st);
-                ret->bytes_done = st.bytes_done;
+                buf->bytes_done = st.bytes_done;
+                return buf;
         }
-        return true;
+        return r;
 }
 
 /* The journal's head (boot id, reservations, stock targets, policies),
@@ -367,6 +410,29 @@ static int copy_head(struct pools *p, struct journal *j)
         return 0;
 }
 
+#ifdef HPW_SAVE_CHECKS
+/* Debug builds: a row the save did not look at is written in the journal
+ * as it is now (a change that did not call pools_mark_changed would be
+ * lost at the next start). */
+static void check_unchanged(struct pools *p)
+{
+        for (size_t i = 0; i < p->reg.n_pools; i++) {
+                struct pool *o = p->reg.pools[i];
+                struct journal_pool buf;
+                const struct journal_pool *row = journal_row(o, &buf);
+
+                if (o->save_due)
+                        continue;
+                if ((row != NULL) != o->in_journal || (row && !journal_rows_equal(&o->durable, row))) {
+                        log_err("pools: pool %s changed without pools_mark_changed", o->rec.name);
+                        abort();
+                }
+        }
+}
+#else
+static void check_unchanged(struct pools *p) { (void)p; }
+#endif
+
 /* The changes since the last save: rows new or changed into PUT, names
  * the journal holds that are gone or renamed into DROP; each row's
  * `durable` becomes what the record will hold.  One walk of the rows, a
@@ -376,7 +442,7 @@ static int collect_changes(struct pools *p, struct journal_pool **put, size_t *n
                            char (**drop)[POOL_NAME_MAX + 1], size_t *n_drop)
 {
         size_t cap_put = 0, cap_drop = p->reg.n_gone + 4;
-        struct journal_pool row;
+        struct journal_pool buf;
 
         *put = NULL;
         *n_put = 0;
@@ -385,10 +451,17 @@ static int collect_changes(struct pools *p, struct journal_pool **put, size_t *n
                 return -ENOMEM;
         memcpy(*drop, p->reg.gone, p->reg.n_gone * sizeof(**drop));
         *n_drop = p->reg.n_gone;
-        for (size_t i = 0; i < p->reg.n_pools; i++) {
-                struct pool *o = p->reg.pools[i];
-                bool want = journal_row(o, &row);
-                bool renamed = o->in_journal && want && strcmp(o->durable.name, row.name) != 0;
+        size_t keep = 0;
+        for (size_t i = 0; i < p->reg.n_changed; i++) {
+                struct pool *o = p->reg.changed_rows[i];
+                /* A job's progress is saved at every save while it runs. */
+                if (o->job)
+                        p->reg.changed_rows[keep++] = o;
+                else
+                        o->save_due = false;
+                const struct journal_pool *row = journal_row(o, &buf);
+                bool want = row != NULL;
+                bool renamed = o->in_journal && want && strcmp(o->durable.name, row->name) != 0;
 
                 if (o->in_journal && (!want || renamed)) {
                         if (*n_drop == cap_drop) {
@@ -401,7 +474,7 @@ static int collect_changes(struct pools *p, struct journal_pool **put, size_t *n
                         memcpy((*drop)[(*n_drop)++], o->durable.name, sizeof(**drop));
                         o->in_journal = false;
                 }
-                if (!want || (o->in_journal && journal_rows_equal(&o->durable, &row)))
+                if (!want || (o->in_journal && journal_rows_equal(&o->durable, row)))
                         continue;
                 if (*n_put == cap_put) {
                         cap_put = cap_put ? cap_put * 2 : 4;
@@ -410,11 +483,13 @@ static int collect_changes(struct pools *p, struct journal_pool **put, size_t *n
                                 return -ENOMEM;
                         *put = n;
                 }
-                (*put)[(*n_put)++] = row;
-                o->durable = row;
+                (*put)[(*n_put)++] = *row;
+                o->durable = *row;
                 o->in_journal = true;
         }
+        p->reg.n_changed = keep;
         p->reg.n_gone = 0;
+        check_unchanged(p);
         return 0;
 }
 
@@ -427,10 +502,21 @@ static int collect_all(struct pools *p, struct journal *j)
                 return -ENOMEM;
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 struct pool *o = p->reg.pools[i];
-                o->in_journal = journal_row(o, &j->pools[j->n_pools]);
-                if (o->in_journal)
-                        o->durable = j->pools[j->n_pools++];
+                struct journal_pool buf;
+                const struct journal_pool *row = journal_row(o, &buf);
+                o->in_journal = row != NULL;
+                if (row)
+                        o->durable = j->pools[j->n_pools++] = *row;
         }
+        size_t keep = 0;
+        for (size_t i = 0; i < p->reg.n_changed; i++) {
+                struct pool *o = p->reg.changed_rows[i];
+                if (o->job)
+                        p->reg.changed_rows[keep++] = o;
+                else
+                        o->save_due = false;
+        }
+        p->reg.n_changed = keep;
         p->reg.n_gone = 0;
         return 0;
 }
@@ -500,6 +586,7 @@ int pools_save_record(struct pools *p, struct pool *pool, const struct journal_p
 
         pools_lock(&p->reg.lock);
         pool->pending = next;
+        pools_mark_changed(pool);
         pools_unlock(&p->reg.lock);
         r = pools_save(p);
         pools_lock(&p->reg.lock);
