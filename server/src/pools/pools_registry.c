@@ -449,7 +449,8 @@ static int collect_changes(struct pools *p, struct journal_pool **put, size_t *n
         *drop = malloc(cap_drop * sizeof(**drop));
         if (!*drop)
                 return -ENOMEM;
-        memcpy(*drop, p->reg.gone, p->reg.n_gone * sizeof(**drop));
+        if (p->reg.n_gone)
+                memcpy(*drop, p->reg.gone, p->reg.n_gone * sizeof(**drop));
         *n_drop = p->reg.n_gone;
         size_t keep = 0;
         for (size_t i = 0; i < p->reg.n_changed; i++) {
