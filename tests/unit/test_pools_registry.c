@@ -35,6 +35,59 @@
 #include "topo.h"
 #include "util.h"
 
+/* A page of the list: the first LIMIT names after AFTER in name order,
+ * whether more follow, the filters applied before the cut; the pages
+ * together are every pool once. */
+TEST(list_page_in_name_order)
+{
+        enum { N = 12 };
+        struct env e;
+        struct pool_view v, *page;
+        struct problem err;
+        char name[32], last[POOL_NAME_MAX + 1] = "";
+        size_t n, seen = 0;
+        bool more = true;
+        struct pools *p = env_start(&e);
+
+        for (int i = N - 1; i >= 0; i--) {          /* made out of order */
+                snprintf(name, sizeof(name), "p-%02d", i);
+                struct pool_req r = req(name, 0, 1);
+                CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+                wait_state(p, name, POOL_READY);
+        }
+        for (int pages = 0; more; pages++) {
+                struct pools_page_filter f = { .after = last[0] ? last : NULL };
+                CHECK_INT(pools_list_page(p, &f, 5, &page, &n, &more), ==, 0);
+                CHECK_U64(n, ==, pages < 2 ? 5 : 2);
+                CHECK_INT(more, ==, pages < 2);
+                for (size_t i = 0; i < n; i++) {
+                        snprintf(name, sizeof(name), "p-%02zu", seen++);
+                        CHECK_STR(page[i].name, name);
+                        CHECK_STR(pool_state_name(page[i].state), "ready");
+                }
+                snprintf(last, sizeof(last), "%s", page[n - 1].name);
+                free(page);
+        }
+        CHECK_U64(seen, ==, N);
+        struct pools_page_filter none = { .has_state = true, .state = POOL_WARMING };
+        CHECK_INT(pools_list_page(p, &none, 5, &page, &n, &more), ==, 0);
+        CHECK_U64(n, ==, 0);
+        CHECK_INT(more, ==, false);
+        free(page);
+        struct pools_page_filter node1 = { .has_node = true, .node = 1 };
+        CHECK_INT(pools_list_page(p, &node1, 5, &page, &n, &more), ==, 0);
+        CHECK_U64(n, ==, 0);
+        free(page);
+        struct pools_page_filter tail = { .after = "p-10" };
+        CHECK_INT(pools_list_page(p, &tail, 1000, &page, &n, &more), ==, 0);
+        CHECK_U64(n, ==, 1);
+        CHECK_STR(page[0].name, "p-11");
+        CHECK_INT(more, ==, false);
+        free(page);
+        pools_free(p);
+        env_fini(&e);
+}
+
 /* ---- saves: only what changed ---- */
 
 /* The last line of the state dir's log (its record text after the CRC). */
