@@ -433,6 +433,23 @@ static void check_unchanged(struct pools *p)
 static void check_unchanged(struct pools *p) { (void)p; }
 #endif
 
+/* collect_changes ran out of memory at changed row AT, having kept KEEP
+ * rows before it: that row and those after it stay on the list, once each
+ * (the save fails, and the next one writes everything).  -ENOMEM. */
+static int keep_unseen(struct pools *p, size_t at, size_t keep)
+{
+        struct pool *o = p->reg.changed_rows[at];
+
+        if (!o->save_due) {
+                o->save_due = true;
+                p->reg.changed_rows[keep++] = o;
+        }
+        for (size_t k = at + 1; k < p->reg.n_changed; k++)
+                p->reg.changed_rows[keep++] = p->reg.changed_rows[k];
+        p->reg.n_changed = keep;
+        return -ENOMEM;
+}
+
 /* The changes since the last save: rows new or changed into PUT, names
  * the journal holds that are gone or renamed into DROP; each row's
  * `durable` becomes what the record will hold.  One walk of the rows, a
@@ -469,7 +486,7 @@ static int collect_changes(struct pools *p, struct journal_pool **put, size_t *n
                                 cap_drop *= 2;
                                 void *n = realloc(*drop, cap_drop * sizeof(**drop));
                                 if (!n)
-                                        return -ENOMEM;
+                                        return keep_unseen(p, i, keep);
                                 *drop = n;
                         }
                         memcpy((*drop)[(*n_drop)++], o->durable.name, sizeof(**drop));
@@ -481,7 +498,7 @@ static int collect_changes(struct pools *p, struct journal_pool **put, size_t *n
                         cap_put = cap_put ? cap_put * 2 : 4;
                         void *n = realloc(*put, cap_put * sizeof(**put));
                         if (!n)
-                                return -ENOMEM;
+                                return keep_unseen(p, i, keep);
                         *put = n;
                 }
                 (*put)[(*n_put)++] = *row;
