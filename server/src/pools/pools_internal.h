@@ -179,6 +179,11 @@ struct pools_registry {
         struct pool **pools;          /* lock; each row's reg_at is its place here */
         size_t n_pools, cap_pools;    /* lock */
         struct pool_index by_name;    /* lock: the same rows, by name */
+        /* lock: rows whose rec.name is a stock name (pool_state.h).  Never
+         * fewer than the rows whose latest record is stock, less the
+         * hand-outs in flight (admit.lock): a recycle's pending record is
+         * stock before its name is, and a hand-out's is a pool before. */
+        size_t n_stock_named;
         /* lock: names of rows the journal holds that left the registry
          * (pools_drop) since the last save, which drops them. */
         char (*gone)[POOL_NAME_MAX + 1];

@@ -193,6 +193,7 @@ int pools_add(struct pools *p, struct pool *pool)
                 return r;
         pool->reg_at = p->reg.n_pools;
         p->reg.pools[p->reg.n_pools++] = pool;
+        p->reg.n_stock_named += pool->rec.name[0] == POOL_STOCK_PREFIX;
         pool->owner = p;
         pools_mark_changed(pool);
         return 0;
@@ -227,6 +228,7 @@ void pools_drop(struct pools *p, struct pool *pool)
         if (i >= p->reg.n_pools || p->reg.pools[i] != pool)
                 return;         /* not in the registry */
         pool_index_remove(&p->reg.by_name, pool);
+        p->reg.n_stock_named -= pool->rec.name[0] == POOL_STOCK_PREFIX;
         p->reg.pools[i] = p->reg.pools[--p->reg.n_pools];
         p->reg.pools[i]->reg_at = i;
         if (pool->save_due) {
@@ -260,8 +262,11 @@ void pools_apply_rec(struct pools *p, struct pool *pool, const struct journal_po
         bool renamed = strcmp(pool->rec.name, next->name) != 0;
         bool indexed = pool->reg_at < p->reg.n_pools && p->reg.pools[pool->reg_at] == pool;
 
-        if (renamed && indexed)
+        if (renamed && indexed) {
                 pool_index_remove(&p->reg.by_name, pool);
+                p->reg.n_stock_named -= pool->rec.name[0] == POOL_STOCK_PREFIX;
+                p->reg.n_stock_named += next->name[0] == POOL_STOCK_PREFIX;
+        }
         pool->rec = *next;
         if (indexed)
                 pools_mark_changed(pool);
