@@ -1022,6 +1022,7 @@ void journal_sync_reset(struct journal_sync *s)
         s->base = NULL;
         s->log_fd = -1;
         s->log_bytes = s->snapshot_bytes = 0;
+        s->rows_stale = false;
 }
 
 /* Write TEXT[LEN] to TMP, fsync it and rename it to FINAL.  *RET_FD: the
@@ -1142,18 +1143,19 @@ static int cmp_row_ptrs(const void *a, const void *b)
 }
 
 /* Equal as written: an owner's start time is not written without its pid. */
-static bool rows_equal(const struct journal_pool *a, const struct journal_pool *b)
+bool journal_rows_equal(const struct journal_pool *a, const struct journal_pool *b)
 {
-        return strcmp(a->name, b->name) == 0 && a->node == b->node && a->page_size == b->page_size &&
+        return a->node == b->node && a->page_size == b->page_size &&
                a->size_bytes == b->size_bytes && a->state == b->state && a->threads == b->threads &&
                a->ttl_seconds == b->ttl_seconds && a->claimed == b->claimed &&
                a->created_at == b->created_at && a->started_at == b->started_at &&
                a->finished_at == b->finished_at && a->ready_boot_ns == b->ready_boot_ns &&
                a->bytes_done == b->bytes_done && a->owner_pid == b->owner_pid &&
-               (a->owner_pid <= 0 || a->owner_start == b->owner_start) && strcmp(a->error_slug, b->error_slug) == 0 &&
-               strcmp(a->error_detail, b->error_detail) == 0 && a->from_stock == b->from_stock &&
-               strcmp(a->label, b->label) == 0 && a->file_owned == b->file_owned &&
-               (!a->file_owned || (a->file_uid == b->file_uid && a->file_gid == b->file_gid));
+               (a->owner_pid <= 0 || a->owner_start == b->owner_start) && a->from_stock == b->from_stock &&
+               a->file_owned == b->file_owned &&
+               (!a->file_owned || (a->file_uid == b->file_uid && a->file_gid == b->file_gid)) &&
+               strcmp(a->name, b->name) == 0 && strcmp(a->error_slug, b->error_slug) == 0 &&
+               strcmp(a->error_detail, b->error_detail) == 0 && strcmp(a->label, b->label) == 0;
 }
 
 /* Field by field: the structs have padding. */
@@ -1240,7 +1242,7 @@ static int diff_record(const struct journal *base, const struct journal *j, char
                         add_pool_row(put, new[k++]);
                         changed = true;
                 } else {
-                        if (!rows_equal(old[i], new[k])) {
+                        if (!journal_rows_equal(old[i], new[k])) {
                                 add_pool_row(put, new[k]);
                                 changed = true;
                         }
@@ -1294,17 +1296,32 @@ static int replay_record(const struct journal *base, const struct journal *j, co
 /* Append one record and fdatasync it; NEXT becomes S's base.  On any
  * failure the log is cut back to where it was and S forgotten, so the next
  * save compacts. */
+static int append_text(struct journal_sync *s, const char *text);
+
 static int append(struct journal_sync *s, struct journal *next, const char *text)
+{
+        int r = append_text(s, text);
+
+        if (r < 0) {
+                journal_free(next);
+                return r;
+        }
+        journal_free(s->base);
+        s->base = next;
+        return 0;
+}
+
+/* The write of one record (append's, and journal_append_rows'); on failure
+ * the log is cut back and S reset. */
+static int append_text(struct journal_sync *s, const char *text)
 {
         _cleanup_free_ char *line = NULL;
         size_t len;
         int r;
 
         line = log_line(text, &len);
-        if (!line) {
-                journal_free(next);
+        if (!line)
                 return -ENOMEM;
-        }
         r = -atomic_load(&save_fault);
         if (r == 0 && atomic_load(&crash_point) == JOURNAL_CRASH_APPEND_HALF) {
                 (void)write_all(s->log_fd, line, len / 2);
@@ -1319,11 +1336,8 @@ static int append(struct journal_sync *s, struct journal *next, const char *text
                 if (ftruncate(s->log_fd, (off_t)s->log_bytes) == 0)
                         (void)fdatasync(s->log_fd);
                 journal_sync_reset(s);
-                journal_free(next);
                 return r;
         }
-        journal_free(s->base);
-        s->base = next;
         s->log_bytes += len;
         s->light_saves++;
         return 0;
@@ -1335,8 +1349,9 @@ int journal_save_sync(const char *dir, const struct journal *j, struct journal_s
         size_t bound;
         int r;
 
-        /* A new boot or a new directory: the log's rows mean nothing there. */
-        if (!s || !s->base || strcmp(s->base->boot_id, j->boot_id) != 0)
+        /* A new boot or a new directory: the log's rows mean nothing there.
+         * Rows not kept (journal_append_rows): nothing to diff against. */
+        if (!s || !s->base || s->rows_stale || strcmp(s->base->boot_id, j->boot_id) != 0)
                 return compact(dir, j, s);
         r = diff_record(s->base, j, &text);
         if (r < 0)
@@ -1358,6 +1373,93 @@ int journal_save_sync(const char *dir, const struct journal *j, struct journal_s
                 return compact(dir, j, s);
         }
         return append(s, next, text);
+}
+
+/* A record journal_append_rows made, read back as a start would read it:
+ * N_PUT rows that parse, N_DROP names that follow the name rule. */
+static int check_rows_record(const char *text, size_t n_put, size_t n_drop)
+{
+        _cleanup_(json_freep) struct json *doc = NULL;
+        _cleanup_free_ struct journal_pool *put = NULL;
+        const struct json *drop;
+        size_t n = 0;
+        int r;
+
+        r = json_parse(text, strlen(text), &doc);
+        if (r < 0)
+                return r == -ENOMEM ? r : -EINVAL;
+        drop = json_get(doc, "drop");
+        if (!json_is_array(drop) || json_array_len(drop) != n_drop)
+                return -EINVAL;
+        for (size_t i = 0; i < n_drop; i++) {
+                char name[JOURNAL_NAME_MAX + 1];
+                if (get_strbuf(json_array_at(drop, i), "name", name, sizeof(name)) < 0)
+                        return -EINVAL;
+        }
+        r = parse_pools(json_get(doc, "put"), &put, &n);
+        if (r < 0)
+                return r;
+        return n == n_put ? 0 : -EINVAL;
+}
+
+int journal_append_rows(const struct journal *head, const struct journal_pool *put, size_t n_put,
+                        const char (*drop)[JOURNAL_NAME_MAX + 1], size_t n_drop, struct journal_sync *s)
+{
+        _cleanup_(json_freep) struct json *doc = json_new_object();
+        _cleanup_free_ char *text = NULL;
+        _cleanup_(journal_freep) struct journal *next_head = NULL;
+        bool resv, targets, policies;
+        size_t bound;
+        int r;
+
+        if (!s || !s->base || strcmp(s->base->boot_id, head->boot_id) != 0)
+                return -EAGAIN;
+        if (!doc)
+                return -ENOMEM;
+        resv = !reservations_equal(s->base, head);
+        targets = !targets_equal(s->base, head);
+        policies = !policies_equal(s->base, head);
+        if (!n_put && !n_drop && !resv && !targets && !policies) {
+                s->light_saves++;       /* already durable */
+                return 0;
+        }
+        struct json *jput = json_add_array(doc, "put"), *jdrop = json_add_array(doc, "drop");
+        for (size_t i = 0; i < n_drop; i++)
+                json_add_str(json_append_object(jdrop), "name", drop[i]);
+        for (size_t i = 0; i < n_put; i++)
+                add_pool_row(jput, &put[i]);
+        if (resv)
+                add_reservations(doc, head->reservations, head->n_reservations);
+        if (targets)
+                add_stock_targets(doc, head->stock_targets, head->n_stock_targets);
+        if (policies)
+                add_elastic_policies(doc, head->elastic, head->n_elastic);
+        text = json_print(doc);
+        if (!text)
+                return -ENOMEM;
+        bound = s->snapshot_bytes > LOG_COMPACT_MIN ? s->snapshot_bytes : LOG_COMPACT_MIN;
+        if (s->log_bytes + strlen(text) + LOG_PREFIX_LEN + 1 > bound)
+                return -EAGAIN;
+        r = check_rows_record(text, n_put, n_drop);
+        if (r < 0)
+                return r;
+        /* What the files will hold besides the rows, for the next save's
+         * comparison; made before the write, so a failure to copy writes
+         * nothing. */
+        struct journal h = *head;
+        h.n_pools = 0;
+        h.pools = NULL;
+        next_head = journal_dup(&h);
+        if (!next_head)
+                return -ENOMEM;
+        memcpy(next_head->snapshot_id, s->base->snapshot_id, sizeof(next_head->snapshot_id));
+        r = append_text(s, text);
+        if (r < 0)
+                return r;
+        journal_free(s->base);
+        s->base = TAKE_PTR(next_head);
+        s->rows_stale = true;
+        return 0;
 }
 
 int journal_save(const char *dir, const struct journal *j)

@@ -146,6 +146,9 @@ struct journal_sync {
         size_t log_bytes, snapshot_bytes;
         unsigned long full_saves;  /* compactions (they fsync the directory) */
         unsigned long light_saves; /* appends (one fdatasync), and saves of no change */
+        /* base's rows are not kept: journal_append_rows' caller keeps what
+         * the files hold, row by row (the next journal_save_sync compacts). */
+        bool rows_stale;
 };
 /* Make J durable: append what changed since S's last save as one record,
  * or compact when S has none yet, the boot changed, or the log has grown to
@@ -153,6 +156,23 @@ struct journal_sync {
  * journal_save. */
 int journal_save_sync(const char *dir, const struct journal *j, struct journal_sync *s);
 void journal_sync_reset(struct journal_sync *s); /* accepts NULL */
+/* A save of what changed, for a caller that knows it row by row (the
+ * registry), so a save costs the changes, not the rows: PUT (rows added or
+ * changed), DROP (names of rows the files hold that are gone; applied
+ * before PUT, so one name may be in both), and HEAD's boot id, reservations,
+ * stock targets and elastic policies (written, whole, when they differ from
+ * what the files hold; HEAD's pools are not read).  One record, appended
+ * and fdatasynced as journal_save_sync does, after it was read back.
+ * -EAGAIN, nothing written and S as it was, when the save must compact
+ * instead (no save yet, another boot, or the log at its bound): the caller
+ * then makes the whole state and calls journal_save_sync.  Other failures
+ * reset S as journal_save_sync's do.  From the first such save on, S no
+ * longer keeps the rows (rows_stale). */
+int journal_append_rows(const struct journal *head, const struct journal_pool *put, size_t n_put,
+                        const char (*drop)[JOURNAL_NAME_MAX + 1], size_t n_drop, struct journal_sync *s);
+/* The same field comparison a save makes: whether A and B are written
+ * alike. */
+bool journal_rows_equal(const struct journal_pool *a, const struct journal_pool *b);
 struct json;
 /* Add the members a pool is known by to O: name, node, page_size_bytes,
  * size_bytes and state.  The journal's rows and the API's pool objects

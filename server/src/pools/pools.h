@@ -194,6 +194,21 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
 int pools_get(struct pools *p, const char *name, struct pool_view *ret);
 /* Caller frees *ret (plain malloc'd array). */
 int pools_list(struct pools *p, struct pool_view **ret, size_t *ret_n);
+/* Which pools a page of the list shows: names after AFTER (NULL: from the
+ * first), and the state, node and page size when set. */
+struct pools_page_filter {
+        const char *after;
+        bool has_state, has_node;
+        enum pool_state state;
+        int node;
+        uint64_t page_size;        /* 0 = any */
+};
+/* One page of the list in name order: the first LIMIT (>= 1) pools that
+ * pass F, as views in *RET (caller frees), *RET_MORE whether more follow.
+ * The rows are looked at by their names and a few fields, sorted as
+ * pointers; views are made for the page alone.  0 or -ENOMEM. */
+int pools_list_page(struct pools *p, const struct pools_page_filter *f, size_t limit, struct pool_view **ret,
+                    size_t *ret_n, bool *ret_more);
 /* The pools pools_list shows, summed into the N groups of SUMS that match
  * their node, page size and state (bytes and count added to; zero them
  * first).  For /metrics: no views, no job status, one walk of the registry

@@ -125,9 +125,14 @@ static int check_registry(struct pools *p, const struct pool_req *req, struct po
                 pools_fill_view(o, ret);
                 return 1;
         }
-        size_t n_real = 0;
-        for (size_t i = 0; i < p->reg.n_pools; i++)
-                n_real += !pools_is_stock(p->reg.pools[i]);
+        /* By their names (O(1)), the pools never fewer than by their
+         * latest records; counted exactly only near the limit. */
+        size_t n_real = p->reg.n_pools - p->reg.n_stock_named;
+        if (n_real >= p->max_pools) {
+                n_real = 0;
+                for (size_t i = 0; i < p->reg.n_pools; i++)
+                        n_real += !pools_is_stock(p->reg.pools[i]);
+        }
         if (n_real >= p->max_pools) {
                 problem_raise(err, PROBLEM_TOO_MANY_POOLS, "the daemon holds %zu pools, its limit; delete some first",
                               n_real);

@@ -84,6 +84,51 @@ int pools_list(struct pools *p, struct pool_view **ret, size_t *ret_n)
         return 0;
 }
 
+static int cmp_row_names(const void *a, const void *b)
+{
+        return strcmp((*(struct pool *const *)a)->rec.name, (*(struct pool *const *)b)->rec.name);
+}
+
+int pools_list_page(struct pools *p, const struct pools_page_filter *f, size_t limit, struct pool_view **ret,
+                    size_t *ret_n, bool *ret_more)
+{
+        struct pool **rows;
+        struct pool_view *v;
+        size_t m = 0, n;
+
+        pools_lock(&p->reg.lock);
+        rows = malloc((p->reg.n_pools ? p->reg.n_pools : 1) * sizeof(*rows));
+        if (!rows) {
+                pools_unlock(&p->reg.lock);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < p->reg.n_pools; i++) {
+                struct pool *o = p->reg.pools[i];
+                const struct journal_pool *r = &o->rec;
+                if (o->hold == POOL_CREATING || o->hold == POOL_REMOVING || pools_is_stock(o) ||
+                    (f->after && strcmp(r->name, f->after) <= 0) || (f->has_state && r->state != f->state) ||
+                    (f->has_node && r->node != f->node) || (f->page_size && r->page_size != f->page_size))
+                        continue;
+                rows[m++] = o;
+        }
+        qsort(rows, m, sizeof(*rows), cmp_row_names);
+        n = m < limit ? m : limit;
+        v = calloc(n ? n : 1, sizeof(*v));
+        if (!v) {
+                pools_unlock(&p->reg.lock);
+                free(rows);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++)
+                pools_fill_view(rows[i], &v[i]);
+        pools_unlock(&p->reg.lock);
+        free(rows);
+        *ret = v;
+        *ret_n = n;
+        *ret_more = m > n;
+        return 0;
+}
+
 void pools_sum_sizes(struct pools *p, struct pools_size_sum *sums, size_t n)
 {
         pools_lock(&p->reg.lock);
@@ -343,6 +388,9 @@ void pools_free(struct pools *p)
                 free(p->reg.pools[i]);
         }
         free(p->reg.pools);
+        pool_index_free(&p->reg.by_name);
+        free(p->reg.gone);
+        free(p->reg.changed_rows);
         free(p->admit.resv);
         free(p->stock.targets);
         free(p->elastic.rows);

@@ -120,6 +120,7 @@ struct pool {
         struct journal_pool rec;      /* lock: committed, saved and visible */
         const struct journal_pool *pending; /* lock: being saved; the journal snapshot uses it */
         enum pool_hold hold;          /* lock: who may change it (pool_state.h) */
+        size_t reg_at;                /* lock: where it sits in reg.pools (an O(1) pools_drop) */
         bool job_done;                /* wake.lock: on_done ran for `job` */
         struct job *job;              /* lock: running, or finished and not yet freed */
         int fd;                       /* holder: open while job is set (the engine borrows it) */
@@ -140,7 +141,39 @@ struct pool {
          * only: after a restart its hand-out's check covers them). */
         bool have_prev_owner;
         struct owner_access prev_owner;
+        /* The row as the journal holds it, so a save writes only the rows
+         * that differ (pools_save).  Written under save.lock and lock both,
+         * read under either. */
+        bool in_journal;
+        struct journal_pool durable;
+        bool save_due;                /* lock: in reg.changed_rows (pools_mark_changed) */
 };
+
+/* The registry's index by name (pools_registry.c): an open-addressing
+ * table of the rows, keyed by rec.name, so a lookup costs the same at 10
+ * pools and at 10,000.  Linear probing over a power-of-two array, kept at
+ * most half full (tombstones included; a rehash at the same size clears
+ * them), hashed with FNV-1a from a per-process random seed, so names a
+ * client picks cannot be made to pile up in one run of slots.  A row
+ * being removed (POOL_REMOVING) may share its name with the new row that
+ * replaces it: both are in the table and a lookup skips the first.  A
+ * row's name changes only through pools_apply_rec, which moves its entry.
+ * Written by hand: glibc's hsearch_r neither deletes nor grows, and the
+ * table is small enough to test whole (tests/unit/test_pools_registry.c). */
+struct pool_index {
+        struct pool **slots;          /* NULL = empty, POOL_INDEX_GONE = tombstone */
+        size_t cap;                   /* 0 or a power of two */
+        size_t live, used;            /* entries; entries plus tombstones */
+};
+/* Hash of NAME as the index uses it (seeded once per process). */
+uint64_t pool_index_hash(const char *name);
+/* The first row named NAME that is not being removed, or NULL. */
+struct pool *pool_index_find(const struct pool_index *ix, const char *name);
+/* Add POOL under POOL->rec.name: 0 or -ENOMEM (nothing changed). */
+int pool_index_add(struct pool_index *ix, struct pool *pool);
+/* Take POOL (this very row, under POOL->rec.name) out; a no-op if absent. */
+void pool_index_remove(struct pool_index *ix, struct pool *pool);
+void pool_index_free(struct pool_index *ix);
 
 /* The registry (pools_registry.c): every pool row, and the counters every
  * layer adds to, under one lock.  Held only for memory work and
@@ -149,8 +182,25 @@ struct pool {
 struct pools_registry {
         struct pools_mutex lock;
         pthread_cond_t changed;       /* with lock: broadcast on every committed change */
-        struct pool **pools;          /* lock */
+        struct pool **pools;          /* lock; each row's reg_at is its place here */
         size_t n_pools, cap_pools;    /* lock */
+        struct pool_index by_name;    /* lock: the same rows, by name */
+        /* lock: rows whose rec.name is a stock name (pool_state.h).  Never
+         * fewer than the rows whose latest record is stock, less the
+         * hand-outs in flight (admit.lock): a recycle's pending record is
+         * stock before its name is, and a hand-out's is a pool before. */
+        size_t n_stock_named;
+        /* lock: names of rows the journal holds that left the registry
+         * (pools_drop) since the last save, which drops them. */
+        char (*gone)[POOL_NAME_MAX + 1];
+        size_t n_gone, cap_gone;
+        bool resync;                  /* lock: the next save writes the whole state (a save failed) */
+        /* lock: the rows the next save looks at: every row whose record,
+         * pending record or hold (on its way out or back) changed, and
+         * every row with a job (its progress is saved); a save looks at
+         * no other. */
+        struct pool **changed_rows;
+        size_t n_changed, cap_changed;
         struct pools_stats stats;     /* lock */
 };
 
@@ -280,9 +330,19 @@ int64_t pools_now_unix(void);
 const char *pools_mount_dir(const struct pools *p, uint64_t page_size);
 /* CLOCK_BOOTTIME expiry (ns) of a ready, unclaimed pool with a TTL; 0 = none. */
 uint64_t pools_rec_expires_boot_ns(const struct journal_pool *r);
+/* NAME's row (not one being removed), or NULL: one index probe. */
 struct pool *pools_find(struct pools *p, const char *name);
+/* POOL (its rec.name set) into the registry and its index: 0 or -ENOMEM. */
 int pools_add(struct pools *p, struct pool *pool);
+/* POOL out of both, in O(1); the last row takes its place in reg.pools. */
 void pools_drop(struct pools *p, struct pool *pool);
+/* POOL's record becomes NEXT, its index entry following a new name (a
+ * stock file handed out, a pool recycled into the stock). */
+void pools_apply_rec(struct pools *p, struct pool *pool, const struct journal_pool *next);
+/* POOL's saved fields (record, pending record, hold, job) changed: the
+ * next save looks at it.  Every change of them calls it; in Debug builds a
+ * save checks no other row differs from what the journal holds. */
+void pools_mark_changed(struct pool *pool);
 /* Change POOL's hold; aborts on a move pool_hold_allowed refuses (a bug). */
 void pools_set_hold(struct pool *pool, enum pool_hold to);
 /* Wait (reg.lock held) until NAME's pool is free; returns it busy, or NULL
@@ -293,7 +353,10 @@ bool pools_is_stock(const struct pool *pool);
 /* The record a snapshot or a check should use: the one being saved, if any. */
 const struct journal_pool *pools_latest(const struct pool *pool);
 void pools_fill_view(struct pool *pool, struct pool_view *v);
-/* Snapshot the registry and write it (takes save.lock, then reg.lock). */
+/* Make the registry durable (takes save.lock, then reg.lock): the rows
+ * that differ from what the journal holds, appended as one record; the
+ * whole state when the journal compacts (the first save, another boot,
+ * the log at its bound, a save that failed). */
 int pools_save(struct pools *p);
 /* Save NEXT as POOL's record, then show it and tell the observer; POOL is
  * busy and reg.lock not held.  On a failed save the record is still applied

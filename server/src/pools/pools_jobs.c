@@ -56,6 +56,7 @@ int pools_start_job(struct pools *p, struct pool *pool)
                 return r;
         pools_lock(&p->reg.lock);
         pool->job = job;
+        pools_mark_changed(pool);
         pool->have_last = false;
         p->reg.stats.jobs_started++;
         pools_unlock(&p->reg.lock);

@@ -130,7 +130,11 @@ static void fail_at_start(struct pool *pool, const char *slug, const char *fmt, 
         va_start(ap, fmt);
         vsnprintf(detail, sizeof(detail), fmt, ap);
         va_end(ap);
-        if (pool_transition(&pool->rec, POOL_FAILED, slug, "%s", detail) == 0)
+        pools_lock(&pool->owner->reg.lock);
+        int r = pool_transition(&pool->rec, POOL_FAILED, slug, "%s", detail);
+        pools_mark_changed(pool);
+        pools_unlock(&pool->owner->reg.lock);
+        if (r == 0)
                 log_warn("pools: pool %s is failed: %s", pool->rec.name, pool->rec.error_detail);
 }
 
@@ -401,6 +405,10 @@ static int load_journal(struct pools *p, bool *ret_rebooted)
                 int added = -ENOMEM;
 
                 if (pool) {
+                        /* Named before it is added: the index is by name. */
+                        pool->owner = p;
+                        pool->fd = -1;
+                        pool->rec = j->pools[i];
                         pools_lock(&p->reg.lock);
                         added = pools_add(p, pool);
                         pools_unlock(&p->reg.lock);
@@ -410,9 +418,6 @@ static int load_journal(struct pools *p, bool *ret_rebooted)
                         journal_free(j);
                         return -ENOMEM;
                 }
-                pool->owner = p;
-                pool->fd = -1;
-                pool->rec = j->pools[i];
                 ready_stamp(&pool->rec);
                 if (dir)
                         snprintf(pool->path, sizeof(pool->path), "%s/%s", dir, pool->rec.name);

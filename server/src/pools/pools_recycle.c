@@ -90,8 +90,10 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
                 /* Counted by the stock from here on (count_rows sees the
                  * pending record), so a second release cannot take the same
                  * place in the target. */
-                if (keep)
+                if (keep) {
                         pool->pending = &next;
+                        pools_mark_changed(pool);
+                }
         }
         pools_unlock(&p->reg.lock);
         if (!keep) {
@@ -105,6 +107,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
         if (r < 0) {
                 pools_lock(&p->reg.lock);
                 pool->pending = NULL;
+                pools_mark_changed(pool);
                 pthread_cond_broadcast(&p->reg.changed);
                 pools_unlock(&p->reg.lock);
                 log_err("pools: cannot save the release of pool %s: %s; it stays as it was", old_name,
@@ -128,6 +131,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
 
                 pools_lock(&p->reg.lock);
                 pool->pending = NULL;
+                pools_mark_changed(pool);
                 pthread_cond_broadcast(&p->reg.changed);
                 pools_unlock(&p->reg.lock);
                 log_warn("pools: cannot rename %s to keep it for recycling: %s; releasing it without recycling",
@@ -140,7 +144,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
          * hand-out back to that user would let them reopen. */
         pool->have_prev_owner = pool->rec.file_owned;
         pool->prev_owner = (struct owner_access){ pool->rec.file_uid, pool->rec.file_gid, 0600 };
-        pool->rec = next;
+        pools_apply_rec(p, pool, &next);
         pool->pending = NULL;
         pool->release_due = RELEASE_NONE;
         pool->retry_at = 0;
@@ -263,6 +267,7 @@ static void start_zeroing(struct pools *p, struct pool *pool)
         } else {
                 pools_lock(&p->reg.lock);
                 (void)pool_transition(&pool->rec, POOL_RECYCLING, NULL, NULL);
+                pools_mark_changed(pool);
                 pools_unlock(&p->reg.lock);
         }
         pool->fd = fd;

@@ -594,7 +594,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
         int fd, r;
 
         pools_lock(&p->reg.lock);
-        for (size_t i = 0; i < p->reg.n_pools; i++) {
+        for (size_t i = 0; p->reg.n_stock_named && i < p->reg.n_pools; i++) {
                 struct pool *o = p->reg.pools[i];
                 if (o->hold == POOL_FREE && o->rec.state == POOL_STOCK && o->rec.node == req->node &&
                     o->rec.page_size == req->page_size && o->rec.size_bytes < req->size_bytes &&
@@ -684,7 +684,9 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
         pools_lock(&p->reg.lock);
         for (size_t k = 0; k < p->stock.n_targets; k++)
                 stocked |= p->stock.targets[k].node == req->node && p->stock.targets[k].page_size == req->page_size;
-        for (size_t i = 0; i < p->reg.n_pools && !pool; i++) {
+        /* No stock file at all (by name; admit.lock held, so no hand-out
+         * is half done): nothing to look for. */
+        for (size_t i = 0; p->reg.n_stock_named && i < p->reg.n_pools && !pool; i++) {
                 struct pool *o = p->reg.pools[i];
                 if (!pool_state_is_stock(o->rec.state) || o->rec.node != req->node ||
                     o->rec.page_size != req->page_size || o->rec.size_bytes != req->size_bytes)

@@ -172,7 +172,7 @@ bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
                  * stays held until that is done, so nobody truncates it
                  * while the engine still maps it. */
                 pools_lock(&p->reg.lock);
-                pool->rec = next;
+                pools_apply_rec(p, pool, &next);
                 pthread_cond_broadcast(&p->reg.changed);
                 pools_unlock(&p->reg.lock);
                 pools_notify(p, next.name);
@@ -265,38 +265,47 @@ static bool upkeep_one(struct pools *p, uint64_t *next_expiry)
 
         *next_expiry = 0;
         pools_lock(&p->reg.lock);
-        for (size_t i = 0; i < p->reg.n_pools; i++) {
-                struct pool *o = p->reg.pools[i];
-                if (o->hold == POOL_FREE && o->job && job_is_done(p, o)) {
-                        pool = o;
-                        break;
-                }
-        }
-        for (size_t i = 0; i < p->reg.n_pools && !pool; i++) {
-                struct pool *o = p->reg.pools[i];
-                if (o->hold == POOL_FREE && o->file_check_due) {
-                        o->file_check_due = false;
-                        pool = o;
-                        check = true;
-                }
-        }
-        for (size_t i = 0; i < p->reg.n_pools && !pool; i++) {
+        /* One walk for the three kinds, in their order: the first finished
+         * job, else the first file to re-check, else the first pool due
+         * for release (a walk per kind cost three passes over every row
+         * after each kick). */
+        struct pool *done = NULL, *recheck = NULL, *due = NULL;
+        for (size_t i = 0; i < p->reg.n_pools && !done; i++) {
                 struct pool *o = p->reg.pools[i];
                 uint64_t exp;
 
                 if (o->hold != POOL_FREE)
                         continue;
+                if (o->job && job_is_done(p, o)) {
+                        done = o;
+                        break;
+                }
+                if (recheck || due) {
+                        continue;       /* only a finished job comes before them */
+                }
+                if (o->file_check_due) {
+                        recheck = o;
+                        continue;
+                }
                 exp = o->release_due != RELEASE_NONE ? 1 : pools_rec_expires_boot_ns(&o->rec);
                 if (exp && o->retry_at > exp)
                         exp = o->retry_at;
-                if (exp && exp <= now) {
-                        pool = o;
-                        release = true;
-                        if (o->release_due != RELEASE_NONE)
-                                why = o->release_due;
-                } else if (exp && (!*next_expiry || exp < *next_expiry)) {
+                if (exp && exp <= now)
+                        due = o;
+                else if (exp && (!*next_expiry || exp < *next_expiry))
                         *next_expiry = exp;
-                }
+        }
+        if (done) {
+                pool = done;
+        } else if (recheck) {
+                recheck->file_check_due = false;
+                pool = recheck;
+                check = true;
+        } else if (due) {
+                pool = due;
+                release = true;
+                if (due->release_due != RELEASE_NONE)
+                        why = due->release_due;
         }
         if (pool)
                 pools_set_hold(pool, POOL_BUSY);
