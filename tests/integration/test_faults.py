@@ -79,6 +79,35 @@ class LostWakeup(TestCase):
             self.assertEqual(d.get("/v1/health", timeout=ANSWER_S).status, 200)
 
 
+class ThreadStart(TestCase):
+    """pthread_create failing (clone3 EAGAIN, as under a pids cgroup limit)
+    at the daemon's Nth thread, for every thread it starts: it either runs
+    (the thread was optional) or exits non-zero with an error line saying
+    why, never silently."""
+    THREADS = 14       # more than the fixture daemon starts (its runs past the last start listen)
+
+    def setUp(self):
+        why = strace_usable()
+        if why:
+            self.skipTest(why)
+
+    def test_each_failed_thread_start_said_why(self):
+        for n in range(1, self.THREADS + 1):
+            with self.subTest(thread=n):
+                d = Daemon(wrapper=injecting("clone3:error=EAGAIN:when=%d" % n))
+                try:
+                    d.start(expect_ok=False)
+                    line = d.wait_log(r"listening on ", timeout=ANSWER_S)
+                    if line is not None:
+                        continue
+                    self.assertIsNotNone(d.proc.poll(), "neither listening nor exited")
+                    self.assertGreater(d.proc.returncode, 0, d.log)
+                    log = d.read_all_log()
+                    self.assertRegex(log, r"(^|\n)\S+ error: ", log)
+                finally:
+                    d.__exit__()
+
+
 if __name__ == "__main__":
     if not HPWARMD:
         print("HPWARMD is not set", file=sys.stderr)

@@ -649,13 +649,24 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
         h->request_ns = (uint64_t)timeout_s * 1000000000u;
         h->header_ns = (uint64_t)header_s * 1000000000u;
         unsigned limit = cfg->connection_limit ? cfg->connection_limit : 256u;
+        /* Each names the threads it could not start: the daemon exits with
+         * this as its last word (the fault sweep's clone3 EAGAIN found the
+         * start refused without one). */
         r = deadlines_start(&h->deadlines, h->header_ns, limit, limit * UNVOUCHED_SHARE_PCT / 100);
-        if (r == 0)
-                r = workq_start(&h->blocking, "http-blk", BLOCKING_THREADS, QUEUE_MAX_PENDING, false);
-        if (r == 0)
-                r = waiters_start(&h->waiters, cfg->max_waits_per_caller, cfg->max_waits);
-        if (r < 0)
+        if (r < 0) {
+                log_errno(LOG_ERR, r, "cannot start the http-deadline thread");
                 goto fail;
+        }
+        r = workq_start(&h->blocking, "http-blk", BLOCKING_THREADS, QUEUE_MAX_PENDING, false);
+        if (r < 0) {
+                log_errno(LOG_ERR, r, "cannot start the http-blk threads");
+                goto fail;
+        }
+        r = waiters_start(&h->waiters, cfg->max_waits_per_caller, cfg->max_waits);
+        if (r < 0) {
+                log_errno(LOG_ERR, r, "cannot start the http-waits thread");
+                goto fail;
+        }
 
         for (size_t i = 0; i < cfg->n_listen_fds; i++) {
                 int fd = cfg->listen_fds[i];
