@@ -41,7 +41,7 @@
  * waits (tests/real/fault_sweep.py found it: an injected ENOSPC on a work
  * thread's second write left PUTs unanswered).  mhd_log sees that message
  * and wakes the thread another way: a connection to its own listening
- * socket, closed at once (see nudge_listener). */
+ * socket, closed at once (see http_nudge_listener). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -525,7 +525,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
  * also runs the resumes libmicrohttpd had marked.  The stray connection
  * reads end-of-file and is closed like any client that left.  Returns
  * -errno when no connection could be started. */
-int http_nudge_listener(int listen_fd)
+static int http_nudge_listener(int listen_fd)
 {
         struct sockaddr_storage ss;
         socklen_t len = sizeof(ss);

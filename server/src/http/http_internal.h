@@ -92,10 +92,6 @@ struct http {
         atomic_uint answering;
 };
 
-/* Wake the polling thread of the listening socket LISTEN_FD by connecting
- * to it (http.c).  0, or -errno when no connection could be started. */
-int http_nudge_listener(int listen_fd);
-
 /* One per request, from the first access-handler call to the completion
  * notification (libmicrohttpd's con_cls). */
 struct hreq {
