@@ -48,7 +48,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import hpwjournal  # noqa: E402
 import hpwreal  # noqa: E402
 from hpwreal import DIR_MARKER, NODE0, node0, real_daemon, set_node0_pages  # noqa: E402
-from hpwtest import HPWARMD  # noqa: E402
+from hpwtest import HPWARMD, Daemon  # noqa: E402
 
 PAGES = 64                        # reserved on node 0 for the sweep (128 MiB)
 REQ_TIMEOUT_S = 15                # an answer later than this is a hang
@@ -163,14 +163,21 @@ class Run:
         # LeakSanitizer cannot run under ptrace (it aborts at exit): off
         # for a sanitized daemon under strace; ASan's other checks stay on.
         env = {"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"}
-        self.d = real_daemon(self.pool_dir, self.state, "--log-level", "info", env=env)
-        self.d.wrapper = self.wrapper()
+        # On a unix socket whose path is known beforehand: the "listening
+        # on" line is itself a write the sweep fails, so readiness is the
+        # socket answering, not the log saying so.
+        self.d = Daemon(sysfs_root="/sys", preload=False, state_dir=self.state, env=env, listen=False,
+                        socket_path=self.state + "-api.sock", wrapper=self.wrapper(),
+                        args=["--hugetlbfs", "2M=" + self.pool_dir, "--log-level", "info"])
         self.d.start(expect_ok=False)
-        line = self.d.wait_log(r"listening on ", timeout=START_TIMEOUT_S)
-        if line is not None:
-            m = re.search(r"https?://127\.0\.0\.1:(\d+)", line)
-            self.d.port = int(m.group(1))
-            return True
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline and self.d.proc.poll() is None:
+            try:
+                if self.d.request("GET", "/v1/health", timeout=REQ_TIMEOUT_S).status == 200:
+                    return True
+            except (OSError, http.client.HTTPException):
+                pass
+            time.sleep(0.02)
         if self.d.proc.poll() is None:
             self.bad("start: neither listening nor exited after %ds" % START_TIMEOUT_S)
             self.hung = True
@@ -374,6 +381,10 @@ class Run:
                 self.d.__exit__()
             shutil.rmtree(self.pool_dir, ignore_errors=True)
             shutil.rmtree(self.state, ignore_errors=True)
+            try:
+                os.unlink(self.state + "-api.sock")
+            except OSError:
+                pass
             try:
                 if self.keep and self.violations:
                     shutil.move(self.trace, os.path.join(self.keep, "%s-%d.trace" % (self.label, self.n)))
