@@ -14,7 +14,7 @@ _hpwarm_cmd_opts() {
         warm) echo "--node --size --page-size --threads --ttl --reserve --label --file-owner --wait" ;;
         claim) echo "--pid" ;;
         release) echo "--ignore-missing" ;;
-        handoff) echo "--vmm --argv" ;;
+        handoff) echo "--vmm --argv --as --source-url" ;;
         fleet) echo "--hosts --prometheus --host-label --url-template --max-age --size --page-size --warm --wait --verbose" ;;
         esac
 }
@@ -58,6 +58,18 @@ _hpwarm() {
         --url)
                 COMPREPLY=($(compgen -W "unix:///run/hpwarmd/api.sock http://127.0.0.1:7411" -- "$cur"))
                 return ;;
+        --source-url)
+                COMPREPLY=($(compgen -W "http:// https://" -- "$cur"))
+                return ;;
+        --as)
+                # Source pools: those of --source-url's daemon when given, else this one's.
+                local src=("${globals_url[@]}") j names
+                for ((j = 1; j < COMP_CWORD; j++)); do
+                        [[ ${COMP_WORDS[j]} == --source-url ]] && src=(--url "${COMP_WORDS[j+1]}")
+                done
+                names=$(hpwarm "${src[@]}" --timeout 1 pools 2>/dev/null | awk 'NR > 1 { print $1 }')
+                COMPREPLY=($(compgen -W "$names" -- "$cur"))
+                return ;;
         --prometheus)
                 COMPREPLY=($(compgen -W "http://127.0.0.1:9090" -- "$cur"))
                 return ;;
@@ -88,7 +100,7 @@ _hpwarm() {
                         case $w in
                         --url|--token-file|--cacert|--cert|--key|--timeout|--connect-timeout|--node|--size|\
                         --page-size|--threads|--ttl|--label|--file-owner|--pid|--vmm|--hosts|--warm|--prometheus|--host-label|\
-                        --url-template|--max-age) ((i++)) ;;
+                        --url-template|--max-age|--as|--source-url) ((i++)) ;;
                         -*) ;;
                         *) ((npos++)) ;;
                         esac

@@ -460,6 +460,8 @@ struct hpw_handoff {
                                      (the answer's "namespace"); "" otherwise */
         char *note;               /* what the caller adds (for QEMU: -m with the total, -smp ...); may be "" */
         char *json;               /* the server's JSON, verbatim */
+        size_t n_as_unchecked;    /* hpw_handoff_as(): pools whose source the server does not hold,
+                                     so it could not compare their sizes (0 otherwise); since 0.3 */
 };
 HPW_EXPORT void hpw_handoff_free(struct hpw_handoff *x);
 
@@ -474,6 +476,22 @@ HPW_EXPORT void hpw_handoff_free(struct hpw_handoff *x);
  * disks: see (*ret)->note. */
 HPW_EXPORT enum hpw_error hpw_handoff(struct hpw *h, const char *vmm, const char *const *pools, size_t n,
                                       struct hpw_handoff **ret);
+
+/* hpw_handoff() for a migration destination (or a local live update): the
+ * same composition with POOLS[i] mapped under the id source pool AS[i]'s
+ * handoff gives (QEMU: -object ...,id=mem-AS[i] and the -machine / -numa
+ * word naming it), so the incoming stream's RAM blocks find it.  GET
+ * /v1/handoff?...&as=.  HPW_E_INVALID as for hpw_handoff() and for a NULL AS
+ * or a bad name in it; HPW_E_BAD_REQUEST (problem "invalid-field") when the
+ * server refuses: the AS names repeat, VMM is cloud-hypervisor (whose
+ * restore and receive take the zones from the source), or a source pool the
+ * server holds differs from its destination in size or page size.  A source
+ * the server does not hold is on another host: its pool object in
+ * (*ret)->json says "as_checked": false, and the caller compares it with
+ * the source's daemon (hpw_pool() there), as `hpwarm handoff --source-url`
+ * does.  Since HPWARM_0.3. */
+HPW_EXPORT enum hpw_error hpw_handoff_as(struct hpw *h, const char *vmm, const char *const *pools,
+                                         const char *const *as, size_t n, struct hpw_handoff **ret);
 
 /* ---- fleet: one request to many hosts at once ---- */
 

@@ -575,11 +575,79 @@ static int cmd_release(struct ctx *x)
         return 0;
 }
 
+/* One pool NAME through H (at URL), for the --source-url comparison.
+ * NULL after the message, with *rc set. */
+static struct hpw_pool *handoff_pool_at(struct hpw *h, const char *url, const char *name, int *rc)
+{
+        struct hpw_pool *p = NULL;
+        enum hpw_error err = hpw_pool(h, name, &p);
+
+        if (err) {
+                cli_fail_msg(h, url, name, err);
+                *rc = cli_exit_for(err, hpw_last_slug(h));
+                return NULL;
+        }
+        return p;
+}
+
+/* --as with --source-url: the source pools live on another host's daemon,
+ * which the destination's cannot see.  Each destination pool must match
+ * its source in size and page size (QEMU refuses a RAM block whose size
+ * differs, after the destination has started); the destination daemon
+ * checks only sources it holds itself.  0, or the exit code after a
+ * message naming both sides.  The source daemon takes the same credentials
+ * (--token-file, --cacert, --cert, --key): one operator's fleet. */
+static int handoff_check_source(struct ctx *x)
+{
+        const struct cli *c = x->cli;
+        char url[4096], err_s[256];
+        struct hpw *src = NULL;
+        enum hpw_error e;
+        int rc = 0;
+
+        if (cli_url_normalize(c->source_url, url, sizeof(url), err_s, sizeof(err_s)) < 0) {
+                fprintf(stderr, "hpwarm: handoff: --source-url: %s\n", err_s);
+                return CLI_EXIT_USAGE;
+        }
+        if ((e = hpw_new(url, &src)) ||
+            (c->token_file && (e = hpw_set_token_file(src, c->token_file))) ||
+            (e = hpw_set_tls(src, c->cacert, c->cert, c->key))) {
+                fprintf(stderr, "hpwarm: handoff: --source-url %s: %s\n", url, hpw_strerror(e));
+                hpw_free(src);
+                return e == HPW_E_INVALID ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
+        }
+        hpw_set_timeouts(src, c->connect_timeout_ms, cli_timeout_ms(c, false));
+        for (size_t i = 0; i < c->n_names && rc == 0; i++) {
+                struct hpw_pool *sp = handoff_pool_at(src, url, c->as[i], &rc), *dp = NULL;
+                if (sp)
+                        dp = handoff_pool_at(x->h, x->url, c->names[i], &rc);
+                if (sp && dp && (sp->size_bytes != dp->size_bytes || sp->page_size_bytes != dp->page_size_bytes)) {
+                        char ss[32], sps[32], ds[32], dps[32];
+                        cli_format_bytes(sp->size_bytes, ss, sizeof(ss));
+                        cli_format_bytes(dp->size_bytes, ds, sizeof(ds));
+                        hpw_format_page_size(sp->page_size_bytes, sps, sizeof(sps));
+                        hpw_format_page_size(dp->page_size_bytes, dps, sizeof(dps));
+                        fprintf(stderr,
+                                "hpwarm: handoff: pool '%s' is %s on %s pages, its source '%s' at %s is %s on %s "
+                                "pages; a migration needs the same size and page size on both sides\n",
+                                c->names[i], ds, dps, c->as[i], url, ss, sps);
+                        rc = CLI_EXIT_FAILED;
+                }
+                hpw_pool_free(sp);
+                hpw_pool_free(dp);
+        }
+        hpw_free(src);
+        return rc;
+}
+
 /* The pools as one guest's RAM, composed by the server (GET /v1/handoff).
  * stdout gets only the text to use: the shell-quoted words (the libvirt
  * fragment for libvirt), with --argv one word per line, with --json the
  * server's answer; what the caller must add (-m ...) goes to stderr when a
- * person is watching. */
+ * person is watching.  With --as, a migration destination: the pools under
+ * their sources' ids, the sizes checked first against --source-url's
+ * daemon when given; a source neither daemon could compare is said on
+ * stderr. */
 static int cmd_handoff(struct ctx *x)
 {
         static const char *const vmm_names[] = {
@@ -587,9 +655,16 @@ static int cmd_handoff(struct ctx *x)
         };
         const struct cli *c = x->cli;
         struct hpw_handoff *ho = NULL;
-        enum hpw_error err = hpw_handoff(x->h, vmm_names[c->vmm], c->names, c->n_names, &ho);
+        const char *as[HPW_HANDOFF_MAX_POOLS];
+        enum hpw_error err;
         int rc = 0;
 
+        for (size_t i = 0; i < c->n_as; i++)
+                as[i] = c->as[i];
+        if (c->source_url && (rc = handoff_check_source(x)) != 0)
+                return rc;
+        err = c->n_as ? hpw_handoff_as(x->h, vmm_names[c->vmm], c->names, as, c->n_names, &ho)
+                      : hpw_handoff(x->h, vmm_names[c->vmm], c->names, c->n_names, &ho);
         if (err) {
                 rc = cli_fail(x, "handoff", err);
                 if (err == HPW_E_CONFLICT)
@@ -612,6 +687,11 @@ static int cmd_handoff(struct ctx *x)
         } else {
                 printf("%s\n", c->vmm == VMM_LIBVIRT ? ho->xml : ho->args);
         }
+        if (ho->n_as_unchecked && !c->source_url)
+                fprintf(stderr,
+                        "hpwarm: handoff: %zu source pool(s) are not on this daemon, so their sizes were not "
+                        "compared; give --source-url URL of the source host's daemon to check them\n",
+                        ho->n_as_unchecked);
         if (!c->json && ho->note[0] && isatty(STDERR_FILENO)) {
                 fprintf(stderr, "hpwarm: note: %s\n", ho->note);
                 if (c->vmm == VMM_LIBVIRT)

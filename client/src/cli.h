@@ -67,6 +67,9 @@ struct cli {
         const char *names[HPW_HANDOFF_MAX_POOLS]; /* handoff: the pools, guest node order */
         size_t n_names;
         bool argv_words;           /* handoff --argv: one word per line */
+        char as[HPW_HANDOFF_MAX_POOLS][65]; /* handoff --as: the i-th pool's source, n_as of them */
+        size_t n_as;
+        const char *source_url;    /* handoff --source-url: the source pools' daemon */
         const char *hosts;         /* fleet --hosts FILE */
         enum cli_fleet fleet;
         const char *warm_name;     /* fleet place --warm NAME */

@@ -27,7 +27,7 @@ enum opt_id {
         O_VERSION, O_NODE, O_SIZE, O_PAGE_SIZE, O_THREADS, O_TTL, O_RESERVE, O_LABEL, O_FILE_OWNER, O_WAIT,
         O_ALLOW_PARTIAL, O_VMM, O_HOSTS, O_WARM, O_PID, O_IGNORE_MISSING, O_ARGV, O_VERBOSE,
         O_PROMETHEUS, O_HOST_LABEL, O_URL_TEMPLATE, O_MAX_AGE,
-        O_ELASTIC, O_MIN, O_MAX, O_HEADROOM, O_IDLE, O_ALLOW_BEST_EFFORT,
+        O_ELASTIC, O_MIN, O_MAX, O_HEADROOM, O_IDLE, O_ALLOW_BEST_EFFORT, O_AS, O_SOURCE_URL,
 };
 
 #define C(x) (1u << (x))
@@ -99,6 +99,13 @@ static const struct optdef {
         { "argv", no_argument, O_ARGV, C(CMD_HANDOFF), NULL,
           "one word per line (qemu, cloud-hypervisor), for callers\n"
           "that exec the VMM themselves" },
+        { "as", required_argument, O_AS, C(CMD_HANDOFF), "SRC",
+          "migration destination: map the i-th NAME under source\n"
+          "pool SRC's id (mem-SRC); repeat, or SRC,SRC, once per\n"
+          "NAME; refused when sizes or page sizes differ" },
+        { "source-url", required_argument, O_SOURCE_URL, C(CMD_HANDOFF), "URL",
+          "--as: the source host's daemon; its SRC pools are\n"
+          "compared with NAME (same --token-file and TLS options)" },
         { "hosts", required_argument, O_HOSTS, C(CMD_FLEET), "FILE",
           "one URL per line; blank lines and # comments\n"
           "skipped (required, or place --prometheus)" },
@@ -590,6 +597,29 @@ static int apply_opt(struct cli *c, int id, const char *v, char *err, size_t err
                         return usage_err(err, errlen, "--vmm: expected qemu, cloud-hypervisor or libvirt, not '%s'",
                                          v);
                 break;
+        case O_AS:
+                /* Repeated or comma-separated: SRC names in guest node order. */
+                for (const char *p = v;;) {
+                        size_t len = strcspn(p, ",");
+                        if (c->n_as == HPW_HANDOFF_MAX_POOLS)
+                                return usage_err(err, errlen, "--as: at most %d source pools", HPW_HANDOFF_MAX_POOLS);
+                        if (len == 0 || len > 64)
+                                return usage_err(err, errlen, "--as: '%s' is not a list of pool names", v);
+                        memcpy(c->as[c->n_as], p, len);
+                        c->as[c->n_as][len] = '\0';
+                        if (!hpw_name_valid(c->as[c->n_as]))
+                                return usage_err(err, errlen, "--as: invalid pool name '%s'", c->as[c->n_as]);
+                        for (size_t j = 0; j < c->n_as; j++)
+                                if (strcmp(c->as[j], c->as[c->n_as]) == 0)
+                                        return usage_err(err, errlen, "--as: '%s' named twice (one source per pool)",
+                                                         c->as[j]);
+                        c->n_as++;
+                        if (!p[len])
+                                break;
+                        p += len + 1;
+                }
+                break;
+        case O_SOURCE_URL: c->source_url = v; break;
         case O_HOSTS: c->hosts = v; break;
         case O_WARM: c->warm_name = v; break;
         case O_PID:
@@ -827,6 +857,16 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
                                                                  pos[i]);
                                 c.names[c.n_names++] = pos[i];
                         }
+                        if (c.n_as && c.n_as != c.n_names)
+                                return usage_err(err, errlen, "handoff: %zu --as sources for %zu pools; give one "
+                                                 "source per pool, in the same order", c.n_as, c.n_names);
+                        if (c.source_url && !c.n_as)
+                                return usage_err(err, errlen, "handoff: --source-url goes with --as");
+                        if (c.n_as && c.vmm == VMM_CLOUD_HYPERVISOR)
+                                return usage_err(err, errlen,
+                                                 "handoff: --as is for qemu and libvirt; cloud-hypervisor's restore "
+                                                 "and receive-migration take the zones from the source (warm the "
+                                                 "destination pool under the source's name instead)");
                 }
                 break;
         case CMD_FLEET:

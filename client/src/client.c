@@ -726,16 +726,16 @@ enum hpw_error hpw_stock_set(struct hpw *h, const struct hpw_stock_target *const
         return err ? err : parsed(h, hpw_json_stock(h->last.body, h->last.len, ret));
 }
 
-enum hpw_error hpw_handoff(struct hpw *h, const char *vmm, const char *const *pools, size_t n,
-                           struct hpw_handoff **ret)
+/* GET /v1/handoff for POOLS, with as= when AS is given. */
+static enum hpw_error handoff_get(struct hpw *h, const char *vmm, const char *const *pools, const char *const *as,
+                                  size_t n, struct hpw_handoff **ret)
 {
         /* "/v1/handoff?vmm=cloud-hypervisor&pools=" and N names of at most 64
-         * characters with a comma each. */
-        char path[64 + HPW_HANDOFF_MAX_POOLS * 65];
+         * characters with a comma each, "&as=" and as many again. */
+        char path[64 + 2 * HPW_HANDOFF_MAX_POOLS * 65];
         size_t len;
         enum hpw_error err;
 
-        begin(h);
         if (!h || !ret || !vmm || !pools || n == 0 || n > HPW_HANDOFF_MAX_POOLS ||
             (strcmp(vmm, "qemu") != 0 && strcmp(vmm, "cloud-hypervisor") != 0 && strcmp(vmm, "libvirt") != 0))
                 return HPW_E_INVALID;
@@ -745,8 +745,29 @@ enum hpw_error hpw_handoff(struct hpw *h, const char *vmm, const char *const *po
                         return HPW_E_INVALID;
                 len += (size_t)snprintf(path + len, sizeof(path) - len, "%s%s", i ? "," : "", pools[i]);
         }
+        for (size_t i = 0; as && i < n; i++) {
+                if (!hpw_name_valid(as[i]))
+                        return HPW_E_INVALID;
+                len += (size_t)snprintf(path + len, sizeof(path) - len, "%s%s", i ? "," : "&as=", as[i]);
+        }
         err = request(h, "GET", path, NULL, true, call_deadline(h), 0);
         return err ? err : parsed(h, hpw_json_handoff(h->last.body, h->last.len, ret));
+}
+
+enum hpw_error hpw_handoff(struct hpw *h, const char *vmm, const char *const *pools, size_t n,
+                           struct hpw_handoff **ret)
+{
+        begin(h);
+        return handoff_get(h, vmm, pools, NULL, n, ret);
+}
+
+enum hpw_error hpw_handoff_as(struct hpw *h, const char *vmm, const char *const *pools, const char *const *as,
+                              size_t n, struct hpw_handoff **ret)
+{
+        begin(h);
+        if (!as)
+                return HPW_E_INVALID;
+        return handoff_get(h, vmm, pools, as, n, ret);
 }
 
 enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t timeout_ms, hpw_progress_fn progress,

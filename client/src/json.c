@@ -1028,6 +1028,13 @@ static enum hpw_error handoff_from(const cJSON *o, void *item)
                 x->xml_namespace = strdup("");
         }
         x->note = opt_str(o, "note");
+        /* as=: the pools whose source the server did not hold to compare. */
+        arr = get(o, "pools");
+        cJSON_ArrayForEach(e, arr) {
+                const cJSON *chk = get(e, "as_checked");
+                if (cJSON_IsBool(chk) && !cJSON_IsTrue(chk))
+                        x->n_as_unchecked++;
+        }
         return x->args && x->xml && x->xml_namespace && x->note ? HPW_OK : HPW_E_NOMEM;
 }
 

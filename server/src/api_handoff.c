@@ -4,7 +4,14 @@
  * and GET /v1/handoff?vmm=...&pools=A,B (several pools composed into one
  * multi-node guest, guest node i = the i-th pool named).  Both go through
  * handoff.c, so a pool's own strings and a one-pool composition are the same
- * text.  Reads only: answered on the HTTP thread from the registry's views. */
+ * text.  Reads only: answered on the HTTP thread from the registry's views.
+ *
+ * as=S1,S2 makes the pools a migration destination: pool i is mapped under
+ * source Si's id.  The daemon checks what it knows: a source pool on this
+ * host (a local migration, a live update) must have the destination's size
+ * and page size; a source it does not hold is on another host, and the
+ * answer says so ("as_checked": false) for the caller to check against
+ * that host's daemon (hpwarm handoff --source-url does). */
 #include <stdio.h>
 #include <string.h>
 
@@ -98,9 +105,11 @@ void api_add_pool_handoff(struct json *pool, const struct pool_view *v)
         handoff_free(l);
 }
 
-/* Split the pools= value at commas (also written %2C, as form encoders
- * do).  0, or 422 in RESP: empty item, bad name, duplicate, too many. */
-static int parse_pool_list(const char *s, char names[][POOL_NAME_MAX + 1], size_t *ret_n, struct resp *resp)
+/* Split the KEY= value (pools or as) at commas (also written %2C, as form
+ * encoders do).  0, or 422 in RESP: empty item, bad name, duplicate, too
+ * many. */
+static int parse_pool_list(const char *key, const char *s, char names[][POOL_NAME_MAX + 1], size_t *ret_n,
+                           struct resp *resp)
 {
         size_t n = 0;
         const char *p = s;
@@ -121,15 +130,15 @@ static int parse_pool_list(const char *s, char names[][POOL_NAME_MAX + 1], size_
                 char name[POOL_NAME_MAX + 2];
                 size_t len = (size_t)(end - p);
                 if (n == HANDOFF_MAX_POOLS) {
-                        problem_raise(&resp->problem, PROBLEM_INVALID_FIELD, "pools: at most %d pools per guest",
-                                      HANDOFF_MAX_POOLS);
+                        problem_raise(&resp->problem, PROBLEM_INVALID_FIELD, "%s: at most %d pools per guest",
+                                      key, HANDOFF_MAX_POOLS);
                         resp->status = resp->problem.status;
                         return -1;
                 }
                 if (len == 0 || len > POOL_NAME_MAX) {
                         problem_raise(&resp->problem, PROBLEM_INVALID_FIELD,
-                                      "pools: item %zu is %s; give pool names separated by commas, e.g. pools=vm-a,vm-b",
-                                      n + 1, len ? "too long" : "empty");
+                                      "%s: item %zu is %s; give pool names separated by commas, e.g. %s=vm-a,vm-b",
+                                      key, n + 1, len ? "too long" : "empty", key);
                         resp->status = resp->problem.status;
                         return -1;
                 }
@@ -137,14 +146,14 @@ static int parse_pool_list(const char *s, char names[][POOL_NAME_MAX + 1], size_
                 name[len] = '\0';
                 if (!pool_name_valid(name)) {
                         problem_raise(&resp->problem, PROBLEM_INVALID_FIELD,
-                                      "pools: \"%.64s\" is not a pool name ([A-Za-z0-9][A-Za-z0-9._-]{0,63})", name);
+                                      "%s: \"%.64s\" is not a pool name ([A-Za-z0-9][A-Za-z0-9._-]{0,63})", key, name);
                         resp->status = resp->problem.status;
                         return -1;
                 }
                 for (size_t i = 0; i < n; i++)
                         if (strcmp(names[i], name) == 0) {
                                 problem_raise(&resp->problem, PROBLEM_INVALID_FIELD,
-                                              "pools: \"%s\" is named twice; one pool backs one guest node", name);
+                                              "%s: \"%s\" is named twice; one pool backs one guest node", key, name);
                                 resp->status = resp->problem.status;
                                 return -1;
                         }
@@ -154,6 +163,60 @@ static int parse_pool_list(const char *s, char names[][POOL_NAME_MAX + 1], size_
                 p = end + sep;
         }
         *ret_n = n;
+        return 0;
+}
+
+/* as=: one source per destination pool, refused for cloud-hypervisor,
+ * whose restore and receive take the zones from the snapshot or the source
+ * (docs/CLOUD-HYPERVISOR.md).  0, or 422 in RESP. */
+static int parse_as(const char *s, enum handoff_vmm vmm, size_t n, char as[][POOL_NAME_MAX + 1], size_t *ret_n,
+                    struct resp *resp)
+{
+        size_t n_as = 0;
+        if (vmm == HANDOFF_CLOUD_HYPERVISOR) {
+                problem_raise(&resp->problem, PROBLEM_INVALID_FIELD,
+                              "as: cloud-hypervisor's restore and receive-migration take every memory zone (id, "
+                              "file, size) from the snapshot or the source, not from arguments; warm the "
+                              "destination pool under the source's name and path instead");
+                resp->status = resp->problem.status;
+                return -1;
+        }
+        if (parse_pool_list("as", s, as, &n_as, resp) < 0)
+                return -1;
+        if (n_as != n) {
+                problem_raise(&resp->problem, PROBLEM_INVALID_FIELD,
+                              "as: %zu source pools for %zu destination pools; give one source per pool, in the "
+                              "same order", n_as, n);
+                resp->status = resp->problem.status;
+                return -1;
+        }
+        *ret_n = n_as;
+        return 0;
+}
+
+/* A source pool on this host must match its destination in size and page
+ * size: the stream carries the source's RAM blocks, and QEMU refuses one
+ * whose size differs (and a different page size changes the block's
+ * alignment).  *ret_checked says whether the source was here to compare.
+ * 0, or 422 in RESP. */
+static int check_source(struct pools *pools, const struct pool_view *dst, const char *src, bool *ret_checked,
+                        struct resp *resp)
+{
+        struct pool_view sv;
+        if (pools_get(pools, src, &sv) < 0) {
+                *ret_checked = false;
+                return 0;
+        }
+        if (sv.size_bytes != dst->size_bytes || sv.page_size != dst->page_size) {
+                problem_raise(&resp->problem, PROBLEM_INVALID_FIELD,
+                              "as: pool \"%s\" is %" PRIu64 " bytes on %" PRIu64 "-byte pages, its source \"%s\" is "
+                              "%" PRIu64 " bytes on %" PRIu64 "-byte pages; a migration needs the same size and page "
+                              "size on both sides",
+                              dst->name, dst->size_bytes, dst->page_size, src, sv.size_bytes, sv.page_size);
+                resp->status = resp->problem.status;
+                return -1;
+        }
+        *ret_checked = true;
         return 0;
 }
 
@@ -171,7 +234,13 @@ void api_handoff(const struct req *req, struct resp *resp)
         }
         char names[HANDOFF_MAX_POOLS][POOL_NAME_MAX + 1];
         size_t n = 0;
-        if (parse_pool_list(pools_s, names, &n, resp) < 0)
+        if (parse_pool_list("pools", pools_s, names, &n, resp) < 0)
+                return;
+        char as[HANDOFF_MAX_POOLS][POOL_NAME_MAX + 1];
+        bool as_checked[HANDOFF_MAX_POOLS] = { false };
+        size_t n_as = 0;
+        const char *as_s = req->query(req, "as");
+        if (as_s && parse_as(as_s, vmm, n, as, &n_as, resp) < 0)
                 return;
 
         _cleanup_free_ struct pool_view *views = calloc(n, sizeof(*views));
@@ -196,6 +265,11 @@ void api_handoff(const struct req *req, struct resp *resp)
                         return;
                 }
                 hp[i] = as_handoff_pool(&views[i]);
+                if (n_as) {
+                        hp[i].as = as[i];
+                        if (check_source(req->app->pools, &views[i], as[i], &as_checked[i], resp) < 0)
+                                return;
+                }
         }
 
         struct handoff *h = NULL;
@@ -226,6 +300,10 @@ void api_handoff(const struct req *req, struct resp *resp)
                 json_add_u64(e, "size_bytes", views[i].size_bytes);
                 json_add_u64(e, "page_size_bytes", views[i].page_size);
                 json_add_str(e, "path", views[i].path);
+                if (n_as) {
+                        json_add_str(e, "as", as[i]);
+                        json_add_bool(e, "as_checked", as_checked[i]);
+                }
         }
         json_add_u64(o, "memory_bytes", h->memory_bytes);
         if (vmm != HANDOFF_LIBVIRT)

@@ -236,6 +236,10 @@ static bool name_ok(const char *s)
         return true;
 }
 
+/* The id the VMM knows the pool's memory by: its own name, or the source's
+ * when it stands in for one. */
+static const char *pool_id(const struct handoff_pool *p) { return p->as ? p->as : p->name; }
+
 static int check_pools(const struct handoff_pool *pools, size_t n, uint64_t *ret_total)
 {
         uint64_t total = 0;
@@ -243,11 +247,13 @@ static int check_pools(const struct handoff_pool *pools, size_t n, uint64_t *ret
                 return -EINVAL;
         for (size_t i = 0; i < n; i++) {
                 const struct handoff_pool *p = &pools[i];
-                if (!name_ok(p->name) || !p->path || !*p->path || p->node < 0 || p->size_bytes == 0 ||
-                    p->page_size == 0 || p->size_bytes > UINT64_MAX - total)
+                if (!name_ok(p->name) || (p->as && !name_ok(p->as)) || !p->path || !*p->path || p->node < 0 ||
+                    p->size_bytes == 0 || p->page_size == 0 || p->size_bytes > UINT64_MAX - total)
                         return -EINVAL;
+                /* Names are distinct pools; ids are what the VMM sees, so
+                 * two pools may not both answer to one. */
                 for (size_t j = 0; j < i; j++)
-                        if (strcmp(pools[j].name, p->name) == 0)
+                        if (strcmp(pools[j].name, p->name) == 0 || strcmp(pool_id(&pools[j]), pool_id(p)) == 0)
                                 return -EINVAL;
                 total += p->size_bytes;
         }
@@ -261,7 +267,7 @@ static void qemu_words(struct words *w, const struct handoff_pool *pools, size_t
                 const struct handoff_pool *p = &pools[i];
                 struct sbuf b = { 0 };
                 sb_printf(&b, "memory-backend-file,id=mem-");
-                sb_puts(&b, p->name);
+                sb_puts(&b, pool_id(p));
                 sb_puts(&b, ",mem-path=");
                 put_qemu_value(&b, p->path);
                 sb_printf(&b, ",size=%" PRIu64 ",share=on,prealloc=on,host-nodes=%d,policy=bind", p->size_bytes, p->node);
@@ -271,7 +277,7 @@ static void qemu_words(struct words *w, const struct handoff_pool *pools, size_t
         if (n == 1) {
                 struct sbuf b = { 0 };
                 sb_puts(&b, "memory-backend=mem-");
-                sb_puts(&b, pools[0].name);
+                sb_puts(&b, pool_id(&pools[0]));
                 words_add_str(w, "-machine");
                 words_add(w, sb_take(&b));
                 return;
@@ -279,7 +285,7 @@ static void qemu_words(struct words *w, const struct handoff_pool *pools, size_t
         for (size_t i = 0; i < n; i++) {
                 struct sbuf b = { 0 };
                 sb_printf(&b, "node,nodeid=%zu,memdev=mem-", i);
-                sb_puts(&b, pools[i].name);
+                sb_puts(&b, pool_id(&pools[i]));
                 words_add_str(w, "-numa");
                 words_add(w, sb_take(&b));
         }
@@ -290,7 +296,7 @@ static void qemu_words(struct words *w, const struct handoff_pool *pools, size_t
 static bool ch_names_ok(const struct handoff_pool *pools, size_t n)
 {
         for (size_t i = 0; i < n; i++)
-                if (strncmp(pools[i].name, "__", 2) == 0)
+                if (strncmp(pool_id(&pools[i]), "__", 2) == 0)
                         return false;
         return true;
 }
@@ -309,7 +315,7 @@ static void ch_words(struct words *w, const struct handoff_pool *pools, size_t n
                 const struct handoff_pool *p = &pools[i];
                 struct sbuf b = { 0 };
                 sb_puts(&b, "id=");
-                put_ch_value(&b, p->name);
+                put_ch_value(&b, pool_id(p));
                 sb_printf(&b, ",size=%" PRIu64 ",file=", p->size_bytes);
                 put_ch_value(&b, p->path);
                 sb_puts(&b, ",shared=on,hugepages=on,hugepage_size=");
@@ -324,7 +330,7 @@ static void ch_words(struct words *w, const struct handoff_pool *pools, size_t n
                  * unquote; pool names never need quoting. */
                 struct sbuf b = { 0 };
                 sb_printf(&b, "guest_numa_id=%zu,memory_zones=", i);
-                sb_puts(&b, pools[i].name);
+                sb_puts(&b, pool_id(&pools[i]));
                 words_add_str(w, "--numa");
                 words_add(w, sb_take(&b));
         }

@@ -20,6 +20,12 @@
  * `<qemu:commandline>`; the domain root element must declare
  * HANDOFF_LIBVIRT_NAMESPACE.
  *
+ * A migration destination (or a restore) takes the source's identity: with
+ * `as` set, the backend id is mem-AS (QEMU matches the incoming RAM blocks
+ * by that id) and the zone id is AS (cloud-hypervisor keeps zone ids in its
+ * snapshot).  Whether AS's pool has the same size and page size is the
+ * caller's to check: this module knows no pool but the ones it is given.
+ *
  * Escaping, per layer: QEMU option values double a comma; cloud-hypervisor
  * values that hold a comma, quote, bracket or edge blank are put in double
  * quotes with inner quotes doubled (its option_parser grammar); the shell
@@ -49,6 +55,9 @@ struct handoff_pool {
         int node;            /* host NUMA node, >= 0 */
         uint64_t size_bytes; /* > 0 */
         uint64_t page_size;  /* bytes, > 0 */
+        const char *as;      /* NULL, or the pool whose id this one takes (a
+                                migration source): the backend is mem-AS, the
+                                zone id AS; same rules as name */
 };
 
 struct handoff {
@@ -64,7 +73,9 @@ struct handoff {
  * character outside [A-Za-z0-9._-] or repeats, a path is empty, a size or
  * page size is 0, a node is negative, the total overflows, or (libvirt) a
  * path holds a control character XML cannot carry, or (cloud-hypervisor) a
- * name starts with "__", which it keeps for itself; -ENOMEM. */
+ * name starts with "__", which it keeps for itself; the same for AS where
+ * given (ids repeated across pools refused too: a name given as another
+ * pool's AS is not a different id); -ENOMEM. */
 int handoff_compose(enum handoff_vmm vmm, const struct handoff_pool *pools, size_t n, struct handoff **ret);
 void handoff_free(struct handoff *h); /* accepts NULL */
 

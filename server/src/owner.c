@@ -334,11 +334,7 @@ static void scan_maps(FILE *f, struct owner_file *files, size_t n)
         }
 }
 
-/* Mark the files that some descriptor under FDDIR (one process's
- * /proc/PID/fd) refers to: stat(2) follows each magic link to its inode, an
- * O_PATH descriptor's too, without opening anything.  False when the
- * directory cannot be listed for another reason than the process exiting. */
-static bool scan_fds(const char *fddir, struct owner_file *files, size_t n)
+bool owner_scan_fds(const char *fddir, struct owner_file *files, size_t n)
 {
         struct dirent *de;
         DIR *d = opendir(fddir);
@@ -404,7 +400,7 @@ static int scan(const char *proc_root, pid_t skip, bool fds, struct owner_file *
                 fclose(f);
                 if (fds && !(skip > 0 && atol(de->d_name) == (long)skip)) {
                         snprintf(path, sizeof(path), "%s/%s/fd", proc_root, de->d_name);
-                        if (!scan_fds(path, files, n))
+                        if (!owner_scan_fds(path, files, n))
                                 unreadable++;
                 }
         }
@@ -422,4 +418,31 @@ int owner_scan_held(const char *proc_root, pid_t skip, struct owner_file *files,
                     unsigned *ret_unreadable)
 {
         return scan(proc_root, skip, true, files, n, ret_unreadable);
+}
+
+/* ---- the write lease ---- */
+
+static pthread_once_t sigio_once = PTHREAD_ONCE_INIT;
+
+/* A lease break is signalled to the lease holder with SIGIO, whose default
+ * action ends the process: the daemon holds a lease for a few
+ * microseconds, and an open in that window must not kill it.  Nothing else
+ * here uses SIGIO (no O_ASYNC), so it is ignored process-wide. */
+static void ignore_sigio(void)
+{
+        struct sigaction old, sa = { .sa_handler = SIG_IGN };
+
+        if (sigaction(SIGIO, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+                (void)sigaction(SIGIO, &sa, NULL);
+}
+
+int owner_lease_alone(int fd)
+{
+        pthread_once(&sigio_once, ignore_sigio);
+        if (fcntl(fd, F_SETLEASE, F_WRLCK) < 0)
+                return errno == EAGAIN ? 1 : -errno;
+        /* At once: an opener that came meanwhile waits for this, not for
+         * the lease-break-time. */
+        (void)fcntl(fd, F_SETLEASE, F_UNLCK);
+        return 0;
 }

@@ -2,7 +2,9 @@
  *
  * The one module that looks at other processes: it opens pidfds, reads a
  * process's start time from /proc/PID/stat, watches owner processes for
- * exit, and finds whether any process maps a given file (/proc/PID/maps).
+ * exit, finds whether any process maps a given file (/proc/PID/maps), asks
+ * the kernel whether a file is open anywhere else (a write lease), and
+ * knows which processes could open a file by their ids (owner_creds.c).
  *
  * A pid alone does not name a process: after it exits its pid is reused.
  * A process is named here by (pid, start time), the start being field 22 of
@@ -70,3 +72,54 @@ int owner_scan_mapped(const char *proc_root, struct owner_file *files, size_t n,
  * A process whose fds cannot be listed counts in *RET_UNREADABLE as well. */
 int owner_scan_held(const char *proc_root, pid_t skip, struct owner_file *files, size_t n,
                     unsigned *ret_unreadable);
+/* Mark the files that some descriptor under FDDIR (one process's
+ * /proc/PID/fd) refers to: stat(2) follows each magic link to its inode, an
+ * O_PATH descriptor's too, without opening anything.  False when the
+ * directory cannot be listed for another reason than the process exiting. */
+bool owner_scan_fds(const char *fddir, struct owner_file *files, size_t n);
+
+/* Is FD's file open nowhere else?  A write lease (F_SETLEASE F_WRLCK),
+ * dropped at once: the kernel grants it only while no other open file
+ * description of the inode exists (every descriptor but O_PATH ones, and
+ * every mapping, which keeps its file open after its descriptor is
+ * closed), in any process.  FD must be open read-only (a writable one of
+ * our own counts), and we must own the file or have CAP_LEASE.  SIGIO (a
+ * lease break) is ignored from the first call on.  0 alone, 1 refused
+ * (another open file exists), -errno where leases cannot be had
+ * (-EINVAL: off, fs.leases-enable=0, or the file system has none;
+ * -EACCES/-EPERM: not the file's owner). */
+int owner_lease_alone(int fd);
+
+/* ---- who could open a file (owner_creds.c) ---- */
+
+/* A file's owner, group and mode, as the kernel checks an open against. */
+struct owner_access {
+        uid_t uid;
+        gid_t gid;
+        mode_t mode;
+};
+struct owner_creds;
+/* Read every process's ids (/proc/PID/status under PROC_ROOT, root's left
+ * out) and follow their changes by the kernel's process events (netlink
+ * proc connector).  Caller owns *ret (owner_creds_free).  -EPERM without
+ * CAP_NET_ADMIN, -EPROTONOSUPPORT (or another socket -errno) without the
+ * connector: the caller walks every process instead. */
+int owner_creds_new(const char *proc_root, struct owner_creds **ret);
+/* Accepts NULL. */
+void owner_creds_free(struct owner_creds *c);
+/* Look for F in the descriptors (O_PATH included) of every process but SKIP
+ * and root's that could open a file of one of WHO[0..N_WHO) (F->opened);
+ * nothing else is visited: the index answers from memory which processes
+ * those are.  *RET_LOOKED: how many processes were looked into (NULL: not
+ * wanted).  0, -EPERM (some such process's descriptors cannot be listed),
+ * or -errno. */
+int owner_creds_scan(struct owner_creds *c, pid_t skip, const struct owner_access *who, size_t n_who,
+                     struct owner_file *f, unsigned *ret_looked);
+/* Apply the events queued so far (the socket's buffer is bounded: the
+ * daemon drains it now and then between checks). */
+void owner_creds_drain(struct owner_creds *c);
+/* Processes the index keeps, whether it keeps PID, and how often lost
+ * events made it read /proc again (for tests). */
+size_t owner_creds_count(struct owner_creds *c);
+bool owner_creds_knows(struct owner_creds *c, pid_t pid);
+uint64_t owner_creds_rereads(struct owner_creds *c);

@@ -64,6 +64,15 @@ one pool, of the list and of /metrics, bytes written per change (from
 /proc/PID/io write_bytes), RSS, restart time, with the ratios 1000/10 and
 PASS/MISS against the targets (SCALE_TARGETS).
 
+--busy-host N (alone): the stock hand-out (a 32 MiB pool from one ready
+stock file) on the quiet host and on the same host with N more processes,
+each holding --busy-fds descriptors (default 128) and --busy-maps mappings
+(default 300, each its own VMA) as --busy-user (default nobody), one
+daemon throughout (--pool-group kvm where that group exists); rounds run
+quiet, busy, quiet again; median and p99 of each, their ratios busy/quiet
+and PASS/MISS against TARGET_BUSY_RATIO.  The crowd
+(tests/integration/hpwcrowd.py) dies with the script on every exit path.
+
 Setup and cleanup: the script re-runs itself under tests/real/guard.sh (the
 host-wide lock, nr_hugepages restored afterwards, a private 2 MiB hugetlbfs
 mount in $HPW_TEST_HUGETLBFS), writes node 0's nr_hugepages itself and reads
@@ -276,13 +285,14 @@ def rm(path):
 # -- the daemon --------------------------------------------------------------
 
 class Daemon:
-    def __init__(self, binary, pool_dir, threads, state=None):
+    def __init__(self, binary, pool_dir, threads, state=None, extra=()):
         """STATE: an existing state dir to start on (a restart), which stop()
-        then leaves in place; None: a new one, removed by stop()."""
+        then leaves in place; None: a new one, removed by stop().  EXTRA:
+        more hpwarmd arguments."""
         self.keep_state = state is not None
         self.state = state or tempfile.mkdtemp(prefix="hpwarm-bench-state-")
         cmd = [binary, "--listen", "127.0.0.1:0", "--allow-unauthenticated-tcp", "--state-dir", self.state,
-               "--hugetlbfs", "2M=" + pool_dir, "--threads-per-node", str(threads)]
+               "--hugetlbfs", "2M=" + pool_dir, "--threads-per-node", str(threads), *extra]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.log = []
         self.port = None
@@ -1207,6 +1217,122 @@ def scale_report(args, res):
     res["scale_checks"] = {label: ok for label, ok in checks}
 
 
+# -- busy host -------------------------------------------------------------------
+
+# Targets of --busy-host: the busy host's hand-out median and p99 within
+# 1.5x of the quiet host's.
+TARGET_BUSY_RATIO = 1.5
+BUSY_FILE = 32 << 20
+
+
+def busy_phase(args, mnt, res):
+    """Stock hand-out on a quiet host and on the same host made busy by a
+    crowd of N processes (hpwcrowd.py: each --busy-fds descriptors and
+    --busy-maps mappings, as --busy-user), one daemon throughout, rounds in
+    three runs: quiet, busy, quiet again (the crowd takes seconds to start
+    and stop, so rounds cannot alternate one by one; the quiet runs on both
+    sides of the busy one catch a drift).  A round is the stock_phase
+    hand-out: the target at one ready 32 MiB file, the daemon quiet, then
+    the timed PUT (201 ready, "from_stock": "full") and an untimed DELETE."""
+    sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+    from hpwcrowd import Crowd
+    reserve_beyond_use(3 * BUSY_FILE // PAGE + args.headroom_pages)
+    extra = []
+    try:
+        import grp
+        grp.getgrnam("kvm")
+        extra = ["--pool-group", "kvm"]          # as on a libvirt host
+    except KeyError:
+        pass
+    d = Daemon(args.hpwarmd, os.path.join(mnt, "busy"), 1, extra=extra)
+    conn = d.connect()
+    out = {"quiet": [], "busy": [], "n": args.busy_host, "fds": args.busy_fds, "maps": args.busy_maps,
+           "user": args.busy_user, "daemon": args.hpwarmd}
+    crowd = None
+
+    def call(method, path, body=None):
+        return d.request(method, path, body, conn=conn)
+
+    def stock_quiet():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            st, b = call("GET", "/v1/stock")
+            t = b["targets"][0] if st == 200 and b["targets"] else None
+            if t and t["ready"] == 1 and t["warming"] == 0 and t["recycling"] == 0:
+                time.sleep(STOCK_SETTLE_S)
+                return
+            time.sleep(0.002)
+        raise BenchError("the stock did not settle at 1 ready")
+
+    def handout(rnd):
+        stock_quiet()
+        name = "busy-%d" % rnd
+        t0 = time.perf_counter()
+        st, b = call("PUT", "/v1/pools/" + name, {"node": 0, "size_bytes": BUSY_FILE, "page_size": "2M"})
+        dt = time.perf_counter() - t0
+        if st != 201 or b.get("from_stock") != "full" or b.get("state") != "ready":
+            raise BenchError("hand-out %s: %d %s" % (name, st, b))
+        st, b = call("DELETE", "/v1/pools/" + name)
+        if st != 204:
+            raise BenchError("DELETE %s: %d %s" % (name, st, b))
+        return dt
+
+    try:
+        st, b = call("PUT", "/v1/stock", {"targets": [{"node": 0, "page_size": "2M", "size_bytes": BUSY_FILE,
+                                                        "count": 1}]})
+        if st != 200:
+            raise BenchError("PUT /v1/stock: %d %s" % (st, b))
+        for rnd in range(3):                     # untimed: pages touched once, journal made
+            handout(-1 - rnd)
+        half = args.busy_rounds // 2
+        rnd = 0
+        for _ in range(half):
+            out["quiet"].append(handout(rnd))
+            rnd += 1
+        log("busy host: starting %d processes x %d descriptors x %d mappings as %s" % (
+            args.busy_host, args.busy_fds, args.busy_maps, args.busy_user or "root"))
+        t0 = time.monotonic()
+        crowd = Crowd(args.busy_host, args.busy_fds, args.busy_maps, user=args.busy_user or None,
+                      group=args.busy_group)
+        out["crowd_start_s"] = time.monotonic() - t0
+        out["host_processes"] = sum(1 for e in os.listdir("/proc") if e.isdigit())
+        for _ in range(args.busy_rounds):
+            out["busy"].append(handout(rnd))
+            rnd += 1
+        crowd.stop()
+        crowd = None
+        for _ in range(args.busy_rounds - half):
+            out["quiet"].append(handout(rnd))
+            rnd += 1
+    finally:
+        if crowd:
+            crowd.stop()
+        conn.close()
+        out["holder_check"] = [line for line in d.log if "holder check" in line or "process events" in line]
+        d.stop()
+    res["busy_host"] = out
+
+
+def busy_report(args, res):
+    out = res["busy_host"]
+    q, b = out["quiet"], out["busy"]
+    print("stock hand-out (PUT of a %s pool from one ready stock file), daemon %s:" % (
+        human(BUSY_FILE), out["daemon"]))
+    for line in out["holder_check"]:
+        print("  daemon: %s" % line)
+    print("  busy host: %d processes x %d descriptors x %d mappings, as %s (%d processes on the host then; "
+          "the crowd up in %.1f s)" % (out["n"], out["fds"], out["maps"], out["user"] or "root",
+                                       out.get("host_processes", 0), out.get("crowd_start_s", 0)))
+    print("  %-10s %6s %10s %10s %10s" % ("", "rounds", "median ms", "p99 ms", "max ms"))
+    for label, xs in (("quiet", q), ("busy", b)):
+        print("  %-10s %6d %10.3f %10.3f %10.3f" % (label, len(xs), median(xs) * 1e3, pctl(xs, 0.99) * 1e3,
+                                                   max(xs) * 1e3))
+    for label, f in (("median", median), ("p99", lambda xs: pctl(xs, 0.99))):
+        ratio = f(b) / f(q)
+        print("  busy/quiet %-6s %6.2fx   (target <= %.1fx): %s" % (
+            label, ratio, TARGET_BUSY_RATIO, "PASS" if ratio <= TARGET_BUSY_RATIO else "MISS"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1250,6 +1376,16 @@ def main():
                     help="only the scale phase: PUT, DELETE, stock hand-out, list, metrics, RSS, bytes written "
                          "per change and restart on hosts of 10 and 1000 one-page pools, with their ratios")
     ap.add_argument("--scale-rounds", type=int, default=50, help="timed operations of each kind per host")
+    ap.add_argument("--busy-host", type=int, metavar="N",
+                    help="only the busy-host phase: stock hand-out median and p99 on the quiet host and with N "
+                         "processes each holding --busy-fds descriptors and --busy-maps mappings, with the ratios")
+    ap.add_argument("--busy-fds", type=int, default=128, help="descriptors per busy process (default 128)")
+    ap.add_argument("--busy-maps", type=int, default=300, help="mappings per busy process (default 300)")
+    ap.add_argument("--busy-user", default="nobody",
+                    help="the busy processes' user (default nobody; '' for root; libvirt-qemu: the pool group's)")
+    ap.add_argument("--busy-group", help="their group (default: nogroup for nobody, kvm for libvirt-qemu)")
+    ap.add_argument("--busy-rounds", type=int, default=100,
+                    help="timed hand-outs on the busy host, and as many on the quiet one (default 100)")
     ap.add_argument("--json", help="also write all results to this file")
     ap.add_argument("--soak", type=float, metavar="MINUTES",
                     help="instead of timing: the randomized churn with kill -9 restarts and its invariant "
@@ -1280,9 +1416,13 @@ def main():
     args.prio_bench = args.prio_bench or os.path.join(args.build, "tests", "bench", "prio_bench")
     if args.stock_only:
         args.no_recycle = args.no_prio = True
-    if args.scale:
+    if args.scale or args.busy_host is not None:
         args.no_recycle = args.no_prio = True
-    for exe in [args.hpwarmd] + ([] if args.scale else [args.ideal]) + (
+    if args.busy_host is not None:
+        if args.busy_host < 1 or args.busy_fds < 1 or args.busy_maps < 1 or args.busy_rounds < 2:
+            ap.error("--busy-host, --busy-fds and --busy-maps must be >= 1, --busy-rounds >= 2")
+        args.busy_group = args.busy_group or {"nobody": "nogroup", "libvirt-qemu": "kvm"}.get(args.busy_user)
+    for exe in [args.hpwarmd] + ([] if args.scale or args.busy_host is not None else [args.ideal]) + (
             [] if args.no_recycle else [args.recycle_bench]) + ([] if args.no_prio else [args.prio_bench]):
         if not os.access(exe, os.X_OK):
             ap.error("%s is not built (cmake --build %s)" % (exe, args.build))
@@ -1303,6 +1443,13 @@ def main():
     res = {"size_bytes": args.size, "threads": args.threads, "rounds": args.rounds, "command": cmdline,
            "notes": []}
     try:
+        if args.busy_host is not None:
+            busy_phase(args, mnt, res)
+            busy_report(args, res)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(res, f, indent=2)
+            return 0
         if args.scale:
             if args.scale_rounds < 2:
                 ap.error("--scale-rounds must be >= 2")

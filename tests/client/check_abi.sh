@@ -79,8 +79,10 @@ fi
 echo "ok: a removed symbol is caught"
 # ...and lets through the growth the header allows.
 mkdir -p "$tmp/inc-grow"
-sed 's/^        int64_t unmapped_since;/        int64_t unmapped_since;\n        uint64_t appended_at_end;/' \
-        "$src/client/include/hpwarm.h" >"$tmp/inc-grow/hpwarm.h"
+# Before the struct's closing brace, whatever its last member is today.
+awk '/^struct hpw_pool \{$/ { in_pool = 1 }
+     in_pool && /^};$/ { print "        uint64_t appended_at_end;"; in_pool = 0 }
+     { print }' "$src/client/include/hpwarm.h" >"$tmp/inc-grow/hpwarm.h"
 grep -q appended_at_end "$tmp/inc-grow/hpwarm.h" || { echo "FAIL: could not make the growth variant"; exit 1; }
 build_variant grow "$tmp/inc-grow" "$src/client/libhpwarm.map"
 if ! diff_against_base "$tmp/grow/$soname" "$tmp/inc-grow"; then

@@ -98,6 +98,21 @@ static void test_parse_ok(void)
         CHECK_STR(c.names[1], "vm-a");
         CHECK_STR(c.names[2], "vm-c");
         CHECK(c.argv_words);
+        CHECK_INT(c.n_as, ==, 0);
+        CHECK(c.source_url == NULL);
+        /* A migration destination: one --as per pool, repeated or as a
+         * list, in guest node order; --source-url with it. */
+        CHECK_INT(parse(&c, NULL, "handoff", "d-a", "d-b", "--vmm", "qemu", "--as", "s-a", "--as", "s-b", NULL), ==, 0);
+        CHECK_INT(c.n_as, ==, 2);
+        CHECK_STR(c.as[0], "s-a");
+        CHECK_STR(c.as[1], "s-b");
+        CHECK_INT(parse(&c, NULL, "handoff", "d-a", "d-b", "--vmm", "qemu", "--as=s-a,s-b", "--source-url",
+                        "http://src:7411", NULL), ==, 0);
+        CHECK_INT(c.n_as, ==, 2);
+        CHECK_STR(c.as[1], "s-b");
+        CHECK_STR(c.source_url, "http://src:7411");
+        CHECK_INT(parse(&c, NULL, "handoff", "d", "--vmm", "libvirt", "--as", "s", NULL), ==, 0);
+        CHECK_STR(c.as[0], "s");
 
         /* claim --pid, release --ignore-missing. */
         CHECK_INT(parse(&c, NULL, "claim", "vm", "--pid", "4242", NULL), ==, 0);
@@ -178,6 +193,15 @@ static void test_parse_errors(void)
                 { "handoff", "vm", "vm", "--vmm", "qemu", NULL },   /* one pool per guest node */
                 { "handoff", "vm", "a/b", "--vmm", "qemu", NULL },
                 { "handoff", "--vmm", "qemu", "--argv", NULL },
+                { "handoff", "d-a", "d-b", "--vmm", "qemu", "--as", "s-a", NULL },   /* one source per pool */
+                { "handoff", "d", "--vmm", "qemu", "--as", "s-a,s-b", NULL },
+                { "handoff", "d-a", "d-b", "--vmm", "qemu", "--as", "s,s", NULL },   /* a source twice */
+                { "handoff", "d", "--vmm", "qemu", "--as", "a/b", NULL },
+                { "handoff", "d", "--vmm", "qemu", "--as", "", NULL },
+                { "handoff", "d", "d2", "--vmm", "qemu", "--as", "s,", NULL },
+                { "handoff", "d", "--vmm", "qemu", "--source-url", "http://s:1", NULL }, /* without --as */
+                { "handoff", "d", "--vmm", "cloud-hypervisor", "--as", "s", NULL },      /* restore keeps the source's zones */
+                { "status", "vm", "--as", "s", NULL },
                 { "status", "vm", "--argv", NULL },
                 { "fleet", "nodes", NULL },                        /* no --hosts */
                 { "fleet", "--hosts", "f", "dance", NULL },

@@ -58,6 +58,29 @@ class HandoffApi(TestCase):
         self.assertProblem(r, 404, "pool-not-found")
         self.assertIn('"vm-x"', r.json["detail"])
 
+    def test_as_lists_are_checked_like_pools(self):
+        # as= follows the pools= grammar; the pools are looked up first, so
+        # a well-formed as= over unknown pools answers 404.
+        for q in ("as=", "as=a,,b", "as=.a", "as=a/b", "as=" + "x" * 65):
+            r = self.get("?vmm=qemu&pools=a,b&" + q)
+            self.assertProblem(r, 422, "invalid-field")
+            self.assertIn("as", r.json["detail"], q)
+        r = self.get("?vmm=qemu&pools=a,b&as=s,s")
+        self.assertProblem(r, 422, "invalid-field")
+        self.assertIn('"s" is named twice', r.json["detail"])
+        self.assertProblem(self.get("?vmm=qemu&pools=a,b&as=s-a,s-b"), 404, "pool-not-found")
+
+    def test_as_needs_one_source_per_pool(self):
+        for q in ("pools=a,b&as=s", "pools=a&as=s,t"):
+            r = self.get("?vmm=libvirt&" + q)
+            self.assertProblem(r, 422, "invalid-field")
+            self.assertIn("one source per pool", r.json["detail"])
+
+    def test_as_is_refused_for_cloud_hypervisor(self):
+        r = self.get("?vmm=cloud-hypervisor&pools=a&as=s")
+        self.assertProblem(r, 422, "invalid-field")
+        self.assertIn("take every memory zone", r.json["detail"])
+
     def test_other_methods_405(self):
         r = self.d.request("POST", "/v1/handoff?vmm=qemu&pools=a")
         self.assertProblem(r, 405, "method-not-allowed")

@@ -85,10 +85,10 @@ class Hook(unittest.TestCase):
                     "HPWARM_LIBVIRT_RUNDIR": self.rundir, "HPWARM_LIBVIRT_STATEDIR": self.statedir,
                     "FAKE_LOG": self.log}
 
-    def hook(self, xml, name="vm1", op="prepare", sub="begin", **fake):
+    def hook(self, xml, name="vm1", op="prepare", sub="begin", extra="-", **fake):
         env = dict(self.env)
         env.update({k: str(v) for k, v in fake.items()})
-        r = subprocess.run([HOOK, name, op, sub, "-"], input=xml, env=env, text=True,
+        r = subprocess.run([HOOK, name, op, sub, extra], input=xml, env=env, text=True,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
         self.assertEqual(r.stdout, "", "the hook printed on stdout (libvirt may read it as XML)")
         return r
@@ -120,10 +120,84 @@ class Hook(unittest.TestCase):
 
     def test_unused_operations_do_nothing_when_opted_in(self):
         xml = domain(meta="node='0' size='256M'", path=self.path())
-        for op, sub in (("prepare", "end"), ("start", "begin"), ("stopped", "end"), ("migrate", "begin"),
-                        ("restore", "begin"), ("reconnect", "begin"), ("release", "begin")):
+        for op, sub in (("prepare", "end"), ("start", "begin"), ("stopped", "end"), ("restore", "begin"),
+                        ("reconnect", "begin"), ("release", "begin"), ("migrate", "end")):
             self.assertEqual(self.hook(xml, op=op, sub=sub).returncode, 0, (op, sub))
         self.assertEqual(self.calls(), [])
+        self.assertFalse(os.path.exists(self.statedir), "nothing noted")
+
+    # -- live migration: libvirt's hooks.rst, "QEMU guest migration" --
+    def test_migration_incoming_is_served_like_a_start_without_ttl(self):
+        """Destination: migrate begin (XML on stdin, stdout would replace
+        it: nothing printed), then prepare warms the domain's pool with no
+        TTL (started comes only when the stream is in), started claims it
+        with QEMU's pid; the incoming note is gone afterwards."""
+        xml = domain(meta="node='0' size='256M'", path=self.path())
+        r = self.hook(xml, op="migrate")
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertEqual(self.calls(), [], "migrate begin asks hpwarmd nothing")
+        r = self.hook(xml, FAKE_PATH=self.path())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.calls()[0], "warm vm1 --node 0 --size %d --page-size 2M --reserve --wait --timeout 120 "
+                                          "--label libvirt:%s" % (256 * MIB, UUID_A))
+        self.assertEqual(self.hook(xml, op="start").returncode, 0)
+        with open(os.path.join(self.rundir, "vm1.pid"), "w") as f:
+            f.write("5150\n")
+        self.assertEqual(self.hook(xml, op="started").returncode, 0)
+        self.assertEqual(self.calls()[-1], "claim vm1 --pid 5150 --timeout 30")
+        self.assertEqual(sorted(os.listdir(os.path.join(self.statedir, UUID_A))), ["vm1.own"])
+        # A later plain start of the same domain has its TTL again.
+        self.assertEqual(self.hook(xml, op="release", sub="end").returncode, 0)
+        self.assertEqual(self.hook(xml, FAKE_PATH=self.path()).returncode, 0)
+        self.assertIn(" --ttl 600 ", [c for c in self.calls() if c.startswith("warm ")][-1])
+
+    def test_migration_incoming_that_fails_gives_the_pool_back(self):
+        """libvirt runs stopped end and release end on the destination when
+        an incoming migration fails: the pool prepare took goes back."""
+        xml = domain(meta="node='0'", path=self.path())
+        self.assertEqual(self.hook(xml, op="migrate").returncode, 0)
+        self.assertEqual(self.hook(xml, FAKE_PATH=self.path()).returncode, 0)
+        self.assertEqual(self.hook(xml, op="stopped", sub="end").returncode, 0)
+        self.assertNotIn("release", " ".join(self.calls()), "stopped end gives nothing back")
+        r = self.hook(xml, op="release", sub="end", extra="failed")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.calls()[-1], "release vm1 --ignore-missing --timeout 30")
+        self.assertEqual(os.listdir(self.statedir), [])
+
+    def test_migration_incoming_malformed_pool_aborts_it_early(self):
+        """migrate begin refuses (exit 1: libvirt cancels the incoming
+        migration) what prepare would refuse, before any QEMU exists."""
+        for xml, msg in ((domain(meta="node='0' size='512M'", path=self.path()), "differs from the domain's <memory>"),
+                         (domain(meta="node='x'", path=self.path()), "not a node number"),
+                         (domain(meta="node='0'"), "refusing the migration")):
+            r = self.hook(xml, op="migrate")
+            self.assertEqual(r.returncode, 1, xml)
+            self.assertIn(msg, r.stderr, xml)
+        self.assertEqual(self.calls(), [])
+
+    def test_migration_incoming_not_opted_in_untouched(self):
+        r = self.hook(domain(), op="migrate")
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertFalse(os.path.exists(self.statedir))
+
+    def test_migration_source_gives_its_pool_back_at_release_end(self):
+        """Source: the domain started here (prepare, started); when it has
+        migrated away libvirt runs stopped end (nothing) and release end
+        (libvirt >= 10.5 passes the reason "migrated", older ones "-"):
+        the pool goes back."""
+        xml = domain(meta="node='0'", path=self.path())
+        for extra in ("migrated", "-"):
+            self.assertEqual(self.hook(xml, FAKE_PATH=self.path()).returncode, 0)
+            with open(os.path.join(self.rundir, "vm1.pid"), "w") as f:
+                f.write("4242\n")
+            self.assertEqual(self.hook(xml, op="started").returncode, 0)
+            n = len(self.calls())
+            self.assertEqual(self.hook(xml, op="stopped", sub="end", extra=extra).returncode, 0)
+            self.assertEqual(len(self.calls()), n, "stopped end asks nothing")
+            r = self.hook(xml, op="release", sub="end", extra=extra)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(self.calls()[-1], "release vm1 --ignore-missing --timeout 30", extra)
+            self.assertEqual(os.listdir(self.statedir), [])
 
     # -- prepare --
     def test_prepare_warms_on_node_with_reserve_and_wait(self):
@@ -248,6 +322,24 @@ class Hook(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("is at '/elsewhere/vm1'", r.stderr)
         self.assertEqual(self.calls()[-1], "release vm1 --timeout 10")
+
+    def test_pool_at_another_name_of_the_same_file_accepted(self):
+        """The daemon's path and the fragment's differ but are one file (the
+        pool directory bound where every host keeps it): the same pool."""
+        other = os.path.join(self.tmp, "bound")
+        os.makedirs(other)
+        with open(self.path(), "w") as f:
+            f.write("pool")
+        os.link(self.path(), os.path.join(other, "vm1"))
+        r = self.hook(domain(meta="node='0'", path=self.path()), FAKE_PATH=os.path.join(other, "vm1"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("release", " ".join(self.calls()))
+        # Two different files are still refused.
+        with open(os.path.join(other, "vm2"), "w") as f:
+            f.write("another")
+        r = self.hook(domain(meta="node='0'", path=self.path()), FAKE_PATH=os.path.join(other, "vm2"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("is at '%s'" % os.path.join(other, "vm2"), r.stderr)
 
     def test_status_failure_after_a_ready_warm_does_not_fail_the_start(self):
         r = self.hook(domain(meta="node='0'", path=self.path()), FAKE_STATUS_RC=3)
@@ -827,6 +919,38 @@ class Hook(unittest.TestCase):
         self.assertIn("HPWARM_LIBVIRT_POLICY=hugepage is neither metadata nor hugepages", self.note_lines()[0])
 
     # -- the script itself --
+    def test_migration_cells_incoming_each_pool_without_ttl(self):
+        env, _ = self.cells_env()
+        xml = self.cells_domain(self.TWO)
+        r = self.hook(xml, op="migrate", **env)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertEqual(self.hook(xml, **env).returncode, 0)
+        warms = [c for c in self.calls() if c.startswith("warm ")]
+        self.assertEqual(len(warms), 2)
+        self.assertTrue(all("--ttl" not in c for c in warms), warms)
+        # A cell domain libvirt cannot back with files is refused up front.
+        r = self.hook(self.cells_domain(self.TWO, source=None), op="migrate", **env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("<memoryBacking><source type='file'/>", r.stderr)
+
+    def test_migration_policy_nova_domain_incoming_warms_without_ttl(self):
+        env = self.policy_env()
+        name = "instance-0000002a"
+        xml = self.nova_domain(name=name)
+        with open(os.path.join(self.ppool, name), "w") as f:
+            f.write("warm")
+        r = self.hook(xml, name=name, op="migrate", **env)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertEqual(self.calls(), [])
+        r = self.hook(xml, name=name, **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.calls()[0], "warm %s --node 0 --size %d --page-size 2048kB --reserve --wait "
+                                          "--timeout 120 --label libvirt:%s" % (name, 256 * MIB, NOVA_UUID))
+        r = self.hook(xml, name=name, op="release", sub="end", extra="failed", **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.calls()[-1], "release %s --ignore-missing --timeout 30" % name)
+        self.assertEqual(os.listdir(self.statedir), [])
+
     def test_shellcheck_clean(self):
         sc = shutil.which("shellcheck")
         if not sc:

@@ -85,12 +85,20 @@ def run(cmd, timeout=120, **kw):
 class Env:
     """hpwarmd + a private libvirtd/virtlogd, and the guest's kernel and initrd."""
 
-    def __init__(self):
-        self.tmp = tempfile.mkdtemp(prefix="hpwarm-libvirt-")
+    def __init__(self, tag="", pool_dir=None, host_uuid=None, pool_bind=None):
+        """TAG, POOL_DIR, HOST_UUID, POOL_BIND: for a second "host" on this
+        machine (tests/libvirt/test_migrate.py): its own hpwarmd pool
+        directory, libvirtd's host_uuid (libvirt refuses a migration to a
+        host of the same UUID), and a directory bound over another inside
+        its namespace, (what, where), so that its pools are at the path the
+        other host's are."""
+        self.tmp = tempfile.mkdtemp(prefix="hpwarm-libvirt-%s" % (tag + "-" if tag else ""))
         os.chmod(self.tmp, 0o755)   # QEMU (libvirt-qemu) reads the kernel and initrd here
         self.ns = os.path.join(self.tmp, "ns")
-        self.pool_dir = os.path.join(MNT, "hpwarm")
-        self.mem_dir = os.path.join(MNT, "libvirt-mem")
+        self.pool_dir = pool_dir or os.path.join(MNT, "hpwarm")
+        self.host_uuid = host_uuid
+        self.pool_bind = pool_bind
+        self.mem_dir = os.path.join(MNT, "libvirt-mem" + ("-" + tag if tag else ""))
         self.sock = os.path.join(self.tmp, "api.sock")
         self.calls = os.path.join(self.tmp, "hpwarm-calls.log")
         self.notes = os.path.join(self.tmp, "hook-notes.log")
@@ -142,7 +150,12 @@ class Env:
             # Hugepage domains: only the guard's mount, never the host's.
             f.write('hugetlbfs_mount = "%s"\n' % MNT)
         self.write_hook_config()
+        if self.host_uuid:
+            with open(os.path.join(d["etc"], "libvirtd.conf"), "a") as f:
+                f.write('\nhost_uuid = "%s"\n' % self.host_uuid)
         kvm_fix = self.kvm_as_packaged(d["run"])
+        if self.pool_bind:
+            kvm_fix += '\nmount --bind "%s" "%s"' % self.pool_bind
         script = """set -e
 %s
 mount --bind "$1/run" /run

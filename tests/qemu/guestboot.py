@@ -5,7 +5,8 @@ outside, for tests/qemu/handoff_boot.py and tests/bench/bench.py.
   same cache as qemu.numa; nothing is installed on the host);
 - build_initramfs(): busybox plus an /init that prints a marker, the
   guest's MemTotal, each NUMA node's MemTotal and present memory, then
-  sleeps until QEMU is told to quit;
+  sleeps until QEMU is told to quit (or another /init and extra programs,
+  as tests/qemu/migrate.py gives);
 - Guest: QEMU with the serial console on a pipe and QMP on a unix socket;
   wait_ready() waits for init's lines, qmp() speaks QMP, ramblocks() parses
   HMP `info ramblock`, stop() quits (and kills if it must);
@@ -83,23 +84,30 @@ def fetch(guest_dir):
     return os.path.join(guest_dir, "vmlinuz"), os.path.join(guest_dir, "busybox")
 
 
-def build_initramfs(busybox, out_path):
+def build_initramfs(busybox, out_path, init=INIT, extra=None):
+    """A gzip'd newc archive: busybox, INIT as /init, and EXTRA ({path in
+    the guest: host file}, e.g. a static test program) made executable."""
     root = out_path + ".d"
     shutil.rmtree(root, ignore_errors=True)
     for d in ("bin", "proc", "sys", "dev"):
         os.makedirs(os.path.join(root, d))
     shutil.copy(busybox, os.path.join(root, "bin", "busybox"))
     with open(os.path.join(root, "init"), "w") as f:
-        f.write(INIT)
+        f.write(init)
     os.chmod(os.path.join(root, "init"), 0o755)
     os.chmod(os.path.join(root, "bin", "busybox"), 0o755)
+    for guest_path, host_path in (extra or {}).items():
+        dst = os.path.join(root, guest_path.lstrip("/"))
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy(host_path, dst)
+        os.chmod(dst, 0o755)
     # busybox's own cpio writes newc; -R 0:0 makes every file root's.  Each
     # step is checked: an empty archive would boot to a kernel panic.
     names = subprocess.run(["find", "."], cwd=root, capture_output=True, check=True).stdout
     cpio = subprocess.run([os.path.abspath(busybox), "cpio", "-o", "-H", "newc", "-R", "0:0"], cwd=root,
                           input=names, capture_output=True)
     shutil.rmtree(root, ignore_errors=True)
-    if cpio.returncode != 0 or b"TRAILER!!!" not in cpio.stdout or b"HPWARM-GUEST-READY" not in cpio.stdout:
+    if cpio.returncode != 0 or b"TRAILER!!!" not in cpio.stdout or init.encode() not in cpio.stdout:
         raise Fail("cannot build the initramfs: busybox cpio exited %d: %s"
                    % (cpio.returncode, cpio.stderr.decode(errors="replace")[-300:]))
     with gzip.open(out_path + ".tmp", "wb", compresslevel=1) as f:

@@ -299,10 +299,10 @@ static void check_renderings_agree(const struct handoff *h)
 
 static const char AWKWARD[] = "/mnt/h p,o'l\"d&<x>[1]=$HOME`id`*/a,,b/vm-1";
 
-static const struct handoff_pool ONE = { "vm-42", "/dev/hugepages/hpwarm/vm-42", 0, GIB, M2 };
+static const struct handoff_pool ONE = { "vm-42", "/dev/hugepages/hpwarm/vm-42", 0, GIB, M2, NULL };
 static const struct handoff_pool TWO[] = {
-        { "vm-a", "/dev/hugepages/hpwarm/vm-a", 0, 160 * MIB, M2 },
-        { "vm-b", "/dev/hugepages1G/hpwarm/vm-b", 1, 2 * GIB, GIB },
+        { "vm-a", "/dev/hugepages/hpwarm/vm-a", 0, 160 * MIB, M2, NULL },
+        { "vm-b", "/dev/hugepages1G/hpwarm/vm-b", 1, 2 * GIB, GIB, NULL },
 };
 
 /* ---- tests, one rule each ---- */
@@ -358,6 +358,75 @@ TEST(qemu_pools_become_numa_nodes_in_order)
         h = compose(HANDOFF_QEMU, rev, 2);
         CHECK_STR(h->argv[5], "node,nodeid=0,memdev=mem-vm-b");
         CHECK_STR(h->argv[7], "node,nodeid=1,memdev=mem-vm-a");
+        handoff_free(h);
+}
+
+/* A migration destination takes the source's ids: QEMU matches the
+ * incoming stream's RAM blocks by the backend's id (mem-SRC), so the
+ * destination's file goes under the source pool's name, on both the
+ * -object and the -machine / -numa word that names it. */
+TEST(qemu_as_maps_the_pool_under_the_source_id)
+{
+        struct handoff_pool dst = ONE;
+        dst.name = "vm-42-dst";
+        dst.path = "/dev/hugepages/hpwarm/vm-42-dst";
+        dst.as = "vm-42";
+        struct handoff *h = compose(HANDOFF_QEMU, &dst, 1);
+        const char *const want[] = {
+                "-object",
+                "memory-backend-file,id=mem-vm-42,mem-path=/dev/hugepages/hpwarm/vm-42-dst,size=1073741824,"
+                "share=on,prealloc=on,host-nodes=0,policy=bind",
+                "-machine",
+                "memory-backend=mem-vm-42",
+                NULL,
+        };
+        check_argv(h, want);
+        check_renderings_agree(h);
+        handoff_free(h);
+
+        /* Two nodes: each destination pool under its own source's id, in
+         * the order given. */
+        struct handoff_pool two[2] = { TWO[0], TWO[1] };
+        two[0].name = "vm-a2";
+        two[0].as = "vm-a";
+        two[1].name = "vm-b2";
+        two[1].as = "vm-b";
+        h = compose(HANDOFF_QEMU, two, 2);
+        CHECK_STR(h->argv[1], "memory-backend-file,id=mem-vm-a,mem-path=/dev/hugepages/hpwarm/vm-a,size=167772160,"
+                              "share=on,prealloc=on,host-nodes=0,policy=bind");
+        CHECK_STR(h->argv[5], "node,nodeid=0,memdev=mem-vm-a");
+        CHECK_STR(h->argv[7], "node,nodeid=1,memdev=mem-vm-b");
+        handoff_free(h);
+
+        /* libvirt carries the same words. */
+        h = compose(HANDOFF_LIBVIRT, &dst, 1);
+        CHECK(strstr(h->xml, "<qemu:arg value=\"memory-backend=mem-vm-42\"/>") != NULL);
+        check_renderings_agree(h);
+        handoff_free(h);
+}
+
+/* Two pools may not answer to one id: the stream's block would match both.
+ * A source's id given twice, or equal to another pool's own name, is
+ * refused; an as equal to the pool's own name is simply its id. */
+TEST(as_ids_must_be_distinct)
+{
+        struct handoff_pool p[2] = { { "a", "/p/a", 0, M2, M2, "s" }, { "b", "/p/b", 0, M2, M2, "s" } };
+        struct handoff *h = (struct handoff *)0x1;
+        CHECK_INT(handoff_compose(HANDOFF_QEMU, p, 2, &h), ==, -EINVAL);
+        p[0].as = NULL;
+        p[1].as = "a";
+        CHECK_INT(handoff_compose(HANDOFF_QEMU, p, 2, &h), ==, -EINVAL);
+        p[1].as = NULL;
+        p[0].as = "b";
+        CHECK_INT(handoff_compose(HANDOFF_CLOUD_HYPERVISOR, p, 2, &h), ==, -EINVAL);
+        p[0].as = "bad,id";
+        CHECK_INT(handoff_compose(HANDOFF_QEMU, p, 2, &h), ==, -EINVAL);
+        p[0].as = "";
+        CHECK_INT(handoff_compose(HANDOFF_QEMU, p, 2, &h), ==, -EINVAL);
+        CHECK(h == (struct handoff *)0x1);
+        p[0].as = "a";
+        h = compose(HANDOFF_QEMU, p, 2);
+        CHECK_STR(h->argv[5], "node,nodeid=0,memdev=mem-a");
         handoff_free(h);
 }
 
@@ -691,10 +760,10 @@ TEST(cloud_hypervisor_rules_accept_every_composition)
         char names[HANDOFF_MAX_POOLS][16];
         for (size_t i = 0; i < HANDOFF_MAX_POOLS; i++) {
                 snprintf(names[i], sizeof(names[i]), "p%zu", i);
-                many[i] = (struct handoff_pool){ names[i], "/p/x", (int)(i % 4), M2, i % 2 ? GIB : M2 };
+                many[i] = (struct handoff_pool){ names[i], "/p/x", (int)(i % 4), M2, i % 2 ? GIB : M2, NULL };
         }
         const struct handoff_pool odd[] = {
-                { "vm-1", AWKWARD, 0, 64 * MIB, M2 }, { "_x", "/p/_x", 3, 3 * M2, 64 * KIB }, /* one underscore is allowed */
+                { "vm-1", AWKWARD, 0, 64 * MIB, M2, NULL }, { "_x", "/p/_x", 3, 3 * M2, 64 * KIB, NULL }, /* one underscore is allowed */
         };
         const struct {
                 const struct handoff_pool *p;
@@ -731,7 +800,7 @@ TEST(cloud_hypervisor_rule_shared_file_zone_without_host_numa_node)
         /* What hpwarm printed before: every boot failed on it. */
         check_rule_refuses(
                 "memory_manager.rs:1458-1464",
-                (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A ",host_numa_node=0", NULL });
+                (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A ",host_numa_node=0", NULL, NULL });
         /* Private or anonymous zones may carry it. */
         char *why = ch_refusal((char *const[]){ "--memory", "size=0", "--memory-zone",
                                                 "id=a,size=2M,file=/p/a,shared=off,host_numa_node=0" },
@@ -743,9 +812,9 @@ TEST(cloud_hypervisor_rule_shared_file_zone_without_host_numa_node)
 TEST(cloud_hypervisor_rule_known_keys)
 {
         check_rule_refuses("UnknownOption(thp) in --memory-zone",
-                           (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A ",thp=on", NULL });
+                           (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A ",thp=on", NULL, NULL });
         check_rule_refuses("UnknownOption(id) in --memory",
-                           (const char *const[]){ "--memory", "size=0,id=x", "--memory-zone", ZONE_A, NULL });
+                           (const char *const[]){ "--memory", "size=0,id=x", "--memory-zone", ZONE_A, NULL, NULL });
         check_rule_refuses("UnknownOption(nodeid) in --numa",
                            (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A, "--numa",
                                                   "guest_numa_id=0,nodeid=0,memory_zones=a", NULL });
@@ -755,26 +824,26 @@ TEST(cloud_hypervisor_rule_hugepage_size_needs_hugepages)
 {
         check_rule_refuses("config.rs:3471-3474",
                            (const char *const[]){ "--memory", "size=0", "--memory-zone",
-                                                  "id=a,size=2M,file=/p/a,shared=on,hugepage_size=2M", NULL });
+                                                  "id=a,size=2M,file=/p/a,shared=on,hugepage_size=2M", NULL, NULL });
         check_rule_refuses("config.rs:3475-3477",
                            (const char *const[]){ "--memory", "size=0", "--memory-zone",
                                                   "id=a,size=2M,file=/p/a,shared=on,hugepages=on,hugepage_size=3M",
-                                                  NULL });
+                                                  NULL, NULL });
 }
 
 TEST(cloud_hypervisor_rule_zone_ids)
 {
         check_rule_refuses("config.rs:3186-3188",
                            (const char *const[]){ "--memory", "size=0", "--memory-zone",
-                                                  "id=__a,size=2M,file=/p/a,shared=on", NULL });
+                                                  "id=__a,size=2M,file=/p/a,shared=on", NULL, NULL });
         check_rule_refuses(
                 "config.rs:3190-3191",
                 (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A, "--memory-zone", ZONE_A, NULL });
         check_rule_refuses(
                 "config.rs:1183",
-                (const char *const[]){ "--memory", "size=0", "--memory-zone", "size=2M,file=/p/a,shared=on", NULL });
+                (const char *const[]){ "--memory", "size=0", "--memory-zone", "size=2M,file=/p/a,shared=on", NULL, NULL });
         /* And the handoff never offers such an id. */
-        const struct handoff_pool p = { "__a", "/p/__a", 0, M2, M2 };
+        const struct handoff_pool p = { "__a", "/p/__a", 0, M2, M2, NULL };
         struct handoff *h = (struct handoff *)0x1;
         CHECK_INT(handoff_compose(HANDOFF_CLOUD_HYPERVISOR, &p, 1, &h), ==, -EINVAL);
         CHECK(h == (struct handoff *)0x1);
@@ -785,7 +854,7 @@ TEST(cloud_hypervisor_rule_zone_ids)
 TEST(cloud_hypervisor_rule_size_zero_means_zones)
 {
         check_rule_refuses("memory_manager.rs:1672",
-                           (const char *const[]){ "--memory", "size=1G", "--memory-zone", ZONE_A, NULL });
+                           (const char *const[]){ "--memory", "size=1G", "--memory-zone", ZONE_A, NULL, NULL });
         check_rule_refuses("memory_manager.rs:1439-1452", (const char *const[]){ "--memory", "size=0", NULL });
         check_rule_refuses("config.rs:1113-1117", (const char *const[]){ "--memory-zone", ZONE_A, NULL });
 }
@@ -793,7 +862,7 @@ TEST(cloud_hypervisor_rule_size_zero_means_zones)
 TEST(cloud_hypervisor_rule_shared_not_mergeable)
 {
         check_rule_refuses("config.rs:3467-3469",
-                           (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A ",mergeable=on", NULL });
+                           (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A ",mergeable=on", NULL, NULL });
 }
 
 TEST(cloud_hypervisor_rule_one_numa_node_per_zone)
@@ -815,6 +884,93 @@ TEST(cloud_hypervisor_rule_one_numa_node_per_zone)
         check_rule_refuses("vm.rs:1291-1293",
                            (const char *const[]){ "--memory", "size=0", "--memory-zone", ZONE_A, "--numa",
                                                   "guest_numa_id=0,memory_zones=c", NULL });
+}
+
+/* ---- cloud-hypervisor restore and receive-migration ----
+ *
+ * Both take the VM's config, memory zones included, from the snapshot
+ * (restore: recv_vm_config(source_url), vmm/src/lib.rs:2494) or from the
+ * source's stream (receive: VmMigrationConfig read at lib.rs:1183-1192); no
+ * --memory-zone is given.  The restore options are these keys
+ * (RestoreConfig::parse, vmm/src/config.rs:2885-2893), none of which names a
+ * zone's file or id: */
+static const char *const CH_RESTORE_KEYS[] = { "source_url", "memory_restore_mode", "prefault", "net_fds",
+                                               "vfio_fds", "iommufd_fd", "resume", "zone_updates", NULL };
+
+/* Why cloud-hypervisor refuses restore options OPTS for a snapshot whose
+ * zones are ZONES (the handoff's words, as the snapshot's config saved
+ * them); NULL when it accepts. */
+static char *ch_restore_refusal(const char *opts, const struct handoff *zones)
+{
+        static char why[256];
+        struct list k = { .n = 0 }, v = { .n = 0 };
+        ch_split(opts, &k, &v);
+        why[0] = '\0';
+        for (size_t i = 0; i < k.n && !why[0]; i++) {
+                if (!in_set(k.v[i], CH_RESTORE_KEYS))
+                        snprintf(why, sizeof(why), "unknown restore option %s (vmm/src/config.rs:2885-2893)", k.v[i]);
+                else if (strcmp(k.v[i], "zone_updates") == 0)
+                        /* update_memory_zones moves a zone to another host
+                         * node, and refuses it for a zone backed by a file
+                         * and shared: every handoff zone (lib.rs:2317-2324). */
+                        for (size_t j = 0; j + 1 < zones->argc && !why[0]; j++)
+                                if (strcmp(zones->argv[j], "--memory-zone") == 0 &&
+                                    strstr(zones->argv[j + 1], ",shared=on") && strstr(zones->argv[j + 1], ",file="))
+                                        snprintf(why, sizeof(why),
+                                                 "SharedZoneBackedByFile (vmm/src/lib.rs:2317-2324)");
+        }
+        list_free(&k);
+        list_free(&v);
+        return why[0] ? why : NULL;
+}
+
+TEST(cloud_hypervisor_restore_rule_options_name_no_zone_file)
+{
+        struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, &ONE, 1);
+        CHECK(ch_restore_refusal("source_url=file:///snap,resume=on", h) == NULL);
+        CHECK(ch_restore_refusal("source_url=file:///snap,prefault=on", h) == NULL);
+        const char *const bad[] = { "source_url=file:///snap,file=/dev/hugepages/hpwarm/vm-43",
+                                    "source_url=file:///snap,memory_zones=[vm-42]",
+                                    "source_url=file:///snap,id=vm-43", NULL };
+        for (size_t i = 0; bad[i]; i++)
+                if (!ch_restore_refusal(bad[i], h))
+                        CHECK_FAIL_("rule config.rs:2885-2893: restore accepted %s", bad[i]);
+        handoff_free(h);
+}
+
+TEST(cloud_hypervisor_restore_rule_zone_updates_refused_on_pool_zones)
+{
+        struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, TWO, 2);
+        char *why = ch_restore_refusal("source_url=file:///snap,zone_updates=[vm-a@1]", h);
+        CHECK(why != NULL);
+        if (why)
+                CHECK(strstr(why, "lib.rs:2317-2324") != NULL);
+        handoff_free(h);
+}
+
+/* restore_memory_regions_and_zones maps each saved RAM mapping from the zone
+ * config whose id it names, with that config's file, shared flag and page
+ * size, at the saved offset and size (vmm/src/memory_manager.rs:792-813).
+ * So what lands a restore (or an incoming migration) on warm memory is a
+ * pool at the very path the source's zone names, of its size: a pool of
+ * the source's name in the same pool directory, whose words are the
+ * source's word for word; no rename (as) can be carried. */
+TEST(cloud_hypervisor_restore_rule_zone_is_the_saved_file)
+{
+        struct handoff_pool dst = ONE;   /* the destination host's pool: same name, same directory */
+        struct handoff *src_h = compose(HANDOFF_CLOUD_HYPERVISOR, &ONE, 1), *dst_h = compose(HANDOFF_CLOUD_HYPERVISOR, &dst, 1);
+        CHECK_INT(src_h->argc, ==, dst_h->argc);
+        for (size_t i = 0; i < src_h->argc && i < dst_h->argc; i++)
+                CHECK_STR(dst_h->argv[i], src_h->argv[i]);
+        handoff_free(dst_h);
+        /* Another name would be another file and another zone: nothing the
+         * restore reads. */
+        dst.name = "vm-43";
+        dst.path = "/dev/hugepages/hpwarm/vm-43";
+        dst_h = compose(HANDOFF_CLOUD_HYPERVISOR, &dst, 1);
+        CHECK(strcmp(dst_h->argv[3], src_h->argv[3]) != 0);
+        handoff_free(dst_h);
+        handoff_free(src_h);
 }
 
 TEST(libvirt_fragment)
@@ -850,8 +1006,8 @@ TEST(libvirt_fragment)
 TEST(escaping_round_trips_through_every_layer)
 {
         const struct handoff_pool p[] = {
-                { "vm-1", AWKWARD, 0, 64 * MIB, M2 },
-                { "vm.2_x", "/plain/vm.2_x", 3, 2 * MIB, M2 },
+                { "vm-1", AWKWARD, 0, 64 * MIB, M2, NULL },
+                { "vm.2_x", "/plain/vm.2_x", 3, 2 * MIB, M2, NULL },
         };
         for (size_t n = 1; n <= 2; n++) {
                 struct handoff *h = compose(HANDOFF_QEMU, p, n);
@@ -878,13 +1034,13 @@ TEST(escaping_round_trips_through_every_layer)
                 handoff_free(h);
         }
         /* cloud-hypervisor trims blanks at a value's edges: they are quoted. */
-        const struct handoff_pool edge = { "e", " /lead and trail/ ", 0, M2, M2 };
+        const struct handoff_pool edge = { "e", " /lead and trail/ ", 0, M2, M2, NULL };
         struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, &edge, 1);
         check_ch_grammar(h, &edge, 1);
         CHECK(strstr(h->argv[3], "file=\" /lead and trail/ \"") != NULL);
         handoff_free(h);
         /* XML carries tab and newline as references, not as blanks. */
-        const struct handoff_pool nl = { "n", "/a\tb\nc\rd", 0, M2, M2 };
+        const struct handoff_pool nl = { "n", "/a\tb\nc\rd", 0, M2, M2, NULL };
         h = compose(HANDOFF_LIBVIRT, &nl, 1);
         CHECK(strstr(h->xml, "/a&#9;b&#10;c&#13;d") != NULL);
         check_renderings_agree(h);
@@ -893,14 +1049,14 @@ TEST(escaping_round_trips_through_every_layer)
 
 TEST(sizes_are_exact)
 {
-        const struct handoff_pool odd = { "o", "/p/o", 0, 3 * M2, 64 * KIB };
+        const struct handoff_pool odd = { "o", "/p/o", 0, 3 * M2, 64 * KIB, NULL };
         struct handoff *h = compose(HANDOFF_CLOUD_HYPERVISOR, &odd, 1);
         CHECK(strstr(h->argv[3], ",size=6291456,") != NULL);
         CHECK(strstr(h->argv[3], ",hugepage_size=64K") != NULL);
         handoff_free(h);
         const struct handoff_pool big[] = {
-                { "a", "/p/a", 0, UINT64_MAX / 2, GIB },
-                { "b", "/p/b", 0, UINT64_MAX / 2 + 1, GIB },
+                { "a", "/p/a", 0, UINT64_MAX / 2, GIB, NULL },
+                { "b", "/p/b", 0, UINT64_MAX / 2 + 1, GIB, NULL },
         };
         h = compose(HANDOFF_QEMU, big, 2);
         CHECK_U64(h->memory_bytes, ==, UINT64_MAX);
@@ -914,7 +1070,7 @@ TEST(max_pools)
         char names[HANDOFF_MAX_POOLS + 1][16];
         for (size_t i = 0; i <= HANDOFF_MAX_POOLS; i++) {
                 snprintf(names[i], sizeof(names[i]), "p%zu", i);
-                p[i] = (struct handoff_pool){ names[i], "/p/x", (int)(i % 4), M2, M2 };
+                p[i] = (struct handoff_pool){ names[i], "/p/x", (int)(i % 4), M2, M2, NULL };
         }
         struct handoff *h = compose(HANDOFF_QEMU, p, HANDOFF_MAX_POOLS);
         CHECK_INT(h->argc, ==, 4 * HANDOFF_MAX_POOLS);
@@ -935,20 +1091,20 @@ struct bad {
 
 static const struct bad BAD[] = {
         { "no pools", HANDOFF_QEMU, { { 0 } }, 0 },
-        { "duplicate name", HANDOFF_QEMU, { { "a", "/p/a", 0, M2, M2 }, { "a", "/p/b", 0, M2, M2 } }, 2 },
-        { "empty name", HANDOFF_QEMU, { { "", "/p/a", 0, M2, M2 } }, 1 },
-        { "NULL name", HANDOFF_QEMU, { { NULL, "/p/a", 0, M2, M2 } }, 1 },
-        { "comma in name", HANDOFF_QEMU, { { "a,b", "/p/a", 0, M2, M2 } }, 1 },
-        { "slash in name", HANDOFF_CLOUD_HYPERVISOR, { { "a/b", "/p/a", 0, M2, M2 } }, 1 },
-        { "bracket in name", HANDOFF_CLOUD_HYPERVISOR, { { "a[", "/p/a", 0, M2, M2 } }, 1 },
-        { "empty path", HANDOFF_QEMU, { { "a", "", 0, M2, M2 } }, 1 },
-        { "NULL path", HANDOFF_QEMU, { { "a", NULL, 0, M2, M2 } }, 1 },
-        { "zero size", HANDOFF_QEMU, { { "a", "/p/a", 0, 0, M2 } }, 1 },
-        { "zero page size", HANDOFF_QEMU, { { "a", "/p/a", 0, M2, 0 } }, 1 },
-        { "negative node", HANDOFF_QEMU, { { "a", "/p/a", -1, M2, M2 } }, 1 },
-        { "total overflows", HANDOFF_QEMU, { { "a", "/p/a", 0, UINT64_MAX - M2 + 1, M2 }, { "b", "/p/b", 0, M2, M2 } }, 2 },
-        { "control character in a libvirt path", HANDOFF_LIBVIRT, { { "a", "/p/\x01", 0, M2, M2 } }, 1 },
-        { "unknown vmm", (enum handoff_vmm)7, { { "a", "/p/a", 0, M2, M2 } }, 1 },
+        { "duplicate name", HANDOFF_QEMU, { { "a", "/p/a", 0, M2, M2, NULL }, { "a", "/p/b", 0, M2, M2, NULL } }, 2 },
+        { "empty name", HANDOFF_QEMU, { { "", "/p/a", 0, M2, M2, NULL } }, 1 },
+        { "NULL name", HANDOFF_QEMU, { { NULL, "/p/a", 0, M2, M2, NULL } }, 1 },
+        { "comma in name", HANDOFF_QEMU, { { "a,b", "/p/a", 0, M2, M2, NULL } }, 1 },
+        { "slash in name", HANDOFF_CLOUD_HYPERVISOR, { { "a/b", "/p/a", 0, M2, M2, NULL } }, 1 },
+        { "bracket in name", HANDOFF_CLOUD_HYPERVISOR, { { "a[", "/p/a", 0, M2, M2, NULL } }, 1 },
+        { "empty path", HANDOFF_QEMU, { { "a", "", 0, M2, M2, NULL } }, 1 },
+        { "NULL path", HANDOFF_QEMU, { { "a", NULL, 0, M2, M2, NULL } }, 1 },
+        { "zero size", HANDOFF_QEMU, { { "a", "/p/a", 0, 0, M2, NULL } }, 1 },
+        { "zero page size", HANDOFF_QEMU, { { "a", "/p/a", 0, M2, 0, NULL } }, 1 },
+        { "negative node", HANDOFF_QEMU, { { "a", "/p/a", -1, M2, M2, NULL } }, 1 },
+        { "total overflows", HANDOFF_QEMU, { { "a", "/p/a", 0, UINT64_MAX - M2 + 1, M2, NULL }, { "b", "/p/b", 0, M2, M2, NULL } }, 2 },
+        { "control character in a libvirt path", HANDOFF_LIBVIRT, { { "a", "/p/\x01", 0, M2, M2, NULL } }, 1 },
+        { "unknown vmm", (enum handoff_vmm)7, { { "a", "/p/a", 0, M2, M2, NULL } }, 1 },
 };
 
 TEST(refusals)
@@ -963,7 +1119,7 @@ TEST(refusals)
         }
         CHECK_INT(handoff_compose(HANDOFF_QEMU, NULL, 1, &(struct handoff *){ NULL }), ==, -EINVAL);
         /* The control character QEMU's and the shell's syntax carry fine. */
-        const struct handoff_pool ctl = { "a", "/p/\x01", 0, M2, M2 };
+        const struct handoff_pool ctl = { "a", "/p/\x01", 0, M2, M2, NULL };
         struct handoff *h = compose(HANDOFF_QEMU, &ctl, 1);
         check_renderings_agree(h);
         handoff_free(h);

@@ -1,8 +1,12 @@
 /* Unit tests for owner.c: process identity (pidfd + start time), the exit
- * watch with forked children as the watched processes, and the mapping
- * scan against a fake /proc tree and against this process's own maps. */
+ * watch with forked children as the watched processes, the mapping scan
+ * against a fake /proc tree and against this process's own maps, the write
+ * lease on a tmpfs file, and the index of who could open a file
+ * (owner_creds.c) following forked children that change their ids. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -443,6 +448,239 @@ TEST(scan_held_fake_proc)
         CHECK_INT(unreadable, ==, 0); /* the maps alone do not list fds */
         rm_proc();
         unlink(file);
+}
+
+
+/* A file in /dev/shm (tmpfs has leases as hugetlbfs has), FD open
+ * read-only; the path is written to PATH. */
+static int shm_file(char *path)
+{
+        int fd = mkstemp(path);
+
+        CHECK(fd >= 0);
+        close(fd);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        CHECK(fd >= 0);
+        return fd;
+}
+
+static bool leases_enabled(void)
+{
+        char c = '1';
+        FILE *f = fopen("/proc/sys/fs/leases-enable", "re");
+
+        if (f) {
+                if (fread(&c, 1, 1, f) != 1)
+                        c = '1';
+                fclose(f);
+        }
+        return c != '0';
+}
+
+/* The lease answers "alone" for our one descriptor, "not alone" for a
+ * second open file (ours or another process's), and leaves no lease
+ * behind either way. */
+TEST(lease_alone_and_not)
+{
+        char path[] = "/dev/shm/test_owner_lease.XXXXXX";
+        int fd, other;
+
+        if (!leases_enabled())
+                SKIP("fs.leases-enable is 0");
+        fd = shm_file(path);
+        CHECK_INT(owner_lease_alone(fd), ==, 0);
+        CHECK_INT(fcntl(fd, F_GETLEASE), ==, F_UNLCK);      /* dropped at once */
+        other = open(path, O_RDONLY | O_CLOEXEC);
+        CHECK(other >= 0);
+        CHECK_INT(owner_lease_alone(fd), ==, 1);
+        close(other);
+        CHECK_INT(owner_lease_alone(fd), ==, 0);
+        other = open(path, O_PATH | O_CLOEXEC);            /* no open file: the lease cannot see it */
+        CHECK(other >= 0);
+        CHECK_INT(owner_lease_alone(fd), ==, 0);
+        close(other);
+        close(fd);
+        unlink(path);
+}
+
+/* A lease break signals SIGIO, whose default action would end the daemon:
+ * after the first call it is ignored. */
+TEST(lease_ignores_sigio)
+{
+        char path[] = "/dev/shm/test_owner_sigio.XXXXXX";
+        struct sigaction sa;
+        int fd;
+
+        if (!leases_enabled())
+                SKIP("fs.leases-enable is 0");
+        signal(SIGIO, SIG_DFL);
+        fd = shm_file(path);
+        (void)owner_lease_alone(fd);
+        CHECK_INT(sigaction(SIGIO, NULL, &sa), ==, 0);
+        CHECK(sa.sa_handler == SIG_IGN);
+        CHECK_INT(raise(SIGIO), ==, 0);                    /* and we are still here */
+        close(fd);
+        unlink(path);
+}
+
+/* A child that drops to UID/GID (no groups), then opens PATH with O_PATH
+ * and holds it: it writes one byte on READY[1] when done. */
+static pid_t child_as(uid_t uid, gid_t gid, const char *path, const int ready[2])
+{
+        pid_t parent = getpid();
+        pid_t pid = fork();
+
+        CHECK(pid >= 0);
+        if (pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() != parent)
+                        _exit(0);
+                if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+                        _exit(1);
+                /* A change of ids clears the parent-death signal: again. */
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() != parent)
+                        _exit(0);
+                if (path && open(path, O_PATH | O_CLOEXEC) < 0)
+                        _exit(1);
+                if (write(ready[1], "x", 1) != 1)
+                        _exit(1);
+                for (;;)
+                        pause();
+        }
+        char c;
+        ssize_t n;
+        while ((n = read(ready[0], &c, 1)) < 0 && errno == EINTR)
+                ;
+        if (n != 1)
+                fprintf(stderr, "child_as: %zd %s\n", n, strerror(errno));
+        CHECK_INT(n, ==, 1);
+        return pid;
+}
+
+/* The index learns of a child that forks from us (root: left out) and drops
+ * to another user, finds its O_PATH descriptor when that user could open
+ * the file, looks nowhere else, and forgets it when it exits. */
+TEST(creds_follow_setuid)
+{
+        char path[] = "/dev/shm/test_owner_creds.XXXXXX";
+        const uid_t nobody = 65534;
+        struct owner_creds *c = NULL;
+        struct owner_file f;
+        struct stat st;
+        unsigned looked = 99;
+        int p[2], fd, r;
+
+        if (geteuid() != 0)
+                SKIP("needs root (setresuid, CAP_NET_ADMIN)");
+        r = owner_creds_new("/proc", &c);
+        if (r == -EPERM || r == -EPROTONOSUPPORT || r == -EACCES)
+                SKIP("no proc connector here");
+        CHECK_INT(r, ==, 0);
+        CHECK(!owner_creds_knows(c, getpid()));             /* root's are left out */
+        fd = shm_file(path);
+        CHECK_INT(fstat(fd, &st), ==, 0);
+        CHECK_INT(pipe(p), ==, 0);
+        pid_t child = child_as(nobody, nobody, path, p);
+        CHECK(owner_creds_knows(c, child));
+        f = (struct owner_file){ .dev = st.st_dev, .ino = st.st_ino };
+        /* As its owner's file, mode 0600: nobody could reopen it. */
+        struct owner_access mine = { nobody, 12345, 0600 };
+        CHECK_INT(owner_creds_scan(c, getpid(), &mine, 1, &f, &looked), ==, 0);
+        CHECK(f.opened);
+        CHECK_INT(looked, >=, 1);
+        /* Another user's 0600 file, or a group nobody is not in: not looked into. */
+        struct owner_access other[2] = { { 12345, 12345, 0600 }, { 0, 12346, 0660 } };
+        CHECK_INT(owner_creds_scan(c, getpid(), other, 2, &f, &looked), ==, 0);
+        CHECK(!f.opened);
+        /* Its own group, group bits set: looked into. */
+        struct owner_access group = { 0, nobody, 0660 };
+        CHECK_INT(owner_creds_scan(c, getpid(), &group, 1, &f, NULL), ==, 0);
+        CHECK(f.opened);
+        /* Group bits clear: its group does not open it. */
+        group.mode = 0600;
+        CHECK_INT(owner_creds_scan(c, getpid(), &group, 1, &f, NULL), ==, 0);
+        CHECK(!f.opened);
+        child_kill(child);
+        CHECK(!owner_creds_knows(c, child));
+        CHECK_INT(owner_creds_scan(c, getpid(), &mine, 1, &f, NULL), ==, 0);
+        CHECK(!f.opened);
+        close(p[0]);
+        close(p[1]);
+        close(fd);
+        unlink(path);
+        owner_creds_free(c);
+}
+
+/* A burst of forks: every child is known (by its fork, or the reread after
+ * lost events), and every one is forgotten after its exit. */
+TEST(creds_many_children)
+{
+        enum { N = 64 };
+        struct owner_creds *c = NULL;
+        pid_t kids[N];
+        int p[2], r;
+
+        if (geteuid() != 0)
+                SKIP("needs root (setresuid, CAP_NET_ADMIN)");
+        r = owner_creds_new("/proc", &c);
+        if (r == -EPERM || r == -EPROTONOSUPPORT || r == -EACCES)
+                SKIP("no proc connector here");
+        CHECK_INT(r, ==, 0);
+        CHECK_INT(pipe(p), ==, 0);
+        size_t before = owner_creds_count(c);
+        for (int i = 0; i < N; i++)
+                kids[i] = child_as(65534, 65534, NULL, p);
+        for (int i = 0; i < N; i++)
+                CHECK(owner_creds_knows(c, kids[i]));
+        CHECK_INT(owner_creds_count(c), >=, before + N);
+        for (int i = 0; i < N; i++)
+                child_kill(kids[i]);
+        for (int i = 0; i < N; i++)
+                CHECK(!owner_creds_knows(c, kids[i]));
+        close(p[0]);
+        close(p[1]);
+        owner_creds_free(c);
+}
+
+/* In a new user namespace (whose root has no CAP_NET_ADMIN over the
+ * host's) the index is either refused, or it hears the events: a child
+ * forked after it started is known.  Never an index that silently hears
+ * nothing (the kernel's refusal of a listen comes as an acknowledgement,
+ * which owner_creds_new waits for). */
+TEST(creds_in_user_namespace_refused_or_hearing)
+{
+        int status;
+        pid_t pid;
+
+        if (geteuid() != 0)
+                SKIP("needs root");
+        pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+                struct owner_creds *c = NULL;
+                if (unshare(CLONE_NEWUSER) < 0)
+                        _exit(77);
+                if (owner_creds_new("/proc", &c) < 0)
+                        _exit(c ? 1 : 0);
+                pid_t kid = fork();
+                if (kid == 0) {
+                        for (;;)
+                                pause();
+                }
+                bool known = kid > 0 && owner_creds_knows(c, kid);
+                if (kid > 0) {
+                        kill(kid, SIGKILL);
+                        waitpid(kid, NULL, 0);
+                }
+                owner_creds_free(c);
+                _exit(known ? 0 : 2);
+        }
+        CHECK_INT(waitpid(pid, &status, 0), ==, pid);
+        CHECK(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 77)
+                SKIP("no user namespaces here");
+        CHECK_INT(WEXITSTATUS(status), ==, 0);
 }
 
 TEST_MAIN()

@@ -261,6 +261,15 @@ int pools_new(const struct pools_config *cfg, struct pools **ret)
         r = owner_watch_new(pools_on_owner_exit, p, &p->owners);
         if (r < 0)
                 goto fail;
+        if (strcmp(p->proc_root, "/proc") == 0) {
+                int q = owner_creds_new(p->proc_root, &p->creds);
+                if (q < 0)
+                        log_notice("pools: no process events (%s; CAP_NET_ADMIN is needed): each hand-out "
+                                   "and recycle walks every process in /proc", strerror(-q));
+                else
+                        log_info("pools: holder check by write lease, links and process events (%zu "
+                                 "processes other than root's known)", owner_creds_count(p->creds));
+        }
         r = pools_recover(p);
         if (r < 0)
                 goto fail_jobs;
@@ -306,6 +315,8 @@ void pools_free(struct pools *p)
         owner_watch_free(p->owners);
         p->owners = NULL;
         pools_stop_upkeep(p);
+        owner_creds_free(p->creds);
+        p->creds = NULL;
 
         /* No other thread touches the registry now (the caller stopped the
          * HTTP layer first): stop each job at a chunk boundary and record

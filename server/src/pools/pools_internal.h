@@ -96,6 +96,7 @@
 #include "elastic.h"
 #include "engine.h"
 #include "journal.h"
+#include "owner.h"
 #include "pool_state.h"
 #include "pools.h"
 #include "pools_lock.h"
@@ -134,6 +135,11 @@ struct pool {
         ino_t file_ino;               /*   0 = not known (no file) */
         bool file_check_due;          /* lock: a GET saw the file changed; upkeep re-checks it */
         bool recycle_wait_logged;     /* upkeep thread: "still mapped, waits" said for this row */
+        /* A dirty row of a pool that was one user's (file_uid): that
+         * user's processes are looked into before it is zeroed (in memory
+         * only: after a restart its hand-out's check covers them). */
+        bool have_prev_owner;
+        struct owner_access prev_owner;
 };
 
 /* The registry (pools_registry.c): every pool row, and the counters every
@@ -175,6 +181,7 @@ struct pools_upkeep {
         pthread_t thread;
         bool started;
         uint64_t next_sweep_ns;       /* CLOCK_MONOTONIC of the next unmapped sweep */
+        uint64_t next_creds_ns;       /* upkeep thread: next drain of the process events (owner_creds) */
         uint64_t sweep_interval_ns;   /* set at pools_new */
         bool warned_unreadable;
 };
@@ -251,6 +258,10 @@ struct pools {
         char boot_id[40];
         unsigned max_pools;
         struct owner_watch *owners;   /* pidfds of owner processes (owner.h) */
+        /* Who could open a file, by the kernel's process events (owner.h);
+         * NULL where the proc connector cannot be had (the holder check
+         * then walks every process, as it must without it). */
+        struct owner_creds *creds;
 
         struct pools_admission admit;
         struct pools_saves save;
@@ -332,14 +343,20 @@ int pools_rename_noreplace(const char *from, const char *to);
  * file-changed checks compare).  0, or -errno with ERR set and no file left. */
 int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, bool stock, struct problem *err);
 /* Who holds the file FD (ours, not yet or no longer a VM's): 0 nobody else;
- * 1 some other process maps it or holds a descriptor of it (/proc/PID/maps
- * and /proc/PID/fd by device and inode, O_PATH included; ours left out), or
- * its write lease is refused; -EMLINK it has another hard link; other
- * -errno cannot tell (no lease, and some processes cannot be looked into).
- * DETAIL says which.  Without SCAN only the link count and the lease are
- * asked (cheap: no /proc walk).  Asked before a file is zeroed and at each
- * hand-out. */
-int pools_file_held(struct pools *p, int fd, bool scan, char *detail, size_t size);
+ * 1 another open file of it exists (its write lease is refused: any
+ * descriptor but O_PATH, any mapping, in any process), or, with SCAN, a
+ * process that could open it as it is now or as a hand-out to the pool
+ * group makes it holds a descriptor of it (O_PATH included; ours left
+ * out); -EMLINK it has another hard link; other -errno cannot tell.
+ * DETAIL says which.  The cost does not grow with the host's processes:
+ * two syscalls, and with SCAN only the matching processes' /proc/PID/fd
+ * (p->creds says which).  Where the lease or the index cannot be had, SCAN
+ * walks every process's maps and descriptors instead.  ALSO (or NULL):
+ * one more owner whose processes count (a released pool's user).  Without
+ * SCAN only the link count and the lease are asked.  Asked before a file is zeroed
+ * and at each hand-out. */
+int pools_file_held(struct pools *p, int fd, bool scan, const struct owner_access *also, char *detail,
+                    size_t size);
 /* A file outside a VM's hands (stock, dirty, recycling, a pool on its way
  * out): the daemon's alone. */
 #define POOL_FILE_PRIVATE_MODE 0600

@@ -8,8 +8,8 @@
  * to the kernel.
  *
  * The upkeep thread then looks, every recycle_check_ms, whether any process
- * still maps a dirty file (owner.h: /proc/PID/maps by device and inode).  A
- * mapped file is never touched: it is a live VM's memory.  Once nobody maps
+ * still holds a dirty file (pools_file_held, below).  A mapped file is
+ * never touched: it is a live VM's memory.  Once nobody maps
  * it, and only if it is still the file we renamed at its size with every
  * page present (zeroing through a hole would take a fresh page from the
  * kernel), the row is saved as "recycling" before any byte is written, and
@@ -27,10 +27,12 @@
  * A released file is made mode 0600 before anything else, so no new
  * unprivileged open can start; what was opened before is looked for.  The
  * check before zeroing (pools_file_held, pools_file.c) wants nobody to hold
- * the file: no mapping and no descriptor in any other process (/proc/PID/fd
- * by device and inode, O_PATH descriptors too), its write lease granted
- * (the kernel refuses it while another open file of the inode exists, also
- * in a process we cannot look into), and one link.  A holder means "wait";
+ * the file: its write lease granted (the kernel refuses it while another
+ * open file of the inode exists, a mapping's included, in any process), no
+ * O_PATH descriptor in a process that could open it once handed out
+ * (owner_creds: the pool group's, by the kernel's process events; where
+ * those cannot be had, every process's maps and descriptors are walked),
+ * and one link.  A holder means "wait";
  * a second link means the file is discarded (another name reaches its
  * pages: it is never zeroed into the stock and handed out). */
 #include <errno.h>
@@ -134,6 +136,10 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
         }
 
         pools_lock(&p->reg.lock);
+        /* Its user's processes could hold an O_PATH descriptor that a
+         * hand-out back to that user would let them reopen. */
+        pool->have_prev_owner = pool->rec.file_owned;
+        pool->prev_owner = (struct owner_access){ pool->rec.file_uid, pool->rec.file_gid, 0600 };
         pool->rec = next;
         pool->pending = NULL;
         pool->release_due = RELEASE_NONE;
@@ -222,7 +228,8 @@ static void start_zeroing(struct pools *p, struct pool *pool)
         }
         /* A file of a release from before files were made private. */
         (void)pools_file_private_fd(fd);
-        r = pools_file_held(p, fd, true, detail, sizeof(detail));
+        r = pools_file_held(p, fd, true, pool->have_prev_owner ? &pool->prev_owner : NULL, detail,
+                            sizeof(detail));
         if (r == -EMLINK) {
                 /* Another name reaches its pages: never zeroed into the
                  * stock (whoever made the link keeps what it holds). */
@@ -347,7 +354,14 @@ void pools_recycle_upkeep(struct pools *p)
                 p->recycle.next_ns = now + p->recycle.interval_ns;
         if (!n)
                 return;
-        r = owner_scan_held(p->proc_root, getpid(), files, n, &unreadable);
+        /* With the index, each file's own check (start_zeroing ->
+         * pools_file_held: its lease, its links, the O_PATH descriptors of
+         * the processes that could open it) decides, at a cost that does not
+         * grow with the host's processes; without it, one walk for all. */
+        if (p->creds && strcmp(p->proc_root, "/proc") == 0)
+                r = 0;
+        else
+                r = owner_scan_held(p->proc_root, getpid(), files, n, &unreadable);
         if (r < 0) {
                 log_warn("pools: cannot list processes in %s to recycle stock files: %s", p->proc_root,
                          strerror(-r));

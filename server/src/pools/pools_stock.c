@@ -493,10 +493,11 @@ static void drop_held(struct pools *p, struct pool *pool, const char *why)
  * directory, written to NEW_PATH (SIZE bytes): one link and its lease
  * granted first (cheap), it gets the pool's owner and mode while still under
  * its stock name (private until then, so nothing could open it), the rename
- * shows it, and then the whole check (pools_file.c: no mapper, no
- * descriptor elsewhere, O_PATH included, one link) is asked of the file as
- * the VM will get it, before the answer: a holder from before is still
- * there to be found, and one walk of /proc is enough.  check_registry found
+ * shows it, and then the whole check (pools_file.c: its lease, one link,
+ * and no O_PATH descriptor in a process that could open it) is asked of the
+ * file as the VM will get it, before the answer: a holder from before is
+ * still there to be found, and the processes to look into are those the
+ * file's owner, group and mode now admit.  check_registry found
  * no pool of that name and the orphan sweep removed unrecorded files, so a
  * file there would be someone else's: it is never replaced.  False, logged,
  * with POOL released (or removed, if held), when there is no hand-out. */
@@ -516,7 +517,7 @@ static bool rename_to_pool(struct pools *p, struct pool *pool, const struct pool
                 pools_release(p, pool);
                 return false;
         }
-        r = pools_file_held(p, fd, false, why, sizeof(why));
+        r = pools_file_held(p, fd, false, NULL, why, sizeof(why));
         if (r == 1 || r == -EMLINK) {
                 drop_held(p, pool, why);
                 return false;
@@ -538,7 +539,7 @@ static bool rename_to_pool(struct pools *p, struct pool *pool, const struct pool
                 pools_release(p, pool);
                 return false;
         }
-        r = pools_file_held(p, fd, true, why, sizeof(why));
+        r = pools_file_held(p, fd, true, NULL, why, sizeof(why));
         if (r != 0) {
                 pools_lock(&p->reg.lock);
                 snprintf(pool->path, sizeof(pool->path), "%s", new_path);

@@ -416,6 +416,11 @@ static void sweep_unmapped(struct pools *p)
 
 /* Collects finished jobs, releases pools that are due and sweeps for
  * unmapped ones, until pools_free. */
+/* How often the upkeep thread reads the kernel's process events between
+ * holder checks: the socket holds a few thousand events (4 MiB), more
+ * than a host forks and exits in this time. */
+#define CREDS_DRAIN_INTERVAL_NS (2 * NS_PER_SEC)
+
 static void *upkeep_thread(void *arg)
 {
         struct pools *p = arg;
@@ -429,6 +434,13 @@ static void *upkeep_thread(void *arg)
                         sweep_unmapped(p);
                         p->upkeep.next_sweep_ns = now_mono_ns() + p->upkeep.sweep_interval_ns;
                 }
+                /* The process events are read at each holder check; read
+                 * them between checks too, so a quiet spell does not let
+                 * the socket overflow (and the next check read /proc). */
+                if (p->creds && now_mono_ns() >= p->upkeep.next_creds_ns) {
+                        owner_creds_drain(p->creds);
+                        p->upkeep.next_creds_ns = now_mono_ns() + CREDS_DRAIN_INTERVAL_NS;
+                }
                 while (upkeep_one(p, &next_expiry))
                         ;
                 pools_stock_refill(p);
@@ -438,6 +450,8 @@ static void *upkeep_thread(void *arg)
                  * boot-clock expiry to a monotonic deadline (the two differ
                  * by time suspended, which only makes us wake early). */
                 uint64_t at = p->upkeep.next_sweep_ns;
+                if (p->creds && p->upkeep.next_creds_ns < at)
+                        at = p->upkeep.next_creds_ns;
                 if (p->recycle.next_ns && p->recycle.next_ns < at)
                         at = p->recycle.next_ns;
                 if (p->stock.next_refill_ns && p->stock.next_refill_ns < at)
