@@ -182,9 +182,9 @@ static void reserve_work(struct resp *resp, void *ctx)
                 break;
         case -ECANCELED:
                 problem_raise(&p, PROBLEM_STATE_WRITE_FAILED,
-                              "node %d: the new count could not be saved to the journal, so it was undone: "
-                              "%" PRIu64 " pages now (were %" PRIu64 ")",
-                              w->rq.node, res.total, res.previous);
+                              "node %d: the new count could not be saved to the journal in %s, so it was "
+                              "undone: %" PRIu64 " pages now (were %" PRIu64 ")",
+                              w->rq.node, pools_state_dir(w->app->pools), res.total, res.previous);
                 break;
         case -ENOENT:
                 problem_raise(&p, PROBLEM_UNKNOWN_PAGE_SIZE,

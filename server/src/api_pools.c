@@ -444,8 +444,9 @@ static void delete_work(struct resp *resp, void *ctx)
         if (r == -EAGAIN) {
                 struct problem p = {0};
                 problem_raise(&p, PROBLEM_STATE_WRITE_FAILED,
-                              "pool \"%s\": its release could not be saved to the journal; nothing was "
-                              "changed (the pool is still there), retry later", w->name);
+                              "pool \"%s\": its release could not be saved to the journal in %s; nothing "
+                              "was changed (the pool is still there), retry later", w->name,
+                              pools_state_dir(w->app->pools));
                 resp_problem(resp, &p);
                 return;
         }
@@ -517,8 +518,8 @@ static void claim_work(struct resp *resp, void *ctx)
                 problem_raise(&p, PROBLEM_INTERNAL_ERROR,
                               "this kernel has no pidfd_open (Linux 5.3 or later is needed to claim with a pid)");
         } else {
-                problem_raise(&p, PROBLEM_STATE_WRITE_FAILED, "pool \"%s\": %s; not claimed", w->name,
-                              strerror(-r));
+                problem_raise(&p, PROBLEM_STATE_WRITE_FAILED, "pool \"%s\": saving the journal in %s: %s; "
+                              "not claimed", w->name, pools_state_dir(w->app->pools), strerror(-r));
         }
         resp_problem(resp, &p);
 }

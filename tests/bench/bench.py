@@ -1488,8 +1488,18 @@ def main():
                     help="instead of timing: the randomized churn with kill -9 restarts and its invariant "
                          "checks (tests/real/soak.py) for MINUTES; its seed is printed, replay with "
                          "HPW_CRASH_SEED")
+    ap.add_argument("--faults", action="store_true",
+                    help="instead of timing: the full fault-injection sweep (tests/real/fault_sweep.py --full: "
+                         "every syscall of its census failed at each of its first 12 occurrences, kill -9, "
+                         "restart, checks); prints its tally of runs and violations")
     args = ap.parse_args()
     args.hpwarmd = args.hpwarmd or os.path.join(args.build, "server", "hpwarmd")
+    if args.faults:
+        if not os.access(args.hpwarmd, os.X_OK):
+            ap.error("%s is not built (cmake --build %s)" % (args.hpwarmd, args.build))
+        os.environ["HPWARMD"] = os.path.abspath(args.hpwarmd)
+        sweep = os.path.join(REPO, "tests", "real", "fault_sweep.py")
+        os.execv(GUARD, [GUARD, sys.executable, sweep, "--full"])
     if args.soak is not None:
         if args.soak <= 0:
             ap.error("--soak wants a positive number of minutes")

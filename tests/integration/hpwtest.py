@@ -54,7 +54,7 @@ class Daemon:
     on exit, and the process is killed if it is still running."""
 
     def __init__(self, fixture="two-node", sysfs_root=None, args=(), preload=True, state_dir=None,
-                 socket_path=None, listen=True, env=None, ssl_context=None):
+                 socket_path=None, listen=True, env=None, ssl_context=None, wrapper=()):
         self.tmp = tempfile.mkdtemp(prefix="hpwarm-it-")
         if sysfs_root is None:
             sysfs_root = os.path.join(self.tmp, "sys")
@@ -67,6 +67,9 @@ class Daemon:
         self.preload = preload
         self.extra_env = env or {}
         self.ssl_context = ssl_context  # ssl.SSLContext: talk HTTPS to the TCP listener
+        # A command the daemon runs under (strace for tests/real/fault_sweep.py):
+        # then proc is the wrapper's process and the daemon its child.
+        self.wrapper = list(wrapper)
         self.proc = None
         self.port = None
         self.log = []
@@ -74,7 +77,7 @@ class Daemon:
 
     # -- lifecycle --
     def start(self, expect_ok=True):
-        cmd = [HPWARMD, "--sysfs-root", self.sysfs, "--state-dir", self.state_dir]
+        cmd = self.wrapper + [HPWARMD, "--sysfs-root", self.sysfs, "--state-dir", self.state_dir]
         if self.listen:
             cmd += ["--listen", "127.0.0.1:0"]
             # A loopback TCP listener without tokens or client CA must be

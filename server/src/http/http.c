@@ -32,7 +32,19 @@
  *
  * Each connection is tracked by deadline.c from libmicrohttpd's start
  * notification to its close notification, so a request that trickles in is
- * cut at its deadline. */
+ * cut at its deadline.
+ *
+ * A resumed connection is answered by the polling thread, which
+ * MHD_resume_connection wakes with one write to an eventfd; when that write
+ * fails libmicrohttpd only logs it, and a polling thread with no other
+ * connection to time out sleeps in poll() with no timeout while the answer
+ * waits (tests/real/fault_sweep.py found it: an injected ENOSPC on a work
+ * thread's second write left PUTs unanswered).  mhd_log sees that message
+ * and wakes the thread another way: a connection to its own listening
+ * socket, closed at once (see http_nudge_listener). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -507,13 +519,55 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         *con_cls = NULL;
 }
 
+/* Wake L's polling thread without libmicrohttpd's eventfd: connect to the
+ * listening socket (a wildcard address through its loopback) and close at
+ * once; poll() returns for the pending accept, and the round that accepts
+ * also runs the resumes libmicrohttpd had marked.  The stray connection
+ * reads end-of-file and is closed like any client that left.  Returns
+ * -errno when no connection could be started. */
+static int http_nudge_listener(int listen_fd)
+{
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(ss);
+        if (getsockname(listen_fd, (struct sockaddr *)&ss, &len) < 0)
+                return -errno;
+        if (ss.ss_family == AF_INET) {
+                struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+                if (in->sin_addr.s_addr == htonl(INADDR_ANY))
+                        in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        } else if (ss.ss_family == AF_INET6) {
+                struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+                if (IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
+                        in6->sin6_addr = in6addr_loopback;
+        }
+        int s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (s < 0)
+                return -errno;
+        /* Non-blocking: EINPROGRESS still queues the connection. */
+        int r = connect(s, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS ? -errno : 0;
+        close(s);
+        return r;
+}
+
+/* libmicrohttpd's failure to wake its thread for a resumed connection (see
+ * the top of this file); the text is 0.9.75's. */
+#define MHD_RESUME_WAKE_FAILED "Failed to signal resume"
+
 static __attribute__((format(printf, 2, 0))) void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+        struct listener *l = cls;
         char buf[512];
         vsnprintf(buf, sizeof(buf), fmt, ap);
         size_t n = strlen(buf);
         while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
                 buf[--n] = '\0';
+        if (strncmp(buf, MHD_RESUME_WAKE_FAILED, strlen(MHD_RESUME_WAKE_FAILED)) == 0) {
+                int r = http_nudge_listener(l->fd);
+                log_warn("libmicrohttpd could not wake its %s thread for an answer; woken through its "
+                         "listening socket%s%s", l->thread_name, r < 0 ? " failed: " : "",
+                         r < 0 ? strerror(-r) : "");
+                return;
+        }
         log_debug("libmicrohttpd: %s", buf);
 }
 
@@ -595,13 +649,24 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
         h->request_ns = (uint64_t)timeout_s * 1000000000u;
         h->header_ns = (uint64_t)header_s * 1000000000u;
         unsigned limit = cfg->connection_limit ? cfg->connection_limit : 256u;
+        /* Each names the threads it could not start: the daemon exits with
+         * this as its last word (the fault sweep's clone3 EAGAIN found the
+         * start refused without one). */
         r = deadlines_start(&h->deadlines, h->header_ns, limit, limit * UNVOUCHED_SHARE_PCT / 100);
-        if (r == 0)
-                r = workq_start(&h->blocking, "http-blk", BLOCKING_THREADS, QUEUE_MAX_PENDING, false);
-        if (r == 0)
-                r = waiters_start(&h->waiters, cfg->max_waits_per_caller, cfg->max_waits);
-        if (r < 0)
+        if (r < 0) {
+                log_errno(LOG_ERR, r, "cannot start the http-deadline thread");
                 goto fail;
+        }
+        r = workq_start(&h->blocking, "http-blk", BLOCKING_THREADS, QUEUE_MAX_PENDING, false);
+        if (r < 0) {
+                log_errno(LOG_ERR, r, "cannot start the http-blk threads");
+                goto fail;
+        }
+        r = waiters_start(&h->waiters, cfg->max_waits_per_caller, cfg->max_waits);
+        if (r < 0) {
+                log_errno(LOG_ERR, r, "cannot start the http-waits thread");
+                goto fail;
+        }
 
         for (size_t i = 0; i < cfg->n_listen_fds; i++) {
                 int fd = cfg->listen_fds[i];

@@ -192,6 +192,9 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
                  struct problem *err);
 /* -ENOENT if no such pool. */
 int pools_get(struct pools *p, const char *name, struct pool_view *ret);
+/* The journal's directory (pools_config.state_dir), for the details of
+ * state-write-failed answers; owned by P. */
+const char *pools_state_dir(const struct pools *p);
 /* Caller frees *ret (plain malloc'd array). */
 int pools_list(struct pools *p, struct pool_view **ret, size_t *ret_n);
 /* Which pools a page of the list shows: names after AFTER (NULL: from the

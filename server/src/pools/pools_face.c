@@ -40,6 +40,11 @@
 
 /* ---- queries and other changes ---- */
 
+const char *pools_state_dir(const struct pools *p)
+{
+        return p->state_dir;
+}
+
 int pools_get(struct pools *p, const char *name, struct pool_view *ret)
 {
         struct journal_pool rec;

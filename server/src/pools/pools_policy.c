@@ -326,7 +326,7 @@ int pools_delete_elastic(struct pools *p, int node, uint64_t page_size, struct p
                 pools_unlock(&p->reg.lock);
                 pools_unlock(&p->admit.lock);
                 problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "node %d: removing the policy could not be saved "
-                              "(%s); it stays", node, strerror(-r));
+                              "to the journal in %s (%s); it stays", node, p->state_dir, strerror(-r));
                 return -EIO;
         }
         pools_unlock(&p->admit.lock);
