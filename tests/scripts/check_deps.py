@@ -21,7 +21,7 @@ import sys
 # Command -> Debian package providing it.  Project programs map to None.
 PROVIDERS = {
     "hpwarm": None, "hpwarmd": None, "./scripts/run-daemon.sh": None, "./scripts/test.sh": None,
-    "deploy/container/build-image.sh": None,
+    "deploy/container/build-image.sh": None, "tests/real/guard.sh": None,
     "curl": "curl", "jq": "jq", "cmake": "cmake", "cpack": "cmake", "ctest": "cmake", "python3": "python3",
     "umount": "mount", "mount": "mount", "qemu-system-x86_64": "qemu-system-x86",
     "apt-get": "apt", "install": "coreutils", "systemctl": "systemd",
