@@ -326,6 +326,25 @@ static enum hpw_error ensure_provider(struct hpw_placement *p, struct pl_prov *v
         return err;
 }
 
+static enum hpw_error read_usage(struct hpw_placement *p, struct pl_prov *v)
+{
+        struct hpw_http_resp r = { .retry_after_s = -1 };
+        char path[160];
+        enum hpw_error err;
+
+        snprintf(path, sizeof(path), "/resource_providers/%s/usages", v->uuid);
+        err = pl_req(p, "GET", path, NULL, &r);
+        if (err == HPW_OK && r.status != 200)
+                err = pl_fail(p, "reading the usage", &r);
+        else if (err == HPW_OK && (err = hpw_pj_usages(r.body, r.len, v->used)) != HPW_OK)
+                hpw_set_failure(p->h, "Placement %s: the usage of %s is not Placement's", p->url, v->name);
+        hpw_http_resp_clear(&r);
+        return err;
+}
+
+/* Inventory (with its generation) and usage.  The usage is read after the
+ * inventory: a generation that moved in between shows up as a conflict
+ * on the write. */
 static enum hpw_error read_provider(struct hpw_placement *p, struct pl_prov *v)
 {
         struct hpw_http_resp r = { .retry_after_s = -1 };
@@ -342,21 +361,12 @@ static enum hpw_error read_provider(struct hpw_placement *p, struct pl_prov *v)
         else if (err == HPW_OK && (err = hpw_pj_inventories(r.body, r.len, &gen, inv, &others)) != HPW_OK)
                 hpw_set_failure(p->h, "Placement %s: the inventory of %s is not Placement's", p->url, v->name);
         hpw_http_resp_clear(&r);
-        if (err != HPW_OK)
-                return err;
-        snprintf(path, sizeof(path), "/resource_providers/%s/usages", v->uuid);
-        err = pl_req(p, "GET", path, NULL, &r);
-        if (err == HPW_OK && r.status != 200)
-                err = pl_fail(p, "reading the usage", &r);
-        else if (err == HPW_OK && (err = hpw_pj_usages(r.body, r.len, v->used)) != HPW_OK)
-                hpw_set_failure(p->h, "Placement %s: the usage of %s is not Placement's", p->url, v->name);
-        hpw_http_resp_clear(&r);
+        if (err == HPW_OK)
+                err = read_usage(p, v);
         if (err != HPW_OK) {
                 free(others);
                 return err;
         }
-        /* The usage read after the inventory: a generation that moved in
-         * between shows up as a conflict on the write. */
         memcpy(v->inv, inv, sizeof(inv));
         v->generation = gen;
         free(v->others);
@@ -391,8 +401,12 @@ static enum hpw_error reconcile(struct hpw_placement *p, struct pl_prov *v, cons
                 if (same)
                         return HPW_OK;
                 if (!fresh) {
-                        /* A write is due: decide it on the current usage. */
-                        v->known = false;
+                        /* A write is due: decide it on the current usage,
+                         * and write on the generation last seen (a 409
+                         * says when another writer moved it). */
+                        if ((err = read_usage(p, v)) != HPW_OK)
+                                return err;
+                        fresh = true;
                         attempt--;
                         continue;
                 }
