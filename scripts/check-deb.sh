@@ -223,6 +223,9 @@ else
                         fail "hpwarmd.service not enabled (multi-user.target.wants)"
                 [ -L /etc/systemd/system/sockets.target.wants/hpwarmd.socket ] ||
                         fail "hpwarmd.socket not enabled (sockets.target.wants)"
+                # The Placement publisher needs the site's settings first.
+                [ -e /etc/systemd/system/multi-user.target.wants/hpwarm-placement.service ] &&
+                        fail "hpwarm-placement.service enabled on install (it needs /etc/default/hpwarm-placement first)"
                 mkdir -p /var/lib/hpwarmd && touch /var/lib/hpwarmd/.hpwarm-deb-test
                 installed=0
                 if ! purge; then

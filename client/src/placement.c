@@ -42,10 +42,6 @@
  * up (each retry re-reads first): more writers than this at once is not a
  * race but a fight. */
 #define PL_MAX_TRIES 5
-/* Renew a Keystone token this long before it expires (or at half its
- * lifetime when that is shorter), so no request goes out with a token
- * about to lapse. */
-#define PL_RENEW_BEFORE_S 300
 /* Placement's name column is 200 characters; the child's suffix must fit. */
 #define PL_NAME_MAX 200
 
@@ -144,6 +140,17 @@ bool pl_want(const struct pl_count *c, uint32_t used, struct hpw_pl_inv *ret)
         return kept;
 }
 
+int64_t pl_renew_at(int64_t now, int64_t expires)
+{
+        int64_t life, margin;
+
+        if (expires <= now)
+                return 0;     /* no expiry known (or already past): keep it until a 401 */
+        life = expires - now;
+        margin = life / 2 < PL_RENEW_BEFORE_S ? life / 2 : PL_RENEW_BEFORE_S;
+        return expires - margin;
+}
+
 static bool inv_equal(const struct hpw_pl_inv *a, const struct hpw_pl_inv *b)
 {
         if (a->present != b->present)
@@ -182,12 +189,7 @@ static enum hpw_error get_token(struct hpw_placement *p)
         wipe_free(p->token);
         p->token = tok;
         p->token_expires = exp;
-        if (exp > now) {
-                int64_t life = exp - now, margin = life / 2 < PL_RENEW_BEFORE_S ? life / 2 : PL_RENEW_BEFORE_S;
-                p->token_renew_at = exp - margin;
-        } else {
-                p->token_renew_at = 0;
-        }
+        p->token_renew_at = pl_renew_at(now, exp);
         return HPW_OK;
 }
 

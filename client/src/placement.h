@@ -27,5 +27,13 @@ void pl_counts(const struct hpw_stock *st, const struct hpw_pool_list *pl, int n
  * added (clamped to PL_INT32_MAX); present false when total is 0.  Returns
  * true when the capacity was held at USED. */
 bool pl_want(const struct pl_count *c, uint32_t used, struct hpw_pl_inv *ret);
+/* Renew a Keystone token this long before it expires (or at half its
+ * lifetime when that is shorter), so no request goes out with a token
+ * about to lapse. */
+#define PL_RENEW_BEFORE_S 300
+/* When a token issued at NOW that expires at EXPIRES is asked for again
+ * (unix seconds); 0 = never (no expiry in the answer, or one already
+ * past: the token is used until Placement answers 401). */
+int64_t pl_renew_at(int64_t now, int64_t expires);
 /* An http:// or https:// URL without spaces, query or fragment. */
 bool pl_url_ok(const char *u);

@@ -235,6 +235,15 @@ TEST(keystone_token_expiry_and_catalog)
         CHECK_INT(hpw_pj_time("yesterday"), ==, -1);
 }
 
+TEST(token_renewed_before_it_expires)
+{
+        CHECK_INT(pl_renew_at(1000, 1000 + 3600), ==, 1000 + 3600 - PL_RENEW_BEFORE_S);
+        CHECK_INT(pl_renew_at(1000, 1000 + 120), ==, 1000 + 60);   /* short-lived: at half its life */
+        CHECK_INT(pl_renew_at(1000, 1001), ==, 1001);
+        CHECK_INT(pl_renew_at(1000, 1000), ==, 0);
+        CHECK_INT(pl_renew_at(1000, 0), ==, 0);
+}
+
 TEST(urls_must_be_http)
 {
         CHECK_INT(pl_url_ok("http://127.0.0.1:8778"), ==, 1);
