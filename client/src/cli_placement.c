@@ -153,7 +153,8 @@ static void report(const struct hpw_placement_sync *r, bool watch)
                               r->compute_node_uuid);
                 for (size_t j = 0; j < v->n; j++) {
                         const struct hpw_placement_class *k = v->classes[j];
-                        if (k->kept)
+                        /* Watching: said once, when the write that kept it went out. */
+                        if (k->kept && (!watch || v->written))
                                 logf_("warning: %s %s: %llu warm pages (ready %llu + in use %llu) are fewer than "
                                       "the %u allocations use: capacity kept at %u (total %u, reserved %u)",
                                       v->name, k->resource_class,

@@ -16,6 +16,7 @@ needs; warm stock on real pages is placement.real's).
 - an unreachable Placement: exit 3 within seconds;
 - usage errors (no --compute-node, a bad URL, no endpoint at all): exit 2."""
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -176,6 +177,32 @@ class PlacementKeystone(unittest.TestCase):
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn("Keystone http://127.0.0.1:%d/v3" % port, r.stderr)
         self.assertLess(r.elapsed, PROMPT_S)
+
+    def test_watch_retries_an_unreachable_placement_and_logs_it_once(self):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        try:
+            w = subprocess.Popen([HPWARM, "placement", "sync", "--watch", "--url", "http://127.0.0.1:%d" % self.d.port,
+                                  "--placement", "http://127.0.0.1:%d" % port, "--compute-node", "x",
+                                  "--token-file", self.token_file("admin")],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.clean_env())
+            try:
+                # Attempts at 0, 1, 3 and 7 s (backoff 1 s, doubling): the
+                # outage is logged once, and the watch keeps going.
+                time.sleep(5)
+                self.assertIsNone(w.poll(), "the watch gave up")
+                w.send_signal(signal.SIGTERM)
+                out, err = w.communicate(timeout=15)
+            finally:
+                if w.poll() is None:
+                    w.kill()
+                    w.wait(10)
+        finally:
+            s.close()
+        self.assertEqual(w.returncode, 0, err)
+        self.assertEqual(err.count("retrying with backoff"), 1, err)
+        self.assertIn("Placement http://127.0.0.1:%d" % port, err)
 
     def test_usage_errors(self):
         for args, env, want in (
