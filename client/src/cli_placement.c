@@ -156,7 +156,7 @@ static void report(const struct hpw_placement_sync *r, bool watch)
                         /* Watching: said once, when the write that kept it went out. */
                         if (k->kept && (!watch || v->written))
                                 logf_("warning: %s %s: %llu warm pages (ready %llu + in use %llu) are fewer than "
-                                      "the %u allocations use: capacity kept at %u (total %u, reserved %u)",
+                                      "the %u pages allocations use: capacity kept at %u (total %u, reserved %u)",
                                       v->name, k->resource_class,
                                       (unsigned long long)(k->ready + k->in_use), (unsigned long long)k->ready,
                                       (unsigned long long)k->in_use, k->used, k->total - k->reserved, k->total,
