@@ -12,6 +12,7 @@ The packages (scripts/deps.sh --test): python3-placement,
 python3-keystone, python3-keystonemiddleware.  They are Debian's Python
 modules, so the services run under /usr/bin/python3 whatever python3 the
 test itself runs under."""
+import ctypes
 import json
 import os
 import shutil
@@ -44,6 +45,13 @@ def available():
     return None
 
 
+def _die_with_parent():
+    """In the child before exec: SIGTERM when the test process dies, so a
+    test killed by ctest's timeout (SIGKILL, no clean-up) leaves no
+    service behind."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+
+
 class Service:
     """One WSGI service process; a context manager."""
 
@@ -57,7 +65,8 @@ class Service:
         port_file = os.path.join(self.tmp, self.which + ".port")
         with open(self.log, "ab") as logf:
             self.proc = subprocess.Popen([PY, SERVE, self.which, port_file], stdout=logf, stderr=logf,
-                                         stdin=subprocess.DEVNULL, env=self.env, start_new_session=True)
+                                         stdin=subprocess.DEVNULL, env=self.env, start_new_session=True,
+                                         preexec_fn=_die_with_parent)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self.proc.poll() is None and not os.path.exists(port_file):
             time.sleep(0.05)
