@@ -16,6 +16,7 @@ needs; warm stock on real pages is placement.real's).
 - an unreachable Placement: exit 3 within seconds;
 - usage errors (no --compute-node, a bad URL, no endpoint at all): exit 2."""
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -59,6 +60,8 @@ class PlacementKeystone(unittest.TestCase):
         if cls.d:
             cls.d.__exit__()
         cls.stack.__exit__()
+        if getattr(cls, "tmp", None):
+            shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def clean_env(self, **extra):
         env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
