@@ -110,7 +110,8 @@ lib=/usr/lib/$multiarch
 has hpwarmd /usr/sbin/hpwarmd /usr/share/man/man8/hpwarmd.8.gz /etc/default/hpwarmd \
         /lib/systemd/system/hpwarmd.service /lib/systemd/system/hpwarmd.socket \
         /lib/systemd/system/dev-hugepages1G.mount /usr/libexec/hpwarm/prewarm.sh
-has hpwarm /usr/bin/hpwarm /usr/share/man/man1/hpwarm.1.gz
+has hpwarm /usr/bin/hpwarm /usr/share/man/man1/hpwarm.1.gz /lib/systemd/system/hpwarm-placement.service
+lacks hpwarmd 'hpwarm-placement'
 # Once the build installs a bash completion, the CLI's package must ship it.
 if grep -qs bash-completion "$src/CMakeLists.txt" "$src/client/CMakeLists.txt"; then
         has hpwarm /usr/share/bash-completion/completions/hpwarm
@@ -222,6 +223,9 @@ else
                         fail "hpwarmd.service not enabled (multi-user.target.wants)"
                 [ -L /etc/systemd/system/sockets.target.wants/hpwarmd.socket ] ||
                         fail "hpwarmd.socket not enabled (sockets.target.wants)"
+                # The Placement publisher needs the site's settings first.
+                [ -e /etc/systemd/system/multi-user.target.wants/hpwarm-placement.service ] &&
+                        fail "hpwarm-placement.service enabled on install (it needs /etc/default/hpwarm-placement first)"
                 mkdir -p /var/lib/hpwarmd && touch /var/lib/hpwarmd/.hpwarm-deb-test
                 installed=0
                 if ! purge; then

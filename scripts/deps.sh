@@ -41,6 +41,9 @@ test_pkgs=(
   # DaemonSet's image with podman (runc: crun refuses hybrid cgroups) on a
   # base mmdebstrap makes from this host's apt sources
   podman runc mmdebstrap
+  # placement.*: OpenStack Placement 8.0 and Keystone 22 from Debian, run by
+  # the tests as plain WSGI processes (tests/integration/openstack.py)
+  python3-placement python3-keystone python3-keystonemiddleware
 )
 
 set_=test

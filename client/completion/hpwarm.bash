@@ -16,12 +16,14 @@ _hpwarm_cmd_opts() {
         release) echo "--ignore-missing" ;;
         handoff) echo "--vmm --argv --as --source-url" ;;
         fleet) echo "--hosts --prometheus --host-label --url-template --max-age --size --page-size --warm --wait --verbose" ;;
+        # Its own options (cli_placement.c): --token-file and --url are Placement's and hpwarmd's.
+        placement) echo "--placement --compute-node --token-file --watch --url --timeout --help" ;;
         esac
 }
 
 _hpwarm() {
         local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-        local commands="health nodes reserve warm status wait pools claim release handoff fleet stock help"
+        local commands="health nodes reserve warm status wait pools claim release handoff fleet stock placement help"
         local cmd="" i w
         local -a globals_url=()
 
@@ -73,10 +75,14 @@ _hpwarm() {
         --prometheus)
                 COMPREPLY=($(compgen -W "http://127.0.0.1:9090" -- "$cur"))
                 return ;;
+        --placement)
+                COMPREPLY=($(compgen -W "http://127.0.0.1:8778" -- "$cur"))
+                return ;;
         --url-template)
                 COMPREPLY=($(compgen -W "http://{instance} https://{instance}" -- "$cur"))
                 return ;;
-        --timeout|--connect-timeout|--node|--size|--threads|--ttl|--label|--file-owner|--pid|--warm|--host-label|--max-age)
+        --timeout|--connect-timeout|--node|--size|--threads|--ttl|--label|--file-owner|--pid|--warm|--host-label|--max-age|\
+        --compute-node)
                 return ;;
         esac
 
@@ -100,7 +106,7 @@ _hpwarm() {
                         case $w in
                         --url|--token-file|--cacert|--cert|--key|--timeout|--connect-timeout|--node|--size|\
                         --page-size|--threads|--ttl|--label|--file-owner|--pid|--vmm|--hosts|--warm|--prometheus|--host-label|\
-                        --url-template|--max-age|--as|--source-url) ((i++)) ;;
+                        --url-template|--max-age|--as|--source-url|--placement|--compute-node) ((i++)) ;;
                         -*) ;;
                         *) ((npos++)) ;;
                         esac
@@ -113,6 +119,8 @@ _hpwarm() {
                 ((npos == 0)) && COMPREPLY=($(compgen -W "$commands" -- "$cur")) ;;
         fleet)
                 ((npos == 0)) && COMPREPLY=($(compgen -W "nodes pools place" -- "$cur")) ;;
+        placement)
+                ((npos == 0)) && COMPREPLY=($(compgen -W "sync" -- "$cur")) ;;
         stock)
                 # stock set takes NODE:PAGESIZE:SIZE:COUNT words: nothing to offer.
                 ((npos == 0)) && COMPREPLY=($(compgen -W "show set clear" -- "$cur")) ;;

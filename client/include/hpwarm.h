@@ -584,6 +584,100 @@ HPW_EXPORT enum hpw_error hpw_prom_place(struct hpw *h, const struct hpw_prom_pl
                                          struct hpw_prom_placement **ret);
 /* ==== end of fleet placement through Prometheus ==== */
 
+/* ==== OpenStack Placement (client/src/placement.c, keystone.c) ====
+ *
+ * Publishes a host's warm hugepages as Placement inventory, so Nova's
+ * scheduler can ask for them (a flavor's resources:CUSTOM_HPWARM_2M=N) and
+ * hold them as allocations: docs/OPENSTACK.md.  One child resource provider
+ * per NUMA node, named "<compute node>_hpwarm_numa<N>", parent the compute
+ * node's provider (the one nova-compute made), with inventory of
+ * CUSTOM_HPWARM_2M and CUSTOM_HPWARM_1G in pages:
+ *   total    = ready stock pages + pages of pools handed out from stock
+ *              (from_stock full or partial, warming or ready) + reserved
+ *   reserved = pages of stock files still warming or being recycled
+ * so what Placement can allocate (total - reserved) is the warm pages ready
+ * now plus those VMs already hold.  A total that would put the capacity
+ * below what allocations use is not written: the capacity is kept at the
+ * usage (nothing more can be allocated) and the class is marked kept.
+ * Nothing is written when Placement already holds the inventory; a 409
+ * generation conflict (another writer) is retried after re-reading. */
+
+/* Keystone v3 credentials (what the OS_* variables carry): a password of a
+ * user in a project, or an application credential.  Pointers are borrowed
+ * for hpw_placement_new only (they are copied). */
+struct hpw_openstack_auth {
+        const char *auth_url;              /* OS_AUTH_URL, e.g. http://keystone:5000/v3 */
+        const char *username, *password;   /* OS_USERNAME, OS_PASSWORD */
+        const char *project_name;          /* OS_PROJECT_NAME */
+        const char *user_domain_name;      /* OS_USER_DOMAIN_NAME; NULL = "Default" */
+        const char *project_domain_name;   /* OS_PROJECT_DOMAIN_NAME; NULL = "Default" */
+        const char *app_cred_id, *app_cred_secret; /* OS_APPLICATION_CREDENTIAL_ID/_SECRET */
+        const char *interface;             /* OS_INTERFACE: catalog interface; NULL = "public" */
+        const char *region;                /* OS_REGION_NAME; NULL = any */
+};
+
+struct hpw_placement_opts {
+        size_t size;                /* sizeof(struct hpw_placement_opts): HPW_PLACEMENT_OPTS_INIT */
+        const char *placement_url;  /* http(s)://host:port[/prefix]; NULL = Keystone's catalog */
+        const char *compute_node;   /* the compute node's provider name (nova: its hypervisor hostname) */
+        const char *token_file;     /* a Keystone token (hpwarmd's token-file format); NULL = none */
+        const struct hpw_openstack_auth *auth; /* NULL (or auth_url NULL) = no Keystone */
+};
+#define HPW_PLACEMENT_OPTS_INIT { .size = sizeof(struct hpw_placement_opts) }
+
+/* One resource class of one child provider after a sync (pages). */
+struct hpw_placement_class {
+        const char *resource_class;  /* "CUSTOM_HPWARM_2M", "CUSTOM_HPWARM_1G" (static) */
+        uint64_t page_size_bytes;
+        uint64_t ready, in_use, warming; /* what the daemon said */
+        uint32_t total, reserved;    /* the inventory Placement holds now (0, 0: none) */
+        uint32_t used;               /* Placement's usage, as last read */
+        bool kept;                   /* the capacity was held at the usage (stock below it) */
+};
+
+struct hpw_placement_provider {
+        int node;
+        char *name, *uuid;
+        uint32_t generation;
+        bool created;                /* made by this sync */
+        bool written;                /* its inventory was written by this sync */
+        size_t n;
+        struct hpw_placement_class **classes; /* N pointers */
+};
+
+struct hpw_placement_sync {
+        char *placement_url;         /* the endpoint used */
+        char *compute_node_uuid;
+        size_t n;
+        struct hpw_placement_provider **providers; /* N pointers, by node */
+        unsigned writes;             /* inventory writes this sync made */
+        unsigned conflicts;          /* 409s retried after re-reading */
+};
+HPW_EXPORT void hpw_placement_sync_free(struct hpw_placement_sync *x);
+
+/* A Placement session: the options, the Keystone token (renewed before it
+ * expires) and what Placement was last seen to hold, so a sync that finds
+ * nothing changed asks Placement nothing.  Uses H (its target, token and
+ * timeouts) for hpwarmd; H must outlive it.  HPW_E_INVALID for bad options
+ * (no compute node, a name Placement cannot hold, neither a URL nor a
+ * Keystone URL, an auth without a user or application credential);
+ * HPW_E_IO for a token file that cannot be read. */
+struct hpw_placement;
+HPW_EXPORT enum hpw_error hpw_placement_new(struct hpw *h, const struct hpw_placement_opts *opts,
+                                            struct hpw_placement **ret);
+HPW_EXPORT void hpw_placement_free(struct hpw_placement *p);
+/* One sync: ask hpwarmd, then bring Placement's child providers to match.
+ * REREAD: read Placement's inventory and usage again even when the daemon's
+ * counts did not change (another writer may have changed them).
+ * HPW_E_NOT_FOUND when Placement has no provider of the compute node's
+ * name (nothing is created); HPW_E_UNAUTHORIZED/FORBIDDEN when Keystone or
+ * Placement refuses the credentials; transport errors as for any call;
+ * HPW_E_CONFLICT when conflicts outlast the retries.  hpw_last_message()
+ * on the session's handle says what failed (never a secret). */
+HPW_EXPORT enum hpw_error hpw_placement_sync(struct hpw_placement *p, bool reread,
+                                             struct hpw_placement_sync **ret);
+/* ==== end of OpenStack Placement ==== */
+
 /* "2M", "1G" or "<n>kB": the canonical page-size spelling the API accepts.
  * Writes at most LEN bytes including the NUL. */
 HPW_EXPORT void hpw_format_page_size(uint64_t bytes, char *buf, size_t len);

@@ -779,6 +779,8 @@ int main(int argc, char **argv)
         uint64_t total;
         int rc;
 
+        if (cli_is_placement(argc, argv))
+                return cli_placement_main(argc, argv);
         if (cli_parse(argc, argv, getenv("HPWARM_URL"), getenv("HPWARM_TOKEN_FILE"), &c, err,
                       sizeof(err)) < 0) {
                 fprintf(stderr, "hpwarm: %s\n", err);

@@ -32,7 +32,7 @@ enum {
 
 enum cli_cmd {
         CMD_NONE, CMD_HEALTH, CMD_NODES, CMD_RESERVE, CMD_WARM, CMD_STATUS, CMD_WAIT,
-        CMD_POOLS, CMD_CLAIM, CMD_RELEASE, CMD_HANDOFF, CMD_FLEET, CMD_STOCK,
+        CMD_POOLS, CMD_CLAIM, CMD_RELEASE, CMD_HANDOFF, CMD_FLEET, CMD_STOCK, CMD_PLACEMENT,
 };
 enum cli_fleet { FLEET_NONE, FLEET_NODES, FLEET_POOLS, FLEET_PLACE };
 enum cli_stock { STOCK_SHOW, STOCK_SET, STOCK_CLEAR };
@@ -190,3 +190,10 @@ void table_free(struct table *t);
 /* Help for CMD (CMD_NONE: the overview with every command, the global
  * options and the exit codes). */
 void cli_help(enum cli_cmd cmd, FILE *f);
+
+/* hpwarm placement (cli_placement.c): its own parser, because its
+ * --token-file is Placement's.  cli_is_placement: ARGV's command is
+ * "placement" (global options before it skipped). */
+bool cli_is_placement(int argc, char **argv);
+int cli_placement_main(int argc, char **argv);
+void cli_placement_help(FILE *f);

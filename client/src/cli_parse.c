@@ -199,6 +199,7 @@ static const struct cmddef {
           "node, page size and size is then ready at once (from stock: full).\n"
           "A bad SPEC exits 2 with nothing sent; the daemon's refusals: 1 (unknown\n"
           "node or page size, invalid), 5 (the targets do not fit the node).\n" },
+        { "placement", CMD_PLACEMENT, 1, 1, "sync --placement URL --compute-node NAME", "warm pages as OpenStack Placement inventory", NULL },
         { "help", CMD_NONE, 0, 1, "[COMMAND]", "this text, or one command's", NULL },
 };
 
@@ -253,6 +254,10 @@ void cli_help(enum cli_cmd cmd, FILE *f)
         const struct cmddef *d = cmd_def(cmd);
         bool any = false;
 
+        if (cmd == CMD_PLACEMENT) {
+                cli_placement_help(f);   /* its options are its own (cli_placement.c) */
+                return;
+        }
         if (!d) {
                 fputs("Usage: hpwarm [GLOBAL OPTIONS] COMMAND [ARGS] [OPTIONS]\n"
                       "\n"

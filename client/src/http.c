@@ -42,6 +42,10 @@ void hpw_http_resp_clear(struct hpw_http_resp *r)
         if (!r)
                 return;
         free(r->body);
+        if (r->header) {
+                explicit_bzero(r->header, strlen(r->header));
+                free(r->header);
+        }
         memset(r, 0, sizeof(*r));
         r->retry_after_s = -1;
 }
@@ -285,6 +289,10 @@ static enum hpw_error setup(CURL *easy, const struct hpw_conn *c, const char *me
                 t = curl_slist_append(hdrs, "Expect:");
                 if (t) hdrs = t;
         }
+        for (size_t i = 0; t && c->headers && c->headers[i]; i++) {
+                t = curl_slist_append(hdrs, c->headers[i]);
+                if (t) hdrs = t;
+        }
         if (t && c->token) {
                 size_t alen = strlen(c->token) + 32;
                 auth = malloc(alen);
@@ -307,9 +315,11 @@ static enum hpw_error setup(CURL *easy, const struct hpw_conn *c, const char *me
         return HPW_OK;
 }
 
-static void finish(CURL *easy, CURLcode rc, struct buf *b, const char *errbuf,
+static void finish(CURL *easy, CURLcode rc, struct buf *b, const char *errbuf, const char *want_header,
                    struct hpw_http_resp *resp)
 {
+        struct curl_header *hv = NULL;
+
         long status = 0;
         curl_off_t ra = -1, connect_us = 0;
 
@@ -332,6 +342,8 @@ static void finish(CURL *easy, CURLcode rc, struct buf *b, const char *errbuf,
         resp->status = status;
         resp->body = b->data;
         resp->len = b->len;
+        if (want_header && curl_easy_header(easy, want_header, 0, CURLH_HEADER, -1, &hv) == CURLHE_OK && hv->value)
+                resp->header = strdup(hv->value);
 }
 
 enum hpw_error hpw_http_perform(struct hpw_http *x, const struct hpw_conn *c, const char *method,
@@ -352,7 +364,7 @@ enum hpw_error hpw_http_perform(struct hpw_http *x, const struct hpw_conn *c, co
                 return err == HPW_E_NOMEM ? err : HPW_OK;
         }
         rc = curl_easy_perform(x->easy);
-        finish(x->easy, rc, &b, errbuf, resp);
+        finish(x->easy, rc, &b, errbuf, c->want_header, resp);
         /* The header list must outlive the transfer; drop it and the options
          * pointing at it now. */
         curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, NULL);
@@ -445,7 +457,7 @@ enum hpw_error hpw_http_multi_get(const struct hpw_conn *conns, size_t n, const 
                         continue;
                 curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &priv);
                 s = priv;
-                finish(s->easy, m->data.result, &s->b, s->errbuf, &resps[s - slots]);
+                finish(s->easy, m->data.result, &s->b, s->errbuf, NULL, &resps[s - slots]);
                 /* finish() took the body or freed it. */
                 s->b.data = NULL;
         }

@@ -78,6 +78,12 @@ struct hpw_conn {
         const char *ca_file, *cert_file, *key_file;
         uint64_t connect_ms;
         atomic_bool *cancel;     /* set: stop the transfer (hpw_cancel); NULL = never */
+        /* Other services (Placement, Keystone: placement.c, keystone.c):
+         * extra request header lines ("Name: value"), NULL-terminated, sent
+         * as they are (they may carry a token: they are the caller's to wipe);
+         * and the name of one answer header to keep in resp->header. */
+        const char *const *headers;
+        const char *want_header;
 };
 
 struct hpw_http_resp {
@@ -87,6 +93,8 @@ struct hpw_http_resp {
         int64_t retry_after_s;    /* -1 = none */
         char *body;               /* NUL-terminated, malloc'd; NULL if none */
         size_t len;
+        char *header;             /* conn->want_header's value, malloc'd; NULL if none
+                                     (wiped when cleared: it may be a token) */
 };
 void hpw_http_resp_clear(struct hpw_http_resp *r);
 
@@ -213,3 +221,55 @@ void hpw_begin_call(struct hpw *h);
 bool hpw_cancel_requested(struct hpw *h);
 /* Forget H's last answer and make MSG what hpw_last_message() says. */
 void hpw_set_failure(struct hpw *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- OpenStack (placement.c, keystone.c; their bodies in placement_json.c) ---- */
+
+/* The resource classes, by page size: index 0 is 2 MiB, 1 is 1 GiB. */
+#define HPW_PL_CLASSES 2
+extern const char *const hpw_pl_class_name[HPW_PL_CLASSES];
+extern const uint64_t hpw_pl_class_page[HPW_PL_CLASSES];
+
+/* One class's inventory as Placement holds it. */
+struct hpw_pl_inv {
+        bool present;
+        uint32_t total, reserved;
+};
+/* The first provider of a GET /resource_providers answer: *RET_FOUND false
+ * when the list is empty.  HPW_E_PROTOCOL for any other shape. */
+enum hpw_error hpw_pj_provider(const char *body, size_t len, bool *ret_found, char **ret_uuid,
+                               uint32_t *ret_generation);
+/* GET /resource_providers/{uuid}/inventories: the generation, our two
+ * classes, and *RET_OTHERS: the inventories object without them, printed
+ * (classes someone else put on the provider; "{}" when none), so a write
+ * keeps them.  Caller frees *RET_OTHERS. */
+enum hpw_error hpw_pj_inventories(const char *body, size_t len, uint32_t *ret_generation,
+                                  struct hpw_pl_inv inv[HPW_PL_CLASSES], char **ret_others);
+/* GET /resource_providers/{uuid}/usages: our two classes (0 when absent). */
+enum hpw_error hpw_pj_usages(const char *body, size_t len, uint32_t used[HPW_PL_CLASSES]);
+/* The first error code of a Placement error body ("placement.concurrent_update")
+ * into BUF; "" when there is none. */
+void hpw_pj_error(const char *body, size_t len, char *code, size_t codelen, char *detail, size_t detlen);
+/* PUT /resource_providers/{uuid}/inventories: GENERATION, OTHERS (as
+ * hpw_pj_inventories printed them; NULL = none) and the present classes of
+ * INV (min_unit 1, max_unit total, step 1, ratio 1.0).  NULL on allocation
+ * failure or OTHERS not an object. */
+char *hpw_pj_inventories_body(uint32_t generation, const char *others, const struct hpw_pl_inv inv[HPW_PL_CLASSES]);
+/* POST /resource_providers {"name":NAME,"parent_provider_uuid":PARENT}. */
+char *hpw_pj_provider_body(const char *name, const char *parent_uuid);
+
+/* Keystone v3: POST /v3/auth/tokens.  The body for password or
+ * application-credential auth (scoped to the project for a password). */
+char *hpw_pj_keystone_body(const struct hpw_openstack_auth *a);
+/* The token answer: its expiry (unix seconds; 0 when absent) and, when
+ * WANT_TYPE is given, the URL of the catalog's first endpoint of that
+ * service type on INTERFACE (and REGION when not NULL), NULL when none. */
+enum hpw_error hpw_pj_keystone_token(const char *body, size_t len, const char *want_type, const char *interface,
+                                     const char *region, int64_t *ret_expires, char **ret_url);
+
+/* keystone.c: a token for A.  *RET_TOKEN (wipe before freeing) and its
+ * expiry; *RET_URL the catalog's placement endpoint (NULL when none).
+ * Failures are described with hpw_set_failure on H (never the secret). */
+enum hpw_error hpw_keystone_token(struct hpw *h, const struct hpw_openstack_auth *a, char **ret_token,
+                                  int64_t *ret_expires, char **ret_url);
+/* An RFC 3339 UTC time ("2026-12-01T21:09:00.000000Z") as unix seconds; -1 if not one. */
+int64_t hpw_pj_time(const char *s);

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # deploy.systemd-verify: the units in deploy/systemd load cleanly.
 #
-# Usage: systemd-verify.sh UNIT_DIR HPWARMD_BINARY
+# Usage: systemd-verify.sh UNIT_DIR HPWARMD_BINARY [HPWARM_BINARY]
 #
 # `systemd-analyze verify` checks that ExecStart= points at an executable, so
 # the units are copied to a temporary directory with /usr/sbin/hpwarmd
-# replaced by the binary just built.  verify exits 0 on unknown keys or
+# (and /usr/bin/hpwarm, hpwarm-placement.service's) replaced by the
+# binaries just built.  verify exits 0 on unknown keys or
 # syscall groups (it only warns), so any warning fails the test too.  Then
 # `systemd-analyze security --offline` must rate the service's exposure at
 # or below EXPOSURE_MAX, so the hardening cannot silently erode.
@@ -16,6 +17,7 @@ threshold=30   # systemd-analyze takes exposure x 10
 
 unit_dir=${1:?unit dir}
 binary=${2:?hpwarmd binary}
+cli=${3:-}
 if ! command -v systemd-analyze >/dev/null; then
         echo "SKIP: systemd-analyze not installed" >&2
         exit 77
@@ -29,6 +31,9 @@ tmp=$(mktemp -d /tmp/hpwarm-units.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cp "$unit_dir"/*.service "$unit_dir"/*.socket "$unit_dir"/*.mount "$tmp"/
 sed -i "s#/usr/sbin/hpwarmd#$binary#g" "$tmp"/*.service
+if [ -n "$cli" ]; then
+        sed -i "s#/usr/bin/hpwarm #$cli #g" "$tmp"/*.service
+fi
 
 rc=0
 units=("$tmp"/*.service "$tmp"/*.socket "$tmp"/*.mount)

@@ -42,6 +42,9 @@ expect "nodes place pools" fleet ""
 expect "place pools" fleet --hosts f p
 expect "--verbose" fleet --hosts f place --size 2M --verb
 expect "clear set show" stock ""
+expect "sync" placement ""
+expect "--compute-node" placement sync --comp
+expect "--watch" placement sync --placement http://p:8778 --wa
 expect "set show" stock s
 expect "" stock set ""
 expect "" stock set 0:2M:4G:2 ""
@@ -57,7 +60,7 @@ expect "wait warm" help wa
 expect "" --res
 
 # The lists match what each command's --help documents.
-for cmd in health nodes reserve warm status wait pools claim release handoff fleet stock; do
+for cmd in health nodes reserve warm status wait pools claim release handoff fleet stock placement; do
         want=$("$hpwarm" "$cmd" --help | sed -n '/^Options:/,/^$/p' | grep -o -- '^  --[a-z-]*' |
                 sed 's/^ *//' | sort | tr '\n' ' ' | sed 's/ $//')
         got=$(_hpwarm_cmd_opts "$cmd" | tr ' ' '\n' | grep . | sort | tr '\n' ' ' | sed 's/ $//')
