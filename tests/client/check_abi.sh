@@ -46,7 +46,11 @@ diff_against_base() { # LIB HEADERS_DIR -> abidiff's status
 # A variant of the library built from the tree's sources with HEADER and MAP.
 build_variant() { # NAME HEADER_DIR MAP
         mkdir -p "$tmp/$1"
-        for c in client.c problems.c http.c json.c prom.c retry.c; do
+        # The library's sources as client/CMakeLists.txt lists them (hpwarm_obj).
+        local srcs
+        srcs=$(sed -n '/^add_library(hpwarm_obj OBJECT$/,/)/s|^  src/\([a-z_]*\.c\)$|\1|p' "$src/client/CMakeLists.txt")
+        [ -n "$srcs" ] || { echo "FAIL: no hpwarm_obj sources in client/CMakeLists.txt"; exit 1; }
+        for c in $srcs; do
                 # shellcheck disable=SC2046
                 cc -c -g -O0 -std=gnu11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -DHPW_BUILDING -DHPW_VERSION_STRING='"0"' \
                         -I"$2" -I"$gen" -I"$src/client/src" -I"$src/common" \
