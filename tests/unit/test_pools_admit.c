@@ -8,7 +8,9 @@
  *   file (fallocate on the tmpfs stand-in raises st_blocks as a hugetlbfs
  *   fault does), the kernel's free count dropping by those pages: a chunk
  *   that ends, or a page faulted in, between admission's reads, reproduced
- *   without a timer;
+ *   without a timer; or a page a fault has taken off the free list (and
+ *   out of resv_hugepages) and is still zeroing, which neither the file's
+ *   blocks nor the job's count show yet;
  * - an mbind that fails on demand, so a create fails after it was admitted
  *   (its warm cannot start).
  * No test here sleeps for an outcome: each step waits for its condition. */
@@ -37,6 +39,8 @@ static struct {
         uint64_t fault_at;      /* ... this offset, and free loses it */
         bool fault_after;       /* the fault comes just after the read returned */
         bool free_too;          /* the step's pages leave node 0's free count as well */
+        bool in_flight;         /* ... or the pages only leave the free list (a fault still zeroing
+                                 * them: neither the file's blocks nor the job's count show them) */
         bool stepped;
         bool frozen;            /* writes to nr_hugepages bring no free page */
         uint64_t take_on_grow;  /* right after the next growth, this many free pages are taken */
@@ -78,7 +82,9 @@ static int fk_read(const struct sysfs *fs, const char *path, uint64_t *ret, void
                 uint64_t free_;
 
                 fk.step_path = NULL;
-                if (fk.fault_file) {
+                if (fk.in_flight) {
+                        /* Nothing to do to the file or the job yet. */
+                } else if (fk.fault_file) {
                         fault_page(fk.fault_file, fk.fault_at);
                         fk.step_pages = 1;
                 } else {
@@ -675,6 +681,85 @@ TEST(reserve_grows_past_foreign_reservation)
         wait_state(p, "big", POOL_READY);
         CHECK_INT(pools_delete(p, "big"), ==, 0);
         env_fini_hooked(&e, p);
+}
+
+/* A page in flight: a fault of "a" took it off the free list and out of
+ * resv_hugepages (one step, under the kernel's hugetlb lock) and is still
+ * zeroing it, so neither the file's blocks nor the job's count show it.
+ * "a"'s mapping reserved its 8 pages: resv 7, free 11.  What "a" still
+ * holds is resv's 7, not the counters' 8: 4 pages are admissible, as
+ * before the fault (counting by the counters, the page was counted as
+ * still needed and as gone from free: 3, and a 409).  And not 5. */
+TEST(page_being_zeroed_is_counted_once)
+{
+        struct warm_a t;
+
+        start_with_a_warming(&t);
+        fixture_write(t.e.sys, RESV_2M, "7\n");
+        fixture_write(t.e.sys, FREE0, "11\n");
+        CHECK_U64(bytes_done(t.p, "a"), ==, 0);
+        CHECK_INT(create0(&t, "c", 5, false), ==, -ENOMEM);
+        CHECK(strstr(t.err.detail, "it has 4 (11 free, 7 still to be taken"));
+        CHECK_INT(create0(&t, "b", 4, false), ==, CREATED);
+        finish(&t, "b");
+}
+
+/* The same fault landing between admission's read of resv_hugepages and
+ * its read of the free count: the page leaves both, but resv was read
+ * before (8) and free after (11).  Set against each other they count the
+ * page as reserved and as gone: 3.  resv read again after free (7)
+ * shows the move, and the reading is taken again: 4 admitted. */
+TEST(page_dequeued_between_resv_and_free_reads_is_counted_once)
+{
+        struct warm_a t;
+
+        start_with_a_warming(&t);
+        fixture_write(t.e.sys, RESV_2M, "8\n"); /* "a"'s mapping, nothing foreign */
+        fk.step_path = RESV_2M;
+        fk.step_pages = 1;
+        fk.fault_after = true;
+        fk.free_too = true;
+        fk.in_flight = true;
+        CHECK_INT(create0(&t, "b", 4, false), ==, CREATED);
+        CHECK(fk.stepped);
+        CHECK_U64(counter(&t.e, RESV_2M), ==, 7);
+        CHECK_U64(counter(&t.e, FREE0), ==, 11);
+        CHECK_U64(bytes_done(t.p, "a"), ==, 0);
+        finish(&t, "b");
+}
+
+/* "reserve": true with a page in flight grows by what is missing, once:
+ * 4 admissible (11 free, 7 reserved by "a"), 6 asked, so 2 more (16 ->
+ * 18), and the journal records 18.  Counting the page twice grew by 3. */
+TEST(reserve_with_page_being_zeroed_grows_by_what_is_missing)
+{
+        struct warm_a t;
+
+        start_with_a_warming(&t);
+        fixture_write(t.e.sys, RESV_2M, "7\n");
+        fixture_write(t.e.sys, FREE0, "11\n");
+        CHECK_INT(create0(&t, "r", 6, true), ==, CREATED);
+        CHECK_U64(counter(&t.e, HP_DIR(0) "nr_hugepages"), ==, 18);
+        journal_free(load_reserved(&t.e, 18));
+        finish(&t, "r");
+}
+
+/* A kernel (here: a fixture) whose resv_hugepages cannot hold our warm's
+ * mapping (0 while "a" has 8 pages to fault, far more than a page per
+ * worker behind) is not believed: "a"'s need comes from its counters, and
+ * 4 pages are admissible, not 12. */
+TEST(resv_below_own_warm_need_is_not_believed)
+{
+        struct pools_avail a;
+        struct warm_a t;
+
+        start_with_a_warming(&t);
+        CHECK_INT(pools_node_available(t.p, 0, PAGE, &a), ==, 0);
+        CHECK_U64(a.needed, ==, 8);
+        CHECK_U64(a.available, ==, 4);
+        CHECK_INT(create0(&t, "c", 5, false), ==, -ENOMEM);
+        CHECK_INT(create0(&t, "b", 4, false), ==, CREATED);
+        finish(&t, "b");
 }
 
 TEST_MAIN()

@@ -4,8 +4,8 @@
  *
  * hugetlb reservations are global, so a node-bound warm's pages stay in the
  * node's free_hugepages until it faults them in, and what warms still need
- * must be taken off.  Two sources say how far a warm got, and both lag the
- * kernel's free count without ever leading it:
+ * must be taken off.  Two sources in the daemon say how far a warm got, and
+ * both lag the kernel's free count without ever leading it:
  *   - the engine's bytes_done, which counts a chunk when its populate
  *     returns: up to a whole chunk (64 MiB) per worker late;
  *   - the file's st_blocks, which hugetlbfs raises once a page has left the
@@ -13,18 +13,32 @@
  * The larger of the two, read before free_hugepages, is never more than the
  * warm had taken when free_hugepages was read, so the need it gives is
  * never below the true one: a page is never counted as free and as no
- * longer needed.  Counting a page twice (still needed, and gone from free)
- * is the other mistake, a spurious 409 or a growth larger than what is
- * missing.  Reading the need again after the counters,
- * and again while it moved, leaves only the pages being zeroed at that
- * moment counted twice.  When it never holds still the larger need is
- * kept: a refusal at worst, never an over-admission.
+ * longer needed.  But a page being zeroed is gone from free and still
+ * needed by both sources, and under load a worker can sit on one for
+ * milliseconds while every re-reading finds another: counted twice, it is
+ * a spurious 409 or a growth larger than what is missing.
  *
- * What a new pool can get (pools_node_available) also leaves out the pages
- * other mappings have reserved but not faulted: resv_hugepages, which is
- * global and holds our own mapped warms' unfaulted pages too.  Those are
- * already in the need, so only the rest (`foreign`) is taken off, from
- * every node, since the kernel does not say which node will serve it. */
+ * So what a new pool can get (pools_node_available) is reasoned from what
+ * was granted rather than from the racing counters.  Every warm we admit
+ * maps its file without MAP_NORESERVE, so the kernel holds a reservation for
+ * each page it has yet to fault, and a fault takes its page off the free
+ * list and out of resv_hugepages in one step under the kernel's own lock:
+ * free - resv does not move while our warms fault.  On one node that is the
+ * answer, less the warms not mapped yet; with other nodes, their mapped
+ * warms' share of resv is taken back by their counters.  resv is read
+ * before and after free_hugepages and the reading taken again until they
+ * agree (a fault in between moved both).  The kernel's resv is believed
+ * only while it can hold our mapped warms' need (at least their counters'
+ * need less a page per worker): a kernel or fixture whose resv_hugepages
+ * leaves our mappings out falls back to the counters, read again while
+ * they move, the larger need kept when they never hold still (a refusal
+ * at worst, never an over-admission).
+ *
+ * The same reading leaves out the pages other mappings have reserved but
+ * not faulted (`foreign`: resv_hugepages less our mapped warms' part), from
+ * every node, since the kernel does not say which node will serve them.
+ * The need alone (pools_node_counts: how far a shrink may go) stays the
+ * counters' larger one: keeping a page too many is the safe side there. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -47,6 +61,7 @@ struct need_file {
         ino_t ino;
         uint64_t size;  /* bytes the file will hold */
         uint64_t done;  /* bytes the counters say it holds */
+        unsigned threads; /* workers its job may have faulting at once */
         bool on_node;   /* counts toward the node asked about */
         bool mapped;    /* its job's mapping holds a hugetlb reservation */
 };
@@ -54,8 +69,13 @@ struct need_file {
 /* What warms still need, as one reading: on the node asked about, and on
  * every node the part already mapped (so reserved, in resv_hugepages). */
 struct need {
-        uint64_t node;       /* pages warms on the node have yet to take */
-        uint64_t mapped_all; /* pages mapped warms on any node have yet to take */
+        uint64_t node;        /* pages warms on the node have yet to take */
+        uint64_t mapped_node; /* of which mapped (so in resv_hugepages) */
+        uint64_t mapped_all;  /* pages mapped warms on any node have yet to take */
+        /* Lower bounds on what mapped warms (on any node; on other nodes)
+         * have yet to take: by their files' blocks, less a page per worker
+         * that may be zeroing one; 0 for a file not read. */
+        uint64_t low_all, low_other;
 };
 
 /* Pages that warming pools and stock refills of PAGE_SIZE have yet to take
@@ -75,6 +95,7 @@ static struct need count_needed(struct pools *p, int node, uint64_t page_size, s
                 struct pool *o = p->reg.pools[i];
                 const struct journal_pool *r = pools_latest(o);
                 uint64_t done = 0, pages;
+                unsigned threads = 0;
                 bool on_node = r->node == node, mapped = o->job != NULL;
 
                 if (o->hold == POOL_REMOVING || r->page_size != page_size ||
@@ -93,6 +114,7 @@ static struct need count_needed(struct pools *p, int node, uint64_t page_size, s
                                 continue;
                         /* A grown stock file's job covers only the part it gained. */
                         done = o->job_offset + st.bytes_done;
+                        threads = st.threads;
                 } else if (o->hold == POOL_CREATING) {
                         done = 0;
                 } else {
@@ -107,6 +129,8 @@ static struct need count_needed(struct pools *p, int node, uint64_t page_size, s
                 pages = (r->size_bytes - done) / page_size;
                 if (on_node)
                         need.node += pages;
+                if (on_node && mapped)
+                        need.mapped_node += pages;
                 if (mapped)
                         need.mapped_all += pages;
                 if (!ret_files || o->file_ino == 0)
@@ -122,8 +146,8 @@ static struct need count_needed(struct pools *p, int node, uint64_t page_size, s
                 char *path = strdup(o->path);
                 if (!path)
                         continue;
-                files[n++] = (struct need_file){ path,    o->file_dev, o->file_ino, r->size_bytes,
-                                                 done,    on_node,     mapped };
+                files[n++] = (struct need_file){ path, o->file_dev, o->file_ino, r->size_bytes,
+                                                 done, threads,     on_node,     mapped };
         }
         if (ret_files) {
                 *ret_files = files;
@@ -139,8 +163,8 @@ uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size)
 }
 
 /* The need by counters (under `reg.lock`), then lowered by what each file's
- * blocks show beyond its counters (a stat each, outside `reg.lock`).  Both are
- * read now, before the caller reads free_hugepages. */
+ * blocks show beyond its counters (a stat each, outside `reg.lock`), and the
+ * lower bounds from the same blocks.  Both are read now. */
 static struct need needed_now(struct pools *p, int node, uint64_t page_size)
 {
         struct need_file *files = NULL;
@@ -160,12 +184,23 @@ static struct need needed_now(struct pools *p, int node, uint64_t page_size)
                         uint64_t present = (uint64_t)st.st_blocks * 512;
                         if (present > f->size)
                                 present = f->size;
-                        if (present > f->done) {
-                                uint64_t less = (f->size - f->done) / page_size - (f->size - present) / page_size;
-                                if (f->on_node)
-                                        need.node -= less;
-                                if (f->mapped)
-                                        need.mapped_all -= less;
+                        if (present < f->done)
+                                present = f->done;
+                        uint64_t less = (f->size - f->done) / page_size - (f->size - present) / page_size;
+                        uint64_t left = (f->size - present) / page_size;
+                        if (f->on_node)
+                                need.node -= less;
+                        if (f->on_node && f->mapped)
+                                need.mapped_node -= less;
+                        if (f->mapped) {
+                                /* A page each of its workers may have
+                                 * taken off the free list and not added
+                                 * to the file yet. */
+                                uint64_t low = left > f->threads ? left - f->threads : 0;
+                                need.mapped_all -= less;
+                                need.low_all += low;
+                                if (!f->on_node)
+                                        need.low_other += low;
                         }
                 }
                 free(f->path);
@@ -174,37 +209,58 @@ static struct need needed_now(struct pools *p, int node, uint64_t page_size)
         return need;
 }
 
-/* One consistent reading of the node's counters and the need; with
- * RET_RESV, resv_hugepages too, read just before the node's counters and
- * within the same still need (0 when the kernel or fixture lacks it). */
+/* One consistent reading of the node's counters and the need.  With
+ * RET_RESV, resv_hugepages too, read just before and just after the node's
+ * counters; *RET_TRUSTED then says whether it can hold our mapped warms'
+ * need (0 and false when the kernel or fixture lacks it).  A believed resv
+ * must be the same on both sides of the free count; otherwise the need
+ * must be the same before and after. */
 static int read_counts(struct pools *p, int node, uint64_t page_size, struct hp_counts *ret_hp,
-                       struct need *ret_need, uint64_t *ret_resv)
+                       struct need *ret_need, uint64_t *ret_resv, bool *ret_trusted)
 {
         struct need before, after;
         struct hp_counts hp;
-        uint64_t resv = 0;
+        uint64_t resv = 0, resv_after = 0;
+        bool have_resv = false, trusted = false;
         int r;
 
         before = needed_now(p, node, page_size);
         for (unsigned tries = 1;; tries++) {
-                if (ret_resv && topo_read_resv(p->cfg.fs, page_size, &resv) < 0)
-                        resv = 0;
+                have_resv = ret_resv && topo_read_resv(p->cfg.fs, page_size, &resv) == 0;
                 r = topo_read_hugepages(p->cfg.fs, node, page_size, &hp);
                 if (r < 0)
                         return r;
+                if (have_resv && topo_read_resv(p->cfg.fs, page_size, &resv_after) < 0)
+                        have_resv = false;
+                if (!have_resv)
+                        resv = 0;
                 after = needed_now(p, node, page_size);
-                if (after.node == before.node && after.mapped_all == before.mapped_all)
+                /* The upper bounds come from BEFORE (read before resv and
+                 * free), the lower bounds from AFTER (read after them). */
+                before.low_all = after.low_all;
+                before.low_other = after.low_other;
+                /* Our warms' true need at the first resv read is at least
+                 * the lower bound read after it (the need only falls). */
+                trusted = have_resv && resv_after >= after.low_all;
+                if (trusted ? resv == resv_after
+                            : after.node == before.node && after.mapped_all == before.mapped_all)
                         break;
                 if (tries == NEED_TRIES) {
-                        /* The need only falls while admit.lock is held (a
-                         * warm starts only under it); should it have risen,
-                         * the larger is still the safe one. */
+                        /* Believed, the first resv is the safe one: a
+                         * fault after it leaves free smaller, not larger.
+                         * Else: the need only falls while admit.lock is
+                         * held (a warm starts only under it); should it
+                         * have risen, the larger is still the safe one. */
                         if (after.node > before.node)
                                 before.node = after.node;
+                        if (after.mapped_node > before.mapped_node)
+                                before.mapped_node = after.mapped_node;
                         /* The mapped part is taken off the reservations:
                          * there the smaller is the safe one. */
                         if (after.mapped_all < before.mapped_all)
                                 before.mapped_all = after.mapped_all;
+                        if (before.mapped_node > before.mapped_all)
+                                before.mapped_node = before.mapped_all;
                         break;
                 }
                 before = after;
@@ -213,6 +269,8 @@ static int read_counts(struct pools *p, int node, uint64_t page_size, struct hp_
         *ret_need = before;
         if (ret_resv)
                 *ret_resv = resv;
+        if (ret_trusted)
+                *ret_trusted = trusted;
         return 0;
 }
 
@@ -221,7 +279,7 @@ int pools_node_counts(struct pools *p, int node, uint64_t page_size, struct hp_c
 {
         pools_assert_held(&p->admit.lock);
         struct need need;
-        int r = read_counts(p, node, page_size, ret_hp, &need, NULL);
+        int r = read_counts(p, node, page_size, ret_hp, &need, NULL, NULL);
 
         if (r < 0)
                 return r;
@@ -229,31 +287,54 @@ int pools_node_counts(struct pools *p, int node, uint64_t page_size, struct hp_c
         return 0;
 }
 
-/* resv_hugepages is read inside the reading that holds the need still:
- * read apart from it, the pages our warms fault in meanwhile would leave
- * resv but not the need, and count as foreign.  It is read just before
- * free_hugepages: a page faulted in between leaves both, so free - resv
- * can only come out smaller, never larger.  On a one-node host the mapped
- * need cancels out (it is in `needed` and in resv alike): available is the
- * kernel's free - resv less the warms not yet mapped, whatever the jobs'
- * counters lag.  A missing resv_hugepages (a kernel or fixture without it)
- * counts as no reservation. */
+static uint64_t sub0(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* X, what this node's mapped warms and every foreign reservation may still
+ * take, from a believed resv: resv less the other nodes' mapped warms.
+ * Their counters over-state what they hold (resv - counters is then at
+ * most X, as the counters alone gave before), and their lower bound
+ * under-states it (resv - low is at least X); our node's counters are at
+ * least its own share.  So max(resv - counters_other, min(counters_node,
+ * resv - low_other)) is at least X with no foreign reservation and never
+ * more than resv - low_other; on one node (no other part) it is resv. */
+static uint64_t believed_share(uint64_t resv, const struct need *n)
+{
+        uint64_t other = n->mapped_all - n->mapped_node;
+
+        return max_u64(sub0(resv, other), min_u64(n->mapped_node, sub0(resv, n->low_other)));
+}
+
+/* With a believed resv, this node's warms need what they have not mapped
+ * yet plus their share of it, and the rest of it is foreign.  Without one,
+ * they need what their counters say, and resv less every mapped warm's
+ * counted need is foreign.  A missing resv_hugepages counts as no
+ * reservation. */
 int pools_node_available(struct pools *p, int node, uint64_t page_size, struct pools_avail *ret)
 {
         struct pools_avail a = {0};
         struct hp_counts hp;
         struct need need;
+        bool trusted;
         int r;
 
-        r = read_counts(p, node, page_size, &hp, &need, &a.reserved);
+        r = read_counts(p, node, page_size, &hp, &need, &a.reserved, &trusted);
         if (r < 0)
                 return r;
         a.total = hp.total;
         a.free = hp.free;
-        a.needed = need.node;
-        a.foreign = a.reserved > need.mapped_all ? a.reserved - need.mapped_all : 0;
-        a.available = a.free > a.needed ? a.free - a.needed : 0;
-        a.available = a.available > a.foreign ? a.available - a.foreign : 0;
+        if (trusted) {
+                uint64_t share = believed_share(a.reserved, &need);
+                uint64_t mine = min_u64(need.mapped_node, share);
+
+                a.needed = (need.node - need.mapped_node) + mine;
+                a.foreign = share - mine;
+        } else {
+                a.needed = need.node;
+                a.foreign = sub0(a.reserved, need.mapped_all);
+        }
+        a.available = sub0(sub0(a.free, a.needed), a.foreign);
         *ret = a;
         return 0;
 }
