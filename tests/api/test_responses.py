@@ -353,12 +353,71 @@ def run(c, d):
          {"targets": [{"node": 1, "size": "2M", "count": 1000}]}, want=409)
     send("stock, unknown key", "PUT", "/v1/stock", {"targets": [], "x": 1}, want=422)
     send("stock, cleared", "PUT", "/v1/stock", {"targets": []}, want=200)
+    malformed_segments(c, send)
     # Delete.
     send("delete, bad recycle", "DELETE", "/v1/pools/a?recycle=maybe", want=422)
     for name in ("a", "b", "c"):
         send("delete", "DELETE", "/v1/pools/" + name, want=204)
     send("delete, gone", "DELETE", "/v1/pools/a", want=404)
     send("delete, read-only", "DELETE", "/v1/pools/b", headers=reader, want=403)
+
+
+# Path segments that name nothing, per parameter: (value, the status it
+# gets, why).  A node id is a name: anything but a node's canonical decimal
+# id is 404.  A page size (a power of two of at least 4 KiB, with a unit)
+# the host lacks is 404 `unknown-page-size`; anything else is 422
+# `invalid-field`, 3M included (no kernel has it: the shared grammar refuses
+# it, as it does in a body's page_size).  A pool name outside PoolName is
+# 422.
+BAD_SEGMENTS = {
+    "id": [("9", 404, "no such node"), ("x", 404, "not a number"), ("01", 404, "leading zero"),
+           ("-1", 404, "negative"), ("99999999999", 404, "too long")],
+    "size": [("4M", 404, "a page size this host lacks"),
+             ("3M", 422, "not a power of two"), ("0K", 422, "zero"), ("2K", 422, "below 4 KiB"),
+             ("99999999999999999999T", 422, "too large for 64 bits"), ("2MB", 422, "a decimal-looking unit"),
+             ("2m", 422, "lower case"), ("2048", 422, "no unit"), ("x", 422, "not a size")],
+    "name": [("-a", 422, "starts with a dash"), (".a", 422, "starts with a dot"), ("a" * 65, 422, "65 characters"),
+             ("a%20b", 422, "a space"), ("a%3Ab", 422, "a colon")],
+}
+GOOD_SEGMENTS = {"id": "0", "size": "2M", "name": "a"}
+# A body each operation would take, so only the segment is wrong.
+SEGMENT_BODIES = {
+    ("PUT", "/v1/nodes/{id}/hugepages/{size}"): {"count": 16},
+    ("PUT", "/v1/nodes/{id}/hugepages/{size}/policy"): {"min": 0, "max": 64, "headroom": 4, "idle_seconds": 3600},
+    ("PUT", "/v1/pools/{name}"): {"node": 0, "size": "2M"},
+}
+
+
+def malformed_segments(c, send):
+    """Every documented operation with a path parameter gets each bad
+    value in each of its segments (the others good), and each answer is
+    validated against the contract; the status must be the one its case
+    names, and a problem's detail must be there."""
+    sent = 0
+    for template, item in c.doc["paths"].items():
+        params = re.findall(r"\{([^}/]+)\}", template)
+        if not params:
+            continue
+        for method in METHODS:
+            if method not in item:
+                continue
+            m = method.upper()
+            for param in params:
+                for value, want, why in BAD_SEGMENTS[param]:
+                    path = template
+                    for q in params:
+                        path = path.replace("{%s}" % q, value if q == param else GOOD_SEGMENTS[q])
+                    r = send("malformed %s (%s)" % (param, why), m, path, SEGMENT_BODIES.get((m, template)),
+                             want=want)
+                    sent += 1
+                    if r.status >= 400 and not (r.json or {}).get("detail"):
+                        c.fail("%s %s: no detail in %r" % (m, path, r))
+    # Nothing was made of any of them.
+    r = send("pools after malformed segments", "GET", "/v1/pools", want=200)
+    names = sorted(p["name"] for p in (r.json or {}).get("pools", []))
+    if names != ["a", "b", "c"]:
+        c.fail("malformed segments changed the pools: %s" % names)
+    print("%d requests with a malformed path segment" % sent)
 
 
 if __name__ == "__main__":
