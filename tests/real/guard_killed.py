@@ -138,6 +138,10 @@ def descendants(root):
 
 
 def keepers_of(guard_pid):
+    """The keepers watching GUARD_PID: their argv names its pid and its
+    start time (pids wrap around fast on a busy host)."""
+    with open("/proc/%d/stat" % guard_pid) as f:
+        start = f.read().rsplit(")", 1)[1].split()[19].encode()
     out = []
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -146,9 +150,18 @@ def keepers_of(guard_pid):
                     argv = f.read().split(b"\0")
             except OSError:
                 continue
-            if b"--keep" in argv and argv[argv.index(b"--keep") + 1:][:1] == [str(guard_pid).encode()]:
+            if b"--keep" in argv and argv[argv.index(b"--keep") + 1:][:2] == [str(guard_pid).encode(), start]:
                 out.append(int(d))
-    return out
+    # Not the keeper's own command substitutions (forks of it, same argv).
+    return [p for p in out if ppid(p) not in out]
+
+
+def ppid(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def start_victim(tmp):
@@ -217,7 +230,7 @@ def case_keeper_killed_too(tmp, baseline, failures):
     keepers = keepers_of(g.pid)
     if len(keepers) != 1:
         failures.append("%s: %d keepers of guard %d" % (name, len(keepers), g.pid))
-    for p in keepers + descendants(g.pid):
+    for p in [q for k in keepers for q in descendants(k)] + descendants(g.pid):
         try:
             os.kill(p, signal.SIGKILL)
         except ProcessLookupError:
