@@ -154,7 +154,13 @@ class Daemon:
         """SIGTERM; returns the exit code."""
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else None
-        self.proc.send_signal(signal.SIGTERM)
+        # Under a wrapper the signal goes to the daemon, whose exit ends the
+        # wrapper (strace exits with its tracee's status).
+        for pid in self.wrapped_pids() or [self.proc.pid]:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
         try:
             rc = self.proc.wait(timeout)
             self.proc.stderr.close()
@@ -164,8 +170,26 @@ class Daemon:
             self.proc.wait()
             raise AssertionError("hpwarmd did not stop within %ds of SIGTERM" % timeout)
 
+    def wrapped_pids(self):
+        """The processes the wrapper started (the daemon), read from /proc:
+        empty without a wrapper or once it is gone."""
+        if not self.wrapper or self.proc is None or self.proc.poll() is not None:
+            return []
+        try:
+            with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
+                return [int(k) for k in f.read().split()]
+        except (OSError, ValueError):
+            return []
+
     def kill(self):
         if self.proc and self.proc.poll() is None:
+            # A tracer killed lets its tracees go on running: the daemon
+            # under strace is killed first, or it outlives the test.
+            for pid in self.wrapped_pids():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             self.proc.kill()
             self.proc.wait()
 
