@@ -1080,10 +1080,12 @@ TEST(generation_moves_on_changes_not_reads)
         CHECK_INT(pools_delete(p, "vm1"), ==, 0);
         uint64_t g6 = pools_generation(p);
         CHECK_U64(g6, >, g5);                           /* released, gone */
+        /* The refill's job must be free to end: clearing cancels it, and a
+         * cancel waits for the worker held at the gate. */
+        fake_gate_set(false);
         CHECK_INT(pools_set_stock(p, NULL, 0, &err), ==, 0);
         uint64_t g7 = pools_generation(p);
         CHECK_U64(g7, >, g6);                           /* cleared, its file going */
-        fake_gate_set(false);
         char names[8][64];
         WAIT_UNTIL(stock_files(&e, names, 8) == 0);
         CHECK_U64(pools_generation(p), >=, g7);
