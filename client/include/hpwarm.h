@@ -424,12 +424,35 @@ struct hpw_stock {
         size_t n;
         struct hpw_stock_target **targets; /* N pointers, in the server's order */
         char *json;
+        /* Added in 0.3 (the library allocates this struct, so older callers
+         * never see the difference): the daemon's change generation this
+         * document shows, which moves whenever the stock or the pools can
+         * have changed; HAS_GENERATION is false from a daemon that does not
+         * say (older than the generation), GENERATION then 0. */
+        uint64_t generation;
+        bool has_generation;
 };
 HPW_EXPORT void hpw_stock_free(struct hpw_stock *x);
 
 /* GET /v1/stock: every target with its counts.  A daemon without stock
  * answers 404 (HPW_E_NOT_FOUND). */
 HPW_EXPORT enum hpw_error hpw_stock_get(struct hpw *h, struct hpw_stock **ret);
+/* Longest TIMEOUT_S of hpw_stock_wait_change (the server's limit). */
+#define HPW_STOCK_WAIT_MAX_S 300u
+/* GET /v1/stock?wait=change&after=AFTER&timeout=TIMEOUT_S (added in 0.3):
+ * one long poll, answered with the stock as soon as the daemon's change
+ * generation is no longer AFTER (a change, or a daemon restarted since
+ * AFTER was read), or after TIMEOUT_S seconds with (*ret)->generation ==
+ * AFTER.  The daemon holds the request without a thread of its own; the
+ * caller waits in it instead of polling.  The request's bound is TIMEOUT_S
+ * plus 5 s (not hpw_set_timeouts' total); hpw_cancel() stops it within
+ * about a second.  A daemon without the generation answers at once with
+ * (*ret)->has_generation false: poll that one.  HPW_E_INVALID for TIMEOUT_S
+ * over HPW_STOCK_WAIT_MAX_S; HPW_E_RATE_LIMITED when the daemon's waits of
+ * this caller are all taken (--max-waits-per-caller).  Caller frees *ret
+ * with hpw_stock_free. */
+HPW_EXPORT enum hpw_error hpw_stock_wait_change(struct hpw *h, uint64_t after, unsigned timeout_s,
+                                                struct hpw_stock **ret);
 /* PUT /v1/stock: replace every target with *TARGETS[0..N) (N = 0 removes them
  * all, and the daemon deletes its stock files).  Only node,
  * page_size_bytes, size_bytes and count are sent.  HPW_E_INVALID, with

@@ -8,11 +8,16 @@
  * variables every OpenStack service and client reads.  Secrets are never
  * printed: messages name the variable or the file, not what it holds.
  *
- * --watch keeps Placement current until SIGTERM or SIGINT: the daemon is
- * asked once a second (a local request; Placement is only asked when the
- * counts moved, or every minute to catch other writers), an outage of
- * Placement or of the daemon is retried with a doubling backoff and
- * logged once when it starts and once when it ends. */
+ * --watch keeps Placement current until SIGTERM or SIGINT: it reads the
+ * daemon's change generation, syncs, and parks in the daemon's long poll
+ * (GET /v1/stock?wait=change&after=G) until the generation moves, then syncs
+ * again, so between changes it makes one request every WATCH_PARK_S and
+ * a change reaches Placement within a second plus one sync.  Placement is
+ * read again every minute even when nothing moved, to catch other writers
+ * (the park ends for it).  A daemon without the generation (older) is
+ * asked once a second instead, said once.  An outage of Placement or of
+ * the daemon is retried with a doubling backoff and logged once when it
+ * starts and once when it ends. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -24,9 +29,12 @@
 
 #include "cli.h"
 
-/* The daemon is asked this often while watching: a change reaches
- * Placement within it plus one sync (well inside the 2 s the contract
- * gives), and a local GET a second costs the daemon nothing measurable. */
+/* Each wait parked in the daemon's long poll (GET /v1/stock?wait=change)
+ * lasts at most this: the daemon answers within a second of a change, so
+ * this only bounds how long a connection sits idle, not the latency. */
+#define WATCH_PARK_S 30
+/* A daemon without the change generation (older) is asked this often
+ * instead: a change reaches Placement within it plus one sync. */
 #define WATCH_INTERVAL_MS 1000
 /* Placement (and the daemon) are read again this often even when the
  * counts stand still: another writer may have changed the inventory. */
@@ -107,9 +115,15 @@ bool cli_is_placement(int argc, char **argv)
 
 static volatile sig_atomic_t stop_signal;
 
+/* The daemon handle a signal cancels: a parked long poll ends at once
+ * (hpw_cancel only sets a flag, which a signal handler may do). */
+static struct hpw *watched;
+
 static void on_stop(int sig)
 {
         stop_signal = sig;
+        if (watched)
+                hpw_cancel(watched);
 }
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -186,6 +200,48 @@ static const char *env(const char *name)
         const char *v = getenv(name);
 
         return v && v[0] ? v : NULL;
+}
+
+/* The daemon's change generation into *GEN; *HAS false from a daemon
+ * that has none (then the watch polls).  A daemon without stock (404) has
+ * nothing to wait for either. */
+static enum hpw_error read_generation(struct hpw *h, uint64_t *gen, bool *has)
+{
+        struct hpw_stock *st = NULL;
+        enum hpw_error e = hpw_stock_get(h, &st);
+
+        *has = false;
+        if (e == HPW_E_NOT_FOUND)
+                return HPW_OK;
+        if (e != HPW_OK)
+                return e;
+        *has = st->has_generation;
+        *gen = st->generation;
+        hpw_stock_free(st);
+        return HPW_OK;
+}
+
+/* Park in the daemon's long poll until its generation leaves GEN (a
+ * change: sync now), Placement is due to be read again (WATCH_REREAD_MS
+ * after LAST_READ), or a signal.  A failed wait returns too: the sync that
+ * follows finds the outage and backs off. */
+static void park_until_change(struct hpw *h, uint64_t gen, uint64_t last_read)
+{
+        while (!stop_signal) {
+                uint64_t now = mono_ms(), due = last_read + WATCH_REREAD_MS;
+                if (now >= due)
+                        return;
+                uint64_t s = (due - now + 999) / 1000;
+                if (s > WATCH_PARK_S)
+                        s = WATCH_PARK_S;
+                struct hpw_stock *st = NULL;
+                if (hpw_stock_wait_change(h, gen, (unsigned)s, &st) != HPW_OK)
+                        return;
+                bool moved = !st->has_generation || st->generation != gen;
+                hpw_stock_free(st);
+                if (moved)
+                        return;
+        }
 }
 
 int cli_placement_main(int argc, char **argv)
@@ -295,17 +351,30 @@ int cli_placement_main(int argc, char **argv)
 
         {
                 struct sigaction sa = { .sa_handler = on_stop };
-                uint64_t backoff = 0, last_read = 0;
+                uint64_t backoff = 0, last_read = 0, gen = 0;
+                bool polling = false;     /* an older daemon: no change generation */
                 char outage[512] = "";
                 sigemptyset(&sa.sa_mask);
+                watched = h;
                 sigaction(SIGTERM, &sa, NULL);
                 sigaction(SIGINT, &sa, NULL);
                 logf_("watching hpwarmd %s for compute node %s", nurl, o.compute_node);
                 while (!stop_signal) {
                         struct hpw_placement_sync *r = NULL;
+                        bool parked = false;
+                        /* The generation first, the sync's reads after: a
+                         * change after this read moves it past GEN, and the
+                         * wait below answers at once. */
+                        e = polling ? HPW_OK : read_generation(h, &gen, &parked);
+                        if (e == HPW_OK && !polling && !parked) {
+                                polling = true;
+                                logf_("hpwarmd %s says no change generation (older than it): asking it every %d ms",
+                                      nurl, WATCH_INTERVAL_MS);
+                        }
                         uint64_t now = mono_ms();
                         bool reread = last_read == 0 || now - last_read >= WATCH_REREAD_MS;
-                        e = hpw_placement_sync(p, reread, &r);
+                        if (e == HPW_OK)
+                                e = hpw_placement_sync(p, reread, &r);
                         if (e == HPW_OK) {
                                 if (outage[0])
                                         logf_("synced again after: %s", outage);
@@ -315,9 +384,14 @@ int cli_placement_main(int argc, char **argv)
                                         last_read = now;
                                 report(r, true);
                                 hpw_placement_sync_free(r);
-                                nap(WATCH_INTERVAL_MS);
+                                if (polling)
+                                        nap(WATCH_INTERVAL_MS);
+                                else
+                                        park_until_change(h, gen, last_read);
                                 continue;
                         }
+                        if (stop_signal)
+                                break;
                         /* Logged once per outage: a new message is a new
                          * outage (or a new cause of the same one). */
                         const char *why = hpw_last_message(h)[0] ? hpw_last_message(h) : hpw_strerror(e);

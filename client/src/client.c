@@ -703,6 +703,23 @@ enum hpw_error hpw_stock_get(struct hpw *h, struct hpw_stock **ret)
         return err ? err : parsed(h, hpw_json_stock(h->last.body, h->last.len, ret));
 }
 
+enum hpw_error hpw_stock_wait_change(struct hpw *h, uint64_t after, unsigned timeout_s, struct hpw_stock **ret)
+{
+        char path[96];
+        enum hpw_error err;
+
+        begin(h);
+        if (!h || !ret || timeout_s > HPW_STOCK_WAIT_MAX_S)
+                return HPW_E_INVALID;
+        snprintf(path, sizeof(path), "/v1/stock?wait=change&after=%llu&timeout=%u", (unsigned long long)after,
+                 timeout_s);
+        /* The wait is the caller's choice of length: its own bound, not
+         * the handle's total. */
+        uint64_t cap = (uint64_t)timeout_s * 1000 + HPW_LONGPOLL_SLACK_MS;
+        err = request(h, "GET", path, NULL, true, now_ms() + cap, cap);
+        return err ? err : parsed(h, hpw_json_stock(h->last.body, h->last.len, ret));
+}
+
 enum hpw_error hpw_stock_set(struct hpw *h, const struct hpw_stock_target *const *targets, size_t n,
                              struct hpw_stock **ret)
 {

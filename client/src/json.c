@@ -941,6 +941,18 @@ enum hpw_error hpw_json_stock(const char *body, size_t len, struct hpw_stock **r
                 free(x);
                 return HPW_E_NOMEM;
         }
+        /* Parsed again for the one member beside the list: the body is a
+         * few hundred bytes. */
+        cJSON *root = parse(body, len);
+        if (root && get(root, "generation")) {
+                if (!get_u64(root, "generation", &x->generation)) {
+                        cJSON_Delete(root);
+                        hpw_stock_free(x);
+                        return HPW_E_PROTOCOL;
+                }
+                x->has_generation = true;
+        }
+        cJSON_Delete(root);
         *ret = x;
         return HPW_OK;
 }

@@ -1,5 +1,14 @@
 /* api_stock: GET and PUT /v1/stock, the stock targets and how
- * full each one is.  Parsing only; pools_set_stock validates and applies. */
+ * full each one is.  Parsing only; pools_set_stock validates and applies.
+ *
+ * GET also says the daemon's change generation (pools_generation), and
+ * with ?wait=change&after=G parks (as GET /v1/pools/{name}?wait=ready does,
+ * on the HTTP layer's waits thread, no thread of its own) until the
+ * generation passes G or the timeout: what a publisher such as
+ * `hpwarm placement sync --watch` waits in instead of polling.  The
+ * generation is taken before the view, so an answer of generation G shows
+ * every change G counts (and maybe a later one, whose wait then answers at
+ * once). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,16 +23,22 @@
 #include "units.h"
 #include "util.h"
 
+/* The longest ?timeout= of a wait, and the default: as wait=ready's. */
+#define WAIT_TIMEOUT_MAX_S 300
+#define WAIT_TIMEOUT_DEFAULT_S 30
+
 static void send_stock(struct resp *resp, struct pools *pools)
 {
         struct stock_view *v = NULL;
         size_t n = 0;
+        uint64_t gen = pools_generation(pools);
 
         if (pools_get_stock(pools, &v, &n) < 0) {
                 api_oom(resp);
                 return;
         }
         struct json *o = json_new_object();
+        json_add_u64(o, "generation", gen);
         struct json *arr = json_add_array(o, "targets");
         for (size_t i = 0; i < n; i++) {
                 struct json *t = json_append_object(arr);
@@ -41,9 +56,76 @@ static void send_stock(struct resp *resp, struct pools *pools)
         json_free(o);
 }
 
+struct change_wait {
+        struct app *app;
+        uint64_t after;
+};
+
+/* A parked wait looks again (something changed, its time is up, or the
+ * daemon is stopping): answer once the generation is no longer AFTER.  It
+ * passed AFTER, or AFTER is from an earlier life of the daemon (the
+ * generation starts at 0 again): either way the caller's view is old. */
+static bool change_check(struct resp *resp, void *ctx, bool expired)
+{
+        struct change_wait *w = ctx;
+        if (pools_generation(w->app->pools) == w->after && !expired && !atomic_load(&w->app->stopping))
+                return false;
+        send_stock(resp, w->app->pools);
+        return true;
+}
+
+/* A whole number of at most MAX (decimal digits only) from query value S. */
+static bool parse_whole(const char *s, uint64_t max, uint64_t *ret)
+{
+        if (!*s || strlen(s) > 20)
+                return false;
+        for (const char *c = s; *c; c++)
+                if (*c < '0' || *c > '9')
+                        return false;
+        errno = 0;
+        char *end;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || *end || v > max)
+                return false;
+        *ret = v;
+        return true;
+}
+
 void api_stock_get(const struct req *req, struct resp *resp)
 {
-        send_stock(resp, req->app->pools);
+        const char *wait = req->query(req, "wait");
+        const char *after = req->query(req, "after");
+        const char *timeout = req->query(req, "timeout");
+        uint64_t after_g = 0, timeout_s = WAIT_TIMEOUT_DEFAULT_S;
+
+        if (wait && strcmp(wait, "change") != 0) {
+                api_invalid(resp, "wait must be \"change\"");
+                return;
+        }
+        if (!wait && (after || timeout)) {
+                api_invalid(resp, after ? "after needs wait=change" : "timeout needs wait=change");
+                return;
+        }
+        if (wait && (!after || !parse_whole(after, UINT64_MAX, &after_g))) {
+                api_invalid(resp, "after must be a generation (a whole number) that GET /v1/stock answered");
+                return;
+        }
+        if (timeout && !parse_whole(timeout, WAIT_TIMEOUT_MAX_S, &timeout_s)) {
+                api_invalid(resp, "timeout must be whole seconds from 0 to 300");
+                return;
+        }
+        struct app *app = req->app;
+        if (!wait || timeout_s == 0 || pools_generation(app->pools) != after_g) {
+                send_stock(resp, app->pools);
+                return;
+        }
+        struct change_wait *w = calloc(1, sizeof(*w));
+        if (!w) {
+                api_oom(resp);
+                return;
+        }
+        *w = (struct change_wait){ .app = app, .after = after_g };
+        resp_park(resp, change_check, w, PARK_TOPIC_STOCK, now_mono_ns() + timeout_s * 1000000000ull);
 }
 
 /* The members a body and a target may have: anything else is refused, as

@@ -347,6 +347,10 @@ def run(c, d):
     send("stock, no token", "GET", "/v1/stock", headers={}, want=401)
     send("stock, set", "PUT", "/v1/stock", {"targets": [{"node": 0, "size": "2M", "count": 1}]}, want=200)
     send("stock, filled", "GET", "/v1/stock", want=200)
+    g = d.get("/v1/stock", headers=admin).json["generation"]
+    send("stock, wait timed out", "GET", "/v1/stock?wait=change&after=%d&timeout=1" % g, want=200)
+    send("stock, wait answered at once", "GET", "/v1/stock?wait=change&after=%d" % (g + 1), want=200)
+    send("stock, bad after", "GET", "/v1/stock?wait=change&after=x", want=422)
     send("stock, 1G without hugetlbfs", "PUT", "/v1/stock",
          {"targets": [{"node": 0, "page_size": "1G", "size": "1G", "count": 1}]}, want=503)
     send("stock, larger than the node", "PUT", "/v1/stock",

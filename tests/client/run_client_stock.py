@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """client.lib_stock: start the fake daemons test_client_stock.c needs (one
-with stock, one without, three whose /v1/stock answer is hostile, and a dead
+with stock, one without, four whose /v1/stock answer is hostile or fixed, and a dead
 port), pass their URLs in the environment and run it.
 
 Usage: run_client_stock.py PATH/TO/test_client_stock"""
@@ -17,6 +17,8 @@ HOSTILE = {
     "FAKE_MISSING": b'{"targets":[{"node":0,"page_size_bytes":2097152,"count":1,"ready":1}]}',
     "FAKE_HUGE": b'{"targets":[{"node":0,"page_size_bytes":2097152,"size_bytes":8388608,"count":1e300,'
                  b'"ready":1}]}',
+    "FAKE_BADGEN": b'{"generation":-1,"targets":[]}',
+    "FAKE_GEN": b'{"generation":42,"targets":[]}',
 }
 
 

@@ -7,8 +7,9 @@
  *
  *   FAKE_GOOD       a fake daemon with stock support, no targets yet
  *   FAKE_OLD        one without stock (404 on /v1/stock)
- *   FAKE_MALFORMED, FAKE_MISSING, FAKE_HUGE
+ *   FAKE_MALFORMED, FAKE_MISSING, FAKE_HUGE, FAKE_BADGEN
  *                   ones whose /v1/stock answers 200 with a hostile body
+ *   FAKE_GEN        one whose /v1/stock always says generation 42
  *   FAKE_DEAD       a loopback URL nothing listens on */
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,51 @@ static void hostile(const char *var, const char *marker)
         CHECK(strstr(hpw_last_body(h), marker) != NULL);
         CHECK(strstr(hpw_last_message(h), "not the expected JSON") != NULL);
         CHECK_INT(hpw_stock_set(h, (const struct hpw_stock_target *const[]){ &t }, 1, &st), ==, HPW_E_PROTOCOL);
+        CHECK(st == NULL);
+        hpw_free(h);
+}
+
+/* The change generation: read when the daemon says it, has_generation
+ * false when it does not (an older daemon), refused when it is no whole
+ * number.  hpw_stock_wait_change sends the query and parses the same way
+ * (the waits themselves are proven against the real daemon, in
+ * integration.stock_watch and placement.real). */
+TEST(stock_generation)
+{
+        struct hpw *h = handle("FAKE_GEN");
+        struct hpw_stock *st = NULL;
+
+        CHECK_INT(hpw_stock_get(h, &st), ==, HPW_OK);
+        CHECK(st->has_generation);
+        CHECK_U64(st->generation, ==, 42);
+        hpw_stock_free(st);
+        st = NULL;
+        CHECK_INT(hpw_stock_wait_change(h, 41, 1, &st), ==, HPW_OK);
+        CHECK_U64(st->generation, ==, 42);
+        hpw_stock_free(st);
+        st = NULL;
+        CHECK_INT(hpw_stock_wait_change(h, 0, HPW_STOCK_WAIT_MAX_S + 1, &st), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_stock_wait_change(h, 0, 1, NULL), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_stock_wait_change(NULL, 0, 1, &st), ==, HPW_E_INVALID);
+        CHECK(st == NULL);
+        hpw_free(h);
+
+        h = handle("FAKE_GOOD");                /* says no generation */
+        CHECK_INT(hpw_stock_get(h, &st), ==, HPW_OK);
+        CHECK(!st->has_generation);
+        CHECK_U64(st->generation, ==, 0);
+        hpw_stock_free(st);
+        st = NULL;
+        CHECK_INT(hpw_stock_wait_change(h, 0, 30, &st), ==, HPW_OK);    /* answered at once */
+        CHECK(!st->has_generation);
+        hpw_stock_free(st);
+        hpw_free(h);
+
+        h = handle("FAKE_BADGEN");
+        st = NULL;
+        CHECK_INT(hpw_stock_get(h, &st), ==, HPW_E_PROTOCOL);
+        CHECK(st == NULL);
+        CHECK_INT(hpw_stock_wait_change(h, 0, 1, &st), ==, HPW_E_PROTOCOL);
         CHECK(st == NULL);
         hpw_free(h);
 }

@@ -21,12 +21,17 @@ with Placement's own answers:
 Compute node providers are made as nova-compute makes them (POST
 /resource_providers with the hypervisor's name); every test uses its own
 names, so the tests share one Placement and one daemon."""
+import http.client
+import http.server
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import uuid
@@ -152,8 +157,9 @@ class PlacementReal(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         return r
 
-    def watch(self, name):
-        w = subprocess.Popen([HPWARM, "placement", "sync", "--watch", "--url", "http://127.0.0.1:%d" % self.d.port,
+    def watch(self, name, port=None):
+        w = subprocess.Popen([HPWARM, "placement", "sync", "--watch", "--url",
+                              "http://127.0.0.1:%d" % (port or self.d.port),
                               "--placement", self.pl.url, "--compute-node", name, "--token-file", self.token_file],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.watchers.append(w)
@@ -276,13 +282,14 @@ class PlacementReal(unittest.TestCase):
             self.assertIn("unchanged", r.stdout)
         self.assertEqual(self.child(name)["generation"], gen)
 
-    def stock_requests(self):
+    def daemon_requests(self):
+        """The daemon's requests so far, by route, but for /metrics (ours)."""
         m = self.d.get("/metrics").body.decode()
-        n = 0
+        n = {}
         for line in m.splitlines():
-            if line.startswith("hpwarmd_http_requests_total{") and 'route="/v1/stock"' in line and \
-                    'method="GET"' in line:
-                n += int(float(line.rsplit(" ", 1)[1]))
+            if line.startswith("hpwarmd_http_requests_total{") and 'route="/metrics"' not in line:
+                route = re.search(r'route="([^"]*)"', line).group(1)
+                n[route] = n.get(route, 0) + int(float(line.rsplit(" ", 1)[1]))
         return n
 
     def test_watch_reflects_a_stock_change_within_2s(self):
@@ -290,12 +297,17 @@ class PlacementReal(unittest.TestCase):
         name, _ = self.host()
         w = self.watch(name)
         self.wait_inv(name, (PAGES_PER_FILE, 0))
-        before, t0 = self.stock_requests(), time.monotonic()
-        time.sleep(3)
-        asked = self.stock_requests() - before
+        time.sleep(1)   # the last sync's aftermath
+        # Between changes the watch sits in its parked long poll: over a
+        # quiet 5 s at most the one it is in and the next (its 30 s parks
+        # end early only for a change); the 1 s poll it replaced made ~5.
+        before, t0 = self.daemon_requests(), time.monotonic()
+        time.sleep(5)
+        after = self.daemon_requests()
         span = time.monotonic() - t0
-        # About once a second (the watch's interval), not a tight poll.
-        self.assertLessEqual(asked, span / 1.0 + 2, "the watch asked /v1/stock %d times in %.1f s" % (asked, span))
+        asked = {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
+        print("watch: requests to the daemon over a quiet %.1f s: %r" % (span, asked))
+        self.assertLessEqual(sum(asked.values()), 2, "the watch asked the daemon %r in %.1f s" % (asked, span))
         gen = self.child(name)["generation"]
         self.assertEqual(self.child(name)["generation"], gen, "a watch with nothing changed wrote")
         r = self.d.put("/v1/stock", {"targets": [{"node": 0, "page_size": "2M", "size_bytes": FILE, "count": 3}]})
@@ -309,6 +321,65 @@ class PlacementReal(unittest.TestCase):
         out, err = w.communicate(timeout=10)
         self.assertEqual(w.returncode, 0, err)
         self.assertIn("stopped by signal %d" % signal.SIGTERM, err)
+
+    def older_daemon(self):
+        """A loopback proxy to the daemon that answers as a daemon older
+        than the change generation did: /v1/stock without "generation", its
+        query ignored (so ?wait=change answers at once).  Returns (server,
+        counter of the /v1/stock requests it passed on)."""
+        port = self.d.port
+        seen = {"stock": 0}
+
+        class Old(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                path = self.path
+                if path.split("?")[0] == "/v1/stock":
+                    seen["stock"] += 1
+                    path = "/v1/stock"
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                c.request("GET", path)
+                r = c.getresponse()
+                body = r.read()
+                if path == "/v1/stock" and r.status == 200:
+                    doc = json.loads(body)
+                    doc.pop("generation", None)
+                    body = json.dumps(doc).encode()
+                self.send_response(r.status)
+                self.send_header("Content-Type", r.getheader("Content-Type", "application/json"))
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                c.close()
+
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Old)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        return srv, seen
+
+    def test_watch_polls_an_older_daemon_and_says_so_once(self):
+        self.set_stock(1)
+        name, _ = self.host()
+        srv, seen = self.older_daemon()
+        w = self.watch(name, port=srv.server_address[1])
+        self.wait_inv(name, (PAGES_PER_FILE, 0))
+        before, t0 = seen["stock"], time.monotonic()
+        time.sleep(3)
+        asked, span = seen["stock"] - before, time.monotonic() - t0
+        # About once a second: a poll, not a tight one.
+        self.assertGreaterEqual(asked, 1)
+        self.assertLessEqual(asked, span + 2, "the watch asked %d times in %.1f s" % (asked, span))
+        r = self.d.put("/v1/stock", {"targets": [{"node": 0, "page_size": "2M", "size_bytes": FILE, "count": 2}]})
+        self.assertEqual(r.status, 200, r)
+        shown = self.wait_stock(2)
+        self.assertLess(self.wait_inv(name, (2 * PAGES_PER_FILE, 0)) - shown, 2.0)
+        w.send_signal(signal.SIGTERM)
+        out, err = w.communicate(timeout=10)
+        self.assertEqual(w.returncode, 0, err)
+        self.assertEqual(err.count("says no change generation"), 1, err)
 
     def test_watch_converges_after_another_writer_bumped_the_generation(self):
         self.set_stock(1)

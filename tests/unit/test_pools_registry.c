@@ -265,9 +265,11 @@ static struct {
 static void observer(void *arg, const char *name)
 {
         struct pool_view v;
-        int r = pools_get(ob.p, name, &v);
+        int r = name ? pools_get(ob.p, name, &v) : -ENOENT;
 
         CHECK(arg == &ob);
+        if (!name)
+                name = "*";     /* the generation moved */
         pthread_mutex_lock(&ob.lock);
         ob.calls++;
         snprintf(ob.last_name, sizeof(ob.last_name), "%s", name);

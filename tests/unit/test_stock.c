@@ -1029,4 +1029,68 @@ TEST(held_stock_not_grown)
         env_fini(&e);
 }
 
+/* The change generation moves with each kind of change a publisher of the
+ * stock counts (a target set, a stock file added and turning ready, a
+ * hand-out, a claim, a release, a pool gone, the target cleared and its
+ * files gone), never backwards, and not at all in a read. */
+TEST(generation_moves_on_changes_not_reads)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v, *list;
+        struct stock_view *sv;
+        size_t n;
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        uint64_t g = pools_generation(p);
+        for (int i = 0; i < 3; i++) {
+                CHECK_INT(pools_get_stock(p, &sv, &n), ==, 0);
+                free(sv);
+                CHECK_INT(pools_list(p, &list, &n), ==, 0);
+                free(list);
+                CHECK_INT(pools_get(p, "nope", &v), ==, -ENOENT);
+                CHECK_U64(pools_generation(p), ==, g);
+        }
+        /* A refused change is no change. */
+        CHECK_INT(set1(p, 0, 0, 1, &err), <, 0);
+        CHECK_U64(pools_generation(p), ==, g);
+
+        fake_gate_set(true);
+        CHECK_INT(set1(p, 0, 4, 1, &err), ==, 0);
+        uint64_t g1 = pools_generation(p);
+        CHECK_U64(g1, >, g);
+        WAIT_UNTIL(stock_of(p, 4).warming == 1);
+        uint64_t g2 = pools_generation(p);
+        CHECK_U64(g2, >=, g1);  /* the file added (maybe before g1 was read) */
+        fake_gate_set(false);
+        wait_ready(p, 4, 1);
+        uint64_t g3 = pools_generation(p);
+        CHECK_U64(g3, >, g2);                           /* warming -> ready */
+
+        fake_gate_set(true);                            /* the refill waits */
+        struct pool_req r = req("vm1", 0, 4);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
+        uint64_t g4 = pools_generation(p);
+        CHECK_U64(g4, >, g3);                           /* handed out */
+        CHECK_INT(pools_claim(p, "vm1", &v), ==, 0);
+        uint64_t g5 = pools_generation(p);
+        CHECK_U64(g5, >, g4);                           /* claimed */
+        CHECK_INT(pools_delete(p, "vm1"), ==, 0);
+        uint64_t g6 = pools_generation(p);
+        CHECK_U64(g6, >, g5);                           /* released, gone */
+        /* The refill's job must be free to end: clearing cancels it, and a
+         * cancel waits for the worker held at the gate. */
+        fake_gate_set(false);
+        CHECK_INT(pools_set_stock(p, NULL, 0, &err), ==, 0);
+        uint64_t g7 = pools_generation(p);
+        CHECK_U64(g7, >, g6);                           /* cleared, its file going */
+        char names[8][64];
+        WAIT_UNTIL(stock_files(&e, names, 8) == 0);
+        CHECK_U64(pools_generation(p), >=, g7);
+        pools_free(p);
+        env_fini(&e);
+}
+
 TEST_MAIN()

@@ -157,11 +157,14 @@ static void park_done(struct waiter *w, bool gone)
         MHD_resume_connection(h->conn);
 }
 
-/* pools.c's observer: the pool NAME changed, look at its waiters again. */
+/* pools.c's observer: the pool NAME changed (NULL: something did), look
+ * at its waiters again, and at the stock's: every change may be one. */
 static void pool_changed(void *arg, const char *name)
 {
         struct http *h = arg;
-        waiters_notify(&h->waiters, name);
+        if (name)
+                waiters_notify(&h->waiters, name);
+        waiters_notify(&h->waiters, PARK_TOPIC_STOCK);
 }
 
 /* H is deferred (work queue or parked): count it until it completes. */

@@ -101,3 +101,7 @@ void resp_defer(struct resp *r, void (*work)(struct resp *r, void *ctx), void *c
  * when TOPIC (a pool name) changes and at DEADLINE_NS.  CTX is malloc'd and
  * freed after the response. */
 void resp_park(struct resp *r, park_check_fn check, void *ctx, const char *topic, uint64_t deadline_ns);
+/* The topic of waits on the whole stock (GET /v1/stock?wait=change): told
+ * of every change, of a pool or not.  No pool name has a '/'. */
+#define PARK_TOPIC_STOCK "/stock"
+

@@ -409,5 +409,20 @@ enum elastic_growth pools_runtime_growth(struct pools *p, int node, uint64_t pag
  * FN = NULL removes it; when pools_set_observer returns, the old FN is not
  * running and will not be called again.  NAME is valid only during the
  * call.  Changes made by pools_new (start-up) happen before any observer
- * can be set and are not told. */
+ * can be set and are not told.
+ * NAME is NULL when the change generation (pools_generation) moved in a
+ * save that may name no pool (a stock target set, a stock file gone): the
+ * caller's "look again" is then about the whole stock, not one pool.  Such
+ * a call may come from a thread that holds admit.lock (a stock target set),
+ * which the lock order allows (admit.lock before reg.lock). */
 void pools_set_observer(struct pools *p, void (*fn)(void *arg, const char *name), void *arg);
+
+/* The change generation: a counter that moves (never back, never in a read)
+ * whenever anything GET /v1/stock or GET /v1/pools shows can have changed: a
+ * pool or stock file added, changing state, held or let go, claimed or
+ * released, dropped, a stock target set.  It may move for a change no
+ * reader cares about (a warming job's progress); it never misses one.
+ * Taken before a view (pools_get_stock, pools_list), the view shows at least
+ * what that generation counts.  Starts at 0 with each daemon (not saved):
+ * a reader compares generations of one daemon's life only. */
+uint64_t pools_generation(struct pools *p);

@@ -202,6 +202,12 @@ struct pools_registry {
         struct pool **changed_rows;
         size_t n_changed, cap_changed;
         struct pools_stats stats;     /* lock */
+        /* lock: the change generation (pools_generation): moves with every
+         * row marked changed, row dropped and stock target set, in the same
+         * critical section as the change, so a reader that takes it before
+         * a view sees that change or a later one. */
+        uint64_t generation;
+        uint64_t generation_told;     /* lock: the generation last told the observer */
 };
 
 /* The journal writes (pools_registry.c, pools_save). */
@@ -372,7 +378,8 @@ void pools_release(struct pools *p, struct pool *pool);
 /* Count a release of reason WHY in the stats (RELEASE_NONE: none);
  * reg.lock held. */
 void pools_count_release(struct pools *p, enum pool_release why);
-/* Tell the observer NAME changed; no lock of ours held. */
+/* Tell the observer NAME changed (NULL: the generation moved); no lock of
+ * ours held but admit.lock. */
 void pools_notify(struct pools *p, const char *name);
 /* Wake the upkeep thread (takes wake.lock). */
 void pools_kick(struct pools *p);

@@ -204,6 +204,7 @@ void pools_mark_changed(struct pool *pool)
         struct pools *p = pool->owner;
 
         pools_assert_held(&p->reg.lock);
+        p->reg.generation++;
         if (pool->save_due)
                 return;
         if (p->reg.n_changed == p->reg.cap_changed) {
@@ -228,6 +229,7 @@ void pools_drop(struct pools *p, struct pool *pool)
         if (i >= p->reg.n_pools || p->reg.pools[i] != pool)
                 return;         /* not in the registry */
         pool_index_remove(&p->reg.by_name, pool);
+        p->reg.generation++;
         p->reg.n_stock_named -= pool->rec.name[0] == POOL_STOCK_PREFIX;
         p->reg.pools[i] = p->reg.pools[--p->reg.n_pools];
         p->reg.pools[i]->reg_at = i;
@@ -550,7 +552,7 @@ int pools_save(struct pools *p)
         struct journal_pool *put = NULL;
         char (*drop)[POOL_NAME_MAX + 1] = NULL;
         size_t n_put = 0, n_drop = 0;
-        bool whole = false;
+        bool whole = false, tell;
         int r;
 
         pools_lock(&p->save.lock);
@@ -592,8 +594,16 @@ int pools_save(struct pools *p)
                  * next save writes everything. */
                 p->reg.resync = true;
         }
+        /* Every change is saved (or shown and told, as warming -> ready):
+         * a generation that moved since the last tell is told here, so a
+         * change of the stock that names no pool (a target set, a row
+         * dropped) wakes the stock's long-polls too. */
+        tell = p->reg.generation != p->reg.generation_told;
+        p->reg.generation_told = p->reg.generation;
         pools_unlock(&p->reg.lock);
         pools_unlock(&p->save.lock);
+        if (tell)
+                pools_notify(p, NULL);
         free(put);
         free(drop);
         free(j.reservations);
@@ -685,6 +695,14 @@ void pools_notify(struct pools *p, const char *name)
         if (p->obs.fn)
                 p->obs.fn(p->obs.arg, name);
         pools_unlock(&p->obs.lock);
+}
+
+uint64_t pools_generation(struct pools *p)
+{
+        pools_lock(&p->reg.lock);
+        uint64_t g = p->reg.generation;
+        pools_unlock(&p->reg.lock);
+        return g;
 }
 
 void pools_kick(struct pools *p)

@@ -276,6 +276,7 @@ int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_
         old_n = p->stock.n_targets;
         p->stock.targets = copy;
         p->stock.n_targets = n;
+        p->reg.generation++;
         pools_unlock(&p->reg.lock);
         r = pools_save(p);
         if (r < 0) {
@@ -283,6 +284,7 @@ int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_
                 pools_lock(&p->reg.lock);
                 p->stock.targets = old;
                 p->stock.n_targets = old_n;
+                p->reg.generation++;
                 pools_unlock(&p->reg.lock);
                 free(copy);
                 problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving %s/state.json: %s", p->state_dir,
