@@ -123,6 +123,11 @@ void hpw_http_global_init(void);
 void hpw_http_global_cleanup(void);
 
 /* ---- json.c (cJSON) ---- */
+/* BODY (LEN bytes) as one JSON object with nothing after it but
+ * whitespace, or NULL: the strict top level every reader here starts from
+ * (json.c, placement_json.c).  The caller frees it with cJSON_Delete. */
+struct cJSON;
+struct cJSON *hpw_json_parse_object(const char *body, size_t len);
 
 /* Parsers of server answers: HPW_E_PROTOCOL when the body is not the shape
  * the API promises, HPW_E_NOMEM.  Unknown members are ignored (the API may

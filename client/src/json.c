@@ -21,7 +21,7 @@
 /* Largest integer a double carries exactly. */
 #define JSON_MAX_EXACT 9007199254740992.0
 
-static cJSON *parse(const char *body, size_t len)
+struct cJSON *hpw_json_parse_object(const char *body, size_t len)
 {
         const char *end = NULL;
         cJSON *root;
@@ -46,7 +46,7 @@ static cJSON *parse(const char *body, size_t len)
 
 char *hpw_json_reprint(const char *body, size_t len)
 {
-        cJSON *root = parse(body, len);
+        cJSON *root = hpw_json_parse_object(body, len);
         char *s;
 
         if (!root)
@@ -183,7 +183,7 @@ static enum hpw_error parse_items(const char *body, size_t len, const char *list
                                   const struct item_kind *k, void **ret_items, size_t *ret_n,
                                   char **ret_json)
 {
-        cJSON *root = parse(body, len);
+        cJSON *root = hpw_json_parse_object(body, len);
         const cJSON *arr = NULL, *e;
         char *items = NULL, *json = NULL;
         enum hpw_error err = HPW_OK;
@@ -298,7 +298,7 @@ static struct hpw_problem *problem_from(const cJSON *o)
 
 enum hpw_error hpw_json_problem(const char *body, size_t len, struct hpw_problem **ret)
 {
-        cJSON *root = parse(body, len);
+        cJSON *root = hpw_json_parse_object(body, len);
         struct hpw_problem *p;
 
         if (!root)
@@ -790,7 +790,7 @@ enum hpw_error hpw_json_pool_list_page(const char *body, size_t len, struct hpw_
         err = hpw_json_pool_list(body, len, &page);
         if (err != HPW_OK)
                 return err;
-        root = parse(body, len);
+        root = hpw_json_parse_object(body, len);
         if (!root)
                 goto protocol;
         next = get(root, "next");
@@ -814,7 +814,7 @@ enum hpw_error hpw_json_pool_list_page(const char *body, size_t len, struct hpw_
         if ((*acc)->n + page->n > HPW_MAX_ITEMS ||
             (page->n && (*acc)->n && strcmp(page->pools[0]->name, (*acc)->pools[(*acc)->n - 1]->name) <= 0))
                 goto protocol;
-        all = parse((*acc)->json, strlen((*acc)->json));
+        all = hpw_json_parse_object((*acc)->json, strlen((*acc)->json));
         cJSON *into = all ? cJSON_GetObjectItemCaseSensitive(all, "pools") : NULL;
         cJSON *from = cJSON_GetObjectItemCaseSensitive(root, "pools");
         if (!cJSON_IsArray(into) || !cJSON_IsArray(from))
@@ -943,7 +943,7 @@ enum hpw_error hpw_json_stock(const char *body, size_t len, struct hpw_stock **r
         }
         /* Parsed again for the one member beside the list: the body is a
          * few hundred bytes. */
-        cJSON *root = parse(body, len);
+        cJSON *root = hpw_json_parse_object(body, len);
         if (root && get(root, "generation")) {
                 if (!get_u64(root, "generation", &x->generation)) {
                         cJSON_Delete(root);
@@ -1205,7 +1205,7 @@ enum hpw_error hpw_json_prom_vector(const char *body, size_t len, const char *ho
                                     struct hpw_prom_sample **ret, size_t *ret_n, size_t *ret_skipped,
                                     char *errbuf, size_t errlen)
 {
-        cJSON *root = parse(body, len);
+        cJSON *root = hpw_json_parse_object(body, len);
         const cJSON *status, *data, *type, *result, *it;
         struct hpw_prom_sample *s = NULL;
         size_t n = 0, skipped = 0, cap;

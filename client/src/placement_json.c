@@ -21,26 +21,6 @@ const uint64_t hpw_pl_class_page[HPW_PL_CLASSES] = { 2ull << 20, 1ull << 30 };
 /* Placement's integer columns are 32-bit signed. */
 #define PJ_INT_MAX 2147483647.0
 
-static cJSON *parse(const char *body, size_t len)
-{
-        const char *end = NULL;
-        cJSON *root;
-
-        if (!body || len == 0)
-                return NULL;
-        root = cJSON_ParseWithLengthOpts(body, len, &end, false);
-        if (!root)
-                return NULL;
-        for (; end && end < body + len; end++)
-                if (!strchr(" \t\r\n", *end) || *end == '\0')
-                        break;
-        if (!end || end != body + len || !cJSON_IsObject(root)) {
-                cJSON_Delete(root);
-                return NULL;
-        }
-        return root;
-}
-
 static const cJSON *get(const cJSON *o, const char *key)
 {
         return cJSON_GetObjectItemCaseSensitive(o, key);
@@ -67,7 +47,7 @@ static const char *get_str(const cJSON *o, const char *key)
 enum hpw_error hpw_pj_provider(const char *body, size_t len, bool *ret_found, char **ret_uuid,
                                uint32_t *ret_generation)
 {
-        cJSON *root = parse(body, len);
+        cJSON *root = hpw_json_parse_object(body, len);
         const cJSON *list, *rp;
         const char *uuid;
         uint32_t gen;
@@ -102,7 +82,7 @@ out:
 enum hpw_error hpw_pj_inventories(const char *body, size_t len, uint32_t *ret_generation,
                                   struct hpw_pl_inv inv[HPW_PL_CLASSES], char **ret_others)
 {
-        cJSON *root = parse(body, len), *invs;
+        cJSON *root = hpw_json_parse_object(body, len), *invs;
         struct hpw_pl_inv got[HPW_PL_CLASSES] = { 0 };
         uint32_t gen;
         char *others;
@@ -138,7 +118,7 @@ bad:
 
 enum hpw_error hpw_pj_usages(const char *body, size_t len, uint32_t used[HPW_PL_CLASSES])
 {
-        cJSON *root = parse(body, len);
+        cJSON *root = hpw_json_parse_object(body, len);
         const cJSON *u;
         uint32_t got[HPW_PL_CLASSES] = { 0 };
 
@@ -160,7 +140,7 @@ bad:
 
 void hpw_pj_error(const char *body, size_t len, char *code, size_t codelen, char *detail, size_t detlen)
 {
-        cJSON *root = parse(body, len);
+        cJSON *root = hpw_json_parse_object(body, len);
         const cJSON *e = cJSON_GetArrayItem(get(root, "errors"), 0);
         const char *c = get_str(e, "code"), *d = get_str(e, "detail");
 
@@ -292,7 +272,7 @@ int64_t hpw_pj_time(const char *s)
 enum hpw_error hpw_pj_keystone_token(const char *body, size_t len, const char *want_type, const char *interface,
                                      const char *region, int64_t *ret_expires, char **ret_url)
 {
-        cJSON *root = parse(body, len);
+        cJSON *root = hpw_json_parse_object(body, len);
         const cJSON *tok = get(root, "token"), *svc;
         const char *exp;
         char *url = NULL;
