@@ -223,10 +223,14 @@ class RealKernel(RealKernelCase):
         r = run("stock", "set", "0:2M:1G:1")
         self.assertEqual(r.returncode, 5, r.stderr)
         self.assertIn("[stock-too-large]", r.stderr)
-        self.assertEqual(json.loads(run("stock", "--json").stdout)["targets"][0]["size_bytes"], 8 << 20)
+        before = json.loads(run("stock", "--json").stdout)
+        self.assertEqual(before["targets"][0]["size_bytes"], 8 << 20)
         r = run("stock", "clear")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(json.loads(run("stock", "--json").stdout), {"targets": []})
+        after = json.loads(run("stock", "--json").stdout)
+        self.assertEqual(after["targets"], [])
+        self.assertEqual(sorted(after), ["generation", "targets"])
+        self.assertGreater(after["generation"], before["generation"])   # the clear is a change
         self.assertEqual(run("release", "vm-s").returncode, 0)
         end = time.monotonic() + 30
         while pool_files(self.pool_dir) and time.monotonic() < end:
