@@ -11,6 +11,7 @@ import os
 import random
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -230,3 +231,28 @@ def run_crash_loop(name, pages, make_loop, body):
         shutil.rmtree(loop.pool_dir, ignore_errors=True)
         shutil.rmtree(loop.state, ignore_errors=True)
     return rc
+
+
+QEMU_USER, QEMU_GROUP = "libvirt-qemu", "kvm"
+
+
+class ScriptChild:
+    """A Python SCRIPT in a child process, asked one line at a time on its
+    stdin and answering one line on its stdout (it prints "ready" first);
+    as the QEMU user and group (setpriv, no other groups) when AS_QEMU."""
+
+    def __init__(self, script, as_qemu=True):
+        pre = ["setpriv", "--reuid=" + QEMU_USER, "--regid=" + QEMU_GROUP, "--clear-groups"] if as_qemu else []
+        self.p = subprocess.Popen(pre + [sys.executable, "-c", script], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        assert self.p.stdout.readline().strip() == "ready"
+
+    def __call__(self, *words):
+        self.p.stdin.write(" ".join(words) + "\n")
+        self.p.stdin.flush()
+        return self.p.stdout.readline().strip()
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.kill()
+        self.p.wait()

@@ -29,10 +29,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hpwtest import TestCase, main  # noqa: E402
-from hpwreal import MNT, set_node0_pages  # noqa: E402
+from hpwreal import MNT, QEMU_GROUP, QEMU_USER, ScriptChild, set_node0_pages  # noqa: E402
 
 PAGE = 2 << 20
-QEMU_USER, QEMU_GROUP = "libvirt-qemu", "kvm"
 F_SETLEASE, F_GETLEASE = 1024, 1025
 
 # A helper process: one command per line, one answer per line (as
@@ -83,24 +82,6 @@ for line in sys.stdin:
 """
 
 
-class Helper:
-    def __init__(self, user=None):
-        pre = ["setpriv", "--reuid=" + QEMU_USER, "--regid=" + QEMU_GROUP, "--clear-groups"] if user else []
-        self.p = subprocess.Popen(pre + [sys.executable, "-c", HELPER], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True)
-        assert self.p.stdout.readline().strip() == "ready"
-
-    def __call__(self, *words):
-        self.p.stdin.write(" ".join(words) + "\n")
-        self.p.stdin.flush()
-        return self.p.stdout.readline().strip()
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.kill()
-        self.p.wait()
-
-
 def lease(fd):
     """0 granted (and dropped at once), or the errno name."""
     try:
@@ -139,7 +120,7 @@ class Holder(TestCase):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def helper(self, user=None):
-        h = Helper(user)
+        h = ScriptChild(HELPER, as_qemu=bool(user))
         self.helpers.append(h)
         return h
 

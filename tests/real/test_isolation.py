@@ -21,11 +21,10 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hpwtest import main  # noqa: E402
-from hpwreal import MNT, RealKernelCase, node0, pool_files  # noqa: E402
+from hpwreal import MNT, QEMU_GROUP, QEMU_USER, RealKernelCase, ScriptChild, node0, pool_files  # noqa: E402
 
 MIB = 1 << 20
 SIZE = 4 * MIB
-QEMU_USER, QEMU_GROUP = "libvirt-qemu", "kvm"
 
 # The attacker: one command per line on stdin, one answer per line.
 #   open PATH          open O_RDWR, map, write a byte, read it back: "ok" or the errno name
@@ -83,24 +82,6 @@ def fill(path, byte):
         m.close()
 
 
-class Attacker:
-    def __init__(self):
-        self.p = subprocess.Popen(
-            ["setpriv", "--reuid=" + QEMU_USER, "--regid=" + QEMU_GROUP, "--clear-groups", sys.executable,
-             "-c", ATTACKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert self.p.stdout.readline().strip() == "ready"
-
-    def __call__(self, *words):
-        self.p.stdin.write(" ".join(words) + "\n")
-        self.p.stdin.flush()
-        return self.p.stdout.readline().strip()
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.kill()
-        self.p.wait()
-
-
 class Isolation(RealKernelCase):
     def setUp(self):
         try:
@@ -137,7 +118,7 @@ class Isolation(RealKernelCase):
         super().tearDown()
 
     def attacker(self):
-        a = Attacker()
+        a = ScriptChild(ATTACKER)
         self.attackers.append(a)
         return a
 
