@@ -140,7 +140,11 @@ def main():
               % (w.json.get("state"), w.json.get("error")))
         check(d.request("DELETE", "/v1/pools/w").status == 204, "DELETE w")
         want = OWN + 2 + HEADROOM   # our pages, the stock file's, the headroom
-        poll(lambda: nr() == want, "nr_hugepages falls back to %d" % want)
+        # The daemon records a give-back once its last step is written, so
+        # sysfs can show the new count a moment before GET policy says why:
+        # wait for both, as an operator reading the API would.
+        poll(lambda: nr() == want and (d.get(POLICY).json["last"] or {}).get("action") == "returned",
+             "nr_hugepages falls back to %d and GET policy records the give-back" % want)
         check(in_use() == OWN + 2, "in use after the give-back: our %d pages and the stock file's 2 (%d)"
               % (OWN, in_use()))
         check(own_intact(own), "our own pages kept their data through the shrinks")
