@@ -154,7 +154,7 @@ def check_socket_unit(deploy):
 
 def exported_metrics(server_src):
     names = set()
-    for path in glob.glob(os.path.join(server_src, "*.c")):
+    for path in glob.glob(os.path.join(server_src, "**", "*.c"), recursive=True):
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
         names.update(re.findall(r'"(hpwarmd_[a-z0-9_]+)"', text))

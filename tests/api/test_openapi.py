@@ -9,7 +9,7 @@ lists exactly the routes the server answers.
 (b) routes: the set of (METHOD, template) in the document equals the set in
     the static route table of server/src/http/router.c, both ways.
 (c) problems: `components/x-problem-types` lists exactly the rows of the
-    error catalog in server/src/problem.c (slug, status, title, retryable),
+    error catalog in server/src/base/problem.c (slug, status, title, retryable),
     and every example problem in the document has a slug of the catalog
     with that slug's status and title.
 (d) api/problems.json (next to API_YAML), the machine-readable catalog
@@ -260,8 +260,8 @@ def check_problems_json(path, rows):
         fail(f"{path}: {e} (regenerate: test_openapi.py --write-problems ...)")
         return
     if have != want:
-        fail(f"{path} differs from the catalog in server/src/problem.c; regenerate it with "
-             "tests/api/test_openapi.py --write-problems api/openapi.yaml server/src/router.c")
+        fail(f"{path} differs from the catalog in server/src/base/problem.c; regenerate it with "
+             "tests/api/test_openapi.py --write-problems api/openapi.yaml server/src/http/router.c")
 
 
 def example_problems(node, where):
@@ -322,7 +322,7 @@ def main(argv):
         return 2
     problems_path = os.path.join(os.path.dirname(os.path.abspath(argv[1])), "problems.json")
     if write:
-        rows = catalog(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(argv[2]))), "problem.c"))
+        rows = catalog(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(argv[2]))), "base", "problem.c"))
         with open(problems_path, "w", encoding="utf-8") as f:
             f.write(problems_json(rows))
         print(f"wrote {problems_path}: {len(rows)} problem types")
@@ -342,7 +342,7 @@ def main(argv):
 
     # Every problem type the server can send is documented, with its one
     # status and title (scripts match slugs, people read titles).
-    problem_c = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(argv[2]))), "problem.c")
+    problem_c = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(argv[2]))), "base", "problem.c")
     rows = catalog(problem_c)
     check_problems(doc, rows, argv[1])
     check_problems_json(problems_path, rows)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """client.problem_catalog: api/problems.json, the problem catalog the client
-library is generated from and installs, says what server/src/problem.c says.
+library is generated from and installs, says what server/src/base/problem.c says.
 
 Every row of problem.c's catalog table (one per line, the shape
 tests/api/test_openapi.py also reads) must be in problems.json with the same

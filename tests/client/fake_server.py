@@ -141,7 +141,7 @@ def pool_path(name):
 
 
 def qemu_words(pools):
-    """What hpwarmd composes (server/src/handoff.c), for plain names and paths."""
+    """What hpwarmd composes (server/src/api/handoff.c), for plain names and paths."""
     w = []
     for p in pools:
         w += ["-object", "memory-backend-file,id=mem-%s,mem-path=%s,size=%d,share=on,prealloc=on,"
@@ -368,7 +368,7 @@ class Handler(BaseHTTPRequestHandler):
         return self.send(200, ans)
 
     def stock_put(self, body):
-        """hpwarmd's checks (server/src/api_stock.c, pools/pools_stock.c), in its order."""
+        """hpwarmd's checks (server/src/api/api_stock.c, pools/pools_stock.c), in its order."""
         st = self.server.state
         with st.lock:
             st.stock_puts.append(body)
