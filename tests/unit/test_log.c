@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "log.h"
+#include "util.h"
 
 /* "DEV:INO" of FD, as systemd puts it in $JOURNAL_STREAM. */
 static void stream_id(int fd, char *buf, size_t len)
@@ -65,6 +66,17 @@ static void log_zero(void) { returned = log_errno(LOG_ERR, 0, "odd"); }
 static void log_filtered(void) { returned = log_errno(LOG_DEBUG, -EIO, "quiet"); }
 static void log_ready(void) { log_notice("pool %s ready", "vm-42"); }
 
+/* An entry with a precondition, as the public entries of pools, engine and
+ * journal have; its line number is the one the failure names. */
+static int entry(const char *name)
+{
+        assert_return(name && *name, -EINVAL);
+        return 1;
+}
+enum { ENTRY_CHECK_LINE = __LINE__ - 3 };
+static void call_broken(void) { returned = entry(""); }
+static void call_kept(void) { returned = entry("vm-42"); }
+
 /* FN, under capture, made log_errno return WANT and print TEXT. */
 static void check_logged(void (*fn)(void), int want, const char *text)
 {
@@ -98,6 +110,16 @@ TEST(log_errno_filtered_still_returns)
         capture(log_filtered, out, sizeof(out));
         CHECK_INT(returned, ==, -EIO);
         CHECK_STR(out, "");
+}
+
+TEST(assert_return_logs_where_and_returns)
+{
+        char want[512];
+
+        snprintf(want, sizeof(want), "<3>assertion failed: name && *name (%s:%d, entry)\n", __FILE__,
+                 ENTRY_CHECK_LINE);
+        check_logged(call_broken, -EINVAL, want);
+        check_logged(call_kept, 1, "");
 }
 
 TEST(prefix_journal_is_syslog_priority)

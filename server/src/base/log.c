@@ -128,3 +128,8 @@ void clock_inject_offsets(int64_t real_ns, int64_t boot_ns)
 uint64_t now_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC, 0); }
 uint64_t now_real_ns(void) { return clock_ns(CLOCK_REALTIME, atomic_load(&real_offset)); }
 uint64_t now_boot_ns(void) { return clock_ns(CLOCK_BOOTTIME, atomic_load(&boot_offset)); }
+
+void hpw_assert_failed(const char *expr, const char *file, int line, const char *func)
+{
+        log_err("assertion failed: %s (%s:%d, %s)", expr, file, line, func);
+}

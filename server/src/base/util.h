@@ -53,3 +53,16 @@ uint64_t now_boot_ns(void);
 /* Tests only (fault injection): shift what now_real_ns and now_boot_ns
  * return by these signed offsets (a wall clock jump, time passing). */
 void clock_inject_offsets(int64_t real_ns, int64_t boot_ns);
+
+/* A public entry's precondition, in the manner of sd-event's assert_return:
+ * when EXPR is false the caller broke the entry's contract; say where
+ * (hpw_assert_failed logs the expression, file, line and function at error
+ * level) and return RET instead of going on with a bad argument. */
+#define assert_return(expr, ret)                                               \
+        do {                                                                   \
+                if (__builtin_expect(!(expr), 0)) {                            \
+                        hpw_assert_failed(#expr, __FILE__, __LINE__, __func__); \
+                        return (ret);                                          \
+                }                                                              \
+        } while (0)
+void hpw_assert_failed(const char *expr, const char *file, int line, const char *func);
