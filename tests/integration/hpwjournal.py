@@ -1,6 +1,6 @@
 """Read and rewrite hpwarmd's journal from tests, independently of the C
 reader: state.json (the snapshot) with state.log (checksummed records since
-it) replayed, by the rules in server/src/journal/journal.c.
+it) replayed, by the rules in server/src/journal/journal_log.c.
 
 read(state_dir) -> the snapshot document with every logged change applied,
 plus "_log": {"records", "torn", "stale"}.  Damage raises ValueError.

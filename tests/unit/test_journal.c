@@ -1,4 +1,4 @@
-/* Unit tests for journal.c: format/parse round trip, strict rejection of
+/* Unit tests for journal/ (and the records it writes, record.c): format/parse round trip, strict rejection of
  * corrupt documents, atomic save/load in a temp dir (stale temp file,
  * truncation, missing file), quarantine, the log (appends, compaction, torn
  * tails, bit flips, stale and future logs, the version 1 migration), and the
@@ -1235,6 +1235,23 @@ TEST(save_to_missing_directory_fails)
 
         sample(&j);
         CHECK_INT(journal_save("/nonexistent/dir", &j), <, 0);
+}
+
+TEST(broken_preconditions_refused)
+{
+        struct journal j, *ret = NULL;
+
+        sample(&j);
+        CHECK_INT(journal_parse(NULL, 5, &ret), ==, -EINVAL);
+        CHECK_INT(journal_parse("{}", 2, NULL), ==, -EINVAL);
+        CHECK_INT(journal_apply_log(NULL, "", 0), ==, -EINVAL);
+        CHECK_INT(journal_load(NULL, &ret), ==, -EINVAL);
+        CHECK_INT(journal_save(NULL, &j), ==, -EINVAL);
+        CHECK_INT(journal_save_sync(NULL, &j, NULL), ==, -EINVAL);
+        CHECK_INT(journal_append_rows(NULL, NULL, 0, NULL, 0, NULL), ==, -EINVAL);
+        CHECK_INT(journal_append_rows(&j, NULL, 1, NULL, 0, NULL), ==, -EINVAL);
+        CHECK_INT(journal_quarantine(NULL), ==, -EINVAL);
+        CHECK(ret == NULL);
 }
 
 TEST(helpers)

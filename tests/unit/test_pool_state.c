@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "check.h"
-#include "journal.h"
+#include "record.h"
 #include "pool_state.h"
 #include "util.h"
 

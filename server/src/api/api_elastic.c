@@ -14,11 +14,12 @@
 #include "app.h"
 #include "json.h"
 #include "pools.h"
+#include "record.h"
 #include "topo.h"
 
 void api_elastic_encode(const struct elastic_view *v, struct json *o)
 {
-        journal_add_elastic_policy(o, &v->policy);
+        record_add_elastic_policy(o, &v->policy);
         json_add_str(o, "runtime_growth", elastic_growth_name(v->runtime_growth));
         json_add_u64(o, "cma_total_bytes", v->cma_total_bytes);
         json_add_u64(o, "cma_free_bytes", v->cma_free_bytes);

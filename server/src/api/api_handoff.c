@@ -146,7 +146,7 @@ static int parse_pool_list(const char *key, const char *s, char names[][POOL_NAM
                 name[len] = '\0';
                 if (!pool_name_valid(name)) {
                         problem_raise(&resp->problem, PROBLEM_INVALID_FIELD,
-                                      "%s: \"%.64s\" is not a pool name ([A-Za-z0-9][A-Za-z0-9._-]{0,63})", key, name);
+                                      "%s: \"%.64s\" is not a pool name: " POOL_NAME_RULE, key, name);
                         resp->status = resp->problem.status;
                         return -1;
                 }

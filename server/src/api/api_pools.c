@@ -14,9 +14,9 @@
 #include "api_handoff.h"
 #include "api_util.h"
 #include "app.h"
-#include "journal.h"
 #include "json.h"
 #include "pools.h"
+#include "record.h"
 #include "topo.h"
 #include "units.h"
 #include "size.h"
@@ -47,7 +47,7 @@ static struct json *encode_pool(const struct pool_view *v)
 {
         const struct pool_view *p = v;
         struct json *o = json_new_object();
-        journal_add_pool_identity(o, p->name, p->node, p->page_size, p->size_bytes, p->state);
+        record_add_pool_identity(o, p->name, p->node, p->page_size, p->size_bytes, p->state);
         json_add_u64(o, "bytes_done", v->bytes_done);
         json_add_double(o, "rate_bytes_per_second", v->rate_bytes_per_second);
         json_add_u64(o, "threads", v->threads);
@@ -110,7 +110,7 @@ static bool check_name(const char *name, struct resp *resp)
 {
         if (pool_name_valid(name))
                 return true;
-        api_invalid(resp, "pool names are 1 to 64 characters of [A-Za-z0-9._-], starting with a letter or digit");
+        api_invalid(resp, POOL_NAME_RULE);
         return false;
 }
 
@@ -395,8 +395,7 @@ void api_pool_put(const struct req *req, struct resp *resp)
                 return;
         }
         if (has_label && !pool_label_valid(label)) {
-                api_invalid(resp, "\"label\" is 1 to 128 characters of [A-Za-z0-9:._-], starting with a letter or "
-                                  "digit (leave it out for none)");
+                api_invalid(resp, POOL_LABEL_RULE " (leave it out for none)");
                 return;
         }
         /* (uid_t)-1 and (gid_t)-1 mean "unchanged" to chown: never an owner. */

@@ -1,7 +1,7 @@
 /* journal: the daemon's durable state — reservations it made, pools it
  * holds, stock targets — as a snapshot ("state.json") and a log of the
  * changes since ("state.log", one checksummed record per save, fdatasynced),
- * compacted into a new snapshot when it grows (journal.c has the format).
+ * compacted into a new snapshot when it grows (journal_log.c has the format).
  * Stamped with the kernel's boot_id, since a reboot empties hugetlbfs and
  * the runtime pools. */
 #pragma once
@@ -9,62 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pool_state.h"
+#include "record.h"
 
 #define JOURNAL_NAME_MAX POOL_NAME_MAX
 #define JOURNAL_SNAPSHOT_ID_LEN 16
-
-struct journal_reservation {
-        int node;
-        uint64_t page_size;
-        uint64_t count;
-};
-
-struct journal_pool {
-        char name[JOURNAL_NAME_MAX + 1];
-        int node;
-        uint64_t page_size;
-        uint64_t size_bytes;
-        enum pool_state state;
-        unsigned threads;        /* requested, 0 = default */
-        uint64_t ttl_seconds;    /* 0 = none */
-        bool claimed;
-        int64_t created_at;      /* unix seconds */
-        int64_t started_at;      /* unix seconds */
-        int64_t finished_at;     /* unix seconds, 0 = not finished (or no wall clock): display */
-        uint64_t ready_boot_ns;  /* CLOCK_BOOTTIME when it turned ready, 0 = not ready; TTLs
-                                  * count from it.  Valid within the journal's boot_id only */
-        uint64_t bytes_done;     /* at last save */
-        int owner_pid;           /* claimed by this process (the VMM); 0 = none */
-        uint64_t owner_start;    /* its start time, /proc/PID/stat field 22 */
-        char error_slug[POOL_ERROR_SLUG_MAX];     /* "" = none */
-        char error_detail[POOL_ERROR_DETAIL_MAX];
-        enum pool_from_stock from_stock; /* optional in the file; none when absent */
-        char label[POOL_LABEL_MAX + 1];  /* optional in the file; "" = none */
-        /* The pool file's owner as handed out (mode 0600), when given at
-         * PUT; else the file is in --pool-group, mode 0660.  Optional,
-         * together. */
-        bool file_owned;
-        uint32_t file_uid, file_gid;
-};
-
-/* A stock target: keep COUNT ready files of SIZE_BYTES on (NODE, PAGE_SIZE). */
-struct journal_stock_target {
-        int node;
-        uint64_t page_size;
-        uint64_t size_bytes;
-        uint64_t count;
-};
-
-/* An elastic policy (pools_elastic.c): the pool of (NODE, PAGE_SIZE) grows
- * on demand up to MAX and gives back free pages beyond HEADROOM that stayed
- * free for IDLE_SECONDS, never below MIN.  Counts in pages. */
-struct journal_elastic_policy {
-        int node;
-        uint64_t page_size;
-        uint64_t min, max, headroom, idle_seconds;
-        bool allow_best_effort;
-};
 
 struct journal {
         char boot_id[40];        /* /proc/sys/kernel/random/boot_id */
@@ -98,7 +46,7 @@ char *journal_format(const struct journal *j);
 void journal_free(struct journal *j); /* accepts NULL */
 
 /* Replay the log text BUF[LEN] onto J (its snapshot): 0, -EINVAL (damage,
- * see journal.c) or -EPROTONOSUPPORT; J is half-changed on failure. */
+ * see journal_log.c) or -EPROTONOSUPPORT; J is half-changed on failure. */
 int journal_apply_log(struct journal *j, const char *buf, size_t len);
 /* CRC-32C of DATA[LEN], as the log's lines carry it. */
 uint32_t journal_crc32c(const void *data, size_t len);
@@ -170,19 +118,6 @@ void journal_sync_reset(struct journal_sync *s); /* accepts NULL */
  * longer keeps the rows (rows_stale). */
 int journal_append_rows(const struct journal *head, const struct journal_pool *put, size_t n_put,
                         const char (*drop)[JOURNAL_NAME_MAX + 1], size_t n_drop, struct journal_sync *s);
-/* The same field comparison a save makes: whether A and B are written
- * alike. */
-bool journal_rows_equal(const struct journal_pool *a, const struct journal_pool *b);
-struct json;
-/* Add the members a pool is known by to O: name, node, page_size_bytes,
- * size_bytes and state.  The journal's rows and the API's pool objects
- * spell them alike, so a reader of state.json recognises the API's pool. */
-/* Add an elastic policy's members to O, as the journal and the policy
- * routes spell them (node as a number, counts in pages). */
-void journal_add_elastic_policy(struct json *o, const struct journal_elastic_policy *e);
-void journal_add_pool_identity(struct json *o, const char *name, int node, uint64_t page_size,
-                               uint64_t size_bytes, enum pool_state state);
-
 /* Move an unusable state.json aside to state.json.corrupt-<unix time>, and
  * state.log, if any, to state.log.corrupt-<the same>. */
 int journal_quarantine(const char *dir);

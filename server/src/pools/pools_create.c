@@ -54,7 +54,7 @@ static bool spec_differs(const struct journal_pool *r, const struct pool_req *re
 static int validate(struct pools *p, const struct pool_req *req, struct problem *err)
 {
         if (!pool_name_valid(req->name)) {
-                problem_raise(err, PROBLEM_INVALID_FIELD, "pool name must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+                problem_raise(err, PROBLEM_INVALID_FIELD, POOL_NAME_RULE);
                 return -EINVAL;
         }
         if (!topo_node(p->cfg.topo, req->node)) {
@@ -244,7 +244,7 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
 
         r = pools_save(p);
         if (r < 0) {
-                problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving %s/state.json: %s (the pool was not created)",
+                problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving the journal in %s: %s (the pool was not created)",
                               p->state_dir, strerror(-r));
                 goto out_drop;
         }

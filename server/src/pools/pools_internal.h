@@ -47,7 +47,7 @@
  *                  after taking it, so the last write always holds the newest
  *                  state; fsync happens under it, never under reg.lock.  A
  *                  save that changes only pool rows skips the directory fsync
- *                  (journal.c, jsync).
+ *                  (journal_log.c, jsync).
  *   obs.lock       held while the observer runs, so pools_set_observer can
  *                  wait for a call in flight.  Taken with no other lock of
  *                  ours held; the observer may take reg.lock under it (it

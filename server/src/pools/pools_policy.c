@@ -224,7 +224,7 @@ static int set_locked(struct pools *p, const struct journal_elastic_policy *pol,
                         struct reserve_result bres;
                         (void)pools_reserve_locked(p, &back, res.previous, &bres);
                 }
-                problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving %s/state.json: %s (the policy was not set)",
+                problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving the journal in %s: %s (the policy was not set)",
                               p->state_dir, strerror(-r));
                 return -EIO;
         }

@@ -430,7 +430,7 @@ static void check_unchanged(struct pools *p)
 
                 if (o->save_due)
                         continue;
-                if ((row != NULL) != o->in_journal || (row && !journal_rows_equal(&o->durable, row))) {
+                if ((row != NULL) != o->in_journal || (row && !record_pool_equal(&o->durable, row))) {
                         log_err("pools: pool %s changed without pools_mark_changed", o->rec.name);
                         abort();
                 }
@@ -499,7 +499,7 @@ static int collect_changes(struct pools *p, struct journal_pool **put, size_t *n
                         memcpy((*drop)[(*n_drop)++], o->durable.name, sizeof(**drop));
                         o->in_journal = false;
                 }
-                if (!want || (o->in_journal && journal_rows_equal(&o->durable, row)))
+                if (!want || (o->in_journal && record_pool_equal(&o->durable, row)))
                         continue;
                 if (*n_put == cap_put) {
                         cap_put = cap_put ? cap_put * 2 : 4;

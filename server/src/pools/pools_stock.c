@@ -287,7 +287,7 @@ int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_
                 p->reg.generation++;
                 pools_unlock(&p->reg.lock);
                 free(copy);
-                problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving %s/state.json: %s", p->state_dir,
+                problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving the journal in %s: %s", p->state_dir,
                               strerror(-r));
                 goto out;
         }
@@ -738,7 +738,7 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
         r = pools_commit(p, pool, &next);
         if (r < 0) {
                 problem_raise(err, PROBLEM_STATE_WRITE_FAILED,
-                              "saving %s/state.json: %s (the pool was not created)", p->state_dir, strerror(-r));
+                              "saving the journal in %s: %s (the pool was not created)", p->state_dir, strerror(-r));
                 if (pools_remove(p, pool, RELEASE_NONE) < 0)
                         pools_release(p, pool);
                 return r;

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "journal.h"
+#include "record.h"
 #include "log.h"
 #include "pool_state.h"
 #include "util.h"
@@ -112,6 +112,7 @@ const char *pool_state_name(enum pool_state s)
 
 int pool_state_parse(const char *s, enum pool_state *ret)
 {
+        assert_return(ret, -EINVAL);
         if (!s)
                 return -EINVAL;
         for (size_t i = 0; i < ARRAY_SIZE(states); i++)
@@ -137,10 +138,13 @@ bool pool_transition_allowed(enum pool_state from, enum pool_state to)
 
 int pool_transition(struct journal_pool *rec, enum pool_state to, const char *cause, const char *fmt, ...)
 {
-        enum pool_state from = rec->state;
-        const char *why = edge_why(from, to);
+        enum pool_state from;
+        const char *why;
         va_list ap;
 
+        assert_return(rec, -EINVAL);
+        from = rec->state;
+        why = edge_why(from, to);
         if (!why || (states[to].final != (cause != NULL))) {
                 log_err("pools: pool %s: refused state change %s -> %s%s", rec->name,
                         pool_state_name(from) ? pool_state_name(from) : "?",
@@ -188,6 +192,7 @@ const char *pool_from_stock_name(enum pool_from_stock f)
 
 int pool_from_stock_parse(const char *s, enum pool_from_stock *ret)
 {
+        assert_return(ret, -EINVAL);
         for (size_t i = 0; s && i < ARRAY_SIZE(from_stock_names); i++)
                 if (strcmp(s, from_stock_names[i]) == 0) {
                         *ret = (enum pool_from_stock)i;

@@ -1,8 +1,9 @@
 /* pool_state: what a warm pool is, apart from where it is kept.
  *
- * The name rule, the lifecycle states and the one function that moves a pool
- * from one state to another.  Handlers, the registry (pools.h) and the
- * journal (journal.h) all use these; none of them owns them.
+ * The name rules (and the one sentence that states each to a client), the
+ * lifecycle states and the one function that moves a pool from one state to
+ * another.  Part of the records (record.h): handlers, the registry (pools.h)
+ * and the journal (journal.h) all use these; none of them owns them.
  *
  * The lifecycle is a table of allowed moves (pool_state.c), not code spread over
  * the registry: every change of state goes through pool_transition(), which
@@ -56,8 +57,10 @@
 #define POOL_PATH_MAX 512
 #define POOL_DIR_MAX (POOL_PATH_MAX - POOL_NAME_MAX - 2)
 
-/* Valid pool name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}.  NULL is not. */
+/* Valid pool name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}.  NULL is not.
+ * POOL_NAME_RULE says it to a client, wherever a name is refused. */
 bool pool_name_valid(const char *name);
+#define POOL_NAME_RULE "pool names are 1 to 64 characters of [A-Za-z0-9._-], starting with a letter or digit"
 
 /* A pool's label: who it is for, set at PUT and compared by every later
  * PUT of the pool (the libvirt hook writes "libvirt:<domain uuid>").  1 to
@@ -65,6 +68,7 @@ bool pool_name_valid(const char *name);
  * digit; NULL and "" are not valid (no label is the empty string). */
 #define POOL_LABEL_MAX 128
 bool pool_label_valid(const char *label);
+#define POOL_LABEL_RULE "\"label\" is 1 to 128 characters of [A-Za-z0-9:._-], starting with a letter or digit"
 
 /* Stock files live beside pools in the pool directory, named
  * POOL_STOCK_PREFIX then [A-Za-z0-9._-]{1,62}: a first character no pool

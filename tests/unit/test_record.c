@@ -1,0 +1,223 @@
+/* Unit tests for record.c: each record's one JSON form, exactly as the
+ * journal writes it (the text below is the journal's bytes: a change to a
+ * record's members or their order fails here first), read back unchanged,
+ * and refused by its strict decoder when a member is missing, of the wrong
+ * type or out of range, or when a rule across members breaks; and the
+ * entries' preconditions. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "json.h"
+#include "record.h"
+#include "util.h"
+
+static void json_freep(struct json **v)
+{
+        json_free(*v);
+}
+
+static struct journal_pool sample_pool(void)
+{
+        struct journal_pool p = {
+                .name = "vm-1", .node = 0, .page_size = 2097152, .size_bytes = 4194304, .state = POOL_READY,
+                .threads = 2, .ttl_seconds = 60, .claimed = true, .created_at = 10, .started_at = 11,
+                .finished_at = 12, .ready_boot_ns = 99, .bytes_done = 4194304, .owner_pid = 7, .owner_start = 8,
+                .error_slug = "", .error_detail = "", .from_stock = POOL_FROM_STOCK_PARTIAL,
+                .label = "libvirt:abc", .file_owned = true, .file_uid = 1000, .file_gid = 1001,
+        };
+        return p;
+}
+
+/* O as text; the caller frees. */
+static char *text_of(void (*add)(struct json *, const void *), const void *rec)
+{
+        _cleanup_(json_freep) struct json *o = json_new_object();
+
+        add(o, rec);
+        return json_print(o);
+}
+
+static void add_pool(struct json *o, const void *p) { record_add_pool(o, p); }
+static void add_policy(struct json *o, const void *e) { record_add_elastic_policy(o, e); }
+static void add_target(struct json *o, const void *t) { record_add_stock_target(o, t); }
+static void add_reservation(struct json *o, const void *r) { record_add_reservation(o, r); }
+
+/* TEXT parsed as one object; the caller frees. */
+static struct json *doc(const char *text)
+{
+        struct json *o = NULL;
+
+        CHECK_INT(json_parse(text, strlen(text), &o), ==, 0);
+        return o;
+}
+
+TEST(pool_row_written_member_by_member_in_order)
+{
+        struct journal_pool p = sample_pool();
+        _cleanup_free_ char *t = text_of(add_pool, &p);
+
+        CHECK_STR(t, "{\"name\":\"vm-1\",\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":4194304,"
+                     "\"state\":\"ready\",\"threads\":2,\"ttl_seconds\":60,\"claimed\":true,\"created_at\":10,"
+                     "\"started_at\":11,\"finished_at\":12,\"bytes_done\":4194304,\"error_slug\":\"\","
+                     "\"error_detail\":\"\",\"ready_boot_ns\":99,\"owner_pid\":7,\"owner_start_time\":8,"
+                     "\"from_stock\":\"partial\",\"label\":\"libvirt:abc\",\"file_uid\":1000,\"file_gid\":1001}");
+}
+
+TEST(pool_row_leaves_unset_optional_members_out)
+{
+        struct journal_pool p = sample_pool();
+        _cleanup_free_ char *t = NULL;
+
+        p.ready_boot_ns = 0;
+        p.owner_pid = 0;
+        p.from_stock = POOL_FROM_STOCK_NONE;
+        p.label[0] = '\0';
+        p.file_owned = false;
+        t = text_of(add_pool, &p);
+        CHECK(!strstr(t, "ready_boot_ns") && !strstr(t, "owner_") && !strstr(t, "from_stock") &&
+              !strstr(t, "label") && !strstr(t, "file_"));
+}
+
+TEST(pool_row_reads_back_unchanged)
+{
+        struct journal_pool p = sample_pool(), back;
+        _cleanup_free_ char *t = text_of(add_pool, &p);
+        _cleanup_(json_freep) struct json *o = doc(t);
+
+        memset(&back, 0xa5, sizeof(back));
+        CHECK_INT(record_parse_pool(o, &back), ==, 0);
+        CHECK(record_pool_equal(&p, &back));
+        CHECK_STR(back.label, "libvirt:abc");
+        CHECK_INT(back.from_stock, ==, POOL_FROM_STOCK_PARTIAL);
+}
+
+TEST(pool_identity_is_the_rows_first_members)
+{
+        struct journal_pool p = sample_pool();
+        _cleanup_(json_freep) struct json *o = json_new_object();
+        _cleanup_free_ char *t = NULL, *row = text_of(add_pool, &p);
+
+        record_add_pool_identity(o, p.name, p.node, p.page_size, p.size_bytes, p.state);
+        t = json_print(o);
+        t[strlen(t) - 1] = '\0';        /* the closing brace */
+        CHECK(strncmp(row, t, strlen(t)) == 0);
+}
+
+/* Each REFUSED text is a row with one thing wrong. */
+TEST(pool_row_decoder_is_strict)
+{
+        static const char *const refused[] = {
+                "[]",
+                "{\"name\":\"vm-1\",\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"state\":\"ready\"}",
+                "{\"name\":\"vm-1\",\"node\":-1,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"state\":\"ready\","
+                "\"threads\":0,\"ttl_seconds\":0,\"claimed\":false,\"created_at\":1,\"started_at\":1,\"finished_at\":0,"
+                "\"bytes_done\":0,\"error_slug\":\"\",\"error_detail\":\"\"}",
+                "{\"name\":\"vm-1\",\"node\":0,\"page_size_bytes\":3000000,\"size_bytes\":6000000,\"state\":\"ready\","
+                "\"threads\":0,\"ttl_seconds\":0,\"claimed\":false,\"created_at\":1,\"started_at\":1,\"finished_at\":0,"
+                "\"bytes_done\":0,\"error_slug\":\"\",\"error_detail\":\"\"}",
+                "{\"name\":\"vm-1\",\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"state\":\"stock\","
+                "\"threads\":0,\"ttl_seconds\":0,\"claimed\":false,\"created_at\":1,\"started_at\":1,\"finished_at\":0,"
+                "\"bytes_done\":0,\"error_slug\":\"\",\"error_detail\":\"\"}",
+                "{\"name\":\"vm-1\",\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"state\":\"ready\","
+                "\"threads\":4294967296,\"ttl_seconds\":0,\"claimed\":false,\"created_at\":1,\"started_at\":1,"
+                "\"finished_at\":0,\"bytes_done\":0,\"error_slug\":\"\",\"error_detail\":\"\"}",
+                "{\"name\":\"vm-1\",\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"state\":\"ready\","
+                "\"threads\":0,\"ttl_seconds\":0,\"claimed\":\"no\",\"created_at\":1,\"started_at\":1,"
+                "\"finished_at\":0,\"bytes_done\":0,\"error_slug\":\"\",\"error_detail\":\"\"}",
+                "{\"name\":\"vm-1\",\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"state\":\"ready\","
+                "\"threads\":0,\"ttl_seconds\":0,\"claimed\":false,\"created_at\":1,\"started_at\":1,"
+                "\"finished_at\":0,\"bytes_done\":0,\"error_slug\":\"\",\"error_detail\":\"\",\"owner_pid\":5,"
+                "\"owner_start_time\":1}",
+                "{\"name\":\"vm-1\",\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"state\":\"ready\","
+                "\"threads\":0,\"ttl_seconds\":0,\"claimed\":false,\"created_at\":1,\"started_at\":1,"
+                "\"finished_at\":0,\"bytes_done\":0,\"error_slug\":\"\",\"error_detail\":\"\",\"label\":\"-x\"}",
+                "{\"name\":\"vm-1\",\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"state\":\"ready\","
+                "\"threads\":0,\"ttl_seconds\":0,\"claimed\":false,\"created_at\":1,\"started_at\":1,"
+                "\"finished_at\":0,\"bytes_done\":0,\"error_slug\":\"\",\"error_detail\":\"\",\"file_uid\":1}",
+        };
+        struct journal_pool p = sample_pool(), before = p;
+
+        for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+                _cleanup_(json_freep) struct json *o = doc(refused[i]);
+                CHECK_INT(record_parse_pool(o, &p), ==, -EINVAL);
+                CHECK(record_pool_equal(&p, &before));
+        }
+}
+
+TEST(policy_written_and_read_back)
+{
+        struct journal_elastic_policy e = { .node = 1, .page_size = 2097152, .min = 1, .max = 8, .headroom = 2,
+                                            .idle_seconds = 30, .allow_best_effort = true }, back = {};
+        _cleanup_free_ char *t = text_of(add_policy, &e);
+        _cleanup_(json_freep) struct json *o = doc(t);
+
+        CHECK_STR(t, "{\"node\":1,\"page_size_bytes\":2097152,\"min\":1,\"max\":8,\"headroom\":2,"
+                     "\"idle_seconds\":30,\"allow_best_effort\":true}");
+        CHECK_INT(record_parse_elastic_policy(o, &back), ==, 0);
+        CHECK(back.node == 1 && back.max == 8 && back.headroom == 2 && back.allow_best_effort);
+}
+
+TEST(policy_rules_refused)
+{
+        static const char *const refused[] = {
+                "{\"node\":0,\"page_size_bytes\":2097152,\"min\":9,\"max\":8,\"headroom\":2,\"idle_seconds\":30,"
+                "\"allow_best_effort\":false}",
+                "{\"node\":0,\"page_size_bytes\":2097152,\"min\":1,\"max\":8,\"headroom\":9,\"idle_seconds\":30,"
+                "\"allow_best_effort\":false}",
+                "{\"node\":0,\"page_size_bytes\":2097152,\"min\":1,\"max\":8,\"headroom\":2,\"idle_seconds\":0,"
+                "\"allow_best_effort\":false}",
+                "{\"node\":0,\"page_size_bytes\":2097152,\"min\":1,\"max\":8,\"headroom\":2,\"idle_seconds\":30}",
+        };
+        struct journal_elastic_policy e = { .max = 5 };
+
+        for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+                _cleanup_(json_freep) struct json *o = doc(refused[i]);
+                CHECK_INT(record_parse_elastic_policy(o, &e), ==, -EINVAL);
+                CHECK_U64(e.max, ==, 5);
+        }
+}
+
+TEST(stock_target_and_reservation_round_trip)
+{
+        struct journal_stock_target t = { .node = 0, .page_size = 2097152, .size_bytes = 4194304, .count = 3 }, tb;
+        struct journal_reservation r = { .node = 0, .page_size = 1073741824, .count = 2 }, rb;
+        _cleanup_free_ char *tt = text_of(add_target, &t), *rt = text_of(add_reservation, &r);
+        _cleanup_(json_freep) struct json *to = doc(tt), *ro = doc(rt), *bad = NULL;
+
+        CHECK_STR(tt, "{\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":4194304,\"count\":3}");
+        CHECK_STR(rt, "{\"node\":0,\"page_size_bytes\":1073741824,\"count\":2}");
+        CHECK_INT(record_parse_stock_target(to, &tb), ==, 0);
+        CHECK(tb.size_bytes == t.size_bytes && tb.count == 3);
+        CHECK_INT(record_parse_reservation(ro, &rb), ==, 0);
+        CHECK(rb.page_size == r.page_size && rb.count == 2);
+        bad = doc("{\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":3000000,\"count\":3}");
+        CHECK_INT(record_parse_stock_target(bad, &tb), ==, -EINVAL);
+}
+
+TEST(broken_preconditions_refused)
+{
+        _cleanup_(json_freep) struct json *o = doc("{}");
+
+        CHECK_INT(record_parse_pool(o, NULL), ==, -EINVAL);
+        CHECK_INT(record_parse_reservation(o, NULL), ==, -EINVAL);
+        CHECK_INT(record_parse_stock_target(o, NULL), ==, -EINVAL);
+        CHECK_INT(record_parse_elastic_policy(o, NULL), ==, -EINVAL);
+        CHECK_INT(pool_transition(NULL, POOL_READY, NULL, NULL), ==, -EINVAL);
+        CHECK_INT(pool_state_parse("ready", NULL), ==, -EINVAL);
+        CHECK_INT(pool_from_stock_parse("full", NULL), ==, -EINVAL);
+        /* Encoders take a builder's NULL (an allocation that failed). */
+        record_add_pool(NULL, NULL);
+        record_add_elastic_policy(NULL, NULL);
+}
+
+/* The one sentence of each rule, as every refusal quotes it. */
+TEST(name_rules_said_once)
+{
+        CHECK_STR(POOL_NAME_RULE, "pool names are 1 to 64 characters of [A-Za-z0-9._-], starting with a letter or "
+                                  "digit");
+        CHECK(strstr(POOL_LABEL_RULE, "1 to 128 characters of [A-Za-z0-9:._-]") != NULL);
+}
+
+TEST_MAIN()
