@@ -1,8 +1,7 @@
 /* placement_json: the bodies of OpenStack's Placement and Keystone APIs.
  *
- * The library's second cJSON file, beside json.c (which reads hpwarmd's
- * answers and is big enough): the same rules, kept apart because these
- * documents are another service's.  Readers are strict where a wrong shape
+ * Beside json.c and json_answers.c (which read hpwarmd's answers): the same
+ * rules, kept apart because these documents are another service's.  Readers are strict where a wrong shape
  * means the peer is not Placement or Keystone (the top level is one object,
  * required members have their types, counts fit Placement's 32-bit
  * integers) and ignore members they do not use, so newer microversions
