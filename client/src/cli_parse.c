@@ -1,14 +1,13 @@
-/* cli_parse: the hpwarm command line's words -> struct cli, and its help.
+/* cli_parse: the hpwarm command line's words -> struct cli.
  *
- * Argument parsing is getopt_long over one table of options, each saying
- * which commands take it; global options are accepted before the command and
- * after it, a command's own options only after it.  So "hpwarm warm x --size
- * 1G --wait --timeout 60" and "hpwarm --timeout 60 warm x ..." mean the same,
- * while "hpwarm --node 0 warm x" is refused with a hint.  The same tables
- * produce the per-command help, so an option cannot be accepted without
- * being documented.  Only after the whole line is read are the per-command
+ * Argument parsing is getopt_long over the option table (cli_options.c),
+ * each option saying which commands take it; global options are accepted
+ * before the command and after it, a command's own options only after it.
+ * So "hpwarm warm x --size 1G --wait --timeout 60" and "hpwarm --timeout 60
+ * warm x ..." mean the same, while "hpwarm --node 0 warm x" is refused with
+ * a hint.  Only after the whole line is read are the per-command
  * requirements checked, so error messages name what is missing.  Pure: no
- * I/O but the FILE the help is written to. */
+ * I/O. */
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -18,284 +17,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_options.h"
 #include "internal.h"
 #include "size.h"
-
-enum opt_id {
-        O_HELP = 'h',
-        O_URL = 256, O_TOKEN_FILE, O_CACERT, O_CERT, O_KEY, O_TIMEOUT, O_CONNECT_TIMEOUT, O_JSON,
-        O_VERSION, O_NODE, O_SIZE, O_PAGE_SIZE, O_THREADS, O_TTL, O_RESERVE, O_LABEL, O_FILE_OWNER, O_WAIT,
-        O_ALLOW_PARTIAL, O_VMM, O_HOSTS, O_WARM, O_PID, O_IGNORE_MISSING, O_ARGV, O_VERBOSE,
-        O_PROMETHEUS, O_HOST_LABEL, O_URL_TEMPLATE, O_MAX_AGE,
-        O_ELASTIC, O_MIN, O_MAX, O_HEADROOM, O_IDLE, O_ALLOW_BEST_EFFORT, O_AS, O_SOURCE_URL,
-};
-
-#define C(x) (1u << (x))
-#define GLOBAL 0xffffffffu
-
-static const struct optdef {
-        const char *name;
-        int has_arg;       /* no_argument / required_argument */
-        int id;
-        unsigned cmds;     /* commands that accept it; GLOBAL = all, also before the command */
-        const char *arg;   /* value name in help */
-        const char *help;
-} optdefs[] = {
-        { "url", required_argument, O_URL, GLOBAL, "URL",
-          "http://HOST:PORT, https://HOST:PORT or unix:///PATH; a bare\n"
-          "HOST:PORT means http://, a bare /PATH a unix socket (env\n"
-          "HPWARM_URL; default " CLI_DEFAULT_URL ").\n"
-          "Always direct: http_proxy etc. are ignored" },
-        { "token-file", required_argument, O_TOKEN_FILE, GLOBAL, "F", "bearer token file (env HPWARM_TOKEN_FILE)" },
-        { "cacert", required_argument, O_CACERT, GLOBAL, "F", "CA bundle to verify the server" },
-        { "cert", required_argument, O_CERT, GLOBAL, "F", "client certificate (mutual TLS; with --key)" },
-        { "key", required_argument, O_KEY, GLOBAL, "F", "client key (mutual TLS; with --cert)" },
-        { "timeout", required_argument, O_TIMEOUT, GLOBAL, "S",
-          "deadline in seconds, retries included (default 30;\n"
-          "600 for wait and --wait; 0 = none).  fleet: per host\n"
-          "(default 1.5; 0 = 1.5)" },
-        { "connect-timeout", required_argument, O_CONNECT_TIMEOUT, GLOBAL, "S",
-          "per connection attempt (default 5)" },
-        { "json", no_argument, O_JSON, GLOBAL, NULL, "print the server's JSON instead of tables" },
-        { "help", no_argument, O_HELP, GLOBAL, NULL, "help (hpwarm COMMAND --help: one command)" },
-        { "version", no_argument, O_VERSION, GLOBAL, NULL, "client version" },
-        { "node", required_argument, O_NODE, C(CMD_WARM), "N", "NUMA node to warm on (required)" },
-        { "size", required_argument, O_SIZE, C(CMD_WARM) | C(CMD_FLEET), "SIZE",
-          "pool size, a multiple of the page size (required)" },
-        { "page-size", required_argument, O_PAGE_SIZE, C(CMD_WARM) | C(CMD_FLEET), "P",
-          "hugepage size, e.g. 2M or 1G (default 2M)" },
-        { "threads", required_argument, O_THREADS, C(CMD_WARM), "N", "prefault threads (default: the server's)" },
-        { "ttl", required_argument, O_TTL, C(CMD_WARM), "S",
-          "release the pool if nobody claims it within S seconds" },
-        { "reserve", no_argument, O_RESERVE, C(CMD_WARM), NULL,
-          "grow the node's hugepage pool first if it has too\n"
-          "few free pages (needs free memory above the floor)" },
-        { "label", required_argument, O_LABEL, C(CMD_WARM), "L",
-          "whom the pool is for (e.g. libvirt:UUID); a warm\n"
-          "of the pool with another label is refused" },
-        { "file-owner", required_argument, O_FILE_OWNER, C(CMD_WARM), "UID:GID",
-          "hand the pool's file to this user and group alone\n"
-          "(mode 0600): the one VMM that runs as them" },
-        { "wait", no_argument, O_WAIT, C(CMD_WARM) | C(CMD_FLEET), NULL,
-          "wait until the pool is ready (progress on a terminal)" },
-        { "allow-partial", no_argument, O_ALLOW_PARTIAL, C(CMD_RESERVE), NULL,
-          "keep what the kernel gave when it gives fewer\n"
-          "pages (exit 1)" },
-        { "elastic", no_argument, O_ELASTIC, C(CMD_RESERVE), NULL,
-          "make the pool elastic instead of setting COUNT: grown\n"
-          "on demand up to --max, free pages beyond --headroom\n"
-          "given back after --idle seconds, never below --min" },
-        { "min", required_argument, O_MIN, C(CMD_RESERVE), "N", "--elastic: pages never given back (default 0)" },
-        { "max", required_argument, O_MAX, C(CMD_RESERVE), "M", "--elastic: most pages the pool grows to (required)" },
-        { "headroom", required_argument, O_HEADROOM, C(CMD_RESERVE), "H",
-          "--elastic: free pages kept beyond those in use (default 0)" },
-        { "idle", required_argument, O_IDLE, C(CMD_RESERVE), "S",
-          "--elastic: seconds surplus pages stay free before\n"
-          "they go (required)" },
-        { "allow-best-effort", no_argument, O_ALLOW_BEST_EFFORT, C(CMD_RESERVE), NULL,
-          "--elastic: accept 1G pages without a hugetlb_cma area\n"
-          "(a page given back may not come back)" },
-        { "vmm", required_argument, O_VMM, C(CMD_HANDOFF), "VMM", "qemu, cloud-hypervisor or libvirt (required)" },
-        { "argv", no_argument, O_ARGV, C(CMD_HANDOFF), NULL,
-          "one word per line (qemu, cloud-hypervisor), for callers\n"
-          "that exec the VMM themselves" },
-        { "as", required_argument, O_AS, C(CMD_HANDOFF), "SRC",
-          "migration destination: map the i-th NAME under source\n"
-          "pool SRC's id (mem-SRC); repeat, or SRC,SRC, once per\n"
-          "NAME; refused when sizes or page sizes differ" },
-        { "source-url", required_argument, O_SOURCE_URL, C(CMD_HANDOFF), "URL",
-          "--as: the source host's daemon; its SRC pools are\n"
-          "compared with NAME (same --token-file and TLS options)" },
-        { "hosts", required_argument, O_HOSTS, C(CMD_FLEET), "FILE",
-          "one URL per line; blank lines and # comments\n"
-          "skipped (required, or place --prometheus)" },
-        { "prometheus", required_argument, O_PROMETHEUS, C(CMD_FLEET), "URL",
-          "place: find the hosts through this Prometheus\n"
-          "(http(s)://HOST:PORT[/PREFIX]) instead of --hosts" },
-        { "host-label", required_argument, O_HOST_LABEL, C(CMD_FLEET), "LABEL",
-          "place --prometheus: the label naming a host's\n"
-          "hpwarmd (default instance)" },
-        { "url-template", required_argument, O_URL_TEMPLATE, C(CMD_FLEET), "T",
-          "place --prometheus: the host's URL, {LABEL} replaced\n"
-          "by the label's value (default http://{instance})" },
-        { "max-age", required_argument, O_MAX_AGE, C(CMD_FLEET), "S",
-          "place --prometheus: skip hosts whose newest sample\n"
-          "is older than S seconds (default 60)" },
-        { "warm", required_argument, O_WARM, C(CMD_FLEET), "NAME", "place: also warm pool NAME where it fits" },
-        { "verbose", no_argument, O_VERBOSE, C(CMD_FLEET), NULL,
-          "place: say on stderr which hosts' stock could not be\n"
-          "read (older daemons: free pages only there)" },
-        { "pid", required_argument, O_PID, C(CMD_CLAIM), "PID",
-          "the VMM process that maps the pool: the daemon\n"
-          "releases the pool when that process exits" },
-        { "ignore-missing", no_argument, O_IGNORE_MISSING, C(CMD_RELEASE), NULL,
-          "exit 0 when there is no such pool (already released)" },
-};
-
-static const struct cmddef {
-        const char *name;
-        enum cli_cmd cmd;
-        int min_args, max_args;
-        const char *args;      /* positional arguments, for the synopsis */
-        const char *summary;   /* one line for the command list */
-        const char *more;      /* extra paragraph of the command's own help, or NULL */
-} cmddefs[] = {
-        { "health", CMD_HEALTH, 0, 0, "", "server health and version", NULL },
-        { "nodes", CMD_NODES, 0, 1, "[NODE]", "NUMA nodes and their hugepages", NULL },
-        { "reserve", CMD_RESERVE, 2, 3, "NODE PAGE_SIZE COUNT | NODE PAGE_SIZE --elastic --max M --idle S",
-          "set NODE's persistent pool to COUNT pages, or make it elastic",
-          "Refused with exit 5 when the kernel gives fewer pages (unless\n"
-          "--allow-partial) or when the pool would eat into the node's memory floor\n"
-          "(the message says the floor and the largest COUNT that fits).\n"
-          "With --elastic (no COUNT) the pool follows demand within --min and --max;\n"
-          "hpwarm nodes shows the bounds.  See docs/ELASTIC.md.\n" },
-        { "warm", CMD_WARM, 1, 1, "NAME --node N --size SIZE", "create pool NAME and prefault it",
-          "Exit 5 when the node has too few free hugepages: add --reserve to grow\n"
-          "its pool, or run hpwarm reserve first.\n" },
-        { "status", CMD_STATUS, 1, 1, "NAME", "one pool", NULL },
-        { "wait", CMD_WAIT, 1, 1, "NAME", "until NAME is ready (or failed, or --timeout)",
-          "Exit 0 ready, 1 failed or cancelled, 4 still warming at the deadline.\n" },
-        { "pools", CMD_POOLS, 0, 0, "", "all pools", NULL },
-        { "claim", CMD_CLAIM, 1, 1, "NAME", "mark NAME as taken by a VM (clears its TTL)", NULL },
-        { "release", CMD_RELEASE, 1, 1, "NAME", "cancel/delete NAME, returning its hugepages",
-          "Without --ignore-missing a pool that does not exist is exit 1.\n" },
-        { "handoff", CMD_HANDOFF, 1, HPW_HANDOFF_MAX_POOLS, "NAME [NAME...] --vmm VMM",
-          "print the VMM arguments: the pools as guest RAM",
-          "Several pools: guest NUMA node i is the i-th NAME.  QEMU also needs -m\n"
-          "equal to the pools' total.  Pools must exist (else exit 1) and be ready\n"
-          "(else exit 5).\n" },
-        { "fleet", CMD_FLEET, 1, 1, "--hosts FILE nodes|pools|place",
-          "ask every host in FILE at once",
-          "nodes, pools: one table of every host's answer.  place --size SIZE: a\n"
-          "host and node with a ready stock file of exactly SIZE and --page-size\n"
-          "(default 2M) first (\"stock hit\": the pool is ready at once; most ready\n"
-          "files, then most available pages); else the one with most available\n"
-          "pages that fit (\"available pages\": free minus what warming pools and\n"
-          "unfaulted mappings still take; free on daemons that do not say); ties:\n"
-          "file order, then node id.  The line printed says which and why.  Hosts\n"
-          "whose stock cannot be read (a daemon without stock) count by available\n"
-          "pages (--verbose names them).  With --warm NAME also warm it there\n"
-          "(--json: one object, the pool as its \"pool\" member).\n"
-          "Hosts that did not answer are listed on stderr.\n"
-          "place --prometheus URL instead of --hosts: one PromQL query for the\n"
-          "hosts whose last scrape worked (up == 1) within --max-age that show a\n"
-          "ready stock file of SIZE or enough available (else free) pages, ranked\n"
-          "the same way; the best three are then asked directly (then the next\n"
-          "three, ...) and the host's own answer decides; with --warm, a host\n"
-          "answering 409 passes to the next.  Exit 5 when nothing fits.\n"
-          "Exit codes: 0 every host answered; 7 some hosts did not answer (the\n"
-          "output covers those that did); when none answered, the code their\n"
-          "errors share (3 unreachable, 4 timed out, 6 unauthorized).  place:\n"
-          "5 when nothing fits; with --warm, the warm's own exit code.\n" },
-        { "stock", CMD_STOCK, 0, 2 + HPW_STOCK_MAX_TARGETS, "[show | set SPEC... | clear]",
-          "show or replace the daemon's stock targets",
-          "hpwarm stock (or stock show): each target with how many files are ready,\n"
-          "warming and recycling, and the deficit.  stock set SPEC...: replace ALL\n"
-          "targets by these (a target left out is dropped and its files deleted).\n"
-          "SPEC is NODE:PAGESIZE:SIZE:COUNT as for hpwarmd --stock, e.g. 0:2M:4G:2\n"
-          "(keep 2 ready 4G files of 2M pages on node 0); at most 64.  stock clear:\n"
-          "remove every target (set with no SPEC is a usage error, so nothing is\n"
-          "wiped by a script that lost its arguments).  A warm of exactly a target's\n"
-          "node, page size and size is then ready at once (from stock: full).\n"
-          "A bad SPEC exits 2 with nothing sent; the daemon's refusals: 1 (unknown\n"
-          "node or page size, invalid), 5 (the targets do not fit the node).\n" },
-        { "placement", CMD_PLACEMENT, 1, 1, "sync --placement URL --compute-node NAME", "warm pages as OpenStack Placement inventory", NULL },
-        { "help", CMD_NONE, 0, 1, "[COMMAND]", "this text, or one command's", NULL },
-};
-
-static const char exit_codes_text[] =
-"Exit codes:\n"
-"  0  success\n"
-"  1  operation failed (pool failed or cancelled, reserve incomplete, not found)\n"
-"  2  usage error\n"
-"  3  server unreachable\n"
-"  4  timed out\n"
-"  5  conflict or insufficient hugepages or memory (HTTP 409)\n"
-"  6  unauthorized or forbidden (HTTP 401/403)\n"
-"  7  fleet: some hosts did not answer\n"
-"  8  try again later: rate limited or unavailable (HTTP 429/503) after the\n"
-"     retries; a permanent refusal (e.g. no-hugetlbfs) is 1\n";
-
-static void print_opt(FILE *f, const struct optdef *o)
-{
-        char head[64];
-        const char *h = o->help;
-
-        snprintf(head, sizeof(head), "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-        if (o->id == O_HELP)
-                snprintf(head, sizeof(head), "-h, --help");
-        fprintf(f, "  %-20s", head);
-        if (strlen(head) > 20)
-                fprintf(f, "\n  %-20s", "");
-        /* Continuation lines of the help text line up under its first. */
-        for (const char *nl; (nl = strchr(h, '\n')); h = nl + 1)
-                fprintf(f, "%.*s\n  %-20s", (int)(nl - h), h, "");
-        fprintf(f, "%s\n", h);
-}
-
-static const struct cmddef *find_cmd(const char *name)
-{
-        for (size_t i = 0; i < sizeof(cmddefs) / sizeof(cmddefs[0]); i++)
-                if (strcmp(cmddefs[i].name, name) == 0)
-                        return &cmddefs[i];
-        return NULL;
-}
-
-static const struct cmddef *cmd_def(enum cli_cmd cmd)
-{
-        for (size_t i = 0; i < sizeof(cmddefs) / sizeof(cmddefs[0]); i++)
-                if (cmddefs[i].cmd == cmd && cmd != CMD_NONE)
-                        return &cmddefs[i];
-        return NULL;
-}
-
-void cli_help(enum cli_cmd cmd, FILE *f)
-{
-        const struct cmddef *d = cmd_def(cmd);
-        bool any = false;
-
-        if (cmd == CMD_PLACEMENT) {
-                cli_placement_help(f);   /* its options are its own (cli_placement.c) */
-                return;
-        }
-        if (!d) {
-                fputs("Usage: hpwarm [GLOBAL OPTIONS] COMMAND [ARGS] [OPTIONS]\n"
-                      "\n"
-                      "Talk to hpwarmd, the hugepage pool warming service.\n"
-                      "\n"
-                      "Commands (hpwarm COMMAND --help or hpwarm help COMMAND for one):\n", f);
-                for (size_t i = 0; i < sizeof(cmddefs) / sizeof(cmddefs[0]); i++) {
-                        char head[64];
-                        snprintf(head, sizeof(head), "%s %s", cmddefs[i].name, cmddefs[i].args);
-                        if (strlen(head) < 32)
-                                fprintf(f, "  %-32s%s\n", head, cmddefs[i].summary);
-                        else
-                                fprintf(f, "  %s\n  %-32s%s\n", head, "", cmddefs[i].summary);
-                }
-                fputs("\nGlobal options (before the command, or after it):\n", f);
-                for (size_t i = 0; i < sizeof(optdefs) / sizeof(optdefs[0]); i++)
-                        if (optdefs[i].cmds == GLOBAL)
-                                print_opt(f, &optdefs[i]);
-                fputs("\n" CLI_SIZE_HELP "\n\n", f);
-                fputs(exit_codes_text, f);
-                return;
-        }
-        fprintf(f, "Usage: hpwarm [GLOBAL OPTIONS] %s%s%s [OPTIONS]\n\n%c%s.\n", d->name, d->args[0] ? " " : "",
-                d->args, toupper((unsigned char)d->summary[0]), d->summary + 1);
-        if (d->more)
-                fprintf(f, "\n%s", d->more);
-        for (size_t i = 0; i < sizeof(optdefs) / sizeof(optdefs[0]); i++) {
-                if (optdefs[i].cmds == GLOBAL || !(optdefs[i].cmds & C(cmd)))
-                        continue;
-                if (!any)
-                        fputs("\nOptions:\n", f);
-                any = true;
-                print_opt(f, &optdefs[i]);
-        }
-        if (cmd == CMD_WARM || cmd == CMD_FLEET || cmd == CMD_RESERVE || cmd == CMD_STOCK)
-                fputs("\n" CLI_SIZE_HELP "\n", f);
-        fputs("\nGlobal options (--url, --token-file, --timeout, --json, ...): hpwarm --help\n", f);
-}
 
 int cli_parse_size(const char *s, uint64_t *ret)
 {
@@ -440,28 +164,6 @@ static int parse_stock_args(struct cli *c, const char *const *pos, size_t n, cha
         return 0;
 }
 
-static const struct optdef *opt_by_id(int id)
-{
-        for (size_t i = 0; i < sizeof(optdefs) / sizeof(optdefs[0]); i++)
-                if (optdefs[i].id == id)
-                        return &optdefs[i];
-        return NULL;
-}
-
-/* The option a word names ("--node", "--node=1"), in any command. */
-static const struct optdef *opt_by_word(const char *w)
-{
-        size_t len;
-
-        if (strncmp(w, "--", 2) != 0)
-                return NULL;
-        w += 2;
-        len = strcspn(w, "=");
-        for (size_t i = 0; i < sizeof(optdefs) / sizeof(optdefs[0]); i++)
-                if (strlen(optdefs[i].name) == len && strncmp(optdefs[i].name, w, len) == 0)
-                        return &optdefs[i];
-        return NULL;
-}
 
 static int apply_opt(struct cli *c, int id, const char *v, char *err, size_t errlen)
 {
@@ -618,24 +320,13 @@ static int apply_opt(struct cli *c, int id, const char *v, char *err, size_t err
         return 0;
 }
 
-/* The long-option table getopt_long gets for CMD (CMD_NONE: before the
- * command, globals only). */
-static void build_longopts(enum cli_cmd cmd, struct option *lo)
-{
-        size_t n = 0;
-
-        for (size_t i = 0; i < sizeof(optdefs) / sizeof(optdefs[0]); i++)
-                if (optdefs[i].cmds == GLOBAL || (cmd != CMD_NONE && (optdefs[i].cmds & C(cmd))))
-                        lo[n++] = (struct option){ optdefs[i].name, optdefs[i].has_arg, NULL, optdefs[i].id };
-        lo[n] = (struct option){ 0 };
-}
 
 /* getopt_long said '?' or ':' for the word before OPTIND: say why, and
  * what would work. */
 static int opt_error(int rc, const char *word, const char *cmdname, char *err, size_t errlen)
 {
-        const struct optdef *o = opt_by_word(word);
-        const struct optdef *id = opt_by_id(optopt);
+        const struct optdef *o = cli_opt_by_word(word);
+        const struct optdef *id = cli_opt_by_id(optopt);
 
         if (rc == ':')
                 return cli_usage_err(err, errlen, "option '--%s' needs a value", id ? id->name : word);
@@ -668,7 +359,7 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
                 .url = env_url && env_url[0] ? env_url : CLI_DEFAULT_URL,
                 .token_file = env_token_file && env_token_file[0] ? env_token_file : NULL,
         };
-        struct option lo[sizeof(optdefs) / sizeof(optdefs[0]) + 1];
+        struct option lo[CLI_N_OPTS_MAX + 1];
         /* handoff: up to 64 names; stock set: "set" and up to 64 specs (one
          * more is read, to say "at most 64"). */
         const char *pos[2 + (HPW_HANDOFF_MAX_POOLS > HPW_STOCK_MAX_TARGETS ? HPW_HANDOFF_MAX_POOLS
@@ -679,7 +370,7 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
         int subc, r, o;
 
         err[0] = '\0';
-        build_longopts(CMD_NONE, lo);
+        cli_longopts(CMD_NONE, lo);
         opterr = 0;
         optind = 0;   /* glibc: start afresh (tests parse many lines) */
         while ((o = getopt_long(argc, argv, "+:h", lo, NULL)) != -1) {
@@ -695,7 +386,7 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
                 }
                 return cli_usage_err(err, errlen, "no command given (try hpwarm --help)");
         }
-        d = find_cmd(argv[optind]);
+        d = cli_find_cmd(argv[optind]);
         if (!d) {
                 if (c.version) {
                         *ret = c;
@@ -712,7 +403,7 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
         for (int i = 0; i < subc; i++)
                 sub[i] = argv[optind + i];
         sub[subc] = NULL;
-        build_longopts(d->cmd, lo);
+        cli_longopts(d->cmd, lo);
         optind = 0;
         while ((o = getopt_long(subc, sub, "-:h", lo, NULL)) != -1) {
                 if (o == '?' || o == ':')
@@ -735,7 +426,7 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
 
         if (strcmp(d->name, "help") == 0) {
                 /* hpwarm help [COMMAND] */
-                const struct cmddef *h = npos ? find_cmd(pos[0]) : NULL;
+                const struct cmddef *h = npos ? cli_find_cmd(pos[0]) : NULL;
                 if (npos > 1)
                         return cli_usage_err(err, errlen, "help: one command at a time");
                 if (npos && !h)
@@ -894,3 +585,4 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
         *ret = c;
         return 0;
 }
+
