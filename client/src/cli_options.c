@@ -1,8 +1,9 @@
 /* cli_options: the hpwarm command line's words, and the help made of them.
  *
- * One table of options, each saying which commands take it (GLOBAL: all,
- * also before the command), and one of commands with their arguments'
- * bounds and help paragraphs.  The parser (cli_parse.c) reads getopt's
+ * One table of options (generated at build time from
+ * client/cli_options.json by gen_cli_options.cmake), each saying which
+ * commands take it (GLOBAL: all, also before the command), and one of
+ * commands with their arguments' bounds and help paragraphs.  The parser (cli_parse.c) reads getopt's
  * table and its error hints from them and the help below prints them, so
  * an option cannot be accepted without being documented.  Pure: no I/O
  * but the FILE the help is written to. */
@@ -18,96 +19,11 @@
 #define C(x) (1u << (x))
 #define GLOBAL 0xffffffffu
 
+/* One row per option, generated from client/cli_options.json: the options
+ * are data, kept where the parser, this help and the manual page check
+ * read them. */
 static const struct optdef optdefs[] = {
-        { "url", required_argument, O_URL, GLOBAL, "URL",
-          "http://HOST:PORT, https://HOST:PORT or unix:///PATH; a bare\n"
-          "HOST:PORT means http://, a bare /PATH a unix socket (env\n"
-          "HPWARM_URL; default " CLI_DEFAULT_URL ").\n"
-          "Always direct: http_proxy etc. are ignored" },
-        { "token-file", required_argument, O_TOKEN_FILE, GLOBAL, "F", "bearer token file (env HPWARM_TOKEN_FILE)" },
-        { "cacert", required_argument, O_CACERT, GLOBAL, "F", "CA bundle to verify the server" },
-        { "cert", required_argument, O_CERT, GLOBAL, "F", "client certificate (mutual TLS; with --key)" },
-        { "key", required_argument, O_KEY, GLOBAL, "F", "client key (mutual TLS; with --cert)" },
-        { "timeout", required_argument, O_TIMEOUT, GLOBAL, "S",
-          "deadline in seconds, retries included (default 30;\n"
-          "600 for wait and --wait; 0 = none).  fleet: per host\n"
-          "(default 1.5; 0 = 1.5)" },
-        { "connect-timeout", required_argument, O_CONNECT_TIMEOUT, GLOBAL, "S",
-          "per connection attempt (default 5)" },
-        { "json", no_argument, O_JSON, GLOBAL, NULL, "print the server's JSON instead of tables" },
-        { "help", no_argument, O_HELP, GLOBAL, NULL, "help (hpwarm COMMAND --help: one command)" },
-        { "version", no_argument, O_VERSION, GLOBAL, NULL, "client version" },
-        { "node", required_argument, O_NODE, C(CMD_WARM), "N", "NUMA node to warm on (required)" },
-        { "size", required_argument, O_SIZE, C(CMD_WARM) | C(CMD_FLEET), "SIZE",
-          "pool size, a multiple of the page size (required)" },
-        { "page-size", required_argument, O_PAGE_SIZE, C(CMD_WARM) | C(CMD_FLEET), "P",
-          "hugepage size, e.g. 2M or 1G (default 2M)" },
-        { "threads", required_argument, O_THREADS, C(CMD_WARM), "N", "prefault threads (default: the server's)" },
-        { "ttl", required_argument, O_TTL, C(CMD_WARM), "S",
-          "release the pool if nobody claims it within S seconds" },
-        { "reserve", no_argument, O_RESERVE, C(CMD_WARM), NULL,
-          "grow the node's hugepage pool first if it has too\n"
-          "few free pages (needs free memory above the floor)" },
-        { "label", required_argument, O_LABEL, C(CMD_WARM), "L",
-          "whom the pool is for (e.g. libvirt:UUID); a warm\n"
-          "of the pool with another label is refused" },
-        { "file-owner", required_argument, O_FILE_OWNER, C(CMD_WARM), "UID:GID",
-          "hand the pool's file to this user and group alone\n"
-          "(mode 0600): the one VMM that runs as them" },
-        { "wait", no_argument, O_WAIT, C(CMD_WARM) | C(CMD_FLEET), NULL,
-          "wait until the pool is ready (progress on a terminal)" },
-        { "allow-partial", no_argument, O_ALLOW_PARTIAL, C(CMD_RESERVE), NULL,
-          "keep what the kernel gave when it gives fewer\n"
-          "pages (exit 1)" },
-        { "elastic", no_argument, O_ELASTIC, C(CMD_RESERVE), NULL,
-          "make the pool elastic instead of setting COUNT: grown\n"
-          "on demand up to --max, free pages beyond --headroom\n"
-          "given back after --idle seconds, never below --min" },
-        { "min", required_argument, O_MIN, C(CMD_RESERVE), "N", "--elastic: pages never given back (default 0)" },
-        { "max", required_argument, O_MAX, C(CMD_RESERVE), "M", "--elastic: most pages the pool grows to (required)" },
-        { "headroom", required_argument, O_HEADROOM, C(CMD_RESERVE), "H",
-          "--elastic: free pages kept beyond those in use (default 0)" },
-        { "idle", required_argument, O_IDLE, C(CMD_RESERVE), "S",
-          "--elastic: seconds surplus pages stay free before\n"
-          "they go (required)" },
-        { "allow-best-effort", no_argument, O_ALLOW_BEST_EFFORT, C(CMD_RESERVE), NULL,
-          "--elastic: accept 1G pages without a hugetlb_cma area\n"
-          "(a page given back may not come back)" },
-        { "vmm", required_argument, O_VMM, C(CMD_HANDOFF), "VMM", "qemu, cloud-hypervisor or libvirt (required)" },
-        { "argv", no_argument, O_ARGV, C(CMD_HANDOFF), NULL,
-          "one word per line (qemu, cloud-hypervisor), for callers\n"
-          "that exec the VMM themselves" },
-        { "as", required_argument, O_AS, C(CMD_HANDOFF), "SRC",
-          "migration destination: map the i-th NAME under source\n"
-          "pool SRC's id (mem-SRC); repeat, or SRC,SRC, once per\n"
-          "NAME; refused when sizes or page sizes differ" },
-        { "source-url", required_argument, O_SOURCE_URL, C(CMD_HANDOFF), "URL",
-          "--as: the source host's daemon; its SRC pools are\n"
-          "compared with NAME (same --token-file and TLS options)" },
-        { "hosts", required_argument, O_HOSTS, C(CMD_FLEET), "FILE",
-          "one URL per line; blank lines and # comments\n"
-          "skipped (required, or place --prometheus)" },
-        { "prometheus", required_argument, O_PROMETHEUS, C(CMD_FLEET), "URL",
-          "place: find the hosts through this Prometheus\n"
-          "(http(s)://HOST:PORT[/PREFIX]) instead of --hosts" },
-        { "host-label", required_argument, O_HOST_LABEL, C(CMD_FLEET), "LABEL",
-          "place --prometheus: the label naming a host's\n"
-          "hpwarmd (default instance)" },
-        { "url-template", required_argument, O_URL_TEMPLATE, C(CMD_FLEET), "T",
-          "place --prometheus: the host's URL, {LABEL} replaced\n"
-          "by the label's value (default http://{instance})" },
-        { "max-age", required_argument, O_MAX_AGE, C(CMD_FLEET), "S",
-          "place --prometheus: skip hosts whose newest sample\n"
-          "is older than S seconds (default 60)" },
-        { "warm", required_argument, O_WARM, C(CMD_FLEET), "NAME", "place: also warm pool NAME where it fits" },
-        { "verbose", no_argument, O_VERBOSE, C(CMD_FLEET), NULL,
-          "place: say on stderr which hosts' stock could not be\n"
-          "read (older daemons: free pages only there)" },
-        { "pid", required_argument, O_PID, C(CMD_CLAIM), "PID",
-          "the VMM process that maps the pool: the daemon\n"
-          "releases the pool when that process exits" },
-        { "ignore-missing", no_argument, O_IGNORE_MISSING, C(CMD_RELEASE), NULL,
-          "exit 0 when there is no such pool (already released)" },
+#include "cli_options_table.h"
 };
 
 /* The parser sizes its getopt table by this bound. */
