@@ -5,7 +5,8 @@ long option the programs accept.
 Usage: check_manpages.py DOCS_DIR SOURCE_DIR
 Options are read from hpwarmd's getopt table (server/src/main.c: {"name", ...})
 and from every "--name" the client's parser and messages mention
-(client/src/cli_parse.c, client/src/cli_core.c, client/src/cli_placement.c).  A page
+(client/cli_options.json, the option table; client/src/cli_options.c,
+client/src/cli_parse.c, client/src/cli_core.c, client/src/cli_placement.c).  A page
 may document more (options not yet in the code); it may not document fewer.
 docs/OPERATING.md's hpwarmd synopsis must list every hpwarmd option as well.
 Rendering uses man(1) when installed; otherwise that part is reported
@@ -32,7 +33,7 @@ def main(argv):
     errors = []
     pairs = [
         ("hpwarmd.8", os.path.join(src, "server/src/main.c"), r'\{"([a-z][a-z0-9-]+)",\s*(?:no|required|optional)_argument'),
-        ("hpwarm.1", [os.path.join(src, "client/src/cli_parse.c"), os.path.join(src, "client/src/cli_core.c"),
+        ("hpwarm.1", [os.path.join(src, "client/cli_options.json"), os.path.join(src, "client/src/cli_options.c"), os.path.join(src, "client/src/cli_parse.c"), os.path.join(src, "client/src/cli_core.c"),
                       os.path.join(src, "client/src/cli_placement.c")],
          r'--([a-z][a-z0-9-]+)'),
     ]

@@ -1,173 +1,22 @@
-/* cli: main() of the hpwarm command line.
+/* cli: main() of the hpwarm command line, and its single-host commands.
  *
- * Parse (cli_parse.c), make one handle, run one command, print, and turn the
- * library's error into the documented exit code.  Output goes to stdout
- * (tables, or with --json the server's JSON verbatim once it parsed as one
- * whole object); diagnostics go to stderr, once, where the error is handled.
- * The fleet command lives in cli_fleet.c; what both use is in cli_cmd.h. */
-#include <errno.h>
-#include <math.h>
+ * Parse (cli_parse.c), make one handle, run one command from the table
+ * below, print, and turn the library's error into the documented exit code.
+ * Output goes to stdout (tables, or with --json the server's JSON verbatim
+ * once it parsed as one whole object); diagnostics go to stderr, once,
+ * where the error is handled (cli_out.c).  Commands live beside their
+ * peers: warm and wait in cli_warm.c, fleet in cli_fleet.c, the rest here;
+ * none calls back into this file, which only dispatches to them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "cli_cmd.h"
 #include "internal.h"
 
-uint64_t cli_now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* What connect(2) says about the unix socket PATH: 0 when it connects (the
- * failure was elsewhere), else the errno that names the cause (missing,
- * permission, nobody listening) better than curl's "Couldn't connect". */
-int cli_probe_unix(const char *path)
-{
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int fd, r = 0;
-
-        if (strlen(path) >= sizeof(sa.sun_path))
-                return ENAMETOOLONG;
-        memcpy(sa.sun_path, path, strlen(path) + 1);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return errno;
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-                r = errno;
-        close(fd);
-        return r;
-}
-
-/* One line on stderr for a failed call; for an unreachable server it names
- * the socket or URL tried and the likely cause. */
-void cli_fail_msg(struct hpw *h, const char *url, const char *what, enum hpw_error err)
-{
-        const struct hpw_problem *p = hpw_last_problem(h);
-        const char *m = hpw_last_message(h);
-        const char *reserve = strstr(m, "\"reserve\": true");
-
-        /* HPW_E_INSUFFICIENT covers the memory floor too: say which. */
-        fprintf(stderr, "hpwarm: %s: %s", what,
-                p && p->slug && strcmp(p->slug, "insufficient-memory") == 0 ? "insufficient memory" : hpw_strerror(err));
-        if (err == HPW_E_UNREACHABLE || err == HPW_E_TLS) {
-                /* curl's words ("localhost port 80" for a unix socket) name
-                 * neither what was tried nor why; the hint does both. */
-                char hint[768];
-                int e = strncmp(url, "unix://", 7) == 0 ? cli_probe_unix(url + 7) : 0;
-
-                cli_unreachable_hint(url, e, m, hint, sizeof(hint));
-                fprintf(stderr, ": %s\n", hint);
-                return;
-        }
-        if (reserve)
-                /* The server names its API field; here the CLI flag is what works. */
-                fprintf(stderr, " (%.*s--reserve%s)", (int)(reserve - m), m, reserve + strlen("\"reserve\": true"));
-        else if (m && m[0])
-                fprintf(stderr, " (%s)", m);
-        if (p && p->slug[0])
-                fprintf(stderr, " [%s]", p->slug);
-        fputc('\n', stderr);
-}
-
-/* With --json a failure still prints the server's problem body on stdout, so
- * scripts can parse why. */
-int cli_fail(struct ctx *x, const char *what, enum hpw_error err)
-{
-        const char *body = hpw_last_body(x->h);
-
-        if (x->cli->json && body[0] && hpw_last_problem(x->h))
-                cli_emit_json(x, "error", body);
-        cli_fail_msg(x->h, x->url, what, err);
-        return cli_exit_for(err, hpw_last_slug(x->h));
-}
-
-void cli_emit_json(struct ctx *x, const char *member, const char *json)
-{
-        char *s;
-
-        if (x->json_done)
-                return;
-        x->json_done = true;
-        if (!x->json_nested) {
-                cli_print_json(json);
-                return;
-        }
-        /* Embedded, so it must be one object and nothing else. */
-        s = hpw_json_reprint(json, strlen(json));
-        printf(",\"%s\":%s", member, s ? s : "null");
-        free(s);
-}
-
-void cli_print_json(const char *json)
-{
-        size_t n = strlen(json);
-        fputs(json, stdout);
-        if (n == 0 || json[n - 1] != '\n')
-                fputc('\n', stdout);
-}
-
-static void fmt_ps(uint64_t ps, char *buf, size_t len)
-{
-        hpw_format_page_size(ps, buf, len);
-}
-
-static void fmt_time(int64_t t, char *buf, size_t len)
-{
-        struct tm tm;
-        time_t tt = (time_t)t;
-
-        if (t <= 0 || !gmtime_r(&tt, &tm)) {
-                snprintf(buf, len, "-");
-                return;
-        }
-        strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* ---- nodes ---- */
-
-void cli_add_node_rows(struct table *t, const char *host, const struct hpw_node *n)
-{
-        char tot[32], fr[32];
-
-        cli_format_bytes(n->memory_total_bytes, tot, sizeof(tot));
-        cli_format_bytes(n->memory_free_bytes, fr, sizeof(fr));
-        if (n->n_hugepages == 0) {
-                if (host)
-                        table_addf(t, "%s\t%d\t-\t-\t-\t-", host, n->id);
-                else
-                        table_addf(t, "%d\t%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-", n->id, n->cpus[0] ? n->cpus : "-",
-                                   tot, fr);
-                return;
-        }
-        for (size_t i = 0; i < n->n_hugepages; i++) {
-                const struct hpw_hugepages *hp = n->hugepages[i];
-                char ps[32], el[64] = "-";
-
-                fmt_ps(hp->page_size_bytes, ps, sizeof(ps));
-                /* Elastic pools show their bounds: min..max pages. */
-                if (hp->elastic)
-                        snprintf(el, sizeof(el), "%llu..%llu", (unsigned long long)hp->elastic_min,
-                                 (unsigned long long)hp->elastic_max);
-                if (host)
-                        table_addf(t, "%s\t%d\t%s\t%llu\t%llu\t%llu", host, n->id, ps,
-                                   (unsigned long long)hp->total, (unsigned long long)hp->free,
-                                   (unsigned long long)hp->warm);
-                else
-                        table_addf(t, "%d\t%s\t%s\t%s\t%s\t%llu\t%llu\t%llu\t%llu\t%llu\t%s", n->id,
-                                   i == 0 ? (n->cpus[0] ? n->cpus : "-") : "", i == 0 ? tot : "",
-                                   i == 0 ? fr : "", ps, (unsigned long long)hp->total,
-                                   (unsigned long long)hp->free, (unsigned long long)hp->surplus,
-                                   (unsigned long long)hp->warm, (unsigned long long)hp->warming, el);
-        }
-}
 
 #define NODES_HEADER "NODE\tCPUS\tMEMORY\tMEM FREE\tPAGE\tTOTAL\tFREE\tSURPLUS\tWARM\tWARMING\tELASTIC"
 
@@ -211,30 +60,17 @@ static int cmd_nodes(struct ctx *x)
 
 /* ---- pools ---- */
 
-void cli_add_pool_row(struct table *t, const char *host, const struct hpw_pool *p)
-{
-        char ps[32], sz[32], rate[32], exp[40];
-        double pct = p->size_bytes ? 100.0 * (double)p->bytes_done / (double)p->size_bytes : 0;
-
-        fmt_ps(p->page_size_bytes, ps, sizeof(ps));
-        cli_format_bytes(p->size_bytes, sz, sizeof(sz));
-        cli_format_bytes((uint64_t)p->rate_bytes_per_second, rate, sizeof(rate));
-        fmt_time(p->expires_at, exp, sizeof(exp));
-        table_addf(t, "%s%s%s\t%d\t%s\t%s\t%s\t%.0f%%\t%s/s\t%s\t%s", host ? host : "", host ? "\t" : "",
-                   p->name, p->node, ps, sz, p->state_name, pct, rate, p->claimed ? "yes" : "no", exp);
-}
-
 static void print_pool(const struct hpw_pool *p)
 {
         char ps[32], sz[32], done[32], rate[32], t1[40], t2[40], t3[40];
 
-        fmt_ps(p->page_size_bytes, ps, sizeof(ps));
+        hpw_format_page_size(p->page_size_bytes, ps, sizeof(ps));
         cli_format_bytes(p->size_bytes, sz, sizeof(sz));
         cli_format_bytes(p->bytes_done, done, sizeof(done));
         cli_format_bytes((uint64_t)p->rate_bytes_per_second, rate, sizeof(rate));
-        fmt_time(p->started_at, t1, sizeof(t1));
-        fmt_time(p->finished_at, t2, sizeof(t2));
-        fmt_time(p->expires_at, t3, sizeof(t3));
+        cli_format_time(p->started_at, t1, sizeof(t1));
+        cli_format_time(p->finished_at, t2, sizeof(t2));
+        cli_format_time(p->expires_at, t3, sizeof(t3));
         printf("name:       %s\n", p->name);
         printf("state:      %s\n", p->state_name);
         printf("node:       %d\n", p->node);
@@ -298,170 +134,7 @@ static int cmd_status(struct ctx *x)
         return 0;
 }
 
-/* ---- waiting ---- */
-
-struct progress {
-        bool tty;
-        enum hpw_pool_state last;
-        bool drawn;
-        const char *name;
-};
-
-static int on_progress(const struct hpw_pool *p, void *userdata)
-{
-        struct progress *pr = userdata;
-
-        if (pr->tty) {
-                const int width = 30;
-                double frac = p->size_bytes ? (double)p->bytes_done / (double)p->size_bytes : 0;
-                char done[32], size[32], eta[32] = "-";
-                int fill;
-
-                if (frac > 1)
-                        frac = 1;
-                fill = (int)(frac * width);
-                cli_format_bytes(p->bytes_done, done, sizeof(done));
-                cli_format_bytes(p->size_bytes, size, sizeof(size));
-                if (p->rate_bytes_per_second > 0 && p->bytes_done < p->size_bytes)
-                        snprintf(eta, sizeof(eta), "%.0fs",
-                                 ceil((double)(p->size_bytes - p->bytes_done) / p->rate_bytes_per_second));
-                fprintf(stderr, "\r%s [%.*s%*s] %s / %s  %.2f GiB/s  ETA %s  %s\033[K", p->name, fill,
-                        "##############################", width - fill, "", done, size,
-                        p->rate_bytes_per_second / (double)(1ull << 30), eta, p->state_name);
-                fflush(stderr);
-                pr->drawn = true;
-        } else if (p->state != pr->last) {
-                char done[32], size[32];
-                cli_format_bytes(p->bytes_done, done, sizeof(done));
-                cli_format_bytes(p->size_bytes, size, sizeof(size));
-                printf("%s: %s %s/%s %.2f GiB/s\n", p->name, p->state_name, done, size,
-                       p->rate_bytes_per_second / (double)(1ull << 30));
-                fflush(stdout);
-        }
-        pr->last = p->state;
-        return 0;
-}
-
-/* The progress bar is drawn with \r and an erase-line escape, so only on
- * a terminal that understands them: stderr a tty and TERM not "dumb" (as
- * curl and kubectl do).  Elsewhere the state changes are logged as lines. */
-static bool progress_bar_ok(void)
-{
-        const char *term = getenv("TERM");
-
-        return isatty(STDERR_FILENO) && term && term[0] && strcmp(term, "dumb") != 0;
-}
-
-/* INITIAL, when known (warm --wait), is the state the pool starts from, so
- * a log shows "warming" before "ready". */
-static int do_wait(struct ctx *x, const char *name, const struct hpw_pool *initial)
-{
-        struct progress pr = { .tty = !x->cli->json && progress_bar_ok(), .last = HPW_POOL_UNKNOWN,
-                               .name = name };
-        uint64_t tmo = x->cli->timeout_set ? x->cli->timeout_ms : CLI_DEFAULT_WAIT_TIMEOUT_MS;
-        uint64_t spent = cli_now_ms() - x->start_ms;
-
-        /* After warm's PUT, wait only for what is left of the deadline. */
-        if (tmo)
-                tmo = spent < tmo ? tmo - spent : 1;
-        struct hpw_pool *p = NULL;
-        enum hpw_error err;
-
-        if (initial && !x->cli->json)
-                on_progress(initial, &pr);
-        err = hpw_wait(x->h, name, tmo, x->cli->json ? NULL : on_progress, &pr, &p);
-        if (pr.drawn)
-                fputc('\n', stderr);
-        if (x->cli->json && p)
-                cli_emit_json(x, "pool", p->json);
-        if (err) {
-                /* With a pool to show, that is the document; else the
-                 * problem, if the server sent one. */
-                if (x->cli->json && !p && hpw_last_problem(x->h) && hpw_last_body(x->h)[0])
-                        cli_emit_json(x, "error", hpw_last_body(x->h));
-                cli_fail_msg(x->h, x->url, "wait", err);
-                hpw_pool_free(p);
-                return cli_exit_for(err, hpw_last_slug(x->h));
-        }
-        if (!x->cli->json && p && !pr.tty && pr.last != p->state)
-                on_progress(p, &pr);
-        hpw_pool_free(p);
-        return 0;
-}
-
-static int cmd_wait(struct ctx *x)
-{
-        return do_wait(x, x->cli->name, NULL);
-}
-
 /* ---- warm, reserve, claim, release, handoff, health ---- */
-
-/* A refusal by the node's memory floor carries the largest count that fits:
- * say it as the command that would work. */
-static void floor_hint(const struct ctx *x, const struct hpw_problem *p, int node, uint64_t page_size)
-{
-        char fl[32], ps[32];
-
-        if (!p || !p->memory_floor_bytes)
-                return;
-        cli_format_bytes(p->memory_floor_bytes, fl, sizeof(fl));
-        fmt_ps(page_size ? page_size : CLI_DEFAULT_PAGE_SIZE, ps, sizeof(ps));
-        fprintf(stderr, "hpwarm: node %d keeps %s free (the memory floor, hpwarmd --memory-floor): at most "
-                "%llu %s pages fit: hpwarm reserve %d %s %llu\n", node, fl, (unsigned long long)p->max_count, ps,
-                node, ps, (unsigned long long)p->max_count);
-}
-
-int cli_wait_at(struct ctx *x, const char *name, const struct hpw_pool *initial)
-{
-        return do_wait(x, name, initial);
-}
-
-int cli_warm_at(struct ctx *x, const char *name, int node, uint64_t size, uint64_t page_size)
-{
-        struct hpw_warm_request req = {
-                .size = sizeof(req),
-                .node = node,
-                .size_bytes = size,
-                .page_size = page_size,
-                .threads = x->cli->threads,
-                .ttl_seconds = x->cli->ttl_seconds,
-                .reserve = x->cli->reserve,
-                .label = x->cli->label,
-                .file_owned = x->cli->file_owned,
-                .file_uid = x->cli->file_uid,
-                .file_gid = x->cli->file_gid,
-        };
-        struct hpw_pool *p = NULL;
-        bool created = false;
-        enum hpw_error err = hpw_warm(x->h, name, &req, &p, &created);
-
-        int rc = 0;
-
-        if (err) {
-                int rc2 = cli_fail(x, "warm", err);
-                floor_hint(x, hpw_last_problem(x->h), node, page_size);
-                return rc2;
-        }
-        if (!x->cli->wait) {
-                if (x->cli->json)
-                        cli_emit_json(x, "pool", p->json);
-                else
-                        printf("%s: %s on node %d (%s%s%s)\n", p->name, created ? "created" : "exists", p->node,
-                               p->state_name, p->from_stock[0] ? ", from stock: " : "", p->from_stock);
-        } else {
-                if (!x->cli->json)
-                        printf("%s: %s on node %d%s%s%s\n", p->name, created ? "created" : "exists", p->node,
-                               p->from_stock[0] ? " (from stock: " : "", p->from_stock, p->from_stock[0] ? ")" : "");
-                rc = do_wait(x, name, p);
-        }
-        hpw_pool_free(p);
-        return rc;
-}
-
-static int cmd_warm(struct ctx *x)
-{
-        return cli_warm_at(x, x->cli->name, x->cli->node, x->cli->size, x->cli->page_size);
-}
 
 static int cmd_reserve_elastic(struct ctx *x)
 {
@@ -471,14 +144,14 @@ static int cmd_reserve_elastic(struct ctx *x)
         if (err) {
                 const struct hpw_problem *p = hpw_last_problem(x->h);
                 int rc = cli_fail(x, "reserve --elastic", err);
-                floor_hint(x, p, x->cli->node, x->cli->page_size);
+                cli_floor_hint(x, p, x->cli->node, x->cli->page_size);
                 return rc;
         }
         if (x->cli->json) {
                 cli_print_json(e->json);
         } else {
                 char ps[32];
-                fmt_ps(e->page_size_bytes ? e->page_size_bytes : x->cli->page_size, ps, sizeof(ps));
+                hpw_format_page_size(e->page_size_bytes ? e->page_size_bytes : x->cli->page_size, ps, sizeof(ps));
                 printf("node %d %s: elastic, %llu..%llu pages, headroom %llu, idle %llu s, growth %s\n", e->node, ps,
                        (unsigned long long)e->policy.min, (unsigned long long)e->policy.max,
                        (unsigned long long)e->policy.headroom, (unsigned long long)e->policy.idle_seconds,
@@ -503,14 +176,14 @@ static int cmd_reserve(struct ctx *x)
                 if (p && (p->requested || p->achieved))
                         fprintf(stderr, "hpwarm: reserve: requested %llu pages, achieved %llu\n",
                                 (unsigned long long)p->requested, (unsigned long long)p->achieved);
-                floor_hint(x, p, x->cli->node, x->cli->page_size);
+                cli_floor_hint(x, p, x->cli->node, x->cli->page_size);
                 return rc;
         }
         if (x->cli->json) {
                 cli_print_json(r->json);
         } else {
                 char ps[32];
-                fmt_ps(r->page_size_bytes ? r->page_size_bytes : x->cli->page_size, ps, sizeof(ps));
+                hpw_format_page_size(r->page_size_bytes ? r->page_size_bytes : x->cli->page_size, ps, sizeof(ps));
                 printf("node %d %s: requested %llu, total %llu, free %llu%s\n", r->node, ps,
                        (unsigned long long)r->requested, (unsigned long long)r->total,
                        (unsigned long long)r->free, r->complete ? "" : " (incomplete)");
@@ -728,7 +401,7 @@ static void print_stock(const struct hpw_stock *st)
                 const struct hpw_stock_target *g = st->targets[i];
                 char ps[32], sz[32];
 
-                fmt_ps(g->page_size_bytes, ps, sizeof(ps));
+                hpw_format_page_size(g->page_size_bytes, ps, sizeof(ps));
                 cli_format_bytes(g->size_bytes, sz, sizeof(sz));
                 table_addf(t, "%d\t%s\t%s\t%llu\t%llu\t%llu\t%llu\t%llu", g->node, ps, sz,
                            (unsigned long long)g->count, (unsigned long long)g->ready,
@@ -769,6 +442,14 @@ static int cmd_stock(struct ctx *x)
         hpw_stock_free(st);
         return 0;
 }
+
+/* What each command runs (placement has its own main, cli_placement.c). */
+static int (*const commands[CLI_N_COMMANDS])(struct ctx *x) = {
+        [CMD_HEALTH] = cmd_health, [CMD_NODES] = cmd_nodes,     [CMD_RESERVE] = cmd_reserve,
+        [CMD_WARM] = cli_cmd_warm, [CMD_STATUS] = cmd_status,   [CMD_WAIT] = cli_cmd_wait,
+        [CMD_POOLS] = cmd_pools,   [CMD_CLAIM] = cmd_claim,     [CMD_RELEASE] = cmd_release,
+        [CMD_HANDOFF] = cmd_handoff, [CMD_FLEET] = cli_cmd_fleet, [CMD_STOCK] = cmd_stock,
+};
 
 int main(int argc, char **argv)
 {
@@ -823,21 +504,7 @@ int main(int argc, char **argv)
         total = cli_timeout_ms(&c, c.cmd == CMD_FLEET);
         hpw_set_timeouts(x.h, c.connect_timeout_ms, total);
 
-        switch (c.cmd) {
-        case CMD_HEALTH: rc = cmd_health(&x); break;
-        case CMD_NODES: rc = cmd_nodes(&x); break;
-        case CMD_RESERVE: rc = cmd_reserve(&x); break;
-        case CMD_WARM: rc = cmd_warm(&x); break;
-        case CMD_STATUS: rc = cmd_status(&x); break;
-        case CMD_WAIT: rc = cmd_wait(&x); break;
-        case CMD_POOLS: rc = cmd_pools(&x); break;
-        case CMD_CLAIM: rc = cmd_claim(&x); break;
-        case CMD_RELEASE: rc = cmd_release(&x); break;
-        case CMD_HANDOFF: rc = cmd_handoff(&x); break;
-        case CMD_FLEET: rc = cli_cmd_fleet(&x); break;
-        case CMD_STOCK: rc = cmd_stock(&x); break;
-        default: rc = CLI_EXIT_USAGE; break;
-        }
+        rc = c.cmd > CMD_NONE && c.cmd < CLI_N_COMMANDS && commands[c.cmd] ? commands[c.cmd](&x) : CLI_EXIT_USAGE;
         hpw_free(x.h);
         return rc;
 }

@@ -33,6 +33,7 @@ enum {
 enum cli_cmd {
         CMD_NONE, CMD_HEALTH, CMD_NODES, CMD_RESERVE, CMD_WARM, CMD_STATUS, CMD_WAIT,
         CMD_POOLS, CMD_CLAIM, CMD_RELEASE, CMD_HANDOFF, CMD_FLEET, CMD_STOCK, CMD_PLACEMENT,
+        CLI_N_COMMANDS
 };
 enum cli_fleet { FLEET_NONE, FLEET_NODES, FLEET_POOLS, FLEET_PLACE };
 enum cli_stock { STOCK_SHOW, STOCK_SET, STOCK_CLEAR };
@@ -114,6 +115,9 @@ void cli_size_explain(const char *s, bool page, char *buf, size_t len);
  * becomes unix:///PATH; http://, https:// and unix:// pass unchanged.
  * -EINVAL with the reason in ERR for another scheme or an empty URL. */
 int cli_url_normalize(const char *in, char *out, size_t len, char *err, size_t errlen);
+/* FMT's text into ERR; returns -EINVAL, so a parser says why and fails in
+ * one statement (cli_core.c). */
+int cli_usage_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* What to tell someone whose request to URL got no answer.  CONNECT_ERRNO is
  * what connect(2) to a unix socket said (0: not probed); CURL_MSG the

@@ -1,7 +1,9 @@
-/* cli_cmd: what the command half of hpwarm (cli.c, cli_fleet.c) shares and
- * nothing else sees: the per-run context and the helpers that print results
- * and failures.  Output rules: results on stdout, one diagnostic line per
- * failure on stderr, printed where the failure is handled. */
+/* cli_cmd: what the command half of hpwarm (cli.c, cli_warm.c, cli_fleet.c,
+ * and cli_out.c below them) shares and nothing else sees: the per-run
+ * context and the helpers that print results and failures.  Output rules:
+ * results on stdout, one diagnostic line per failure on stderr, printed
+ * where the failure is handled.  Calls point down: cli.c dispatches to the
+ * command files, cli_fleet.c uses cli_warm.c, and all of them cli_out.c. */
 #pragma once
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +20,8 @@ struct ctx {
          * context prints goes in as its member; json_done: printed. */
         bool json_nested, json_done;
 };
+
+/* ---- cli_out.c ---- */
 
 uint64_t cli_now_ms(void);
 /* What connect(2) says about the unix socket PATH: 0 when it connects. */
@@ -41,6 +45,14 @@ void cli_emit_json(struct ctx *x, const char *member, const char *json);
 void cli_add_node_rows(struct table *t, const char *host, const struct hpw_node *n);
 void cli_add_pool_row(struct table *t, const char *host, const struct hpw_pool *p);
 
+/* T as "2026-12-01T21:09:00Z" (UTC) into BUF; "-" when not set. */
+void cli_format_time(int64_t t, char *buf, size_t len);
+/* A refusal by the node's memory floor carries the largest count that fits:
+ * say it on stderr as the command that would work. */
+void cli_floor_hint(const struct ctx *x, const struct hpw_problem *p, int node, uint64_t page_size);
+
+/* ---- cli_warm.c ---- */
+
 /* hpwarm warm with these values (fleet place --warm uses it on the chosen
  * host's handle); prints the outcome and returns the exit code. */
 int cli_warm_at(struct ctx *x, const char *name, int node, uint64_t size, uint64_t page_size);
@@ -49,5 +61,11 @@ int cli_warm_at(struct ctx *x, const char *name, int node, uint64_t size, uint64
  * answered); returns the exit code. */
 int cli_wait_at(struct ctx *x, const char *name, const struct hpw_pool *initial);
 
-/* hpwarm fleet (cli_fleet.c). */
+/* hpwarm warm and hpwarm wait. */
+int cli_cmd_warm(struct ctx *x);
+int cli_cmd_wait(struct ctx *x);
+
+/* ---- cli_fleet.c ---- */
+
+/* hpwarm fleet. */
 int cli_cmd_fleet(struct ctx *x);

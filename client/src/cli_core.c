@@ -1,6 +1,9 @@
 /* cli_core: the pure half of the hpwarm command line that is not parsing
  * (cli_parse.c): exit codes, timeouts, what to say when a server cannot be
- * reached, byte formatting, place selection, hosts files and text tables. */
+ * reached, byte formatting, place selection, hosts files, text tables, and
+ * the URL and usage-error helpers that the parsers (cli_parse.c,
+ * cli_placement.c) and the commands share.  A leaf of the CLI: it calls
+ * only into the library. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -331,4 +334,38 @@ void table_free(struct table *t)
                 free(t->cells[i]);
         free(t->cells);
         free(t);
+}
+
+int cli_usage_err(char *err, size_t errlen, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+        return -EINVAL;
+}
+
+int cli_url_normalize(const char *in, char *out, size_t len, char *err, size_t errlen)
+{
+        const char *sep;
+        int n;
+
+        err[0] = '\0';
+        if (!in || !in[0])
+                return cli_usage_err(err, errlen, "--url: empty (try unix:///run/hpwarmd/api.sock or http://HOST:PORT)");
+        sep = strstr(in, "://");
+        if (sep && (strncmp(in, "http://", 7) == 0 || strncmp(in, "https://", 8) == 0 ||
+                    strncmp(in, "unix://", 7) == 0))
+                n = snprintf(out, len, "%s", in);
+        else if (sep)
+                return cli_usage_err(err, errlen, "--url %s: unsupported scheme '%.*s' (use http://HOST:PORT, "
+                                 "https://HOST:PORT or unix:///PATH)", in, (int)(sep - in), in);
+        else if (in[0] == '/')
+                n = snprintf(out, len, "unix://%s", in);      /* a socket path */
+        else
+                n = snprintf(out, len, "http://%s", in);      /* HOST:PORT */
+        if (n < 0 || (size_t)n >= len)
+                return cli_usage_err(err, errlen, "--url: too long");
+        return 0;
 }

@@ -1,11 +1,15 @@
 /* internal.h: what the library's own files share and nothing else sees.
  *
- * The library is split so that each outside dependency has one owner:
- * http.c alone includes libcurl, json.c alone includes cJSON, retry.c is pure
- * policy (backoff, status mapping) with no I/O so it can be table-tested, and
- * client.c strings them together into the public calls.  Everything here is
- * hidden from the shared library's symbol table (-fvisibility=hidden); the
- * static library still exposes it to our unit tests and the CLI. */
+ * The library is split so that each outside dependency has one owner and
+ * calls only point down: http.c alone includes libcurl; the JSON files
+ * (json.c's strict reader and request bodies, json_answers.c, prom_json.c,
+ * placement_json.c) alone include cJSON; retry.c is pure policy (backoff,
+ * status mapping) with no I/O so it can be table-tested; names.c holds the
+ * fixed words every layer uses (strerror, page sizes); client.c owns the
+ * handle and its request loop, and client_nodes.c and client_pools.c make
+ * the public calls on it.  Everything here is hidden from the shared
+ * library's symbol table (-fvisibility=hidden); the static library still
+ * exposes it to our unit tests and the CLI. */
 #pragma once
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -122,7 +126,7 @@ enum hpw_error hpw_http_multi_get(const struct hpw_conn *conns, size_t n, const 
 void hpw_http_global_init(void);
 void hpw_http_global_cleanup(void);
 
-/* ---- json.c (cJSON) ---- */
+/* ---- json.c, json_answers.c (cJSON); destructors in json_free.c ---- */
 /* BODY (LEN bytes) as one JSON object with nothing after it but
  * whitespace, or NULL: the strict top level every reader here starts from
  * (json.c, placement_json.c).  The caller frees it with cJSON_Delete. */
@@ -139,7 +143,7 @@ enum hpw_error hpw_json_node_list(const char *body, size_t len, struct hpw_node_
 enum hpw_error hpw_json_reserve(const char *body, size_t len, struct hpw_reserve_result **ret);
 enum hpw_error hpw_json_pool(const char *body, size_t len, struct hpw_pool **ret);
 enum hpw_error hpw_json_pool_list(const char *body, size_t len, struct hpw_pool_list **ret);
-/* One page of a paged list into *ACC (json.c). */
+/* One page of a paged list into *ACC (json_answers.c). */
 enum hpw_error hpw_json_pool_list_page(const char *body, size_t len, struct hpw_pool_list **acc,
                                        char **ret_next);
 /* GET /v1/handoff: vmm, memory_bytes and a non-empty argv of strings are
@@ -170,11 +174,14 @@ char *hpw_json_warm_body(const struct hpw_warm_request *req);
 /* {"targets":[{"node":..,"page_size":"2M","size_bytes":..,"count":..},...]} */
 char *hpw_json_stock_body(const struct hpw_stock_target *const *t, size_t n);
 
-/* Internal release of member contents (for arrays). */
+/* Internal release of member contents, the item itself kept (for arrays
+ * and the decoders' failure paths; json_free.c). */
 void hpw_node_clear(struct hpw_node *n);
 void hpw_pool_clear(struct hpw_pool *p);
+void hpw_health_clear(struct hpw_health *x);
+void hpw_handoff_clear(struct hpw_handoff *x);
 
-/* ---- Prometheus placement (prom.c; its answers parsed in json.c) ---- */
+/* ---- Prometheus placement (prom.c; its answers parsed in prom_json.c) ---- */
 
 /* One sample of prom.c's placement query: the host label's value, the
  * query's "hpw_kind" label ("stock" or "free"), numa_node and

@@ -1,8 +1,7 @@
 /* placement_json: the bodies of OpenStack's Placement and Keystone APIs.
  *
- * The library's second cJSON file, beside json.c (which reads hpwarmd's
- * answers and is big enough): the same rules, kept apart because these
- * documents are another service's.  Readers are strict where a wrong shape
+ * Beside json.c and json_answers.c (which read hpwarmd's answers): the same
+ * rules, kept apart because these documents are another service's.  Readers are strict where a wrong shape
  * means the peer is not Placement or Keystone (the top level is one object,
  * required members have their types, counts fit Placement's 32-bit
  * integers) and ignore members they do not use, so newer microversions
@@ -119,23 +118,19 @@ bad:
 enum hpw_error hpw_pj_usages(const char *body, size_t len, uint32_t used[HPW_PL_CLASSES])
 {
         cJSON *root = hpw_json_parse_object(body, len);
-        const cJSON *u;
+        const cJSON *u = get(root, "usages");
         uint32_t got[HPW_PL_CLASSES] = { 0 };
+        bool ok = cJSON_IsObject(u);
 
-        if (!root)
-                return HPW_E_PROTOCOL;
-        u = get(root, "usages");
-        if (!cJSON_IsObject(u))
-                goto bad;
-        for (int i = 0; i < HPW_PL_CLASSES; i++)
-                if (get(u, hpw_pl_class_name[i]) && !get_u32(u, hpw_pl_class_name[i], &got[i]))
-                        goto bad;
+        /* A class nothing uses yet may be absent: it reads as 0. */
+        for (int i = 0; ok && i < HPW_PL_CLASSES; i++)
+                if (get(u, hpw_pl_class_name[i]))
+                        ok = get_u32(u, hpw_pl_class_name[i], &got[i]);
         cJSON_Delete(root);
+        if (!ok)
+                return HPW_E_PROTOCOL;
         memcpy(used, got, sizeof(got));
         return HPW_OK;
-bad:
-        cJSON_Delete(root);
-        return HPW_E_PROTOCOL;
 }
 
 void hpw_pj_error(const char *body, size_t len, char *code, size_t codelen, char *detail, size_t detlen)

@@ -11,7 +11,7 @@
  * host, falling down the list when a host answers 409.
  *
  * The query, the URL template and the escaping are pure functions (table
- * tests in tests/client/test_prom.c); the answer is parsed in json.c, the
+ * tests in tests/client/test_prom.c); the answer is parsed in prom_json.c, the
  * hosts are asked through hpw_fleet_get and hpw_warm. */
 #include <errno.h>
 #include <stdio.h>
