@@ -120,7 +120,7 @@ int pools_new(const struct pools_config *cfg, struct pools **ret);
  * layer stopped (no pools_* call may be in flight) and before engine_free. */
 void pools_free(struct pools *p);
 
-/* The largest ttl_seconds pools_create accepts (422 invalid-field above):
+/* The largest ttl_seconds pools_create accepts (invalid-field above):
  * longer TTLs are a mistake, and the cap keeps finished_at + ttl far from
  * int64 overflow.  Ten years; PUT /v1/pools checks it first, pools_create again. */
 #define POOLS_TTL_MAX (UINT64_C(10) * 366 * 24 * 3600)
@@ -343,12 +343,13 @@ struct stock_view {
 };
 
 /* Replace all targets with T[0..N) and save.  Returns 0, or -errno with ERR
- * set and nothing changed: -ENOENT 404 unknown-node / unknown-page-size,
- * -EINVAL 422 invalid-field (zero size or count, size not a multiple of the
+ * set and nothing changed: -ENOENT unknown-node / unknown-page-size,
+ * -EINVAL invalid-field (zero size or count, size not a multiple of the
  * page size, count over POOLS_STOCK_COUNT_MAX, too many targets, the same
- * (node, page size, size) twice), -ENODEV 503 no-hugetlbfs, -E2BIG 409
+ * (node, page size, size) twice), -ENODEV no-hugetlbfs, -E2BIG
  * stock-too-large (the targets of one node and page size need more pages than
- * the node has; the detail says how many files fit), or a failed save (500).
+ * the node has; the detail says how many files fit), or a failed save
+ * (state-write-failed).
  * Files of targets that went away are removed; new deficits are refilled
  * by the upkeep thread. */
 int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_t n, struct problem *err);
@@ -373,12 +374,12 @@ struct elastic_view {
 };
 /* Set (or replace) the policy of POL's node and page size, growing the
  * pool to min now, and save.  0 with *RET filled, or -errno with ERR set
- * and nothing changed: -ENOENT 404 unknown-node / unknown-page-size,
- * -EINVAL 422 invalid-field (elastic_policy_check), -ENOMEM 409
+ * and nothing changed: -ENOENT unknown-node / unknown-page-size,
+ * -EINVAL invalid-field (elastic_policy_check), -ENOMEM
  * insufficient-memory (max beyond the memory floor, or growing to min
- * would go below it), -EAGAIN 409 reserve-shortfall (the kernel gave fewer
- * pages than min), -EPERM 409 growth-not-reliable (gigantic pages without
- * CMA and no allow_best_effort), or a failed save (503). */
+ * would go below it), -EAGAIN reserve-shortfall (the kernel gave fewer
+ * pages than min), -EPERM growth-not-reliable (gigantic pages without
+ * CMA and no allow_best_effort), or a failed save (state-write-failed). */
 int pools_set_elastic(struct pools *p, const struct journal_elastic_policy *pol, struct elastic_view *ret,
                       struct problem *err);
 /* -ENOENT if (NODE, PAGE_SIZE) has no policy. */
@@ -386,8 +387,8 @@ int pools_get_elastic(struct pools *p, int node, uint64_t page_size, struct elas
 /* Every policy.  Caller frees *RET. */
 int pools_list_elastic(struct pools *p, struct elastic_view **ret, size_t *ret_n);
 /* Drop the policy: the pool stays static at its current size (recorded as
- * the node's reservation).  -ENOENT 404 policy-not-found, or a failed save
- * (503, the policy stays); ERR set. */
+ * the node's reservation).  -ENOENT policy-not-found, or a failed save
+ * (state-write-failed, the policy stays); ERR set. */
 int pools_delete_elastic(struct pools *p, int node, uint64_t page_size, struct problem *err);
 /* Whether growing PAGE_SIZE pages on NODE at runtime is reliable. */
 enum elastic_growth pools_runtime_growth(struct pools *p, int node, uint64_t page_size);

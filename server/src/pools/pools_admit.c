@@ -3,7 +3,7 @@
  * hugetlb reservations are global, not per node, so the kernel cannot say
  * whether a node-bound warm will find its pages: admission counts them
  * itself, as the node's free pages minus what warming jobs there have yet
- * to fault in (one consistent reading of both: pools_need.c), under
+ * to fault in (one consistent reading of both: pools_pending.c), under
  * admit.lock so two creates never count the same pages.
  * Reservations (PUT /v1/nodes/{id}/hugepages/{size} and "reserve": true)
  * go through the same lock, so a growth and a warm never interleave, and
@@ -239,7 +239,7 @@ void pools_undo_growth(struct pools *p, const struct pools_growth *g)
 /* PAGES more pages must fit in the size limit of PAGE_SIZE's mount, if it
  * has one: stock files (of NODE first, whose pages the node check counts
  * too, then of any node) give way when, and only when, that makes them
- * fit; else 409, nothing removed.  "reserve" cannot help: the limit is the
+ * fit; else insufficient-hugepages, nothing removed.  "reserve" cannot help: the limit is the
  * mount's.  admit.lock held. */
 static int admit_mount_room(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool give_way,
                             struct problem *err)
@@ -263,8 +263,8 @@ static int admit_mount_room(struct pools *p, int node, uint64_t page_size, uint6
 
 /* Node NODE must have PAGES free pages of PAGE_SIZE beyond what warming jobs
  * still need; grow its pool by what is missing when RESERVE.  admit.lock
- * held.  0 or -ENOMEM with ERR set (409 insufficient-hugepages), or a sysfs
- * -errno (500).  A growth for a pool that is then not admitted is undone
+ * held.  0 or -ENOMEM with ERR set (insufficient-hugepages), or a sysfs
+ * -errno (ERR set: sysfs-error).  A growth for a pool that is then not admitted is undone
  * here; one for a pool admitted is described in *RET_GROWTH (NULL only
  * without RESERVE) for the caller to undo if the create fails later. */
 int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve, bool give_way,

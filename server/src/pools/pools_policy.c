@@ -43,7 +43,7 @@ static void fill_view(struct pools *p, const struct pools_elastic_row *row, stru
         v->last_pages = row->last_pages;
         v->last_at = row->last_at;
         snprintf(v->last_why, sizeof(v->last_why), "%s", row->last_why);
-        v->looked = row->looked;
+        v->looked = row->decision;
 }
 
 /* The CMA part of a view, read outside reg.lock. */
@@ -364,7 +364,7 @@ static void upkeep_one_policy(struct pools *p, int node, uint64_t page_size, uin
         row = pools_elastic_find(p, node, page_size);
         if (row) {
                 elastic_plan(&row->pol, &c, 0, &row->idle, now, &d);
-                row->looked = d.why;
+                row->decision = d.why;
                 /* A growth to min the kernel or the floor cut short is
                  * retried once per idle period, not at every look. */
                 if (d.action == ELASTIC_GROW && row->grow_retry_ns && now < row->grow_retry_ns)

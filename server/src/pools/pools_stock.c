@@ -11,7 +11,7 @@
  * never reserve).  A create of a stocked spec takes a ready file by
  * rename(2) (same inode, no page touched), and a create that finds too few
  * free pages first removes stock files of its node and page size: stock
- * never causes a refusal that would not happen without it (pools_room.c:
+ * never causes a refusal that would not happen without it (pools_stock_evict.c:
  * stock files are removed to make room).  Released pools
  * come back through pools_recycle.c as dirty, then recycling rows, which
  * count toward their target and give way like the others (a dirty file a

@@ -1,16 +1,17 @@
-/* pools_face: the public face of the pool core (pools.h): start and stop,
+/* pools_public: the public face of the pool core (pools.h): start and stop,
  * queries, waits, delete, the counts the metrics and nodes read.
  *
  * The core is in layers, each calling only the ones below it (and
  * pools_internal.h describes the structs, locks and their order once):
- *   pools_face.c       this face (pools.h)
+ *   pools_public.c     this face (pools.h)
  *   pools_create.c     the create path        pools_upkeep.c  the upkeep thread
  *   pools_admit.c      admission, reservations
  *   pools_stock.c      stock targets, refills, hand-outs
  *   pools_recycle.c    released pools back into the stock
  *   pools_recover.c    start-up
- *   pools_jobs.c  pools_file.c  pools_need.c  pools_room.c  pools_dir.c
- *   pools_claim.c      jobs, files, what warms need, room, dirs, claims
+ *   pools_jobs.c  pools_file.c  pools_pending.c  pools_stock_evict.c
+ *   pools_dir.c  pools_claim.c   jobs, files, what warms still need, the
+ *                      stock giving way, dirs, claims
  *   pools_registry.c   lookup, holds, commits, saves, notification
  * Pool states change only through pool_transition (pool_state.c). */
 #include <errno.h>
