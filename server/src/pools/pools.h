@@ -190,8 +190,8 @@ struct pool_view {
  * retry); threads, ttl_seconds and reserve are not part of the identity. */
 int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *ret, bool *ret_created,
                  struct problem *err);
-/* -ENOENT if no such pool. */
-int pools_get(struct pools *p, const char *name, struct pool_view *ret);
+/* 0 with *RET filled, or -ENOENT with ERR set (pool-not-found). */
+int pools_get(struct pools *p, const char *name, struct pool_view *ret, struct problem *err);
 /* The journal's directory (pools_config.state_dir), for the details of
  * state-write-failed answers; owned by P. */
 const char *pools_state_dir(const struct pools *p);
@@ -228,29 +228,33 @@ void pools_sum_sizes(struct pools *p, struct pools_size_sum *sums, size_t n);
  * while waiting). */
 int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct pool_view *ret);
 /* Cancel (returns once no worker touches the file), remove the file, forget
- * the record.  -ENOENT if none; -EAGAIN if the journal could not be saved
- * (nothing changed: the pool is as it was, also after a restart); or
- * unlink's -errno (the record is kept so the release can be retried). */
-int pools_delete(struct pools *p, const char *name);
+ * the record.  0, or -errno with ERR set: -ENOENT pool-not-found; -EAGAIN
+ * state-write-failed, the journal could not be saved (nothing changed: the
+ * pool is as it was, also after a restart); or unlink's -errno,
+ * pool-file-error (the record is kept so the release can be retried). */
+int pools_delete(struct pools *p, const char *name, struct problem *err);
 /* pools_delete, saying whether a ready pool whose stock target is short may
  * be recycled into the stock (pools_delete: yes; DELETE ?recycle=false: no,
  * its file is removed).  Recycled, the pool is gone at once as for a
  * removal (its name is free), and its file waits as a "dirty" stock row
  * until no process maps it, then is zeroed in place (pools_recycle.c). */
-int pools_delete_recycle(struct pools *p, const char *name, bool recycle);
-/* Mark claimed (clears the TTL).  -ENOENT; -EBUSY (409) if not ready. */
-int pools_claim(struct pools *p, const char *name, struct pool_view *ret);
+int pools_delete_recycle(struct pools *p, const char *name, bool recycle, struct problem *err);
+/* Mark claimed (clears the TTL).  0, or -errno with ERR set: -ENOENT
+ * pool-not-found; -EBUSY pool-not-ready (it is not ready). */
+int pools_claim(struct pools *p, const char *name, struct pool_view *ret, struct problem *err);
 /* The same, binding the pool to the life of process PID (the VMM that maps
  * it; 0 = no owner, as pools_claim): the pool is released (file removed,
  * pages back) when that process exits, also when it exits while the daemon
  * is down; a process is told from a later one with the same pid by its
  * start time.  A pool with a live owner is never released by anything but
  * DELETE.  Claiming a pool claimed without owner binds it; claiming again
- * with the same process, or without a pid, is 0 as it is.  Returns 0,
- * -ENOENT, -EBUSY (not ready), -EINVAL (PID < 0), -ESRCH (no process PID),
- * -EEXIST (claimed by another live process), or -errno (a failed save, or
- * pidfds unsupported: -ENOSYS); nothing changes on failure. */
-int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_view *ret);
+ * with the same process, or without a pid, is 0 as it is.  Returns 0, or
+ * -errno with ERR set and nothing changed: -ENOENT pool-not-found, -EBUSY
+ * pool-not-ready, -EINVAL invalid-field (PID < 0), -ESRCH or -ECHILD
+ * invalid-field (no process PID, or PID is a thread's), -EEXIST pool-owned
+ * (claimed by another live process), -ENOSYS internal-error (no pidfds),
+ * or another -errno: state-write-failed (a failed save). */
+int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_view *ret, struct problem *err);
 
 /* Set a node's persistent pool through reserve.c, serialised with pool
  * creation, and record it in the journal on success.  Same returns as
@@ -370,7 +374,7 @@ struct elastic_view {
         uint64_t last_pages;
         int64_t last_at;           /* unix s */
         char last_why[160];
-        const char *looked;        /* the last look's decision (a static sentence), NULL = none yet */
+        const char *decision;      /* the last look's decision (a static sentence), NULL = none yet */
 };
 /* Set (or replace) the policy of POL's node and page size, growing the
  * pool to min now, and save.  0 with *RET filled, or -errno with ERR set

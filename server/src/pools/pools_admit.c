@@ -146,6 +146,9 @@ int pools_reserve_locked(struct pools *p, const struct reserve_req *req, uint64_
  * those still needed, and says it is incomplete. */
 int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve_result *ret)
 {
+        assert_return(p, -EINVAL);
+        assert_return(req, -EINVAL);
+        assert_return(ret, -EINVAL);
         struct reserve_req rq = *req;
         struct hp_counts hp;
         uint64_t needed, keep;

@@ -165,6 +165,10 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         bool taken = false;
         int r;
 
+        assert_return(p, -EINVAL);
+        assert_return(req, -EINVAL);
+        assert_return(ret, -EINVAL);
+        assert_return(ret_created, -EINVAL);
         *ret_created = false;
 
         r = validate(p, req, err);
@@ -244,7 +248,7 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
 
         r = pools_save(p);
         if (r < 0) {
-                problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving %s/state.json: %s (the pool was not created)",
+                problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving the journal in %s: %s (the pool was not created)",
                               p->state_dir, strerror(-r));
                 goto out_drop;
         }

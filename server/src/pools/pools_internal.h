@@ -283,14 +283,12 @@ struct pools_recycle {
  * rows are changed under admit.lock and reg.lock both (so admission, which
  * holds admit.lock, reads them with reg.lock alone as everyone else does). */
 struct pools_elastic_row {
-        struct journal_elastic_policy pol;  /* reg.lock */
+        /* reg.lock: the policy and what it did, as a view shows them (a
+         * view is a copy; runtime_growth and the CMA counters stay 0 here,
+         * they are read outside the lock).  shown.decision: the upkeep's
+         * last decision, a static sentence. */
+        struct elastic_view shown;
         struct elastic_idle idle;           /* reg.lock */
-        uint64_t grown_total, returned_total; /* reg.lock: pages, since start */
-        enum elastic_action last;           /* reg.lock: KEEP = nothing done yet */
-        uint64_t last_pages;                /* reg.lock */
-        int64_t last_at;                    /* reg.lock: unix s */
-        char last_why[160];                 /* reg.lock */
-        const char *decision;               /* reg.lock: the upkeep's last decision, a static sentence */
         uint64_t grow_retry_ns;             /* reg.lock: CLOCK_MONOTONIC before which a short growth to
                                              * min is not retried (0 = any time) */
 };
@@ -354,6 +352,9 @@ void pools_set_hold(struct pool *pool, enum pool_hold to);
 /* Wait (reg.lock held) until NAME's pool is free; returns it busy, or NULL
  * if it does not exist, is still being created or is a stock row. */
 struct pool *pools_grab(struct pools *p, const char *name);
+/* NAME names no pool: pool-not-found into ERR, the one wording of it.
+ * Returns -ENOENT. */
+int pools_not_found(const char *name, struct problem *err);
 /* Whether POOL is a stock file, not a pool (reg.lock held). */
 bool pools_is_stock(const struct pool *pool);
 /* The record a snapshot or a check should use: the one being saved, if any. */

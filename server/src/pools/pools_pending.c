@@ -46,6 +46,7 @@
 #include <sys/stat.h>
 
 #include "pools_internal.h"
+#include "util.h"
 
 /* How often pools_node_counts reads again when a warm moved between its
  * reads.  A file gains a page every ~0.1 ms per worker at most while the
@@ -313,6 +314,8 @@ int pools_node_available(struct pools *p, int node, uint64_t page_size, struct p
         bool trusted;
         int r;
 
+        assert_return(p, -EINVAL);
+        assert_return(ret, -EINVAL);
         r = read_counts(p, node, page_size, &hp, &need, &a.reserved, &trusted);
         if (r < 0)
                 return r;

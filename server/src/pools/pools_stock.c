@@ -258,6 +258,8 @@ int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_
         size_t old_n;
         int r;
 
+        assert_return(p, -EINVAL);
+        assert_return(t || n == 0, -EINVAL);
         pools_lock(&p->admit.lock);
         r = validate_targets(p, t, n, err);
         if (r < 0)
@@ -287,7 +289,7 @@ int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_
                 p->reg.generation++;
                 pools_unlock(&p->reg.lock);
                 free(copy);
-                problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving %s/state.json: %s", p->state_dir,
+                problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "saving the journal in %s: %s", p->state_dir,
                               strerror(-r));
                 goto out;
         }
@@ -306,6 +308,9 @@ int pools_get_stock(struct pools *p, struct stock_view **ret, size_t *ret_n)
 {
         struct stock_view *v;
 
+        assert_return(p, -EINVAL);
+        assert_return(ret, -EINVAL);
+        assert_return(ret_n, -EINVAL);
         pools_lock(&p->reg.lock);
         v = calloc(p->stock.n_targets ? p->stock.n_targets : 1, sizeof(*v));
         if (!v) {
@@ -738,7 +743,7 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
         r = pools_commit(p, pool, &next);
         if (r < 0) {
                 problem_raise(err, PROBLEM_STATE_WRITE_FAILED,
-                              "saving %s/state.json: %s (the pool was not created)", p->state_dir, strerror(-r));
+                              "saving the journal in %s: %s (the pool was not created)", p->state_dir, strerror(-r));
                 if (pools_remove(p, pool, RELEASE_NONE) < 0)
                         pools_release(p, pool);
                 return r;
