@@ -645,7 +645,7 @@ int main(void)
         /* Pages in use stay; exactly RESERVE free ones on top, whatever the
          * host had free before (the stock test counts on 8 left over). */
         struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = hp.total - hp.free + RESERVE };
-        int r = pools_reserve(p, &rq, &res);
+        int r = pools_reserve(p, &rq, &res, NULL);
         if (r == -EAGAIN || r == -ENOMEM)
                 SKIP("cannot reserve 32 hugepages on node 0 (memory too fragmented or short)");
         CHECK_INT(r, ==, 0);

@@ -224,7 +224,7 @@ static struct pools *start_with_node1_reserved(struct env *e)
 
         admit_env_init(e);
         p = start(e);
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         return p;
 }
 

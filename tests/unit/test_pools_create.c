@@ -391,7 +391,7 @@ TEST(shrink_keeps_warming)
 
         /* 4 in use + 8 still to be taken by "w": 12 stay, not 4. */
         struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = 4 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         CHECK(!res.complete);
         CHECK_U64(res.requested, ==, 4);
         CHECK_U64(res.total, ==, 12);
@@ -406,14 +406,14 @@ TEST(shrink_keeps_warming)
         journal_free(j);
         /* Other nodes are not held back by it. */
         rq = (struct reserve_req){ .node = 1, .page_size = PAGE, .count = 2 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         CHECK(res.complete);
 
         /* Once it is ready, it needs nothing more: the shrink goes through. */
         fake_gate_set(false);
         wait_state(p, "w", POOL_READY);
         rq = (struct reserve_req){ .node = 0, .page_size = PAGE, .count = 4 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         CHECK(res.complete);
         fixture_read(e.sys, HP_DIR(0) "nr_hugepages", buf, sizeof(buf));
         CHECK_STR(buf, "4\n");
@@ -636,7 +636,7 @@ TEST(shrink_to_zero_remembered)
         p = start(&e);
         create_gated(p, &r, &v, &err);
         struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = 0 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         CHECK(!res.complete);
         CHECK_U64(res.total, ==, 12);
         fake_gate_set(false);

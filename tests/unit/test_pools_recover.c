@@ -263,14 +263,14 @@ TEST(reboot_and_reservations)
         struct pools *p = env_start(&e);
 
         struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 12 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         CHECK(res.complete);
         CHECK_U64(res.total, ==, 12);
         rq.count = 10; /* replaces the entry */
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         /* Unknown node: not recorded. */
         rq.node = 7;
-        CHECK(pools_reserve(p, &rq, &res) < 0);
+        CHECK(pools_reserve(p, &rq, &res, NULL) < 0);
         pools_get_stats(p, &s);
         CHECK_U64(s.reservations_ok, ==, 2);
         CHECK_U64(s.reservations_error, ==, 1);
@@ -603,7 +603,7 @@ TEST(reservations_same_boot_adopted)
         struct pools *p = env_start(&e);
 
         struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 10 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         pools_free(p);
         fixture_write(e.sys, HP_DIR(1) "nr_hugepages", "7\n");
         p = start(&e);

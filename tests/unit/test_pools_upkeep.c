@@ -317,9 +317,13 @@ TEST(reserve_save_fails_is_undone)
         fixture_write(e.sys, HP_DIR(1) "nr_hugepages", "3\n");
         p = start(&e);
         struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 12 };
+        struct problem err = {0};
         journal_inject_save_error(ENOSPC);
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, -ECANCELED);
+        CHECK_INT(pools_reserve(p, &rq, &res, &err), ==, -ECANCELED);
         journal_inject_save_error(0);
+        /* The refusal says so itself, with the counts it was put back to. */
+        CHECK_STR(err.slug, "state-write-failed");
+        CHECK(strstr(err.detail, "so it was undone: 3 pages now (were 3)") != NULL);
         fixture_read(e.sys, HP_DIR(1) "nr_hugepages", buf, sizeof(buf));
         CHECK_STR(buf, "3\n");
         CHECK_U64(res.total, ==, 3);

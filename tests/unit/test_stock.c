@@ -867,7 +867,7 @@ TEST(gives_way_to_reservations)
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "48\n");
         /* Down to 60: free pages cover it, the stock stays. */
         struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = 60 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         struct pools_stats st;
         pools_get_stats(p, &st);
         CHECK_U64(st.stock_given_way, ==, 0);
@@ -876,7 +876,7 @@ TEST(gives_way_to_reservations)
         fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "64\n");
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "48\n");
         rq.count = 10;
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         pools_get_stats(p, &st);
         CHECK_U64(st.stock_given_way, ==, 1);
         CHECK_U64(stock_of(p, 8).ready + stock_of(p, 8).warming, ==, 1);

@@ -641,7 +641,7 @@ TEST(gives_way)
         /* 4 of 64 pages in use (the dirty file); shrink to 2. */
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "60\n");
         struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = 2 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         struct pools_stats st;
         pools_get_stats(p, &st);
         CHECK_U64(st.stock_given_way, ==, 0);
@@ -655,7 +655,7 @@ TEST(gives_way)
         fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "64\n");
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "60\n");
         pthread_t t = open_gate_soon();
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         pthread_join(t, NULL);
         pools_get_stats(p, &st);
         CHECK_U64(st.stock_given_way, ==, 1);

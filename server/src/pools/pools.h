@@ -258,14 +258,17 @@ int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_vi
 
 /* Set a node's persistent pool through reserve.c, serialised with pool
  * creation, and record it in the journal on success.  Same returns as
- * reserve_apply().  A shrink never goes below the node's pages in use plus
+ * reserve_apply(), with ERR set on a refusal: -ENOMEM insufficient-memory
+ * (the floor; its counts in ERR), -EAGAIN reserve-shortfall (the counts in
+ * ERR), -ENOENT unknown-page-size, another -errno sysfs-error.  A shrink never goes below the node's pages in use plus
  * the pages its warming pools have yet to take (they count as free until
  * faulted, and the kernel would free them under the jobs): the count is
  * clamped there and *ret says complete=false, requested = REQ->count.
  * -ECANCELED when the journal could not be saved: the count was put back
  * to ret->previous as far as the kernel allowed (ret->total) and nothing is
- * recorded. */
-int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve_result *ret);
+ * recorded (state-write-failed). */
+int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve_result *ret,
+                  struct problem *err);
 
 /* Pages of (NODE, PAGE_SIZE) held by ready pools and by warming pools (for
  * warming pools: the pages populated so far, not their target). */

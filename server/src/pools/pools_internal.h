@@ -525,6 +525,10 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
  * held; call it after the failed create's file is gone). */
 void pools_undo_growth(struct pools *p, const struct pools_growth *g);
 void pools_count_reservation(struct pools *p, int r, const struct reserve_result *res);
+/* The counts a refused reservation's problem carries, ERR raised already
+ * (NULL: none): the floor's for -ENOMEM, REQUESTED and what the kernel
+ * gave for -EAGAIN (RES: reserve_apply's result); nothing for other R. */
+void pools_reserve_counts(struct problem *err, int r, const struct reserve_result *res, uint64_t requested);
 /* reserve_apply, recorded as the node's reservation and saved (undone when
  * the save fails: -ECANCELED); ASKED is what is recorded.  admit.lock held. */
 int pools_reserve_locked(struct pools *p, const struct reserve_req *req, uint64_t asked,

@@ -118,19 +118,14 @@ static void growth_failed(const struct journal_elastic_policy *pol, int r, const
                               "memory than the floor of %s (%" PRIu64 " MiB free); at most %" PRIu64 " pages fit; "
                               "nothing was changed", pol->node, pol->min, fl, res->mem_free_bytes / MIB,
                               res->max_count);
-                err->has_floor = true;
-                err->floor_bytes = res->floor_bytes;
-                err->mem_free_bytes = res->mem_free_bytes;
-                err->max_count = res->max_count;
+                pools_reserve_counts(err, r, res, pol->min);
                 break;
         case -EAGAIN:
                 problem_raise(err, PROBLEM_RESERVE_SHORTFALL,
                               "node %d: growing to the policy's min of %" PRIu64 " pages, the kernel gave %" PRIu64
                               "; restored %" PRIu64 "; nothing was changed", pol->node, pol->min, res->achieved,
                               res->previous);
-                err->has_counts = true;
-                err->requested = pol->min;
-                err->achieved = res->achieved;
+                pools_reserve_counts(err, r, res, pol->min);
                 break;
         case -ECANCELED:
                 problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "node %d: the growth to min could not be saved, "

@@ -311,19 +311,16 @@ int pools_get_stock(struct pools *p, struct stock_view **ret, size_t *ret_n)
         assert_return(p, -EINVAL);
         assert_return(ret, -EINVAL);
         assert_return(ret_n, -EINVAL);
-        pools_lock(&p->reg.lock);
+        POOLS_LOCKED(&p->reg.lock);
         v = calloc(p->stock.n_targets ? p->stock.n_targets : 1, sizeof(*v));
-        if (!v) {
-                pools_unlock(&p->reg.lock);
+        if (!v)
                 return -ENOMEM;
-        }
         for (size_t i = 0; i < p->stock.n_targets; i++) {
                 v[i].target = p->stock.targets[i];
                 count_rows(p, &p->stock.targets[i], &v[i].ready, &v[i].warming, &v[i].recycling, &v[i].dirty);
                 v[i].deficit = deficit_of(p, &p->stock.targets[i]);
         }
         *ret_n = p->stock.n_targets;
-        pools_unlock(&p->reg.lock);
         *ret = v;
         return 0;
 }
