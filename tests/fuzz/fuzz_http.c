@@ -356,7 +356,7 @@ static void reset(void)
         if ((r = pools_list(g.pools, &views, &n)) < 0)
                 die("pools_list", -r);
         for (size_t i = 0; i < n; i++) {
-                r = pools_delete(g.pools, views[i].name);
+                r = pools_delete(g.pools, views[i].name, NULL);
                 if (r < 0 && r != -ENOENT)
                         die("pools_delete", -r);
         }

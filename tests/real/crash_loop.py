@@ -108,7 +108,7 @@ class Loop(CrashLoop):
             r = self.d.put("/v1/pools/" + name, {"node": 0, "size": "%dM" % mib, "threads": 1})
             # Admission may count the page a worker is faulting in (not yet
             # in its file's st_blocks) both as gone from free_hugepages and as
-            # still to be taken (server/src/pools/pools_need.c), so near the limit
+            # still to be taken (server/src/pools/pools_pending.c), so near the limit
             # it may refuse while another pool warms: conservative, not a leak.
             m = re.search(r"free, (\d+) still to be taken", (r.json or {}).get("detail", ""))
             if (r.status == 409 and r.json.get("type", "").endswith(":insufficient-hugepages")

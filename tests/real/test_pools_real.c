@@ -321,7 +321,7 @@ TEST(warm_delete_idempotent)
         CHECK_STR(pool_state_name(v.state), "ready");
         CHECK_U64(node_free(), ==, base - 16);
 
-        CHECK_INT(pools_delete(p, "p16"), ==, 0);
+        CHECK_INT(pools_delete(p, "p16", NULL), ==, 0);
         CHECK(!exists("p16"));
         CHECK_U64(node_free(), ==, base);
         CHECK_U64(meminfo_free(), ==, mbase);
@@ -340,7 +340,7 @@ TEST(exhaustion)
         CHECK_INT(err.status, ==, 409);
         CHECK_STR(err.slug, "insufficient-hugepages");
         CHECK(!exists("huge"));
-        CHECK_INT(pools_get(p, "huge", &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, "huge", &v, NULL), ==, -ENOENT);
         CHECK_U64(node_free(), ==, base);
 }
 
@@ -357,15 +357,15 @@ TEST(cancel_mid_warm)
         struct pool_req r = req("mid", RESERVE);
         CHECK_INT(create(p, &r, &v), ==, CREATED);
         wait_gate();
-        CHECK_INT(pools_get(p, "mid", &v), ==, 0);
+        CHECK_INT(pools_get(p, "mid", &v, NULL), ==, 0);
         CHECK_STR(pool_state_name(v.state), "warming");
         CHECK_U64(node_free(), <, base);
         pthread_t t = release_soon();
-        CHECK_INT(pools_delete(p, "mid"), ==, 0);
+        CHECK_INT(pools_delete(p, "mid", NULL), ==, 0);
         pthread_join(t, NULL);
         set_mode(false, false, false);
         CHECK(!exists("mid"));
-        CHECK_INT(pools_get(p, "mid", &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, "mid", &v, NULL), ==, -ENOENT);
         CHECK_U64(node_free(), ==, base);
         pools_get_stats(p, &after);
         CHECK_U64(after.jobs_cancelled, ==, before.jobs_cancelled + 1);
@@ -386,7 +386,7 @@ TEST(two_at_once)
         int rca = create(p, &ra, &a);
         bool held = rca == CREATED && wait_held();
         int rcb = create(p, &rb, &b);
-        int ga = pools_get(p, "two-a", &a), gb = pools_get(p, "two-b", &b);
+        int ga = pools_get(p, "two-a", &a, NULL), gb = pools_get(p, "two-b", &b, NULL);
         hold_start(false);
         CHECK_INT(rca, ==, CREATED);
         CHECK(held); /* two-a's worker reached its populate */
@@ -399,8 +399,8 @@ TEST(two_at_once)
         wait_ready(p, "two-b", &b);
         set_mode(false, false, false);
         CHECK_U64(node_free(), ==, base - 16);
-        CHECK_INT(pools_delete(p, "two-a"), ==, 0);
-        CHECK_INT(pools_delete(p, "two-b"), ==, 0);
+        CHECK_INT(pools_delete(p, "two-a", NULL), ==, 0);
+        CHECK_INT(pools_delete(p, "two-b", NULL), ==, 0);
         CHECK_U64(node_free(), ==, base);
 }
 
@@ -418,9 +418,9 @@ TEST(ttl)
         wait_ready(p, "ttl", &v);
         CHECK(v.expires_at > 0);
         CHECK_U64(node_free(), ==, base - 4);
-        for (int i = 0; i < 60 && pools_get(p, "ttl", &v) == 0; i++)
+        for (int i = 0; i < 60 && pools_get(p, "ttl", &v, NULL) == 0; i++)
                 usleep(50 * 1000);
-        CHECK_INT(pools_get(p, "ttl", &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, "ttl", &v, NULL), ==, -ENOENT);
         CHECK(!exists("ttl"));
         CHECK_U64(node_free(), ==, base);
         pools_get_stats(p, &s);
@@ -443,7 +443,7 @@ TEST(restart)
         pools_ = NULL;
         CHECK_U64(node_free(), ==, base - 4);
         p = pools_ = start();
-        CHECK_INT(pools_get(p, "keep", &v), ==, 0);
+        CHECK_INT(pools_get(p, "keep", &v, NULL), ==, 0);
         CHECK_STR(pool_state_name(v.state), "ready");
         CHECK_U64(node_free(), ==, base - 4);
 
@@ -485,8 +485,8 @@ TEST(restart)
         CHECK_U64((uint64_t)st.st_blocks * 512, ==, 16 * PAGE);
         CHECK_U64(node_free(), ==, base - 4 - 16);
         check_zero(v.path, 16 * PAGE);
-        CHECK_INT(pools_delete(p, "resume"), ==, 0);
-        CHECK_INT(pools_delete(p, "keep"), ==, 0);
+        CHECK_INT(pools_delete(p, "resume", NULL), ==, 0);
+        CHECK_INT(pools_delete(p, "keep", NULL), ==, 0);
         CHECK_U64(node_free(), ==, base);
 }
 
@@ -592,8 +592,8 @@ TEST(stock)
         CHECK_U64(s.stock_hits, ==, 1);
 
         CHECK_INT(pools_set_stock(p, NULL, 0, &err), ==, 0);
-        CHECK_INT(pools_delete(p, "s8"), ==, 0);
-        CHECK_INT(pools_delete(p, "big"), ==, 0);
+        CHECK_INT(pools_delete(p, "s8", NULL), ==, 0);
+        CHECK_INT(pools_delete(p, "big", NULL), ==, 0);
         CHECK_U64(node_free(), ==, base);
         CHECK_U64(meminfo_free(), ==, mbase);
 }
@@ -645,7 +645,7 @@ int main(void)
         /* Pages in use stay; exactly RESERVE free ones on top, whatever the
          * host had free before (the stock test counts on 8 left over). */
         struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = hp.total - hp.free + RESERVE };
-        int r = pools_reserve(p, &rq, &res);
+        int r = pools_reserve(p, &rq, &res, NULL);
         if (r == -EAGAIN || r == -ENOMEM)
                 SKIP("cannot reserve 32 hugepages on node 0 (memory too fragmented or short)");
         CHECK_INT(r, ==, 0);

@@ -387,11 +387,11 @@ static inline bool gone_within(struct pools *p, const char *name, double seconds
         uint64_t until = deadline_in(seconds);
 
         while (now_mono_ns() < until) {
-                if (pools_get(p, name, &v) == -ENOENT)
+                if (pools_get(p, name, &v, NULL) == -ENOENT)
                         return true;
                 usleep(10 * 1000);
         }
-        return pools_get(p, name, &v) == -ENOENT;
+        return pools_get(p, name, &v, NULL) == -ENOENT;
 }
 
 static inline void ready_pool(struct pools *p, const char *name)

@@ -340,7 +340,7 @@ int main(void)
 
         http_stop(h);
         free(fds);
-        CHECK_INT(pools_delete(pools, "p1"), ==, 0);
+        CHECK_INT(pools_delete(pools, "p1", NULL), ==, 0);
         pools_free(pools);
         engine_free(engine);
         topo_free(topo);

@@ -176,7 +176,7 @@ static uint64_t bytes_done(struct pools *p, const char *name)
 {
         struct pool_view v;
 
-        CHECK_INT(pools_get(p, name, &v), ==, 0);
+        CHECK_INT(pools_get(p, name, &v, NULL), ==, 0);
         return v.bytes_done;
 }
 
@@ -224,7 +224,7 @@ static struct pools *start_with_node1_reserved(struct env *e)
 
         admit_env_init(e);
         p = start(e);
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         return p;
 }
 
@@ -256,7 +256,7 @@ static void warm_cannot_start(const struct env *e, struct pools *p, const char *
         CHECK_U64(counter(e, HP_DIR(1) "nr_hugepages"), ==, 8);
         CHECK_U64(counter(e, HP_DIR(1) "free_hugepages"), ==, free_);
         CHECK(!file_exists(e, name));
-        CHECK_INT(pools_get(p, name, &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, name, &v, NULL), ==, -ENOENT);
 }
 
 /* The end of a test on start_with_a_warming(): the gate opens, "a" and
@@ -268,7 +268,7 @@ static void finish(struct warm_a *t, const char *other)
         fake_gate_set(false);
         for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
                 wait_state(t->p, names[i], POOL_READY);
-                CHECK_INT(pools_delete(t->p, names[i]), ==, 0);
+                CHECK_INT(pools_delete(t->p, names[i], NULL), ==, 0);
         }
         env_fini_hooked(&t->e, t->p);
 }
@@ -431,7 +431,7 @@ TEST(growth_undone_when_file_cannot_be_made)
         pools_get_stats(p, &s);
         CHECK_U64(s.reservations_ok, ==, 1); /* the growth happened, and was put back */
         CHECK(file_exists(&e, "d"));
-        CHECK_INT(pools_get(p, "d", &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, "d", &v, NULL), ==, -ENOENT);
         CHECK_INT(unlink(path), ==, 0);
 
         /* Without the stranger the same create works, and the growth stays. */
@@ -439,7 +439,7 @@ TEST(growth_undone_when_file_cannot_be_made)
         CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 9);
         journal_free(load_reserved(&e, 9));
         wait_state(p, "d", POOL_READY);
-        CHECK_INT(pools_delete(p, "d"), ==, 0);
+        CHECK_INT(pools_delete(p, "d", NULL), ==, 0);
         env_fini_hooked(&e, p);
 }
 
@@ -531,7 +531,7 @@ TEST(growth_short_by_a_page_taken_meanwhile_grows_again)
         CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 11);
         journal_free(load_reserved(&e, 11));
         wait_state(p, "d", POOL_READY);
-        CHECK_INT(pools_delete(p, "d"), ==, 0);
+        CHECK_INT(pools_delete(p, "d", NULL), ==, 0);
         env_fini_hooked(&e, p);
 }
 
@@ -589,7 +589,7 @@ TEST(foreign_reservation_is_not_available)
         struct pool_req fit = req("fit", 0, 9);
         CHECK_INT(create(p, &fit, &v, &err), ==, CREATED);
         wait_state(p, "fit", POOL_READY);
-        CHECK_INT(pools_delete(p, "fit"), ==, 0);
+        CHECK_INT(pools_delete(p, "fit", NULL), ==, 0);
         env_fini_hooked(&e, p);
 }
 
@@ -679,7 +679,7 @@ TEST(reserve_grows_past_foreign_reservation)
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_U64(counter(&e, HP_DIR(0) "nr_hugepages"), ==, 17);
         wait_state(p, "big", POOL_READY);
-        CHECK_INT(pools_delete(p, "big"), ==, 0);
+        CHECK_INT(pools_delete(p, "big", NULL), ==, 0);
         env_fini_hooked(&e, p);
 }
 

@@ -15,6 +15,7 @@
 #include <glob.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -44,7 +45,7 @@ TEST(owner_exit_releases)
         env_init(&e);
         p = start(&e);
         ready_pool(p, "vm");
-        CHECK_INT(pools_claim_pid(p, "vm", vmm, &v), ==, 0);
+        CHECK_INT(pools_claim_pid(p, "vm", vmm, &v, NULL), ==, 0);
         CHECK(v.claimed);
         CHECK_INT(v.owner_pid, ==, vmm);
         struct journal *j = load(&e);
@@ -86,8 +87,8 @@ TEST(zombie_owner_refused)
         CHECK_INT(kill(vmm, SIGKILL), ==, 0);
         siginfo_t si = {0};
         CHECK_INT(waitid(P_PID, (id_t)vmm, &si, WEXITED | WNOWAIT), ==, 0); /* dead, not reaped */
-        CHECK_INT(pools_claim_pid(p, "vm", vmm, &v), ==, -ESRCH);
-        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK_INT(pools_claim_pid(p, "vm", vmm, &v, NULL), ==, -ESRCH);
+        CHECK_INT(pools_get(p, "vm", &v, NULL), ==, 0);
         CHECK_INT(v.state, ==, POOL_READY);
         CHECK(!v.claimed);
         CHECK(file_exists(&e, "vm"));
@@ -109,22 +110,22 @@ TEST(owner_claim_rules)
         env_init(&e);
         p = start(&e);
         ready_pool(p, "vm");
-        CHECK_INT(pools_claim_pid(p, "vm", child_dead_pid(), &v), ==, -ESRCH);
-        CHECK_INT(pools_claim_pid(p, "vm", -1, &v), ==, -EINVAL);
-        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK_INT(pools_claim_pid(p, "vm", child_dead_pid(), &v, NULL), ==, -ESRCH);
+        CHECK_INT(pools_claim_pid(p, "vm", -1, &v, NULL), ==, -EINVAL);
+        CHECK_INT(pools_get(p, "vm", &v, NULL), ==, 0);
         CHECK(!v.claimed);
         CHECK_INT(v.owner_pid, ==, 0);
-        CHECK_INT(pools_claim_pid(p, "nope", a, &v), ==, -ENOENT);
+        CHECK_INT(pools_claim_pid(p, "nope", a, &v, NULL), ==, -ENOENT);
 
-        CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
+        CHECK_INT(pools_claim(p, "vm", &v, NULL), ==, 0);
         CHECK_INT(v.owner_pid, ==, 0);
-        CHECK_INT(pools_claim_pid(p, "vm", a, &v), ==, 0);      /* bound now */
+        CHECK_INT(pools_claim_pid(p, "vm", a, &v, NULL), ==, 0);      /* bound now */
         CHECK_INT(v.owner_pid, ==, a);
-        CHECK_INT(pools_claim_pid(p, "vm", a, &v), ==, 0);
-        CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
+        CHECK_INT(pools_claim_pid(p, "vm", a, &v, NULL), ==, 0);
+        CHECK_INT(pools_claim(p, "vm", &v, NULL), ==, 0);
         CHECK_INT(v.owner_pid, ==, a);
-        CHECK_INT(pools_claim_pid(p, "vm", b, &v), ==, -EEXIST);
-        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK_INT(pools_claim_pid(p, "vm", b, &v, NULL), ==, -EEXIST);
+        CHECK_INT(pools_get(p, "vm", &v, NULL), ==, 0);
         CHECK_INT(v.owner_pid, ==, a);
 
         /* b exiting does nothing to a's pool. */
@@ -136,23 +137,55 @@ TEST(owner_claim_rules)
         struct problem err;
         fake_gate_set(true);
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
-        CHECK_INT(pools_claim_pid(p, "warm", a, &v), ==, -EBUSY);
+        CHECK_INT(pools_claim_pid(p, "warm", a, &v, NULL), ==, -EBUSY);
         fake_gate_set(false);
         wait_state(p, "warm", POOL_READY);
-        CHECK_INT(pools_get(p, "warm", &v), ==, 0);
+        CHECK_INT(pools_get(p, "warm", &v, NULL), ==, 0);
         CHECK(!v.claimed);
+
+        /* Each refusal names its problem: the handler sends ERR as it is. */
+        struct problem pe = {0};
+        pid_t c = child_spawn();
+        CHECK_INT(pools_claim_pid(p, "vm", c, &v, &pe), ==, -EEXIST);
+        child_kill(c);
+        CHECK_STR(pe.slug, "pool-owned");
+        CHECK(strstr(pe.detail, "claimed by process") != NULL);
+        pe = (struct problem){0};
+        CHECK_INT(pools_claim_pid(p, "nope", 0, &v, &pe), ==, -ENOENT);
+        CHECK_STR(pe.slug, "pool-not-found");
+        CHECK_STR(pe.detail, "there is no pool \"nope\"");
+        pe = (struct problem){0};
+        CHECK_INT(pools_claim_pid(p, "vm", child_dead_pid(), &v, &pe), ==, -ESRCH);
+        CHECK_STR(pe.slug, "invalid-field");
+        CHECK(strstr(pe.detail, "\"pid\": there is no process") != NULL);
+        pe = (struct problem){0};
+        CHECK_INT(pools_delete(p, "nope", &pe), ==, -ENOENT);
+        CHECK_STR(pe.slug, "pool-not-found");
+        pe = (struct problem){0};
+        CHECK_INT(pools_get(p, "nope", &v, &pe), ==, -ENOENT);
+        CHECK_STR(pe.slug, "pool-not-found");
+        fake_gate_set(true);
+        r = req("warm2", 0, 2);
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        pe = (struct problem){0};
+        CHECK_INT(pools_claim(p, "warm2", &v, &pe), ==, -EBUSY);
+        CHECK_STR(pe.slug, "pool-not-ready");
+        CHECK_STR(pe.detail, "pool \"warm2\" is warming; only a ready pool can be claimed");
+        fake_gate_set(false);
+        wait_state(p, "warm2", POOL_READY);
+        CHECK_INT(pools_delete(p, "warm2", NULL), ==, 0);
 
         /* DELETE of a bound pool stops watching it: a's exit then releases
          * nothing else. */
-        CHECK_INT(pools_delete(p, "vm"), ==, 0);
-        CHECK_INT(pools_claim_pid(p, "warm", a, &v), ==, 0);
-        CHECK_INT(pools_delete(p, "warm"), ==, 0);
+        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
+        CHECK_INT(pools_claim_pid(p, "warm", a, &v, NULL), ==, 0);
+        CHECK_INT(pools_delete(p, "warm", NULL), ==, 0);
         child_kill(a);
         struct pools_stats s;
         usleep(200 * 1000);
         pools_get_stats(p, &s);
         CHECK_U64(s.released_owner_exited, ==, 0);
-        CHECK_U64(s.released_delete, ==, 2);
+        CHECK_U64(s.released_delete, ==, 3);   /* vm, warm, and warm2 above */
         pools_free(p);
         env_fini(&e);
 }
@@ -173,9 +206,9 @@ TEST(owner_restart)
         ready_pool(p, "live");
         ready_pool(p, "dies");
         ready_pool(p, "reused");
-        CHECK_INT(pools_claim_pid(p, "live", live, &v), ==, 0);
-        CHECK_INT(pools_claim_pid(p, "dies", dies, &v), ==, 0);
-        CHECK_INT(pools_claim_pid(p, "reused", reused, &v), ==, 0);
+        CHECK_INT(pools_claim_pid(p, "live", live, &v, NULL), ==, 0);
+        CHECK_INT(pools_claim_pid(p, "dies", dies, &v, NULL), ==, 0);
+        CHECK_INT(pools_claim_pid(p, "reused", reused, &v, NULL), ==, 0);
         pools_free(p);
 
         child_kill(dies);
@@ -205,7 +238,7 @@ TEST(owner_restart)
         CHECK(gone_within(p, "reused", 1.0));
         CHECK(!file_exists(&e, "dies"));
         CHECK(!file_exists(&e, "reused"));
-        CHECK_INT(pools_get(p, "live", &v), ==, 0);
+        CHECK_INT(pools_get(p, "live", &v, NULL), ==, 0);
         CHECK(v.claimed);
         CHECK_INT(v.owner_pid, ==, live);
         CHECK(!gone_within(p, "live", 0.3));
@@ -242,7 +275,7 @@ TEST(owner_old_journal)
         write_file(path, "");
         make_pool_file(&e, "old", PAGE, PAGE);
         p = start(&e);
-        CHECK_INT(pools_get(p, "old", &v), ==, 0);
+        CHECK_INT(pools_get(p, "old", &v, NULL), ==, 0);
         CHECK(v.claimed);
         CHECK_INT(v.owner_pid, ==, 0);
         CHECK_STR(pool_state_name(v.state), "ready");

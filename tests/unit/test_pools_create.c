@@ -110,13 +110,13 @@ TEST(validation)
         r.ttl_seconds = POOLS_TTL_MAX;
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "ttl", POOL_READY);
-        CHECK_INT(pools_get(p, "ttl", &v), ==, 0);
+        CHECK_INT(pools_get(p, "ttl", &v, NULL), ==, 0);
         CHECK_INT(v.expires_at, ==, v.finished_at + (int64_t)POOLS_TTL_MAX);
-        CHECK_INT(pools_delete(p, "ttl"), ==, 0);
+        CHECK_INT(pools_delete(p, "ttl", NULL), ==, 0);
 
         /* Nothing of the refused ones exists. */
         CHECK(!file_exists(&e, "n5") && !file_exists(&e, "big") && !file_exists(&e, "odd"));
-        CHECK_INT(pools_get(p, "big", &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, "big", &v, NULL), ==, -ENOENT);
         pools_free(p);
         env_fini(&e);
 }
@@ -184,11 +184,11 @@ TEST(lifecycle)
         CHECK_U64(warm, ==, 0);
 
         /* Claim is refused while warming. */
-        CHECK_INT(pools_claim(p, "vm1", &v), ==, -EBUSY);
+        CHECK_INT(pools_claim(p, "vm1", &v, NULL), ==, -EBUSY);
 
         fake_gate_set(false);
         wait_state(p, "vm1", POOL_READY);
-        CHECK_INT(pools_get(p, "vm1", &v), ==, 0);
+        CHECK_INT(pools_get(p, "vm1", &v, NULL), ==, 0);
         CHECK_U64(v.bytes_done, ==, 8 * PAGE);
         CHECK(v.placement_verified);
         CHECK_U64(v.pages_off_node, ==, 0);
@@ -228,7 +228,7 @@ TEST(lifecycle)
         CHECK_INT(create(p, &r, &v, &err), ==, -EEXIST);
         CHECK(strstr(err.detail, "\"threads\": 1 asked"));
         r.threads = 0;
-        CHECK_INT(pools_get(p, "vm1", &v), ==, 0);
+        CHECK_INT(pools_get(p, "vm1", &v, NULL), ==, 0);
         CHECK_INT(v.ttl_seconds, ==, 0);
 
         /* Same name, different pool. */
@@ -239,9 +239,9 @@ TEST(lifecycle)
         other = req("vm1", 1, 8);
         CHECK_INT(create(p, &other, &v, &err), ==, -EEXIST);
 
-        CHECK_INT(pools_claim(p, "vm1", &v), ==, 0);
+        CHECK_INT(pools_claim(p, "vm1", &v, NULL), ==, 0);
         CHECK(v.claimed);
-        CHECK_INT(pools_claim(p, "vm1", &v), ==, 0);
+        CHECK_INT(pools_claim(p, "vm1", &v, NULL), ==, 0);
         j = load(&e);
         CHECK(jpool(j, "vm1")->claimed);
         journal_free(j);
@@ -253,11 +253,11 @@ TEST(lifecycle)
         CHECK_STR(list[0].name, "vm1");
         free(list);
 
-        CHECK_INT(pools_delete(p, "vm1"), ==, 0);
+        CHECK_INT(pools_delete(p, "vm1", NULL), ==, 0);
         CHECK(!file_exists(&e, "vm1"));
-        CHECK_INT(pools_get(p, "vm1", &v), ==, -ENOENT);
-        CHECK_INT(pools_delete(p, "vm1"), ==, -ENOENT);
-        CHECK_INT(pools_claim(p, "vm1", &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, "vm1", &v, NULL), ==, -ENOENT);
+        CHECK_INT(pools_delete(p, "vm1", NULL), ==, -ENOENT);
+        CHECK_INT(pools_claim(p, "vm1", &v, NULL), ==, -ENOENT);
         CHECK_INT(pools_wait(p, "vm1", deadline_in(1), &v), ==, -ENOENT);
         j = load(&e);
         CHECK(!jpool(j, "vm1"));
@@ -301,7 +301,7 @@ TEST(admission)
         CHECK(strstr(err.detail, "12 free"));
         CHECK(strstr(err.detail, "8 still to be taken"));
         CHECK(!file_exists(&e, "b"));
-        CHECK_INT(pools_get(p, "b", &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, "b", &v, NULL), ==, -ENOENT);
         /* 4 do. */
         r = req("c", 0, 4);
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
@@ -364,9 +364,9 @@ TEST(admission)
         r = req("e", 0, 28);
         CHECK_INT(create(p, &r, &v, &err), ==, EXISTED);
 
-        CHECK_INT(pools_delete(p, "a"), ==, 0);
-        CHECK_INT(pools_delete(p, "c"), ==, 0);
-        CHECK_INT(pools_delete(p, "e"), ==, 0);
+        CHECK_INT(pools_delete(p, "a", NULL), ==, 0);
+        CHECK_INT(pools_delete(p, "c", NULL), ==, 0);
+        CHECK_INT(pools_delete(p, "e", NULL), ==, 0);
         pools_free(p);
         env_fini(&e);
 }
@@ -391,7 +391,7 @@ TEST(shrink_keeps_warming)
 
         /* 4 in use + 8 still to be taken by "w": 12 stay, not 4. */
         struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = 4 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         CHECK(!res.complete);
         CHECK_U64(res.requested, ==, 4);
         CHECK_U64(res.total, ==, 12);
@@ -406,18 +406,18 @@ TEST(shrink_keeps_warming)
         journal_free(j);
         /* Other nodes are not held back by it. */
         rq = (struct reserve_req){ .node = 1, .page_size = PAGE, .count = 2 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         CHECK(res.complete);
 
         /* Once it is ready, it needs nothing more: the shrink goes through. */
         fake_gate_set(false);
         wait_state(p, "w", POOL_READY);
         rq = (struct reserve_req){ .node = 0, .page_size = PAGE, .count = 4 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         CHECK(res.complete);
         fixture_read(e.sys, HP_DIR(0) "nr_hugepages", buf, sizeof(buf));
         CHECK_STR(buf, "4\n");
-        CHECK_INT(pools_delete(p, "w"), ==, 0);
+        CHECK_INT(pools_delete(p, "w", NULL), ==, 0);
         pools_free(p);
         env_fini(&e);
 }
@@ -438,7 +438,7 @@ TEST(failure_and_cancel)
         wait_state(p, "bad", POOL_FAILED);
         fake_gate_fail_with(0);
         CHECK(!file_exists(&e, "bad"));
-        CHECK_INT(pools_get(p, "bad", &v), ==, 0);
+        CHECK_INT(pools_get(p, "bad", &v, NULL), ==, 0);
         CHECK_STR(v.error_slug, "hugepages-exhausted");
         CHECK(strstr(v.error_detail, "ran out of free hugepages"));
         struct journal *j = load(&e);
@@ -449,20 +449,20 @@ TEST(failure_and_cancel)
          * retrying scheduler learns why; DELETE clears it. */
         CHECK_INT(create(p, &r, &v, &err), ==, EXISTED);
         CHECK_STR(pool_state_name(v.state), "failed");
-        CHECK_INT(pools_claim(p, "bad", &v), ==, -EBUSY);
-        CHECK_INT(pools_delete(p, "bad"), ==, 0);
+        CHECK_INT(pools_claim(p, "bad", &v, NULL), ==, -EBUSY);
+        CHECK_INT(pools_delete(p, "bad", NULL), ==, 0);
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "bad", POOL_READY);
-        CHECK_INT(pools_delete(p, "bad"), ==, 0);
+        CHECK_INT(pools_delete(p, "bad", NULL), ==, 0);
 
         /* Delete while warming: cancelled, file and record gone. */
         r = req("mid", 0, 8);
         create_gated(p, &r, &v, &err);
         pthread_t t = open_gate_soon();
-        CHECK_INT(pools_delete(p, "mid"), ==, 0);
+        CHECK_INT(pools_delete(p, "mid", NULL), ==, 0);
         pthread_join(t, NULL);
         CHECK(!file_exists(&e, "mid"));
-        CHECK_INT(pools_get(p, "mid", &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, "mid", &v, NULL), ==, -ENOENT);
         pools_get_stats(p, &s);
         CHECK_U64(s.jobs_failed, ==, 1);
         CHECK_U64(s.jobs_cancelled, ==, 1);
@@ -479,23 +479,23 @@ TEST(failure_and_cancel)
         CHECK_INT(unlink(path), ==, 0);
         CHECK_INT(mkdir(path, 0700), ==, 0);
         t = open_gate_soon();
-        CHECK_INT(pools_delete(p, "nounlink"), ==, -EISDIR);
+        CHECK_INT(pools_delete(p, "nounlink", NULL), ==, -EISDIR);
         pthread_join(t, NULL);
-        CHECK_INT(pools_get(p, "nounlink", &v), ==, 0);
+        CHECK_INT(pools_get(p, "nounlink", &v, NULL), ==, 0);
         CHECK_STR(pool_state_name(v.state), "failed");
         CHECK_STR(v.error_slug, "pool-file-error");
         j = load(&e);
         CHECK_STR(pool_state_name(jpool(j, "nounlink")->state), "failed");
         journal_free(j);
         CHECK_INT(rmdir(path), ==, 0);
-        CHECK_INT(pools_delete(p, "nounlink"), ==, 0);
-        CHECK_INT(pools_get(p, "nounlink", &v), ==, -ENOENT);
+        CHECK_INT(pools_delete(p, "nounlink", NULL), ==, 0);
+        CHECK_INT(pools_get(p, "nounlink", &v, NULL), ==, -ENOENT);
         r = req("mid", 0, 8);
 
         /* A waiter sees the delete as -ENOENT. */
         create_gated(p, &r, &v, &err);
         t = open_gate_soon();
-        CHECK_INT(pools_delete(p, "mid"), ==, 0);
+        CHECK_INT(pools_delete(p, "mid", NULL), ==, 0);
         pthread_join(t, NULL);
         CHECK_INT(pools_wait(p, "mid", deadline_in(1), &v), ==, -ENOENT);
 
@@ -515,7 +515,7 @@ static void *delete_thread(void *arg)
 {
         struct call *c = arg;
 
-        c->rc = pools_delete(c->p, c->r.name);
+        c->rc = pools_delete(c->p, c->r.name, NULL);
         return NULL;
 }
 
@@ -551,7 +551,7 @@ TEST(put_during_delete)
         CHECK_INT(put.rc, ==, CREATED);
         CHECK(file_exists(&e, "again"));
         wait_state(put.p, "again", POOL_READY);
-        CHECK_INT(pools_delete(put.p, "again"), ==, 0);
+        CHECK_INT(pools_delete(put.p, "again", NULL), ==, 0);
         pools_free(put.p);
         env_fini(&e);
 }
@@ -585,12 +585,12 @@ TEST(save_failure)
         CHECK_STR(err.slug, "state-write-failed");
         CHECK_INT(err.retry_after, ==, 0); /* the handler sets Retry-After */
         CHECK(!file_exists(&e, "nosave"));
-        CHECK_INT(pools_get(p, "nosave", &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, "nosave", &v, NULL), ==, -ENOENT);
 
         CHECK_INT(rmdir(tmp), ==, 0);
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "nosave", POOL_READY);
-        CHECK_INT(pools_delete(p, "nosave"), ==, 0);
+        CHECK_INT(pools_delete(p, "nosave", NULL), ==, 0);
         pools_free(p);
         env_fini(&e);
 }
@@ -612,7 +612,7 @@ TEST(put_without_ttl_after_ttl_conflicts)
         CHECK_INT(create(p, &r, &v, &err), ==, -EEXIST);
         CHECK_INT(err.status, ==, 409);
         CHECK(strstr(err.detail, "ttl_seconds"));
-        CHECK_INT(pools_delete(p, "ttl1"), ==, 0);
+        CHECK_INT(pools_delete(p, "ttl1", NULL), ==, 0);
         pools_free(p);
         env_fini(&e);
 }
@@ -636,12 +636,12 @@ TEST(shrink_to_zero_remembered)
         p = start(&e);
         create_gated(p, &r, &v, &err);
         struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = 0 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         CHECK(!res.complete);
         CHECK_U64(res.total, ==, 12);
         fake_gate_set(false);
         wait_state(p, "busy", POOL_READY);
-        CHECK_INT(pools_delete(p, "busy"), ==, 0);
+        CHECK_INT(pools_delete(p, "busy", NULL), ==, 0);
         pools_free(p);
         struct journal *j = load(&e);
         CHECK_U64(j->n_reservations, ==, 1);
@@ -691,10 +691,10 @@ TEST(label_binds_the_pool)
 
         pools_free(p);
         p = start(&e);
-        CHECK_INT(pools_get(p, "vm-a", &v), ==, 0);
+        CHECK_INT(pools_get(p, "vm-a", &v, NULL), ==, 0);
         CHECK_STR(v.label, r.label);
         CHECK_INT(create(p, &other, &v, &err), ==, -EEXIST);
-        CHECK_INT(pools_delete(p, "vm-a"), ==, 0);
+        CHECK_INT(pools_delete(p, "vm-a", NULL), ==, 0);
         pools_free(p);
         env_fini(&e);
 }

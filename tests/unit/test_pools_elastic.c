@@ -243,11 +243,11 @@ TEST(no_give_back_while_a_warm_is_not_faulted)
         CHECK_INT(set(p, pol(0, 64, 0, 1), &err), ==, 0);
         for (int i = 0; i < 6000; i++) {
                 CHECK_INT(pools_get_elastic(p, 0, PAGE, &ev), ==, 0);
-                if (ev.looked && strstr(ev.looked, "not yet faulted"))
+                if (ev.decision && strstr(ev.decision, "not yet faulted"))
                         break;
                 usleep(10 * 1000);
         }
-        CHECK(ev.looked && strstr(ev.looked, "not yet faulted"));
+        CHECK(ev.decision && strstr(ev.decision, "not yet faulted"));
         CHECK_U64(count(&e, NR0), ==, 20);
         fake_gate_set(false);
         wait_state(p, "a", POOL_READY);
@@ -438,7 +438,7 @@ static void *race_creates(void *arg)
                 CHECK(rc == CREATED || rc == -ENOMEM);
                 if (rc == CREATED) {
                         wait_state(r->p, name, POOL_READY);
-                        CHECK_INT(pools_delete(r->p, name), ==, 0);
+                        CHECK_INT(pools_delete(r->p, name, NULL), ==, 0);
                 }
         }
         return NULL;

@@ -54,7 +54,7 @@ static struct pools *changed_while_warming(struct env *e, const char *name, int 
         CHECK_INT(change(path), ==, 0);
         fake_gate_set(false);
         wait_state(p, name, POOL_FAILED);
-        CHECK_INT(pools_get(p, name, &v), ==, 0);
+        CHECK_INT(pools_get(p, name, &v, NULL), ==, 0);
         CHECK_STR(v.error_slug, "file-changed");
         CHECK(strstr(v.error_detail, detail));
         return p;
@@ -67,7 +67,7 @@ TEST(file_removed_while_warming)
         struct env e;
         struct pools *p = changed_while_warming(&e, "vanish", unlink, "removed");
 
-        CHECK_INT(pools_delete(p, "vanish"), ==, 0);
+        CHECK_INT(pools_delete(p, "vanish", NULL), ==, 0);
         pools_free(p);
         env_fini(&e);
 }
@@ -80,7 +80,7 @@ TEST(file_truncated_while_warming)
         struct pools *p = changed_while_warming(&e, "short", truncate_to_zero, "truncated");
 
         CHECK(!file_exists(&e, "short"));      /* still ours: removed like any failed pool's */
-        CHECK_INT(pools_delete(p, "short"), ==, 0);
+        CHECK_INT(pools_delete(p, "short", NULL), ==, 0);
         pools_free(p);
         env_fini(&e);
 }
@@ -121,13 +121,13 @@ TEST(ready_file_truncated)
         struct pools *p = start_with_ready(&e, "emptied", path, sizeof(path));
 
         CHECK_INT(truncate(path, 0), ==, 0);
-        CHECK_INT(pools_get(p, "emptied", &v), ==, 0);
+        CHECK_INT(pools_get(p, "emptied", &v, NULL), ==, 0);
         CHECK_STR(pool_state_name(v.state), "failed");
         CHECK_STR(v.error_slug, "file-changed");
         CHECK(failed_on_disk_within(&e, "emptied", 2));
-        CHECK_INT(pools_get(p, "emptied", &v), ==, 0);
+        CHECK_INT(pools_get(p, "emptied", &v, NULL), ==, 0);
         CHECK_STR(pool_state_name(v.state), "failed");
-        CHECK_INT(pools_delete(p, "emptied"), ==, 0);
+        CHECK_INT(pools_delete(p, "emptied", NULL), ==, 0);
         pools_free(p);
         env_fini(&e);
 }
@@ -141,22 +141,22 @@ TEST(claimed_file_holes_are_fine)
         char path[PATH_MAX];
         struct pools *p = start_with_ready(&e, "vm", path, sizeof(path));
 
-        CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
+        CHECK_INT(pools_claim(p, "vm", &v, NULL), ==, 0);
         int fd = open(path, O_RDWR | O_CLOEXEC);
         CHECK(fd >= 0);
         CHECK_INT(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, PAGE), ==, 0);
         close(fd);
-        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK_INT(pools_get(p, "vm", &v, NULL), ==, 0);
         CHECK_STR(pool_state_name(v.state), "ready");
         CHECK_INT(unlink(path), ==, 0);
         write_file(path, "someone else's");
-        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK_INT(pools_get(p, "vm", &v, NULL), ==, 0);
         CHECK_STR(v.error_slug, "file-changed");
         CHECK(strstr(v.error_detail, "replaced"));
         CHECK(failed_on_disk_within(&e, "vm", 2));
         CHECK(file_exists(&e, "vm"));          /* not ours: never removed */
         CHECK_INT(unlink(path), ==, 0);
-        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
         pools_free(p);
         env_fini(&e);
 }

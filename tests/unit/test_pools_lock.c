@@ -63,6 +63,37 @@ TEST(held_passes_unheld_aborts)
         pools_mutex_destroy(&m);
 }
 
+/* POOLS_LOCKED holds M for its block and lets it go on every way out:
+ * an early return as well as the end of the block. */
+static int guarded(struct pools_mutex *m, bool early, bool *ret_held)
+{
+        POOLS_LOCKED(m);
+        *ret_held = pthread_mutex_trylock(&m->mutex) == EBUSY;
+        if (early)
+                return 1;
+        pools_assert_held(m);
+        return 0;
+}
+
+TEST(guard_unlocks_on_every_return)
+{
+        struct pools_mutex m;
+        bool held = false;
+
+        pools_mutex_init(&m);
+        for (int early = 0; early <= 1; early++) {
+                held = false;
+                CHECK_INT(guarded(&m, early, &held), ==, early);
+                CHECK(held);
+                /* Let go: free to take, and its owner record cleared (a
+                 * thread that does not hold it is refused by the assert). */
+                CHECK_INT(pthread_mutex_trylock(&m.mutex), ==, 0);
+                pthread_mutex_unlock(&m.mutex);
+                CHECK_INT(child_signal(assert_unlocked, &m), ==, SIGABRT);
+        }
+        pools_mutex_destroy(&m);
+}
+
 struct other {
         struct pools_mutex *m;
         pthread_mutex_t gate;

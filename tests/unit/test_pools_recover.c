@@ -71,9 +71,9 @@ TEST(restart)
         write_file(path, "x");
 
         p = start(&e);
-        CHECK_INT(pools_get(p, "ready", &v), ==, 0);
+        CHECK_INT(pools_get(p, "ready", &v, NULL), ==, 0);
         CHECK_STR(pool_state_name(v.state), "ready");
-        CHECK_INT(pools_get(p, "gone", &v), ==, 0);
+        CHECK_INT(pools_get(p, "gone", &v, NULL), ==, 0);
         CHECK_STR(pool_state_name(v.state), "failed");
         CHECK_STR(v.error_slug, "file-missing");
         wait_state(p, "warm", POOL_READY);
@@ -99,7 +99,7 @@ TEST(restart)
         CHECK(file_exists(&e, "ready"));
         e.cfg.reset_state = true;
         p = start(&e);
-        CHECK_INT(pools_get(p, "ready", &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, "ready", &v, NULL), ==, -ENOENT);
         CHECK(!file_exists(&e, "ready"));
         pools_get_stats(p, &s);
         CHECK_U64(s.orphan_files_removed, ==, 3);
@@ -129,7 +129,7 @@ TEST(restart_claimed)
 
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "vm", POOL_READY);
-        CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
+        CHECK_INT(pools_claim(p, "vm", &v, NULL), ==, 0);
         pools_free(p);
 
         snprintf(path, sizeof(path), "%s/vm", e.mount);
@@ -141,7 +141,7 @@ TEST(restart_claimed)
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
 
         p = start(&e);
-        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK_INT(pools_get(p, "vm", &v, NULL), ==, 0);
         CHECK_STR(pool_state_name(v.state), "ready");
         CHECK(v.claimed);
         CHECK_INT(stat(path, &st), ==, 0);
@@ -149,7 +149,7 @@ TEST(restart_claimed)
         CHECK_U64(st.st_size, ==, 4 * PAGE);
         pools_get_stats(p, &s);
         CHECK_U64(s.jobs_started, ==, 0);
-        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
         pools_free(p);
         env_fini(&e);
 }
@@ -221,9 +221,9 @@ TEST(resume_after_finished)
         wait_state(p, "X", POOL_READY);
         wait_state(p, "B", POOL_READY);
         CHECK_INT(hk.reads, >=, 3);
-        CHECK_INT(pools_delete(p, "A"), ==, 0);
-        CHECK_INT(pools_delete(p, "X"), ==, 0);
-        CHECK_INT(pools_delete(p, "B"), ==, 0);
+        CHECK_INT(pools_delete(p, "A", NULL), ==, 0);
+        CHECK_INT(pools_delete(p, "X", NULL), ==, 0);
+        CHECK_INT(pools_delete(p, "B", NULL), ==, 0);
         env_fini_hooked(&e, p);
 }
 
@@ -263,14 +263,14 @@ TEST(reboot_and_reservations)
         struct pools *p = env_start(&e);
 
         struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 12 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         CHECK(res.complete);
         CHECK_U64(res.total, ==, 12);
         rq.count = 10; /* replaces the entry */
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         /* Unknown node: not recorded. */
         rq.node = 7;
-        CHECK(pools_reserve(p, &rq, &res) < 0);
+        CHECK(pools_reserve(p, &rq, &res, NULL) < 0);
         pools_get_stats(p, &s);
         CHECK_U64(s.reservations_ok, ==, 2);
         CHECK_U64(s.reservations_error, ==, 1);
@@ -281,7 +281,7 @@ TEST(reboot_and_reservations)
         check_one_reservation(&e, 10);
 
         p = reboot_node1(&e, "10\n");
-        CHECK_INT(pools_get(p, "old", &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, "old", &v, NULL), ==, -ENOENT);
         CHECK(!file_exists(&e, "old"));
         pools_get_stats(p, &s);
         CHECK_U64(s.orphan_files_removed, ==, 1);
@@ -501,7 +501,7 @@ TEST(bad_journal_keeps_mapped_files)
         struct pools *p = env_start(&e);
 
         ready_pool(p, "vm");
-        CHECK_INT(pools_claim(p, "vm", &v), ==, 0);
+        CHECK_INT(pools_claim(p, "vm", &v, NULL), ==, 0);
         pools_free(p);
         compact_on_disk(&e);    /* every row in state.json, for the edits below */
         snprintf(path, sizeof(path), "%s/state.json", e.state);
@@ -545,7 +545,7 @@ TEST(bad_journal_keeps_mapped_files)
                         CHECK_FAIL_("%s journal, --reset-state: the mapped pool file was removed", bad_names[k]);
                 if (file_exists(&e, "stray"))
                         CHECK_FAIL_("%s journal, --reset-state: the unmapped stray file was kept", bad_names[k]);
-                CHECK_INT(pools_get(q, "vm", &v), ==, -ENOENT);
+                CHECK_INT(pools_get(q, "vm", &v, NULL), ==, -ENOENT);
                 pools_get_stats(q, &s);
                 CHECK_U64(s.orphan_files_removed, ==, 1);
                 pools_free(q);
@@ -561,7 +561,7 @@ TEST(bad_journal_keeps_mapped_files)
         write_file(stray, "x");
         e.cfg.reset_state = false;
         p = start(&e);
-        CHECK_INT(pools_get(p, "vm", &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, "vm", &v, NULL), ==, -ENOENT);
         CHECK(file_exists(&e, "vm"));
         CHECK(!file_exists(&e, "stray"));
         pools_free(p);
@@ -603,7 +603,7 @@ TEST(reservations_same_boot_adopted)
         struct pools *p = env_start(&e);
 
         struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 10 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         pools_free(p);
         fixture_write(e.sys, HP_DIR(1) "nr_hugepages", "7\n");
         p = start(&e);

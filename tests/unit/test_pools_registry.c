@@ -183,7 +183,7 @@ TEST(save_appends_only_the_changed_rows)
         wait_state(p, "new", POOL_READY);
         wait_saved_ready(&e, "new");
 
-        CHECK_INT(pools_delete(p, "s-4"), ==, 0);
+        CHECK_INT(pools_delete(p, "s-4", NULL), ==, 0);
         last_log_record(&e, rec, sizeof(rec));
         CHECK_INT(count_of(rec, "\"name\":"), ==, 1);
         CHECK(strstr(rec, "\"drop\":[{\"name\":\"s-4\"}]"));
@@ -207,7 +207,7 @@ TEST(save_appends_only_the_changed_rows)
         free(all);
         for (int i = 0; i < 10; i++) {
                 snprintf(name, sizeof(name), "s-%d", i);
-                CHECK_INT(pools_get(p, name, &v), ==, 0);
+                CHECK_INT(pools_get(p, name, &v, NULL), ==, 0);
                 CHECK_STR(pool_state_name(v.state), "ready");
         }
         check_journal_matches(&e, p);
@@ -234,7 +234,7 @@ TEST(save_after_a_failed_save_writes_everything)
         r = req("b", 0, 1);
         CHECK_INT(create(p, &r, &v, &err), <, 0);
         journal_inject_save_error(0);
-        CHECK_INT(pools_get(p, "b", &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, "b", &v, NULL), ==, -ENOENT);
         check_journal_matches(&e, p);
         pools_get_stats(p, &a);
         r = req("c", 0, 1);
@@ -265,7 +265,7 @@ static struct {
 static void observer(void *arg, const char *name)
 {
         struct pool_view v;
-        int r = name ? pools_get(ob.p, name, &v) : -ENOENT;
+        int r = name ? pools_get(ob.p, name, &v, NULL) : -ENOENT;
 
         CHECK(arg == &ob);
         if (!name)
@@ -339,9 +339,9 @@ TEST(observer_lifecycle)
         fake_gate_set(false);
         wait_state(p, "obs", POOL_READY);
         ob_wait_seen("obs:ready");
-        CHECK_INT(pools_claim(p, "obs", &v), ==, 0);
+        CHECK_INT(pools_claim(p, "obs", &v, NULL), ==, 0);
         ob_wait_seen("obs:claimed");
-        CHECK_INT(pools_delete(p, "obs"), ==, 0);
+        CHECK_INT(pools_delete(p, "obs", NULL), ==, 0);
         ob_wait_seen("obs:gone");
         pools_free(p);
         env_fini(&e);
@@ -367,8 +367,8 @@ TEST(observer_quiet_on_refusals)
         CHECK_INT(create(p, &bad, &v, &err), ==, -EEXIST);
         bad = req("huge", 0, 1000);
         CHECK_INT(create(p, &bad, &v, &err), ==, -ENOMEM);
-        CHECK_INT(pools_claim(p, "q", &v), ==, -EBUSY);
-        CHECK_INT(pools_delete(p, "nope"), ==, -ENOENT);
+        CHECK_INT(pools_claim(p, "q", &v, NULL), ==, -EBUSY);
+        CHECK_INT(pools_delete(p, "nope", NULL), ==, -ENOENT);
         CHECK_INT(create(p, &r, &v, &err), ==, EXISTED);
         CHECK_INT(ob_calls(), ==, 0);
 
@@ -405,7 +405,7 @@ TEST(observer_upkeep_and_removal)
 
         pools_set_observer(p, NULL, NULL);
         int before = ob_calls();
-        CHECK_INT(pools_delete(p, "f"), ==, 0);
+        CHECK_INT(pools_delete(p, "f", NULL), ==, 0);
         r = req("after", 0, 1);
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "after", POOL_READY);
@@ -692,11 +692,11 @@ TEST(registry_rows_after_deletes)
         }
         for (int i = 0; i < N; i += 3) {
                 snprintf(name, sizeof(name), "r-%d", i);
-                CHECK_INT(pools_delete(p, name), ==, 0);
+                CHECK_INT(pools_delete(p, name, NULL), ==, 0);
         }
         for (int i = 0; i < N; i++) {
                 snprintf(name, sizeof(name), "r-%d", i);
-                int r = pools_get(p, name, &v);
+                int r = pools_get(p, name, &v, NULL);
                 CHECK_INT(r, ==, i % 3 == 0 ? -ENOENT : 0);
                 if (r == 0)
                         CHECK_STR(v.name, name);
@@ -709,7 +709,7 @@ TEST(registry_rows_after_deletes)
         }
         for (int i = 0; i < N; i++) {
                 snprintf(name, sizeof(name), "r-%d", i);
-                CHECK_INT(pools_get(p, name, &v), ==, 0);
+                CHECK_INT(pools_get(p, name, &v, NULL), ==, 0);
                 CHECK_STR(v.name, name);
         }
         struct pool_view *all;

@@ -47,24 +47,24 @@ TEST(ttl)
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         wait_state(p, "short", POOL_READY);
         wait_state(p, "kept", POOL_READY);
-        CHECK_INT(pools_get(p, "short", &v), ==, 0);
+        CHECK_INT(pools_get(p, "short", &v, NULL), ==, 0);
         /* Shown as now plus what is left: within a second of finished + ttl. */
         CHECK_INT(v.expires_at, >=, v.finished_at);
         CHECK_INT(v.expires_at, <=, v.finished_at + 2);
-        CHECK_INT(pools_claim(p, "kept", &v), ==, 0);
+        CHECK_INT(pools_claim(p, "kept", &v, NULL), ==, 0);
         CHECK_INT(v.expires_at, ==, 0);
 
         /* Released within about a second; no polling in pools, so a bounded
          * poll here is fine. */
-        for (int i = 0; i < 60 && pools_get(p, "short", &v) == 0; i++)
+        for (int i = 0; i < 60 && pools_get(p, "short", &v, NULL) == 0; i++)
                 usleep(50 * 1000);
-        CHECK_INT(pools_get(p, "short", &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, "short", &v, NULL), ==, -ENOENT);
         CHECK(!file_exists(&e, "short"));
         pools_get_stats(p, &s);
         CHECK_U64(s.pools_expired, ==, 1);
-        CHECK_INT(pools_get(p, "kept", &v), ==, 0);
+        CHECK_INT(pools_get(p, "kept", &v, NULL), ==, 0);
         CHECK(file_exists(&e, "kept"));
-        CHECK_INT(pools_delete(p, "kept"), ==, 0);
+        CHECK_INT(pools_delete(p, "kept", NULL), ==, 0);
         pools_free(p);
         env_fini(&e);
 }
@@ -105,7 +105,7 @@ TEST(ttl_release_fails)
         struct pools_stats s;
         pools_get_stats(p, &s);
         CHECK_U64(s.pools_expired, ==, 1);
-        CHECK_INT(pools_delete(p, "later"), ==, 0);
+        CHECK_INT(pools_delete(p, "later", NULL), ==, 0);
         pools_free(p);
         env_fini(&e);
 }
@@ -117,7 +117,7 @@ static bool unmapped_within(struct pools *p, const char *name, bool want, double
         uint64_t until = deadline_in(seconds);
 
         do {
-                CHECK_INT(pools_get(p, name, &v), ==, 0);
+                CHECK_INT(pools_get(p, name, &v, NULL), ==, 0);
                 if ((v.unmapped_since != 0) == want)
                         return true;
                 usleep(10 * 1000);
@@ -143,7 +143,7 @@ TEST(unmapped_sweep)
         ready_pool(p, "loose");
         ready_pool(p, "bound");
         ready_pool(p, "free");
-        CHECK_INT(pools_claim_pid(p, "bound", vmm, &v), ==, 0);
+        CHECK_INT(pools_claim_pid(p, "bound", vmm, &v, NULL), ==, 0);
 
         snprintf(path, sizeof(path), "%s/loose", e.mount);
         int fd = open(path, O_RDWR | O_CLOEXEC);
@@ -151,18 +151,18 @@ TEST(unmapped_sweep)
         void *m = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         CHECK(m != MAP_FAILED);
         close(fd);
-        CHECK_INT(pools_claim(p, "loose", &v), ==, 0);
+        CHECK_INT(pools_claim(p, "loose", &v, NULL), ==, 0);
         CHECK(!unmapped_within(p, "loose", true, 0.3));      /* mapped by us */
 
         CHECK_INT(munmap(m, 2 * PAGE), ==, 0);
         CHECK(unmapped_within(p, "loose", true, 2.0));
-        CHECK_INT(pools_get(p, "loose", &v), ==, 0);
+        CHECK_INT(pools_get(p, "loose", &v, NULL), ==, 0);
         CHECK_INT(v.unmapped_since, >=, (int64_t)time(NULL) - 3);
         pools_get_stats(p, &s);
         CHECK_U64(s.pools_unmapped, ==, 1);
-        CHECK_INT(pools_get(p, "bound", &v), ==, 0);
+        CHECK_INT(pools_get(p, "bound", &v, NULL), ==, 0);
         CHECK_INT(v.unmapped_since, ==, 0);
-        CHECK_INT(pools_get(p, "free", &v), ==, 0);
+        CHECK_INT(pools_get(p, "free", &v, NULL), ==, 0);
         CHECK_INT(v.unmapped_since, ==, 0);
 
         /* Mapped again: cleared.  Without --release-unmapped-after it is
@@ -177,7 +177,7 @@ TEST(unmapped_sweep)
         CHECK(!gone_within(p, "loose", 1.5));
 
         /* Binding it to a process ends the sweep's interest. */
-        CHECK_INT(pools_claim_pid(p, "loose", vmm, &v), ==, 0);
+        CHECK_INT(pools_claim_pid(p, "loose", vmm, &v, NULL), ==, 0);
         CHECK_INT(v.unmapped_since, ==, 0);
         CHECK(!unmapped_within(p, "loose", true, 0.3));
         child_kill(vmm);
@@ -201,10 +201,10 @@ TEST(release_unmapped)
         p = start(&e);
         ready_pool(p, "loose");
         ready_pool(p, "unclaimed");
-        CHECK_INT(pools_claim(p, "loose", &v), ==, 0);
+        CHECK_INT(pools_claim(p, "loose", &v, NULL), ==, 0);
         CHECK(gone_within(p, "loose", 4.0));
         CHECK(!file_exists(&e, "loose"));
-        CHECK_INT(pools_get(p, "unclaimed", &v), ==, 0);      /* not claimed: not swept */
+        CHECK_INT(pools_get(p, "unclaimed", &v, NULL), ==, 0);      /* not claimed: not swept */
         pools_get_stats(p, &s);
         CHECK_U64(s.released_unmapped, ==, 1);
         CHECK_U64(s.pools_unmapped, ==, 0);
@@ -225,8 +225,8 @@ TEST(delete_save_fails_changes_nothing)
 
         ready_pool(p, "keep");
         journal_inject_save_error(ENOSPC);
-        CHECK_INT(pools_delete(p, "keep"), ==, -EAGAIN);
-        CHECK_INT(pools_get(p, "keep", &v), ==, 0);
+        CHECK_INT(pools_delete(p, "keep", NULL), ==, -EAGAIN);
+        CHECK_INT(pools_get(p, "keep", &v, NULL), ==, 0);
         CHECK_STR(pool_state_name(v.state), "ready");
         CHECK(file_exists(&e, "keep"));
         j = load(&e);
@@ -235,8 +235,8 @@ TEST(delete_save_fails_changes_nothing)
         journal_inject_save_error(0);
         pools_free(p);          /* a restart: it is still there */
         p = start(&e);
-        CHECK_INT(pools_get(p, "keep", &v), ==, 0);
-        CHECK_INT(pools_delete(p, "keep"), ==, 0);
+        CHECK_INT(pools_get(p, "keep", &v, NULL), ==, 0);
+        CHECK_INT(pools_delete(p, "keep", NULL), ==, 0);
         CHECK(!file_exists(&e, "keep"));
         j = load(&e);
         CHECK(!jpool(j, "keep"));
@@ -257,12 +257,12 @@ TEST(delete_save_fails_while_warming)
 
         create_gated(p, &r, &v, &err);
         journal_inject_save_error(EIO);
-        CHECK_INT(pools_delete(p, "busy"), ==, -EAGAIN);
+        CHECK_INT(pools_delete(p, "busy", NULL), ==, -EAGAIN);
         journal_inject_save_error(0);
         fake_gate_set(false);
         wait_state(p, "busy", POOL_READY);
         CHECK(file_exists(&e, "busy"));
-        CHECK_INT(pools_delete(p, "busy"), ==, 0);
+        CHECK_INT(pools_delete(p, "busy", NULL), ==, 0);
         pools_free(p);
         env_fini(&e);
 }
@@ -285,7 +285,7 @@ TEST(ttl_save_fails_keeps_pool)
         wait_state(p, "brief", POOL_READY);
         journal_inject_save_error(EROFS);
         usleep(1600 * 1000);    /* expired, its release not saved */
-        CHECK_INT(pools_get(p, "brief", &v), ==, 0);
+        CHECK_INT(pools_get(p, "brief", &v, NULL), ==, 0);
         CHECK(file_exists(&e, "brief"));
         pools_get_stats(p, &s);
         CHECK_U64(s.pools_expired, ==, 0);
@@ -293,9 +293,9 @@ TEST(ttl_save_fails_keeps_pool)
         CHECK(jpool(j, "brief"));
         journal_free(j);
         journal_inject_save_error(0);
-        for (int i = 0; i < 160 && pools_get(p, "brief", &v) == 0; i++)
+        for (int i = 0; i < 160 && pools_get(p, "brief", &v, NULL) == 0; i++)
                 usleep(50 * 1000);
-        CHECK_INT(pools_get(p, "brief", &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, "brief", &v, NULL), ==, -ENOENT);
         CHECK(!file_exists(&e, "brief"));
         pools_get_stats(p, &s);
         CHECK_U64(s.pools_expired, ==, 1);
@@ -317,9 +317,13 @@ TEST(reserve_save_fails_is_undone)
         fixture_write(e.sys, HP_DIR(1) "nr_hugepages", "3\n");
         p = start(&e);
         struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 12 };
+        struct problem err = {0};
         journal_inject_save_error(ENOSPC);
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, -ECANCELED);
+        CHECK_INT(pools_reserve(p, &rq, &res, &err), ==, -ECANCELED);
         journal_inject_save_error(0);
+        /* The refusal says so itself, with the counts it was put back to. */
+        CHECK_STR(err.slug, "state-write-failed");
+        CHECK(strstr(err.detail, "so it was undone: 3 pages now (were 3)") != NULL);
         fixture_read(e.sys, HP_DIR(1) "nr_hugepages", buf, sizeof(buf));
         CHECK_STR(buf, "3\n");
         CHECK_U64(res.total, ==, 3);
@@ -341,11 +345,11 @@ static bool still_there_after(struct pools *p, const char *name, double seconds)
         uint64_t until = deadline_in(seconds);
 
         while (now_mono_ns() < until) {
-                if (pools_get(p, name, &v) != 0)
+                if (pools_get(p, name, &v, NULL) != 0)
                         return false;
                 usleep(20 * 1000);
         }
-        return pools_get(p, name, &v) == 0;
+        return pools_get(p, name, &v, NULL) == 0;
 }
 
 /* A wall clock set a day ahead does not release an unclaimed pool early;
@@ -369,7 +373,7 @@ TEST(ttl_ignores_wall_clock_jumps)
 
         clock_inject_offsets(DAY_NS, 0);
         CHECK(still_there_after(p, "timed", 0.3));
-        CHECK_INT(pools_get(p, "timed", &v), ==, 0);
+        CHECK_INT(pools_get(p, "timed", &v, NULL), ==, 0);
         int64_t shown = v.expires_at - (int64_t)(now_real_ns() / SEC_NS);
         CHECK_INT(shown, >=, 98);
         CHECK_INT(shown, <=, 101);
@@ -438,7 +442,7 @@ TEST(pre_1970_wall_clock)
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_INT(v.created_at, ==, 0);
         wait_state(p, "old", POOL_READY);
-        CHECK_INT(pools_get(p, "old", &v), ==, 0);
+        CHECK_INT(pools_get(p, "old", &v, NULL), ==, 0);
         CHECK_INT(v.finished_at, ==, 0);
         CHECK_INT(v.expires_at, ==, 0);
         CHECK(!still_there_after(p, "old", 3));

@@ -82,8 +82,8 @@ TEST(fill)
         CHECK_U64(n, ==, 0);
         free(list);
         struct pool_view v;
-        CHECK_INT(pools_get(p, names[0], &v), ==, -ENOENT);
-        CHECK_INT(pools_delete(p, names[0]), ==, -ENOENT);
+        CHECK_INT(pools_get(p, names[0], &v, NULL), ==, -ENOENT);
+        CHECK_INT(pools_delete(p, names[0], NULL), ==, -ENOENT);
 
         struct journal *j = load(&e);
         CHECK_U64(j->n_stock_targets, ==, 1);
@@ -135,7 +135,7 @@ TEST(hand_out_never_replaces_a_file)
         CHECK(inode_of(&e, names[0]) == stock_ino);
         struct stock_view s = stock_of(p, 4);
         CHECK_U64(s.deficit, ==, 0);
-        CHECK_INT(pools_get(p, "vm1", &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, "vm1", &v, NULL), ==, -ENOENT);
         struct pools_stats stats;
         pools_get_stats(p, &stats);
         CHECK_U64(stats.stock_hits, ==, 0);
@@ -367,10 +367,10 @@ TEST(stock_file_name_is_no_pool)
         CHECK_U64(stock_files(&e, names, 4), ==, 1);
         ino_t ino = inode_of(&e, names[0]);
 
-        CHECK_INT(pools_get(p, names[0], &v), ==, -ENOENT);
+        CHECK_INT(pools_get(p, names[0], &v, NULL), ==, -ENOENT);
         CHECK_INT(pools_wait(p, names[0], deadline_in(1), &v), ==, -ENOENT);
-        CHECK_INT(pools_claim(p, names[0], &v), ==, -ENOENT);
-        CHECK_INT(pools_delete(p, names[0]), ==, -ENOENT);
+        CHECK_INT(pools_claim(p, names[0], &v, NULL), ==, -ENOENT);
+        CHECK_INT(pools_delete(p, names[0], NULL), ==, -ENOENT);
         struct pool_req r = req("x", 0, 2);
         snprintf(r.name, sizeof(r.name), "%s", names[0]);
         CHECK_INT(create(p, &r, &v, &err), ==, -EINVAL);
@@ -411,7 +411,7 @@ TEST(stock_on_memory_only_node)
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
         CHECK_INT(v.node, ==, 1);
         wait_ready(p, 2, 1); /* refilled */
-        CHECK_INT(pools_delete(p, "cxl"), ==, 0);
+        CHECK_INT(pools_delete(p, "cxl", NULL), ==, 0);
         pools_free(p);
         env_fini(&e);
 }
@@ -503,7 +503,7 @@ TEST(release_wakes_the_refill)
         CHECK_U64(stock_of(p, 4).warming + stock_of(p, 4).ready, ==, 0);
 
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "64\n"); /* the kernel frees vm's pages */
-        CHECK_INT(pools_delete_recycle(p, "vm", false), ==, 0);
+        CHECK_INT(pools_delete_recycle(p, "vm", false, NULL), ==, 0);
         wait_ready(p, 4, 1);
         pools_free(p);
         env_fini(&e);
@@ -780,7 +780,7 @@ TEST(partial_growth)
         CHECK(inode_of(&e, "grown") == ino4);
         fake_gate_set(false);
         wait_state(p, "grown", POOL_READY);
-        CHECK_INT(pools_get(p, "grown", &v), ==, 0);
+        CHECK_INT(pools_get(p, "grown", &v, NULL), ==, 0);
         CHECK_U64(v.bytes_done, ==, 12 * PAGE);
         CHECK_U64(v.placement_verified, ==, 1);
         char path[256];
@@ -867,7 +867,7 @@ TEST(gives_way_to_reservations)
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "48\n");
         /* Down to 60: free pages cover it, the stock stays. */
         struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = 60 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         struct pools_stats st;
         pools_get_stats(p, &st);
         CHECK_U64(st.stock_given_way, ==, 0);
@@ -876,7 +876,7 @@ TEST(gives_way_to_reservations)
         fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "64\n");
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "48\n");
         rq.count = 10;
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         pools_get_stats(p, &st);
         CHECK_U64(st.stock_given_way, ==, 1);
         CHECK_U64(stock_of(p, 8).ready + stock_of(p, 8).warming, ==, 1);
@@ -1049,7 +1049,7 @@ TEST(generation_moves_on_changes_not_reads)
                 free(sv);
                 CHECK_INT(pools_list(p, &list, &n), ==, 0);
                 free(list);
-                CHECK_INT(pools_get(p, "nope", &v), ==, -ENOENT);
+                CHECK_INT(pools_get(p, "nope", &v, NULL), ==, -ENOENT);
                 CHECK_U64(pools_generation(p), ==, g);
         }
         /* A refused change is no change. */
@@ -1074,10 +1074,10 @@ TEST(generation_moves_on_changes_not_reads)
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
         uint64_t g4 = pools_generation(p);
         CHECK_U64(g4, >, g3);                           /* handed out */
-        CHECK_INT(pools_claim(p, "vm1", &v), ==, 0);
+        CHECK_INT(pools_claim(p, "vm1", &v, NULL), ==, 0);
         uint64_t g5 = pools_generation(p);
         CHECK_U64(g5, >, g4);                           /* claimed */
-        CHECK_INT(pools_delete(p, "vm1"), ==, 0);
+        CHECK_INT(pools_delete(p, "vm1", NULL), ==, 0);
         uint64_t g6 = pools_generation(p);
         CHECK_U64(g6, >, g5);                           /* released, gone */
         /* The refill's job must be free to end: clearing cancels it, and a

@@ -175,7 +175,7 @@ static struct pools *released_while_mapped(struct env *e, void **ret_map, char n
         *ret_map = map_file(e, "vm");
         fixture_write(e->sys, HP_DIR(0) "free_hugepages", "0\n");
         set_target(p, PAGES, 1);
-        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
         wait_journal(e, POOL_DIRTY, name);
         return p;
 }
@@ -211,8 +211,8 @@ TEST(recycle_cycle)
         set_target(p, PAGES, 1);
         CHECK_U64(stock_of(p, PAGES).deficit, ==, 1);
 
-        CHECK_INT(pools_delete(p, "vm"), ==, 0);
-        CHECK_INT(pools_get(p, "vm", &v), ==, -ENOENT);
+        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
+        CHECK_INT(pools_get(p, "vm", &v, NULL), ==, -ENOENT);
         CHECK(!file_exists(&e, "vm"));
         struct journal *j = load(&e);
         CHECK(!jpool(j, "vm"));
@@ -282,7 +282,7 @@ TEST(open_file_waits)
         CHECK(fd >= 0);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         set_target(p, PAGES, 1);
-        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
         wait_journal(&e, POOL_DIRTY, name);
         usleep(300 * 1000);
         check_row(&e, "dirty");
@@ -330,8 +330,8 @@ TEST(release_on_read_only_mount_fails_cleanly)
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         set_target(p, PAGES, 1);
         set_read_only(e.mount, true);
-        CHECK_INT(pools_delete(p, "vm"), ==, -EROFS);
-        CHECK_INT(pools_get(p, "vm", &v), ==, 0);
+        CHECK_INT(pools_delete(p, "vm", NULL), ==, -EROFS);
+        CHECK_INT(pools_get(p, "vm", &v, NULL), ==, 0);
         CHECK_INT(v.state, ==, POOL_READY);
         CHECK(file_exists(&e, "vm"));
         struct journal *j = load(&e);
@@ -342,7 +342,7 @@ TEST(release_on_read_only_mount_fails_cleanly)
         CHECK_U64(stock_of(p, PAGES).deficit, ==, 1);
 
         set_read_only(e.mount, false);
-        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
         CHECK(!file_exists(&e, "vm"));
         wait_journal(&e, POOL_STOCK, name); /* recycled: nothing maps it */
         CHECK(all_bytes(&e, name, 0));
@@ -409,7 +409,7 @@ TEST(name_free_at_once)
         void *m = map_file(&e, "vm");
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         set_target(p, PAGES, 1);
-        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
         CHECK_U64(stock_of(p, PAGES).dirty, ==, 1);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "64\n");
         struct pool_req r = req("vm", 0, 2);
@@ -432,7 +432,7 @@ TEST(no_deficit_removes)
         used_pool(p, &e, "vm2"); /* takes the stock file; wait for the refill */
         wait_ready(p, PAGES, 1);
         CHECK_U64(stock_of(p, PAGES).deficit, ==, 0);
-        CHECK_INT(pools_delete(p, "vm2"), ==, 0);
+        CHECK_INT(pools_delete(p, "vm2", NULL), ==, 0);
         CHECK(!file_exists(&e, "vm2"));
         struct stock_view s = stock_of(p, PAGES);
         CHECK_U64(s.recycling, ==, 0);
@@ -463,10 +463,10 @@ TEST(opt_out_and_other_sizes)
         CHECK_INT(create(p, &w, &v, &err), ==, CREATED);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         set_target(p, PAGES, 2);
-        CHECK_INT(pools_delete_recycle(p, "a", false), ==, 0);
-        CHECK_INT(pools_delete(p, "other"), ==, 0);
+        CHECK_INT(pools_delete_recycle(p, "a", false, NULL), ==, 0);
+        CHECK_INT(pools_delete(p, "other", NULL), ==, 0);
         pthread_t t = open_gate_soon();
-        CHECK_INT(pools_delete(p, "warm"), ==, 0);
+        CHECK_INT(pools_delete(p, "warm", NULL), ==, 0);
         pthread_join(t, NULL);
         CHECK(!file_exists(&e, "a"));
         CHECK(!file_exists(&e, "other"));
@@ -474,7 +474,7 @@ TEST(opt_out_and_other_sizes)
         CHECK_U64(stock_of(p, PAGES).recycling, ==, 0);
         CHECK_U64(stock_of(p, PAGES).deficit, ==, 2);
         /* and the default recycles */
-        CHECK_INT(pools_delete(p, "b"), ==, 0);
+        CHECK_INT(pools_delete(p, "b", NULL), ==, 0);
         CHECK_U64(stock_of(p, PAGES).recycling + stock_of(p, PAGES).ready, ==, 1);
         pools_free(p);
         env_fini(&e);
@@ -515,7 +515,7 @@ TEST(zero_failure_removes)
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         set_target(p, PAGES, 1);
         fake_gate_set(true);
-        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
         wait_journal(&e, POOL_RECYCLING, name);
         fake_gate_fail_with(EIO);
         fake_gate_set(false);
@@ -574,7 +574,7 @@ TEST(restart_mid_recycle)
         CHECK_INT(pools_set_stock(p, &t, 1, &err), ==, 0);
         fill(&e, "vm", 16);
         fake_gate_set(true);
-        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
         wait_journal(&e, POOL_RECYCLING, name);
         wait_inside();
         /* Two low-priority chunks of 16 MiB: stopping cancels after the
@@ -641,7 +641,7 @@ TEST(gives_way)
         /* 4 of 64 pages in use (the dirty file); shrink to 2. */
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "60\n");
         struct reserve_req rq = { .node = 0, .page_size = PAGE, .count = 2 };
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         struct pools_stats st;
         pools_get_stats(p, &st);
         CHECK_U64(st.stock_given_way, ==, 0);
@@ -655,7 +655,7 @@ TEST(gives_way)
         fixture_write(e.sys, HP_DIR(0) "nr_hugepages", "64\n");
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "60\n");
         pthread_t t = open_gate_soon();
-        CHECK_INT(pools_reserve(p, &rq, &res), ==, 0);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
         pthread_join(t, NULL);
         pools_get_stats(p, &st);
         CHECK_U64(st.stock_given_way, ==, 1);
@@ -702,7 +702,7 @@ static int race_read(const struct sysfs *fs, const char *path, uint64_t *ret, vo
         pthread_getname_np(pthread_self(), me, sizeof(me));
         if (race.armed && strcmp(me, "hpw-pool-upkeep") == 0 && strstr(path, "/free_hugepages")) {
                 race.armed = false;
-                race.deleted = pools_delete(race.p, "vm") == 0 ? 1 : -1;
+                race.deleted = pools_delete(race.p, "vm", NULL) == 0 ? 1 : -1;
         }
         return sysfs_default_ops.read_u64(fs, path, ret, userdata);
 }
@@ -767,7 +767,7 @@ TEST(opath_holder_waits)
         env_show_pid(&e, holder);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         set_target(p, PAGES, 1);
-        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
         wait_journal(&e, POOL_DIRTY, name);
         usleep(300 * 1000);
         check_row(&e, "dirty");
@@ -790,7 +790,7 @@ TEST(linked_release_discarded)
         CHECK_INT(link(path, lnk), ==, 0);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
         set_target(p, PAGES, 1);
-        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
         struct pools_stats st;
         struct stock_view s;
         /* The discard is counted before its row goes: wait for both. */
@@ -860,7 +860,7 @@ TEST(owned_pool_file)
         /* Released with the target short: the dirty file is ours. */
         wait_ready(p, PAGES, 1);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
-        CHECK_INT(pools_delete(p, "vm"), ==, 0);
+        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
         /* the stock is full again: vm's file is removed, not kept */
         CHECK(!file_exists(&e, "vm"));
         struct pool_req again = r;
@@ -868,7 +868,7 @@ TEST(owned_pool_file)
         CHECK_INT(create(p, &again, &v, &err), ==, CREATED);
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_FULL);
         void *m = map_file(&e, "vm2"); /* its VMM still runs: it stays dirty */
-        CHECK_INT(pools_delete(p, "vm2"), ==, 0);
+        CHECK_INT(pools_delete(p, "vm2", NULL), ==, 0);
         wait_journal(&e, POOL_DIRTY, name);
         path_of(&e, name, path, sizeof(path));
         CHECK_INT(stat(path, &st), ==, 0);

@@ -25,8 +25,8 @@ void api_elastic_encode(const struct elastic_view *v, struct json *o)
         json_add_u64(o, "cma_free_bytes", v->cma_free_bytes);
         json_add_u64(o, "grown_pages", v->grown_total);
         json_add_u64(o, "returned_pages", v->returned_total);
-        if (v->looked)
-                json_add_str(o, "decision", v->looked);
+        if (v->decision)
+                json_add_str(o, "decision", v->decision);
         else
                 json_add_null(o, "decision");
         if (v->last == ELASTIC_KEEP) {

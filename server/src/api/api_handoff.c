@@ -203,7 +203,7 @@ static int check_source(struct pools *pools, const struct pool_view *dst, const 
                         struct resp *resp)
 {
         struct pool_view sv;
-        if (pools_get(pools, src, &sv) < 0) {
+        if (pools_get(pools, src, &sv, NULL) < 0) {
                 *ret_checked = false;
                 return 0;
         }
@@ -251,8 +251,7 @@ void api_handoff(const struct req *req, struct resp *resp)
         }
         for (size_t i = 0; i < n; i++) {
                 struct problem p = { 0 };
-                if (pools_get(req->app->pools, names[i], &views[i]) < 0) {
-                        problem_raise(&p, PROBLEM_POOL_NOT_FOUND, "there is no pool \"%s\"", names[i]);
+                if (pools_get(req->app->pools, names[i], &views[i], &p) < 0) {
                         resp_problem(resp, &p);
                         return;
                 }

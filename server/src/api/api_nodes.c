@@ -137,65 +137,22 @@ static void reserve_work(struct resp *resp, void *ctx)
         struct reserve_work *w = ctx;
         struct reserve_result res = {0};
         struct problem p = {0};
-        int r = pools_reserve(w->app->pools, &w->rq, &res);
+        int r = pools_reserve(w->app->pools, &w->rq, &res, &p);
 
-        switch (r) {
-        case 0: {
-                struct json *o = json_new_object();
-                json_add_u64(o, "node", (uint64_t)w->rq.node);
-                json_add_u64(o, "page_size_bytes", w->rq.page_size);
-                json_add_u64(o, "requested", w->rq.count);
-                json_add_u64(o, "previous", res.previous);
-                json_add_u64(o, "total", res.total);
-                json_add_u64(o, "free", res.free);
-                json_add_bool(o, "complete", res.complete);
-                resp_json(resp, 200, json_print(o));
-                json_free(o);
+        if (r < 0) {
+                resp_problem(resp, &p);
                 return;
         }
-        case -ENOMEM:
-        {
-                char fl[32], ps[32];
-
-                format_size(res.floor_bytes, fl, sizeof(fl));
-                format_size(w->rq.page_size, ps, sizeof(ps));
-                problem_raise(&p, PROBLEM_INSUFFICIENT_MEMORY,
-                              "growing node %d from %" PRIu64 " to %" PRIu64 " pages of %s would leave less "
-                              "free memory than the floor of %s (%" PRIu64 " MiB free now); at most %" PRIu64
-                              " pages fit; nothing was changed",
-                              w->rq.node, res.previous, w->rq.count, ps, fl, res.mem_free_bytes / MIB,
-                              res.max_count);
-                p.has_floor = true;
-                p.floor_bytes = res.floor_bytes;
-                p.mem_free_bytes = res.mem_free_bytes;
-                p.max_count = res.max_count;
-        }
-                break;
-        case -EAGAIN:
-                problem_raise(&p, PROBLEM_RESERVE_SHORTFALL,
-                              "node %d: asked for %" PRIu64 " pages, the kernel gave %" PRIu64
-                              "; restored the previous %" PRIu64 " (set allow_partial to keep them)",
-                              w->rq.node, w->rq.count, res.achieved, res.previous);
-                p.has_counts = true;
-                p.requested = w->rq.count;
-                p.achieved = res.achieved;
-                break;
-        case -ECANCELED:
-                problem_raise(&p, PROBLEM_STATE_WRITE_FAILED,
-                              "node %d: the new count could not be saved to the journal in %s, so it was "
-                              "undone: %" PRIu64 " pages now (were %" PRIu64 ")",
-                              w->rq.node, pools_state_dir(w->app->pools), res.total, res.previous);
-                break;
-        case -ENOENT:
-                problem_raise(&p, PROBLEM_UNKNOWN_PAGE_SIZE,
-                              "node %d has no pool of that page size", w->rq.node);
-                break;
-        default:
-                problem_raise(&p, PROBLEM_SYSFS_ERROR, "node %d: %s",
-                              w->rq.node, strerror(-r));
-                break;
-        }
-        resp_problem(resp, &p);
+        struct json *o = json_new_object();
+        json_add_u64(o, "node", (uint64_t)w->rq.node);
+        json_add_u64(o, "page_size_bytes", w->rq.page_size);
+        json_add_u64(o, "requested", w->rq.count);
+        json_add_u64(o, "previous", res.previous);
+        json_add_u64(o, "total", res.total);
+        json_add_u64(o, "free", res.free);
+        json_add_bool(o, "complete", res.complete);
+        resp_json(resp, 200, json_print(o));
+        json_free(o);
 }
 
 void api_node_reserve(const struct req *req, struct resp *resp)

@@ -99,13 +99,6 @@ static void send_pool(struct resp *resp, int status, const struct pool_view *v)
         json_free(o);
 }
 
-static void pool_not_found(struct resp *resp, const char *name)
-{
-        struct problem p = {0};
-        problem_raise(&p, PROBLEM_POOL_NOT_FOUND, "there is no pool \"%s\"", name);
-        resp_problem(resp, &p);
-}
-
 static bool check_name(const char *name, struct resp *resp)
 {
         if (pool_name_valid(name))
@@ -270,8 +263,9 @@ static bool wait_check(struct resp *resp, void *ctx, bool expired)
 {
         struct pool_work *w = ctx;
         struct pool_view v;
-        if (pools_get(w->app->pools, w->name, &v) < 0) {
-                pool_not_found(resp, w->name);
+        struct problem p = {0};
+        if (pools_get(w->app->pools, w->name, &v, &p) < 0) {
+                resp_problem(resp, &p);
                 return true;
         }
         if (v.state == POOL_WARMING && !expired && !atomic_load(&w->app->stopping))
@@ -303,8 +297,9 @@ void api_pool_get(const struct req *req, struct resp *resp)
                 timeout_s = t;
         }
         struct pool_view v;
-        if (pools_get(req->app->pools, name, &v) < 0) {
-                pool_not_found(resp, name);
+        struct problem p = {0};
+        if (pools_get(req->app->pools, name, &v, &p) < 0) {
+                resp_problem(resp, &p);
                 return;
         }
         if (!wait || v.state != POOL_WARMING || timeout_s == 0) {
@@ -410,10 +405,8 @@ void api_pool_put(const struct req *req, struct resp *resp)
         uint64_t ps;
         if (!api_find_node(req, node_s, &n, resp) || !api_find_page_size(req, page_size, &ps, resp))
                 return;
-        if (size_bytes == 0 || size_bytes % ps != 0) {
-                api_invalid(resp, "the size must be a positive multiple of the page size");
-                return;
-        }
+        /* The rules of a pool's size (a positive multiple of the page size,
+         * at most a file's size, --max-pool-size) are pools_create's. */
 
         struct pool_work *w = new_work(req, resp);
         if (!w)
@@ -435,25 +428,8 @@ void api_pool_put(const struct req *req, struct resp *resp)
 static void delete_work(struct resp *resp, void *ctx)
 {
         struct pool_work *w = ctx;
-        int r = pools_delete_recycle(w->app->pools, w->name, w->recycle);
-        if (r == -ENOENT) {
-                pool_not_found(resp, w->name);
-                return;
-        }
-        if (r == -EAGAIN) {
-                struct problem p = {0};
-                problem_raise(&p, PROBLEM_STATE_WRITE_FAILED,
-                              "pool \"%s\": its release could not be saved to the journal in %s; nothing "
-                              "was changed (the pool is still there), retry later", w->name,
-                              pools_state_dir(w->app->pools));
-                resp_problem(resp, &p);
-                return;
-        }
-        if (r < 0) {
-                struct problem p = {0};
-                problem_raise(&p, PROBLEM_POOL_FILE_ERROR,
-                              "pool \"%s\": %s; the record is kept so the release can be retried", w->name,
-                              strerror(-r));
+        struct problem p = {0};
+        if (pools_delete_recycle(w->app->pools, w->name, w->recycle, &p) < 0) {
                 resp_problem(resp, &p);
                 return;
         }
@@ -485,42 +461,12 @@ static void claim_work(struct resp *resp, void *ctx)
         struct pool_work *w = ctx;
         struct pool_view v;
         struct problem p = {0};
-        int r = pools_claim_pid(w->app->pools, w->name, w->pid, &v);
 
-        if (r == 0) {
-                send_pool(resp, 200, &v);
+        if (pools_claim_pid(w->app->pools, w->name, w->pid, &v, &p) < 0) {
+                resp_problem(resp, &p);
                 return;
         }
-        if (r == -ENOENT) {
-                pool_not_found(resp, w->name);
-                return;
-        }
-        if (r == -EBUSY) {
-                const char *state = pools_get(w->app->pools, w->name, &v) == 0 ? pool_state_name(v.state)
-                                                                                : "gone";
-                problem_raise(&p, PROBLEM_POOL_NOT_READY,
-                              "pool \"%s\" is %s; only a ready pool can be claimed", w->name, state);
-        } else if (r == -ESRCH) {
-                problem_raise(&p, PROBLEM_INVALID_FIELD,
-                              "\"pid\": there is no process %d on this host, or only a zombie (exited, not "
-                              "reaped); give the pid of the running VMM that maps the pool", (int)w->pid);
-        } else if (r == -ECHILD) {
-                problem_raise(&p, PROBLEM_INVALID_FIELD,
-                              "\"pid\": %d is the id of a thread, not of a process (give the pid of the "
-                              "running VMM, its main thread's id)", (int)w->pid);
-        } else if (r == -EEXIST) {
-                int owner = pools_get(w->app->pools, w->name, &v) == 0 ? v.owner_pid : 0;
-                problem_raise(&p, PROBLEM_POOL_OWNED,
-                              "pool \"%s\" is claimed by process %d, which still runs; it is released when "
-                              "that process exits", w->name, owner);
-        } else if (r == -ENOSYS) {
-                problem_raise(&p, PROBLEM_INTERNAL_ERROR,
-                              "this kernel has no pidfd_open (Linux 5.3 or later is needed to claim with a pid)");
-        } else {
-                problem_raise(&p, PROBLEM_STATE_WRITE_FAILED, "pool \"%s\": saving the journal in %s: %s; "
-                              "not claimed", w->name, pools_state_dir(w->app->pools), strerror(-r));
-        }
-        resp_problem(resp, &p);
+        send_pool(resp, 200, &v);
 }
 
 /* The body is optional: none (or {}) claims as before; {"pid": N} binds the

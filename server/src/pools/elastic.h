@@ -53,7 +53,7 @@ enum elastic_growth elastic_runtime_growth(uint64_t page_size, bool cma_on_node,
  * topology).  0, or -EINVAL with WHY (of SIZE bytes) saying what is wrong. */
 int elastic_policy_check(const struct journal_elastic_policy *p, char *why, size_t size);
 
-/* One node's pool, as admission reads it (pools_need.c). */
+/* One node's pool, as admission reads it (pools_pending.c). */
 struct elastic_counts {
         uint64_t total;    /* nr_hugepages */
         uint64_t free;     /* free_hugepages */

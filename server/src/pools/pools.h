@@ -120,7 +120,7 @@ int pools_new(const struct pools_config *cfg, struct pools **ret);
  * layer stopped (no pools_* call may be in flight) and before engine_free. */
 void pools_free(struct pools *p);
 
-/* The largest ttl_seconds pools_create accepts (422 invalid-field above):
+/* The largest ttl_seconds pools_create accepts (invalid-field above):
  * longer TTLs are a mistake, and the cap keeps finished_at + ttl far from
  * int64 overflow.  Ten years; PUT /v1/pools checks it first, pools_create again. */
 #define POOLS_TTL_MAX (UINT64_C(10) * 366 * 24 * 3600)
@@ -190,8 +190,8 @@ struct pool_view {
  * retry); threads, ttl_seconds and reserve are not part of the identity. */
 int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *ret, bool *ret_created,
                  struct problem *err);
-/* -ENOENT if no such pool. */
-int pools_get(struct pools *p, const char *name, struct pool_view *ret);
+/* 0 with *RET filled, or -ENOENT with ERR set (pool-not-found). */
+int pools_get(struct pools *p, const char *name, struct pool_view *ret, struct problem *err);
 /* The journal's directory (pools_config.state_dir), for the details of
  * state-write-failed answers; owned by P. */
 const char *pools_state_dir(const struct pools *p);
@@ -228,40 +228,47 @@ void pools_sum_sizes(struct pools *p, struct pools_size_sum *sums, size_t n);
  * while waiting). */
 int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct pool_view *ret);
 /* Cancel (returns once no worker touches the file), remove the file, forget
- * the record.  -ENOENT if none; -EAGAIN if the journal could not be saved
- * (nothing changed: the pool is as it was, also after a restart); or
- * unlink's -errno (the record is kept so the release can be retried). */
-int pools_delete(struct pools *p, const char *name);
+ * the record.  0, or -errno with ERR set: -ENOENT pool-not-found; -EAGAIN
+ * state-write-failed, the journal could not be saved (nothing changed: the
+ * pool is as it was, also after a restart); or unlink's -errno,
+ * pool-file-error (the record is kept so the release can be retried). */
+int pools_delete(struct pools *p, const char *name, struct problem *err);
 /* pools_delete, saying whether a ready pool whose stock target is short may
  * be recycled into the stock (pools_delete: yes; DELETE ?recycle=false: no,
  * its file is removed).  Recycled, the pool is gone at once as for a
  * removal (its name is free), and its file waits as a "dirty" stock row
  * until no process maps it, then is zeroed in place (pools_recycle.c). */
-int pools_delete_recycle(struct pools *p, const char *name, bool recycle);
-/* Mark claimed (clears the TTL).  -ENOENT; -EBUSY (409) if not ready. */
-int pools_claim(struct pools *p, const char *name, struct pool_view *ret);
+int pools_delete_recycle(struct pools *p, const char *name, bool recycle, struct problem *err);
+/* Mark claimed (clears the TTL).  0, or -errno with ERR set: -ENOENT
+ * pool-not-found; -EBUSY pool-not-ready (it is not ready). */
+int pools_claim(struct pools *p, const char *name, struct pool_view *ret, struct problem *err);
 /* The same, binding the pool to the life of process PID (the VMM that maps
  * it; 0 = no owner, as pools_claim): the pool is released (file removed,
  * pages back) when that process exits, also when it exits while the daemon
  * is down; a process is told from a later one with the same pid by its
  * start time.  A pool with a live owner is never released by anything but
  * DELETE.  Claiming a pool claimed without owner binds it; claiming again
- * with the same process, or without a pid, is 0 as it is.  Returns 0,
- * -ENOENT, -EBUSY (not ready), -EINVAL (PID < 0), -ESRCH (no process PID),
- * -EEXIST (claimed by another live process), or -errno (a failed save, or
- * pidfds unsupported: -ENOSYS); nothing changes on failure. */
-int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_view *ret);
+ * with the same process, or without a pid, is 0 as it is.  Returns 0, or
+ * -errno with ERR set and nothing changed: -ENOENT pool-not-found, -EBUSY
+ * pool-not-ready, -EINVAL invalid-field (PID < 0), -ESRCH or -ECHILD
+ * invalid-field (no process PID, or PID is a thread's), -EEXIST pool-owned
+ * (claimed by another live process), -ENOSYS internal-error (no pidfds),
+ * or another -errno: state-write-failed (a failed save). */
+int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_view *ret, struct problem *err);
 
 /* Set a node's persistent pool through reserve.c, serialised with pool
  * creation, and record it in the journal on success.  Same returns as
- * reserve_apply().  A shrink never goes below the node's pages in use plus
+ * reserve_apply(), with ERR set on a refusal: -ENOMEM insufficient-memory
+ * (the floor; its counts in ERR), -EAGAIN reserve-shortfall (the counts in
+ * ERR), -ENOENT unknown-page-size, another -errno sysfs-error.  A shrink never goes below the node's pages in use plus
  * the pages its warming pools have yet to take (they count as free until
  * faulted, and the kernel would free them under the jobs): the count is
  * clamped there and *ret says complete=false, requested = REQ->count.
  * -ECANCELED when the journal could not be saved: the count was put back
  * to ret->previous as far as the kernel allowed (ret->total) and nothing is
- * recorded. */
-int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve_result *ret);
+ * recorded (state-write-failed). */
+int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve_result *ret,
+                  struct problem *err);
 
 /* Pages of (NODE, PAGE_SIZE) held by ready pools and by warming pools (for
  * warming pools: the pages populated so far, not their target). */
@@ -343,12 +350,13 @@ struct stock_view {
 };
 
 /* Replace all targets with T[0..N) and save.  Returns 0, or -errno with ERR
- * set and nothing changed: -ENOENT 404 unknown-node / unknown-page-size,
- * -EINVAL 422 invalid-field (zero size or count, size not a multiple of the
+ * set and nothing changed: -ENOENT unknown-node / unknown-page-size,
+ * -EINVAL invalid-field (zero size or count, size not a multiple of the
  * page size, count over POOLS_STOCK_COUNT_MAX, too many targets, the same
- * (node, page size, size) twice), -ENODEV 503 no-hugetlbfs, -E2BIG 409
+ * (node, page size, size) twice), -ENODEV no-hugetlbfs, -E2BIG
  * stock-too-large (the targets of one node and page size need more pages than
- * the node has; the detail says how many files fit), or a failed save (500).
+ * the node has; the detail says how many files fit), or a failed save
+ * (state-write-failed).
  * Files of targets that went away are removed; new deficits are refilled
  * by the upkeep thread. */
 int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_t n, struct problem *err);
@@ -369,16 +377,16 @@ struct elastic_view {
         uint64_t last_pages;
         int64_t last_at;           /* unix s */
         char last_why[160];
-        const char *looked;        /* the last look's decision (a static sentence), NULL = none yet */
+        const char *decision;      /* the last look's decision (a static sentence), NULL = none yet */
 };
 /* Set (or replace) the policy of POL's node and page size, growing the
  * pool to min now, and save.  0 with *RET filled, or -errno with ERR set
- * and nothing changed: -ENOENT 404 unknown-node / unknown-page-size,
- * -EINVAL 422 invalid-field (elastic_policy_check), -ENOMEM 409
+ * and nothing changed: -ENOENT unknown-node / unknown-page-size,
+ * -EINVAL invalid-field (elastic_policy_check), -ENOMEM
  * insufficient-memory (max beyond the memory floor, or growing to min
- * would go below it), -EAGAIN 409 reserve-shortfall (the kernel gave fewer
- * pages than min), -EPERM 409 growth-not-reliable (gigantic pages without
- * CMA and no allow_best_effort), or a failed save (503). */
+ * would go below it), -EAGAIN reserve-shortfall (the kernel gave fewer
+ * pages than min), -EPERM growth-not-reliable (gigantic pages without
+ * CMA and no allow_best_effort), or a failed save (state-write-failed). */
 int pools_set_elastic(struct pools *p, const struct journal_elastic_policy *pol, struct elastic_view *ret,
                       struct problem *err);
 /* -ENOENT if (NODE, PAGE_SIZE) has no policy. */
@@ -386,8 +394,8 @@ int pools_get_elastic(struct pools *p, int node, uint64_t page_size, struct elas
 /* Every policy.  Caller frees *RET. */
 int pools_list_elastic(struct pools *p, struct elastic_view **ret, size_t *ret_n);
 /* Drop the policy: the pool stays static at its current size (recorded as
- * the node's reservation).  -ENOENT 404 policy-not-found, or a failed save
- * (503, the policy stays); ERR set. */
+ * the node's reservation).  -ENOENT policy-not-found, or a failed save
+ * (state-write-failed, the policy stays); ERR set. */
 int pools_delete_elastic(struct pools *p, int node, uint64_t page_size, struct problem *err);
 /* Whether growing PAGE_SIZE pages on NODE at runtime is reliable. */
 enum elastic_growth pools_runtime_growth(struct pools *p, int node, uint64_t page_size);

@@ -3,7 +3,7 @@
  * hugetlb reservations are global, not per node, so the kernel cannot say
  * whether a node-bound warm will find its pages: admission counts them
  * itself, as the node's free pages minus what warming jobs there have yet
- * to fault in (one consistent reading of both: pools_need.c), under
+ * to fault in (one consistent reading of both: pools_pending.c), under
  * admit.lock so two creates never count the same pages.
  * Reservations (PUT /v1/nodes/{id}/hugepages/{size} and "reserve": true)
  * go through the same lock, so a growth and a warm never interleave, and
@@ -139,13 +139,78 @@ int pools_reserve_locked(struct pools *p, const struct reserve_req *req, uint64_
         return 0;
 }
 
+void pools_reserve_counts(struct problem *err, int r, const struct reserve_result *res, uint64_t requested)
+{
+        if (!err)
+                return;
+        if (r == -ENOMEM) {
+                err->has_floor = true;
+                err->floor_bytes = res->floor_bytes;
+                err->mem_free_bytes = res->mem_free_bytes;
+                err->max_count = res->max_count;
+        } else if (r == -EAGAIN) {
+                err->has_counts = true;
+                err->requested = requested;
+                err->achieved = res->achieved;
+        }
+}
+
+/* Why a reservation (REQ) was refused with R, into ERR (NULL: not
+ * wanted); RES is what reserve_apply said.  Returns R. */
+static int reserve_refused(const struct pools *p, const struct reserve_req *req, int r,
+                           const struct reserve_result *res, struct problem *err)
+{
+        if (!err)
+                return r;
+        switch (r) {
+        case -ENOMEM: {
+                char fl[32], ps[32];
+
+                format_size(res->floor_bytes, fl, sizeof(fl));
+                format_size(req->page_size, ps, sizeof(ps));
+                problem_raise(err, PROBLEM_INSUFFICIENT_MEMORY,
+                              "growing node %d from %" PRIu64 " to %" PRIu64 " pages of %s would leave less "
+                              "free memory than the floor of %s (%" PRIu64 " MiB free now); at most %" PRIu64
+                              " pages fit; nothing was changed",
+                              req->node, res->previous, req->count, ps, fl, res->mem_free_bytes / MIB,
+                              res->max_count);
+                pools_reserve_counts(err, r, res, req->count);
+                break;
+        }
+        case -EAGAIN:
+                problem_raise(err, PROBLEM_RESERVE_SHORTFALL,
+                              "node %d: asked for %" PRIu64 " pages, the kernel gave %" PRIu64
+                              "; restored the previous %" PRIu64 " (set allow_partial to keep them)",
+                              req->node, req->count, res->achieved, res->previous);
+                pools_reserve_counts(err, r, res, req->count);
+                break;
+        case -ECANCELED:
+                problem_raise(err, PROBLEM_STATE_WRITE_FAILED,
+                              "node %d: the new count could not be saved to the journal in %s, so it was "
+                              "undone: %" PRIu64 " pages now (were %" PRIu64 ")",
+                              req->node, p->state_dir, res->total, res->previous);
+                break;
+        case -ENOENT:
+                problem_raise(err, PROBLEM_UNKNOWN_PAGE_SIZE, "node %d has no pool of that page size", req->node);
+                break;
+        default:
+                problem_raise(err, PROBLEM_SYSFS_ERROR, "node %d: %s", req->node, strerror(-r));
+                break;
+        }
+        return r;
+}
+
 /* Shrinking frees only free pages, but pages that warming jobs on the node
  * have yet to fault still count as free there (hugetlb reservations are
  * global, so the kernel may free this node's pages and the job's node-bound
  * faults then fail with EFAULT).  So a shrink stops at the pages in use plus
  * those still needed, and says it is incomplete. */
-int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve_result *ret)
+int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve_result *ret,
+                  struct problem *err)
 {
+        assert_return(p, -EINVAL);
+        assert_return(req, -EINVAL);
+        assert_return(ret, -EINVAL);
         struct reserve_req rq = *req;
         struct hp_counts hp;
         uint64_t needed, keep;
@@ -165,7 +230,7 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
                 /* An unknown node or unreadable counters: nothing written. */
                 pools_count_reservation(p, r, &(struct reserve_result){0});
                 pools_unlock(&p->admit.lock);
-                return r;
+                return reserve_refused(p, req, r, &(struct reserve_result){0}, err);
         }
         if (needed > 0 && req->count < hp.total) {
                 keep = (hp.total > hp.free ? hp.total - hp.free : 0) + needed;
@@ -176,6 +241,8 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
         }
         r = pools_reserve_locked(p, &rq, req->count, ret);
         pools_unlock(&p->admit.lock);
+        if (r < 0)
+                return reserve_refused(p, req, r, ret, err);
         /* Stock files that gave way to a shrink that then kept pages (or
          * a growth) leave room a target may refill into now. */
         if (r == 0)
@@ -239,7 +306,7 @@ void pools_undo_growth(struct pools *p, const struct pools_growth *g)
 /* PAGES more pages must fit in the size limit of PAGE_SIZE's mount, if it
  * has one: stock files (of NODE first, whose pages the node check counts
  * too, then of any node) give way when, and only when, that makes them
- * fit; else 409, nothing removed.  "reserve" cannot help: the limit is the
+ * fit; else insufficient-hugepages, nothing removed.  "reserve" cannot help: the limit is the
  * mount's.  admit.lock held. */
 static int admit_mount_room(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool give_way,
                             struct problem *err)
@@ -263,8 +330,8 @@ static int admit_mount_room(struct pools *p, int node, uint64_t page_size, uint6
 
 /* Node NODE must have PAGES free pages of PAGE_SIZE beyond what warming jobs
  * still need; grow its pool by what is missing when RESERVE.  admit.lock
- * held.  0 or -ENOMEM with ERR set (409 insufficient-hugepages), or a sysfs
- * -errno (500).  A growth for a pool that is then not admitted is undone
+ * held.  0 or -ENOMEM with ERR set (insufficient-hugepages), or a sysfs
+ * -errno (ERR set: sysfs-error).  A growth for a pool that is then not admitted is undone
  * here; one for a pool admitted is described in *RET_GROWTH (NULL only
  * without RESERVE) for the caller to undo if the create fails later. */
 int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve, bool give_way,

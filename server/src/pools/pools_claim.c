@@ -16,12 +16,31 @@
 #include "pools_internal.h"
 #include "util.h"
 
-int pools_claim(struct pools *p, const char *name, struct pool_view *ret)
+int pools_claim(struct pools *p, const char *name, struct pool_view *ret, struct problem *err)
 {
-        return pools_claim_pid(p, name, 0, ret);
+        return pools_claim_pid(p, name, 0, ret, err);
 }
 
-int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_view *ret)
+/* Why PID cannot own a pool (owner_open's R), into ERR; returns R. */
+static int owner_refused(pid_t pid, int r, struct problem *err)
+{
+        if (r == -ESRCH)
+                problem_raise(err, PROBLEM_INVALID_FIELD,
+                              "\"pid\": there is no process %d on this host, or only a zombie (exited, not "
+                              "reaped); give the pid of the running VMM that maps the pool", (int)pid);
+        else if (r == -ECHILD)
+                problem_raise(err, PROBLEM_INVALID_FIELD,
+                              "\"pid\": %d is the id of a thread, not of a process (give the pid of the "
+                              "running VMM, its main thread's id)", (int)pid);
+        else if (r == -ENOSYS)
+                problem_raise(err, PROBLEM_INTERNAL_ERROR,
+                              "this kernel has no pidfd_open (Linux 5.3 or later is needed to claim with a pid)");
+        else
+                problem_raise(err, PROBLEM_INTERNAL_ERROR, "process %d: %s", (int)pid, strerror(-r));
+        return r;
+}
+
+int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_view *ret, struct problem *err)
 {
         _cleanup_close_ int pidfd = -1;
         struct journal_pool next, before;
@@ -29,30 +48,40 @@ int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_vi
         uint64_t start = 0;
         int r;
 
-        if (pid < 0)
+        assert_return(p, -EINVAL);
+        assert_return(name, -EINVAL);
+        assert_return(ret, -EINVAL);
+        if (pid < 0) {
+                problem_raise(err, PROBLEM_INVALID_FIELD, "\"pid\": %d is not a process id", (int)pid);
                 return -EINVAL;
+        }
         /* Who the owner is, before touching the pool: bad input changes
          * nothing. */
         if (pid > 0) {
                 r = owner_open(pid, &pidfd, &start);
                 if (r < 0)
-                        return r;
+                        return owner_refused(pid, r, err);
         }
 
         pools_lock(&p->reg.lock);
         pool = pools_grab(p, name);
         if (!pool) {
                 pools_unlock(&p->reg.lock);
-                return -ENOENT;
+                return pools_not_found(name, err);
         }
         r = 1;  /* 1: go on and commit */
-        if (pool->rec.state != POOL_READY)
+        if (pool->rec.state != POOL_READY) {
+                problem_raise(err, PROBLEM_POOL_NOT_READY, "pool \"%s\" is %s; only a ready pool can be claimed",
+                              name, pool_state_name(pool->rec.state));
                 r = -EBUSY;
-        else if (pool->rec.claimed && (pid == 0 || (pool->rec.owner_pid == pid &&
-                                                    pool->rec.owner_start == start)))
+        } else if (pool->rec.claimed && (pid == 0 || (pool->rec.owner_pid == pid &&
+                                                      pool->rec.owner_start == start))) {
                 r = 0;          /* claimed as asked already */
-        else if (pool->rec.claimed && pool->rec.owner_pid != 0)
+        } else if (pool->rec.claimed && pool->rec.owner_pid != 0) {
+                problem_raise(err, PROBLEM_POOL_OWNED, "pool \"%s\" is claimed by process %d, which still "
+                              "runs; it is released when that process exits", name, pool->rec.owner_pid);
                 r = -EEXIST;    /* bound to another process */
+        }
         if (r <= 0) {
                 if (r == 0)
                         pools_fill_view(pool, ret);
@@ -77,6 +106,8 @@ int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_vi
                  * contradict us and no pool is bound to an unwatched pid. */
                 (void)pools_commit(p, pool, &before);
                 pools_release(p, pool);
+                problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "pool \"%s\": saving the journal in %s: %s; "
+                              "not claimed", name, p->state_dir, strerror(-r));
                 return r;
         }
         pools_lock(&p->reg.lock);

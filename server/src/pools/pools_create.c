@@ -165,6 +165,10 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         bool taken = false;
         int r;
 
+        assert_return(p, -EINVAL);
+        assert_return(req, -EINVAL);
+        assert_return(ret, -EINVAL);
+        assert_return(ret_created, -EINVAL);
         *ret_created = false;
 
         r = validate(p, req, err);

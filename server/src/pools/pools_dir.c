@@ -195,6 +195,7 @@ int pools_prepare_dir(const char *dir, uint64_t page_size, gid_t gid, bool check
 
 int pools_check_mount(const char *dir, uint64_t page_size, gid_t gid)
 {
+        assert_return(dir, -EINVAL);
         return pools_prepare_dir(dir, page_size, gid, true);
 }
 

@@ -25,10 +25,24 @@
 struct pools_elastic_row *pools_elastic_find(struct pools *p, int node, uint64_t page_size)
 {
         pools_assert_held(&p->reg.lock);
-        for (size_t i = 0; i < p->elastic.n_rows; i++)
-                if (p->elastic.rows[i].pol.node == node && p->elastic.rows[i].pol.page_size == page_size)
+        for (size_t i = 0; i < p->elastic.n_rows; i++) {
+                const struct journal_elastic_policy *pol = &p->elastic.rows[i].shown.policy;
+                if (pol->node == node && pol->page_size == page_size)
                         return &p->elastic.rows[i];
+        }
         return NULL;
+}
+
+/* What ROW's policy did last: ACTION on PAGES pages, now, for WHY.
+ * reg.lock held. */
+static void note_last(struct pools *p, struct pools_elastic_row *row, enum elastic_action action, uint64_t pages,
+                      const char *why)
+{
+        pools_assert_held(&p->reg.lock);
+        row->shown.last = action;
+        row->shown.last_pages = pages;
+        row->shown.last_at = pools_now_unix();
+        snprintf(row->shown.last_why, sizeof(row->shown.last_why), "%s", why);
 }
 
 int pools_elastic_admit_check(struct pools *p, int node, uint64_t page_size, const struct pools_avail *a,
@@ -47,14 +61,13 @@ int pools_elastic_admit_check(struct pools *p, int node, uint64_t page_size, con
                 *ret_elastic = false;
                 return 0;
         }
-        pol = row->pol;
+        pol = row->shown.policy;
         elastic_plan(&pol, &c, pages, &row->idle, now_mono_ns(), &d);
         if (d.action == ELASTIC_REFUSE) {
-                row->last = ELASTIC_REFUSE;
-                row->last_pages = pages;
-                row->last_at = pools_now_unix();
-                snprintf(row->last_why, sizeof(row->last_why), "a demand of %" PRIu64 " pages did not fit under "
-                         "max %" PRIu64, pages, pol.max);
+                char why[sizeof(row->shown.last_why)];
+                snprintf(why, sizeof(why), "a demand of %" PRIu64 " pages did not fit under max %" PRIu64, pages,
+                         pol.max);
+                note_last(p, row, ELASTIC_REFUSE, pages, why);
         }
         pools_unlock(&p->reg.lock);
         *ret_elastic = true;
@@ -80,13 +93,10 @@ void pools_elastic_note(struct pools *p, int node, uint64_t page_size, enum elas
         row = pools_elastic_find(p, node, page_size);
         if (row) {
                 if (action == ELASTIC_GROW)
-                        row->grown_total += pages;
+                        row->shown.grown_total += pages;
                 else if (action == ELASTIC_RETURN)
-                        row->returned_total += pages;
-                row->last = action;
-                row->last_pages = pages;
-                row->last_at = pools_now_unix();
-                snprintf(row->last_why, sizeof(row->last_why), "%s", why);
+                        row->shown.returned_total += pages;
+                note_last(p, row, action, pages, why);
                 /* A move starts a new idle period: no give-back right
                  * after a growth, no second one before idle_seconds. */
                 row->idle = (struct elastic_idle){0};

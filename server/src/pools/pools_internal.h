@@ -4,36 +4,36 @@
  *
  * The files, in layers; each calls only the layers below it (and, within a
  * layer, never back: stock -> admit, recycle -> stock, recover -> admit,
- * room -> file):
- *   top      pools_face.c      the public face (pools.h): start, stop,
- *                              queries, waits, delete, counts
- *   3        pools_create.c    the create path (PUT)
- *            pools_upkeep.c    the upkeep thread: finished jobs, TTL expiry,
- *                              owner exits, the unmapped sweep, and the
- *                              refills and recycles it drives
- *   2        pools_admit.c     admission and reservations
- *            pools_stock.c     stock targets, refills, hand-outs
- *            pools_recycle.c   released pools back into the stock: dirty
- *                              rows, the mapped check, zero jobs, their
- *                              saved completion
- *            pools_recover.c   start-up: journal load, reconcile,
- *                              re-applied reservations
- *            pools_policy.c    elastic policies set and removed, and the
- *                              give-back the upkeep thread runs
- *                              (policy -> admit)
- *   1        pools_jobs.c      a pool's warm or zero job in the engine
- *            pools_file.c      a pool's file: made, checked, removed, renamed
- *            pools_need.c      what warms still need, read consistently with
- *                              the node's counters (admission's one reading)
- *            pools_room.c      stock files removed to make room for pools
- *            pools_dir.c       pool directories: mount checks, marker, orphans
- *            pools_claim.c     claims and owner processes
- *            pools_elastic.c   elastic policies: the table, what they did,
- *                              whether gigantic growth is reliable
- *   0        pools_registry.c  lookup, holds, views, commits, saves, the
- *                              observer and the upkeep kick; calls no other
- *                              pools file
- *            pool_state.c      the name rule and the state table (pool_state.h)
+ * stock_evict -> file):
+ *   top      pools_public.c        the public face (pools.h): start, stop,
+ *                                  queries, waits, delete, counts
+ *   3        pools_create.c        the create path (PUT)
+ *            pools_upkeep.c        the upkeep thread: finished jobs, TTL expiry,
+ *                                  owner exits, the unmapped sweep, and the
+ *                                  refills and recycles it drives
+ *   2        pools_admit.c         admission and reservations
+ *            pools_stock.c         stock targets, refills, hand-outs
+ *            pools_recycle.c       released pools back into the stock: dirty
+ *                                  rows, the mapped check, zero jobs, their
+ *                                  saved completion
+ *            pools_recover.c       start-up: journal load, reconcile,
+ *                                  re-applied reservations
+ *            pools_policy.c        elastic policies set and removed, and the
+ *                                  give-back the upkeep thread runs
+ *                                  (policy -> admit)
+ *   1        pools_jobs.c          a pool's warm or zero job in the engine
+ *            pools_file.c          a pool's file: made, checked, removed, renamed
+ *            pools_pending.c       what warms still need, read consistently with
+ *                                  the node's counters (admission's one reading)
+ *            pools_stock_evict.c   stock files removed to make room for pools
+ *            pools_dir.c           pool directories: mount checks, marker, orphans
+ *            pools_claim.c         claims and owner processes
+ *            pools_elastic.c       elastic policies: the table, what they did,
+ *                                  whether gigantic growth is reliable
+ *   0        pools_registry.c      lookup, holds, views, commits, saves, the
+ *                                  observer and the upkeep kick; calls no other
+ *                                  pools file
+ *            pool_state.c          the name rule and the state table (pool_state.h)
  *
  * struct pools is one part per owner (below), each with the lock that
  * guards it beside it or named on each field.  Locks, outermost first, and
@@ -283,14 +283,12 @@ struct pools_recycle {
  * rows are changed under admit.lock and reg.lock both (so admission, which
  * holds admit.lock, reads them with reg.lock alone as everyone else does). */
 struct pools_elastic_row {
-        struct journal_elastic_policy pol;  /* reg.lock */
+        /* reg.lock: the policy and what it did, as a view shows them (a
+         * view is a copy; runtime_growth and the CMA counters stay 0 here,
+         * they are read outside the lock).  shown.decision: the upkeep's
+         * last decision, a static sentence. */
+        struct elastic_view shown;
         struct elastic_idle idle;           /* reg.lock */
-        uint64_t grown_total, returned_total; /* reg.lock: pages, since start */
-        enum elastic_action last;           /* reg.lock: KEEP = nothing done yet */
-        uint64_t last_pages;                /* reg.lock */
-        int64_t last_at;                    /* reg.lock: unix s */
-        char last_why[160];                 /* reg.lock */
-        const char *looked;                 /* reg.lock: the upkeep's last decision, a static sentence */
         uint64_t grow_retry_ns;             /* reg.lock: CLOCK_MONOTONIC before which a short growth to
                                              * min is not retried (0 = any time) */
 };
@@ -304,7 +302,7 @@ struct pools_elastic {
  * reg.lock -> (engine node lock, wake.lock); obs.lock is taken with none
  * of ours held and may take reg.lock under it. */
 struct pools {
-        /* Set by pools_new (pools_face.c) and constant after; the strings
+        /* Set by pools_new (pools_public.c) and constant after; the strings
          * are our copies.  boot_id is read by pools_recover at start. */
         struct pools_config cfg;
         char *state_dir;
@@ -354,6 +352,9 @@ void pools_set_hold(struct pool *pool, enum pool_hold to);
 /* Wait (reg.lock held) until NAME's pool is free; returns it busy, or NULL
  * if it does not exist, is still being created or is a stock row. */
 struct pool *pools_grab(struct pools *p, const char *name);
+/* NAME names no pool: pool-not-found into ERR, the one wording of it.
+ * Returns -ENOENT. */
+int pools_not_found(const char *name, struct problem *err);
 /* Whether POOL is a stock file, not a pool (reg.lock held). */
 bool pools_is_stock(const struct pool *pool);
 /* The record a snapshot or a check should use: the one being saved, if any. */
@@ -453,10 +454,7 @@ void pools_abandon(struct pools *p, struct pool *pool, bool registered);
  * -errno (the record is saved again). */
 int pools_remove(struct pools *p, struct pool *pool, enum pool_release why);
 
-/* ---- 1: what warms still need (pools_need.c) ---- */
-/* Pages that warming pools on (NODE, PAGE_SIZE) have yet to take by their
- * jobs' counters alone (late by up to a chunk per worker); reg.lock held. */
-uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size);
+/* ---- 1: what warms still need (pools_pending.c) ---- */
 /* The node's counters and the pages warming jobs there still need (by
  * their counters and their files' blocks), read so that a page faulted in
  * meanwhile is not counted both as needed and as taken, and never as free
@@ -466,7 +464,7 @@ uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size)
 int pools_node_counts(struct pools *p, int node, uint64_t page_size, struct hp_counts *ret_hp,
                       uint64_t *ret_needed);
 
-/* ---- 1: room (pools_room.c) ---- */
+/* ---- 1: the stock gives way (pools_stock_evict.c) ---- */
 /* Remove stock files of (NODE, PAGE_SIZE) until PAGES pages are back; none
  * when all of them would not be enough.  NODE -1: of any node (a mount's
  * size limit is shared by them all).  Returns the pages given back
@@ -490,7 +488,7 @@ void pools_on_owner_exit(void *arg, const char *name, pid_t pid, uint64_t start)
 struct pools_elastic_row *pools_elastic_find(struct pools *p, int node, uint64_t page_size);
 /* Admission's hook: whether (NODE, PAGE_SIZE) is elastic, and if so
  * whether growing by what PAGES lacks in A stays under its max.  0 with
- * *RET_ELASTIC set; -ENOMEM with ERR set (409 insufficient-hugepages) when
+ * *RET_ELASTIC set; -ENOMEM with ERR set (insufficient-hugepages) when
  * the demand does not fit under max.  No lock but admit.lock held. */
 int pools_elastic_admit_check(struct pools *p, int node, uint64_t page_size, const struct pools_avail *a,
                               uint64_t pages, bool *ret_elastic, struct problem *err);
@@ -527,6 +525,10 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
  * held; call it after the failed create's file is gone). */
 void pools_undo_growth(struct pools *p, const struct pools_growth *g);
 void pools_count_reservation(struct pools *p, int r, const struct reserve_result *res);
+/* The counts a refused reservation's problem carries, ERR raised already
+ * (NULL: none): the floor's for -ENOMEM, REQUESTED and what the kernel
+ * gave for -EAGAIN (RES: reserve_apply's result); nothing for other R. */
+void pools_reserve_counts(struct problem *err, int r, const struct reserve_result *res, uint64_t requested);
 /* reserve_apply, recorded as the node's reservation and saved (undone when
  * the save fails: -ECANCELED); ASKED is what is recorded.  admit.lock held. */
 int pools_reserve_locked(struct pools *p, const struct reserve_req *req, uint64_t asked,

@@ -10,7 +10,14 @@
  * struct is the bare mutex and the assertions compile to nothing.
  *
  * Condition waits go through pools_cond_wait/pools_cond_timedwait, which
- * give the ownership up for the wait and take it back after. */
+ * give the ownership up for the wait and take it back after.
+ *
+ * POOLS_LOCKED(m) takes M until the end of the enclosing block, on every
+ * way out of it (gnu11 cleanup attribute, as systemd's _cleanup_ and
+ * libvirt's VIR_LOCK_GUARD): for functions that return early under a lock,
+ * so no return path has an unlock to forget.  It goes through pools_lock
+ * and pools_unlock, so the owner record and its assertions hold as for a
+ * lock taken by hand. */
 #pragma once
 
 #ifndef HPW_IN_POOLS
@@ -72,6 +79,24 @@ static inline void pools_unlock(struct pools_mutex *m)
         pools_owner_set(m, 0);
         pthread_mutex_unlock(&m->mutex);
 }
+
+static inline void pools_unlockp(struct pools_mutex **m)
+{
+        if (*m)
+                pools_unlock(*m);
+}
+
+static inline struct pools_mutex *pools_lock_guard(struct pools_mutex *m)
+{
+        pools_lock(m);
+        return m;
+}
+
+#define POOLS_GUARD_NAME_(n) pools_guard_##n
+#define POOLS_GUARD_NAME(n) POOLS_GUARD_NAME_(n)
+#define POOLS_LOCKED(m)                                                                              \
+        struct pools_mutex *POOLS_GUARD_NAME(__COUNTER__) __attribute__((cleanup(pools_unlockp))) = \
+                pools_lock_guard(m)
 
 static inline void pools_cond_wait(pthread_cond_t *c, struct pools_mutex *m)
 {

@@ -35,15 +35,7 @@
 static void fill_view(struct pools *p, const struct pools_elastic_row *row, struct elastic_view *v)
 {
         pools_assert_held(&p->reg.lock);
-        memset(v, 0, sizeof(*v));
-        v->policy = row->pol;
-        v->grown_total = row->grown_total;
-        v->returned_total = row->returned_total;
-        v->last = row->last;
-        v->last_pages = row->last_pages;
-        v->last_at = row->last_at;
-        snprintf(v->last_why, sizeof(v->last_why), "%s", row->last_why);
-        v->looked = row->looked;
+        *v = row->shown;
 }
 
 /* The CMA part of a view, read outside reg.lock. */
@@ -126,19 +118,14 @@ static void growth_failed(const struct journal_elastic_policy *pol, int r, const
                               "memory than the floor of %s (%" PRIu64 " MiB free); at most %" PRIu64 " pages fit; "
                               "nothing was changed", pol->node, pol->min, fl, res->mem_free_bytes / MIB,
                               res->max_count);
-                err->has_floor = true;
-                err->floor_bytes = res->floor_bytes;
-                err->mem_free_bytes = res->mem_free_bytes;
-                err->max_count = res->max_count;
+                pools_reserve_counts(err, r, res, pol->min);
                 break;
         case -EAGAIN:
                 problem_raise(err, PROBLEM_RESERVE_SHORTFALL,
                               "node %d: growing to the policy's min of %" PRIu64 " pages, the kernel gave %" PRIu64
                               "; restored %" PRIu64 "; nothing was changed", pol->node, pol->min, res->achieved,
                               res->previous);
-                err->has_counts = true;
-                err->requested = pol->min;
-                err->achieved = res->achieved;
+                pools_reserve_counts(err, r, res, pol->min);
                 break;
         case -ECANCELED:
                 problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "node %d: the growth to min could not be saved, "
@@ -208,7 +195,7 @@ static int set_locked(struct pools *p, const struct journal_elastic_policy *pol,
         if (row)
                 old = *row;
         struct pools_elastic_row next = old;
-        next.pol = *pol;
+        next.shown.policy = *pol;
         next.idle = (struct elastic_idle){0};
         r = put_row(p, pol, true, &next);
         pools_unlock(&p->reg.lock);
@@ -242,6 +229,9 @@ static int set_locked(struct pools *p, const struct journal_elastic_policy *pol,
 int pools_set_elastic(struct pools *p, const struct journal_elastic_policy *pol, struct elastic_view *ret,
                       struct problem *err)
 {
+        assert_return(p, -EINVAL);
+        assert_return(pol, -EINVAL);
+        assert_return(ret, -EINVAL);
         int r = check_policy(p, pol, err);
         if (r < 0)
                 return r;
@@ -259,6 +249,8 @@ int pools_get_elastic(struct pools *p, int node, uint64_t page_size, struct elas
 {
         struct pools_elastic_row *row;
 
+        assert_return(p, -EINVAL);
+        assert_return(ret, -EINVAL);
         pools_lock(&p->reg.lock);
         row = pools_elastic_find(p, node, page_size);
         if (row)
@@ -275,16 +267,19 @@ int pools_list_elastic(struct pools *p, struct elastic_view **ret, size_t *ret_n
         struct elastic_view *v;
         size_t n;
 
-        pools_lock(&p->reg.lock);
-        n = p->elastic.n_rows;
-        v = calloc(n ? n : 1, sizeof(*v));
-        if (!v) {
-                pools_unlock(&p->reg.lock);
-                return -ENOMEM;
+        assert_return(p, -EINVAL);
+        assert_return(ret, -EINVAL);
+        assert_return(ret_n, -EINVAL);
+        {
+                POOLS_LOCKED(&p->reg.lock);
+                n = p->elastic.n_rows;
+                v = calloc(n ? n : 1, sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                for (size_t i = 0; i < n; i++)
+                        fill_view(p, &p->elastic.rows[i], &v[i]);
         }
-        for (size_t i = 0; i < n; i++)
-                fill_view(p, &p->elastic.rows[i], &v[i]);
-        pools_unlock(&p->reg.lock);
+        /* The CMA counters are read outside reg.lock. */
         for (size_t i = 0; i < n; i++)
                 fill_growth(p, &v[i]);
         *ret = v;
@@ -299,12 +294,12 @@ int pools_delete_elastic(struct pools *p, int node, uint64_t page_size, struct p
         struct pools_avail a;
         int r;
 
-        pools_lock(&p->admit.lock);
+        assert_return(p, -EINVAL);
+        POOLS_LOCKED(&p->admit.lock);
         pools_lock(&p->reg.lock);
         row = pools_elastic_find(p, node, page_size);
         if (!row) {
                 pools_unlock(&p->reg.lock);
-                pools_unlock(&p->admit.lock);
                 problem_raise(err, PROBLEM_POLICY_NOT_FOUND, "node %d has no elastic policy for %" PRIu64
                               "-byte pages", node, page_size);
                 return -ENOENT;
@@ -322,14 +317,12 @@ int pools_delete_elastic(struct pools *p, int node, uint64_t page_size, struct p
         }
         if (r < 0) {
                 pools_lock(&p->reg.lock);
-                (void)put_row(p, &old.pol, true, &old);
+                (void)put_row(p, &old.shown.policy, true, &old);
                 pools_unlock(&p->reg.lock);
-                pools_unlock(&p->admit.lock);
                 problem_raise(err, PROBLEM_STATE_WRITE_FAILED, "node %d: removing the policy could not be saved "
                               "to the journal in %s (%s); it stays", node, p->state_dir, strerror(-r));
                 return -EIO;
         }
-        pools_unlock(&p->admit.lock);
         log_info("pools: node %d %" PRIu64 "-byte pool is static again at %" PRIu64 " pages", node, page_size,
                  a.total);
         return 0;
@@ -363,14 +356,14 @@ static void upkeep_one_policy(struct pools *p, int node, uint64_t page_size, uin
         pools_lock(&p->reg.lock);
         row = pools_elastic_find(p, node, page_size);
         if (row) {
-                elastic_plan(&row->pol, &c, 0, &row->idle, now, &d);
-                row->looked = d.why;
+                elastic_plan(&row->shown.policy, &c, 0, &row->idle, now, &d);
+                row->shown.decision = d.why;
                 /* A growth to min the kernel or the floor cut short is
                  * retried once per idle period, not at every look. */
                 if (d.action == ELASTIC_GROW && row->grow_retry_ns && now < row->grow_retry_ns)
                         d.action = ELASTIC_KEEP;
         }
-        uint64_t idle_ns = row ? row->pol.idle_seconds * NS_PER_SEC : 0;
+        uint64_t idle_ns = row ? row->shown.policy.idle_seconds * NS_PER_SEC : 0;
         pools_unlock(&p->reg.lock);
         if (!row || (d.action != ELASTIC_RETURN && d.action != ELASTIC_GROW)) {
                 pools_unlock(&p->admit.lock);
@@ -438,8 +431,8 @@ void pools_elastic_upkeep(struct pools *p)
                 return;
         pools_lock(&p->reg.lock);
         for (size_t i = 0; i < p->elastic.n_rows && n < ARRAY_SIZE(keys); i++) {
-                keys[n].node = p->elastic.rows[i].pol.node;
-                keys[n].page_size = p->elastic.rows[i].pol.page_size;
+                keys[n].node = p->elastic.rows[i].shown.policy.node;
+                keys[n].page_size = p->elastic.rows[i].shown.policy.page_size;
                 n++;
         }
         pools_unlock(&p->reg.lock);

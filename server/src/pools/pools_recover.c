@@ -389,7 +389,7 @@ static int load_journal(struct pools *p, bool *ret_rebooted)
                         return -ENOMEM;
                 }
                 for (size_t i = 0; i < j->n_elastic; i++)
-                        p->elastic.rows[i].pol = j->elastic[i];
+                        p->elastic.rows[i].shown.policy = j->elastic[i];
                 p->elastic.n_rows = j->n_elastic;
         }
         if (strcmp(j->boot_id, p->boot_id) != 0) {

@@ -411,7 +411,7 @@ static int copy_head(struct pools *p, struct journal *j)
                 if (!j->elastic)
                         return -ENOMEM;
                 for (size_t i = 0; i < p->elastic.n_rows; i++)
-                        j->elastic[i] = p->elastic.rows[i].pol;
+                        j->elastic[i] = p->elastic.rows[i].shown.policy;
                 j->n_elastic = p->elastic.n_rows;
         }
         return 0;
@@ -457,6 +457,19 @@ static int keep_unseen(struct pools *p, size_t at, size_t keep)
         return -ENOMEM;
 }
 
+/* Changed row O, seen by a save that keeps KEEP rows on the list so far:
+ * a row whose job runs stays on it (its progress is saved at every save
+ * while it runs), any other leaves it.  Returns the new KEEP.  reg.lock
+ * held. */
+static size_t keep_if_running(struct pools *p, struct pool *o, size_t keep)
+{
+        if (o->job)
+                p->reg.changed_rows[keep++] = o;
+        else
+                o->save_due = false;
+        return keep;
+}
+
 /* The changes since the last save: rows new or changed into PUT, names
  * the journal holds that are gone or renamed into DROP; each row's
  * `durable` becomes what the record will hold.  One walk of the rows, a
@@ -479,11 +492,7 @@ static int collect_changes(struct pools *p, struct journal_pool **put, size_t *n
         size_t keep = 0;
         for (size_t i = 0; i < p->reg.n_changed; i++) {
                 struct pool *o = p->reg.changed_rows[i];
-                /* A job's progress is saved at every save while it runs. */
-                if (o->job)
-                        p->reg.changed_rows[keep++] = o;
-                else
-                        o->save_due = false;
+                keep = keep_if_running(p, o, keep);
                 const struct journal_pool *row = journal_row(o, &buf);
                 bool want = row != NULL;
                 bool renamed = o->in_journal && want && strcmp(o->durable.name, row->name) != 0;
@@ -534,13 +543,8 @@ static int collect_all(struct pools *p, struct journal *j)
                         o->durable = j->pools[j->n_pools++] = *row;
         }
         size_t keep = 0;
-        for (size_t i = 0; i < p->reg.n_changed; i++) {
-                struct pool *o = p->reg.changed_rows[i];
-                if (o->job)
-                        p->reg.changed_rows[keep++] = o;
-                else
-                        o->save_due = false;
-        }
+        for (size_t i = 0; i < p->reg.n_changed; i++)
+                keep = keep_if_running(p, p->reg.changed_rows[i], keep);
         p->reg.n_changed = keep;
         p->reg.n_gone = 0;
         return 0;
@@ -637,6 +641,12 @@ int pools_commit(struct pools *p, struct pool *pool, const struct journal_pool *
 
         pools_notify(p, next->name);
         return r;
+}
+
+int pools_not_found(const char *name, struct problem *err)
+{
+        problem_raise(err, PROBLEM_POOL_NOT_FOUND, "there is no pool \"%s\"", name);
+        return -ENOENT;
 }
 
 struct pool *pools_grab(struct pools *p, const char *name)

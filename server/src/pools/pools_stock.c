@@ -11,7 +11,7 @@
  * never reserve).  A create of a stocked spec takes a ready file by
  * rename(2) (same inode, no page touched), and a create that finds too few
  * free pages first removes stock files of its node and page size: stock
- * never causes a refusal that would not happen without it (pools_room.c:
+ * never causes a refusal that would not happen without it (pools_stock_evict.c:
  * stock files are removed to make room).  Released pools
  * come back through pools_recycle.c as dirty, then recycling rows, which
  * count toward their target and give way like the others (a dirty file a
@@ -258,6 +258,8 @@ int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_
         size_t old_n;
         int r;
 
+        assert_return(p, -EINVAL);
+        assert_return(t || n == 0, -EINVAL);
         pools_lock(&p->admit.lock);
         r = validate_targets(p, t, n, err);
         if (r < 0)
@@ -306,19 +308,19 @@ int pools_get_stock(struct pools *p, struct stock_view **ret, size_t *ret_n)
 {
         struct stock_view *v;
 
-        pools_lock(&p->reg.lock);
+        assert_return(p, -EINVAL);
+        assert_return(ret, -EINVAL);
+        assert_return(ret_n, -EINVAL);
+        POOLS_LOCKED(&p->reg.lock);
         v = calloc(p->stock.n_targets ? p->stock.n_targets : 1, sizeof(*v));
-        if (!v) {
-                pools_unlock(&p->reg.lock);
+        if (!v)
                 return -ENOMEM;
-        }
         for (size_t i = 0; i < p->stock.n_targets; i++) {
                 v[i].target = p->stock.targets[i];
                 count_rows(p, &p->stock.targets[i], &v[i].ready, &v[i].warming, &v[i].recycling, &v[i].dirty);
                 v[i].deficit = deficit_of(p, &p->stock.targets[i]);
         }
         *ret_n = p->stock.n_targets;
-        pools_unlock(&p->reg.lock);
         *ret = v;
         return 0;
 }

@@ -1,16 +1,17 @@
-/* pools_face: the public face of the pool core (pools.h): start and stop,
+/* pools_public: the public face of the pool core (pools.h): start and stop,
  * queries, waits, delete, the counts the metrics and nodes read.
  *
  * The core is in layers, each calling only the ones below it (and
  * pools_internal.h describes the structs, locks and their order once):
- *   pools_face.c       this face (pools.h)
+ *   pools_public.c     this face (pools.h)
  *   pools_create.c     the create path        pools_upkeep.c  the upkeep thread
  *   pools_admit.c      admission, reservations
  *   pools_stock.c      stock targets, refills, hand-outs
  *   pools_recycle.c    released pools back into the stock
  *   pools_recover.c    start-up
- *   pools_jobs.c  pools_file.c  pools_need.c  pools_room.c  pools_dir.c
- *   pools_claim.c      jobs, files, what warms need, room, dirs, claims
+ *   pools_jobs.c  pools_file.c  pools_pending.c  pools_stock_evict.c
+ *   pools_dir.c  pools_claim.c   jobs, files, what warms still need, the
+ *                      stock giving way, dirs, claims
  *   pools_registry.c   lookup, holds, commits, saves, notification
  * Pool states change only through pool_transition (pool_state.c). */
 #include <errno.h>
@@ -45,7 +46,7 @@ const char *pools_state_dir(const struct pools *p)
         return p->state_dir;
 }
 
-int pools_get(struct pools *p, const char *name, struct pool_view *ret)
+int pools_get(struct pools *p, const char *name, struct pool_view *ret, struct problem *err)
 {
         struct journal_pool rec;
         struct pool *pool;
@@ -53,6 +54,9 @@ int pools_get(struct pools *p, const char *name, struct pool_view *ret)
         ino_t ino = 0;
         int r = -ENOENT;
 
+        assert_return(p, -EINVAL);
+        assert_return(name, -EINVAL);
+        assert_return(ret, -EINVAL);
         pools_lock(&p->reg.lock);
         pool = pools_find(p, name);
         if (pool && pool->hold != POOL_CREATING && !pools_is_stock(pool)) {
@@ -63,9 +67,10 @@ int pools_get(struct pools *p, const char *name, struct pool_view *ret)
                 r = 0;
         }
         pools_unlock(&p->reg.lock);
-        if (r == 0)
-                pools_check_on_get(p, &rec, dev, ino, ret);
-        return r;
+        if (r < 0)
+                return pools_not_found(name, err);
+        pools_check_on_get(p, &rec, dev, ino, ret);
+        return 0;
 }
 
 int pools_list(struct pools *p, struct pool_view **ret, size_t *ret_n)
@@ -73,17 +78,17 @@ int pools_list(struct pools *p, struct pool_view **ret, size_t *ret_n)
         struct pool_view *v;
         size_t n = 0;
 
-        pools_lock(&p->reg.lock);
+        assert_return(p, -EINVAL);
+        assert_return(ret, -EINVAL);
+        assert_return(ret_n, -EINVAL);
+        POOLS_LOCKED(&p->reg.lock);
         v = calloc(p->reg.n_pools ? p->reg.n_pools : 1, sizeof(*v));
-        if (!v) {
-                pools_unlock(&p->reg.lock);
+        if (!v)
                 return -ENOMEM;
-        }
         for (size_t i = 0; i < p->reg.n_pools; i++)
                 if (p->reg.pools[i]->hold != POOL_CREATING && p->reg.pools[i]->hold != POOL_REMOVING &&
                     !pools_is_stock(p->reg.pools[i]))
                         pools_fill_view(p->reg.pools[i], &v[n++]);
-        pools_unlock(&p->reg.lock);
         *ret = v;
         *ret_n = n;
         return 0;
@@ -97,16 +102,20 @@ static int cmp_row_names(const void *a, const void *b)
 int pools_list_page(struct pools *p, const struct pools_page_filter *f, size_t limit, struct pool_view **ret,
                     size_t *ret_n, bool *ret_more)
 {
-        struct pool **rows;
+        _cleanup_free_ struct pool **rows = NULL;
         struct pool_view *v;
         size_t m = 0, n;
 
-        pools_lock(&p->reg.lock);
+        assert_return(p, -EINVAL);
+        assert_return(f, -EINVAL);
+        assert_return(limit >= 1, -EINVAL);
+        assert_return(ret, -EINVAL);
+        assert_return(ret_n, -EINVAL);
+        assert_return(ret_more, -EINVAL);
+        POOLS_LOCKED(&p->reg.lock);
         rows = malloc((p->reg.n_pools ? p->reg.n_pools : 1) * sizeof(*rows));
-        if (!rows) {
-                pools_unlock(&p->reg.lock);
+        if (!rows)
                 return -ENOMEM;
-        }
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 struct pool *o = p->reg.pools[i];
                 const struct journal_pool *r = &o->rec;
@@ -119,15 +128,10 @@ int pools_list_page(struct pools *p, const struct pools_page_filter *f, size_t l
         qsort(rows, m, sizeof(*rows), cmp_row_names);
         n = m < limit ? m : limit;
         v = calloc(n ? n : 1, sizeof(*v));
-        if (!v) {
-                pools_unlock(&p->reg.lock);
-                free(rows);
+        if (!v)
                 return -ENOMEM;
-        }
         for (size_t i = 0; i < n; i++)
                 pools_fill_view(rows[i], &v[i]);
-        pools_unlock(&p->reg.lock);
-        free(rows);
         *ret = v;
         *ret_n = n;
         *ret_more = m > n;
@@ -160,6 +164,9 @@ int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct p
                                .tv_nsec = (long)(deadline_ns % NS_PER_SEC) };
         int r = 0;
 
+        assert_return(p, -EINVAL);
+        assert_return(name, -EINVAL);
+        assert_return(ret, -EINVAL);
         pools_lock(&p->reg.lock);
         for (;;) {
                 struct pool *pool = pools_find(p, name);
@@ -177,24 +184,34 @@ int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct p
         return r;
 }
 
-int pools_delete(struct pools *p, const char *name)
+int pools_delete(struct pools *p, const char *name, struct problem *err)
 {
-        return pools_delete_recycle(p, name, true);
+        return pools_delete_recycle(p, name, true, err);
 }
 
-int pools_delete_recycle(struct pools *p, const char *name, bool recycle)
+int pools_delete_recycle(struct pools *p, const char *name, bool recycle, struct problem *err)
 {
         struct pool *pool;
         int r;
 
+        assert_return(p, -EINVAL);
+        assert_return(name, -EINVAL);
         pools_lock(&p->reg.lock);
         pool = pools_grab(p, name);
         pools_unlock(&p->reg.lock);
         if (!pool)
-                return -ENOENT;
+                return pools_not_found(name, err);
         r = pools_release_pool(p, pool, RELEASE_DELETE, recycle);
         if (r < 0)
                 pools_release(p, pool);
+        if (r == -EAGAIN)
+                problem_raise(err, PROBLEM_STATE_WRITE_FAILED,
+                              "pool \"%s\": its release could not be saved to the journal in %s; nothing "
+                              "was changed (the pool is still there), retry later", name, p->state_dir);
+        else if (r < 0)
+                problem_raise(err, PROBLEM_POOL_FILE_ERROR,
+                              "pool \"%s\": %s; the record is kept so the release can be retried", name,
+                              strerror(-r));
         return r;
 }
 
@@ -252,9 +269,13 @@ int pools_new(const struct pools_config *cfg, struct pools **ret)
         bool oom = false;
         int r;
 
-        if (!cfg || !cfg->fs || !cfg->topo || !cfg->engine || !cfg->state_dir ||
-            cfg->n_mounts > TOPO_MAX_PAGE_SIZES)
-                return -EINVAL;
+        assert_return(cfg, -EINVAL);
+        assert_return(cfg->fs, -EINVAL);
+        assert_return(cfg->topo, -EINVAL);
+        assert_return(cfg->engine, -EINVAL);
+        assert_return(cfg->state_dir, -EINVAL);
+        assert_return(cfg->n_mounts <= TOPO_MAX_PAGE_SIZES, -EINVAL);
+        assert_return(ret, -EINVAL);
         /* Pool paths are built in POOL_PATH_MAX bytes. */
         for (size_t i = 0; i < cfg->n_mounts; i++)
                 if (!cfg->mounts[i].dir || strlen(cfg->mounts[i].dir) > POOL_DIR_MAX)

@@ -1,4 +1,4 @@
-/* pools_need: what warming jobs on a node have yet to take, and a reading
+/* pools_pending: what warming jobs on a node have yet to take, and a reading
  * of the node's counters consistent with it.  Admission, reservations,
  * stock refills and the undo of a growth all decide on this one reading.
  *
@@ -16,7 +16,7 @@
  * longer needed.  But a page being zeroed is gone from free and still
  * needed by both sources, and under load a worker can sit on one for
  * milliseconds while every re-reading finds another: counted twice, it is
- * a spurious 409 or a growth larger than what is missing.
+ * a spurious insufficient-hugepages or a growth larger than what is missing.
  *
  * So what a new pool can get (pools_node_available) is reasoned from what
  * was granted rather than from the racing counters.  Every warm we admit
@@ -46,6 +46,7 @@
 #include <sys/stat.h>
 
 #include "pools_internal.h"
+#include "util.h"
 
 /* How often pools_node_counts reads again when a warm moved between its
  * reads.  A file gains a page every ~0.1 ms per worker at most while the
@@ -154,12 +155,6 @@ static struct need count_needed(struct pools *p, int node, uint64_t page_size, s
                 *ret_n = n;
         }
         return need;
-}
-
-uint64_t pools_pages_still_needed(struct pools *p, int node, uint64_t page_size)
-{
-        pools_assert_held(&p->reg.lock);
-        return count_needed(p, node, page_size, NULL, NULL).node;
 }
 
 /* The need by counters (under `reg.lock`), then lowered by what each file's
@@ -319,6 +314,8 @@ int pools_node_available(struct pools *p, int node, uint64_t page_size, struct p
         bool trusted;
         int r;
 
+        assert_return(p, -EINVAL);
+        assert_return(ret, -EINVAL);
         r = read_counts(p, node, page_size, &hp, &need, &a.reserved, &trusted);
         if (r < 0)
                 return r;

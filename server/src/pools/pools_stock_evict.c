@@ -1,4 +1,4 @@
-/* pools_room: the stock gives way.
+/* pools_stock_evict: the stock gives way.
  *
  * Stock never causes a refusal that would not happen without it: when a
  * create or a reservation needs pages that stock files hold, files of that
