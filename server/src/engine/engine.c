@@ -44,14 +44,6 @@
 #include "topo.h"
 #include "util.h"
 
-struct node_ctx *node_find(const struct engine *e, int id)
-{
-        for (size_t i = 0; i < e->n_nodes; i++)
-                if (e->nodes[i].id == id)
-                        return &e->nodes[i];
-        return NULL;
-}
-
 /* Round-robin within a priority: the first job in the queue that may take
  * one more worker; it moves to the tail so the next pick serves the job
  * after it.  Low-priority jobs only when no normal job has chunks left, even
@@ -70,17 +62,6 @@ static struct job *pick_job(struct node_ctx *n)
                 }
         }
         return NULL;
-}
-
-/* Take J out of its run queue (lock held).  When that empties the normal
- * queue while low-priority jobs wait, idle workers may now serve them. */
-void node_unqueue(struct node_ctx *n, struct job *j)
-{
-        link_del(&j->run);
-        j->queued = false;
-        if (j->spec.prio == JOB_PRIO_NORMAL && link_empty(&n->run[JOB_PRIO_NORMAL]) &&
-            !link_empty(&n->run[JOB_PRIO_LOW]))
-                pthread_cond_broadcast(&n->work);
 }
 
 static void worker_setup(struct worker *w)
@@ -128,7 +109,7 @@ static void *worker_main(void *arg)
                 len = plan_chunk_len(&j->plan, j->len - off);
                 j->next_off += len;
                 if (j->next_off == j->len)
-                        node_unqueue(n, j);
+                        job_unqueue(n, j);
                 j->active++;
                 pthread_mutex_unlock(&n->lock);
 
@@ -150,7 +131,7 @@ static void *worker_main(void *arg)
                                 j->error_offset = off;
                         }
                         if (j->queued)
-                                node_unqueue(n, j);
+                                job_unqueue(n, j);
                 } else
                         j->bytes_done += len;
 
@@ -301,7 +282,10 @@ int engine_new(const struct engine_config *cfg, struct engine **ret)
         struct engine *e;
         int r;
 
-        if (!cfg || !cfg->topo || cfg->topo->n_nodes == 0)
+        assert_return(cfg, -EINVAL);
+        assert_return(cfg->topo, -EINVAL);
+        assert_return(ret, -EINVAL);
+        if (cfg->topo->n_nodes == 0)
                 return -EINVAL;
         for (size_t i = 0; i < cfg->topo->n_nodes; i++)
                 if (cfg->topo->nodes[i].id < 0 || cfg->topo->nodes[i].id >= NODEMASK_BITS)

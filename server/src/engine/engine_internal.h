@@ -6,7 +6,7 @@
  *                    and bound to their node; the per-node run queues; the
  *                    worker loop that hands out chunks and accounts for them
  *   engine_job.c     a job's life: submit (check, plan, map, bind), status,
- *                    the final phase, cancel, free
+ *                    leaving the run queue, the final phase, cancel, free
  *   engine_kernel.c  the kernel touch points: engine_ops and its defaults,
  *                    one chunk, the placement check, libnuma's error hooks,
  *                    what an errno means
@@ -151,16 +151,21 @@ struct engine {
         struct node_ctx *nodes;
 };
 
-/* engine.c */
-
 /* NODE's context, or NULL if E has no such node. */
-struct node_ctx *node_find(const struct engine *e, int id);
+static inline struct node_ctx *node_find(const struct engine *e, int id)
+{
+        for (size_t i = 0; i < e->n_nodes; i++)
+                if (e->nodes[i].id == id)
+                        return &e->nodes[i];
+        return NULL;
+}
+
+/* engine_job.c (engine.c calls these; engine_job.c calls nothing in
+ * engine.c, so the two files are not a circle) */
+
 /* Take J out of its run queue (lock held); wakes idle workers when that
  * lets low-priority jobs run. */
-void node_unqueue(struct node_ctx *n, struct job *j);
-
-/* engine_job.c */
-
+void job_unqueue(struct node_ctx *n, struct job *j);
 /* The final phase of a job whose chunks are all accounted for: unlocked, by
  * the one thread that set `finishing`.  Runs on_done. */
 void job_finish(struct job *j);

@@ -60,14 +60,18 @@ int engine_submit(struct engine *e, const struct job_spec *spec, struct job **re
         void *map;
         int r;
 
-        if (!e || !spec)
-                return -EINVAL;
+        assert_return(e, -EINVAL);
+        assert_return(spec, -EINVAL);
+        assert_return(ret, -EINVAL);
         n = node_find(e, spec->node);
         if (!n)
                 return -ENOENT;
-        if (spec->fd < 0 || spec->size_bytes > SIZE_MAX || spec->offset >= spec->size_bytes ||
-            spec->size_bytes > INT64_MAX || (spec->kind != JOB_POPULATE && spec->kind != JOB_ZERO) ||
-            (spec->prio != JOB_PRIO_NORMAL && spec->prio != JOB_PRIO_LOW))
+        /* The caller's contract (engine.h): an open file, a known kind and
+         * priority.  The range is checked below and by the planner. */
+        assert_return(spec->fd >= 0, -EINVAL);
+        assert_return(spec->kind == JOB_POPULATE || spec->kind == JOB_ZERO, -EINVAL);
+        assert_return(spec->prio == JOB_PRIO_NORMAL || spec->prio == JOB_PRIO_LOW, -EINVAL);
+        if (spec->size_bytes > SIZE_MAX || spec->offset >= spec->size_bytes || spec->size_bytes > INT64_MAX)
                 return -EINVAL;
         /* The mapping starts at OFFSET, which must be on a page (the planner
          * checks page_size and that the length is a multiple of it). */
@@ -206,6 +210,17 @@ void job_finish(struct job *j)
         job_complete(j);
 }
 
+/* Take J out of its run queue (lock held).  When that empties the normal
+ * queue while low-priority jobs wait, idle workers may now serve them. */
+void job_unqueue(struct node_ctx *n, struct job *j)
+{
+        link_del(&j->run);
+        j->queued = false;
+        if (j->spec.prio == JOB_PRIO_NORMAL && link_empty(&n->run[JOB_PRIO_NORMAL]) &&
+            !link_empty(&n->run[JOB_PRIO_LOW]))
+                pthread_cond_broadcast(&n->work);
+}
+
 void job_cancel(struct job *j)
 {
         struct node_ctx *n;
@@ -225,7 +240,7 @@ void job_cancel(struct job *j)
         j->cancel = true;
         j->finishing = true;
         if (j->queued)
-                node_unqueue(n, j);
+                job_unqueue(n, j);
         while (j->active > 0)
                 pthread_cond_wait(&n->changed, &n->lock);
         pthread_mutex_unlock(&n->lock);
