@@ -19,6 +19,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include "api.h"
 #include "app.h"
 #include "auth.h"
 #include "engine.h"
@@ -667,6 +668,7 @@ int main(int argc, char **argv)
         app.http_metrics = &http_metrics;
 
         struct http_config hc = {
+                .routes = &api_routes,
                 .listen = o.listen, .socket_path = o.socket_path, .socket_gid = o.socket_gid,
                 .connection_limit = o.max_connections, .connection_timeout_s = o.connection_timeout_s,
                 .max_waits_per_caller = o.max_waits_per_caller,
