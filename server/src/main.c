@@ -1,7 +1,7 @@
 /* hpwarmd: options -> wiring -> serve until SIGTERM.  The command line is
- * options.c's (the only other exit(): a usage error, --help, --version);
- * this file builds the objects, guards the access, and runs the signal
- * loop.
+ * options.c's (the only other exit(): a usage error, --help, --version),
+ * tokens and TLS access.c's; this file builds the objects, hands the route
+ * table to the transport and runs the signal loop.
  *
  * Start order matters: topology first (everything sizes from it), then the
  * engine (its workers must exist before any populate runs), then the pool
@@ -19,6 +19,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include "access.h"
 #include "api.h"
 #include "app.h"
 #include "auth.h"
@@ -30,7 +31,6 @@
 #include "options.h"
 #include "pools.h"
 #include "sysfs.h"
-#include "tls.h"
 #include "topo.h"
 #include "units.h"
 #include "util.h"
@@ -81,100 +81,6 @@ static int take_lock(const char *state_dir, int *ret_fd, long *ret_holder)
         if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)len, 0) != len)
                 return -errno;
         *ret_fd = TAKE_FD(fd);
-        return 0;
-}
-
-struct access {
-        struct auth *auth;
-        char *cert, *key, *client_ca;
-};
-
-static void access_done(struct access *a)
-{
-        auth_free(a->auth);
-        free(a->cert);
-        tls_free_secret(a->key);
-        free(a->client_ca);
-}
-
-static int load_pem(const char *flag, const char *path, char **ret)
-{
-        int r = tls_read_pem(path, ret);
-        if (r < 0)
-                log_err("%s %s: %s", flag, path,
-                        r == -EINVAL ? "not a PEM file" : r == -EFBIG ? "file too large" : strerror(-r));
-        return r;
-}
-
-/* Load tokens and TLS material, and refuse a TCP listener off loopback that
- * nobody guards.  Returns 0, or -1 after logging why. */
-static int setup_access(const struct options *o, const int *fds, size_t n_fds, struct access *a)
-{
-        if (o->token_file || o->read_token_file) {
-                char why[1024];
-                int r = auth_new(o->token_file, o->read_token_file, &a->auth, why, sizeof(why));
-                if (r < 0) {
-                        log_err("cannot load tokens: %s", why[0] ? why : strerror(-r));
-                        return -1;
-                }
-                if (why[0])
-                        log_warn("tokens: %s", why);
-                size_t na, nr;
-                auth_count(a->auth, &na, &nr);
-                log_info("bearer tokens loaded: %zu admin, %zu read-only", na, nr);
-        }
-        if (o->tls_cert) {
-                if (load_pem("--tls-cert", o->tls_cert, &a->cert) < 0 ||
-                    load_pem("--tls-key", o->tls_key, &a->key) < 0)
-                        return -1;
-        }
-        if (o->tls_client_ca && load_pem("--tls-client-ca", o->tls_client_ca, &a->client_ca) < 0)
-                return -1;
-
-        if (a->auth || a->client_ca)
-                return 0;
-        /* Nobody would be asked who they are on TCP: refuse unless the
-         * operator said so explicitly, and even then only on loopback. */
-        const char *tcp = NULL, *exposed = NULL;
-        char desc[64];
-        if (n_fds) {
-                for (size_t i = 0; i < n_fds; i++) {
-                        int is_tcp = http_socket_is_tcp(fds[i]);
-                        if (is_tcp == 0)
-                                continue;
-                        snprintf(desc, sizeof(desc), "passed socket %d", fds[i]);
-                        tcp = desc;
-                        if (is_tcp < 0 || http_socket_is_loopback(fds[i]) != 1) /* an error counts as exposed */
-                                exposed = desc;
-                }
-        } else if (o->listen) {
-                tcp = o->listen;
-                int r = http_listen_is_loopback(o->listen);
-                if (r < 0) {
-                        log_err("--listen %s: %s", o->listen,
-                                r == -EINVAL ? "expected HOST:PORT" : "cannot resolve the address");
-                        return -1;
-                }
-                if (r == 0)
-                        exposed = o->listen;
-        }
-        if (exposed) {
-                log_err("refusing to listen on %s without authentication: it is not a loopback address; "
-                        "give --token-file/--read-token-file or --tls-client-ca, or listen on 127.0.0.1",
-                        exposed);
-                return -1;
-        }
-        if (tcp && !o->allow_unauthenticated_tcp) {
-                log_err("refusing TCP listener %s without authentication: give --token-file/--read-token-file "
-                        "or --tls-client-ca, use the unix socket, or accept the risk with "
-                        "--allow-unauthenticated-tcp (loopback only)",
-                        tcp);
-                return -1;
-        }
-        if (tcp)
-                log_warn("TCP listener %s asks for no token or certificate (--allow-unauthenticated-tcp): "
-                         "every local user and every container sharing the host network has admin access",
-                         tcp);
         return 0;
 }
 
@@ -251,7 +157,7 @@ int main(int argc, char **argv)
                 rc = EXIT_CONFIG;
                 goto out;
         }
-        if (setup_access(&o, listen_fds, (size_t)n_fds, &acc) < 0) {
+        if (access_setup(&o, listen_fds, (size_t)n_fds, &acc) < 0) {
                 rc = EXIT_CONFIG;
                 goto out;
         }
