@@ -195,7 +195,8 @@ void http_query_refuse(struct resp *resp, int err)
 }
 
 int http_handle_local(const struct route_table *routes, struct app *app, const char *method, const char *url,
-                      const char *content_type, const char *body, size_t body_len, int *ret_status, char **ret_body, const char **ret_content_type)
+                      const char *content_type, const char *body, size_t body_len, int *ret_status,
+                      char **ret_body, const char **ret_content_type)
 {
         struct req req = { 0 };
         struct resp resp = { 0 };

@@ -89,10 +89,11 @@ struct route_table {
 
 enum route_match { ROUTE_FOUND, ROUTE_NO_PATH, ROUTE_BAD_METHOD };
 
-/* Match METHOD and PATH against TABLE; HEAD matches GET routes.  On ROUTE_FOUND fills
- * *ret_route and the captures in REQ.  On ROUTE_BAD_METHOD writes the Allow
- * header value (e.g. "GET, HEAD, PUT") into ALLOW.  Captures are percent-decoded; a capture with '/' or NUL after
- * decoding never matches. */
+/* Match METHOD and PATH against TABLE; HEAD matches GET routes.  On
+ * ROUTE_FOUND fills *ret_route and the captures in REQ.  On
+ * ROUTE_BAD_METHOD writes the Allow header value (e.g. "GET, HEAD, PUT")
+ * into ALLOW.  Captures are percent-decoded; a capture with '/' or NUL
+ * after decoding never matches. */
 enum route_match route_match(const struct route_table *table, const char *method, const char *path,
                              struct req *req, const struct route **ret_route, char *allow, size_t allow_len);
 
