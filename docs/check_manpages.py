@@ -3,7 +3,7 @@
 long option the programs accept.
 
 Usage: check_manpages.py DOCS_DIR SOURCE_DIR
-Options are read from hpwarmd's getopt table (server/src/main.c: {"name", ...})
+Options are read from hpwarmd's getopt table (server/src/options.c: {"name", ...})
 and from every "--name" the client's parser and messages mention
 (client/cli_options.json, the option table; client/src/cli_options.c,
 client/src/cli_parse.c, client/src/cli_core.c, client/src/cli_placement.c).  A page
@@ -32,7 +32,7 @@ def main(argv):
     docs, src = argv[1], argv[2]
     errors = []
     pairs = [
-        ("hpwarmd.8", os.path.join(src, "server/src/main.c"), r'\{"([a-z][a-z0-9-]+)",\s*(?:no|required|optional)_argument'),
+        ("hpwarmd.8", os.path.join(src, "server/src/options.c"), r'\{"([a-z][a-z0-9-]+)",\s*(?:no|required|optional)_argument'),
         ("hpwarm.1", [os.path.join(src, "client/cli_options.json"), os.path.join(src, "client/src/cli_options.c"), os.path.join(src, "client/src/cli_parse.c"), os.path.join(src, "client/src/cli_core.c"),
                       os.path.join(src, "client/src/cli_placement.c")],
          r'--([a-z][a-z0-9-]+)'),
@@ -67,7 +67,7 @@ def main(argv):
             print(f"skipped: man not installed, {page} not rendered")
     # OPERATING.md's "Running hpwarmd" synopsis lists every daemon option too.
     try:
-        with open(os.path.join(src, "server/src/main.c"), encoding="utf-8") as f:
+        with open(os.path.join(src, "server/src/options.c"), encoding="utf-8") as f:
             accepted = set(re.findall(pairs[0][2], f.read()))
         with open(os.path.join(src, "docs/OPERATING.md"), encoding="utf-8") as f:
             m = re.search(r"```\nhpwarmd (.*?)```", f.read(), re.S)

@@ -34,11 +34,6 @@ void notify_stopping(const char *status)
         sd_notifyf(0, "STOPPING=1\nSTATUS=%s", status);
 }
 
-void notify_status(const char *status)
-{
-        sd_notifyf(0, "STATUS=%s", status);
-}
-
 static void *wd_main(void *arg)
 {
         (void)arg;

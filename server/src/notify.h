@@ -10,8 +10,6 @@
 void notify_ready(const char *status);
 /* STOPPING=1 with STATUS=<status>. */
 void notify_stopping(const char *status);
-/* STATUS=<status>. */
-void notify_status(const char *status);
 
 /* When the manager asked for a watchdog (WATCHDOG_USEC for this pid), start
  * a thread that sends WATCHDOG=1 every half period.  0 also when not asked;

@@ -7,7 +7,7 @@ lists exactly the routes the server answers.
     $ref resolves; every {param} in a path template is declared as a path
     parameter and every declared path parameter appears in the template.
 (b) routes: the set of (METHOD, template) in the document equals the set in
-    the static route table of server/src/http/router.c, both ways.
+    the route table of server/src/api/routes.c, both ways.
 (c) problems: `components/x-problem-types` lists exactly the rows of the
     error catalog in server/src/base/problem.c (slug, status, title, retryable),
     and every example problem in the document has a slug of the catalog
@@ -16,10 +16,10 @@ lists exactly the routes the server answers.
     installed for clients, is exactly what the catalog generates: an array
     of {slug, status, title, retryable} in enum problem_id order.
 
-Usage: test_openapi.py API_YAML ROUTER_C (problem.c is read from server/src, the
-       folder above router.c's http/)
-       test_openapi.py --write-problems API_YAML ROUTER_C   regenerates (d)
-Exit 0 on success, 1 on any failure (never 77: a missing router.c or a
+Usage: test_openapi.py API_YAML ROUTES_C (problem.c is read from server/src/base,
+       beside routes.c's api/)
+       test_openapi.py --write-problems API_YAML ROUTES_C   regenerates (d)
+Exit 0 on success, 1 on any failure (never 77: a missing routes.c or a
 missing YAML module is a failure, not a skip).
 """
 import os
@@ -174,11 +174,11 @@ def server_routes(path):
             src = f.read()
     except OSError as e:
         print(f"FAIL: cannot read the server's route table {path}: {e}")
-        print("      (server/src/http/router.c must define `const struct route routes[] = {...};`)")
+        print("      (server/src/api/routes.c must define `static const struct route api_route_rows[] = {...};`)")
         sys.exit(1)
-    m = re.search(r"\bconst\s+struct\s+route\s+routes\s*\[\s*\]\s*=\s*\{(.*?)\n\s*\}\s*;", src, re.S)
+    m = re.search(r"\bconst\s+struct\s+route\s+api_route_rows\s*\[\s*\]\s*=\s*\{(.*?)\n\s*\}\s*;", src, re.S)
     if not m:
-        print(f"FAIL: no `const struct route routes[] = {{...}};` table in {path}")
+        print(f"FAIL: no `static const struct route api_route_rows[] = {{...}};` table in {path}")
         sys.exit(1)
     table = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)   # drop comments
     table = re.sub(r"//[^\n]*", "", table)
@@ -261,7 +261,7 @@ def check_problems_json(path, rows):
         return
     if have != want:
         fail(f"{path} differs from the catalog in server/src/base/problem.c; regenerate it with "
-             "tests/api/test_openapi.py --write-problems api/openapi.yaml server/src/http/router.c")
+             "tests/api/test_openapi.py --write-problems api/openapi.yaml server/src/api/routes.c")
 
 
 def example_problems(node, where):

@@ -38,6 +38,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "app.h"
 #include "audit.h"
 #include "authz.h"
@@ -440,7 +441,7 @@ static void one_request(const uint8_t *data, size_t size)
         url[prefix_len + suffix_len] = '\0';
 
         check_authz(method, url, data, size);
-        if (http_handle_local(&g.app, method, url, ct, body, body_len, &status, &resp_body, &resp_ct) != 0)
+        if (http_handle_local(&api_routes, &g.app, method, url, ct, body, body_len, &status, &resp_body, &resp_ct) != 0)
                 fail("http_handle_local failed", url, 0, NULL);
         check_response(url, status, resp_body, resp_ct);
         if (g.verbose)

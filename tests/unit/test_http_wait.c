@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "app.h"
 #include "check.h"
 #include "engine.h"
@@ -260,13 +261,14 @@ int main(void)
         int status;
         char *rbody;
         const char *rct;
-        CHECK_INT(http_handle_local(&app, "PUT", "/v1/pools/p1", "application/json", body, strlen(body),
+        CHECK_INT(http_handle_local(&api_routes, &app, "PUT", "/v1/pools/p1", "application/json", body, strlen(body),
                                     &status, &rbody, &rct), ==, 0);
         CHECK_INT(status, ==, 201);
         CHECK(strstr(rbody, "\"warming\""));
         free(rbody);
 
         struct http_config hc = {
+                .routes = &api_routes,
                 .listen = "127.0.0.1:0", .socket_path = sock_path, .socket_gid = (gid_t)-1,
                 .connection_limit = 3 * WAITERS, .connection_timeout_s = 120,
                 .max_waits_per_caller = WAITERS,

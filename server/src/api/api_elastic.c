@@ -112,7 +112,7 @@ void api_policy_put(const struct req *req, struct resp *resp)
         bool has_min = false, has_max = false, has_head = false, has_idle = false;
 
         if (atomic_load(&req->app->stopping)) {
-                api_refuse_stopping(resp);
+                resp_refuse_stopping(resp);
                 return;
         }
         if (!policy_target(req, resp, &pol))
@@ -157,7 +157,7 @@ void api_policy_delete(const struct req *req, struct resp *resp)
         struct journal_elastic_policy pol = {0};
 
         if (atomic_load(&req->app->stopping)) {
-                api_refuse_stopping(resp);
+                resp_refuse_stopping(resp);
                 return;
         }
         if (!policy_target(req, resp, &pol))

@@ -160,7 +160,7 @@ void api_node_reserve(const struct req *req, struct resp *resp)
         const struct topo_node *n;
         uint64_t page_size;
         if (atomic_load(&req->app->stopping)) {
-                api_refuse_stopping(resp);
+                resp_refuse_stopping(resp);
                 return;
         }
         if (!api_find_node(req, req->params[0], &n, resp) ||

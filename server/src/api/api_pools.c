@@ -333,7 +333,7 @@ void api_pool_put(const struct req *req, struct resp *resp)
         struct app *app = req->app;
         const char *name = req->params[0];
         if (atomic_load(&app->stopping)) {
-                api_refuse_stopping(resp);
+                resp_refuse_stopping(resp);
                 return;
         }
         if (!check_name(name, resp))
@@ -478,7 +478,7 @@ void api_pool_claim(const struct req *req, struct resp *resp)
         bool has_pid = false;
 
         if (atomic_load(&req->app->stopping)) {
-                api_refuse_stopping(resp);
+                resp_refuse_stopping(resp);
                 return;
         }
         if (!check_name(name, resp))

@@ -91,10 +91,3 @@ void api_oom(struct resp *resp)
         resp_problem(resp, &p);
 }
 
-void api_refuse_stopping(struct resp *resp)
-{
-        struct problem p = {0};
-        problem_raise(&p, PROBLEM_STOPPING, "the daemon is stopping; retry against its successor");
-        p.retry_after = 1;
-        resp_problem(resp, &p);
-}

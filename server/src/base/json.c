@@ -22,7 +22,8 @@
  * always looked up case-sensitively.  json_decode() turns a request body into
  * caller-owned fields through a table (struct jfield) and answers every
  * refusal as a problem; the json_get_*() getters serve documents we read
- * back ourselves (the journal). */
+ * back ourselves (the journal).  json_free is the builder's (json_build.c),
+ * so problem.c, which this file raises, needs nothing from this one. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,6 @@
 #define MAX_EXACT "9007199254740992" /* 2^53 */
 #define MAX_EXACT_U64 (UINT64_C(1) << 53)
 
-static cJSON *C(struct json *v) { return (cJSON *)v; }
 static const cJSON *CC(const struct json *v) { return (const cJSON *)v; }
 static struct json *J(cJSON *v) { return (struct json *)v; }
 
@@ -329,11 +329,6 @@ int json_parse(const char *buf, size_t len, struct json **ret)
         }
         *ret = J(root);
         return 0;
-}
-
-void json_free(struct json *v)
-{
-        cJSON_Delete(C(v));
 }
 
 /* ---- typed access shared by the getters and the decoder ---- */

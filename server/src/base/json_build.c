@@ -5,7 +5,10 @@
  * are exact at any size (cJSON would keep a double).  If an allocation fails
  * while adding a member, the parent is turned into a cJSON_Invalid node, which
  * makes cJSON's printer fail: a build sequence needs one check, at json_print.
- * Adders on a NULL parent are no-ops for the same reason. */
+ * Adders on a NULL parent are no-ops for the same reason.  json_free, which
+ * frees a parsed value as well as a built one, lives here too: the error
+ * catalog (problem.c) builds and frees its answers with this file alone, and
+ * json.c, the reader that raises problems, stays above both. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -165,4 +168,9 @@ char *json_print(const struct json *v)
         if (!v)
                 return NULL;
         return cJSON_PrintUnformatted(CC(v));
+}
+
+void json_free(struct json *v)
+{
+        cJSON_Delete(C(v));
 }

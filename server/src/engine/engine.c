@@ -44,20 +44,13 @@
 #include "topo.h"
 #include "util.h"
 
-struct node_ctx *node_find(const struct engine *e, int id)
-{
-        for (size_t i = 0; i < e->n_nodes; i++)
-                if (e->nodes[i].id == id)
-                        return &e->nodes[i];
-        return NULL;
-}
-
 /* Round-robin within a priority: the first job in the queue that may take
  * one more worker; it moves to the tail so the next pick serves the job
  * after it.  Low-priority jobs only when no normal job has chunks left, even
  * one at its thread cap (see the top of this file). */
 static struct job *pick_job(struct node_ctx *n)
 {
+        engine_assert_held(&n->lock);
         struct link *q = !link_empty(&n->run[JOB_PRIO_NORMAL]) ? &n->run[JOB_PRIO_NORMAL] : &n->run[JOB_PRIO_LOW];
 
         for (struct link *l = q->next; l != q; l = l->next) {
@@ -70,17 +63,6 @@ static struct job *pick_job(struct node_ctx *n)
                 }
         }
         return NULL;
-}
-
-/* Take J out of its run queue (lock held).  When that empties the normal
- * queue while low-priority jobs wait, idle workers may now serve them. */
-void node_unqueue(struct node_ctx *n, struct job *j)
-{
-        link_del(&j->run);
-        j->queued = false;
-        if (j->spec.prio == JOB_PRIO_NORMAL && link_empty(&n->run[JOB_PRIO_NORMAL]) &&
-            !link_empty(&n->run[JOB_PRIO_LOW]))
-                pthread_cond_broadcast(&n->work);
 }
 
 static void worker_setup(struct worker *w)
@@ -111,7 +93,7 @@ static void *worker_main(void *arg)
         pthread_setname_np(pthread_self(), name);
         worker_setup(w);
 
-        pthread_mutex_lock(&n->lock);
+        hpw_lock(&n->lock);
         n->started++;
         pthread_cond_broadcast(&n->changed);
         for (;;) {
@@ -120,7 +102,7 @@ static void *worker_main(void *arg)
                 int r;
 
                 while (!(j = pick_job(n)) && !n->stop)
-                        pthread_cond_wait(&n->work, &n->lock);
+                        hpw_cond_wait(&n->work, &n->lock);
                 if (!j)
                         break;
 
@@ -128,9 +110,9 @@ static void *worker_main(void *arg)
                 len = plan_chunk_len(&j->plan, j->len - off);
                 j->next_off += len;
                 if (j->next_off == j->len)
-                        node_unqueue(n, j);
+                        job_unqueue(n, j);
                 j->active++;
-                pthread_mutex_unlock(&n->lock);
+                hpw_unlock(&n->lock);
 
                 uint64_t off_node = 0;
                 int check = -1;
@@ -138,7 +120,7 @@ static void *worker_main(void *arg)
                 if (r == 0)
                         check = job_check_placement(e, j, off, len, &off_node);
 
-                pthread_mutex_lock(&n->lock);
+                hpw_lock(&n->lock);
                 j->active--;
                 if (check < 0)
                         j->check_failed = true;
@@ -150,7 +132,7 @@ static void *worker_main(void *arg)
                                 j->error_offset = off;
                         }
                         if (j->queued)
-                                node_unqueue(n, j);
+                                job_unqueue(n, j);
                 } else
                         j->bytes_done += len;
 
@@ -162,12 +144,12 @@ static void *worker_main(void *arg)
                 }
                 if (j->active == 0 && !j->queued && !j->finishing) {
                         j->finishing = true;
-                        pthread_mutex_unlock(&n->lock);
+                        hpw_unlock(&n->lock);
                         job_finish(j);
-                        pthread_mutex_lock(&n->lock);
+                        hpw_lock(&n->lock);
                 }
         }
-        pthread_mutex_unlock(&n->lock);
+        hpw_unlock(&n->lock);
         return NULL;
 }
 
@@ -225,10 +207,10 @@ static void node_stop(struct node_ctx *n)
 {
         if (!n->locks_ready)
                 return;
-        pthread_mutex_lock(&n->lock);
+        hpw_lock(&n->lock);
         n->stop = true;
         pthread_cond_broadcast(&n->work);
-        pthread_mutex_unlock(&n->lock);
+        hpw_unlock(&n->lock);
         for (unsigned i = 0; i < n->n_created; i++)
                 pthread_join(n->workers[i].thread, NULL);
         n->n_created = 0;
@@ -240,7 +222,7 @@ static void node_destroy(struct node_ctx *n)
         if (n->locks_ready) {
                 pthread_cond_destroy(&n->changed);
                 pthread_cond_destroy(&n->work);
-                pthread_mutex_destroy(&n->lock);
+                hpw_mutex_destroy(&n->lock);
         }
         free(n->workers);
         if (n->cpus)
@@ -268,7 +250,7 @@ static int node_start(struct engine *e, struct node_ctx *n, const struct topo_no
         if (!n->workers)
                 return -ENOMEM;
 
-        pthread_mutex_init(&n->lock, NULL);
+        hpw_mutex_init(&n->lock);
         pthread_cond_init(&n->work, NULL);
         pthread_cond_init(&n->changed, NULL);
         n->locks_ready = true;
@@ -289,10 +271,10 @@ static int node_start(struct engine *e, struct node_ctx *n, const struct topo_no
                 return r;
 
         /* Wait until every worker is pinned and bound before any job runs. */
-        pthread_mutex_lock(&n->lock);
+        hpw_lock(&n->lock);
         while (n->started < n->n_workers)
-                pthread_cond_wait(&n->changed, &n->lock);
-        pthread_mutex_unlock(&n->lock);
+                hpw_cond_wait(&n->changed, &n->lock);
+        hpw_unlock(&n->lock);
         return 0;
 }
 
@@ -301,7 +283,10 @@ int engine_new(const struct engine_config *cfg, struct engine **ret)
         struct engine *e;
         int r;
 
-        if (!cfg || !cfg->topo || cfg->topo->n_nodes == 0)
+        assert_return(cfg, -EINVAL);
+        assert_return(cfg->topo, -EINVAL);
+        assert_return(ret, -EINVAL);
+        if (cfg->topo->n_nodes == 0)
                 return -EINVAL;
         for (size_t i = 0; i < cfg->topo->n_nodes; i++)
                 if (cfg->topo->nodes[i].id < 0 || cfg->topo->nodes[i].id >= NODEMASK_BITS)
@@ -344,28 +329,28 @@ void engine_free(struct engine *e)
                 for (;;) {
                         struct job *j = NULL;
 
-                        pthread_mutex_lock(&n->lock);
+                        hpw_lock(&n->lock);
                         for (struct link *l = n->jobs.next; l != &n->jobs && !j; l = l->next) {
                                 struct job *c = container_of(l, struct job, all);
 
                                 if (!c->complete)
                                         j = c;
                         }
-                        pthread_mutex_unlock(&n->lock);
+                        hpw_unlock(&n->lock);
                         if (!j)
                                 break;
                         job_cancel(j);
                 }
                 /* Jobs the caller has not freed yet outlive the engine: cut
                  * them loose so job_free only frees them. */
-                pthread_mutex_lock(&n->lock);
+                hpw_lock(&n->lock);
                 while (!link_empty(&n->jobs)) {
                         struct job *j = container_of(n->jobs.next, struct job, all);
 
                         link_del(&j->all);
                         j->n = NULL;
                 }
-                pthread_mutex_unlock(&n->lock);
+                hpw_unlock(&n->lock);
         }
         for (size_t i = 0; i < e->n_nodes; i++)
                 node_destroy(&e->nodes[i]);

@@ -6,7 +6,7 @@
  *                    and bound to their node; the per-node run queues; the
  *                    worker loop that hands out chunks and accounts for them
  *   engine_job.c     a job's life: submit (check, plan, map, bind), status,
- *                    the final phase, cancel, free
+ *                    leaving the run queue, the final phase, cancel, free
  *   engine_kernel.c  the kernel touch points: engine_ops and its defaults,
  *                    one chunk, the placement check, libnuma's error hooks,
  *                    what an errno means
@@ -23,7 +23,11 @@
  * start.  The lock is held only to pick a chunk and to account for it: never
  * across a syscall on a mapping, munmap or on_done, and no other lock is
  * taken under it, so there is no lock order to keep.  job_cancel and
- * job_free sleep on `changed`: never call them with the lock held.
+ * job_free sleep on `changed`: never call them with the lock held.  These
+ * rules are asserted (base/lock.h, in Debug and RelWithDebInfo builds): a
+ * function that needs the lock calls engine_assert_held() on entry, one
+ * that must run without it (a chunk, the final phase, a cancel)
+ * engine_assert_unheld().
  *
  * Ownership.  The caller of engine_new owns the engine; the engine owns its
  * nodes, and each node its workers and CPU set.  A job belongs to the caller
@@ -52,6 +56,7 @@
 #include <sys/types.h>
 
 #include "engine.h"
+#include "lock.h"
 #include "plan.h"
 
 /* Node masks for mbind/set_mempolicy: the kernel allows at most 1 << 10
@@ -132,7 +137,7 @@ struct node_ctx {
         /* The node's only lock, and the conditions waited on with it.
          * run, jobs, started and stop are guarded by it; locks_ready is
          * written by engine_new and engine_free only. */
-        pthread_mutex_t lock;
+        struct hpw_mutex lock;
         pthread_cond_t work;      /* a chunk may be available, or stop */
         pthread_cond_t changed;   /* a job went quiet or complete; a worker started */
         struct link run[2];       /* jobs with chunks left to hand out, by job_priority */
@@ -151,16 +156,24 @@ struct engine {
         struct node_ctx *nodes;
 };
 
-/* engine.c */
+#define engine_assert_held(m) hpw_assert_held_in("engine", m)
+#define engine_assert_unheld(m) hpw_assert_unheld_in("engine", m)
 
 /* NODE's context, or NULL if E has no such node. */
-struct node_ctx *node_find(const struct engine *e, int id);
+static inline struct node_ctx *node_find(const struct engine *e, int id)
+{
+        for (size_t i = 0; i < e->n_nodes; i++)
+                if (e->nodes[i].id == id)
+                        return &e->nodes[i];
+        return NULL;
+}
+
+/* engine_job.c (engine.c calls these; engine_job.c calls nothing in
+ * engine.c, so the two files are not a circle) */
+
 /* Take J out of its run queue (lock held); wakes idle workers when that
  * lets low-priority jobs run. */
-void node_unqueue(struct node_ctx *n, struct job *j);
-
-/* engine_job.c */
-
+void job_unqueue(struct node_ctx *n, struct job *j);
 /* The final phase of a job whose chunks are all accounted for: unlocked, by
  * the one thread that set `finishing`.  Runs on_done. */
 void job_finish(struct job *j);

@@ -60,14 +60,18 @@ int engine_submit(struct engine *e, const struct job_spec *spec, struct job **re
         void *map;
         int r;
 
-        if (!e || !spec)
-                return -EINVAL;
+        assert_return(e, -EINVAL);
+        assert_return(spec, -EINVAL);
+        assert_return(ret, -EINVAL);
         n = node_find(e, spec->node);
         if (!n)
                 return -ENOENT;
-        if (spec->fd < 0 || spec->size_bytes > SIZE_MAX || spec->offset >= spec->size_bytes ||
-            spec->size_bytes > INT64_MAX || (spec->kind != JOB_POPULATE && spec->kind != JOB_ZERO) ||
-            (spec->prio != JOB_PRIO_NORMAL && spec->prio != JOB_PRIO_LOW))
+        /* The caller's contract (engine.h): an open file, a known kind and
+         * priority.  The range is checked below and by the planner. */
+        assert_return(spec->fd >= 0, -EINVAL);
+        assert_return(spec->kind == JOB_POPULATE || spec->kind == JOB_ZERO, -EINVAL);
+        assert_return(spec->prio == JOB_PRIO_NORMAL || spec->prio == JOB_PRIO_LOW, -EINVAL);
+        if (spec->size_bytes > SIZE_MAX || spec->offset >= spec->size_bytes || spec->size_bytes > INT64_MAX)
                 return -EINVAL;
         /* The mapping starts at OFFSET, which must be on a page (the planner
          * checks page_size and that the length is a multiple of it). */
@@ -113,7 +117,7 @@ int engine_submit(struct engine *e, const struct job_spec *spec, struct job **re
         j->state = JOB_RUNNING;
         j->started_ns = now_mono_ns();
 
-        pthread_mutex_lock(&n->lock);
+        hpw_lock(&n->lock);
         link_add_tail(&n->jobs, &j->all);
         /* At the head of its queue: the newcomer has had no chunk yet, so it
          * is served next among its priority; from then on it takes its turn
@@ -121,7 +125,7 @@ int engine_submit(struct engine *e, const struct job_spec *spec, struct job **re
         link_add_tail(n->run[spec->prio].next, &j->run);
         j->queued = true;
         pthread_cond_broadcast(&n->work);
-        pthread_mutex_unlock(&n->lock);
+        hpw_unlock(&n->lock);
 
         *ret = j;
         return 0;
@@ -129,7 +133,7 @@ int engine_submit(struct engine *e, const struct job_spec *spec, struct job **re
 
 void job_get_status(struct job *j, struct job_status *ret)
 {
-        pthread_mutex_lock(&j->n->lock);
+        hpw_lock(&j->n->lock);
         *ret = (struct job_status){
                 .state = j->state,
                 .bytes_done = j->bytes_done,
@@ -141,7 +145,7 @@ void job_get_status(struct job *j, struct job_status *ret)
                 .started_ns = j->started_ns,
                 .finished_ns = j->finished_ns,
         };
-        pthread_mutex_unlock(&j->n->lock);
+        hpw_unlock(&j->n->lock);
 }
 
 /* Signals everyone waiting on the job that it is complete.  Called once, by
@@ -150,10 +154,10 @@ static void job_complete(struct job *j)
 {
         struct node_ctx *n = j->n;
 
-        pthread_mutex_lock(&n->lock);
+        hpw_lock(&n->lock);
         j->complete = true;
         pthread_cond_broadcast(&n->changed);
-        pthread_mutex_unlock(&n->lock);
+        hpw_unlock(&n->lock);
 }
 
 /* Final phase of a job whose chunks are all done or that failed: runs
@@ -174,36 +178,50 @@ void job_finish(struct job *j)
         bool verified = false;
         int error;
 
+        engine_assert_unheld(&j->n->lock);
+
         /* No worker writes `error` or the placement sums any more: all
          * chunks are accounted for. */
-        pthread_mutex_lock(&j->n->lock);
+        hpw_lock(&j->n->lock);
         error = j->error;
         verified = error == 0 && !j->check_failed;
         off = j->off_node_seen;
-        pthread_mutex_unlock(&j->n->lock);
+        hpw_unlock(&j->n->lock);
 
         if (error != 0)
                 e->ops.munmap(j->map, j->len);
 
-        pthread_mutex_lock(&j->n->lock);
+        hpw_lock(&j->n->lock);
         if (error != 0)
                 j->map = NULL;
         j->state = error == 0 ? JOB_DONE : JOB_FAILED;
         j->verified = verified;
         j->pages_off_node = verified ? off : 0;
         j->finished_ns = now_mono_ns();
-        pthread_mutex_unlock(&j->n->lock);
+        hpw_unlock(&j->n->lock);
 
         if (j->spec.on_done)
                 j->spec.on_done(j, j->spec.arg);
 
         if (error == 0) {
                 e->ops.munmap(j->map, j->len);
-                pthread_mutex_lock(&j->n->lock);
+                hpw_lock(&j->n->lock);
                 j->map = NULL;
-                pthread_mutex_unlock(&j->n->lock);
+                hpw_unlock(&j->n->lock);
         }
         job_complete(j);
+}
+
+/* Take J out of its run queue (lock held).  When that empties the normal
+ * queue while low-priority jobs wait, idle workers may now serve them. */
+void job_unqueue(struct node_ctx *n, struct job *j)
+{
+        engine_assert_held(&n->lock);
+        link_del(&j->run);
+        j->queued = false;
+        if (j->spec.prio == JOB_PRIO_NORMAL && link_empty(&n->run[JOB_PRIO_NORMAL]) &&
+            !link_empty(&n->run[JOB_PRIO_LOW]))
+                pthread_cond_broadcast(&n->work);
 }
 
 void job_cancel(struct job *j)
@@ -213,31 +231,32 @@ void job_cancel(struct job *j)
         if (!j)
                 return;
         n = j->n;
-        pthread_mutex_lock(&n->lock);
+        engine_assert_unheld(&n->lock);
+        hpw_lock(&n->lock);
         if (j->finishing) {
                 /* Finishing on its own (or another cancel): wait until it is
                  * complete so that on_done has run when we return. */
                 while (!j->complete)
-                        pthread_cond_wait(&n->changed, &n->lock);
-                pthread_mutex_unlock(&n->lock);
+                        hpw_cond_wait(&n->changed, &n->lock);
+                hpw_unlock(&n->lock);
                 return;
         }
         j->cancel = true;
         j->finishing = true;
         if (j->queued)
-                node_unqueue(n, j);
+                job_unqueue(n, j);
         while (j->active > 0)
-                pthread_cond_wait(&n->changed, &n->lock);
-        pthread_mutex_unlock(&n->lock);
+                hpw_cond_wait(&n->changed, &n->lock);
+        hpw_unlock(&n->lock);
 
         /* No worker is inside a chunk and none will enter one. */
         n->e->ops.munmap(j->map, j->len);
 
-        pthread_mutex_lock(&n->lock);
+        hpw_lock(&n->lock);
         j->map = NULL;
         j->state = JOB_CANCELLED;
         j->finished_ns = now_mono_ns();
-        pthread_mutex_unlock(&n->lock);
+        hpw_unlock(&n->lock);
 
         if (j->spec.on_done)
                 j->spec.on_done(j, j->spec.arg);
@@ -253,9 +272,9 @@ void job_free(struct job *j)
                  * under way is waited for, so no engine thread touches it
                  * after the free. */
                 job_cancel(j);
-                pthread_mutex_lock(&j->n->lock);
+                hpw_lock(&j->n->lock);
                 link_del(&j->all);
-                pthread_mutex_unlock(&j->n->lock);
+                hpw_unlock(&j->n->lock);
         }
         free(j);
 }

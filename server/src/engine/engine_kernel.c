@@ -113,6 +113,8 @@ int job_check_placement(const struct engine *e, const struct job *j, uint64_t of
         int status[VERIFY_BATCH];
         uint64_t first = off / j->spec.page_size, n_pages = len / j->spec.page_size, bad = 0;
 
+        engine_assert_unheld(&j->n->lock);
+
         for (uint64_t i = 0; i < n_pages;) {
                 unsigned long k = n_pages - i < VERIFY_BATCH ? (unsigned long)(n_pages - i) : VERIFY_BATCH;
 
@@ -135,6 +137,7 @@ int job_check_placement(const struct engine *e, const struct job *j, uint64_t of
  * see the top of this file. */
 int job_do_chunk(const struct engine *e, const struct job *j, uint64_t off, uint64_t len)
 {
+        engine_assert_unheld(&j->n->lock);
         int r = populate(e, j->map + off, len);
 
         if (r == 0 && j->spec.kind == JOB_ZERO)

@@ -71,7 +71,6 @@ static void evict(struct deadlines *d, struct conn_track *t)
         d->n_bounded--;
         if (!t->vouched)
                 d->n_unvouched--;
-        d->evictions++;
         shutdown(t->fd, SHUT_RDWR);
 }
 
@@ -155,14 +154,4 @@ void deadlines_vouch(struct deadlines *d, struct conn_track *t)
                         d->n_unvouched--;
         }
         pthread_mutex_unlock(&d->lock);
-}
-
-uint64_t deadlines_evictions(struct deadlines *d)
-{
-        if (!d->running)
-                return 0;
-        pthread_mutex_lock(&d->lock);
-        uint64_t n = d->evictions;
-        pthread_mutex_unlock(&d->lock);
-        return n;
 }

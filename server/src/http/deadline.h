@@ -44,7 +44,6 @@ struct deadlines {
         size_t n_bounded;           /* lock: bounded, not evicted */
         size_t n_unvouched;         /* lock: bounded, unvouched, not evicted */
         size_t bound, unvouched_bound;
-        uint64_t evictions;         /* lock */
         bool stop;                  /* lock */
         bool running;
         pthread_t thread;
@@ -69,5 +68,3 @@ void deadlines_arm(struct deadlines *d, struct conn_track *t, uint64_t ns);
 /* A request on T passed access control: T is no longer evictable first.
  * Accepts NULL. */
 void deadlines_vouch(struct deadlines *d, struct conn_track *t);
-/* Connections evicted so far (for tests and logs). */
-uint64_t deadlines_evictions(struct deadlines *d);

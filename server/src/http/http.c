@@ -54,7 +54,6 @@
 
 #include <microhttpd.h>
 
-#include "api.h"
 #include "app.h"
 #include "audit.h"
 #include "auth.h"
@@ -480,7 +479,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->body_len = h->body_len;
         req->app = l->http->app;
 
-        if (!http_dispatch(req->app, req, h->too_large, &h->resp))
+        if (!http_dispatch(l->http->routes, req, h->too_large, &h->resp))
                 return queue(h);
         if (h->resp.park_check) {
                 park(h, conn);
@@ -631,11 +630,13 @@ static int start_listener(struct http *h, struct listener *l, int fd, const stru
 
 int http_start(const struct http_config *cfg, struct app *app, struct http **ret)
 {
+        assert_return(cfg->routes, -EINVAL);
         struct http *h = calloc(1, sizeof(*h));
         int r;
         if (!h)
                 return -ENOMEM;
         h->app = app;
+        h->routes = cfg->routes;
         h->tcp.fd = h->unix_.fd = -1;
         h->auth = cfg->auth;
         h->client_ca = cfg->tls_client_ca_pem != NULL;

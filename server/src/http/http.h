@@ -17,10 +17,14 @@
 struct app;
 struct auth;
 struct http;
+struct route_table;
 
 #define HTTP_BODY_MAX (64 * 1024)
 
 struct http_config {
+        /* What to answer and with which handler (main.c: api_routes); must
+         * outlive the http object. */
+        const struct route_table *routes;
         const char *listen;      /* "HOST:PORT" or NULL */
         const char *socket_path; /* unix socket path or NULL */
         unsigned connection_limit;
@@ -67,9 +71,9 @@ size_t http_parked(struct http *h);
 /* Stop accepting, finish in-flight work, stop threads.  Accepts NULL. */
 void http_stop(struct http *h);
 
-/* For tests and the fuzzer: run one request through routing and handlers
+/* For tests and the fuzzer: run one request through ROUTES and their handlers
  * without a socket.  Writes status, a malloc'd body and its content type.
  * Work functions run inline. */
-int http_handle_local(struct app *app, const char *method, const char *url,
+int http_handle_local(const struct route_table *routes, struct app *app, const char *method, const char *url,
                       const char *content_type, const char *body, size_t body_len,
                       int *ret_status, char **ret_body, const char **ret_content_type);

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "api.h"
 #include "app.h"
 #include "authz.h"
 #include "http.h"
@@ -37,13 +36,13 @@ static bool content_type_is_json(const char *ct)
 
 /* Route REQ and run the handler.  Returns true when RESP carries deferred
  * work, or a parked long-poll, to finish before the response can be sent. */
-bool http_dispatch(struct app *app, struct req *req, bool too_large, struct resp *resp)
+bool http_dispatch(const struct route_table *routes, struct req *req, bool too_large, struct resp *resp)
 {
         const struct route *route = NULL;
         char allow[64];
 
         resp->status = 0;
-        switch (route_match(req->method, req->path, req, &route, allow, sizeof(allow))) {
+        switch (route_match(routes, req->method, req->path, req, &route, allow, sizeof(allow))) {
         case ROUTE_NO_PATH:
                 req->route = NULL;
                 http_set_problem(resp, PROBLEM_NOT_FOUND, "no such resource");
@@ -59,7 +58,8 @@ bool http_dispatch(struct app *app, struct req *req, bool too_large, struct resp
         case ROUTE_FOUND: break;
         }
         /* A route whose body is optional takes none at all as it is. */
-        if (route->has_body && (req->body_len > 0 || too_large || route->has_body != ROUTE_BODY_OPTIONAL)) {
+        bool sent_body = req->body_len > 0 || too_large;
+        if (route->body == ROUTE_BODY_JSON || (route->body == ROUTE_BODY_OPTIONAL && sent_body)) {
                 if (too_large) {
                         http_set_problem(resp, PROBLEM_BODY_TOO_LARGE, "request bodies are limited to 64 KiB");
                         return false;
@@ -68,7 +68,7 @@ bool http_dispatch(struct app *app, struct req *req, bool too_large, struct resp
                         http_set_problem(resp, PROBLEM_UNSUPPORTED_MEDIA_TYPE, "send the body as application/json");
                         return false;
                 }
-        } else if (!route->has_body && (req->body_len > 0 || too_large)) {
+        } else if (route->body == ROUTE_BODY_NONE && sent_body) {
                 http_set_problem(resp, PROBLEM_UNEXPECTED_BODY, "this request takes no body");
                 return false;
         }
@@ -122,7 +122,7 @@ void http_refuse(struct resp *resp, enum authz_decision d, bool *ret_www_authent
         case AUTHZ_READ_ONLY:
                 http_set_problem(resp, PROBLEM_FORBIDDEN, "a read-only token may not change anything");
                 break;
-        case AUTHZ_STOPPING: api_refuse_stopping(resp); break;
+        case AUTHZ_STOPPING: resp_refuse_stopping(resp); break;
         }
         *ret_www_authenticate = authz_status(d) == 401;
 }
@@ -194,8 +194,9 @@ void http_query_refuse(struct resp *resp, int err)
         resp_problem(resp, &p);
 }
 
-int http_handle_local(struct app *app, const char *method, const char *url, const char *content_type, const char *body,
-                      size_t body_len, int *ret_status, char **ret_body, const char **ret_content_type)
+int http_handle_local(const struct route_table *routes, struct app *app, const char *method, const char *url,
+                      const char *content_type, const char *body, size_t body_len, int *ret_status,
+                      char **ret_body, const char **ret_content_type)
 {
         struct req req = { 0 };
         struct resp resp = { 0 };
@@ -225,7 +226,7 @@ int http_handle_local(struct app *app, const char *method, const char *url, cons
         req.app = app;
         if (query_err < 0) {
                 http_query_refuse(&resp, query_err);
-        } else if (http_dispatch(app, &req, body_len > HTTP_BODY_MAX, &resp)) {
+        } else if (http_dispatch(routes, &req, body_len > HTTP_BODY_MAX, &resp)) {
                 if (resp.work) {
                         resp.work(&resp, resp.ctx);
                         resp.work = NULL;

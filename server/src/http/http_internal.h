@@ -76,6 +76,7 @@ struct listener {
 
 struct http {
         struct app *app;
+        const struct route_table *routes;
         struct deadlines deadlines;
         struct listener tcp, unix_;
         uint16_t tcp_port;
@@ -124,7 +125,7 @@ struct hreq {
 void http_set_problem(struct resp *r, enum problem_id id, const char *detail);
 /* Route REQ and run the handler.  True when RESP carries deferred work that
  * must run before the response can be sent. */
-bool http_dispatch(struct app *app, struct req *req, bool too_large, struct resp *resp);
+bool http_dispatch(const struct route_table *routes, struct req *req, bool too_large, struct resp *resp);
 /* Encode RESP into (body, content type); takes the body. */
 void http_finish_resp(struct resp *resp, char **ret_body, const char **ret_ct);
 void http_resp_cleanup(struct resp *resp);

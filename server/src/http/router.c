@@ -1,36 +1,12 @@
-/* router: the route table and a matcher for "{param}" patterns.
- *
- * The table is the single list of what the server answers; the OpenAPI test
- * (tests/api) reads it from this file and compares it with api/openapi.yaml,
- * so keep one route per line in the form {"METHOD", "/pattern", ...}. */
+/* router: a matcher for "{param}" patterns over a route table it is given,
+ * and the helpers handlers fill their response with.  The table itself is
+ * data from above (api/routes.c, handed down by main.c): the transport never
+ * names a handler. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
 #include "router.h"
-
-/* clang-format off */
-const struct route routes[] = {
-        {"GET",    "/v1/health",                        api_health,        false},
-        {"GET",    "/v1/nodes",                         api_nodes_list,    false},
-        {"GET",    "/v1/nodes/{id}",                    api_node_get,      false},
-        {"PUT",    "/v1/nodes/{id}/hugepages/{size}",   api_node_reserve,  true},
-        {"GET",    "/v1/nodes/{id}/hugepages/{size}/policy", api_policy_get, false},
-        {"PUT",    "/v1/nodes/{id}/hugepages/{size}/policy", api_policy_put, true},
-        {"DELETE", "/v1/nodes/{id}/hugepages/{size}/policy", api_policy_delete, false},
-        {"GET",    "/v1/pools",                         api_pools_list,    false},
-        {"GET",    "/v1/pools/{name}",                  api_pool_get,      false},
-        {"PUT",    "/v1/pools/{name}",                  api_pool_put,      true},
-        {"DELETE", "/v1/pools/{name}",                  api_pool_delete,   false},
-        {"POST",   "/v1/pools/{name}/claim",            api_pool_claim,    ROUTE_BODY_OPTIONAL},
-        {"GET",    "/v1/stock",                         api_stock_get,     false},
-        {"PUT",    "/v1/stock",                         api_stock_put,     true},
-        {"GET",    "/v1/handoff",                       api_handoff,       false},
-        {"GET",    "/metrics",                          api_metrics,       false},
-        {NULL, NULL, NULL, false},
-};
-/* clang-format on */
 
 #define SEGMENT_MAX ROUTE_PARAM_MAX
 
@@ -96,8 +72,8 @@ static bool match_pattern(const char *pattern, const char *path,
         return true;
 }
 
-enum route_match route_match(const char *method, const char *path, struct req *req,
-                             const struct route **ret_route, char *allow, size_t allow_len)
+enum route_match route_match(const struct route_table *table, const char *method, const char *path,
+                             struct req *req, const struct route **ret_route, char *allow, size_t allow_len)
 {
         char(*caps)[SEGMENT_MAX] = req->params;
         bool path_seen = false;
@@ -105,7 +81,7 @@ enum route_match route_match(const char *method, const char *path, struct req *r
 
         if (allow_len)
                 allow[0] = '\0';
-        for (const struct route *r = routes; r->pattern; r++) {
+        for (const struct route *r = table->rows; r < table->rows + table->n_rows; r++) {
                 size_t n_caps;
                 if (!match_pattern(r->pattern, path, caps, &n_caps))
                         continue;
@@ -145,6 +121,14 @@ void resp_problem(struct resp *r, const struct problem *p)
         r->body = NULL;
         r->problem = *p;
         r->status = p->status;
+}
+
+void resp_refuse_stopping(struct resp *r)
+{
+        struct problem p = { 0 };
+        problem_raise(&p, PROBLEM_STOPPING, "the daemon is stopping; retry against its successor");
+        p.retry_after = 1;
+        resp_problem(r, &p);
 }
 
 void resp_defer(struct resp *r, void (*work)(struct resp *r, void *ctx), void *ctx, enum work_kind kind)

@@ -1,4 +1,5 @@
-/* router: a static table {method, pattern, handler}.  Handlers see plain
+/* router: a route table {method, pattern, handler, body} given from above
+ * (api/routes.c), and its matcher.  Handlers see plain
  * structs, never libmicrohttpd: they parse, call the core, encode.  A handler
  * that must block (a sysfs write that compacts memory, a cancel that waits
  * for workers) sets resp->work; http.c then suspends the connection, runs
@@ -65,36 +66,42 @@ struct resp {
 
 typedef void (*handler_fn)(const struct req *req, struct resp *resp);
 
-/* What body a route takes.  The first two are false and true, as the route
- * table writes them. */
+/* What body a route takes. */
 enum route_body {
-        ROUTE_BODY_NONE = 0,        /* none: any body is 400 */
-        ROUTE_BODY_JSON = 1,        /* a JSON body (PUT/POST with JSON) */
-        ROUTE_BODY_OPTIONAL = 2,    /* a JSON body, or no body at all */
+        ROUTE_BODY_NONE,            /* none: any body is 400 */
+        ROUTE_BODY_JSON,            /* a JSON body (PUT/POST with JSON) */
+        ROUTE_BODY_OPTIONAL,        /* a JSON body, or no body at all */
 };
 
 struct route {
         const char *method;
         const char *pattern;        /* "/v1/nodes/{id}/hugepages/{size}" */
         handler_fn handler;
-        enum route_body has_body;   /* false/true, or ROUTE_BODY_OPTIONAL */
+        enum route_body body;
 };
 
-/* The table, NULL-pattern terminated. */
-extern const struct route routes[];
+/* The routes a transport answers: data from above (api/routes.c), handed
+ * to http_start by main.c.  ROWS outlives every user of the table. */
+struct route_table {
+        const struct route *rows;
+        size_t n_rows;
+};
 
 enum route_match { ROUTE_FOUND, ROUTE_NO_PATH, ROUTE_BAD_METHOD };
 
-/* Match METHOD and PATH; HEAD matches GET routes.  On ROUTE_FOUND fills
- * *ret_route and the captures in REQ.  On ROUTE_BAD_METHOD writes the Allow
- * header value (e.g. "GET, HEAD, PUT") into ALLOW.  Captures are percent-decoded; a capture with '/' or NUL after
- * decoding never matches. */
-enum route_match route_match(const char *method, const char *path, struct req *req,
-                             const struct route **ret_route, char *allow, size_t allow_len);
+/* Match METHOD and PATH against TABLE; HEAD matches GET routes.  On
+ * ROUTE_FOUND fills *ret_route and the captures in REQ.  On
+ * ROUTE_BAD_METHOD writes the Allow header value (e.g. "GET, HEAD, PUT")
+ * into ALLOW.  Captures are percent-decoded; a capture with '/' or NUL
+ * after decoding never matches. */
+enum route_match route_match(const struct route_table *table, const char *method, const char *path,
+                             struct req *req, const struct route **ret_route, char *allow, size_t allow_len);
 
 /* Helpers for handlers. */
 void resp_json(struct resp *r, int status, char *body);  /* takes BODY */
 void resp_problem(struct resp *r, const struct problem *p);
+/* 503 stopping: the daemon is shutting down (retry after 1 s). */
+void resp_refuse_stopping(struct resp *r);
 /* Run WORK off the HTTP thread; CTX is malloc'd and freed after the response. */
 void resp_defer(struct resp *r, void (*work)(struct resp *r, void *ctx), void *ctx, enum work_kind kind);
 /* Park the request until CHECK answers (see park_check_fn): it is called

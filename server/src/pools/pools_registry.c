@@ -729,20 +729,3 @@ bool pools_is_stock(const struct pool *pool)
         return pool_state_is_stock(pools_latest(pool)->state);
 }
 
-#ifdef HPW_LOCK_ASSERTS
-uintptr_t pools_lock_self(void)
-{
-        static _Thread_local char self;
-
-        return (uintptr_t)&self;
-}
-
-void pools_assert_held_at(const struct pools_mutex *m, const char *what, const char *func)
-{
-        if (atomic_load_explicit(&m->owner, memory_order_relaxed) == pools_lock_self())
-                return;
-        /* Going on would race on what the lock guards. */
-        log_err("pools: %s() needs %s held, and this thread does not hold it", func, what);
-        abort();
-}
-#endif
