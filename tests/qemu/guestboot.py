@@ -52,6 +52,18 @@ echo "HPWARM-GUEST-READY"
 while :; do sleep 3600; done
 """
 
+# /init of a guest with a known pattern in memory: guest_pattern fills MIB
+# MiB with SEED's stream and prints its sum each second (migrate.py and the
+# migration bench read the sums off the console).
+PATTERN_INIT = r"""#!/bin/busybox sh
+# /init of the migration guest: a known pattern in memory, its sum each second.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+echo "HPWARM-GUEST-INIT"
+exec /bin/guest_pattern %d %d
+"""
+
 
 class Skip(Exception):
     """QEMU or the guest kernel cannot be had here: exit 77."""
@@ -114,6 +126,13 @@ def build_initramfs(busybox, out_path, init=INIT, extra=None):
         f.write(cpio.stdout)
     os.replace(out_path + ".tmp", out_path)
     return out_path
+
+
+def build_pattern_initramfs(busybox, out_path, guest_pattern, mib, seed):
+    """An initramfs whose /init is PATTERN_INIT for MIB and SEED, with the
+    static GUEST_PATTERN binary as /bin/guest_pattern."""
+    return build_initramfs(busybox, out_path, init=PATTERN_INIT % (mib, seed),
+                           extra={"/bin/guest_pattern": guest_pattern})
 
 
 def sh_quote(s):

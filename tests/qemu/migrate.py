@@ -80,15 +80,6 @@ TWO_SRC = [("vm-s0", 64 * MIB), ("vm-s1", 64 * MIB)]
 TWO_DST = [("vm-d0", 64 * MIB), ("vm-d1", 64 * MIB)]
 ODD = ("vm-odd", 96 * MIB)     # section 7: a destination of another size
 
-INIT = r"""#!/bin/busybox sh
-# /init of the migration guest: a known pattern in memory, its sum each second.
-/bin/busybox --install -s /bin
-export PATH=/bin
-mount -t proc proc /proc
-echo "HPWARM-GUEST-INIT"
-exec /bin/guest_pattern %d %d
-""" % (PATTERN_MIB, SEED)
-
 failures = []
 
 
@@ -303,8 +294,8 @@ def main():
         print("SKIP:", e)
         return 77
     os.makedirs(WORK_DIR, exist_ok=True)
-    initrd = gb.build_initramfs(busybox, os.path.join(WORK_DIR, "initramfs-migrate.gz"), init=INIT,
-                                extra={"/bin/guest_pattern": PATTERN_BIN})
+    initrd = gb.build_pattern_initramfs(busybox, os.path.join(WORK_DIR, "initramfs-migrate.gz"), PATTERN_BIN,
+                                        PATTERN_MIB, SEED)
     expect_sum = pattern_sum(PATTERN_MIB, SEED)
     tmp = tempfile.mkdtemp(prefix="hpwarm-migrate-")
     dirs = {"src": os.path.join(MNT, "src-host"), "dst": os.path.join(MNT, "dst-host")}
