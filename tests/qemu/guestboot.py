@@ -65,6 +65,43 @@ exec /bin/guest_pattern %d %d
 """
 
 
+# What the guest tests under guard.sh share (tests/qemu/CMakeLists.txt sets it).
+HPWARMD = os.environ.get("HPWARMD", "")
+HPWARM = os.environ.get("HPWARM_CLI", "")
+MNT = os.environ.get("HPW_TEST_HUGETLBFS", "")
+GUEST_DIR = os.environ.get("HPW_GUEST_DIR", "")
+BOOT_TIMEOUT = int(os.environ.get("HPW_BOOT_TIMEOUT", "240"))
+
+MIB = 1 << 20
+PAGE = 2 * MIB
+NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
+
+# The names of the checks that failed, in order (a script exits 1 if any).
+failures = []
+
+
+def check(name, ok, detail=""):
+    """Print PASS or FAIL for the check NAME; a failed one goes into failures."""
+    if ok:
+        print("PASS %s" % name, flush=True)
+    else:
+        print("FAIL %s: %s" % (name, detail), flush=True)
+        failures.append(name)
+    return ok
+
+
+def read_int(path):
+    with open(path) as f:
+        return int(f.read().strip())
+
+
+def host_free():
+    """(node 0 free 2 MiB pages, HugePages_Free from /proc/meminfo)."""
+    with open("/proc/meminfo") as f:
+        meminfo = dict(l.split(":", 1) for l in f if ":" in l)
+    return read_int(NODE0 + "free_hugepages"), int(meminfo["HugePages_Free"].split()[0])
+
+
 class Skip(Exception):
     """QEMU or the guest kernel cannot be had here: exit 77."""
 
@@ -94,6 +131,19 @@ def fetch(guest_dir):
         raise Fail("prepare.sh --fetch-only failed (%d): %s" % (r.returncode, r.stderr[-500:]))
     guest_dir = os.path.abspath(guest_dir)
     return os.path.join(guest_dir, "vmlinuz"), os.path.join(guest_dir, "busybox")
+
+
+def qemu_and_guest(guest_dir, work_dir):
+    """(QEMU's binary, the guest kernel, busybox) with WORK_DIR made, or
+    None with a SKIP line printed where QEMU or the guest cannot be had."""
+    try:
+        qemu = find_qemu()
+        kernel, busybox = fetch(guest_dir)
+    except Skip as e:
+        print("SKIP:", e)
+        return None
+    os.makedirs(work_dir, exist_ok=True)
+    return qemu, kernel, busybox
 
 
 def build_initramfs(busybox, out_path, init=INIT, extra=None):

@@ -61,35 +61,19 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import guestboot as gb  # noqa: E402
 from hpwtest import Daemon  # noqa: E402
+from guestboot import (  # noqa: E402
+    BOOT_TIMEOUT, GUEST_DIR, HPWARM, HPWARMD, MIB, MNT, NODE0,
+    PAGE, check, failures, host_free, read_int)
 
-HPWARMD = os.environ.get("HPWARMD", "")
-HPWARM = os.environ.get("HPWARM_CLI", "")
 PATTERN_BIN = os.environ.get("HPW_GUEST_PATTERN", "")
-MNT = os.environ.get("HPW_TEST_HUGETLBFS", "")
-GUEST_DIR = os.environ.get("HPW_GUEST_DIR", "")
 WORK_DIR = os.environ.get("HPW_MIGRATE_DIR", "")
-BOOT_TIMEOUT = int(os.environ.get("HPW_BOOT_TIMEOUT", "240"))
 MIGRATE_TIMEOUT = 120
 
-MIB = 1 << 20
-PAGE = 2 * MIB
-NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
 PATTERN_MIB, SEED = 16, 2026120131
 ONE_SRC, ONE_DST = ("vm-src", 128 * MIB), ("vm-dst", 128 * MIB)
 TWO_SRC = [("vm-s0", 64 * MIB), ("vm-s1", 64 * MIB)]
 TWO_DST = [("vm-d0", 64 * MIB), ("vm-d1", 64 * MIB)]
 ODD = ("vm-odd", 96 * MIB)     # section 7: a destination of another size
-
-failures = []
-
-
-def check(name, ok, detail=""):
-    if ok:
-        print("PASS %s" % name, flush=True)
-    else:
-        print("FAIL %s: %s" % (name, detail), flush=True)
-        failures.append(name)
-    return ok
 
 
 def pattern_sum(mib, seed):
@@ -102,17 +86,6 @@ def pattern_sum(mib, seed):
         x ^= (x << 17) & m
         h = ((h ^ x) * 0x100000001b3) & m
     return "%016x" % h
-
-
-def read_int(path):
-    with open(path) as f:
-        return int(f.read().strip())
-
-
-def host_free():
-    with open("/proc/meminfo") as f:
-        meminfo = dict(l.split(":", 1) for l in f if ":" in l)
-    return read_int(NODE0 + "free_hugepages"), int(meminfo["HugePages_Free"].split()[0])
 
 
 def cli(url, *args, timeout=180):
@@ -287,13 +260,10 @@ def main():
         print("SKIP: run under tests/real/guard.sh with HPWARMD, HPWARM_CLI, HPW_GUEST_PATTERN, HPW_GUEST_DIR, "
               "HPW_MIGRATE_DIR")
         return 77
-    try:
-        qemu = gb.find_qemu()
-        kernel, busybox = gb.fetch(GUEST_DIR)
-    except gb.Skip as e:
-        print("SKIP:", e)
+    got = gb.qemu_and_guest(GUEST_DIR, WORK_DIR)
+    if not got:
         return 77
-    os.makedirs(WORK_DIR, exist_ok=True)
+    qemu, kernel, busybox = got
     initrd = gb.build_pattern_initramfs(busybox, os.path.join(WORK_DIR, "initramfs-migrate.gz"), PATTERN_BIN,
                                         PATTERN_MIB, SEED)
     expect_sum = pattern_sum(PATTERN_MIB, SEED)
