@@ -90,6 +90,30 @@ def check(name, ok, detail=""):
     return ok
 
 
+def verdict(test, t_start):
+    """Print TEST's outcome (the failed checks' names, or all passed) and its
+    time since T_START (time.monotonic()); the exit code, 1 if any failed."""
+    print("%s: %s in %.0f s" % (test, "FAIL " + ", ".join(failures) if failures else "all passed",
+                                time.monotonic() - t_start), flush=True)
+    return 1 if failures else 0
+
+
+def tear_down(guests, daemons, pools, tmp, empty_stock=False):
+    """A guest test's way out, however it ends: stop GUESTS; on each of
+    DAEMONS still running, empty the stock (EMPTY_STOCK) and delete POOLS;
+    stop the daemons and remove TMP."""
+    for g in guests:
+        g.stop()
+    for d in daemons:
+        if d.proc and d.proc.poll() is None:
+            if empty_stock:
+                d.request("PUT", "/v1/stock", {"targets": []})
+            for name in pools:
+                d.request("DELETE", "/v1/pools/" + name)
+        d.__exit__()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def read_int(path):
     with open(path) as f:
         return int(f.read().strip())

@@ -44,7 +44,6 @@ not under guard.sh)."""
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -57,9 +56,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import guestboot as gb  # noqa: E402
 from hpwtest import Daemon  # noqa: E402
-from guestboot import (  # noqa: E402
-    BOOT_TIMEOUT, GUEST_DIR, HPWARM, HPWARMD, MIB, MNT, NODE0,
-    PAGE, check, failures, host_free, read_int)
+from guestboot import BOOT_TIMEOUT, GUEST_DIR, HPWARM, HPWARMD, MIB, MNT, NODE0, PAGE, check, host_free, read_int  # noqa: E402,E501
 
 WORK_DIR = os.environ.get("HPW_HANDOFF_DIR", "")
 
@@ -285,17 +282,8 @@ def main():
     except gb.Fail as e:
         check("run", False, str(e))
     finally:
-        for g in guests:
-            g.stop()
-        if d.proc and d.proc.poll() is None:
-            d.request("PUT", "/v1/stock", {"targets": []})
-            for name in ("vm-one", "vm-a", "vm-b", "vm-gone", STOCKED[0]):
-                d.request("DELETE", "/v1/pools/" + name)
-        d.__exit__()
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("qemu.handoff: %s in %.0f s" % ("FAIL " + ", ".join(failures) if failures else "all passed",
-                                           time.monotonic() - t_start), flush=True)
-    return 1 if failures else 0
+        gb.tear_down(guests, [d], ("vm-one", "vm-a", "vm-b", "vm-gone", STOCKED[0]), tmp, empty_stock=True)
+    return gb.verdict("qemu.handoff", t_start)
 
 
 if __name__ == "__main__":

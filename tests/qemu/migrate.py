@@ -48,7 +48,6 @@ about a minute here.  Exit 0 pass, 1 fail, 77 skip (QEMU cannot run, no
 kernel can be had, or not under guard.sh)."""
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -61,9 +60,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import guestboot as gb  # noqa: E402
 from hpwtest import Daemon  # noqa: E402
-from guestboot import (  # noqa: E402
-    BOOT_TIMEOUT, GUEST_DIR, HPWARM, HPWARMD, MIB, MNT, NODE0,
-    PAGE, check, failures, host_free, read_int)
+from guestboot import BOOT_TIMEOUT, GUEST_DIR, HPWARM, HPWARMD, MIB, MNT, NODE0, PAGE, check, host_free, read_int  # noqa: E402,E501
 
 PATTERN_BIN = os.environ.get("HPW_GUEST_PATTERN", "")
 WORK_DIR = os.environ.get("HPW_MIGRATE_DIR", "")
@@ -345,17 +342,8 @@ def main():
     except gb.Fail as e:
         check("run", False, str(e))
     finally:
-        for g in guests:
-            g.stop()
-        for d in daemons.values():
-            if d.proc and d.proc.poll() is None:
-                for name, _ in [ONE_SRC, ONE_DST, ODD] + TWO_SRC + TWO_DST:
-                    d.request("DELETE", "/v1/pools/" + name)
-            d.__exit__()
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("qemu.migrate: %s in %.0f s" % ("FAIL " + ", ".join(failures) if failures else "all passed",
-                                           time.monotonic() - t_start), flush=True)
-    return 1 if failures else 0
+        gb.tear_down(guests, daemons.values(), [name for name, _ in [ONE_SRC, ONE_DST, ODD] + TWO_SRC + TWO_DST], tmp)
+    return gb.verdict("qemu.migrate", t_start)
 
 
 if __name__ == "__main__":
