@@ -338,10 +338,11 @@ def run(c, d):
     send("claim, unknown", "POST", "/v1/pools/nope/claim", want=404)
     send("claim, read-only", "POST", "/v1/pools/b/claim", headers=reader, want=403)
     send("claimed", "GET", "/v1/pools/a", want=200)
-    send("handoff", "GET", "/v1/handoff?vmm=qemu&pools=a,b", want=200)
-    send("handoff, libvirt", "GET", "/v1/handoff?vmm=libvirt&pools=a", want=200)
-    send("handoff, unknown vmm", "GET", "/v1/handoff?vmm=xen&pools=a", want=422)
-    send("handoff, unknown pool", "GET", "/v1/handoff?vmm=qemu&pools=nope", want=404)
+    for label, query, want in (("handoff", "vmm=qemu&pools=a,b", 200),
+                               ("handoff, libvirt", "vmm=libvirt&pools=a", 200),
+                               ("handoff, unknown vmm", "vmm=xen&pools=a", 422),
+                               ("handoff, unknown pool", "vmm=qemu&pools=nope", 404)):
+        send(label, "GET", "/v1/handoff?" + query, want=want)
     # Stock.
     send("stock", "GET", "/v1/stock", want=200)
     send("stock, no token", "GET", "/v1/stock", headers={}, want=401)

@@ -1429,6 +1429,13 @@ def busy_report(args, res):
             label, ratio, TARGET_BUSY_RATIO, "PASS" if ratio <= TARGET_BUSY_RATIO else "MISS"))
 
 
+def save_json(args, res):
+    """The run's results as JSON in --json's file, when it names one."""
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=2)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1543,9 +1550,7 @@ def main():
         if args.busy_host is not None:
             busy_phase(args, mnt, res)
             busy_report(args, res)
-            if args.json:
-                with open(args.json, "w") as f:
-                    json.dump(res, f, indent=2)
+            save_json(args, res)
             return 0
         if args.scale:
             if args.scale_rounds < 2:
@@ -1554,26 +1559,20 @@ def main():
                 ap.error("--scale N wants N > %d" % SCALE_SMALL)
             scale_phase(args, mnt, res)
             scale_report(args, res)
-            if args.json:
-                with open(args.json, "w") as f:
-                    json.dump(res, f, indent=2)
+            save_json(args, res)
             return 0
         if args.stock_only:
             stock_phase(args, mnt, res)
             if not args.no_recycle_daemon:
                 recycle_phase(args, mnt, res)
-            if args.json:
-                with open(args.json, "w") as f:
-                    json.dump(res, f, indent=2)
+            save_json(args, res)
             return 0
         measure(args, mnt, res)
     except (BenchError, subprocess.TimeoutExpired, OSError) as e:
         log("FAILED: %s" % e)
         return 1
     report(args, res, cmdline)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=2)
+    save_json(args, res)
     return 0
 
 

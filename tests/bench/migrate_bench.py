@@ -73,14 +73,6 @@ PATTERN_MIB, SEED = 16, 77
 KINDS = ["cold+prealloc", "cold", "warm+prealloc", "warm"]
 READY_TARGET = 10.0
 
-INIT = r"""#!/bin/busybox sh
-/bin/busybox --install -s /bin
-export PATH=/bin
-mount -t proc proc /proc
-echo "HPWARM-GUEST-INIT"
-exec /bin/guest_pattern %d %d
-""" % (PATTERN_MIB, SEED)
-
 
 def read_int(path):
     with open(path) as f:
@@ -238,8 +230,8 @@ def main():
         print("SKIP:", e)
         return 77
     tmp = tempfile.mkdtemp(prefix="hpwarm-migrate-bench-")
-    initrd = gb.build_initramfs(busybox, os.path.join(tmp, "initramfs.gz"), init=INIT,
-                                extra={"/bin/guest_pattern": a.guest_pattern})
+    initrd = gb.build_pattern_initramfs(busybox, os.path.join(tmp, "initramfs.gz"), a.guest_pattern,
+                                        PATTERN_MIB, SEED)
     pool_dir = os.path.join(mnt, "bench-migrate")
     d = Daemon(sysfs_root="/sys", preload=False, state_dir=os.path.join(tmp, "state"),
                args=["--hugetlbfs", "2M=" + pool_dir])

@@ -86,21 +86,31 @@ static bool ends_with_nr(const char *path)
         return (n >= 13 && strcmp(path + n - 13, "/nr_hugepages") == 0) || strcmp(path, "nr_hugepages") == 0;
 }
 
+/* A decimal as nr_hugepages takes it: digits, at most one trailing newline,
+ * no overflow; -1 otherwise.  Runs inside the caller's write(): errno is
+ * left as it was. */
 static int parse_u64(const char *s, size_t n, uint64_t *ret)
 {
-        uint64_t v = 0;
-        size_t i;
+        char digits[24];
+        int saved = errno;
+        unsigned long long v;
 
         if (n > 0 && s[n - 1] == '\n')
                 n--;
-        if (n == 0)
+        if (n == 0 || n >= sizeof(digits))
                 return -1;
-        for (i = 0; i < n; i++) {
-                if (s[i] < '0' || s[i] > '9' || v > (UINT64_MAX - 9) / 10)
-                        return -1;
-                v = v * 10 + (uint64_t)(s[i] - '0');
+        memcpy(digits, s, n);
+        digits[n] = '\0';
+        if (strspn(digits, "0123456789") != n)
+                return -1;
+        errno = 0;
+        v = strtoull(digits, NULL, 10);
+        if (errno == ERANGE) {
+                errno = saved;
+                return -1;
         }
-        *ret = v;
+        errno = saved;
+        *ret = (uint64_t)v;
         return 0;
 }
 
@@ -189,49 +199,24 @@ static mode_t mode_arg(int flags, va_list ap)
         return 0;
 }
 
-int open(const char *path, int flags, ...)
-{
-        va_list ap;
-        mode_t mode;
+/* The variadic open family, each passing its mode (there only with O_CREAT
+ * or O_TMPFILE) and O_LARGEFILE for the *64 names on to do_openat. */
+#define FK_OPEN_ENTRY(name, params, dirfd_arg, extra_flags)                          \
+        int name params                                                              \
+        {                                                                            \
+                va_list ap;                                                          \
+                mode_t mode;                                                         \
+                                                                                     \
+                va_start(ap, flags);                                                 \
+                mode = mode_arg(flags, ap);                                          \
+                va_end(ap);                                                          \
+                return do_openat(dirfd_arg, path, flags | (extra_flags), mode);      \
+        }
 
-        va_start(ap, flags);
-        mode = mode_arg(flags, ap);
-        va_end(ap);
-        return do_openat(AT_FDCWD, path, flags, mode);
-}
-
-int open64(const char *path, int flags, ...)
-{
-        va_list ap;
-        mode_t mode;
-
-        va_start(ap, flags);
-        mode = mode_arg(flags, ap);
-        va_end(ap);
-        return do_openat(AT_FDCWD, path, flags | O_LARGEFILE, mode);
-}
-
-int openat(int dirfd, const char *path, int flags, ...)
-{
-        va_list ap;
-        mode_t mode;
-
-        va_start(ap, flags);
-        mode = mode_arg(flags, ap);
-        va_end(ap);
-        return do_openat(dirfd, path, flags, mode);
-}
-
-int openat64(int dirfd, const char *path, int flags, ...)
-{
-        va_list ap;
-        mode_t mode;
-
-        va_start(ap, flags);
-        mode = mode_arg(flags, ap);
-        va_end(ap);
-        return do_openat(dirfd, path, flags | O_LARGEFILE, mode);
-}
+FK_OPEN_ENTRY(open, (const char *path, int flags, ...), AT_FDCWD, 0)
+FK_OPEN_ENTRY(open64, (const char *path, int flags, ...), AT_FDCWD, O_LARGEFILE)
+FK_OPEN_ENTRY(openat, (int dirfd, const char *path, int flags, ...), dirfd, 0)
+FK_OPEN_ENTRY(openat64, (int dirfd, const char *path, int flags, ...), dirfd, O_LARGEFILE)
 
 /* _FORTIFY_SOURCE entry points. */
 int __open_2(const char *path, int flags);

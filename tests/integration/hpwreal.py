@@ -144,6 +144,31 @@ def check(cond, what):
         raise Failure(what)
 
 
+def script_cannot_run():
+    """A script's exit code when it cannot run here, said on stderr: 77
+    outside guard.sh, 2 without the daemon binary; None when it can."""
+    if not MNT:
+        print("SKIP: not under tests/real/guard.sh", file=sys.stderr)
+        return 77
+    if not HPWARMD or not os.path.exists(HPWARMD):
+        print("HPWARMD is not set to the daemon binary", file=sys.stderr)
+        return 2
+    return None
+
+
+def pools_by_name(d, when=""):
+    """GET /v1/pools of daemon D (a Failure unless 200), by name; WHEN goes
+    into the message."""
+    r = d.get("/v1/pools")
+    check(r.status == 200, "GET /v1/pools%s: %r" % (when, r))
+    return {p["name"]: p for p in r.json["pools"]}
+
+
+def files_in(pool_dir):
+    """The pool files in POOL_DIR (the marker aside); none without the dir."""
+    return set(os.listdir(pool_dir)) - {DIR_MARKER} if os.path.isdir(pool_dir) else set()
+
+
 class CrashLoop:
     """One daemon at a time on a state dir and a pool dir that outlive it:
     start, kill -9, restart, and the checks every round shares."""
@@ -167,12 +192,10 @@ class CrashLoop:
         self.kills += 1
 
     def pools(self):
-        r = self.d.get("/v1/pools")
-        check(r.status == 200, "GET /v1/pools: %r" % r)
-        return {p["name"]: p for p in r.json["pools"]}
+        return pools_by_name(self.d)
 
     def files(self):
-        return set(os.listdir(self.pool_dir)) - {DIR_MARKER} if os.path.isdir(self.pool_dir) else set()
+        return files_in(self.pool_dir)
 
     def check_journal(self, when):
         """The journal, where there is one, reads: state.json parses and
@@ -199,13 +222,10 @@ def run_crash_loop(name, pages, make_loop, body):
     first; BODY(loop, free0, t0) runs the rounds and returns the ok line, or
     raises Failure.  The daemon, its state dir and its pool dir are removed
     on every way out (guard.sh also empties its mount)."""
-    mnt = os.environ.get("HPW_TEST_HUGETLBFS", "")
-    if not mnt:
-        print("SKIP: not under tests/real/guard.sh", file=sys.stderr)
-        return 77
-    if not HPWARMD or not os.path.exists(HPWARMD):
-        print("HPWARMD is not set to the daemon binary", file=sys.stderr)
-        return 2
+    mnt = MNT
+    rc = script_cannot_run()
+    if rc is not None:
+        return rc
     seed = int(os.environ.get("HPW_CRASH_SEED", "0")) or random.SystemRandom().randrange(1, 2**31)
     print("%s: seed %d (rerun with HPW_CRASH_SEED=%d)" % (name, seed, seed), flush=True)
 

@@ -430,13 +430,7 @@ class LibvirtBoot(TestCase):
             "</name>", "</name>\n  <uuid>%s</uuid>" % dom_uuid, 1)
         self.frags = getattr(self, "frags", {})
         self.frags[name] = frag
-        f = os.path.join(self.env.tmp, name + ".xml")
-        with open(f, "w") as out:
-            out.write(xml)
-        r = self.env.virsh("define", f)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.env.domains.add(name)
-        self.addCleanup(self.undefine, name)
+        self.define_xml(name, xml)
         return serial, path
 
     def undefine(self, name):
@@ -556,13 +550,7 @@ class LibvirtBoot(TestCase):
         serial = os.path.join(self.env.tmp, name + ".serial.log")
         xml = domain_xml(name, self.kernel, self.initrd, serial, metadata=meta).replace(
             "<vcpu>1</vcpu>", "<vcpu>2</vcpu>" + cells)
-        f = os.path.join(self.env.tmp, name + ".xml")
-        with open(f, "w") as out:
-            out.write(xml)
-        r = self.env.virsh("define", f)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.env.domains.add(name)
-        self.addCleanup(self.undefine, name)
+        self.define_xml(name, xml)
         free0 = self.free_pages()
         r = self.env.virsh("start", name)
         self.assertEqual(r.returncode, 0, r.stderr + self.env.read_ns("log/qemu/%s.log" % name))
@@ -631,12 +619,7 @@ class LibvirtBoot(TestCase):
         serial = os.path.join(self.env.tmp, b + ".serial.log")
         meta = "<hpwarm:pool xmlns:hpwarm='%s' node='0' size='256M' pool='%s'/>" % (HPW_NS, a)
         xml = domain_xml(b, self.kernel, self.initrd, serial, metadata=meta, fragment=self.frags[a])
-        f = os.path.join(self.env.tmp, b + ".xml")
-        with open(f, "w") as out:
-            out.write(xml)
-        self.assertEqual(self.env.virsh("define", f).returncode, 0)
-        self.env.domains.add(b)
-        self.addCleanup(self.undefine, b)
+        self.define_xml(b, xml)
         r = self.env.virsh("start", b)
         self.assertNotEqual(r.returncode, 0, "a second domain started on a running domain's pool")
         self.assertIn("pool '%s' exists for another domain" % a, r.stderr)
@@ -748,6 +731,8 @@ class LibvirtBoot(TestCase):
             "<vcpu>1</vcpu>", "<vcpu>%d</vcpu>%s%s" % (max(cells, 1), backing, numa))
 
     def define_xml(self, name, xml):
+        """Define domain NAME from XML (written beside the env's files);
+        undefined when the test ends."""
         f = os.path.join(self.env.tmp, name + ".xml")
         with open(f, "w") as out:
             out.write(xml)

@@ -52,6 +52,79 @@ echo "HPWARM-GUEST-READY"
 while :; do sleep 3600; done
 """
 
+# /init of a guest with a known pattern in memory: guest_pattern fills MIB
+# MiB with SEED's stream and prints its sum each second (migrate.py and the
+# migration bench read the sums off the console).
+PATTERN_INIT = r"""#!/bin/busybox sh
+# /init of the migration guest: a known pattern in memory, its sum each second.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+echo "HPWARM-GUEST-INIT"
+exec /bin/guest_pattern %d %d
+"""
+
+
+# What the guest tests under guard.sh share (tests/qemu/CMakeLists.txt sets it).
+HPWARMD = os.environ.get("HPWARMD", "")
+HPWARM = os.environ.get("HPWARM_CLI", "")
+MNT = os.environ.get("HPW_TEST_HUGETLBFS", "")
+GUEST_DIR = os.environ.get("HPW_GUEST_DIR", "")
+BOOT_TIMEOUT = int(os.environ.get("HPW_BOOT_TIMEOUT", "240"))
+
+MIB = 1 << 20
+PAGE = 2 * MIB
+NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
+
+# The names of the checks that failed, in order (a script exits 1 if any).
+failures = []
+
+
+def check(name, ok, detail=""):
+    """Print PASS or FAIL for the check NAME; a failed one goes into failures."""
+    if ok:
+        print("PASS %s" % name, flush=True)
+    else:
+        print("FAIL %s: %s" % (name, detail), flush=True)
+        failures.append(name)
+    return ok
+
+
+def verdict(test, t_start):
+    """Print TEST's outcome (the failed checks' names, or all passed) and its
+    time since T_START (time.monotonic()); the exit code, 1 if any failed."""
+    print("%s: %s in %.0f s" % (test, "FAIL " + ", ".join(failures) if failures else "all passed",
+                                time.monotonic() - t_start), flush=True)
+    return 1 if failures else 0
+
+
+def tear_down(guests, daemons, pools, tmp, empty_stock=False):
+    """A guest test's way out, however it ends: stop GUESTS; on each of
+    DAEMONS still running, empty the stock (EMPTY_STOCK) and delete POOLS;
+    stop the daemons and remove TMP."""
+    for g in guests:
+        g.stop()
+    for d in daemons:
+        if d.proc and d.proc.poll() is None:
+            if empty_stock:
+                d.request("PUT", "/v1/stock", {"targets": []})
+            for name in pools:
+                d.request("DELETE", "/v1/pools/" + name)
+        d.__exit__()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def read_int(path):
+    with open(path) as f:
+        return int(f.read().strip())
+
+
+def host_free():
+    """(node 0 free 2 MiB pages, HugePages_Free from /proc/meminfo)."""
+    with open("/proc/meminfo") as f:
+        meminfo = dict(l.split(":", 1) for l in f if ":" in l)
+    return read_int(NODE0 + "free_hugepages"), int(meminfo["HugePages_Free"].split()[0])
+
 
 class Skip(Exception):
     """QEMU or the guest kernel cannot be had here: exit 77."""
@@ -84,6 +157,19 @@ def fetch(guest_dir):
     return os.path.join(guest_dir, "vmlinuz"), os.path.join(guest_dir, "busybox")
 
 
+def qemu_and_guest(guest_dir, work_dir):
+    """(QEMU's binary, the guest kernel, busybox) with WORK_DIR made, or
+    None with a SKIP line printed where QEMU or the guest cannot be had."""
+    try:
+        qemu = find_qemu()
+        kernel, busybox = fetch(guest_dir)
+    except Skip as e:
+        print("SKIP:", e)
+        return None
+    os.makedirs(work_dir, exist_ok=True)
+    return qemu, kernel, busybox
+
+
 def build_initramfs(busybox, out_path, init=INIT, extra=None):
     """A gzip'd newc archive: busybox, INIT as /init, and EXTRA ({path in
     the guest: host file}, e.g. a static test program) made executable."""
@@ -114,6 +200,13 @@ def build_initramfs(busybox, out_path, init=INIT, extra=None):
         f.write(cpio.stdout)
     os.replace(out_path + ".tmp", out_path)
     return out_path
+
+
+def build_pattern_initramfs(busybox, out_path, guest_pattern, mib, seed):
+    """An initramfs whose /init is PATTERN_INIT for MIB and SEED, with the
+    static GUEST_PATTERN binary as /bin/guest_pattern."""
+    return build_initramfs(busybox, out_path, init=PATTERN_INIT % (mib, seed),
+                           extra={"/bin/guest_pattern": guest_pattern})
 
 
 def sh_quote(s):

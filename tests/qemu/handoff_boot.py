@@ -44,7 +44,6 @@ not under guard.sh)."""
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -57,17 +56,10 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import guestboot as gb  # noqa: E402
 from hpwtest import Daemon  # noqa: E402
+from guestboot import BOOT_TIMEOUT, GUEST_DIR, HPWARM, HPWARMD, MIB, MNT, NODE0, PAGE, check, host_free, read_int  # noqa: E402,E501
 
-HPWARMD = os.environ.get("HPWARMD", "")
-HPWARM = os.environ.get("HPWARM_CLI", "")
-MNT = os.environ.get("HPW_TEST_HUGETLBFS", "")
-GUEST_DIR = os.environ.get("HPW_GUEST_DIR", "")
 WORK_DIR = os.environ.get("HPW_HANDOFF_DIR", "")
-BOOT_TIMEOUT = int(os.environ.get("HPW_BOOT_TIMEOUT", "240"))
 
-MIB = 1 << 20
-PAGE = 2 * MIB
-NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
 ONE = ("vm-one", 256 * MIB)
 TWO = [("vm-a", 160 * MIB), ("vm-b", 96 * MIB)]
 STOCKED = ("vm-stock", 256 * MIB)  # section 9: handed out from a stock file of its size
@@ -75,29 +67,6 @@ STOCKED = ("vm-stock", 256 * MIB)  # section 9: handed out from a stock file of 
 # the firmware's holes (the legacy 640 KiB-1 MiB hole, ACPI tables): at most
 # this much below the pool's size.
 FIRMWARE_HOLES = 4 * MIB
-
-failures = []
-
-
-def check(name, ok, detail=""):
-    if ok:
-        print("PASS %s" % name, flush=True)
-    else:
-        print("FAIL %s: %s" % (name, detail), flush=True)
-        failures.append(name)
-    return ok
-
-
-def read_int(path):
-    with open(path) as f:
-        return int(f.read().strip())
-
-
-def host_free():
-    """(node 0 free 2 MiB pages, HugePages_Free from /proc/meminfo)."""
-    with open("/proc/meminfo") as f:
-        meminfo = dict(l.split(":", 1) for l in f if ":" in l)
-    return read_int(NODE0 + "free_hugepages"), int(meminfo["HugePages_Free"].split()[0])
 
 
 class Cli:
@@ -180,13 +149,10 @@ def main():
     if not (MNT and HPWARMD and HPWARM and GUEST_DIR and WORK_DIR):
         print("SKIP: run under tests/real/guard.sh with HPWARMD, HPWARM_CLI, HPW_GUEST_DIR, HPW_HANDOFF_DIR")
         return 77
-    try:
-        qemu = gb.find_qemu()
-        kernel, busybox = gb.fetch(GUEST_DIR)
-    except gb.Skip as e:
-        print("SKIP:", e)
+    got = gb.qemu_and_guest(GUEST_DIR, WORK_DIR)
+    if not got:
         return 77
-    os.makedirs(WORK_DIR, exist_ok=True)
+    qemu, kernel, busybox = got
     initrd = gb.build_initramfs(busybox, os.path.join(WORK_DIR, "initramfs.gz"))
     tmp = tempfile.mkdtemp(prefix="hpwarm-handoff-")
     pool_dir = os.path.join(MNT, "hpwarm, handoff 'q'")
@@ -316,17 +282,8 @@ def main():
     except gb.Fail as e:
         check("run", False, str(e))
     finally:
-        for g in guests:
-            g.stop()
-        if d.proc and d.proc.poll() is None:
-            d.request("PUT", "/v1/stock", {"targets": []})
-            for name in ("vm-one", "vm-a", "vm-b", "vm-gone", STOCKED[0]):
-                d.request("DELETE", "/v1/pools/" + name)
-        d.__exit__()
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("qemu.handoff: %s in %.0f s" % ("FAIL " + ", ".join(failures) if failures else "all passed",
-                                           time.monotonic() - t_start), flush=True)
-    return 1 if failures else 0
+        gb.tear_down(guests, [d], ("vm-one", "vm-a", "vm-b", "vm-gone", STOCKED[0]), tmp, empty_stock=True)
+    return gb.verdict("qemu.handoff", t_start)
 
 
 if __name__ == "__main__":

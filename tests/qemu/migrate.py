@@ -48,7 +48,6 @@ about a minute here.  Exit 0 pass, 1 fail, 77 skip (QEMU cannot run, no
 kernel can be had, or not under guard.sh)."""
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -61,44 +60,17 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import guestboot as gb  # noqa: E402
 from hpwtest import Daemon  # noqa: E402
+from guestboot import BOOT_TIMEOUT, GUEST_DIR, HPWARM, HPWARMD, MIB, MNT, NODE0, PAGE, check, host_free, read_int  # noqa: E402,E501
 
-HPWARMD = os.environ.get("HPWARMD", "")
-HPWARM = os.environ.get("HPWARM_CLI", "")
 PATTERN_BIN = os.environ.get("HPW_GUEST_PATTERN", "")
-MNT = os.environ.get("HPW_TEST_HUGETLBFS", "")
-GUEST_DIR = os.environ.get("HPW_GUEST_DIR", "")
 WORK_DIR = os.environ.get("HPW_MIGRATE_DIR", "")
-BOOT_TIMEOUT = int(os.environ.get("HPW_BOOT_TIMEOUT", "240"))
 MIGRATE_TIMEOUT = 120
 
-MIB = 1 << 20
-PAGE = 2 * MIB
-NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
 PATTERN_MIB, SEED = 16, 2026120131
 ONE_SRC, ONE_DST = ("vm-src", 128 * MIB), ("vm-dst", 128 * MIB)
 TWO_SRC = [("vm-s0", 64 * MIB), ("vm-s1", 64 * MIB)]
 TWO_DST = [("vm-d0", 64 * MIB), ("vm-d1", 64 * MIB)]
 ODD = ("vm-odd", 96 * MIB)     # section 7: a destination of another size
-
-INIT = r"""#!/bin/busybox sh
-# /init of the migration guest: a known pattern in memory, its sum each second.
-/bin/busybox --install -s /bin
-export PATH=/bin
-mount -t proc proc /proc
-echo "HPWARM-GUEST-INIT"
-exec /bin/guest_pattern %d %d
-""" % (PATTERN_MIB, SEED)
-
-failures = []
-
-
-def check(name, ok, detail=""):
-    if ok:
-        print("PASS %s" % name, flush=True)
-    else:
-        print("FAIL %s: %s" % (name, detail), flush=True)
-        failures.append(name)
-    return ok
 
 
 def pattern_sum(mib, seed):
@@ -111,17 +83,6 @@ def pattern_sum(mib, seed):
         x ^= (x << 17) & m
         h = ((h ^ x) * 0x100000001b3) & m
     return "%016x" % h
-
-
-def read_int(path):
-    with open(path) as f:
-        return int(f.read().strip())
-
-
-def host_free():
-    with open("/proc/meminfo") as f:
-        meminfo = dict(l.split(":", 1) for l in f if ":" in l)
-    return read_int(NODE0 + "free_hugepages"), int(meminfo["HugePages_Free"].split()[0])
 
 
 def cli(url, *args, timeout=180):
@@ -296,15 +257,12 @@ def main():
         print("SKIP: run under tests/real/guard.sh with HPWARMD, HPWARM_CLI, HPW_GUEST_PATTERN, HPW_GUEST_DIR, "
               "HPW_MIGRATE_DIR")
         return 77
-    try:
-        qemu = gb.find_qemu()
-        kernel, busybox = gb.fetch(GUEST_DIR)
-    except gb.Skip as e:
-        print("SKIP:", e)
+    got = gb.qemu_and_guest(GUEST_DIR, WORK_DIR)
+    if not got:
         return 77
-    os.makedirs(WORK_DIR, exist_ok=True)
-    initrd = gb.build_initramfs(busybox, os.path.join(WORK_DIR, "initramfs-migrate.gz"), init=INIT,
-                                extra={"/bin/guest_pattern": PATTERN_BIN})
+    qemu, kernel, busybox = got
+    initrd = gb.build_pattern_initramfs(busybox, os.path.join(WORK_DIR, "initramfs-migrate.gz"), PATTERN_BIN,
+                                        PATTERN_MIB, SEED)
     expect_sum = pattern_sum(PATTERN_MIB, SEED)
     tmp = tempfile.mkdtemp(prefix="hpwarm-migrate-")
     dirs = {"src": os.path.join(MNT, "src-host"), "dst": os.path.join(MNT, "dst-host")}
@@ -384,17 +342,8 @@ def main():
     except gb.Fail as e:
         check("run", False, str(e))
     finally:
-        for g in guests:
-            g.stop()
-        for d in daemons.values():
-            if d.proc and d.proc.poll() is None:
-                for name, _ in [ONE_SRC, ONE_DST, ODD] + TWO_SRC + TWO_DST:
-                    d.request("DELETE", "/v1/pools/" + name)
-            d.__exit__()
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("qemu.migrate: %s in %.0f s" % ("FAIL " + ", ".join(failures) if failures else "all passed",
-                                           time.monotonic() - t_start), flush=True)
-    return 1 if failures else 0
+        gb.tear_down(guests, daemons.values(), [name for name, _ in [ONE_SRC, ONE_DST, ODD] + TWO_SRC + TWO_DST], tmp)
+    return gb.verdict("qemu.migrate", t_start)
 
 
 if __name__ == "__main__":

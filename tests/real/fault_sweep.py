@@ -47,8 +47,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 import hpwjournal  # noqa: E402
 import hpwreal  # noqa: E402
-from hpwreal import DIR_MARKER, NODE0, node0, real_daemon, set_node0_pages  # noqa: E402
-from hpwtest import HPWARMD, Daemon  # noqa: E402
+from hpwreal import NODE0, node0, real_daemon, set_node0_pages  # noqa: E402
+from hpwtest import Daemon  # noqa: E402
 
 PAGES = 64                        # reserved on node 0 for the sweep (128 MiB)
 REQ_TIMEOUT_S = 15                # an answer later than this is a hang
@@ -310,9 +310,7 @@ class Run:
             return None
 
     def files(self):
-        if not os.path.isdir(self.pool_dir):
-            return set()
-        return set(os.listdir(self.pool_dir)) - {DIR_MARKER}
+        return hpwreal.files_in(self.pool_dir)
 
     def check_restart(self, free0, nr0):
         d = real_daemon(self.pool_dir, self.state, "--log-level", "notice")
@@ -430,12 +428,9 @@ def main():
     args = ap.parse_args()
 
     mnt = hpwreal.MNT
-    if not mnt:
-        print("SKIP: not under tests/real/guard.sh", file=sys.stderr)
-        return 77
-    if not HPWARMD or not os.path.exists(HPWARMD):
-        print("HPWARMD is not set to the daemon binary", file=sys.stderr)
-        return 2
+    rc = hpwreal.script_cannot_run()
+    if rc is not None:
+        return rc
     if not shutil.which("strace"):
         print("SKIP: no strace (scripts/deps.sh --test installs it)", file=sys.stderr)
         return 77

@@ -37,23 +37,13 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 import hpwreal  # noqa: E402
-from hpwreal import DIR_MARKER, PAGE, node0, real_daemon, set_node0_pages  # noqa: E402
-from hpwtest import HPWARMD  # noqa: E402
+from hpwreal import PAGE, Failure, check, node0, real_daemon, set_node0_pages  # noqa: E402
 
 PAGES = 48
 STATE_FS_SIZE = "256k"            # a journal of a few pools fits; a filler takes the rest
 MAX_CREATES = 40                  # creates tried until the journal refuses one
 READY_TIMEOUT_S = 30
 NS_MARK = "HPW_STATE_FULL_IN_NS"
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
 
 
 def fill(path):
@@ -86,12 +76,10 @@ class StateFull:
         self.d.start()
 
     def pools(self):
-        r = self.d.get("/v1/pools")
-        check(r.status == 200, "GET /v1/pools while full: %r" % r)
-        return {p["name"]: p for p in r.json["pools"]}
+        return hpwreal.pools_by_name(self.d, " while full")
 
     def files(self):
-        return set(os.listdir(self.pool_dir)) - {DIR_MARKER} if os.path.isdir(self.pool_dir) else set()
+        return hpwreal.files_in(self.pool_dir)
 
     def check_refused(self, r, what):
         """R is the retryable refusal of a full state directory."""
@@ -222,12 +210,9 @@ class StateFull:
 
 def main():
     mnt = hpwreal.MNT
-    if not mnt:
-        print("SKIP: not under tests/real/guard.sh", file=sys.stderr)
-        return 77
-    if not HPWARMD or not os.path.exists(HPWARMD):
-        print("HPWARMD is not set to the daemon binary", file=sys.stderr)
-        return 2
+    rc = hpwreal.script_cannot_run()
+    if rc is not None:
+        return rc
     if os.environ.get(NS_MARK) != "1":
         if not shutil.which("unshare"):
             print("SKIP: no unshare (util-linux)", file=sys.stderr)

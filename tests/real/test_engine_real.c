@@ -196,6 +196,24 @@ static void expect(int fd, uint64_t from, uint64_t to, bool zero, const char *wh
         CHECK_INT(munmap((void *)p, to), ==, 0);
 }
 
+/* Cancel J once its first chunk is in (polling every millisecond, or with
+ * SPIN at every yield of the CPU, for chunks that go by fast); the job has
+ * then ended, cancelled or done, and said so to D.  Its status in *ST. */
+static void cancel_mid_job(struct job *j, const struct done *d, struct job_status *st, bool spin)
+{
+        do {
+                if (spin)
+                        sched_yield();
+                else
+                        usleep(1000);
+                job_get_status(j, st);
+        } while (st->state == JOB_RUNNING && st->bytes_done == 0);
+        job_cancel(j);
+        CHECK(d->called);
+        job_get_status(j, st);
+        CHECK(st->state == JOB_CANCELLED || st->state == JOB_DONE);
+}
+
 TEST(warm)
 {
         struct engine *e = engine_;
@@ -283,14 +301,7 @@ TEST(cancel)
         fd = make_file("cancel", size, path, sizeof(path));
         CHECK_INT(submit(e, fd, size, 1, &d, &j), ==, 0);
         /* Cancel once the first chunk is in, so the cut falls mid-job. */
-        do {
-                usleep(1000);
-                job_get_status(j, &st);
-        } while (st.state == JOB_RUNNING && st.bytes_done == 0);
-        job_cancel(j);
-        CHECK(d.called);
-        job_get_status(j, &st);
-        CHECK(st.state == JOB_CANCELLED || st.state == JOB_DONE);
+        cancel_mid_job(j, &d, &st, false);
         have = file_pages(fd);
         /* Exactly the finished chunks are in the file: nobody was mid-chunk. */
         CHECK_U64(have * PAGE, ==, st.bytes_done);
@@ -361,7 +372,6 @@ TEST(zero_hole)
         struct done d = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
         const uint64_t pages = 16, size = pages * PAGE;
         uint64_t free0 = node_free(), resv0 = resv();
-        struct job_status st;
         struct job *j = NULL;
         char path[4200];
         int fd = make_file("hole", size, path, sizeof(path));
@@ -369,6 +379,7 @@ TEST(zero_hole)
         /* Populate the second half only: the first half is a hole. */
         CHECK_INT(submit_spec(e, (struct job_spec){ .fd = fd, .size_bytes = size, .offset = size / 2 }, &d, &j), ==, 0);
         wait_done(&d);
+        struct job_status st;
         job_get_status(j, &st);
         CHECK_INT(st.state, ==, JOB_DONE);
         job_free(j);
@@ -410,14 +421,7 @@ TEST(zero_cancel)
         free0 = node_free();
         CHECK_INT(submit_spec(e, (struct job_spec){ .fd = fd, .size_bytes = size, .threads = 1, .kind = JOB_ZERO,
                                                     .prio = JOB_PRIO_LOW }, &d, &j), ==, 0);
-        do {
-                sched_yield();
-                job_get_status(j, &st);
-        } while (st.state == JOB_RUNNING && st.bytes_done == 0);
-        job_cancel(j);
-        CHECK(d.called);
-        job_get_status(j, &st);
-        CHECK(st.state == JOB_CANCELLED || st.state == JOB_DONE);
+        cancel_mid_job(j, &d, &st, true);
         fprintf(stderr, "zero cancel: state %d after %" PRIu64 " of %" PRIu64 " MiB (chunks of %" PRIu64 " MiB)\n",
                 st.state, st.bytes_done / MIB, size / MIB, p.chunk_bytes / MIB);
         if (st.bytes_done != size)

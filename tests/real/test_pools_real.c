@@ -232,6 +232,15 @@ static void wait_ready(struct pools *p, const char *name, struct pool_view *v)
         CHECK_STR(pool_state_name(v->state), "ready");
 }
 
+/* Create NAME of PAGES pages, a new pool, and wait for it to turn ready. */
+static void create_ready(struct pools *p, const char *name, uint64_t pages, struct pool_view *v)
+{
+        struct pool_req r = req(name, pages);
+
+        CHECK_INT(create(p, &r, v), ==, CREATED);
+        wait_ready(p, name, v);
+}
+
 static bool exists(const char *name)
 {
         char path[4400];
@@ -297,7 +306,6 @@ TEST(warm_delete_idempotent)
         uint64_t base = base_;
 
         struct pool_view v;
-        struct stat st;
 
         struct pool_req r = req("p16", 16);
         CHECK_INT(create(p, &r, &v), ==, CREATED);
@@ -307,6 +315,7 @@ TEST(warm_delete_idempotent)
         CHECK_U64(v.bytes_done, ==, 16 * PAGE);
         CHECK_U64(node_free(), ==, base - 16);
         CHECK_U64(meminfo_free(), ==, mbase - 16);
+        struct stat st;
         CHECK_INT(stat(v.path, &st), ==, 0);
         CHECK_U64((uint64_t)st.st_blocks * 512, ==, 16 * PAGE);
         CHECK_INT(st.st_mode & 0777, ==, 0660);
@@ -433,12 +442,9 @@ TEST(restart)
         uint64_t base = base_;
 
         struct pool_view v;
-        struct stat st;
 
         /* A ready pool survives. */
-        struct pool_req r = req("keep", 4);
-        CHECK_INT(create(p, &r, &v), ==, CREATED);
-        wait_ready(p, "keep", &v);
+        create_ready(p, "keep", 4, &v);
         pools_free(p);
         pools_ = NULL;
         CHECK_U64(node_free(), ==, base - 4);
@@ -455,7 +461,7 @@ TEST(restart)
         uint64_t half = pl.chunk_bytes / 2 / PAGE * PAGE;
         CHECK(half > 0 && half < 16 * PAGE);
         set_mode(false, true, true);
-        r = req("resume", 16);
+        struct pool_req r = req("resume", 16);
         r.threads = 1;
         CHECK_INT(create(p, &r, &v), ==, CREATED);
         wait_gate();
@@ -465,6 +471,7 @@ TEST(restart)
         pthread_join(t, NULL);
         set_mode(false, false, false);
         snprintf(v.path, sizeof(v.path), "%s/resume", pooldir);
+        struct stat st;
         CHECK_INT(stat(v.path, &st), ==, 0);
         CHECK_U64((uint64_t)st.st_blocks * 512, ==, half);
         CHECK_U64(node_free(), ==, base - 4 - half / PAGE);

@@ -8,22 +8,38 @@
 
 #include "check.h"
 
-/* A child that sleeps until killed; it dies with the test too, so a failed
- * check leaves no process behind. */
-static inline pid_t child_spawn(void)
+/* In a child: die with PARENT (SIGKILL when it goes), so a failed check
+ * leaves no process behind.  Called again after a change of ids, which
+ * clears the parent-death signal. */
+static inline void child_die_with(pid_t parent)
+{
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* The parent may have gone before prctl took effect. */
+        if (getppid() != parent)
+                _exit(0);
+}
+
+/* fork(), the child bound to die with this process: 0 in the child, its pid
+ * here. */
+static inline pid_t child_fork(void)
 {
         pid_t parent = getpid();
         pid_t pid = fork();
 
         CHECK(pid >= 0);
-        if (pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                /* The parent may have gone before prctl took effect. */
-                if (getppid() != parent)
-                        _exit(0);
+        if (pid == 0)
+                child_die_with(parent);
+        return pid;
+}
+
+/* A child that sleeps until killed; it dies with the test too. */
+static inline pid_t child_spawn(void)
+{
+        pid_t pid = child_fork();
+
+        if (pid == 0)
                 for (;;)
                         pause();
-        }
         return pid;
 }
 

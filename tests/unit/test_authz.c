@@ -1,9 +1,13 @@
 /* authz: the access decision as a table.  Each row names the rule it checks;
  * every row runs, a failing row prints its name and both decisions, and the
- * binary fails at the end if any did. */
+ * test that reads the table fails at the end if any did.  The rows'
+ * decisions and authenticated flags, and the status of each decision, are
+ * two registered tests (check.h), each in a process of its own, so a crash
+ * in one fails that one and the other still runs. */
 #include <stdio.h>
 
 #include "authz.h"
+#include "check.h"
 
 #define U AUTHZ_UNIX
 #define T AUTHZ_TCP
@@ -104,10 +108,12 @@ static const struct status_row statuses[] = {
         { AUTHZ_STOPPING, 503 },
 };
 
-int main(void)
+#define N_(a) (sizeof(a) / sizeof((a)[0]))
+
+TEST(decision_and_authenticated_of_each_row)
 {
         int failed = 0;
-        for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        for (size_t i = 0; i < N_(rows); i++) {
                 const struct row *r = &rows[i];
                 enum authz_decision got = authz_decide(&r->in);
                 if (got != r->want) {
@@ -120,13 +126,19 @@ int main(void)
                         failed++;
                 }
         }
-        for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
+        CHECK_INT(failed, ==, 0);
+}
+
+TEST(status_of_each_decision)
+{
+        int failed = 0;
+        for (size_t i = 0; i < N_(statuses); i++)
                 if (authz_status(statuses[i].d) != statuses[i].status) {
                         fprintf(stderr, "FAIL status of decision %d: %d, want %d\n", (int)statuses[i].d,
                                 authz_status(statuses[i].d), statuses[i].status);
                         failed++;
                 }
-        if (failed)
-                fprintf(stderr, "%d check(s) failed\n", failed);
-        return failed ? 1 : 0;
+        CHECK_INT(failed, ==, 0);
 }
+
+TEST_MAIN()

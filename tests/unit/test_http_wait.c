@@ -110,9 +110,13 @@ static void run(char *const argv[])
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-static void remove_root(void)
+/* Deferred (check.h): runs in the runner after the test, however it ended;
+ * DATA is the directory's path, made in the test's process. */
+static void remove_root(const void *data, size_t len)
 {
-        char *argv[] = {"rm", "-rf", root, NULL};
+        char path[sizeof(root)];
+        snprintf(path, sizeof(path), "%.*s", (int)len, (const char *)data);
+        char *argv[] = {"rm", "-rf", path, NULL};
         pid_t pid;
         if (posix_spawnp(&pid, "rm", NULL, NULL, argv, environ) == 0)
                 waitpid(pid, NULL, 0);
@@ -203,25 +207,17 @@ static void check_all_waiting(const int *fds, size_t n)
         free(p);
 }
 
-int main(void)
+/* The rules share one warming pool and one set of sockets, each step
+ * building on the one before, so they are one registered test: forked by the
+ * runner (check.h), so a crash fails it with its name and the runner still
+ * removes the private tree. */
+TEST(long_polls_park_cap_per_caller_hang_up_and_wake)
 {
         const char *fixtures = getenv("HPW_FIXTURES");
-        if (!fixtures)
-                SKIP("HPW_FIXTURES not set");
-        struct rlimit rl;
-        CHECK_INT(getrlimit(RLIMIT_NOFILE, &rl), ==, 0);
-        if (rl.rlim_cur < 3 * WAITERS) {
-                rl.rlim_cur = rl.rlim_max;
-                setrlimit(RLIMIT_NOFILE, &rl);
-                CHECK_INT(getrlimit(RLIMIT_NOFILE, &rl), ==, 0);
-                if (rl.rlim_cur < 3 * WAITERS)
-                        SKIP("RLIMIT_NOFILE too low for the waiters");
-        }
-        log_set_max_level(LOG_WARN);
 
         /* ---- a pool that stays warming ---- */
         CHECK(mkdtemp(root));
-        atexit(remove_root);
+        test_defer(remove_root, root, strlen(root));
         char from[4096], sys[300], m2[300], m1g[300], state[300], boot[300];
         snprintf(from, sizeof(from), "%s/two-node/.", fixtures);
         snprintf(sys, sizeof(sys), "%s/sys", root);
@@ -347,5 +343,21 @@ int main(void)
         engine_free(engine);
         topo_free(topo);
         sysfs_close(fs);
-        return 0;
+}
+
+int main(void)
+{
+        if (!getenv("HPW_FIXTURES"))
+                SKIP("HPW_FIXTURES not set");
+        struct rlimit rl;
+        CHECK_INT(getrlimit(RLIMIT_NOFILE, &rl), ==, 0);
+        if (rl.rlim_cur < 3 * WAITERS) {
+                rl.rlim_cur = rl.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &rl);
+                CHECK_INT(getrlimit(RLIMIT_NOFILE, &rl), ==, 0);
+                if (rl.rlim_cur < 3 * WAITERS)
+                        SKIP("RLIMIT_NOFILE too low for the waiters");
+        }
+        log_set_max_level(LOG_WARN);
+        return test_run_all();
 }

@@ -528,19 +528,13 @@ TEST(lease_ignores_sigio)
 static pid_t child_as(uid_t uid, gid_t gid, const char *path, const int ready[2])
 {
         pid_t parent = getpid();
-        pid_t pid = fork();
+        pid_t pid = child_fork();
 
-        CHECK(pid >= 0);
         if (pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (getppid() != parent)
-                        _exit(0);
                 if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
                         _exit(1);
                 /* A change of ids clears the parent-death signal: again. */
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (getppid() != parent)
-                        _exit(0);
+                child_die_with(parent);
                 if (path && open(path, O_PATH | O_CLOEXEC) < 0)
                         _exit(1);
                 if (write(ready[1], "x", 1) != 1)
@@ -558,6 +552,21 @@ static pid_t child_as(uid_t uid, gid_t gid, const char *path, const int ready[2]
         return pid;
 }
 
+/* The proc-connector index, or a skip where this process cannot have one
+ * (not root, or no connector). */
+static struct owner_creds *creds_or_skip(void)
+{
+        struct owner_creds *c = NULL;
+
+        if (geteuid() != 0)
+                SKIP("needs root (setresuid, CAP_NET_ADMIN)");
+        int r = owner_creds_new("/proc", &c);
+        if (r == -EPERM || r == -EPROTONOSUPPORT || r == -EACCES)
+                SKIP("no proc connector here");
+        CHECK_INT(r, ==, 0);
+        return c;
+}
+
 /* The index learns of a child that forks from us (root: left out) and drops
  * to another user, finds its O_PATH descriptor when that user could open
  * the file, looks nowhere else, and forgets it when it exits. */
@@ -565,18 +574,12 @@ TEST(creds_follow_setuid)
 {
         char path[] = "/dev/shm/test_owner_creds.XXXXXX";
         const uid_t nobody = 65534;
-        struct owner_creds *c = NULL;
+        struct owner_creds *c = creds_or_skip();
         struct owner_file f;
         struct stat st;
         unsigned looked = 99;
-        int p[2], fd, r;
+        int p[2], fd;
 
-        if (geteuid() != 0)
-                SKIP("needs root (setresuid, CAP_NET_ADMIN)");
-        r = owner_creds_new("/proc", &c);
-        if (r == -EPERM || r == -EPROTONOSUPPORT || r == -EACCES)
-                SKIP("no proc connector here");
-        CHECK_INT(r, ==, 0);
         CHECK(!owner_creds_knows(c, getpid()));             /* root's are left out */
         fd = shm_file(path);
         CHECK_INT(fstat(fd, &st), ==, 0);
@@ -617,16 +620,10 @@ TEST(creds_follow_setuid)
 TEST(creds_many_children)
 {
         enum { N = 64 };
-        struct owner_creds *c = NULL;
+        struct owner_creds *c = creds_or_skip();
         pid_t kids[N];
-        int p[2], r;
+        int p[2];
 
-        if (geteuid() != 0)
-                SKIP("needs root (setresuid, CAP_NET_ADMIN)");
-        r = owner_creds_new("/proc", &c);
-        if (r == -EPERM || r == -EPROTONOSUPPORT || r == -EACCES)
-                SKIP("no proc connector here");
-        CHECK_INT(r, ==, 0);
         CHECK_INT(pipe(p), ==, 0);
         size_t before = owner_creds_count(c);
         for (int i = 0; i < N; i++)

@@ -165,6 +165,35 @@ static void *map_file(const struct env *e, const char *name)
         return m;
 }
 
+/* Release pool "vm" with the stock target of its size short and no free
+ * page to refill it from: its file goes to the stock. */
+static void release_to_short_stock(struct env *e, struct pools *p)
+{
+        fixture_write(e->sys, HP_DIR(0) "free_hugepages", "0\n");
+        set_target(p, PAGES, 1);
+        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
+}
+
+/* PATH opened with FLAGS (close-on-exec), or the test fails. */
+static int open_or_fail(const char *path, int flags)
+{
+        int fd = open(path, flags | O_CLOEXEC);
+
+        CHECK(fd >= 0);
+        return fd;
+}
+
+/* A registry with pool "vm" used as a guest would; its file's path in
+ * PATH. */
+static struct pools *begin_used(struct env *e, char *path, size_t size)
+{
+        struct pools *p = begin(e);
+
+        used_pool(p, e, "vm");
+        path_of(e, "vm", path, size);
+        return p;
+}
+
 /* Pool "vm" used, mapped by this process (its VM still runs) and released
  * with the target of its size short and no free page to refill it: a dirty
  * stock row, NAME.  The mapping in *RET_MAP. */
@@ -173,11 +202,18 @@ static struct pools *released_while_mapped(struct env *e, void **ret_map, char n
         struct pools *p = begin(e);
         used_pool(p, e, "vm");
         *ret_map = map_file(e, "vm");
-        fixture_write(e->sys, HP_DIR(0) "free_hugepages", "0\n");
-        set_target(p, PAGES, 1);
-        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
+        release_to_short_stock(e, p);
         wait_journal(e, POOL_DIRTY, name);
         return p;
+}
+
+/* A moment (many of the upkeep's checks) later, released file NAME is
+ * still a dirty row and still holds the guest's pattern. */
+static void check_still_dirty(struct env *e, const char *name)
+{
+        usleep(300 * 1000);
+        check_row(e, "dirty");
+        CHECK(all_bytes(e, name, PATTERN));
 }
 
 /* The end of a test whose released file NAME was let go: it comes back to
@@ -232,9 +268,7 @@ TEST(recycle_cycle)
         free(list);
 
         /* Mapped: many checks later, still dirty and untouched. */
-        usleep(300 * 1000);
-        check_row(&e, "dirty");
-        CHECK(all_bytes(&e, name, PATTERN));
+        check_still_dirty(&e, name);
 
         /* Unmapped: saved as recycling before the first chunk is zeroed
          * (the gate holds the job before it writes). */
@@ -275,18 +309,11 @@ TEST(open_file_waits)
         struct env e;
         char name[64], path[256];
 
-        struct pools *p = begin(&e);
-        used_pool(p, &e, "vm");
-        path_of(&e, "vm", path, sizeof(path));
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        CHECK(fd >= 0);
-        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
-        set_target(p, PAGES, 1);
-        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
+        struct pools *p = begin_used(&e, path, sizeof(path));
+        int fd = open_or_fail(path, O_RDONLY);
+        release_to_short_stock(&e, p);
         wait_journal(&e, POOL_DIRTY, name);
-        usleep(300 * 1000);
-        check_row(&e, "dirty");
-        CHECK(all_bytes(&e, name, PATTERN));
+        check_still_dirty(&e, name);
         CHECK_U64(stock_of(p, PAGES).dirty, ==, 1);
         close(fd);
         end_recycled(&e, p, name);
@@ -401,18 +428,16 @@ TEST(replaced_dirty_file_is_left_and_logged_so)
 TEST(name_free_at_once)
 {
         struct env e;
-        struct problem err;
-        struct pool_view v;
 
         struct pools *p = begin(&e);
         used_pool(p, &e, "vm");
         void *m = map_file(&e, "vm");
-        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
-        set_target(p, PAGES, 1);
-        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
+        release_to_short_stock(&e, p);
         CHECK_U64(stock_of(p, PAGES).dirty, ==, 1);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "64\n");
         struct pool_req r = req("vm", 0, 2);
+        struct problem err;
+        struct pool_view v;
         CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
         CHECK_INT(v.from_stock, ==, POOL_FROM_STOCK_NONE);
         wait_state(p, "vm", POOL_READY);
@@ -757,21 +782,14 @@ TEST(opath_holder_waits)
         struct env e;
         char name[64], path[256];
 
-        struct pools *p = begin(&e);
-        used_pool(p, &e, "vm");
-        path_of(&e, "vm", path, sizeof(path));
-        int fd = open(path, O_PATH | O_CLOEXEC);
-        CHECK(fd >= 0);
+        struct pools *p = begin_used(&e, path, sizeof(path));
+        int fd = open_or_fail(path, O_PATH);
         pid_t holder = child_spawn();
         close(fd);
         env_show_pid(&e, holder);
-        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
-        set_target(p, PAGES, 1);
-        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
+        release_to_short_stock(&e, p);
         wait_journal(&e, POOL_DIRTY, name);
-        usleep(300 * 1000);
-        check_row(&e, "dirty");
-        CHECK(all_bytes(&e, name, PATTERN));
+        check_still_dirty(&e, name);
         child_kill(holder);
         end_recycled(&e, p, name);
 }
@@ -783,14 +801,10 @@ TEST(linked_release_discarded)
         struct env e;
         char path[256], lnk[256];
 
-        struct pools *p = begin(&e);
-        used_pool(p, &e, "vm");
-        path_of(&e, "vm", path, sizeof(path));
+        struct pools *p = begin_used(&e, path, sizeof(path));
         snprintf(lnk, sizeof(lnk), "%.127s/../vm-link", e.mount);
         CHECK_INT(link(path, lnk), ==, 0);
-        fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
-        set_target(p, PAGES, 1);
-        CHECK_INT(pools_delete(p, "vm", NULL), ==, 0);
+        release_to_short_stock(&e, p);
         struct pools_stats st;
         struct stock_view s;
         /* The discard is counted before its row goes: wait for both. */
