@@ -13,7 +13,7 @@
 #include "options.h"
 #include "tls.h"
 
-void access_done(struct access *a)
+void access_done(struct access_ctx *a)
 {
         auth_free(a->auth);
         free(a->cert);
@@ -30,7 +30,7 @@ static int load_pem(const char *flag, const char *path, char **ret)
         return r;
 }
 
-int access_setup(const struct options *o, const int *fds, size_t n_fds, struct access *a)
+int access_setup(const struct options *o, const int *fds, size_t n_fds, struct access_ctx *a)
 {
         if (o->token_file || o->read_token_file) {
                 char why[1024];

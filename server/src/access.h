@@ -11,7 +11,7 @@ struct auth;
 struct options;
 
 /* What main.c hands to http_config (tokens, PEM text) and frees at exit. */
-struct access {
+struct access_ctx {
         struct auth *auth;
         char *cert, *key, *client_ca;
 };
@@ -19,6 +19,6 @@ struct access {
 /* Fill A from O for the listeners: FDS (N_FDS sockets from the service
  * manager) or O's --listen.  0, or -1 after logging why (the daemon then
  * exits as for a usage error).  A holds what was loaded either way. */
-int access_setup(const struct options *o, const int *fds, size_t n_fds, struct access *a);
+int access_setup(const struct options *o, const int *fds, size_t n_fds, struct access_ctx *a);
 /* Free what A holds (the key's memory is wiped). */
-void access_done(struct access *a);
+void access_done(struct access_ctx *a);

@@ -132,7 +132,7 @@ int main(int argc, char **argv)
         struct engine *engine = NULL;
         struct pools *pools = NULL;
         struct http *http = NULL;
-        struct access acc = {0};
+        struct access_ctx acc = {0};
         int listen_fds[2];
         _cleanup_close_ int lock_fd = -1;
         int r, rc = 1;

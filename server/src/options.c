@@ -222,7 +222,7 @@ void options_parse(int argc, char **argv, struct options *o)
                 case O_MAX_POOLS: o->max_pools = parse_uint_arg("--max-pools", optarg, 1000000); break;
                 case O_STOCK: {
                         char node_s[16], ps_s[16], size_s[32], count_s[16];
-                        struct journal_stock_target *t = &o->stock[o->n_stock];
+                        struct stock_target_record *t = &o->stock[o->n_stock];
                         uint64_t node;
                         int end = -1;
                         if (o->n_stock >= POOLS_STOCK_TARGETS_MAX)
@@ -242,12 +242,12 @@ void options_parse(int argc, char **argv, struct options *o)
                 }
                 case O_ELASTIC: {
                         char node_s[16], ps_s[16], min_s[24], max_s[24], head_s[24], idle_s[24], why[200];
-                        struct journal_elastic_policy *e = &o->elastic[o->n_elastic];
+                        struct elastic_policy_record *e = &o->elastic[o->n_elastic];
                         uint64_t node;
                         char *end[4];
                         if (o->n_elastic >= POOLS_STOCK_TARGETS_MAX)
                                 die_usage("too many --elastic options");
-                        *e = (struct journal_elastic_policy){0};
+                        *e = (struct elastic_policy_record){0};
                         if (sscanf(optarg, "%15[0-9]:%15[^:]:%23[0-9]:%23[0-9]:%23[0-9]:%23[0-9]", node_s, ps_s, min_s,
                                    max_s, head_s, idle_s) != 6 ||
                             (node = strtoull(node_s, NULL, 10)) > INT32_MAX || parse_page_size(ps_s, &e->page_size) < 0)

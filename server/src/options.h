@@ -30,9 +30,9 @@ struct options {
         uint64_t max_node_warm_bytes;
         unsigned max_pools;
         unsigned release_unmapped_after;
-        struct journal_stock_target stock[POOLS_STOCK_TARGETS_MAX];
+        struct stock_target_record stock[POOLS_STOCK_TARGETS_MAX];
         size_t n_stock;
-        struct journal_elastic_policy elastic[POOLS_STOCK_TARGETS_MAX];
+        struct elastic_policy_record elastic[POOLS_STOCK_TARGETS_MAX];
         size_t n_elastic;
         gid_t socket_gid;
         const char *token_file, *read_token_file;

@@ -23,7 +23,7 @@ static void same_journal(const struct journal *a, const struct journal *b)
             a->n_stock_targets != b->n_stock_targets)
                 abort();
         for (size_t i = 0; i < a->n_reservations; i++) {
-                const struct journal_reservation *x = &a->reservations[i], *y = &b->reservations[i];
+                const struct reservation_record *x = &a->reservations[i], *y = &b->reservations[i];
                 if (x->node != y->node || x->page_size != y->page_size || x->count != y->count)
                         abort();
         }

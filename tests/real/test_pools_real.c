@@ -556,7 +556,7 @@ TEST(stock)
         struct pools *p = pools_;
         uint64_t base = base_;
 
-        struct journal_stock_target t = { .node = 0, .page_size = PAGE, .size_bytes = 8 * PAGE, .count = 2 };
+        struct stock_target_record t = { .node = 0, .page_size = PAGE, .size_bytes = 8 * PAGE, .count = 2 };
         struct problem err = {0};
         struct pool_view v;
         struct stat st;

@@ -279,7 +279,7 @@ static inline void compact_on_disk(const struct env *e)
         journal_free(j);
 }
 
-static inline const struct journal_pool *jpool(const struct journal *j, const char *name)
+static inline const struct pool_record *jpool(const struct journal *j, const char *name)
 {
         for (size_t i = 0; i < j->n_pools; i++)
                 if (strcmp(j->pools[i].name, name) == 0)

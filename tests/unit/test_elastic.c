@@ -11,14 +11,14 @@
 
 #define S UINT64_C(1000000000)
 
-static const struct journal_elastic_policy P = { .node = 0, .page_size = 2 << 20, .min = 2, .max = 32,
+static const struct elastic_policy_record P = { .node = 0, .page_size = 2 << 20, .min = 2, .max = 32,
                                                  .headroom = 4, .idle_seconds = 10 };
-static const struct journal_elastic_policy MIN10 = { .node = 0, .page_size = 2 << 20, .min = 10, .max = 32,
+static const struct elastic_policy_record MIN10 = { .node = 0, .page_size = 2 << 20, .min = 10, .max = 32,
                                                      .headroom = 0, .idle_seconds = 10 };
 
 struct plan_case {
         const char *rule;
-        const struct journal_elastic_policy *pol;
+        const struct elastic_policy_record *pol;
         struct elastic_counts c;
         uint64_t demand;
         struct elastic_idle idle;
@@ -121,7 +121,7 @@ TEST(policy_check_hostile)
 {
         const struct {
                 const char *rule;
-                struct journal_elastic_policy p;
+                struct elastic_policy_record p;
                 int want;
                 const char *says;
         } t[] = {
@@ -187,7 +187,7 @@ static int parse_with(const char *policies, struct journal **ret)
 
 TEST(journal_round_trip)
 {
-        struct journal_elastic_policy e[2] = {
+        struct elastic_policy_record e[2] = {
                 { 0, 2 << 20, 1, 64, 4, 30, false },
                 { 1, UINT64_C(1) << 30, 0, 4, 0, 600, true },
         };
@@ -198,7 +198,7 @@ TEST(journal_round_trip)
         CHECK_INT(journal_parse(text, strlen(text), &back), ==, 0);
         CHECK_U64(back->n_elastic, ==, 2);
         for (size_t i = 0; i < 2; i++) {
-                const struct journal_elastic_policy *b = &back->elastic[i];
+                const struct elastic_policy_record *b = &back->elastic[i];
                 CHECK_INT(b->node, ==, e[i].node);
                 CHECK_U64(b->page_size, ==, e[i].page_size);
                 CHECK_U64(b->min, ==, e[i].min);

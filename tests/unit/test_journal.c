@@ -20,12 +20,12 @@
 #include "journal.h"
 #include "util.h"
 
-static struct journal_reservation sample_res[] = {
+static struct reservation_record sample_res[] = {
         { .node = 0, .page_size = 2097152, .count = 64 },
         { .node = 2, .page_size = 1073741824, .count = 1 },
 };
 
-static struct journal_pool sample_pools[] = {
+static struct pool_record sample_pools[] = {
         {
                 .name = "vm-1.mem_0",
                 .node = 0,
@@ -76,7 +76,7 @@ static void check_equal(const struct journal *a, const struct journal *b)
                 CHECK_U64(a->reservations[i].count, ==, b->reservations[i].count);
         }
         for (size_t i = 0; i < a->n_pools; i++) {
-                const struct journal_pool *x = &a->pools[i], *y = &b->pools[i];
+                const struct pool_record *x = &a->pools[i], *y = &b->pools[i];
                 CHECK_STR(x->name, y->name);
                 CHECK_INT(x->node, ==, y->node);
                 CHECK_U64(x->page_size, ==, y->page_size);
@@ -433,7 +433,7 @@ TEST(save_refuses_unreadable_journal)
 
         fresh_dir();
         sample(&j);
-        struct journal_pool bad = sample_pools[0];
+        struct pool_record bad = sample_pools[0];
         strcpy(bad.name, "bad name");
         j.pools = &bad;
         j.n_pools = 1;
@@ -499,7 +499,7 @@ static ino_t inode_of(const char *name)
 }
 
 /* A journal of N generated ready pools "p<i>" in ROWS. */
-static void many(struct journal *j, struct journal_pool *rows, size_t n)
+static void many(struct journal *j, struct pool_record *rows, size_t n)
 {
         sample(j);
         for (size_t i = 0; i < n; i++) {
@@ -549,7 +549,7 @@ TEST(change_appends_one_record)
 {
         struct journal j, *back = NULL;
         struct journal_sync s = {0};
-        struct journal_pool rows[2];
+        struct pool_record rows[2];
         ino_t snap;
 
         fresh_dir();
@@ -600,8 +600,8 @@ TEST(reservations_and_targets_logged)
 {
         struct journal j, *back = NULL;
         struct journal_sync s = {0};
-        struct journal_reservation res[2];
-        struct journal_stock_target t = {.node = 0, .page_size = 2u << 20, .size_bytes = 4u << 20, .count = 1};
+        struct reservation_record res[2];
+        struct stock_target_record t = {.node = 0, .page_size = 2u << 20, .size_bytes = 4u << 20, .count = 1};
 
         fresh_dir();
         sample(&j);
@@ -635,7 +635,7 @@ TEST(elastic_policies_logged)
 {
         struct journal j, *back = NULL;
         struct journal_sync s = {0};
-        struct journal_elastic_policy e = {.node = 0, .page_size = 2u << 20, .min = 2, .max = 12,
+        struct elastic_policy_record e = {.node = 0, .page_size = 2u << 20, .min = 2, .max = 12,
                                            .headroom = 4, .idle_seconds = 30};
 
         fresh_dir();
@@ -673,14 +673,14 @@ TEST(label_and_file_owner_logged)
         fresh_dir();
         sample(&j);
         CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
-        struct journal_pool saved = j.pools[0];
+        struct pool_record saved = j.pools[0];
         snprintf(j.pools[0].label, sizeof(j.pools[0].label), "%s", "libvirt:1234");
         j.pools[0].file_owned = true;
         j.pools[0].file_uid = 64055;
         j.pools[0].file_gid = 108;
         CHECK_INT(journal_save_sync(dir, &j, &s), ==, 0);
         CHECK_INT(journal_load(dir, &back), ==, 0);
-        const struct journal_pool *got = NULL;
+        const struct pool_record *got = NULL;
         for (size_t i = 0; i < back->n_pools; i++)
                 if (strcmp(back->pools[i].name, saved.name) == 0)
                         got = &back->pools[i];
@@ -699,7 +699,7 @@ TEST(drop_then_put_same_name)
 {
         struct journal j, *back = NULL;
         struct journal_sync s = {0};
-        struct journal_pool rows[2];
+        struct pool_record rows[2];
 
         fresh_dir();
         sample(&j);
@@ -725,7 +725,7 @@ TEST(drop_then_put_same_name)
 TEST(log_compacts_at_bound)
 {
         enum { N = 600, ROUNDS = 1200 };
-        static struct journal_pool rows[N];
+        static struct pool_record rows[N];
         struct journal j, *back = NULL;
         struct journal_sync s = {0};
         size_t log_len;
@@ -748,7 +748,7 @@ TEST(log_compacts_at_bound)
 }
 
 /* Two saved changes after the snapshot; the helper returns the log. */
-static char *two_changes(struct journal *j, struct journal_pool *rows, size_t *ret_len)
+static char *two_changes(struct journal *j, struct pool_record *rows, size_t *ret_len)
 {
         struct journal_sync s = {0};
 
@@ -770,7 +770,7 @@ static char *two_changes(struct journal *j, struct journal_pool *rows, size_t *r
 TEST(torn_tail_ignored)
 {
         struct journal j, *back = NULL;
-        struct journal_pool rows[2];
+        struct pool_record rows[2];
         size_t len;
         char *log = two_changes(&j, rows, &len);
         const char *last = log + len - 2;
@@ -794,7 +794,7 @@ TEST(torn_tail_ignored)
 TEST(bit_flip_in_log)
 {
         struct journal j, *back = NULL;
-        struct journal_pool rows[2];
+        struct pool_record rows[2];
         size_t len;
         char *log = two_changes(&j, rows, &len);
         const char *last = log + len - 2;
@@ -826,7 +826,7 @@ TEST(bit_flip_in_log)
 TEST(record_for_missing_row_is_einval)
 {
         struct journal j, *back = NULL;
-        struct journal_pool rows[2];
+        struct pool_record rows[2];
         size_t len;
         char *log = two_changes(&j, rows, &len), line[256];
         const char *rec = "{\"put\":[],\"drop\":[{\"name\":\"nope\"}]}";
@@ -844,7 +844,7 @@ TEST(record_for_missing_row_is_einval)
 TEST(stale_log_ignored)
 {
         struct journal j, *back = NULL;
-        struct journal_pool rows[2];
+        struct pool_record rows[2];
         size_t len;
         char *log = two_changes(&j, rows, &len);
         char *snap = read_text("state.json", NULL), *at = strstr(snap, "\"snapshot\":\"");
@@ -866,7 +866,7 @@ TEST(stale_log_ignored)
 TEST(future_log_is_eprotonosupport)
 {
         struct journal j, *back = NULL;
-        struct journal_pool rows[2];
+        struct pool_record rows[2];
         size_t len;
         char *log = two_changes(&j, rows, &len), *nl = strchr(log, '\n'), *snap = read_text("state.json", NULL);
         char *id = strstr(snap, "\"snapshot\":\"") + strlen("\"snapshot\":\""), hdr[128], line[160];
@@ -923,7 +923,7 @@ TEST(version_1_migrates_on_first_save)
 TEST(version_1_snapshot_ignores_log)
 {
         struct journal j, *back = NULL;
-        struct journal_pool rows[2];
+        struct pool_record rows[2];
         size_t len;
         char *log = two_changes(&j, rows, &len);
 
@@ -969,7 +969,7 @@ TEST(append_refuses_unreadable_record)
 {
         struct journal j;
         struct journal_sync s = {0};
-        struct journal_pool rows[2];
+        struct pool_record rows[2];
         size_t before, after;
 
         fresh_dir();
@@ -1060,7 +1060,7 @@ TEST(kill_at_each_compaction_step)
                 JOURNAL_CRASH_LOG_WRITTEN, JOURNAL_CRASH_LOG_RENAMED,
         };
         struct journal j, *back = NULL;
-        struct journal_pool rows[2];
+        struct pool_record rows[2];
 
         for (size_t i = 0; i < ARRAY_SIZE(points); i++) {
                 struct journal_sync s = {0};
@@ -1122,7 +1122,7 @@ TEST(kill_during_append)
 {
         struct journal j, *back = NULL;
         struct journal_sync s = {0};
-        struct journal_pool rows[2];
+        struct pool_record rows[2];
 
         fresh_dir();
         sample(&j);
@@ -1151,7 +1151,7 @@ enum { KILL_ROWS = 300, KILL_ROUNDS = 25 };
 static void save_stream(void *arg)
 {
         int fd = *(int *)arg;
-        static struct journal_pool rows[KILL_ROWS];
+        static struct pool_record rows[KILL_ROWS];
         struct journal j, *back = NULL;
         struct journal_sync s = {0};
         uint64_t seq = 0;

@@ -1,7 +1,7 @@
 /* Unit tests for base/lock.h's "must not hold" rule: hpw_assert_unheld_in()
  * passes in a thread that does not hold the mutex (nobody does, or another
  * thread does) and aborts in the one that holds it, the check the engine
- * makes before a chunk, its final phase and a cancel (engine_internal.h).
+ * makes before a chunk, its final phase and a cancel (engine_types.h).
  * The "must hold" rule is unit.pools_lock's.  Built with HPW_LOCK_ASSERTS
  * as the engine and the pools are (tests/CMakeLists.txt); the abort it
  * expects runs in a forked child. */

@@ -44,9 +44,9 @@ static bool expected(enum pool_state from, enum pool_state to)
 
 static bool is_final(enum pool_state s) { return s == POOL_FAILED || s == POOL_CANCELLED; }
 
-static struct journal_pool record(enum pool_state s)
+static struct pool_record record(enum pool_state s)
 {
-        struct journal_pool r;
+        struct pool_record r;
 
         memset(&r, 0, sizeof(r));
         snprintf(r.name, sizeof(r.name), "vm-1");
@@ -84,7 +84,7 @@ TEST(transition_follows_table)
 {
         for (int f = 0; f < _POOL_STATE_MAX; f++)
                 for (int t = 0; t < _POOL_STATE_MAX; t++) {
-                        struct journal_pool r = record((enum pool_state)f), before = r;
+                        struct pool_record r = record((enum pool_state)f), before = r;
                         const char *cause = is_final((enum pool_state)t) ? "some-cause" : NULL;
                         int q = pool_transition(&r, (enum pool_state)t, cause, cause ? "%s" : NULL, "why");
 
@@ -100,7 +100,7 @@ TEST(transition_follows_table)
 
 TEST(final_needs_cause)
 {
-        struct journal_pool r = record(POOL_WARMING), before = r;
+        struct pool_record r = record(POOL_WARMING), before = r;
 
         CHECK_INT(pool_transition(&r, POOL_FAILED, NULL, NULL), ==, -EPERM);
         CHECK(memcmp(&r, &before, sizeof(r)) == 0);
@@ -110,7 +110,7 @@ TEST(final_needs_cause)
 
 TEST(nonfinal_takes_no_cause)
 {
-        struct journal_pool r = record(POOL_WARMING), before = r;
+        struct pool_record r = record(POOL_WARMING), before = r;
 
         CHECK_INT(pool_transition(&r, POOL_READY, "hugepages-exhausted", "%s", "x"), ==, -EPERM);
         CHECK(memcmp(&r, &before, sizeof(r)) == 0);
@@ -118,7 +118,7 @@ TEST(nonfinal_takes_no_cause)
 
 TEST(out_of_range_refused)
 {
-        struct journal_pool r = record(POOL_WARMING), before = r;
+        struct pool_record r = record(POOL_WARMING), before = r;
 
         CHECK_INT(pool_transition(&r, _POOL_STATE_MAX, NULL, NULL), ==, -EPERM);
         CHECK_INT(pool_transition(&r, (enum pool_state)42, "x", "%s", "y"), ==, -EPERM);
@@ -127,7 +127,7 @@ TEST(out_of_range_refused)
 
 TEST(failure_records_cause_and_time)
 {
-        struct journal_pool r = record(POOL_WARMING);
+        struct pool_record r = record(POOL_WARMING);
         int64_t t0 = now_s();
 
         CHECK_INT(pool_transition(&r, POOL_FAILED, "hugepages-exhausted", "offset %d failed", 4096), ==, 0);
@@ -140,7 +140,7 @@ TEST(failure_records_cause_and_time)
 
 TEST(cancel_records_cause)
 {
-        struct journal_pool r = record(POOL_WARMING);
+        struct pool_record r = record(POOL_WARMING);
 
         CHECK_INT(pool_transition(&r, POOL_CANCELLED, "cancelled", "%s", "stopped"), ==, 0);
         CHECK_STR(pool_state_name(r.state), "cancelled");
@@ -152,7 +152,7 @@ TEST(cancel_records_cause)
 /* A ready pool that fails at start keeps the time its warm finished. */
 TEST(failure_keeps_finish_time)
 {
-        struct journal_pool r = record(POOL_READY);
+        struct pool_record r = record(POOL_READY);
 
         r.finished_at = 1000;
         CHECK_INT(pool_transition(&r, POOL_FAILED, "file-missing", "%s", "gone"), ==, 0);
@@ -162,7 +162,7 @@ TEST(failure_keeps_finish_time)
 /* A detail longer than the record holds is cut, not overrun. */
 TEST(long_detail_truncated)
 {
-        struct journal_pool r = record(POOL_WARMING);
+        struct pool_record r = record(POOL_WARMING);
         char big[2 * POOL_ERROR_DETAIL_MAX];
 
         memset(big, 'x', sizeof(big) - 1);
@@ -173,7 +173,7 @@ TEST(long_detail_truncated)
 
 TEST(ready_sets_finish_time)
 {
-        struct journal_pool r = record(POOL_WARMING);
+        struct pool_record r = record(POOL_WARMING);
         int64_t t0 = now_s();
 
         CHECK_INT(pool_transition(&r, POOL_READY, NULL, NULL), ==, 0);
@@ -183,7 +183,7 @@ TEST(ready_sets_finish_time)
 
 TEST(rewarm_clears_finish_time)
 {
-        struct journal_pool r = record(POOL_READY);
+        struct pool_record r = record(POOL_READY);
 
         r.finished_at = 1000;
         CHECK_INT(pool_transition(&r, POOL_WARMING, NULL, NULL), ==, 0);

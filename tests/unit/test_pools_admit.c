@@ -469,7 +469,7 @@ TEST(growth_undone_when_partial_hand_out_fails)
         struct env e;
         struct pools *p;
         struct problem err;
-        struct journal_stock_target t = { .node = 1, .page_size = PAGE, .size_bytes = 2 * PAGE, .count = 1 };
+        struct stock_target_record t = { .node = 1, .page_size = PAGE, .size_bytes = 2 * PAGE, .count = 1 };
 
         admit_env_init(&e);
         p = start(&e);

@@ -70,13 +70,13 @@ static uint64_t count(const struct env *e, const char *rel)
         return strtoull(buf, NULL, 10);
 }
 
-static struct journal_elastic_policy pol(uint64_t min, uint64_t max, uint64_t headroom, uint64_t idle)
+static struct elastic_policy_record pol(uint64_t min, uint64_t max, uint64_t headroom, uint64_t idle)
 {
-        return (struct journal_elastic_policy){ .node = 0, .page_size = PAGE, .min = min, .max = max,
+        return (struct elastic_policy_record){ .node = 0, .page_size = PAGE, .min = min, .max = max,
                                                 .headroom = headroom, .idle_seconds = idle };
 }
 
-static int set(struct pools *p, struct journal_elastic_policy x, struct problem *err)
+static int set(struct pools *p, struct elastic_policy_record x, struct problem *err)
 {
         struct elastic_view v;
 
@@ -263,7 +263,7 @@ TEST(hostile_policies_change_nothing)
         struct pools *p = start(&e);
         const struct {
                 const char *rule;
-                struct journal_elastic_policy x;
+                struct elastic_policy_record x;
                 int want;
                 const char *slug;
         } t[] = {
@@ -307,7 +307,7 @@ TEST(gigantic_without_cma_is_refused_unless_best_effort)
         write_proc(&e, "meminfo", "MemTotal: 16000000 kB\nCmaTotal: 0 kB\nCmaFree: 0 kB\n");
         write_proc(&e, "cmdline", "root=/dev/vda1\n");
         struct pools *p = start(&e);
-        struct journal_elastic_policy g = { .node = 0, .page_size = GIG, .min = 0, .max = 2, .idle_seconds = 60 };
+        struct elastic_policy_record g = { .node = 0, .page_size = GIG, .min = 0, .max = 2, .idle_seconds = 60 };
 
         CHECK_INT(pools_runtime_growth(p, 0, GIG), ==, ELASTIC_GROWTH_BEST_EFFORT);
         CHECK_INT(pools_runtime_growth(p, 0, PAGE), ==, ELASTIC_GROWTH_RELIABLE);
@@ -331,7 +331,7 @@ TEST(gigantic_with_cma_is_reliable)
         write_proc(&e, "meminfo", "MemTotal: 16000000 kB\nCmaTotal: 4194304 kB\nCmaFree: 3145728 kB\n");
         write_proc(&e, "cmdline", "root=/dev/vda1 hugetlb_cma=0:4G\n");
         struct pools *p = start(&e);
-        struct journal_elastic_policy g = { .node = 0, .page_size = GIG, .min = 0, .max = 2, .idle_seconds = 60 };
+        struct elastic_policy_record g = { .node = 0, .page_size = GIG, .min = 0, .max = 2, .idle_seconds = 60 };
 
         CHECK_INT(pools_set_elastic(p, &g, &ev, &err), ==, 0);
         CHECK_STR(elastic_growth_name(ev.runtime_growth), "reliable");
@@ -370,7 +370,7 @@ TEST(config_policy_replaces_the_saved_one)
 
         CHECK_INT(set(p, pol(1, 40, 3, 77), &err), ==, 0);
         pools_free(p);
-        struct journal_elastic_policy c = pol(0, 20, 2, 9);
+        struct elastic_policy_record c = pol(0, 20, 2, 9);
         e.cfg.elastic = &c;
         e.cfg.n_elastic = 1;
         p = start(&e);

@@ -198,7 +198,7 @@ TEST(resume_after_finished)
         /* Journal: A and B warming with empty files, X between them warming
          * with every page present (it needs none; its admission is where the
          * hook lets A finish). */
-        struct journal_pool recs[3] = {0};
+        struct pool_record recs[3] = {0};
         const char *names[3] = { "A", "X", "B" };
         const uint64_t pages[3] = { 6, 1, 6 };
         for (int i = 0; i < 3; i++) {

@@ -112,7 +112,7 @@ static void wait_saved_ready(const struct env *e, const char *name)
 {
         for (int i = 0; i < POLL_BOUND_S * 1000; i++) {
                 struct journal *j = load(e);
-                const struct journal_pool *r = jpool(j, name);
+                const struct pool_record *r = jpool(j, name);
                 bool ready = r && r->state == POOL_READY;
                 journal_free(j);
                 if (ready)
@@ -144,7 +144,7 @@ static void check_journal_matches(const struct env *e, struct pools *p)
                 pools_in_journal += !pool_state_is_stock(j->pools[i].state);
         CHECK_U64(pools_in_journal, ==, n);
         for (size_t i = 0; i < n; i++) {
-                const struct journal_pool *r = jpool(j, v[i].name);
+                const struct pool_record *r = jpool(j, v[i].name);
                 CHECK(r);
                 CHECK_STR(pool_state_name(r->state), pool_state_name(v[i].state));
         }

@@ -18,9 +18,9 @@ static void json_freep(struct json **v)
         json_free(*v);
 }
 
-static struct journal_pool sample_pool(void)
+static struct pool_record sample_pool(void)
 {
-        struct journal_pool p = {
+        struct pool_record p = {
                 .name = "vm-1", .node = 0, .page_size = 2097152, .size_bytes = 4194304, .state = POOL_READY,
                 .threads = 2, .ttl_seconds = 60, .claimed = true, .created_at = 10, .started_at = 11,
                 .finished_at = 12, .ready_boot_ns = 99, .bytes_done = 4194304, .owner_pid = 7, .owner_start = 8,
@@ -55,7 +55,7 @@ static struct json *doc(const char *text)
 
 TEST(pool_row_written_member_by_member_in_order)
 {
-        struct journal_pool p = sample_pool();
+        struct pool_record p = sample_pool();
         _cleanup_free_ char *t = text_of(add_pool, &p);
 
         CHECK_STR(t, "{\"name\":\"vm-1\",\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":4194304,"
@@ -67,7 +67,7 @@ TEST(pool_row_written_member_by_member_in_order)
 
 TEST(pool_row_leaves_unset_optional_members_out)
 {
-        struct journal_pool p = sample_pool();
+        struct pool_record p = sample_pool();
         _cleanup_free_ char *t = NULL;
 
         p.ready_boot_ns = 0;
@@ -82,7 +82,7 @@ TEST(pool_row_leaves_unset_optional_members_out)
 
 TEST(pool_row_reads_back_unchanged)
 {
-        struct journal_pool p = sample_pool(), back;
+        struct pool_record p = sample_pool(), back;
         _cleanup_free_ char *t = text_of(add_pool, &p);
         _cleanup_(json_freep) struct json *o = doc(t);
 
@@ -95,7 +95,7 @@ TEST(pool_row_reads_back_unchanged)
 
 TEST(pool_identity_is_the_rows_first_members)
 {
-        struct journal_pool p = sample_pool();
+        struct pool_record p = sample_pool();
         _cleanup_(json_freep) struct json *o = json_new_object();
         _cleanup_free_ char *t = NULL, *row = text_of(add_pool, &p);
 
@@ -137,7 +137,7 @@ TEST(pool_row_decoder_is_strict)
                 "\"threads\":0,\"ttl_seconds\":0,\"claimed\":false,\"created_at\":1,\"started_at\":1,"
                 "\"finished_at\":0,\"bytes_done\":0,\"error_slug\":\"\",\"error_detail\":\"\",\"file_uid\":1}",
         };
-        struct journal_pool p = sample_pool(), before = p;
+        struct pool_record p = sample_pool(), before = p;
 
         for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
                 _cleanup_(json_freep) struct json *o = doc(refused[i]);
@@ -148,7 +148,7 @@ TEST(pool_row_decoder_is_strict)
 
 TEST(policy_written_and_read_back)
 {
-        struct journal_elastic_policy e = { .node = 1, .page_size = 2097152, .min = 1, .max = 8, .headroom = 2,
+        struct elastic_policy_record e = { .node = 1, .page_size = 2097152, .min = 1, .max = 8, .headroom = 2,
                                             .idle_seconds = 30, .allow_best_effort = true }, back = {};
         _cleanup_free_ char *t = text_of(add_policy, &e);
         _cleanup_(json_freep) struct json *o = doc(t);
@@ -170,7 +170,7 @@ TEST(policy_rules_refused)
                 "\"allow_best_effort\":false}",
                 "{\"node\":0,\"page_size_bytes\":2097152,\"min\":1,\"max\":8,\"headroom\":2,\"idle_seconds\":30}",
         };
-        struct journal_elastic_policy e = { .max = 5 };
+        struct elastic_policy_record e = { .max = 5 };
 
         for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
                 _cleanup_(json_freep) struct json *o = doc(refused[i]);
@@ -181,8 +181,8 @@ TEST(policy_rules_refused)
 
 TEST(stock_target_and_reservation_round_trip)
 {
-        struct journal_stock_target t = { .node = 0, .page_size = 2097152, .size_bytes = 4194304, .count = 3 }, tb;
-        struct journal_reservation r = { .node = 0, .page_size = 1073741824, .count = 2 }, rb;
+        struct stock_target_record t = { .node = 0, .page_size = 2097152, .size_bytes = 4194304, .count = 3 }, tb;
+        struct reservation_record r = { .node = 0, .page_size = 1073741824, .count = 2 }, rb;
         _cleanup_free_ char *tt = text_of(add_target, &t), *rt = text_of(add_reservation, &r);
         _cleanup_(json_freep) struct json *to = doc(tt), *ro = doc(rt), *bad = NULL;
 

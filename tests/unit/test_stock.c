@@ -21,7 +21,7 @@
 
 static int set1(struct pools *p, int node, uint64_t pages, uint64_t count, struct problem *err)
 {
-        struct journal_stock_target t = { .node = node, .page_size = PAGE, .size_bytes = pages * PAGE,
+        struct stock_target_record t = { .node = node, .page_size = PAGE, .size_bytes = pages * PAGE,
                                           .count = count };
         memset(err, 0, sizeof(*err));
         return pools_set_stock(p, &t, 1, err);
@@ -257,7 +257,7 @@ TEST(miss_warms)
         env_fini(&e);
 }
 
-static void check_refused(struct pools *p, const struct journal_stock_target *t, size_t n, int want_r,
+static void check_refused(struct pools *p, const struct stock_target_record *t, size_t n, int want_r,
                           int status, const char *slug)
 {
         struct problem err = {0};
@@ -277,11 +277,11 @@ TEST(validation)
         struct pools *p = start(&e);
         CHECK_INT(set1(p, 0, 2, 1, &err), ==, 0);
 
-        struct journal_stock_target t = { .node = 7, .page_size = PAGE, .size_bytes = PAGE, .count = 1 };
+        struct stock_target_record t = { .node = 7, .page_size = PAGE, .size_bytes = PAGE, .count = 1 };
         check_refused(p, &t, 1, -ENOENT, 404, "unknown-node");
-        t = (struct journal_stock_target){ .node = 0, .page_size = 4096, .size_bytes = 4096, .count = 1 };
+        t = (struct stock_target_record){ .node = 0, .page_size = 4096, .size_bytes = 4096, .count = 1 };
         check_refused(p, &t, 1, -ENOENT, 404, "unknown-page-size");
-        t = (struct journal_stock_target){ .node = 0, .page_size = PAGE, .size_bytes = 0, .count = 1 };
+        t = (struct stock_target_record){ .node = 0, .page_size = PAGE, .size_bytes = 0, .count = 1 };
         check_refused(p, &t, 1, -EINVAL, 422, "invalid-field");
         t.size_bytes = PAGE + 4096;
         check_refused(p, &t, 1, -EINVAL, 422, "invalid-field");
@@ -289,25 +289,25 @@ TEST(validation)
         t.count = 0;
         check_refused(p, &t, 1, -EINVAL, 422, "invalid-field");
         /* size times count overflows 64 bits */
-        t = (struct journal_stock_target){ .node = 0, .page_size = PAGE, .size_bytes = UINT64_C(1) << 62,
+        t = (struct stock_target_record){ .node = 0, .page_size = PAGE, .size_bytes = UINT64_C(1) << 62,
                                            .count = 8 };
         check_refused(p, &t, 1, -EINVAL, 422, "invalid-field");
         /* duplicates */
-        struct journal_stock_target two[2] = {
+        struct stock_target_record two[2] = {
                 { .node = 0, .page_size = PAGE, .size_bytes = PAGE, .count = 1 },
                 { .node = 0, .page_size = PAGE, .size_bytes = PAGE, .count = 2 },
         };
         check_refused(p, two, 2, -EINVAL, 422, "invalid-field");
         /* 9 files of 8 pages on a node of 64 pages: 409, and how many fit */
-        t = (struct journal_stock_target){ .node = 0, .page_size = PAGE, .size_bytes = 8 * PAGE, .count = 9 };
+        t = (struct stock_target_record){ .node = 0, .page_size = PAGE, .size_bytes = 8 * PAGE, .count = 9 };
         memset(&err, 0, sizeof(err));
         CHECK_INT(pools_set_stock(p, &t, 1, &err), ==, -E2BIG);
         CHECK_INT(err.status, ==, 409);
         CHECK_STR(err.slug, "stock-too-large");
         CHECK(strstr(err.detail, "8 files of this size fit"));
         /* Two targets that fit alone but not together. */
-        two[0] = (struct journal_stock_target){ .node = 0, .page_size = PAGE, .size_bytes = 16 * PAGE, .count = 2 };
-        two[1] = (struct journal_stock_target){ .node = 0, .page_size = PAGE, .size_bytes = 8 * PAGE, .count = 5 };
+        two[0] = (struct stock_target_record){ .node = 0, .page_size = PAGE, .size_bytes = 16 * PAGE, .count = 2 };
+        two[1] = (struct stock_target_record){ .node = 0, .page_size = PAGE, .size_bytes = 8 * PAGE, .count = 5 };
         memset(&err, 0, sizeof(err));
         CHECK_INT(pools_set_stock(p, two, 2, &err), ==, -E2BIG);
         CHECK(strstr(err.detail, "4 files of this size fit"));
@@ -670,7 +670,7 @@ TEST(config_targets)
         CHECK_INT(set1(p, 0, 2, 1, &err), ==, 0);
         pools_free(p);
 
-        struct journal_stock_target t = { .node = 0, .page_size = PAGE, .size_bytes = 4 * PAGE, .count = 1 };
+        struct stock_target_record t = { .node = 0, .page_size = PAGE, .size_bytes = 4 * PAGE, .count = 1 };
         e.cfg.stock_targets = &t;
         e.cfg.n_stock_targets = 1;
         p = start(&e);
@@ -750,7 +750,7 @@ TEST(partial_growth)
         struct problem err;
         struct pool_view v;
         char names[4][64];
-        struct journal_stock_target t[2] = {
+        struct stock_target_record t[2] = {
                 { .node = 0, .page_size = PAGE, .size_bytes = 2 * PAGE, .count = 1 },
                 { .node = 0, .page_size = PAGE, .size_bytes = 4 * PAGE, .count = 1 },
         };

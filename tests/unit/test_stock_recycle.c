@@ -43,7 +43,7 @@ static struct pools *begin(struct env *e)
 
 static void set_target(struct pools *p, uint64_t pages, uint64_t count)
 {
-        struct journal_stock_target t = { .node = 0, .page_size = PAGE, .size_bytes = pages * PAGE,
+        struct stock_target_record t = { .node = 0, .page_size = PAGE, .size_bytes = pages * PAGE,
                                           .count = count };
         struct problem err = {0};
 
@@ -112,9 +112,9 @@ static void used_pool(struct pools *p, const struct env *e, const char *name)
 }
 
 /* The only stock row in the journal (NULL: none). */
-static const struct journal_pool *stock_row(const struct journal *j)
+static const struct pool_record *stock_row(const struct journal *j)
 {
-        const struct journal_pool *row = NULL;
+        const struct pool_record *row = NULL;
 
         for (size_t i = 0; i < j->n_pools; i++)
                 if (pool_state_is_stock(j->pools[i].state)) {
@@ -138,7 +138,7 @@ static void check_row(const struct env *e, const char *want)
 static bool journal_row_is(const struct env *e, enum pool_state want, char name[64])
 {
         struct journal *j = load(e);
-        const struct journal_pool *row = stock_row(j);
+        const struct pool_record *row = stock_row(j);
         bool done = row && row->state == want;
 
         if (done)
@@ -595,7 +595,7 @@ TEST(restart_mid_recycle)
         CHECK_INT(create(p, &big, &v, &err), ==, CREATED);
         wait_state(p, "vm", POOL_READY);
         fixture_write(e.sys, HP_DIR(0) "free_hugepages", "0\n");
-        struct journal_stock_target t = { .node = 0, .page_size = PAGE, .size_bytes = 16 * PAGE, .count = 1 };
+        struct stock_target_record t = { .node = 0, .page_size = PAGE, .size_bytes = 16 * PAGE, .count = 1 };
         CHECK_INT(pools_set_stock(p, &t, 1, &err), ==, 0);
         fill(&e, "vm", 16);
         fake_gate_set(true);

@@ -42,7 +42,7 @@ void api_elastic_encode(const struct elastic_view *v, struct json *o)
 
 struct policy_work {
         struct app *app;
-        struct journal_elastic_policy pol;
+        struct elastic_policy_record pol;
         bool remove;
 };
 
@@ -81,7 +81,7 @@ static void policy_work(struct resp *resp, void *ctx)
 }
 
 /* Node and page size from the path into *POL; false with RESP set. */
-static bool policy_target(const struct req *req, struct resp *resp, struct journal_elastic_policy *pol)
+static bool policy_target(const struct req *req, struct resp *resp, struct elastic_policy_record *pol)
 {
         const struct topo_node *n;
 
@@ -92,7 +92,7 @@ static bool policy_target(const struct req *req, struct resp *resp, struct journ
         return true;
 }
 
-static void defer_policy(const struct req *req, struct resp *resp, const struct journal_elastic_policy *pol,
+static void defer_policy(const struct req *req, struct resp *resp, const struct elastic_policy_record *pol,
                          bool remove)
 {
         struct policy_work *w = calloc(1, sizeof(*w));
@@ -108,7 +108,7 @@ static void defer_policy(const struct req *req, struct resp *resp, const struct 
 
 void api_policy_put(const struct req *req, struct resp *resp)
 {
-        struct journal_elastic_policy pol = {0};
+        struct elastic_policy_record pol = {0};
         bool has_min = false, has_max = false, has_head = false, has_idle = false;
 
         if (atomic_load(&req->app->stopping)) {
@@ -137,7 +137,7 @@ void api_policy_put(const struct req *req, struct resp *resp)
 
 void api_policy_get(const struct req *req, struct resp *resp)
 {
-        struct journal_elastic_policy pol = {0};
+        struct elastic_policy_record pol = {0};
         struct elastic_view v;
 
         if (!policy_target(req, resp, &pol))
@@ -154,7 +154,7 @@ void api_policy_get(const struct req *req, struct resp *resp)
 
 void api_policy_delete(const struct req *req, struct resp *resp)
 {
-        struct journal_elastic_policy pol = {0};
+        struct elastic_policy_record pol = {0};
 
         if (atomic_load(&req->app->stopping)) {
                 resp_refuse_stopping(resp);

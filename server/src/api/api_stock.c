@@ -136,7 +136,7 @@ static const char *const target_keys[] = { "node", "page_size", "size", "size_by
 
 /* One target object: node, page_size (default "2M"), exactly one of size and
  * size_bytes, count.  0 or -EINVAL with a 422 in RESP. */
-static int parse_target(const struct json *o, size_t i, struct journal_stock_target *ret, struct resp *resp)
+static int parse_target(const struct json *o, size_t i, struct stock_target_record *ret, struct resp *resp)
 {
         char detail[160];
         uint64_t node, count, size = 0, ps = 2 * 1024 * 1024;
@@ -166,7 +166,7 @@ static int parse_target(const struct json *o, size_t i, struct journal_stock_tar
                          "targets[%zu] needs exactly one of \"size\" (e.g. \"4G\") and \"size_bytes\"", i);
                 goto bad;
         }
-        *ret = (struct journal_stock_target){ .node = (int)node, .page_size = ps, .size_bytes = size,
+        *ret = (struct stock_target_record){ .node = (int)node, .page_size = ps, .size_bytes = size,
                                               .count = count };
         return 0;
 bad:
@@ -176,7 +176,7 @@ bad:
 
 void api_stock_put(const struct req *req, struct resp *resp)
 {
-        struct journal_stock_target *t = NULL;
+        struct stock_target_record *t = NULL;
         struct json *doc = NULL;
         struct problem p = {0};
         const struct json *arr;

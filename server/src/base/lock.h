@@ -1,5 +1,5 @@
 /* lock: mutexes that know who holds them, for the lock rules a module's
- * internal header writes down (pools_internal.h, engine_internal.h).
+ * internal header writes down (pools_internal.h, engine_types.h).
  *
  * A function whose comment says a lock is held calls hpw_assert_held() on
  * entry, one that must not be called with it held hpw_assert_unheld(), in

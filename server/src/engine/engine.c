@@ -4,7 +4,7 @@
  * per-node run queues, and the worker loop that hands out chunks.  A job's
  * life (submit, status, final phase, cancel, free) is in engine_job.c, the
  * kernel touch points in engine_kernel.c, and the structs they share, with
- * what the lock guards and who owns what, in engine_internal.h.
+ * what the lock guards and who owns what, in engine_types.h.
  *
  * Shape.  Every node gets its workers once, at engine_new(): creating a
  * thread maps its stack, which takes the mmap lock as a writer and would
@@ -40,7 +40,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "engine_internal.h"
+#include "engine_types.h"
 #include "topo.h"
 #include "util.h"
 

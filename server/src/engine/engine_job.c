@@ -6,7 +6,7 @@
  * in job_cancel) does the rest outside the lock: sum the placement checks,
  * munmap and on_done (on_done first when the job succeeded).  `finishing` makes sure exactly one of them does, and
  * `complete` tells job_cancel/job_free that no engine thread will touch the
- * job again (engine_internal.h has the rules).
+ * job again (engine_types.h has the rules).
  *
  * The mapping is MAP_SHARED without MAP_NORESERVE, on purpose: hugetlbfs then
  * reserves every page of the file at mmap time, so a pool that cannot be had
@@ -33,7 +33,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "engine_internal.h"
+#include "engine_types.h"
 #include "util.h"
 
 /* A zero job must not take pages from the kernel: every page of the file,

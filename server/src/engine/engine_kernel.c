@@ -32,7 +32,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "engine_internal.h"
+#include "engine_types.h"
 #include "util.h"
 #include "zero.h"
 

@@ -17,17 +17,17 @@
 struct journal {
         char boot_id[40];        /* /proc/sys/kernel/random/boot_id */
         size_t n_reservations;
-        struct journal_reservation *reservations;
+        struct reservation_record *reservations;
         size_t n_pools;
-        struct journal_pool *pools;
+        struct pool_record *pools;
         /* Optional ("stock_targets"): older journals have none.  Unique by
          * (node, page size, size). */
         size_t n_stock_targets;
-        struct journal_stock_target *stock_targets;
+        struct stock_target_record *stock_targets;
         /* Optional ("elastic_policies"): older journals have none.  Unique
          * by (node, page size). */
         size_t n_elastic;
-        struct journal_elastic_policy *elastic;
+        struct elastic_policy_record *elastic;
         /* The snapshot's id ("" = none: a version 1 file, or not saved). */
         char snapshot_id[JOURNAL_SNAPSHOT_ID_LEN + 1];
         /* What journal_load (journal_apply_log) found in the log, to report:
@@ -116,7 +116,7 @@ void journal_sync_reset(struct journal_sync *s); /* accepts NULL */
  * then makes the whole state and calls journal_save_sync.  Other failures
  * reset S as journal_save_sync's do.  From the first such save on, S no
  * longer keeps the rows (rows_stale). */
-int journal_append_rows(const struct journal *head, const struct journal_pool *put, size_t n_put,
+int journal_append_rows(const struct journal *head, const struct pool_record *put, size_t n_put,
                         const char (*drop)[JOURNAL_NAME_MAX + 1], size_t n_drop, struct journal_sync *s);
 /* Move an unusable state.json aside to state.json.corrupt-<unix time>, and
  * state.log, if any, to state.log.corrupt-<the same>. */

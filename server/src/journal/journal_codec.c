@@ -47,13 +47,13 @@ int journal_get_strbuf(const struct json *o, const char *key, char *buf, size_t 
 
 static int cmp_pool_names(const void *a, const void *b)
 {
-        return strcmp(((const struct journal_pool *)a)->name,
-                      ((const struct journal_pool *)b)->name);
+        return strcmp(((const struct pool_record *)a)->name,
+                      ((const struct pool_record *)b)->name);
 }
 
 static int cmp_reservations(const void *a, const void *b)
 {
-        const struct journal_reservation *x = a, *y = b;
+        const struct reservation_record *x = a, *y = b;
         if (x->node != y->node)
                 return x->node < y->node ? -1 : 1;
         if (x->page_size != y->page_size)
@@ -64,8 +64,8 @@ static int cmp_reservations(const void *a, const void *b)
 /* Uniqueness checks on sorted copies, so the journal keeps its order. */
 int journal_check_unique(const struct journal *j)
 {
-        _cleanup_free_ struct journal_pool *pools = NULL;
-        _cleanup_free_ struct journal_reservation *res = NULL;
+        _cleanup_free_ struct pool_record *pools = NULL;
+        _cleanup_free_ struct reservation_record *res = NULL;
 
         if (j->n_pools > 1) {
                 pools = malloc(j->n_pools * sizeof(*pools));
@@ -79,7 +79,7 @@ int journal_check_unique(const struct journal *j)
         }
         for (size_t i = 0; i < j->n_stock_targets; i++)
                 for (size_t k = i + 1; k < j->n_stock_targets; k++) {
-                        const struct journal_stock_target *a = &j->stock_targets[i], *b = &j->stock_targets[k];
+                        const struct stock_target_record *a = &j->stock_targets[i], *b = &j->stock_targets[k];
                         if (a->node == b->node && a->page_size == b->page_size && a->size_bytes == b->size_bytes)
                                 return -EINVAL;
                 }
@@ -139,25 +139,25 @@ static int parse_array(const struct json *arr, size_t size, int (*one)(const str
         return 0;
 }
 
-int journal_parse_reservations(const struct json *arr, struct journal_reservation **ret, size_t *ret_n)
+int journal_parse_reservations(const struct json *arr, struct reservation_record **ret, size_t *ret_n)
 {
         return parse_array(arr, sizeof(**ret), one_reservation, (void **)ret, ret_n);
 }
 
-int journal_parse_pools(const struct json *arr, struct journal_pool **ret, size_t *ret_n)
+int journal_parse_pools(const struct json *arr, struct pool_record **ret, size_t *ret_n)
 {
         return parse_array(arr, sizeof(**ret), one_pool, (void **)ret, ret_n);
 }
 
-int journal_parse_stock_targets(const struct json *arr, struct journal_stock_target **ret, size_t *ret_n)
+int journal_parse_stock_targets(const struct json *arr, struct stock_target_record **ret, size_t *ret_n)
 {
         return parse_array(arr, sizeof(**ret), one_stock_target, (void **)ret, ret_n);
 }
 
 /* Unique by (node, page size) within the list. */
-int journal_parse_elastic_policies(const struct json *arr, struct journal_elastic_policy **ret, size_t *ret_n)
+int journal_parse_elastic_policies(const struct json *arr, struct elastic_policy_record **ret, size_t *ret_n)
 {
-        _cleanup_free_ struct journal_elastic_policy *e = NULL;
+        _cleanup_free_ struct elastic_policy_record *e = NULL;
         size_t n;
         int r = parse_array(arr, sizeof(*e), one_policy, (void **)&e, &n);
 
@@ -172,7 +172,7 @@ int journal_parse_elastic_policies(const struct json *arr, struct journal_elasti
         return 0;
 }
 
-void journal_add_reservations(struct json *doc, const struct journal_reservation *res, size_t n)
+void journal_add_reservations(struct json *doc, const struct reservation_record *res, size_t n)
 {
         struct json *arr = json_add_array(doc, "reservations");
 
@@ -180,13 +180,13 @@ void journal_add_reservations(struct json *doc, const struct journal_reservation
                 record_add_reservation(json_append_object(arr), &res[i]);
 }
 
-void journal_add_pool_row(struct json *arr, const struct journal_pool *p)
+void journal_add_pool_row(struct json *arr, const struct pool_record *p)
 {
         record_add_pool(json_append_object(arr), p);
 }
 
 /* "stock_targets" even when empty: a log record that empties them must say so. */
-void journal_add_stock_targets(struct json *doc, const struct journal_stock_target *t, size_t n)
+void journal_add_stock_targets(struct json *doc, const struct stock_target_record *t, size_t n)
 {
         struct json *arr = json_add_array(doc, "stock_targets");
 
@@ -196,7 +196,7 @@ void journal_add_stock_targets(struct json *doc, const struct journal_stock_targ
 
 /* "elastic_policies" even when empty: a log record that removes the last
  * policy must say so (the snapshot leaves an empty list out). */
-void journal_add_elastic_policies(struct json *doc, const struct journal_elastic_policy *e, size_t n)
+void journal_add_elastic_policies(struct json *doc, const struct elastic_policy_record *e, size_t n)
 {
         struct json *arr = json_add_array(doc, "elastic_policies");
 
@@ -331,7 +331,7 @@ bool journal_reservations_equal(const struct journal *a, const struct journal *b
         if (a->n_reservations != b->n_reservations)
                 return false;
         for (size_t i = 0; i < a->n_reservations; i++) {
-                const struct journal_reservation *x = &a->reservations[i], *y = &b->reservations[i];
+                const struct reservation_record *x = &a->reservations[i], *y = &b->reservations[i];
                 if (x->node != y->node || x->page_size != y->page_size || x->count != y->count)
                         return false;
         }
@@ -343,7 +343,7 @@ bool journal_targets_equal(const struct journal *a, const struct journal *b)
         if (a->n_stock_targets != b->n_stock_targets)
                 return false;
         for (size_t i = 0; i < a->n_stock_targets; i++) {
-                const struct journal_stock_target *x = &a->stock_targets[i], *y = &b->stock_targets[i];
+                const struct stock_target_record *x = &a->stock_targets[i], *y = &b->stock_targets[i];
                 if (x->node != y->node || x->page_size != y->page_size || x->size_bytes != y->size_bytes ||
                     x->count != y->count)
                         return false;
@@ -356,7 +356,7 @@ bool journal_policies_equal(const struct journal *a, const struct journal *b)
         if (a->n_elastic != b->n_elastic)
                 return false;
         for (size_t i = 0; i < a->n_elastic; i++) {
-                const struct journal_elastic_policy *x = &a->elastic[i], *y = &b->elastic[i];
+                const struct elastic_policy_record *x = &a->elastic[i], *y = &b->elastic[i];
                 if (x->node != y->node || x->page_size != y->page_size || x->min != y->min || x->max != y->max ||
                     x->headroom != y->headroom || x->idle_seconds != y->idle_seconds ||
                     x->allow_best_effort != y->allow_best_effort)

@@ -59,16 +59,16 @@ bool journal_targets_equal(const struct journal *a, const struct journal *b);
 bool journal_policies_equal(const struct journal *a, const struct journal *b);
 /* The arrays of a snapshot or a log record, each item by record.c's
  * decoder; *RET the caller's (NULL when empty).  0, -EINVAL or -ENOMEM. */
-int journal_parse_reservations(const struct json *arr, struct journal_reservation **ret, size_t *ret_n);
-int journal_parse_pools(const struct json *arr, struct journal_pool **ret, size_t *ret_n);
-int journal_parse_stock_targets(const struct json *arr, struct journal_stock_target **ret, size_t *ret_n);
-int journal_parse_elastic_policies(const struct json *arr, struct journal_elastic_policy **ret, size_t *ret_n);
+int journal_parse_reservations(const struct json *arr, struct reservation_record **ret, size_t *ret_n);
+int journal_parse_pools(const struct json *arr, struct pool_record **ret, size_t *ret_n);
+int journal_parse_stock_targets(const struct json *arr, struct stock_target_record **ret, size_t *ret_n);
+int journal_parse_elastic_policies(const struct json *arr, struct elastic_policy_record **ret, size_t *ret_n);
 /* Add the array member ("reservations", ...) to DOC, even when empty; a
  * pool row is appended to the array ARR. */
-void journal_add_reservations(struct json *doc, const struct journal_reservation *res, size_t n);
-void journal_add_pool_row(struct json *arr, const struct journal_pool *p);
-void journal_add_stock_targets(struct json *doc, const struct journal_stock_target *t, size_t n);
-void journal_add_elastic_policies(struct json *doc, const struct journal_elastic_policy *e, size_t n);
+void journal_add_reservations(struct json *doc, const struct reservation_record *res, size_t n);
+void journal_add_pool_row(struct json *arr, const struct pool_record *p);
+void journal_add_stock_targets(struct json *doc, const struct stock_target_record *t, size_t n);
+void journal_add_elastic_policies(struct json *doc, const struct elastic_policy_record *e, size_t n);
 
 /* ---- journal_files.c ---- */
 

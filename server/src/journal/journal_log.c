@@ -174,7 +174,7 @@ static ssize_t find_row(const struct journal *j, const char *name)
 static int apply_record(struct journal *j, const char *text, size_t len, size_t *cap)
 {
         _cleanup_(json_freep) struct json *doc = NULL;
-        _cleanup_free_ struct journal_pool *put = NULL;
+        _cleanup_free_ struct pool_record *put = NULL;
         const struct json *drop, *v;
         size_t n_put = 0;
         int r;
@@ -209,7 +209,7 @@ static int apply_record(struct journal *j, const char *text, size_t len, size_t 
                 }
                 if (j->n_pools == *cap) {
                         size_t ncap = *cap ? *cap * 2 : 16;
-                        struct journal_pool *np = realloc(j->pools, ncap * sizeof(*np));
+                        struct pool_record *np = realloc(j->pools, ncap * sizeof(*np));
                         if (!np)
                                 return -ENOMEM;
                         j->pools = np;
@@ -218,7 +218,7 @@ static int apply_record(struct journal *j, const char *text, size_t len, size_t 
                 j->pools[j->n_pools++] = put[i];
         }
         if ((v = json_get(doc, "reservations"))) {
-                struct journal_reservation *res;
+                struct reservation_record *res;
                 size_t n;
                 r = journal_parse_reservations(v, &res, &n);
                 if (r < 0)
@@ -228,7 +228,7 @@ static int apply_record(struct journal *j, const char *text, size_t len, size_t 
                 j->n_reservations = n;
         }
         if ((v = json_get(doc, "stock_targets"))) {
-                struct journal_stock_target *t;
+                struct stock_target_record *t;
                 size_t n;
                 r = journal_parse_stock_targets(v, &t, &n);
                 if (r < 0)
@@ -238,7 +238,7 @@ static int apply_record(struct journal *j, const char *text, size_t len, size_t 
                 j->n_stock_targets = n;
         }
         if ((v = json_get(doc, "elastic_policies"))) {
-                struct journal_elastic_policy *e;
+                struct elastic_policy_record *e;
                 size_t n;
                 r = journal_parse_elastic_policies(v, &e, &n);
                 if (r < 0)
@@ -469,15 +469,15 @@ static int compact(const char *dir, const struct journal *j, struct journal_sync
 
 static int cmp_row_ptrs(const void *a, const void *b)
 {
-        return strcmp((*(const struct journal_pool *const *)a)->name,
-                      (*(const struct journal_pool *const *)b)->name);
+        return strcmp((*(const struct pool_record *const *)a)->name,
+                      (*(const struct pool_record *const *)b)->name);
 }
 
 
 /* J's rows sorted by name, or -EINVAL if two share one. */
-static int sorted_rows(const struct journal *j, const struct journal_pool ***ret)
+static int sorted_rows(const struct journal *j, const struct pool_record ***ret)
 {
-        const struct journal_pool **v = malloc((j->n_pools ? j->n_pools : 1) * sizeof(*v));
+        const struct pool_record **v = malloc((j->n_pools ? j->n_pools : 1) * sizeof(*v));
 
         if (!v)
                 return -ENOMEM;
@@ -498,7 +498,7 @@ static int sorted_rows(const struct journal *j, const struct journal_pool ***ret
  * elastic policies whole when they changed.  *RET NULL: nothing changed. */
 static int diff_record(const struct journal *base, const struct journal *j, char **ret)
 {
-        _cleanup_free_ const struct journal_pool **old = NULL, **new = NULL;
+        _cleanup_free_ const struct pool_record **old = NULL, **new = NULL;
         _cleanup_(json_freep) struct json *doc = json_new_object();
         struct json *put = json_add_array(doc, "put"), *drop = json_add_array(doc, "drop");
         bool changed = false;
@@ -658,7 +658,7 @@ int journal_save_sync(const char *dir, const struct journal *j, struct journal_s
 static int check_rows_record(const char *text, size_t n_put, size_t n_drop)
 {
         _cleanup_(json_freep) struct json *doc = NULL;
-        _cleanup_free_ struct journal_pool *put = NULL;
+        _cleanup_free_ struct pool_record *put = NULL;
         const struct json *drop;
         size_t n = 0;
         int r;
@@ -680,7 +680,7 @@ static int check_rows_record(const char *text, size_t n_put, size_t n_drop)
         return n == n_put ? 0 : -EINVAL;
 }
 
-int journal_append_rows(const struct journal *head, const struct journal_pool *put, size_t n_put,
+int journal_append_rows(const struct journal *head, const struct pool_record *put, size_t n_put,
                         const char (*drop)[JOURNAL_NAME_MAX + 1], size_t n_drop, struct journal_sync *s)
 {
         _cleanup_(json_freep) struct json *doc = json_new_object();

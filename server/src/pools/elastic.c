@@ -75,7 +75,7 @@ enum elastic_growth elastic_runtime_growth(uint64_t page_size, bool cma_on_node,
         return cma_on_node && cma_total > 0 ? ELASTIC_GROWTH_RELIABLE : ELASTIC_GROWTH_BEST_EFFORT;
 }
 
-int elastic_policy_check(const struct journal_elastic_policy *p, char *why, size_t size)
+int elastic_policy_check(const struct elastic_policy_record *p, char *why, size_t size)
 {
         if (p->max == 0) {
                 snprintf(why, size, "\"max\" must be at least 1 page");
@@ -114,7 +114,7 @@ static void decide(struct elastic_decision *ret, enum elastic_action a, uint64_t
         *ret = (struct elastic_decision){ a, pages, target, why };
 }
 
-void elastic_plan(const struct journal_elastic_policy *p, const struct elastic_counts *c, uint64_t demand,
+void elastic_plan(const struct elastic_policy_record *p, const struct elastic_counts *c, uint64_t demand,
                   struct elastic_idle *idle, uint64_t now_ns, struct elastic_decision *ret)
 {
         uint64_t used = c->total > c->free ? c->total - c->free : 0;

@@ -5,7 +5,7 @@
  * the kernel, pass the numbers and the time in, and do what it says; the
  * table tests (tests/unit/test_elastic.c) drive it alone.
  *
- * The policy (journal.h's struct journal_elastic_policy, in pages):
+ * The policy (journal.h's struct elastic_policy_record, in pages):
  *   min           never give back below it (the pool grows to it when set)
  *   max           never grow beyond it (nor beyond the memory floor, which
  *                 reserve.c checks at each growth)
@@ -51,7 +51,7 @@ enum elastic_growth elastic_runtime_growth(uint64_t page_size, bool cma_on_node,
 
 /* Check P's numbers (not its node or page size: the caller knows the
  * topology).  0, or -EINVAL with WHY (of SIZE bytes) saying what is wrong. */
-int elastic_policy_check(const struct journal_elastic_policy *p, char *why, size_t size);
+int elastic_policy_check(const struct elastic_policy_record *p, char *why, size_t size);
 
 /* One node's pool, as admission reads it (pools_pending.c). */
 struct elastic_counts {
@@ -87,5 +87,5 @@ struct elastic_decision {
  * needs available (a pool or a refill being admitted); 0 for the upkeep's
  * look.  IDLE is updated; NOW_NS is any monotonic clock, the same every
  * call. */
-void elastic_plan(const struct journal_elastic_policy *p, const struct elastic_counts *c, uint64_t demand,
+void elastic_plan(const struct elastic_policy_record *p, const struct elastic_counts *c, uint64_t demand,
                   struct elastic_idle *idle, uint64_t now_ns, struct elastic_decision *ret);

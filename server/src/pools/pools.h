@@ -70,11 +70,11 @@ struct pools_config {
         int (*mount_room)(const char *dir, uint64_t page_size, uint64_t *ret);
         /* --stock: when N_STOCK_TARGETS > 0, replace the journal's stock
          * targets at start (validated as pools_set_stock does). */
-        const struct journal_stock_target *stock_targets;
+        const struct stock_target_record *stock_targets;
         size_t n_stock_targets;
         /* --elastic: policies set at start (as PUT .../policy would),
          * replacing the journal's of the same node and page size. */
-        const struct journal_elastic_policy *elastic;
+        const struct elastic_policy_record *elastic;
         size_t n_elastic;
         /* --reset-state: a journal that cannot be read is moved aside and
          * the daemon starts empty (files a process maps are still kept).
@@ -344,7 +344,7 @@ void pools_get_stats(struct pools *p, struct pools_stats *ret);
  * (waiting until no process maps them) and being zeroed; dirty says how
  * many of them are still dirty. */
 struct stock_view {
-        struct journal_stock_target target;
+        struct stock_target_record target;
         unsigned ready, warming, recycling, dirty;
         uint64_t deficit;          /* count - (ready + warming + recycling), or 0 */
 };
@@ -359,7 +359,7 @@ struct stock_view {
  * (state-write-failed).
  * Files of targets that went away are removed; new deficits are refilled
  * by the upkeep thread. */
-int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_t n, struct problem *err);
+int pools_set_stock(struct pools *p, const struct stock_target_record *t, size_t n, struct problem *err);
 /* The targets with their counts.  Caller frees *ret. */
 int pools_get_stock(struct pools *p, struct stock_view **ret, size_t *ret_n);
 
@@ -369,7 +369,7 @@ int pools_get_stock(struct pools *p, struct stock_view **ret, size_t *ret_n);
  * "reserve": true does), and the upkeep thread gives back free pages beyond
  * headroom that stayed free idle_seconds, never below min (elastic.h). */
 struct elastic_view {
-        struct journal_elastic_policy policy;
+        struct elastic_policy_record policy;
         enum elastic_growth runtime_growth;
         uint64_t cma_total_bytes, cma_free_bytes; /* /proc/meminfo CmaTotal, CmaFree */
         uint64_t grown_total, returned_total; /* pages, since the daemon started */
@@ -387,7 +387,7 @@ struct elastic_view {
  * would go below it), -EAGAIN reserve-shortfall (the kernel gave fewer
  * pages than min), -EPERM growth-not-reliable (gigantic pages without
  * CMA and no allow_best_effort), or a failed save (state-write-failed). */
-int pools_set_elastic(struct pools *p, const struct journal_elastic_policy *pol, struct elastic_view *ret,
+int pools_set_elastic(struct pools *p, const struct elastic_policy_record *pol, struct elastic_view *ret,
                       struct problem *err);
 /* -ENOENT if (NODE, PAGE_SIZE) has no policy. */
 int pools_get_elastic(struct pools *p, int node, uint64_t page_size, struct elastic_view *ret);

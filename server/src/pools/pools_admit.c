@@ -71,11 +71,11 @@ static int record_reservation(struct pools *p, int node, uint64_t page_size, uin
                         p->admit.resv[i].count = count;
                         return 0;
                 }
-        struct journal_reservation *n = realloc(p->admit.resv, (p->admit.n_resv + 1) * sizeof(*n));
+        struct reservation_record *n = realloc(p->admit.resv, (p->admit.n_resv + 1) * sizeof(*n));
         if (!n)
                 return -ENOMEM;
         p->admit.resv = n;
-        p->admit.resv[p->admit.n_resv++] = (struct journal_reservation){ node, page_size, count };
+        p->admit.resv[p->admit.n_resv++] = (struct reservation_record){ node, page_size, count };
         return 0;
 }
 
@@ -101,7 +101,7 @@ int pools_reserve_locked(struct pools *p, const struct reserve_req *req, uint64_
                 return r;
         }
         pools_lock(&p->reg.lock);
-        struct journal_reservation before = { req->node, req->page_size, 0 };
+        struct reservation_record before = { req->node, req->page_size, 0 };
         bool had = find_reservation(p, req->node, req->page_size, &before.count);
         /* What was asked, not what the kernel holds now: a shrink held up
          * by pages in use (or a partial growth) is still the count wanted,

@@ -43,7 +43,7 @@ static int owner_refused(pid_t pid, int r, struct problem *err)
 int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_view *ret, struct problem *err)
 {
         _cleanup_close_ int pidfd = -1;
-        struct journal_pool next, before;
+        struct pool_record next, before;
         struct pool *pool;
         uint64_t start = 0;
         int r;
@@ -136,7 +136,7 @@ void pools_on_owner_exit(void *arg, const char *name, pid_t pid, uint64_t start)
         pools_lock(&p->reg.lock);
         pool = pools_find(p, name);
         if (pool) {
-                const struct journal_pool *r = pools_latest(pool);
+                const struct pool_record *r = pools_latest(pool);
                 if (r->claimed && r->owner_pid == pid && r->owner_start == start) {
                         pool->release_due = RELEASE_OWNER_EXITED;
                         pool->retry_at = 0;

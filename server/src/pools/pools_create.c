@@ -23,7 +23,7 @@
  * it did not ask for, or none) must not be told 200.  "reserve" is not
  * compared: it says how to admit a new pool, and an existing one needs no
  * admission. */
-static bool spec_differs(const struct journal_pool *r, const struct pool_req *req, char *buf, size_t size)
+static bool spec_differs(const struct pool_record *r, const struct pool_req *req, char *buf, size_t size)
 {
         if (r->node != req->node)
                 snprintf(buf, size, "\"node\": %d asked, the pool is on %d", req->node, r->node);
@@ -114,7 +114,7 @@ static int check_registry(struct pools *p, const struct pool_req *req, struct po
                 pools_cond_wait(&p->reg.changed, &p->reg.lock);
 
         if (o) {
-                const struct journal_pool *r = pools_latest(o);
+                const struct pool_record *r = pools_latest(o);
                 char why[160 + 2 * POOL_LABEL_MAX];
                 if (spec_differs(r, req, why, sizeof(why))) {
                         problem_raise(err, PROBLEM_POOL_CONFLICT,
@@ -140,7 +140,7 @@ static int check_registry(struct pools *p, const struct pool_req *req, struct po
         }
         if (p->cfg.max_node_warm_bytes) {
                 for (size_t i = 0; i < p->reg.n_pools; i++) {
-                        const struct journal_pool *r = &p->reg.pools[i]->rec;
+                        const struct pool_record *r = &p->reg.pools[i]->rec;
                         if (p->reg.pools[i]->hold != POOL_REMOVING && r->node == req->node &&
                             (r->state == POOL_WARMING || r->state == POOL_READY))
                                 node_bytes += r->size_bytes;

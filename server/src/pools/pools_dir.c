@@ -202,7 +202,7 @@ int pools_check_mount(const char *dir, uint64_t page_size, gid_t gid)
 static bool has_record(struct pools *p, const char *dir, const char *name)
 {
         for (size_t i = 0; i < p->reg.n_pools; i++) {
-                const struct journal_pool *r = &p->reg.pools[i]->rec;
+                const struct pool_record *r = &p->reg.pools[i]->rec;
                 const char *d = pools_mount_dir(p, r->page_size);
                 if (d && strcmp(d, dir) == 0 && strcmp(r->name, name) == 0)
                         return true;

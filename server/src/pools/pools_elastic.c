@@ -26,7 +26,7 @@ struct pools_elastic_row *pools_elastic_find(struct pools *p, int node, uint64_t
 {
         pools_assert_held(&p->reg.lock);
         for (size_t i = 0; i < p->elastic.n_rows; i++) {
-                const struct journal_elastic_policy *pol = &p->elastic.rows[i].shown.policy;
+                const struct elastic_policy_record *pol = &p->elastic.rows[i].shown.policy;
                 if (pol->node == node && pol->page_size == page_size)
                         return &p->elastic.rows[i];
         }
@@ -51,7 +51,7 @@ int pools_elastic_admit_check(struct pools *p, int node, uint64_t page_size, con
         pools_assert_held(&p->admit.lock);
         struct elastic_counts c = { a->total, a->free, a->needed, a->foreign };
         struct elastic_decision d;
-        struct journal_elastic_policy pol;
+        struct elastic_policy_record pol;
         struct pools_elastic_row *row;
 
         pools_lock(&p->reg.lock);

@@ -25,7 +25,7 @@
 #include "pools_internal.h"
 #include "util.h"
 
-int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct journal_pool *r, char *detail,
+int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct pool_record *r, char *detail,
                        size_t size, bool *ret_ours)
 {
         struct stat st;
@@ -56,7 +56,7 @@ int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct jour
  * change is shown at once (failed, file-changed) and the upkeep thread
  * records it, so the reader never waits on a save, nor commits from inside
  * an observer. */
-void pools_check_on_get(struct pools *p, const struct journal_pool *r, dev_t dev, ino_t ino,
+void pools_check_on_get(struct pools *p, const struct pool_record *r, dev_t dev, ino_t ino,
                         struct pool_view *v)
 {
         char detail[POOL_ERROR_DETAIL_MAX];
@@ -134,7 +134,7 @@ int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
                 r = -errno;
                 log_err("pools: cannot remove %s: %s", pool->path, strerror(-r));
                 set_hold_locked(p, pool, POOL_BUSY);
-                struct journal_pool next = pool->rec;
+                struct pool_record next = pool->rec;
                 /* Its job is gone and will never finish: say so, rather
                  * than "warming" forever.  DELETE retries. */
                 if (job && pool->rec.state == POOL_WARMING &&
@@ -187,7 +187,7 @@ int pools_file_private_fd(int fd)
         return fchmod(fd, POOL_FILE_PRIVATE_MODE) < 0 || fchown(fd, geteuid(), getegid()) < 0 ? -errno : 0;
 }
 
-void pools_file_make_public(struct pools *p, const char *path, const struct journal_pool *r)
+void pools_file_make_public(struct pools *p, const char *path, const struct pool_record *r)
 {
         _cleanup_close_ int fd = -1;
         int q;

@@ -117,8 +117,8 @@ enum pool_release {
 
 struct pool {
         struct pools *owner;
-        struct journal_pool rec;      /* lock: committed, saved and visible */
-        const struct journal_pool *pending; /* lock: being saved; the journal snapshot uses it */
+        struct pool_record rec;      /* lock: committed, saved and visible */
+        const struct pool_record *pending; /* lock: being saved; the journal snapshot uses it */
         enum pool_hold hold;          /* lock: who may change it (pool_state.h) */
         size_t reg_at;                /* lock: where it sits in reg.pools (an O(1) pools_drop) */
         bool job_done;                /* wake.lock: on_done ran for `job` */
@@ -145,7 +145,7 @@ struct pool {
          * that differ (pools_save).  Written under save.lock and lock both,
          * read under either. */
         bool in_journal;
-        struct journal_pool durable;
+        struct pool_record durable;
         bool save_due;                /* lock: in reg.changed_rows (pools_mark_changed) */
 };
 
@@ -249,13 +249,13 @@ struct pools_admission {
          * count the same free pages.  Held for seconds at most (a
          * reservation write); only creates, reservations and refills wait. */
         struct pools_mutex lock;
-        struct journal_reservation *resv; /* reg.lock (the saves read it) */
+        struct reservation_record *resv; /* reg.lock (the saves read it) */
         size_t n_resv;                /* reg.lock */
 };
 
 /* The stock (pools_stock.c). */
 struct pools_stock {
-        struct journal_stock_target *targets; /* reg.lock */
+        struct stock_target_record *targets; /* reg.lock */
         size_t n_targets;             /* reg.lock */
         unsigned seq;                 /* admit.lock: numbers new stock file names */
         bool short_logged;            /* upkeep thread: "no room to refill" said */
@@ -263,7 +263,7 @@ struct pools_stock {
          * found room until its row is in the registry (or it gave up),
          * so a release deciding meanwhile whether to recycle counts that
          * file too. */
-        struct journal_stock_target refilling;
+        struct stock_target_record refilling;
         bool refilling_set;
         uint64_t handed_out_ns;       /* reg.lock: CLOCK_MONOTONIC of the last hand-out from stock */
         uint64_t next_refill_ns;      /* upkeep thread: a refill deferred until then, 0 = none */
@@ -333,7 +333,7 @@ int64_t pools_now_unix(void);
 /* The pool directory of PAGE_SIZE (constant after pools_new; no lock). */
 const char *pools_mount_dir(const struct pools *p, uint64_t page_size);
 /* CLOCK_BOOTTIME expiry (ns) of a ready, unclaimed pool with a TTL; 0 = none. */
-uint64_t pools_rec_expires_boot_ns(const struct journal_pool *r);
+uint64_t pools_rec_expires_boot_ns(const struct pool_record *r);
 /* NAME's row (not one being removed), or NULL: one index probe. */
 struct pool *pools_find(struct pools *p, const char *name);
 /* POOL (its rec.name set) into the registry and its index: 0 or -ENOMEM. */
@@ -342,7 +342,7 @@ int pools_add(struct pools *p, struct pool *pool);
 void pools_drop(struct pools *p, struct pool *pool);
 /* POOL's record becomes NEXT, its index entry following a new name (a
  * stock file handed out, a pool recycled into the stock). */
-void pools_apply_rec(struct pools *p, struct pool *pool, const struct journal_pool *next);
+void pools_apply_rec(struct pools *p, struct pool *pool, const struct pool_record *next);
 /* POOL's saved fields (record, pending record, hold, job) changed: the
  * next save looks at it.  Every change of them calls it; in Debug builds a
  * save checks no other row differs from what the journal holds. */
@@ -358,7 +358,7 @@ int pools_not_found(const char *name, struct problem *err);
 /* Whether POOL is a stock file, not a pool (reg.lock held). */
 bool pools_is_stock(const struct pool *pool);
 /* The record a snapshot or a check should use: the one being saved, if any. */
-const struct journal_pool *pools_latest(const struct pool *pool);
+const struct pool_record *pools_latest(const struct pool *pool);
 void pools_fill_view(struct pool *pool, struct pool_view *v);
 /* Make the registry durable (takes save.lock, then reg.lock): the rows
  * that differ from what the journal holds, appended as one record; the
@@ -368,12 +368,12 @@ int pools_save(struct pools *p);
 /* Save NEXT as POOL's record, then show it and tell the observer; POOL is
  * busy and reg.lock not held.  On a failed save the record is still applied
  * (it describes what happened to the file) and the error is returned. */
-int pools_commit(struct pools *p, struct pool *pool, const struct journal_pool *next);
+int pools_commit(struct pools *p, struct pool *pool, const struct pool_record *next);
 /* The save pools_commit does, without telling the observer: NEXT is marked
  * pending while the journal is written, then applied (on a failed save
  * too if APPLY_ON_FAILURE, else the record stays as it was) and the waiters
  * woken.  POOL busy, reg.lock not held. */
-int pools_save_record(struct pools *p, struct pool *pool, const struct journal_pool *next, bool apply_on_failure);
+int pools_save_record(struct pools *p, struct pool *pool, const struct pool_record *next, bool apply_on_failure);
 /* Make POOL free again and wake waiters (takes reg.lock). */
 void pools_release(struct pools *p, struct pool *pool);
 /* Count a release of reason WHY in the stats (RELEASE_NONE: none);
@@ -397,12 +397,12 @@ int pools_start_job(struct pools *p, struct pool *pool);
  * checked: a claimed pool's VM may give pages back, and start-up re-warms
  * an unclaimed ready pool that lost some.  *RET_OURS says whether PATH
  * still names our file (only then may it be unlinked).  One stat, no lock. */
-int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct journal_pool *r, char *detail,
+int pools_file_changed(const char *path, dev_t dev, ino_t ino, const struct pool_record *r, char *detail,
                        size_t size, bool *ret_ours);
 /* A ready pool's file as a GET sees it (R, DEV, INO copied under reg.lock):
  * a change is shown in V at once (failed, file-changed) and the upkeep
  * thread is asked to record it. */
-void pools_check_on_get(struct pools *p, const struct journal_pool *r, dev_t dev, ino_t ino,
+void pools_check_on_get(struct pools *p, const struct pool_record *r, dev_t dev, ino_t ino,
                         struct pool_view *v);
 /* Rename FROM to TO unless TO exists, in one step (renameat2
  * RENAME_NOREPLACE): 0, -EEXIST, or rename's other -errno. */
@@ -438,7 +438,7 @@ void pools_file_make_private(const char *path);
 int pools_file_private_fd(int fd);
 /* Owner and mode as handed out again (R: the pool's record), for a release
  * that did not happen. */
-void pools_file_make_public(struct pools *p, const char *path, const struct journal_pool *r);
+void pools_file_make_public(struct pools *p, const char *path, const struct pool_record *r);
 /* FD's file given to the VM (before the rename that shows it under the
  * pool's name): OWNED, to UID:GID mode 0600 (that one VMM's user alone);
  * else --pool-group and mode 0660.  0 or -errno. */
@@ -563,7 +563,7 @@ void pools_recycle_upkeep(struct pools *p);
  * row can be handed out; a save that fails removes the file instead (not
  * at SHUTDOWN: it stays recycling, redone at the next start).  POOL busy;
  * true when it is gone. */
-bool pools_recycle_done(struct pools *p, struct pool *pool, const struct journal_pool *next, bool shutdown);
+bool pools_recycle_done(struct pools *p, struct pool *pool, const struct pool_record *next, bool shutdown);
 
 /* ---- 2: start-up (pools_recover.c), single-threaded apart from engine callbacks ---- */
 int pools_recover(struct pools *p);

@@ -94,7 +94,7 @@ static struct need count_needed(struct pools *p, int node, uint64_t page_size, s
 
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 struct pool *o = p->reg.pools[i];
-                const struct journal_pool *r = pools_latest(o);
+                const struct pool_record *r = pools_latest(o);
                 uint64_t done = 0, pages;
                 unsigned threads = 0;
                 bool on_node = r->node == node, mapped = o->job != NULL;

@@ -52,7 +52,7 @@ enum elastic_growth pools_runtime_growth(struct pools *p, int node, uint64_t pag
 
 /* Checks that need no lock: the numbers, the node and page size, max
  * against the memory floor, gigantic pages without CMA. */
-static int check_policy(struct pools *p, const struct journal_elastic_policy *pol, struct problem *err)
+static int check_policy(struct pools *p, const struct elastic_policy_record *pol, struct problem *err)
 {
         char why[200], fl[32], ps[32];
         uint64_t mem_total, mem_free;
@@ -105,7 +105,7 @@ static int check_policy(struct pools *p, const struct journal_elastic_policy *po
 }
 
 /* The problem for a failed growth to min (pools_reserve_locked's R). */
-static void growth_failed(const struct journal_elastic_policy *pol, int r, const struct reserve_result *res,
+static void growth_failed(const struct elastic_policy_record *pol, int r, const struct reserve_result *res,
                           struct problem *err)
 {
         char fl[32];
@@ -138,7 +138,7 @@ static void growth_failed(const struct journal_elastic_policy *pol, int r, const
 }
 
 /* Put (NODE, PAGE_SIZE)'s row as OLD (or none when !HAD); reg.lock held. */
-static int put_row(struct pools *p, const struct journal_elastic_policy *pol, bool had,
+static int put_row(struct pools *p, const struct elastic_policy_record *pol, bool had,
                    const struct pools_elastic_row *old)
 {
         pools_assert_held(&p->reg.lock);
@@ -162,7 +162,7 @@ static int put_row(struct pools *p, const struct journal_elastic_policy *pol, bo
 }
 
 /* admit.lock held. */
-static int set_locked(struct pools *p, const struct journal_elastic_policy *pol, struct elastic_view *ret,
+static int set_locked(struct pools *p, const struct elastic_policy_record *pol, struct elastic_view *ret,
                       struct problem *err)
 {
         pools_assert_held(&p->admit.lock);
@@ -226,7 +226,7 @@ static int set_locked(struct pools *p, const struct journal_elastic_policy *pol,
         return 0;
 }
 
-int pools_set_elastic(struct pools *p, const struct journal_elastic_policy *pol, struct elastic_view *ret,
+int pools_set_elastic(struct pools *p, const struct elastic_policy_record *pol, struct elastic_view *ret,
                       struct problem *err)
 {
         assert_return(p, -EINVAL);

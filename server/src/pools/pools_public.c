@@ -48,7 +48,7 @@ const char *pools_state_dir(const struct pools *p)
 
 int pools_get(struct pools *p, const char *name, struct pool_view *ret, struct problem *err)
 {
-        struct journal_pool rec;
+        struct pool_record rec;
         struct pool *pool;
         dev_t dev = 0;
         ino_t ino = 0;
@@ -118,7 +118,7 @@ int pools_list_page(struct pools *p, const struct pools_page_filter *f, size_t l
                 return -ENOMEM;
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 struct pool *o = p->reg.pools[i];
-                const struct journal_pool *r = &o->rec;
+                const struct pool_record *r = &o->rec;
                 if (o->hold == POOL_CREATING || o->hold == POOL_REMOVING || pools_is_stock(o) ||
                     (f->after && strcmp(r->name, f->after) <= 0) || (f->has_state && r->state != f->state) ||
                     (f->has_node && r->node != f->node) || (f->page_size && r->page_size != f->page_size))
@@ -143,7 +143,7 @@ void pools_sum_sizes(struct pools *p, struct pools_size_sum *sums, size_t n)
         pools_lock(&p->reg.lock);
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 const struct pool *o = p->reg.pools[i];
-                const struct journal_pool *r = &o->rec;
+                const struct pool_record *r = &o->rec;
 
                 if (o->hold == POOL_CREATING || o->hold == POOL_REMOVING || pools_is_stock(o))
                         continue;

@@ -42,7 +42,7 @@
  * resv_hugepages, and admission would count them as another's.  Any other
  * file that lacks pages (a ready one that lost some: punched holes give
  * their reservation back; one never mapped) asks for them. */
-static uint64_t resume_need(const struct journal_pool *r, uint64_t present, bool cut_off)
+static uint64_t resume_need(const struct pool_record *r, uint64_t present, bool cut_off)
 {
         if (present >= r->size_bytes)
                 return 0;
@@ -71,7 +71,7 @@ static int read_boot_id(const char *path, char *buf, size_t len)
 static void adopt_reservations(struct pools *p)
 {
         for (size_t i = 0; i < p->admit.n_resv; i++) {
-                struct journal_reservation *rv = &p->admit.resv[i];
+                struct reservation_record *rv = &p->admit.resv[i];
                 struct hp_counts hp;
                 int r = topo_read_hugepages(p->cfg.fs, rv->node, rv->page_size, &hp);
 
@@ -142,7 +142,7 @@ static void fail_at_start(struct pool *pool, const char *slug, const char *fmt, 
  * apart from engine callbacks). */
 static void reconcile(struct pools *p, struct pool *pool)
 {
-        struct journal_pool *r = &pool->rec;
+        struct pool_record *r = &pool->rec;
         struct stat st;
         int fd;
 
@@ -230,7 +230,7 @@ static void reconcile(struct pools *p, struct pool *pool)
  * holes.  FD is its open file, ST its stat; closed here. */
 static bool reconcile_recycle(struct pools *p, struct pool *pool, int fd, const struct stat *st)
 {
-        const struct journal_pool *r = &pool->rec;
+        const struct pool_record *r = &pool->rec;
 
         close(fd);
         if ((uint64_t)st->st_size != r->size_bytes || (uint64_t)st->st_blocks * 512 < r->size_bytes) {
@@ -253,7 +253,7 @@ static bool reconcile_recycle(struct pools *p, struct pool *pool, int fd, const 
  * and, for a recycled file, the journal says its zeroing completed. */
 static bool reconcile_stock(struct pools *p, struct pool *pool)
 {
-        struct journal_pool *r = &pool->rec;
+        struct pool_record *r = &pool->rec;
         struct problem err = {0};
         struct stat st;
         int fd, q;
@@ -306,7 +306,7 @@ drop:
  * journal's stamp is valid in this boot (pools of another are dropped).
  * A journal written before the stamp existed has only the wall clock's
  * finished_at: count from there as the wall clock sees it now, once. */
-static void ready_stamp(struct journal_pool *r)
+static void ready_stamp(struct pool_record *r)
 {
         uint64_t boot = now_boot_ns();
 
@@ -429,7 +429,7 @@ static int load_journal(struct pools *p, bool *ret_rebooted)
 /* Watch POOL's owner again, or mark the pool for release if it is gone. */
 static void reattach_owner(struct pools *p, struct pool *pool)
 {
-        const struct journal_pool *r = &pool->rec;
+        const struct pool_record *r = &pool->rec;
         uint64_t start = 0;
         int fd = -1, q;
 

@@ -54,9 +54,9 @@
 
 /* The record of POOL's file as a dirty stock row named NAME (R: its pool
  * record).  Nothing of the pool it was stays: no owner, no TTL. */
-static void dirty_record(const struct journal_pool *r, const char *name, struct journal_pool *ret)
+static void dirty_record(const struct pool_record *r, const char *name, struct pool_record *ret)
 {
-        *ret = (struct journal_pool){
+        *ret = (struct pool_record){
                 .node = r->node,
                 .page_size = r->page_size,
                 .size_bytes = r->size_bytes,
@@ -70,7 +70,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
 {
         char old_name[POOL_NAME_MAX + 1], name[POOL_NAME_MAX + 1], path[POOL_PATH_MAX];
         const char *dir = pools_mount_dir(p, pool->rec.page_size);
-        struct journal_pool next;
+        struct pool_record next;
         bool keep = false;
         int r;
 
@@ -194,7 +194,7 @@ static void discard(struct pools *p, struct pool *pool, const char *why)
 static void start_zeroing(struct pools *p, struct pool *pool)
 {
         char detail[POOL_ERROR_DETAIL_MAX];
-        struct journal_pool next = pool->rec;
+        struct pool_record next = pool->rec;
         struct stat st;
         bool ours;
         int fd, r;
@@ -405,7 +405,7 @@ void pools_recycle_upkeep(struct pools *p)
 
 /* ---- completion ---- */
 
-bool pools_recycle_done(struct pools *p, struct pool *pool, const struct journal_pool *next, bool shutdown)
+bool pools_recycle_done(struct pools *p, struct pool *pool, const struct pool_record *next, bool shutdown)
 {
         int r = pools_save_record(p, pool, next, false);
 

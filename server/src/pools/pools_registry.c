@@ -30,7 +30,7 @@ const char *pools_mount_dir(const struct pools *p, uint64_t page_size)
         return NULL;
 }
 
-uint64_t pools_rec_expires_boot_ns(const struct journal_pool *r)
+uint64_t pools_rec_expires_boot_ns(const struct pool_record *r)
 {
         if (r->state != POOL_READY || r->claimed || r->ttl_seconds == 0)
                 return 0;
@@ -258,7 +258,7 @@ void pools_drop(struct pools *p, struct pool *pool)
         memcpy(p->reg.gone[p->reg.n_gone++], pool->durable.name, sizeof(p->reg.gone[0]));
 }
 
-void pools_apply_rec(struct pools *p, struct pool *pool, const struct journal_pool *next)
+void pools_apply_rec(struct pools *p, struct pool *pool, const struct pool_record *next)
 {
         pools_assert_held(&p->reg.lock);
         bool renamed = strcmp(pool->rec.name, next->name) != 0;
@@ -297,7 +297,7 @@ void pools_set_hold(struct pool *pool, enum pool_hold to)
                 pools_mark_changed(pool);
 }
 
-const struct journal_pool *pools_latest(const struct pool *pool)
+const struct pool_record *pools_latest(const struct pool *pool)
 {
         pools_assert_held(&pool->owner->reg.lock);
         return pool->pending ? pool->pending : &pool->rec;
@@ -306,7 +306,7 @@ const struct journal_pool *pools_latest(const struct pool *pool)
 void pools_fill_view(struct pool *pool, struct pool_view *v)
 {
         pools_assert_held(&pool->owner->reg.lock);
-        const struct journal_pool *r = &pool->rec;
+        const struct pool_record *r = &pool->rec;
         struct job_status st;
         uint64_t done = r->bytes_done;
         bool have = false;
@@ -373,11 +373,11 @@ void pools_fill_view(struct pool *pool, struct pool_view *v)
  * copy of it in *BUF with a running job's progress; NULL when it should
  * hold none (a row on its way out).  No copy for the rest: a save looks
  * at every row.  reg.lock held. */
-static const struct journal_pool *journal_row(struct pool *o, struct journal_pool *buf)
+static const struct pool_record *journal_row(struct pool *o, struct pool_record *buf)
 {
         if (o->hold == POOL_REMOVING || o->hold == POOL_RELEASING)
                 return NULL;
-        const struct journal_pool *r = pools_latest(o);
+        const struct pool_record *r = pools_latest(o);
         if ((r->state == POOL_WARMING || r->state == POOL_STOCK_WARMING) && o->job) {
                 struct job_status st;
                 *buf = *r;
@@ -425,8 +425,8 @@ static void check_unchanged(struct pools *p)
 {
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 struct pool *o = p->reg.pools[i];
-                struct journal_pool buf;
-                const struct journal_pool *row = journal_row(o, &buf);
+                struct pool_record buf;
+                const struct pool_record *row = journal_row(o, &buf);
 
                 if (o->save_due)
                         continue;
@@ -475,11 +475,11 @@ static size_t keep_if_running(struct pools *p, struct pool *o, size_t keep)
  * `durable` becomes what the record will hold.  One walk of the rows, a
  * comparison each, nothing copied but the changes.  reg.lock and
  * save.lock held. */
-static int collect_changes(struct pools *p, struct journal_pool **put, size_t *n_put,
+static int collect_changes(struct pools *p, struct pool_record **put, size_t *n_put,
                            char (**drop)[POOL_NAME_MAX + 1], size_t *n_drop)
 {
         size_t cap_put = 0, cap_drop = p->reg.n_gone + 4;
-        struct journal_pool buf;
+        struct pool_record buf;
 
         *put = NULL;
         *n_put = 0;
@@ -493,7 +493,7 @@ static int collect_changes(struct pools *p, struct journal_pool **put, size_t *n
         for (size_t i = 0; i < p->reg.n_changed; i++) {
                 struct pool *o = p->reg.changed_rows[i];
                 keep = keep_if_running(p, o, keep);
-                const struct journal_pool *row = journal_row(o, &buf);
+                const struct pool_record *row = journal_row(o, &buf);
                 bool want = row != NULL;
                 bool renamed = o->in_journal && want && strcmp(o->durable.name, row->name) != 0;
 
@@ -536,8 +536,8 @@ static int collect_all(struct pools *p, struct journal *j)
                 return -ENOMEM;
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 struct pool *o = p->reg.pools[i];
-                struct journal_pool buf;
-                const struct journal_pool *row = journal_row(o, &buf);
+                struct pool_record buf;
+                const struct pool_record *row = journal_row(o, &buf);
                 o->in_journal = row != NULL;
                 if (row)
                         o->durable = j->pools[j->n_pools++] = *row;
@@ -553,7 +553,7 @@ static int collect_all(struct pools *p, struct journal *j)
 int pools_save(struct pools *p)
 {
         struct journal j = {0};
-        struct journal_pool *put = NULL;
+        struct pool_record *put = NULL;
         char (*drop)[POOL_NAME_MAX + 1] = NULL;
         size_t n_put = 0, n_drop = 0;
         bool whole = false, tell;
@@ -617,7 +617,7 @@ int pools_save(struct pools *p)
         return r;
 }
 
-int pools_save_record(struct pools *p, struct pool *pool, const struct journal_pool *next, bool apply_on_failure)
+int pools_save_record(struct pools *p, struct pool *pool, const struct pool_record *next, bool apply_on_failure)
 {
         int r;
 
@@ -635,7 +635,7 @@ int pools_save_record(struct pools *p, struct pool *pool, const struct journal_p
         return r;
 }
 
-int pools_commit(struct pools *p, struct pool *pool, const struct journal_pool *next)
+int pools_commit(struct pools *p, struct pool *pool, const struct pool_record *next)
 {
         int r = pools_save_record(p, pool, next, true);
 

@@ -29,9 +29,9 @@
 #include "pools_internal.h"
 #include "util.h"
 
-static bool row_matches(const struct pool *o, const struct journal_stock_target *t)
+static bool row_matches(const struct pool *o, const struct stock_target_record *t)
 {
-        const struct journal_pool *r = pools_latest(o);
+        const struct pool_record *r = pools_latest(o);
 
         return o->hold != POOL_REMOVING && pool_state_is_stock(r->state) && r->node == t->node &&
                r->page_size == t->page_size && r->size_bytes == t->size_bytes;
@@ -41,7 +41,7 @@ static bool row_matches(const struct pool *o, const struct journal_stock_target 
  * *RET_DIRTY of them dirty) (lock held).  "ready" counts the committed
  * state only (saved); a pending dirty record (a release being saved)
  * already counts as recycling, so two releases never fill one gap. */
-static void count_rows(struct pools *p, const struct journal_stock_target *t, unsigned *ret_ready,
+static void count_rows(struct pools *p, const struct stock_target_record *t, unsigned *ret_ready,
                        unsigned *ret_warming, unsigned *ret_recycling, unsigned *ret_dirty)
 {
         pools_assert_held(&p->reg.lock);
@@ -72,12 +72,12 @@ static void count_rows(struct pools *p, const struct journal_stock_target *t, un
                 *ret_dirty = dirty;
 }
 
-static bool same_target(const struct journal_stock_target *a, const struct journal_stock_target *b)
+static bool same_target(const struct stock_target_record *a, const struct stock_target_record *b)
 {
         return a->node == b->node && a->page_size == b->page_size && a->size_bytes == b->size_bytes;
 }
 
-static uint64_t deficit_of(struct pools *p, const struct journal_stock_target *t)
+static uint64_t deficit_of(struct pools *p, const struct stock_target_record *t)
 {
         unsigned ready, warming, recycling;
         uint64_t have;
@@ -106,7 +106,7 @@ uint64_t pools_stock_deficit(struct pools *p, int node, uint64_t page_size, uint
 /* ---- targets ---- */
 
 
-static int validate_targets(struct pools *p, const struct journal_stock_target *t, size_t n,
+static int validate_targets(struct pools *p, const struct stock_target_record *t, size_t n,
                             struct problem *err)
 {
         if (n > POOLS_STOCK_TARGETS_MAX) {
@@ -207,8 +207,8 @@ static void trim_rows(struct pools *p)
                 pools_lock(&p->reg.lock);
                 for (size_t i = 0; i < p->reg.n_pools && !victim; i++) {
                         struct pool *o = p->reg.pools[i];
-                        const struct journal_pool *r = &o->rec;
-                        const struct journal_stock_target *t = NULL;
+                        const struct pool_record *r = &o->rec;
+                        const struct stock_target_record *t = NULL;
 
                         if (!pool_state_is_stock(r->state))
                                 continue;
@@ -252,9 +252,9 @@ static void trim_rows(struct pools *p)
         }
 }
 
-int pools_set_stock(struct pools *p, const struct journal_stock_target *t, size_t n, struct problem *err)
+int pools_set_stock(struct pools *p, const struct stock_target_record *t, size_t n, struct problem *err)
 {
-        struct journal_stock_target *copy = NULL, *old;
+        struct stock_target_record *copy = NULL, *old;
         size_t old_n;
         int r;
 
@@ -329,7 +329,7 @@ int pools_get_stock(struct pools *p, struct stock_view **ret, size_t *ret_n)
 
 /* Start one stock file of T (admit.lock held).  -ENOSPC when the node has
  * no free pages that no warm needs; other -errno on failure. */
-static int add_one(struct pools *p, const struct journal_stock_target *t)
+static int add_one(struct pools *p, const struct stock_target_record *t)
 {
         pools_assert_held(&p->admit.lock);
         uint64_t pages = t->size_bytes / t->page_size;
@@ -439,7 +439,7 @@ void pools_stock_refill(struct pools *p)
         if (p->stock.next_refill_ns)
                 return;
         for (size_t i = 0;; i++) {
-                struct journal_stock_target t;
+                struct stock_target_record t;
                 bool have = false;
                 int r = 0;
 
@@ -573,7 +573,7 @@ static int handed_out(struct pools *p, struct pool *pool, uint64_t *counter, str
 
 /* NEXT, a stock file's record, becomes REQ's pool: its name, label, file
  * owner, threads and TTL, created and started now. */
-static void as_pool(struct journal_pool *next, const struct pool_req *req)
+static void as_pool(struct pool_record *next, const struct pool_req *req)
 {
         snprintf(next->name, sizeof(next->name), "%s", req->name);
         snprintf(next->label, sizeof(next->label), "%s", req->label);
@@ -592,7 +592,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
                         struct problem *err)
 {
         char old_path[POOL_PATH_MAX], new_path[POOL_PATH_MAX];
-        struct journal_pool next;
+        struct pool_record next;
         struct pool *pool = NULL;
         uint64_t old_size;
         int fd, r;
@@ -680,7 +680,7 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
 {
         pools_assert_held(&p->admit.lock);
         char old_path[POOL_PATH_MAX], new_path[POOL_PATH_MAX];
-        struct journal_pool next;
+        struct pool_record next;
         struct pool *pool = NULL;
         bool stocked = false;
         int r;

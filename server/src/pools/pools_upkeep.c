@@ -55,7 +55,7 @@ struct file_change {
  * as file-changed, whatever the job made of it (a truncated file faults
  * like a lack of hugepages, a removed one warms fine). */
 static void job_outcome(struct pools *p, struct pool *pool, const struct job_status *st, bool shutdown,
-                        const struct file_change *fc, struct journal_pool *next, bool *ret_unlink)
+                        const struct file_change *fc, struct pool_record *next, bool *ret_unlink)
 {
         pools_assert_held(&p->reg.lock);
         *next = pool->rec;
@@ -135,7 +135,7 @@ static void job_outcome(struct pools *p, struct pool *pool, const struct job_sta
 /* Turn POOL's finished job into its new state.  POOL is busy, `reg.lock` not held. */
 bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
 {
-        struct journal_pool next;
+        struct pool_record next;
         struct job_status st;
         struct job *job;
         bool unlink_file;
@@ -232,7 +232,7 @@ static const char *release_reason(enum pool_release why)
  * ours and no VM took the pool.  POOL is busy. */
 static void fail_changed_file(struct pools *p, struct pool *pool)
 {
-        struct journal_pool next = pool->rec;
+        struct pool_record next = pool->rec;
         char detail[POOL_ERROR_DETAIL_MAX];
         bool ours;
         int r;

@@ -136,7 +136,7 @@ bool pool_transition_allowed(enum pool_state from, enum pool_state to)
         return edge_why(from, to) != NULL;
 }
 
-int pool_transition(struct journal_pool *rec, enum pool_state to, const char *cause, const char *fmt, ...)
+int pool_transition(struct pool_record *rec, enum pool_state to, const char *cause, const char *fmt, ...)
 {
         enum pool_state from;
         const char *why;

@@ -114,7 +114,7 @@ enum pool_from_stock {
 const char *pool_from_stock_name(enum pool_from_stock f);
 int pool_from_stock_parse(const char *s, enum pool_from_stock *ret);
 
-struct journal_pool;
+struct pool_record;
 
 /* Move REC to state TO, the only code that writes a pool's state.
  * Refuses a move the table does not allow with -EPERM, leaving REC as it was
@@ -128,7 +128,7 @@ struct journal_pool;
  *   - entering warming clears finished_at (a resumed or re-warmed pool is not
  *     finished);
  * and logs the move at debug level.  For other targets CAUSE must be NULL. */
-int pool_transition(struct journal_pool *rec, enum pool_state to, const char *cause, const char *fmt, ...)
+int pool_transition(struct pool_record *rec, enum pool_state to, const char *cause, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 
 /* What holds a pool: who may change it right now.  One field of the

@@ -38,46 +38,46 @@ struct member {
 /* The identity of a pool row (record_add_pool_identity writes the same
  * members, and the state after them). */
 static const struct member pool_identity[] = {
-        MEMBER(struct journal_pool, "name", name, M_STR),
-        MEMBER(struct journal_pool, "node", node, M_INT),
-        MEMBER(struct journal_pool, "page_size_bytes", page_size, M_U64),
-        MEMBER(struct journal_pool, "size_bytes", size_bytes, M_U64),
+        MEMBER(struct pool_record, "name", name, M_STR),
+        MEMBER(struct pool_record, "node", node, M_INT),
+        MEMBER(struct pool_record, "page_size_bytes", page_size, M_U64),
+        MEMBER(struct pool_record, "size_bytes", size_bytes, M_U64),
 };
 
 /* The rest of a row's required members, after "state". */
 static const struct member pool_members[] = {
-        MEMBER(struct journal_pool, "threads", threads, M_UINT),
-        MEMBER(struct journal_pool, "ttl_seconds", ttl_seconds, M_U64),
-        MEMBER(struct journal_pool, "claimed", claimed, M_BOOL),
-        MEMBER(struct journal_pool, "created_at", created_at, M_I64),
-        MEMBER(struct journal_pool, "started_at", started_at, M_I64),
-        MEMBER(struct journal_pool, "finished_at", finished_at, M_I64),
-        MEMBER(struct journal_pool, "bytes_done", bytes_done, M_U64),
-        MEMBER(struct journal_pool, "error_slug", error_slug, M_STR),
-        MEMBER(struct journal_pool, "error_detail", error_detail, M_STR),
+        MEMBER(struct pool_record, "threads", threads, M_UINT),
+        MEMBER(struct pool_record, "ttl_seconds", ttl_seconds, M_U64),
+        MEMBER(struct pool_record, "claimed", claimed, M_BOOL),
+        MEMBER(struct pool_record, "created_at", created_at, M_I64),
+        MEMBER(struct pool_record, "started_at", started_at, M_I64),
+        MEMBER(struct pool_record, "finished_at", finished_at, M_I64),
+        MEMBER(struct pool_record, "bytes_done", bytes_done, M_U64),
+        MEMBER(struct pool_record, "error_slug", error_slug, M_STR),
+        MEMBER(struct pool_record, "error_detail", error_detail, M_STR),
 };
 
 static const struct member reservation_members[] = {
-        MEMBER(struct journal_reservation, "node", node, M_INT),
-        MEMBER(struct journal_reservation, "page_size_bytes", page_size, M_U64),
-        MEMBER(struct journal_reservation, "count", count, M_U64),
+        MEMBER(struct reservation_record, "node", node, M_INT),
+        MEMBER(struct reservation_record, "page_size_bytes", page_size, M_U64),
+        MEMBER(struct reservation_record, "count", count, M_U64),
 };
 
 static const struct member stock_target_members[] = {
-        MEMBER(struct journal_stock_target, "node", node, M_INT),
-        MEMBER(struct journal_stock_target, "page_size_bytes", page_size, M_U64),
-        MEMBER(struct journal_stock_target, "size_bytes", size_bytes, M_U64),
-        MEMBER(struct journal_stock_target, "count", count, M_U64),
+        MEMBER(struct stock_target_record, "node", node, M_INT),
+        MEMBER(struct stock_target_record, "page_size_bytes", page_size, M_U64),
+        MEMBER(struct stock_target_record, "size_bytes", size_bytes, M_U64),
+        MEMBER(struct stock_target_record, "count", count, M_U64),
 };
 
 static const struct member elastic_members[] = {
-        MEMBER(struct journal_elastic_policy, "node", node, M_INT),
-        MEMBER(struct journal_elastic_policy, "page_size_bytes", page_size, M_U64),
-        MEMBER(struct journal_elastic_policy, "min", min, M_U64),
-        MEMBER(struct journal_elastic_policy, "max", max, M_U64),
-        MEMBER(struct journal_elastic_policy, "headroom", headroom, M_U64),
-        MEMBER(struct journal_elastic_policy, "idle_seconds", idle_seconds, M_U64),
-        MEMBER(struct journal_elastic_policy, "allow_best_effort", allow_best_effort, M_BOOL),
+        MEMBER(struct elastic_policy_record, "node", node, M_INT),
+        MEMBER(struct elastic_policy_record, "page_size_bytes", page_size, M_U64),
+        MEMBER(struct elastic_policy_record, "min", min, M_U64),
+        MEMBER(struct elastic_policy_record, "max", max, M_U64),
+        MEMBER(struct elastic_policy_record, "headroom", headroom, M_U64),
+        MEMBER(struct elastic_policy_record, "idle_seconds", idle_seconds, M_U64),
+        MEMBER(struct elastic_policy_record, "allow_best_effort", allow_best_effort, M_BOOL),
 };
 
 static void add_members(struct json *o, const void *rec, const struct member *m, size_t n)
@@ -178,7 +178,7 @@ static bool whole_pages(uint64_t page_size, uint64_t size)
 void record_add_pool_identity(struct json *o, const char *name, int node, uint64_t page_size,
                               uint64_t size_bytes, enum pool_state state)
 {
-        struct journal_pool id = { .node = node, .page_size = page_size, .size_bytes = size_bytes };
+        struct pool_record id = { .node = node, .page_size = page_size, .size_bytes = size_bytes };
 
         if (!o)
                 return;
@@ -188,7 +188,7 @@ void record_add_pool_identity(struct json *o, const char *name, int node, uint64
         json_add_str(o, "state", pool_state_name(state));
 }
 
-void record_add_pool(struct json *o, const struct journal_pool *p)
+void record_add_pool(struct json *o, const struct pool_record *p)
 {
         if (!o || !p)
                 return;
@@ -210,33 +210,33 @@ void record_add_pool(struct json *o, const struct journal_pool *p)
         }
 }
 
-void record_add_reservation(struct json *o, const struct journal_reservation *r)
+void record_add_reservation(struct json *o, const struct reservation_record *r)
 {
         if (o && r)
                 add_members(o, r, reservation_members, ARRAY_SIZE(reservation_members));
 }
 
-void record_add_stock_target(struct json *o, const struct journal_stock_target *t)
+void record_add_stock_target(struct json *o, const struct stock_target_record *t)
 {
         if (o && t)
                 add_members(o, t, stock_target_members, ARRAY_SIZE(stock_target_members));
 }
 
-void record_add_elastic_policy(struct json *o, const struct journal_elastic_policy *e)
+void record_add_elastic_policy(struct json *o, const struct elastic_policy_record *e)
 {
         if (o && e)
                 add_members(o, e, elastic_members, ARRAY_SIZE(elastic_members));
 }
 
 /* A row's optional members, each checked when present. */
-static int parse_pool_optional(const struct json *o, struct journal_pool *p)
+static int parse_pool_optional(const struct json *o, struct pool_record *p)
 {
         static const struct member from_stock = { "from_stock", M_STR, 0, 16 };
-        static const struct member label = MEMBER(struct journal_pool, "label", label, M_STR);
-        static const struct member ready = MEMBER(struct journal_pool, "ready_boot_ns", ready_boot_ns, M_U64);
+        static const struct member label = MEMBER(struct pool_record, "label", label, M_STR);
+        static const struct member ready = MEMBER(struct pool_record, "ready_boot_ns", ready_boot_ns, M_U64);
         static const struct member owner[] = {
-                MEMBER(struct journal_pool, "owner_pid", owner_pid, M_INT),
-                MEMBER(struct journal_pool, "owner_start_time", owner_start, M_U64),
+                MEMBER(struct pool_record, "owner_pid", owner_pid, M_INT),
+                MEMBER(struct pool_record, "owner_start_time", owner_start, M_U64),
         };
         uint64_t uid, gid;
         char from[16];
@@ -263,10 +263,10 @@ static int parse_pool_optional(const struct json *o, struct journal_pool *p)
         return 0;
 }
 
-int record_parse_pool(const struct json *o, struct journal_pool *ret)
+int record_parse_pool(const struct json *o, struct pool_record *ret)
 {
         static const struct member state_member = { "state", M_STR, 0, 16 };
-        struct journal_pool p = {};
+        struct pool_record p = {};
         char state[16];
 
         assert_return(ret, -EINVAL);
@@ -284,9 +284,9 @@ int record_parse_pool(const struct json *o, struct journal_pool *ret)
         return 0;
 }
 
-int record_parse_reservation(const struct json *o, struct journal_reservation *ret)
+int record_parse_reservation(const struct json *o, struct reservation_record *ret)
 {
-        struct journal_reservation r = {};
+        struct reservation_record r = {};
 
         assert_return(ret, -EINVAL);
         if (!json_is_object(o) || get_members(o, &r, reservation_members, ARRAY_SIZE(reservation_members)) < 0)
@@ -297,9 +297,9 @@ int record_parse_reservation(const struct json *o, struct journal_reservation *r
         return 0;
 }
 
-int record_parse_stock_target(const struct json *o, struct journal_stock_target *ret)
+int record_parse_stock_target(const struct json *o, struct stock_target_record *ret)
 {
-        struct journal_stock_target t = {};
+        struct stock_target_record t = {};
 
         assert_return(ret, -EINVAL);
         if (!json_is_object(o) || get_members(o, &t, stock_target_members, ARRAY_SIZE(stock_target_members)) < 0)
@@ -310,9 +310,9 @@ int record_parse_stock_target(const struct json *o, struct journal_stock_target 
         return 0;
 }
 
-int record_parse_elastic_policy(const struct json *o, struct journal_elastic_policy *ret)
+int record_parse_elastic_policy(const struct json *o, struct elastic_policy_record *ret)
 {
-        struct journal_elastic_policy e = {};
+        struct elastic_policy_record e = {};
 
         assert_return(ret, -EINVAL);
         if (!json_is_object(o) || get_members(o, &e, elastic_members, ARRAY_SIZE(elastic_members)) < 0)
@@ -323,7 +323,7 @@ int record_parse_elastic_policy(const struct json *o, struct journal_elastic_pol
         return 0;
 }
 
-bool record_pool_equal(const struct journal_pool *a, const struct journal_pool *b)
+bool record_pool_equal(const struct pool_record *a, const struct pool_record *b)
 {
         assert_return(a && b, false);
         return members_equal(a, b, pool_identity, ARRAY_SIZE(pool_identity)) && a->state == b->state &&

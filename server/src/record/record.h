@@ -18,13 +18,13 @@
 
 struct json;
 
-struct journal_reservation {
+struct reservation_record {
         int node;
         uint64_t page_size;
         uint64_t count;
 };
 
-struct journal_pool {
+struct pool_record {
         char name[POOL_NAME_MAX + 1];
         int node;
         uint64_t page_size;
@@ -53,7 +53,7 @@ struct journal_pool {
 };
 
 /* A stock target: keep COUNT ready files of SIZE_BYTES on (NODE, PAGE_SIZE). */
-struct journal_stock_target {
+struct stock_target_record {
         int node;
         uint64_t page_size;
         uint64_t size_bytes;
@@ -63,7 +63,7 @@ struct journal_stock_target {
 /* An elastic policy (pools_elastic.c): the pool of (NODE, PAGE_SIZE) grows
  * on demand up to MAX and gives back free pages beyond HEADROOM that stayed
  * free for IDLE_SECONDS, never below MIN.  Counts in pages. */
-struct journal_elastic_policy {
+struct elastic_policy_record {
         int node;
         uint64_t page_size;
         uint64_t min, max, headroom, idle_seconds;
@@ -83,14 +83,14 @@ void record_add_pool_identity(struct json *o, const char *name, int node, uint64
  * then the optional members (ready_boot_ns when set, owner_pid and
  * owner_start_time for an owned pool, from_stock when not "none", label
  * when set, file_uid and file_gid for an owned file). */
-void record_add_pool(struct json *o, const struct journal_pool *p);
+void record_add_pool(struct json *o, const struct pool_record *p);
 /* node (a number), page_size_bytes and count. */
-void record_add_reservation(struct json *o, const struct journal_reservation *r);
+void record_add_reservation(struct json *o, const struct reservation_record *r);
 /* node, page_size_bytes, size_bytes and count. */
-void record_add_stock_target(struct json *o, const struct journal_stock_target *t);
+void record_add_stock_target(struct json *o, const struct stock_target_record *t);
 /* As the journal and the policy routes spell it: node as a number, counts
  * in pages, idle_seconds, allow_best_effort. */
-void record_add_elastic_policy(struct json *o, const struct journal_elastic_policy *e);
+void record_add_elastic_policy(struct json *o, const struct elastic_policy_record *e);
 
 /* Decoders, strict: every member the encoder always writes is required with
  * its type, numbers are exact integers (json.h), an optional member is
@@ -100,12 +100,12 @@ void record_add_elastic_policy(struct json *o, const struct journal_elastic_poli
  * state, a pool neither; a policy's min <= max, headroom <= max, a nonzero
  * idle time).  0 with *RET filled, or -EINVAL (O not an object included)
  * and *RET untouched. */
-int record_parse_pool(const struct json *o, struct journal_pool *ret);
-int record_parse_reservation(const struct json *o, struct journal_reservation *ret);
-int record_parse_stock_target(const struct json *o, struct journal_stock_target *ret);
-int record_parse_elastic_policy(const struct json *o, struct journal_elastic_policy *ret);
+int record_parse_pool(const struct json *o, struct pool_record *ret);
+int record_parse_reservation(const struct json *o, struct reservation_record *ret);
+int record_parse_stock_target(const struct json *o, struct stock_target_record *ret);
+int record_parse_elastic_policy(const struct json *o, struct elastic_policy_record *ret);
 
 /* Whether A and B are written alike (the same members, the same values):
  * what a save compares to know a row changed.  An owner's start time is
  * not written without its pid, nor a file's owner without file_owned. */
-bool record_pool_equal(const struct journal_pool *a, const struct journal_pool *b);
+bool record_pool_equal(const struct pool_record *a, const struct pool_record *b);

@@ -1,4 +1,4 @@
-/* engine_internal.h: the engine's private structs, shared by the engine's
+/* engine_types.h: the engine's private structs, shared by the engine's
  * files and by nothing else (as sd-event shares its own through
  * event-source.h).  Callers see only engine.h.
  *
@@ -47,7 +47,7 @@
 /* Private to server/src/engine/: its object library defines HPW_IN_ENGINE
  * (server/CMakeLists.txt); everything else goes through engine.h. */
 #ifndef HPW_IN_ENGINE
-#error "engine_internal.h is private to server/src/engine/"
+#error "engine_types.h is private to server/src/engine/"
 #endif
 #include <pthread.h>
 #include <sched.h>
