@@ -22,6 +22,13 @@ Rules, each reported by name:
                      its folders, client/src, common);
   deps-owned         each row of the outside-dependency table names exactly
                      the files that include that dependency's headers;
+  layers-down        the folders of server/src stack as ARCHITECTURE.md's
+                     line "main -> api -> ... -> base" says (server/src
+                     itself is "main"; names split by "/" share a level):
+                     a file includes project headers only from its own
+                     folder and from folders on a lower level;
+  files-short        no .c or .h under server/src, client/src or common has
+                     more than 800 lines;
   parts-documented   every part of struct pools (a `struct pools_X name;`
                      member in server/src/pools/pools_internal.h) is named in
                      ARCHITECTURE.md's table of parts as `struct pools_X name`.
@@ -195,6 +202,45 @@ def main(argv):
     if rows < 5:
         errors.append(f"deps-owned: found only {rows} dependency rows in ARCHITECTURE.md")
 
+    # layers-down
+    chain = None
+    for para in arch.split("\n\n"):
+        flat = " ".join(para.split())
+        c = re.search(r"\bmain(?: -> [a-z]+(?: / [a-z]+)*)+", flat)
+        if c:
+            chain = c.group(0)
+            break
+    if not chain:
+        errors.append("layers-down: ARCHITECTURE.md has no line 'main -> api -> ... -> base'")
+    else:
+        level = {}
+        for i, names in enumerate(chain.split(" -> ")):
+            for n in names.split(" / "):
+                level[n] = i
+        headers = {}
+        for path in glob.glob(os.path.join(src, "server/src/**/*.[ch]"), recursive=True):
+            folder = os.path.dirname(os.path.relpath(path, os.path.join(src, "server/src"))) or "main"
+            headers[os.path.basename(path)] = folder
+            if folder not in level:
+                errors.append(f"layers-down: folder {folder} of {os.path.relpath(path, src)} is not in '{chain}'")
+        for path in glob.glob(os.path.join(src, "server/src/**/*.[ch]"), recursive=True):
+            folder = os.path.dirname(os.path.relpath(path, os.path.join(src, "server/src"))) or "main"
+            for inc in re.findall(r'^\s*#\s*include\s*"([^"]+)"', read(path), re.M):
+                to = headers.get(os.path.basename(inc))
+                if to is None or to == folder or folder not in level or to not in level:
+                    continue
+                if level[to] <= level[folder]:
+                    errors.append(f"layers-down: {os.path.relpath(path, src)} ({folder}) includes {inc} "
+                                  f"({to}), which is not below it in '{chain}'")
+
+    # files-short
+    for path in sorted(glob.glob(os.path.join(src, "server/src/**/*.[ch]"), recursive=True) +
+                       glob.glob(os.path.join(src, "client/src/*.[ch]")) + glob.glob(os.path.join(src, "common/*.[ch]"))):
+        with open(path, encoding="utf-8") as f:
+            n = sum(1 for _ in f)
+        if n > 800:
+            errors.append(f"files-short: {os.path.relpath(path, src)} has {n} lines (at most 800)")
+
     # parts-documented
     internal = os.path.join(src, "server/src/pools/pools_internal.h")
     m = re.search(r"^struct pools \{\n(.*?)^\};", read(internal), re.M | re.S)
@@ -206,7 +252,7 @@ def main(argv):
             errors.append(f"parts-documented: struct pools' part `struct {typ} {name}` is not in ARCHITECTURE.md")
 
     return finish(errors, f"{n_names} thread names, {len(server_c)} server files, {rows} dependencies, "
-                          f"{len(parts)} parts of struct pools described")
+                          f"{len(parts)} parts of struct pools described; folders stack as {chain}")
 
 
 if __name__ == "__main__":
