@@ -1,6 +1,9 @@
 /* Unit tests of the hpwarm CLI's pure parts: argument parsing (options
  * before and after the command, env defaults, every usage error class),
- * sizes, seconds, exit-code mapping, place selection, hosts files, tables. */
+ * sizes, seconds, exit-code mapping, place selection, hosts files, tables.
+ * Each rule is a TEST() of check.h's, run in a process of its own, so a
+ * failed check names its rule and the other rules still run; HPW_TEST=name
+ * runs one. */
 #include <errno.h>
 #include <stdarg.h>
 #include <unistd.h>
@@ -10,6 +13,13 @@
 #include "size_cases.h"
 
 static char errbuf[256];
+
+/* test_defer's cleanup: remove the file the test made, however it ended. */
+static void unlink_path(const void *path, size_t len)
+{
+        (void)len;
+        unlink(path);
+}
 
 /* Parse a NULL-terminated word list; returns cli_parse's result. */
 static int parse(struct cli *c, const char *env_url, ...)
@@ -27,7 +37,7 @@ static int parse(struct cli *c, const char *env_url, ...)
         return cli_parse(argc, argv, env_url, NULL, c, errbuf, sizeof(errbuf));
 }
 
-static void test_parse_ok(void)
+TEST(parse_defaults_without_options)
 {
         struct cli c;
 
@@ -36,8 +46,13 @@ static void test_parse_ok(void)
         CHECK_STR(c.url, CLI_DEFAULT_URL);
         CHECK(!c.timeout_set);
         CHECK(!c.json);
+}
 
-        /* The README's handoff recipe: options after the command, including globals. */
+/* The README's handoff recipe: options after the command, including globals. */
+TEST(parse_options_after_the_command)
+{
+        struct cli c;
+
         CHECK_INT(parse(&c, NULL, "warm", "vm-42", "--node", "0", "--size", "1G", "--wait", "--timeout", "60",
                         NULL), ==, 0);
         CHECK_INT(c.cmd, ==, CMD_WARM);
@@ -48,8 +63,13 @@ static void test_parse_ok(void)
         CHECK(c.timeout_set);
         CHECK_U64(c.timeout_ms, ==, 60000);
         CHECK_U64(c.page_size, ==, 0);
+}
 
-        /* Globals before the command, command options after it, --opt=value. */
+/* Globals before the command, command options after it, --opt=value. */
+TEST(parse_globals_before_command_options_after)
+{
+        struct cli c;
+
         CHECK_INT(parse(&c, "http://env:1", "--json", "--url=http://h:9", "warm", "p", "--node=1",
                         "--size=4G", "--page-size", "1G", "--threads", "4", "--ttl", "600", "--reserve", NULL),
                   ==, 0);
@@ -60,8 +80,13 @@ static void test_parse_ok(void)
         CHECK_INT(c.threads, ==, 4);
         CHECK_U64(c.ttl_seconds, ==, 600);
         CHECK(c.reserve);
+}
 
-        /* Environment default, overridden by the option. */
+/* Environment default, overridden by the option. */
+TEST(parse_env_default_overridden_by_option)
+{
+        struct cli c;
+
         CHECK_INT(parse(&c, "http://env:1", "pools", NULL), ==, 0);
         CHECK_STR(c.url, "http://env:1");
         char *argv[] = { (char *)"hpwarm", (char *)"pools", (char *)"--token-file", (char *)"/b" };
@@ -70,6 +95,11 @@ static void test_parse_ok(void)
         CHECK_INT(cli_parse(2, argv, "", "/a", &c, errbuf, sizeof(errbuf)), ==, 0);
         CHECK_STR(c.token_file, "/a");
         CHECK_STR(c.url, CLI_DEFAULT_URL);
+}
+
+TEST(parse_reserve_and_nodes)
+{
+        struct cli c;
 
         CHECK_INT(parse(&c, NULL, "reserve", "0", "2M", "64", "--allow-partial", NULL), ==, 0);
         CHECK_INT(c.cmd, ==, CMD_RESERVE);
@@ -82,6 +112,12 @@ static void test_parse_ok(void)
         CHECK_INT(c.node, ==, 3);
         CHECK_INT(parse(&c, NULL, "nodes", NULL), ==, 0);
         CHECK_INT(c.node, ==, -1);
+}
+
+/* Several pools, in guest node order; libvirt; --argv. */
+TEST(parse_handoff_vmm_pools_and_argv)
+{
+        struct cli c;
 
         CHECK_INT(parse(&c, NULL, "handoff", "vm", "--vmm", "cloud-hypervisor", NULL), ==, 0);
         CHECK_INT(c.vmm, ==, VMM_CLOUD_HYPERVISOR);
@@ -90,7 +126,6 @@ static void test_parse_ok(void)
         CHECK_INT(c.n_names, ==, 1);
         CHECK_STR(c.names[0], "vm");
         CHECK(!c.argv_words);
-        /* Several pools, in guest node order; libvirt; --argv. */
         CHECK_INT(parse(&c, NULL, "handoff", "vm-b", "vm-a", "--vmm", "libvirt", "vm-c", "--argv", NULL), ==, 0);
         CHECK_INT(c.vmm, ==, VMM_LIBVIRT);
         CHECK_INT(c.n_names, ==, 3);
@@ -100,8 +135,14 @@ static void test_parse_ok(void)
         CHECK(c.argv_words);
         CHECK_INT(c.n_as, ==, 0);
         CHECK(c.source_url == NULL);
-        /* A migration destination: one --as per pool, repeated or as a
-         * list, in guest node order; --source-url with it. */
+}
+
+/* A migration destination: one --as per pool, repeated or as a list, in
+ * guest node order; --source-url with it. */
+TEST(parse_handoff_as_and_source_url)
+{
+        struct cli c;
+
         CHECK_INT(parse(&c, NULL, "handoff", "d-a", "d-b", "--vmm", "qemu", "--as", "s-a", "--as", "s-b", NULL), ==, 0);
         CHECK_INT(c.n_as, ==, 2);
         CHECK_STR(c.as[0], "s-a");
@@ -113,8 +154,12 @@ static void test_parse_ok(void)
         CHECK_STR(c.source_url, "http://src:7411");
         CHECK_INT(parse(&c, NULL, "handoff", "d", "--vmm", "libvirt", "--as", "s", NULL), ==, 0);
         CHECK_STR(c.as[0], "s");
+}
 
-        /* claim --pid, release --ignore-missing. */
+TEST(parse_claim_pid_and_release_ignore_missing)
+{
+        struct cli c;
+
         CHECK_INT(parse(&c, NULL, "claim", "vm", "--pid", "4242", NULL), ==, 0);
         CHECK_INT(c.cmd, ==, CMD_CLAIM);
         CHECK_INT(c.pid, ==, 4242);
@@ -124,6 +169,11 @@ static void test_parse_ok(void)
         CHECK(c.ignore_missing);
         CHECK_INT(parse(&c, NULL, "release", "vm", NULL), ==, 0);
         CHECK(!c.ignore_missing);
+}
+
+TEST(parse_fleet_place_and_nodes)
+{
+        struct cli c;
 
         CHECK_INT(parse(&c, NULL, "fleet", "--hosts", "f", "place", "--size", "1G", "--warm", "vm", NULL), ==, 0);
         CHECK_INT(c.fleet, ==, FLEET_PLACE);
@@ -132,6 +182,12 @@ static void test_parse_ok(void)
         CHECK_INT(parse(&c, NULL, "fleet", "nodes", "--hosts=f", "--timeout", "0.5", NULL), ==, 0);
         CHECK_INT(c.fleet, ==, FLEET_NODES);
         CHECK_U64(c.timeout_ms, ==, 500);
+}
+
+/* Help wins over missing options and is the command's own. */
+TEST(parse_help_and_version)
+{
+        struct cli c;
 
         CHECK_INT(parse(&c, NULL, "--help", NULL), ==, 0);
         CHECK(c.help);
@@ -149,16 +205,29 @@ static void test_parse_ok(void)
         CHECK_INT(c.cmd, ==, CMD_NONE);
         CHECK_INT(parse(&c, NULL, "--version", NULL), ==, 0);
         CHECK(c.version);
-        /* "--" ends options: a pool named like an option is still rejected by the name rule. */
+}
+
+/* "--" ends options: a pool named like an option is still rejected by the name rule. */
+TEST(parse_double_dash_ends_options)
+{
+        struct cli c;
+
         CHECK_INT(parse(&c, NULL, "status", "--", "--x", NULL), ==, -EINVAL);
         CHECK_INT(parse(&c, NULL, "--", "status", "x", NULL), ==, 0);
+}
+
+TEST(parse_tls_files)
+{
+        struct cli c;
+
         CHECK_INT(parse(&c, NULL, "--cert", "c", "--key", "k", "--cacert", "ca", "health", NULL), ==, 0);
         CHECK_STR(c.cert, "c");
         CHECK_STR(c.key, "k");
         CHECK_STR(c.cacert, "ca");
 }
 
-static void test_parse_errors(void)
+/* Every usage error class is -EINVAL with a message. */
+TEST(parse_refuses_each_usage_error_with_a_message)
 {
         static const char *const bad[][10] = {
                 { NULL },                                          /* no command */
@@ -236,7 +305,7 @@ static void test_parse_errors(void)
         }
 }
 
-static void test_sizes(void)
+TEST(sizes_follow_the_shared_grammar)
 {
         /* The shared table (tests/common/size_cases.h), which the daemon's
          * unit test runs through its parser too. */
@@ -260,7 +329,13 @@ static void test_sizes(void)
                 cli_size_explain(t->s, true, why, sizeof(why));
                 CHECK_INT(why[0] != '\0', ==, pr != 0);
         }
+}
+
+/* Page sizes: powers of two from 4K. */
+TEST(page_sizes_are_powers_of_two)
+{
         uint64_t v;
+
         CHECK_INT(cli_parse_page_size("2M", &v), ==, 0);
         CHECK_U64(v, ==, 2ull << 20);
         CHECK_INT(cli_parse_page_size("1GiB", &v), ==, 0);
@@ -268,6 +343,12 @@ static void test_sizes(void)
         CHECK_INT(cli_parse_page_size("3M", &v), ==, -EINVAL);
         CHECK_INT(cli_parse_page_size("2K", &v), ==, -EINVAL);
         CHECK_INT(cli_parse_page_size("0", &v), ==, -EINVAL);
+}
+
+/* Seconds to milliseconds, at most three decimals. */
+TEST(seconds_to_milliseconds)
+{
+        uint64_t v;
 
         CHECK_INT(cli_parse_seconds("30", &v), ==, 0);
         CHECK_U64(v, ==, 30000);
@@ -282,8 +363,12 @@ static void test_sizes(void)
         CHECK_INT(cli_parse_seconds("1.0001", &v), ==, -EINVAL);
         CHECK_INT(cli_parse_seconds("1s", &v), ==, -EINVAL);
         CHECK_INT(cli_parse_seconds("99999999999", &v), ==, -ERANGE);
+}
 
+TEST(format_bytes_in_binary_units)
+{
         char b[32];
+
         cli_format_bytes(17, b, sizeof(b));
         CHECK_STR(b, "17 B");
         cli_format_bytes(1ull << 30, b, sizeof(b));
@@ -292,7 +377,7 @@ static void test_sizes(void)
         CHECK_STR(b, "1.5 GiB");
 }
 
-static void test_exit_codes(void)
+TEST(exit_code_per_error)
 {
         static const struct { enum hpw_error e; int code; } t[] = {
                 { HPW_OK, 0 }, { HPW_E_POOL_FAILED, 1 }, { HPW_E_NOT_FOUND, 1 }, { HPW_E_BAD_REQUEST, 1 },
@@ -305,9 +390,13 @@ static void test_exit_codes(void)
         };
         for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
                 CHECK_INT(cli_exit_code(t[i].e), ==, t[i].code);
-        /* "Try again later" only for what the catalog says passes: a busy
-         * daemon, not one without hugetlbfs; a 503 without a known slug (a
-         * proxy's) by its status. */
+}
+
+/* "Try again later" only for what the catalog says passes: a busy daemon,
+ * not one without hugetlbfs; a 503 without a known slug (a proxy's) by its
+ * status. */
+TEST(exit_retry_only_for_retryable_slugs)
+{
         CHECK_INT(cli_exit_for(HPW_E_UNAVAILABLE, HPW_SLUG_BUSY), ==, CLI_EXIT_RETRY);
         CHECK_INT(cli_exit_for(HPW_E_UNAVAILABLE, HPW_SLUG_STOPPING), ==, CLI_EXIT_RETRY);
         CHECK_INT(cli_exit_for(HPW_E_RATE_LIMITED, HPW_SLUG_TOO_MANY_WAITS), ==, CLI_EXIT_RETRY);
@@ -315,7 +404,11 @@ static void test_exit_codes(void)
         CHECK_INT(cli_exit_for(HPW_E_UNAVAILABLE, HPW_SLUG_NO_HUGETLBFS), ==, CLI_EXIT_FAILED);
         CHECK_INT(cli_exit_for(HPW_E_RATE_LIMITED, HPW_SLUG_TOO_MANY_POOLS), ==, CLI_EXIT_FAILED);
         CHECK_INT(cli_exit_for(HPW_E_CONFLICT, HPW_SLUG_POOL_CONFLICT), ==, CLI_EXIT_CONFLICT);
-        /* --help documents every code, and fleet --help the partial one. */
+}
+
+/* --help documents every code, and fleet --help the partial one. */
+TEST(help_documents_every_exit_code)
+{
         char *buf = NULL;
         size_t len = 0;
         FILE *m = open_memstream(&buf, &len);
@@ -336,7 +429,7 @@ static void test_exit_codes(void)
 }
 
 /* Per-command help lists that command's options and no other's. */
-static void test_help(void)
+TEST(help_lists_its_commands_options_only)
 {
         static const struct { enum cli_cmd cmd; const char *has, *hasnt; } t[] = {
                 { CMD_WARM, "--reserve", "--pid" },
@@ -363,7 +456,8 @@ static void test_help(void)
         }
 }
 
-static void test_urls_and_hints(void)
+/* --url: HOST:PORT is http, a path a unix socket; other schemes refused. */
+TEST(url_normalize)
 {
         static const struct { const char *in, *out; } ok[] = {
                 { "127.0.0.1:7411", "http://127.0.0.1:7411" },
@@ -373,7 +467,7 @@ static void test_urls_and_hints(void)
                 { "https://h:1", "https://h:1" },
                 { "unix:///s", "unix:///s" },
         };
-        char out[256], err[256], hint[512];
+        char out[256], err[256];
 
         for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
                 CHECK_INT(cli_url_normalize(ok[i].in, out, sizeof(out), err, sizeof(err)), ==, 0);
@@ -382,6 +476,12 @@ static void test_urls_and_hints(void)
         CHECK_INT(cli_url_normalize("ftp://h", out, sizeof(out), err, sizeof(err)), ==, -EINVAL);
         CHECK(strstr(err, "unsupported scheme 'ftp'") && strstr(err, "http://HOST:PORT"));
         CHECK_INT(cli_url_normalize("", out, sizeof(out), err, sizeof(err)), ==, -EINVAL);
+}
+
+/* An unreachable daemon: the hint says what to look at. */
+TEST(unreachable_hints)
+{
+        char hint[512];
 
         cli_unreachable_hint("unix:///run/hpwarmd/api.sock", ENOENT, "Couldn't connect", hint, sizeof(hint));
         CHECK(strstr(hint, "is hpwarmd running? (looked for unix:/run/hpwarmd/api.sock)") != NULL);
@@ -400,7 +500,8 @@ static void test_urls_and_hints(void)
         CHECK(strstr(hint, "use https://") != NULL);
 }
 
-static void test_timeouts_and_fleet_exit(void)
+/* fleet --timeout 0 must not mean "wait for a silent host forever". */
+TEST(timeouts_default_and_fleet_zero)
 {
         struct cli c = { 0 };
 
@@ -408,13 +509,16 @@ static void test_timeouts_and_fleet_exit(void)
         CHECK_U64(cli_timeout_ms(&c, false), ==, CLI_DEFAULT_TIMEOUT_MS);
         c.timeout_set = true;
         c.timeout_ms = 0;
-        /* fleet --timeout 0 must not mean "wait for a silent host forever". */
         CHECK_U64(cli_timeout_ms(&c, true), ==, CLI_DEFAULT_FLEET_TIMEOUT_MS);
         CHECK_U64(cli_timeout_ms(&c, false), ==, 0);
         c.timeout_ms = 4200;
         CHECK_U64(cli_timeout_ms(&c, true), ==, 4200);
         CHECK_U64(cli_timeout_ms(&c, false), ==, 4200);
+}
 
+/* The fleet's exit code, read from how each host answered. */
+TEST(fleet_exit_by_host_errors)
+{
         struct hpw_fleet_host hs[3] = { 0 };
         struct hpw_fleet_host *hp[3] = { &hs[0], &hs[1], &hs[2] };
         struct hpw_fleet f = { .n = 3, .hosts = hp };
@@ -436,7 +540,7 @@ static void test_timeouts_and_fleet_exit(void)
         CHECK_INT(cli_fleet_exit(&f), ==, CLI_EXIT_UNREACHABLE);
 }
 
-static void test_place(void)
+TEST(place_most_free_of_the_page_size)
 {
         const uint64_t M2 = 2ull << 20, G1 = 1ull << 30;
         struct place_cand c[] = {
@@ -473,7 +577,7 @@ static void test_place(void)
 
 /* A ready stock file of the size beats free pages; the table says which
  * candidate each case must pick and why. */
-static void test_place_stock(void)
+TEST(place_prefers_a_ready_stock_file)
 {
         static const struct {
                 const char *rule;
@@ -527,7 +631,7 @@ static void test_place_stock(void)
 }
 
 /* NODE:PAGESIZE:SIZE:COUNT, as hpwarmd --stock reads it. */
-static void test_stock_spec(void)
+TEST(stock_spec_node_pagesize_size_count)
 {
         static const struct {
                 const char *spec;
@@ -586,7 +690,7 @@ static void test_stock_spec(void)
         }
 }
 
-static void test_parse_stock(void)
+TEST(parse_stock_show_set_clear)
 {
         struct cli c;
 
@@ -610,7 +714,11 @@ static void test_parse_stock(void)
         CHECK(c.verbose);
         CHECK_INT(parse(&c, NULL, "fleet", "--hosts", "f", "place", "--size", "2M", NULL), ==, 0);
         CHECK(!c.verbose);
+}
 
+TEST(parse_stock_refusals_say_why)
+{
+        struct cli c;
         static const struct { const char *w[6]; const char *why; } bad[] = {
                 { { "stock", "set", NULL }, "stock clear" },          /* set with nothing: say how to clear */
                 { { "stock", "set", "0:2M:4G", NULL }, "NODE:PAGESIZE:SIZE:COUNT" },
@@ -636,7 +744,12 @@ static void test_parse_stock(void)
                 CHECK(strstr(errbuf, bad[i].why) != NULL);
         }
 
-        /* 64 targets are the limit (the server's too); 65 are refused here. */
+}
+
+/* 64 targets are the limit (the server's too); 65 are refused here. */
+TEST(parse_stock_at_most_64_targets)
+{
+        struct cli c;
         static char specs[HPW_STOCK_MAX_TARGETS + 1][32];
         char *argv[HPW_STOCK_MAX_TARGETS + 4] = { (char *)"hpwarm", (char *)"stock", (char *)"set" };
         for (int i = 0; i <= HPW_STOCK_MAX_TARGETS; i++) {
@@ -649,7 +762,7 @@ static void test_parse_stock(void)
         CHECK(strstr(errbuf, "at most 64") != NULL);
 }
 
-static void test_hosts_and_table(void)
+TEST(hosts_file_skips_comments_and_blanks)
 {
         char path[] = "/tmp/hpwarm-hosts-XXXXXX";
         int fd = mkstemp(path);
@@ -658,6 +771,7 @@ static void test_hosts_and_table(void)
         FILE *f;
 
         CHECK(fd >= 0);
+        test_defer(unlink_path, path, sizeof(path));
         f = fdopen(fd, "w");
         fputs("# fleet\n\nhttp://a:1\n  http://b:2  \r\n#http://c:3\nunix:///s.sock", f);
         fclose(f);
@@ -669,7 +783,11 @@ static void test_hosts_and_table(void)
         cli_hosts_free(h, n);
         unlink(path);
         CHECK_INT(cli_read_hosts(path, &h, &n), ==, -ENOENT);
+}
 
+/* Columns as wide as their widest cell; short rows padded. */
+TEST(table_pads_columns)
+{
         char *buf = NULL;
         size_t len = 0;
         FILE *m = open_memstream(&buf, &len);
@@ -683,20 +801,4 @@ static void test_hosts_and_table(void)
         free(buf);
 }
 
-int main(void)
-{
-        test_parse_ok();
-        test_parse_errors();
-        test_sizes();
-        test_exit_codes();
-        test_help();
-        test_urls_and_hints();
-        test_timeouts_and_fleet_exit();
-        test_place();
-        test_place_stock();
-        test_stock_spec();
-        test_parse_stock();
-        test_hosts_and_table();
-        printf("ok\n");
-        return 0;
-}
+TEST_MAIN()

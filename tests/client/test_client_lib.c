@@ -1,6 +1,8 @@
 /* Unit tests of libhpwarm's pure parts: backoff and retry decisions, status
  * mapping, URL splitting, JSON decoding of server answers (including hostile
- * and wrong-shaped ones), request bodies.  No network. */
+ * and wrong-shaped ones), request bodies.  No network.  Each rule is a
+ * TEST() of check.h's, run in a process of its own, so a failed check names
+ * its rule and the other rules still run; HPW_TEST=name runs one. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <string.h>
@@ -11,9 +13,9 @@
 
 static const struct hpw_retry_policy pol = { .max_attempts = 6, .base_ms = 100, .cap_ms = 1000 };
 
-static void test_backoff(void)
+/* rnd = 0 gives the lower bound (half the step), rnd = half the upper. */
+TEST(backoff_within_its_jitter_bounds)
 {
-        /* rnd = 0 gives the lower bound (half the step), rnd = half the upper. */
         static const struct { unsigned attempt; uint64_t lo, hi; } t[] = {
                 { 1, 50, 100 }, { 2, 100, 200 }, { 3, 200, 400 }, { 4, 400, 800 },
                 { 5, 500, 1000 }, { 6, 500, 1000 }, { 40, 500, 1000 },
@@ -28,18 +30,22 @@ static void test_backoff(void)
                         CHECK_U64(d, <=, t[i].hi);
                 }
         }
-        /* Attempt 0 is treated as the first retry, not as a zero delay. */
+}
+
+/* Attempt 0 is treated as the first retry, not as a zero delay; a huge
+ * attempt number does not overflow the doubling. */
+TEST(backoff_attempt_zero_and_huge_attempts)
+{
         CHECK_U64(hpw_backoff_ms(&pol, 0, 0), ==, 50);
-        /* A huge attempt number does not overflow the doubling. */
         struct hpw_retry_policy big = { 10, 1, UINT64_MAX / 2 };
         CHECK_U64(hpw_backoff_ms(&big, 200, 0), >, 0);
 }
 
-static void test_retry_delay(void)
+/* Retryable statuses and connection failures, idempotent only. */
+TEST(retry_idempotent_on_retryable_answers_only)
 {
         const uint64_t none = UINT64_MAX;
 
-        /* Retryable statuses and connection failures, idempotent only. */
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 503, -1, none, 0), ==, 50);
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 502, -1, none, 0), ==, 50);
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 504, -1, none, 0), ==, 50);
@@ -53,10 +59,21 @@ static void test_retry_delay(void)
                 CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, no[i], -1, none, 0), ==, -1);
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_E_TIMEOUT, 0, -1, none, 0), ==, -1);
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_E_TLS, 0, -1, none, 0), ==, -1);
-        /* Attempts run out. */
+}
+
+TEST(retry_stops_when_attempts_run_out)
+{
+        const uint64_t none = UINT64_MAX;
+
         CHECK_INT(hpw_retry_delay(&pol, 6, true, HPW_OK, 503, -1, none, 0), ==, -1);
         CHECK_INT(hpw_retry_delay(&pol, 5, true, HPW_OK, 503, -1, none, 0), >=, 0);
-        /* Retry-After is a lower bound... */
+}
+
+/* Retry-After is a lower bound... */
+TEST(retry_after_is_a_capped_lower_bound)
+{
+        const uint64_t none = UINT64_MAX;
+
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 429, 2, none, 0), ==, 2000);
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 503, 0, none, 0), ==, 50);
         /* ...up to HPW_RETRY_AFTER_MAX_S, also for values that would
@@ -72,13 +89,23 @@ static void test_retry_delay(void)
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 429, INT64_MAX, 120000, 0), ==,
                   HPW_RETRY_AFTER_MAX_S * 1000);
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 429, INT64_MAX, 30000, 0), ==, -1);
-        /* A huge backoff cap saturates instead of wrapping to "give up". */
+        /* ...and ignored without an HTTP answer. */
+        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_E_UNREACHABLE, 0, 7, none, 0), ==, 50);
+}
+
+/* A huge backoff cap saturates instead of wrapping to "give up". */
+TEST(retry_huge_backoff_cap_saturates)
+{
+        const uint64_t none = UINT64_MAX;
+
         struct hpw_retry_policy huge = { 6, 1ull << 62, UINT64_MAX };
         CHECK_INT(hpw_retry_delay(&huge, 3, true, HPW_OK, 503, -1, none, 0), >, 0);
         CHECK_INT(hpw_retry_delay(&huge, 3, true, HPW_OK, 503, -1, INT64_MAX, 0), ==, -1);
-        /* ...and ignored without an HTTP answer. */
-        CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_E_UNREACHABLE, 0, 7, none, 0), ==, 50);
-        /* The deadline wins: a wait that would end past it means give up. */
+}
+
+/* The deadline wins: a wait that would end past it means give up. */
+TEST(retry_gives_up_past_the_deadline)
+{
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 429, 2, 1500, 0), ==, -1);
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 429, 2, 2500, 0), ==, 2000);
         CHECK_INT(hpw_retry_delay(&pol, 1, true, HPW_OK, 503, -1, 60, 0), ==, -1);
@@ -88,7 +115,7 @@ static void test_retry_delay(void)
 
 /* Retries by the catalog: a known slug decides by its retryable flag,
  * whatever its status; without one the status decides. */
-static void test_retry_by_slug(void)
+TEST(retry_by_catalog_slug)
 {
         const uint64_t none = UINT64_MAX;
 
@@ -104,7 +131,7 @@ static void test_retry_by_slug(void)
 }
 
 /* The generated table answers as the catalog says, both ways. */
-static void test_slugs(void)
+TEST(slug_table_both_ways)
 {
         CHECK_INT(hpw_slug_from_name("insufficient-hugepages"), ==, HPW_SLUG_INSUFFICIENT_HUGEPAGES);
         CHECK_STR(hpw_slug_name(HPW_SLUG_NO_HUGETLBFS), "no-hugetlbfs");
@@ -118,8 +145,12 @@ static void test_slugs(void)
         CHECK_INT(hpw_slug_status((enum hpw_slug)-1), ==, 0);
         for (int i = 1; i <= HPW_SLUG_COUNT; i++)
                 CHECK_INT(hpw_slug_from_name(hpw_slug_name((enum hpw_slug)i)), ==, i);
-        /* A problem body names its slug as the enum; another namespace's
-         * type does not. */
+}
+
+/* A problem body names its slug as the enum; another namespace's type does
+ * not. */
+TEST(problem_type_names_its_slug)
+{
         struct hpw_problem *p = NULL;
         const char *b = "{\"type\":\"urn:hpwarm:problem:pool-owned\",\"title\":\"t\",\"status\":409}";
         CHECK_INT(hpw_json_problem(b, strlen(b), &p), ==, HPW_OK);
@@ -131,7 +162,7 @@ static void test_slugs(void)
         hpw_problem_free(p);
 }
 
-static void test_transport_error(void)
+TEST(transport_errors_map_to_hpw_errors)
 {
         /* A connect that timed out (SYN dropped) is unreachable, and retried. */
         CHECK_INT(hpw_transport_error(CURLE_OPERATION_TIMEDOUT, false), ==, HPW_E_UNREACHABLE);
@@ -149,7 +180,7 @@ static void test_transport_error(void)
         CHECK_INT(hpw_transport_error(CURLE_WRITE_ERROR, true), ==, HPW_E_PROTOCOL);
 }
 
-static void test_status_error(void)
+TEST(statuses_map_to_hpw_errors)
 {
         CHECK_INT(hpw_status_error(200, NULL), ==, HPW_OK);
         CHECK_INT(hpw_status_error(201, NULL), ==, HPW_OK);
@@ -171,7 +202,7 @@ static void test_status_error(void)
         CHECK_INT(hpw_status_error(302, NULL), ==, HPW_E_HTTP);
 }
 
-static void test_names_and_errors(void)
+TEST(pool_name_rule)
 {
         CHECK(hpw_name_valid("vm-42"));
         CHECK(hpw_name_valid("a"));
@@ -189,12 +220,18 @@ static void test_names_and_errors(void)
         CHECK(!hpw_name_valid(n65));
         n65[64] = '\0';
         CHECK(hpw_name_valid(n65));
+}
 
+TEST(strerror_and_state_names)
+{
         for (int e = 0; e <= HPW_E_HTTP; e++)
                 CHECK(hpw_strerror((enum hpw_error)e)[0] != '\0');
         CHECK_STR(hpw_strerror((enum hpw_error)9999), "unknown error");
         CHECK_STR(hpw_pool_state_name(HPW_POOL_READY), "ready");
+}
 
+TEST(page_size_format)
+{
         char b[32];
         hpw_format_page_size(2ull << 20, b, sizeof(b));
         CHECK_STR(b, "2M");
@@ -204,7 +241,7 @@ static void test_names_and_errors(void)
         CHECK_STR(b, "64kB");
 }
 
-static void test_url_split(void)
+TEST(url_split_accepts_what_the_cli_takes)
 {
         char *base = NULL, *sock = NULL;
 
@@ -235,8 +272,13 @@ static void test_url_split(void)
         CHECK_STR(sock, "/run/x.sock");
         free(base);
         free(sock);
+}
 
-        base = sock = (char *)"untouched";
+/* Refused URLs write nothing. */
+TEST(url_split_refuses_writing_nothing)
+{
+        char *base = (char *)"untouched", *sock = (char *)"untouched";
+
         CHECK_INT(hpw_url_split("unix://relative.sock", &base, &sock), ==, HPW_E_INVALID);
         CHECK_INT(hpw_url_split("unix://", &base, &sock), ==, HPW_E_INVALID);
         CHECK_INT(hpw_url_split("ftp://x", &base, &sock), ==, HPW_E_INVALID);
@@ -256,7 +298,7 @@ static void test_url_split(void)
 
 #define J(s) s, strlen(s)
 
-static void test_json_pool(void)
+TEST(json_pool_decodes_every_field)
 {
         const char *body =
                 "{\"name\":\"vm-42\",\"node\":1,\"page_size_bytes\":2097152,\"size_bytes\":1073741824,"
@@ -308,8 +350,12 @@ static void test_json_pool(void)
         CHECK_STR(p->handoff_cloud_hypervisor, "--memory-zone id=z");
         CHECK_STR(p->json, body);
         hpw_pool_free(p);
+}
 
-        /* A failed pool carries its problem; unknown states are kept by name. */
+/* A failed pool carries its problem; unknown states are kept by name. */
+TEST(json_pool_failed_and_unknown_states)
+{
+        struct hpw_pool *p = NULL;
         const char *failed = "{\"name\":\"x\",\"state\":\"failed\",\"error\":{\"type\":"
                              "\"urn:hpwarm:problem:insufficient-hugepages\",\"title\":\"t\",\"status\":409,"
                              "\"detail\":\"d\"}}";
@@ -325,9 +371,13 @@ static void test_json_pool(void)
         CHECK_INT(p->state, ==, HPW_POOL_UNKNOWN);
         CHECK_STR(p->state_name, "frozen");
         hpw_pool_free(p);
+}
 
-        /* Wrong shapes. */
-        p = (struct hpw_pool *)0x1;
+/* Wrong shapes: refused, nothing written. */
+TEST(json_pool_refuses_wrong_shapes)
+{
+        struct hpw_pool *p = (struct hpw_pool *)0x1;
+
         CHECK_INT(hpw_json_pool(J("[]"), &p), ==, HPW_E_PROTOCOL);
         CHECK_INT(hpw_json_pool(J("{\"name\":1,\"state\":\"ready\"}"), &p), ==, HPW_E_PROTOCOL);
         CHECK_INT(hpw_json_pool(J("{\"Name\":\"x\",\"State\":\"ready\"}"), &p), ==, HPW_E_PROTOCOL);
@@ -335,8 +385,12 @@ static void test_json_pool(void)
         CHECK_INT(hpw_json_pool(J("<html>"), &p), ==, HPW_E_PROTOCOL);
         CHECK_INT(hpw_json_pool("", 0, &p), ==, HPW_E_PROTOCOL);
         CHECK(p == (struct hpw_pool *)0x1);
+}
 
+TEST(json_pool_list)
+{
         struct hpw_pool_list *l = NULL;
+
         CHECK_INT(hpw_json_pool_list(J("{\"pools\":[{\"name\":\"a\",\"state\":\"warming\"},"
                                        "{\"name\":\"b\",\"state\":\"ready\"}]}"), &l), ==, HPW_OK);
         CHECK_INT(l->n, ==, 2);
@@ -352,7 +406,7 @@ static void test_json_pool(void)
 /* Paging: pages append in order, the text becomes one document without
  * "next", and a "next" that is not the page's last name, or a page that
  * does not move forward, is a protocol error (no endless paging). */
-static void test_json_pool_list_pages(void)
+TEST(json_pool_list_pages_move_forward_only)
 {
         struct hpw_pool_list *acc = NULL;
         char *next = NULL;
@@ -387,7 +441,7 @@ static void test_json_pool_list_pages(void)
 }
 
 /* GET /v1/handoff answers: the words a caller execs, so strict. */
-static void test_json_handoff(void)
+TEST(json_handoff_qemu_and_libvirt)
 {
         const char *qemu =
                 "{\"vmm\":\"qemu\",\"pools\":[{\"name\":\"a\"}],\"memory_bytes\":268435456,"
@@ -421,8 +475,12 @@ static void test_json_handoff(void)
         CHECK_STR(x->note, "");
         hpw_handoff_free(x);
         hpw_handoff_free(NULL);
+}
 
-        /* Wrong shapes: each is refused and nothing is returned. */
+/* Wrong shapes: each is refused and nothing is returned. */
+TEST(json_handoff_refuses_wrong_shapes)
+{
+        struct hpw_handoff *x;
         static const char *const bad[] = {
                 "[]",
                 "{\"memory_bytes\":1,\"args\":\"a\",\"argv\":[\"a\"]}",                         /* no vmm */
@@ -446,12 +504,19 @@ static void test_json_handoff(void)
         };
         for (size_t i = 0; bad[i]; i++) {
                 x = (struct hpw_handoff *)0x1;
-                if (hpw_json_handoff(J(bad[i]), &x) != HPW_E_PROTOCOL)
-                        CHECK_FAIL_("handoff answer %zu accepted: %s", i, bad[i]);
+                int r = hpw_json_handoff(J(bad[i]), &x);
+
+                if (r != HPW_E_PROTOCOL)
+                        fprintf(stderr, "handoff answer %zu accepted: %s\n", i, bad[i]);
+                CHECK_INT(r, ==, HPW_E_PROTOCOL);
                 CHECK(x == (struct hpw_handoff *)0x1);
         }
+}
 
-        /* Arguments are checked before anything is sent. */
+/* Arguments are checked before anything is sent. */
+TEST(handoff_checks_arguments_before_sending)
+{
+        struct hpw_handoff *x = NULL;
         struct hpw *h = NULL;
         const char *one[] = { "vm-a" }, *badname[] = { "../x" };
         const char *many[HPW_HANDOFF_MAX_POOLS + 1];
@@ -469,7 +534,7 @@ static void test_json_handoff(void)
         hpw_free(h);
 }
 
-static void test_json_nodes(void)
+TEST(json_nodes_decode)
 {
         const char *body = "{\"nodes\":[{\"id\":0,\"cpus\":\"0-1\",\"cpu_count\":2,"
                            "\"memory\":{\"total_bytes\":8589934592,\"free_bytes\":4294967296},"
@@ -496,8 +561,13 @@ static void test_json_nodes(void)
         CHECK_INT(l->nodes[1]->id, ==, 2);
         CHECK_INT(l->nodes[1]->n_hugepages, ==, 0);
         hpw_node_list_free(l);
+}
 
-        /* Negative, fractional and missing ids are not a node. */
+/* Negative, fractional and missing ids are not a node. */
+TEST(json_nodes_refuse_bad_nodes_and_trailing_bytes)
+{
+        struct hpw_node_list *l = NULL;
+
         CHECK_INT(hpw_json_node_list(J("{\"nodes\":[{\"id\":-1.5}]}"), &l), ==, HPW_E_PROTOCOL);
         CHECK_INT(hpw_json_node_list(J("{\"nodes\":[{\"cpus\":\"0\"}]}"), &l), ==, HPW_E_PROTOCOL);
         CHECK_INT(hpw_json_node_list(J("{\"nodes\":[{\"id\":0,\"hugepages\":[{\"total\":1}]}]}"), &l), ==,
@@ -511,20 +581,35 @@ static void test_json_nodes(void)
         CHECK_INT(hpw_json_node_list("{\"nodes\":[]}\0{", 14, &l), ==, HPW_E_PROTOCOL);
         CHECK_INT(hpw_json_node_list(J(" {\"nodes\":[]} \r\n\t"), &l), ==, HPW_OK);
         hpw_node_list_free(l);
+}
+
+/* Reprinted compact, one whole document or nothing. */
+TEST(json_reprint_one_document)
+{
         char *rp = hpw_json_reprint(J(" {\"nodes\" : [ ],\"a\":\"\\u0022\"}\n"));
         CHECK_STR(rp, "{\"nodes\":[],\"a\":\"\\\"\"}");
         free(rp);
         CHECK(!hpw_json_reprint(J("{\"nodes\":[]}]")));
         CHECK(!hpw_json_reprint(J("[1]")));
+}
 
-        /* Reported: taken as is, also 0 while free is not. */
+/* Reported: taken as is, also 0 while free is not. */
+TEST(json_nodes_available_as_reported)
+{
+        struct hpw_node_list *l = NULL;
+
         CHECK_INT(hpw_json_node_list(J("{\"nodes\":[{\"id\":0,\"hugepages\":[{\"page_size_bytes\":2097152,"
                                        "\"free\":60,\"available\":0}]}]}"), &l), ==, HPW_OK);
         CHECK(l->nodes[0]->hugepages[0]->available_reported);
         CHECK_U64(l->nodes[0]->hugepages[0]->available, ==, 0);
         hpw_node_list_free(l);
+}
 
+/* One node; a negative count is treated as absent. */
+TEST(json_node_negative_count_is_absent)
+{
         struct hpw_node *n = NULL;
+
         CHECK_INT(hpw_json_node(J("{\"id\":3,\"cpus\":\"4-7\",\"hugepages\":[{\"page_size_bytes\":2097152,"
                                   "\"total\":1e3,\"free\":-1}]}"), &n), ==, HPW_OK);
         CHECK_INT(n->id, ==, 3);
@@ -535,7 +620,7 @@ static void test_json_nodes(void)
 
 /* Times: numbers only within what a double carries exactly (a cast of 1e300
  * to int64_t is undefined), RFC 3339 offsets only as +HH:MM digits. */
-static void test_json_times(void)
+TEST(json_times_exact_numbers_and_rfc3339)
 {
         static const struct { const char *v; int64_t want; } t[] = {
                 { "1700000000", 1700000000 },
@@ -571,7 +656,7 @@ static void test_json_times(void)
 }
 
 /* An answer with more than HPW_MAX_ITEMS items in an array is refused. */
-static void test_json_caps(void)
+TEST(json_caps_items_per_array)
 {
         const char *item = "{\"id\":0},";
         size_t cap = strlen("{\"nodes\":[]}") + (HPW_MAX_ITEMS + 1) * strlen(item) + 1, len;
@@ -611,7 +696,8 @@ static void test_json_caps(void)
         free(b);
 }
 
-static void test_json_misc(void)
+/* Problem bodies keep their extension members. */
+TEST(json_problem_extensions)
 {
         struct hpw_problem *p = NULL;
         CHECK_INT(hpw_json_problem(J("{\"type\":\"urn:hpwarm:problem:reserve-shortfall\",\"title\":\"Short\","
@@ -636,14 +722,20 @@ static void test_json_misc(void)
         CHECK_STR(p->slug, "");
         hpw_problem_free(p);
         CHECK_INT(hpw_json_problem(J("not json"), &p), ==, HPW_E_PROTOCOL);
+}
 
+TEST(json_health_needs_status)
+{
         struct hpw_health *hl = NULL;
         CHECK_INT(hpw_json_health(J("{\"status\":\"ok\",\"version\":\"0.1.0\"}"), &hl), ==, HPW_OK);
         CHECK_STR(hl->status, "ok");
         CHECK_STR(hl->version, "0.1.0");
         hpw_health_free(hl);
         CHECK_INT(hpw_json_health(J("{\"version\":\"0.1.0\"}"), &hl), ==, HPW_E_PROTOCOL);
+}
 
+TEST(json_reserve_complete_by_default)
+{
         struct hpw_reserve_result *r = NULL;
         CHECK_INT(hpw_json_reserve(J("{\"node\":0,\"page_size_bytes\":2097152,\"requested\":8,\"total\":5,"
                                      "\"free\":5,\"complete\":false}"), &r), ==, HPW_OK);
@@ -654,7 +746,11 @@ static void test_json_misc(void)
         CHECK(r->complete);
         hpw_reserve_result_free(r);
         CHECK_INT(hpw_json_reserve(J("{\"node\":\"0\",\"total\":5}"), &r), ==, HPW_E_PROTOCOL);
+}
 
+/* Request bodies: only the members set, sizes exact. */
+TEST(reserve_and_warm_request_bodies)
+{
         char *s = hpw_json_reserve_body(12, true);
         CHECK_STR(s, "{\"count\":12,\"allow_partial\":true}");
         free(s);
@@ -670,7 +766,7 @@ static void test_json_misc(void)
 }
 
 /* GET/PUT /v1/stock answers: the shape the API promises, then hostile ones. */
-static void test_json_stock(void)
+TEST(json_stock_decodes)
 {
         struct hpw_stock *st = NULL;
 
@@ -697,8 +793,12 @@ static void test_json_stock(void)
         CHECK(st->targets == NULL);
         hpw_stock_free(st);
         hpw_stock_free(NULL);
+}
 
-        /* Each of these is not a stock answer: HPW_E_PROTOCOL, nothing written. */
+/* Each of these is not a stock answer: HPW_E_PROTOCOL, nothing written. */
+TEST(json_stock_refuses_hostile_answers)
+{
+        struct hpw_stock *st;
         static const char *const bad[] = {
                 "",
                 "not json",
@@ -746,7 +846,12 @@ static void test_json_stock(void)
                 CHECK_INT(hpw_json_stock(bad[i], strlen(bad[i]), &st), ==, HPW_E_PROTOCOL);
                 CHECK(st == (struct hpw_stock *)&st);
         }
-        /* More targets than any answer may carry. */
+}
+
+/* More targets than any answer may carry. */
+TEST(json_stock_caps_targets)
+{
+        struct hpw_stock *st = NULL;
         const char *item = "{\"node\":0,\"page_size_bytes\":2097152,\"size_bytes\":2097152,\"count\":1,\"ready\":1},";
         size_t cap = 32 + (HPW_MAX_ITEMS + 1) * strlen(item);
         char *b = malloc(cap), *p;
@@ -758,8 +863,11 @@ static void test_json_stock(void)
         *p++ = '}';
         CHECK_INT(hpw_json_stock(b, (size_t)(p - b), &st), ==, HPW_E_PROTOCOL);
         free(b);
+}
 
-        /* The request body: page sizes spelled as the API takes them, sizes exact. */
+/* The request body: page sizes spelled as the API takes them, sizes exact. */
+TEST(stock_request_body)
+{
         struct hpw_stock_target t[] = {
                 { .node = 0, .page_size_bytes = 2ull << 20, .size_bytes = 4ull << 30, .count = 2, .ready = 9 },
                 { .node = 3, .page_size_bytes = 1ull << 30, .size_bytes = 1ull << 40, .count = 1 },
@@ -772,8 +880,11 @@ static void test_json_stock(void)
         s = hpw_json_stock_body(tp, 0);
         CHECK_STR(s, "{\"targets\":[]}");
         free(s);
+}
 
-        /* A pool says whether it came from stock; "" from a daemon without. */
+/* A pool says whether it came from stock; "" from a daemon without. */
+TEST(json_pool_from_stock)
+{
         struct hpw_pool *pl = NULL;
         CHECK_INT(hpw_json_pool(J("{\"name\":\"a\",\"state\":\"ready\",\"from_stock\":\"full\"}"), &pl), ==, HPW_OK);
         CHECK_STR(pl->from_stock, "full");
@@ -795,9 +906,21 @@ static void write_file(const char *path, const char *data, size_t len)
         CHECK_INT(fclose(f), ==, 0);
 }
 
-/* Token files in hpwarmd's format; sizes at and past the limit. */
-static void test_token_files(struct hpw *h)
+/* test_defer's cleanup: remove the token file and its directory. */
+static void remove_token_dir(const void *dir, size_t len)
 {
+        char path[64];
+
+        (void)len;
+        snprintf(path, sizeof(path), "%s/token", (const char *)dir);
+        unlink(path);
+        rmdir(dir);
+}
+
+/* Token files in hpwarmd's format; sizes at and past the limit. */
+TEST(token_files_in_hpwarmds_format)
+{
+        struct hpw *h = NULL;
         char dir[] = "/tmp/hpw-token-XXXXXX", path[64];
         char *big = malloc((64u << 10) + 2);
         static const struct { const char *data; enum hpw_error want; const char *why; } t[] = {
@@ -810,8 +933,10 @@ static void test_token_files(struct hpw *h)
                 { "caf\xc3\xa9\n", HPW_E_IO, "one word" },
         };
 
+        CHECK_INT(hpw_new(NULL, &h), ==, HPW_OK);
         CHECK(big);
         CHECK(mkdtemp(dir));
+        test_defer(remove_token_dir, dir, sizeof(dir));
         snprintf(path, sizeof(path), "%s/token", dir);
         for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
                 write_file(path, t[i].data, strlen(t[i].data));
@@ -835,11 +960,14 @@ static void test_token_files(struct hpw *h)
         unlink(path);
         rmdir(dir);
         free(big);
-        /* Leave the handle as a fresh one. */
+        /* NULL leaves the handle as a fresh one. */
         CHECK_INT(hpw_set_token_file(h, NULL), ==, HPW_OK);
+        hpw_free(h);
 }
 
-static void test_handle(void)
+/* A handle refuses a bad URL, a missing token file, a token that would
+ * split a header and retry settings that make no sense. */
+TEST(handle_refuses_bad_settings)
 {
         struct hpw *h = NULL;
 
@@ -848,15 +976,23 @@ static void test_handle(void)
         CHECK_INT(hpw_new(NULL, &h), ==, HPW_OK);
         CHECK_INT(hpw_set_token_file(h, "/nonexistent/token"), ==, HPW_E_IO);
         CHECK(strstr(hpw_last_message(h), "/nonexistent/token") != NULL);
-        test_token_files(h);
+        CHECK_INT(hpw_set_token_file(h, NULL), ==, HPW_OK);
         CHECK_INT(hpw_set_token(h, "a\r\nX-Evil: 1"), ==, HPW_E_INVALID);
         CHECK_INT(hpw_set_token(h, "abc"), ==, HPW_OK);
         CHECK_INT(hpw_set_retry(h, 0, 100, 1000), ==, HPW_E_INVALID);
         CHECK_INT(hpw_set_retry(h, 3, 100, 10), ==, HPW_E_INVALID);
         CHECK_STR(hpw_last_message(h), "");
         CHECK(hpw_last_problem(h) == NULL);
+        hpw_free(h);
+}
+
+/* Names and arguments are checked before anything goes on the wire. */
+TEST(calls_check_arguments_before_the_wire)
+{
+        struct hpw *h = NULL;
         struct hpw_pool *p = NULL;
-        /* Names are checked before anything goes on the wire. */
+
+        CHECK_INT(hpw_new(NULL, &h), ==, HPW_OK);
         CHECK_INT(hpw_pool(h, "../etc", &p), ==, HPW_E_INVALID);
         CHECK_INT(hpw_release(h, "a b"), ==, HPW_E_INVALID);
         struct hpw_warm_request w = { .size = sizeof(w), .node = 0, .size_bytes = 0 };
@@ -867,9 +1003,17 @@ static void test_handle(void)
         CHECK_INT(hpw_claim_pid(h, "x", -1, &p), ==, HPW_E_INVALID);
         CHECK_INT(hpw_claim_pid(h, "a b", 1, &p), ==, HPW_E_INVALID);
         CHECK(p == NULL);
-        /* Stock targets are checked before anything goes on the wire (no
-         * answer recorded; below, the same call that does send is
-         * HPW_E_UNREACHABLE, not HPW_E_INVALID). */
+        hpw_free(h);
+}
+
+/* Stock targets are checked before anything goes on the wire (no answer
+ * recorded; below, the same call that does send is HPW_E_UNREACHABLE, not
+ * HPW_E_INVALID). */
+TEST(stock_targets_checked_before_the_wire)
+{
+        struct hpw *h = NULL;
+
+        CHECK_INT(hpw_new(NULL, &h), ==, HPW_OK);
         struct hpw_stock *st = NULL;
         struct hpw_stock_target tg[HPW_STOCK_MAX_TARGETS + 1];
         for (size_t i = 0; i <= HPW_STOCK_MAX_TARGETS; i++)
@@ -904,31 +1048,14 @@ static void test_handle(void)
         CHECK_INT(hpw_stock_get(h, &st), ==, HPW_E_UNREACHABLE);
         CHECK(st == NULL);
         hpw_free(h);
+}
+
+TEST(destructors_accept_null)
+{
         hpw_free(NULL);
         hpw_pool_free(NULL);
         hpw_node_list_free(NULL);
         hpw_fleet_free(NULL);
 }
 
-int main(void)
-{
-        test_backoff();
-        test_retry_delay();
-        test_retry_by_slug();
-        test_slugs();
-        test_transport_error();
-        test_status_error();
-        test_names_and_errors();
-        test_url_split();
-        test_json_pool();
-        test_json_pool_list_pages();
-        test_json_handoff();
-        test_json_nodes();
-        test_json_times();
-        test_json_caps();
-        test_json_misc();
-        test_json_stock();
-        test_handle();
-        printf("ok\n");
-        return 0;
-}
+TEST_MAIN()
