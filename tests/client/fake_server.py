@@ -281,7 +281,7 @@ class Handler(BaseHTTPRequestHandler):
             for n in st.nodes:
                 if str(n["id"]) == parts[2]:
                     return self.send(200, n)
-            return self.send(*problem(404, "unknown-node", "Unknown node", "no node " + parts[2]))
+            return self.send(*problem(404, "unknown-node", "Unknown node", "there is no NUMA node " + parts[2]))
         if len(parts) == 6 and parts[:2] == ["v1", "nodes"] and parts[3] == "hugepages" and parts[5] == "policy" \
                 and method == "PUT":
             return self.policy_put(parts[2], parts[4], body)
@@ -392,10 +392,11 @@ class Handler(BaseHTTPRequestHandler):
             node = [n for n in st.nodes if n["id"] == t["node"]]
             if not node:
                 return self.send(*problem(404, "unknown-node", "Unknown node",
-                                          "target %d: there is no node %d" % (i, t["node"])))
+                                          "target %d: there is no NUMA node %d" % (i, t["node"])))
             if ps is None:
                 return self.send(*problem(404, "unknown-page-size", "Unknown page size",
-                                          "target %d: the kernel offers no %s hugepages" % (i, t["page_size"])))
+                                          "target %d: the kernel offers no hugepage size %s (this host has 2M and 1G)"
+                                          % (i, t["page_size"])))
             if not isinstance(size, int) or isinstance(size, bool) or size <= 0 or size % ps:
                 return self.send(*problem(422, "invalid-field", "Invalid field",
                                           "target %d: size must be a positive multiple of the page size" % i))
@@ -437,9 +438,10 @@ class Handler(BaseHTTPRequestHandler):
                 not isinstance(body.get("count"), int):
             return self.send(*problem(422, "invalid-field", "Invalid field", repr(body)))
         if node not in ("0", "1"):
-            return self.send(*problem(404, "unknown-node", "Unknown node", node))
+            return self.send(*problem(404, "unknown-node", "Unknown node", "there is no NUMA node " + node))
         if size not in ("2M", "2MiB", "2048kB"):
-            return self.send(*problem(404, "unknown-page-size", "Unknown page size", size))
+            return self.send(*problem(404, "unknown-page-size", "Unknown page size",
+                                      "the kernel offers no hugepage size %s (this host has 2M)" % size))
         want, limit = body["count"], 100
         if want >= 5000:
             # hpwarmd's memory-floor refusal, with what would work.
@@ -469,7 +471,7 @@ class Handler(BaseHTTPRequestHandler):
         if body["min"] > body["max"] or body["headroom"] > body["max"] or body["idle_seconds"] < 1:
             return self.send(*problem(422, "invalid-field", "Invalid field", "bounds"))
         if node not in ("0", "1"):
-            return self.send(*problem(404, "unknown-node", "Unknown node", node))
+            return self.send(*problem(404, "unknown-node", "Unknown node", "there is no NUMA node " + node))
         if size == "1G" and not body.get("allow_best_effort"):
             return self.send(*problem(409, "growth-not-reliable", "Runtime growth of these pages is not reliable",
                                       "node %s has no hugetlb_cma area" % node))
@@ -542,7 +544,9 @@ class Handler(BaseHTTPRequestHandler):
                                               '; retry with "reserve": true to grow the pool')))
             ps = {"2M": M2, "1G": G1, None: M2}.get(body.get("page_size"))
             if ps is None:
-                return self.send(*problem(404, "unknown-page-size", "Unknown page size", body["page_size"]))
+                return self.send(*problem(404, "unknown-page-size", "Unknown page size",
+                                          "the kernel offers no hugepage size %s (this host has 2M and 1G)"
+                                          % body["page_size"]))
             with st.lock:
                 old = st.pools.get(name)
                 who = (body.get("label"), body.get("file_uid"), body.get("file_gid"))

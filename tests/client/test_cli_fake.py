@@ -432,7 +432,7 @@ def test_stock(srv):
     # The daemon's refusals: its detail and slug; 404 -> 1, 409 -> 5.
     p = run("stock", "set", "5:2M:8M:1", *u)
     expect(p, 1, "stock on an unknown node")
-    check("there is no node 5" in p.stderr and "[unknown-node]" in p.stderr, "unknown node: the daemon's detail", p)
+    check("there is no NUMA node 5" in p.stderr and "[unknown-node]" in p.stderr, "unknown node: the daemon's detail", p)
     p = run("stock", "set", "0:2M:1G:1", *u)
     expect(p, 5, "stock that does not fit the node")
     check("node 0 has 64 pages" in p.stderr and "[stock-too-large]" in p.stderr, "stock-too-large detail", p)

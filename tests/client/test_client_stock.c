@@ -107,7 +107,7 @@ TEST(stock_refusals_carry_the_problem)
         CHECK_INT(hpw_stock_set(h, (const struct hpw_stock_target *const[]){ &t }, 1, &st), ==, HPW_E_NOT_FOUND);
         CHECK(hpw_last_problem(h) != NULL);
         CHECK_STR(hpw_last_problem(h)->slug, "unknown-node");
-        CHECK(strstr(hpw_last_message(h), "there is no node 7") != NULL);
+        CHECK(strstr(hpw_last_message(h), "target 0: there is no NUMA node 7") != NULL);
         t.node = 0;
         t.size_bytes = 1ull << 30;              /* node 0 has 64 2M pages */
         CHECK_INT(hpw_stock_set(h, (const struct hpw_stock_target *const[]){ &t }, 1, &st), ==, HPW_E_CONFLICT);

@@ -236,6 +236,35 @@ class BadInput(TwoNodeDaemonCase):
         self.assertProblem(r, 503, "no-hugetlbfs")
         self.assertGreater(int(r.headers.get("retry-after", "0")), 0, r.headers)
 
+    def test_node_and_page_size_refusals_have_one_wording(self):
+        """Create, stock, policy, reservation and the node view refuse an
+        unknown node or page size in the core's words; a node past an int
+        gets the same answer as any node the host lacks."""
+        for node in (9, 2147483647, 2147483648, 4294967296):
+            with self.subTest(node=node):
+                r = self.d.put("/v1/pools/x", {"node": node, "size": "2M"})
+                self.assertProblem(r, 404, "unknown-node")
+                self.assertEqual(r.json["detail"], "there is no NUMA node %d" % node, r.json)
+        r = self.d.put("/v1/stock", {"targets": [{"node": 9, "size": "2M", "count": 1}]})
+        self.assertProblem(r, 404, "unknown-node")
+        self.assertEqual(r.json["detail"], "target 0: there is no NUMA node 9", r.json)
+        for path in ("/v1/nodes/9", "/v1/nodes/9/hugepages/2M/policy"):
+            with self.subTest(path=path):
+                r = self.d.get(path)
+                self.assertProblem(r, 404, "unknown-node")
+                self.assertEqual(r.json["detail"], "there is no NUMA node 9", r.json)
+        want = "the kernel offers no hugepage size 4M (this host has 2M and 1G)"
+        r = self.d.put("/v1/pools/x", {"node": 0, "size": "4M", "page_size": "4M"})
+        self.assertProblem(r, 404, "unknown-page-size")
+        self.assertEqual(r.json["detail"], want, r.json)
+        r = self.d.get("/v1/nodes/0/hugepages/4M/policy")
+        self.assertProblem(r, 404, "unknown-page-size")
+        self.assertEqual(r.json["detail"], want, r.json)
+        r = self.d.get("/v1/pools?node=9")
+        self.assertProblem(r, 422, "invalid-field")
+        self.assertEqual(r.json["detail"], "node filter: there is no NUMA node 9", r.json)
+        self.assertEqual(self.d.get("/v1/pools/x").status, 404)
+
     def test_page_size_hint_names_only_sizes_the_host_has(self):
         r = self.put('{"count": 1}', "/v1/nodes/0/hugepages/4M")
         self.assertProblem(r, 404, "unknown-page-size")

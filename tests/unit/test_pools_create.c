@@ -121,6 +121,45 @@ TEST(validation)
         env_fini(&e);
 }
 
+/* The node and page-size rules are the core's, in one wording each, the
+ * same for create, stock targets and policies: the node as a number, and
+ * the page sizes this host has named in the page-size refusal. */
+TEST(node_and_page_size_rules_have_one_wording)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err = {0};
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        struct pool_req r = req("n", 5, 1);
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOENT);
+        CHECK_STR(err.detail, "there is no NUMA node 5");
+        r = req("n", -1, 1);
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOENT);
+        CHECK_STR(err.detail, "there is no NUMA node -1");
+        r = req("ps", 0, 1);
+        r.page_size = 4 << 20;
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOENT);
+        CHECK_STR(err.detail, "the kernel offers no hugepage size 4M (this host has 2M and 1G)");
+
+        /* The entries the handlers call where no pools_* entry answers. */
+        CHECK_INT(pools_check_node(p, 0, &err), ==, 0);
+        CHECK_INT(pools_check_page_size(p, PAGE, &err), ==, 0);
+        CHECK_INT(pools_check_node(p, 7, &err), ==, -ENOENT);
+        CHECK_STR(err.slug, "unknown-node");
+        CHECK_STR(err.detail, "there is no NUMA node 7");
+        CHECK_INT(pools_check_page_size(p, 4096, &err), ==, -ENOENT);
+        CHECK_STR(err.slug, "unknown-page-size");
+        CHECK_STR(err.detail, "the kernel offers no hugepage size 4K (this host has 2M and 1G)");
+        pools_refuse_node(&err, "4294967296");
+        CHECK_INT(err.status, ==, 404);
+        CHECK_STR(err.detail, "there is no NUMA node 4294967296");
+        CHECK(!file_exists(&e, "n") && !file_exists(&e, "ps"));
+        pools_free(p);
+        env_fini(&e);
+}
+
 /* A size no file can have (2^63 bytes and more, a multiple of the page
  * size) is refused as such, before admission: not a 409 for want of pages
  * nor a file error. */

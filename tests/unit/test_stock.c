@@ -257,14 +257,22 @@ TEST(miss_warms)
         env_fini(&e);
 }
 
-static void check_refused(struct pools *p, const struct stock_target_record *t, size_t n, int want_r,
-                          int status, const char *slug)
+static void check_refused_says(struct pools *p, const struct stock_target_record *t, size_t n, int want_r,
+                               int status, const char *slug, const char *detail)
 {
         struct problem err = {0};
 
         CHECK_INT(pools_set_stock(p, t, n, &err), ==, want_r);
         CHECK_INT(err.status, ==, status);
         CHECK_STR(err.slug, slug);
+        if (detail)
+                CHECK_STR(err.detail, detail);
+}
+
+static void check_refused(struct pools *p, const struct stock_target_record *t, size_t n, int want_r,
+                          int status, const char *slug)
+{
+        check_refused_says(p, t, n, want_r, status, slug, NULL);
 }
 
 /* Bad targets are refused with the right problem and change nothing. */
@@ -278,9 +286,10 @@ TEST(validation)
         CHECK_INT(set1(p, 0, 2, 1, &err), ==, 0);
 
         struct stock_target_record t = { .node = 7, .page_size = PAGE, .size_bytes = PAGE, .count = 1 };
-        check_refused(p, &t, 1, -ENOENT, 404, "unknown-node");
+        check_refused_says(p, &t, 1, -ENOENT, 404, "unknown-node", "target 0: there is no NUMA node 7");
         t = (struct stock_target_record){ .node = 0, .page_size = 4096, .size_bytes = 4096, .count = 1 };
-        check_refused(p, &t, 1, -ENOENT, 404, "unknown-page-size");
+        check_refused_says(p, &t, 1, -ENOENT, 404, "unknown-page-size",
+                           "target 0: the kernel offers no hugepage size 4K (this host has 2M and 1G)");
         t = (struct stock_target_record){ .node = 0, .page_size = PAGE, .size_bytes = 0, .count = 1 };
         check_refused(p, &t, 1, -EINVAL, 422, "invalid-field");
         t.size_bytes = PAGE + 4096;

@@ -15,7 +15,6 @@
 #include "json.h"
 #include "pools.h"
 #include "record.h"
-#include "topo.h"
 
 void api_elastic_encode(const struct elastic_view *v, struct json *o)
 {
@@ -80,18 +79,6 @@ static void policy_work(struct resp *resp, void *ctx)
         send_policy(resp, &v);
 }
 
-/* Node and page size from the path into *POL; false with RESP set. */
-static bool policy_target(const struct req *req, struct resp *resp, struct elastic_policy_record *pol)
-{
-        const struct topo_node *n;
-
-        if (!api_find_node(req, req->params[0], &n, resp) ||
-            !api_find_page_size(req, req->params[1], &pol->page_size, resp))
-                return false;
-        pol->node = n->id;
-        return true;
-}
-
 static void defer_policy(const struct req *req, struct resp *resp, const struct elastic_policy_record *pol,
                          bool remove)
 {
@@ -115,7 +102,7 @@ void api_policy_put(const struct req *req, struct resp *resp)
                 resp_refuse_stopping(resp);
                 return;
         }
-        if (!policy_target(req, resp, &pol))
+        if (!api_path_target(req, resp, &pol.node, &pol.page_size))
                 return;
         const struct jfield fields[] = {
                 {"min", JF_U64, &pol.min, 0, &has_min},
@@ -140,7 +127,7 @@ void api_policy_get(const struct req *req, struct resp *resp)
         struct elastic_policy_record pol = {0};
         struct elastic_view v;
 
-        if (!policy_target(req, resp, &pol))
+        if (!api_path_target(req, resp, &pol.node, &pol.page_size))
                 return;
         if (pools_get_elastic(req->app->pools, pol.node, pol.page_size, &v) < 0) {
                 struct problem p = {0};
@@ -160,7 +147,7 @@ void api_policy_delete(const struct req *req, struct resp *resp)
                 resp_refuse_stopping(resp);
                 return;
         }
-        if (!policy_target(req, resp, &pol))
+        if (!api_path_target(req, resp, &pol.node, &pol.page_size))
                 return;
         defer_policy(req, resp, &pol, true);
 }

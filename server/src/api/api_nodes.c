@@ -113,9 +113,10 @@ void api_nodes_list(const struct req *req, struct resp *resp)
 
 void api_node_get(const struct req *req, struct resp *resp)
 {
-        const struct topo_node *n;
-        if (!api_find_node(req, req->params[0], &n, resp))
+        int id;
+        if (!api_path_target(req, resp, &id, NULL))
                 return;
+        const struct topo_node *n = topo_node(req->app->topo, id);
         struct json *o = json_new_object();
         int r = encode_node(req->app, n, o);
         if (r < 0) {
@@ -157,14 +158,13 @@ static void reserve_work(struct resp *resp, void *ctx)
 
 void api_node_reserve(const struct req *req, struct resp *resp)
 {
-        const struct topo_node *n;
+        int node;
         uint64_t page_size;
         if (atomic_load(&req->app->stopping)) {
                 resp_refuse_stopping(resp);
                 return;
         }
-        if (!api_find_node(req, req->params[0], &n, resp) ||
-            !api_find_page_size(req, req->params[1], &page_size, resp))
+        if (!api_path_target(req, resp, &node, &page_size))
                 return;
 
         uint64_t count = 0;
@@ -187,7 +187,7 @@ void api_node_reserve(const struct req *req, struct resp *resp)
                 return;
         }
         w->app = req->app;
-        w->rq = (struct reserve_req){.node = n->id, .page_size = page_size, .count = count,
+        w->rq = (struct reserve_req){.node = node, .page_size = page_size, .count = count,
                                      .allow_partial = allow_partial, .floor_bytes = req->app->memory_floor};
         resp_defer(resp, reserve_work, w, WORK_BLOCKING);
 }

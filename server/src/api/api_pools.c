@@ -17,7 +17,6 @@
 #include "json.h"
 #include "pools.h"
 #include "record.h"
-#include "topo.h"
 #include "units.h"
 #include "size.h"
 
@@ -139,12 +138,24 @@ static bool query_uint(const char *s, unsigned long long min, unsigned long long
         return true;
 }
 
+/* A filter the core's rule refused (ERR): 422 naming the parameter first,
+ * then the rule's words.  Returns false, for parse_list_query to return. */
+static bool bad_filter(struct resp *resp, const char *param, const struct problem *err)
+{
+        char detail[sizeof(err->detail) + 32];
+
+        snprintf(detail, sizeof(detail), "%s filter: %s", param, err->detail);
+        api_invalid(resp, detail);
+        return false;
+}
+
 /* Each bad parameter is a 422 naming it; nothing is listed. */
 static bool parse_list_query(const struct req *req, struct list_query *q, struct resp *resp)
 {
         const char *limit = req->query(req, "limit"), *after = req->query(req, "after");
         const char *state = req->query(req, "state"), *node = req->query(req, "node");
         const char *page_size = req->query(req, "page_size");
+        struct problem p = {0};
         unsigned long long v;
 
         *q = (struct list_query){0};
@@ -169,24 +180,26 @@ static bool parse_list_query(const struct req *req, struct list_query *q, struct
                 }
                 q->has_state = true;
         }
+        /* A filter the host cannot match is a bad parameter (422), not a
+         * missing resource: the syntax here, then the core's rule in its
+         * own words. */
         if (node) {
-                if (!query_uint(node, 0, INT_MAX, &v) || !topo_node(req->app->topo, (int)v)) {
+                if (!query_uint(node, 0, INT_MAX, &v)) {
                         api_invalid(resp, "node must be the id of a NUMA node of this host");
                         return false;
                 }
                 q->node = (int)v;
                 q->has_node = true;
+                if (pools_check_node(req->app->pools, q->node, &p) < 0)
+                        return bad_filter(resp, "node", &p);
         }
         if (page_size) {
-                if (parse_page_size(page_size, &q->page_size) < 0 ||
-                    !topo_has_page_size(req->app->topo, q->page_size)) {
-                        char have[128], detail[192];
-                        api_page_sizes_text(req->app->topo, have, sizeof(have));
-                        snprintf(detail, sizeof(detail), "page_size must be a hugepage size of this host (%s)",
-                                 have);
-                        api_invalid(resp, detail);
+                if (parse_page_size(page_size, &q->page_size) < 0) {
+                        api_invalid(resp, "page_size must be a hugepage size such as \"2M\" or \"1G\"");
                         return false;
                 }
+                if (pools_check_page_size(req->app->pools, q->page_size, &p) < 0)
+                        return bad_filter(resp, "page_size", &p);
         }
         return true;
 }
@@ -399,20 +412,28 @@ void api_pool_put(const struct req *req, struct resp *resp)
                                   "of the one VMM that may open the pool's file), or neither");
                 return;
         }
-        char node_s[24];
-        snprintf(node_s, sizeof(node_s), "%" PRIu64, node);
-        const struct topo_node *n;
-        uint64_t ps;
-        if (!api_find_node(req, node_s, &n, resp) || !api_find_page_size(req, page_size, &ps, resp))
-                return;
-        /* The rules of a pool's size (a positive multiple of the page size,
+        /* Syntax only: a node past an int is no node (the core's words for
+         * it), a page size must parse.  The rules (the node and page size
+         * this host has; a pool's size: a positive multiple of the page size,
          * at most a file's size, --max-pool-size) are pools_create's. */
+        uint64_t ps;
+        if (node > INT_MAX) {
+                char node_s[24];
+                struct problem p = {0};
+
+                snprintf(node_s, sizeof(node_s), "%" PRIu64, node);
+                pools_refuse_node(&p, node_s);
+                resp_problem(resp, &p);
+                return;
+        }
+        if (!api_page_size(page_size, &ps, resp))
+                return;
 
         struct pool_work *w = new_work(req, resp);
         if (!w)
                 return;
         snprintf(w->rq.name, sizeof(w->rq.name), "%.*s", POOL_NAME_MAX, name);
-        w->rq.node = n->id;
+        w->rq.node = (int)node;
         w->rq.size_bytes = size_bytes;
         w->rq.page_size = ps;
         w->rq.threads = (unsigned)threads;

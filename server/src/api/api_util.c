@@ -1,54 +1,35 @@
 /* api_util: capture resolution and common problems (see api_util.h). */
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
 #include "api_util.h"
 #include "app.h"
-#include "topo.h"
+#include "pools.h"
 #include "units.h"
 #include "size.h"
 
-bool api_find_node(const struct req *req, const char *s, const struct topo_node **ret, struct resp *resp)
+bool api_node_id(const char *s, int *ret, struct resp *resp)
 {
-        const struct topo_node *n = NULL;
-        /* Only canonical decimal: "1", not "01", "+1" or "1x". */
-        if (s[0] >= '0' && s[0] <= '9' && !(s[0] == '0' && s[1]) && strlen(s) <= 9 &&
-            strspn(s, "0123456789") == strlen(s))
-                n = topo_node(req->app->topo, atoi(s));
-        if (!n) {
-                struct problem p = {0};
-                problem_raise(&p, PROBLEM_UNKNOWN_NODE, "there is no NUMA node \"%.64s\"", s);
-                resp_problem(resp, &p);
-                return false;
+        /* Only canonical decimal: "1", not "01", "+1" or "1x"; and an int,
+         * as the core's node is. */
+        if (s[0] >= '0' && s[0] <= '9' && !(s[0] == '0' && s[1]) && strlen(s) <= 10 &&
+            strspn(s, "0123456789") == strlen(s)) {
+                long long v = strtoll(s, NULL, 10);
+                if (v <= INT_MAX) {
+                        *ret = (int)v;
+                        return true;
+                }
         }
-        *ret = n;
-        return true;
+        struct problem p = {0};
+        pools_refuse_node(&p, s);
+        resp_problem(resp, &p);
+        return false;
 }
 
-void api_page_sizes_text(const struct topo *t, char *buf, size_t len)
-{
-        size_t off = 0;
-
-        if (len == 0)
-                return;
-        buf[0] = '\0';
-        for (size_t i = 0; t && i < t->n_page_sizes && off < len; i++) {
-                char one[32];
-                int n;
-
-                format_size(t->page_sizes[i], one, sizeof(one));
-                n = snprintf(buf + off, len - off, "%s%s", i == 0 ? "" : i + 1 == t->n_page_sizes ? " and " : ", ",
-                             one);
-                if (n < 0)
-                        break;
-                off += (size_t)n;
-        }
-        if (!buf[0])
-                snprintf(buf, len, "no hugepage sizes");
-}
-
-bool api_find_page_size(const struct req *req, const char *s, uint64_t *ret, struct resp *resp)
+bool api_page_size(const char *s, uint64_t *ret, struct resp *resp)
 {
         uint64_t ps;
         if (parse_page_size(s, &ps) < 0) {
@@ -62,18 +43,28 @@ bool api_find_page_size(const struct req *req, const char *s, uint64_t *ret, str
                 resp_problem(resp, &p);
                 return false;
         }
-        if (!topo_has_page_size(req->app->topo, ps)) {
-                struct problem p = {0};
-                char have[128];
+        *ret = ps;
+        return true;
+}
 
-                /* Suggest only sizes this host has (no 1G hint without 1G pages). */
-                api_page_sizes_text(req->app->topo, have, sizeof(have));
-                problem_raise(&p, PROBLEM_UNKNOWN_PAGE_SIZE,
-                              "the kernel offers no hugepage size \"%.32s\" (this host has %s)", s, have);
+bool api_path_target(const struct req *req, struct resp *resp, int *ret_node, uint64_t *ret_page_size)
+{
+        struct problem p = {0};
+
+        if (!api_node_id(req->params[0], ret_node, resp))
+                return false;
+        if (pools_check_node(req->app->pools, *ret_node, &p) < 0) {
                 resp_problem(resp, &p);
                 return false;
         }
-        *ret = ps;
+        if (!ret_page_size)
+                return true;
+        if (!api_page_size(req->params[1], ret_page_size, resp))
+                return false;
+        if (pools_check_page_size(req->app->pools, *ret_page_size, &p) < 0) {
+                resp_problem(resp, &p);
+                return false;
+        }
         return true;
 }
 

@@ -7,16 +7,17 @@
 #include "router.h"
 #include "util.h"
 
-struct topo;
-struct topo_node;
-
-/* Strict decimal node id present in the topology; else 404 unknown-node in RESP. */
-bool api_find_node(const struct req *req, const char *s, const struct topo_node **ret, struct resp *resp);
-/* A page size the kernel offers; else 404 unknown-page-size in RESP. */
-bool api_find_page_size(const struct req *req, const char *s, uint64_t *ret, struct resp *resp);
-/* "2M and 1G": the page sizes this host has, for hints ("no hugepage
- * sizes" when it has none).  Writes at most LEN bytes. */
-void api_page_sizes_text(const struct topo *t, char *buf, size_t len);
+/* Syntax only; the rules are the core's (pools_check_node and
+ * pools_check_page_size).  A node id: canonical decimal that fits an int,
+ * else the core's unknown-node refusal (404) for the text in RESP. */
+bool api_node_id(const char *s, int *ret, struct resp *resp);
+/* A page size such as "2M" or "1G", else 400 invalid-field in RESP saying
+ * what to write. */
+bool api_page_size(const char *s, uint64_t *ret, struct resp *resp);
+/* The {id} (and, unless RET_PAGE_SIZE is NULL, {size}) captures of a
+ * /v1/nodes/... path: their syntax, then the core's rules, in that order;
+ * false with RESP set. */
+bool api_path_target(const struct req *req, struct resp *resp, int *ret_node, uint64_t *ret_page_size);
 /* 422 invalid-field with DETAIL. */
 struct elastic_view;
 struct json;

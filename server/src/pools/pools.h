@@ -111,6 +111,19 @@ int pools_check_mount(const char *dir, uint64_t page_size, gid_t gid);
 
 struct pools;
 
+/* The node and page-size rules, each in one wording (pools_create.c): 0 when
+ * NODE is a NUMA node of this host / the kernel offers PAGE_SIZE, else
+ * -ENOENT with ERR filled (404 unknown-node; 404 unknown-page-size, naming
+ * the sizes this host has).  Every pools_* entry that takes a node or a page
+ * size checks them itself; handlers call these only where no such entry
+ * answers (the node views, a policy's GET and DELETE). */
+int pools_check_node(const struct pools *p, int node, struct problem *err);
+int pools_check_page_size(const struct pools *p, uint64_t page_size, struct problem *err);
+/* The unknown-node refusal for a node as the client wrote it, for a handler
+ * whose text cannot be a node id at all (not canonical decimal, past INT_MAX):
+ * the same answer the rule gives an id the host lacks. */
+void pools_refuse_node(struct problem *err, const char *node);
+
 /* Loads and reconciles the journal, re-applies reservations, resumes warming
  * pools, starts the upkeep thread (finished jobs, TTL expiry).  Caller owns
  * *ret.  -EDOM: CFG's stock targets are refused (the reason logged). */

@@ -58,14 +58,8 @@ static int check_policy(struct pools *p, const struct elastic_policy_record *pol
         uint64_t mem_total, mem_free;
         int r;
 
-        if (!topo_node(p->cfg.topo, pol->node)) {
-                problem_raise(err, PROBLEM_UNKNOWN_NODE, "no NUMA node %d", pol->node);
+        if (pools_check_node(p, pol->node, err) < 0 || pools_check_page_size(p, pol->page_size, err) < 0)
                 return -ENOENT;
-        }
-        if (!topo_has_page_size(p->cfg.topo, pol->page_size)) {
-                problem_raise(err, PROBLEM_UNKNOWN_PAGE_SIZE, "no hugepage size of %" PRIu64 " bytes", pol->page_size);
-                return -ENOENT;
-        }
         if (elastic_policy_check(pol, why, sizeof(why)) < 0) {
                 problem_raise(err, PROBLEM_INVALID_FIELD, "%s", why);
                 return -EINVAL;

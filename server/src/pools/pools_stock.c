@@ -116,14 +116,12 @@ static int validate_targets(struct pools *p, const struct stock_target_record *t
         for (size_t i = 0; i < n; i++) {
                 uint64_t total;
 
-                if (!topo_node(p->cfg.topo, t[i].node)) {
-                        problem_raise(err, PROBLEM_UNKNOWN_NODE, "target %zu: there is no node %d", i, t[i].node);
-                        return -ENOENT;
-                }
-                if (!topo_has_page_size(p->cfg.topo, t[i].page_size)) {
-                        problem_raise(err, PROBLEM_UNKNOWN_PAGE_SIZE,
-                                      "target %zu: the kernel offers no %" PRIu64 "-byte hugepages", i,
-                                      t[i].page_size);
+                if (pools_check_node(p, t[i].node, err) < 0 || pools_check_page_size(p, t[i].page_size, err) < 0) {
+                        char why[sizeof(err->detail)];
+
+                        /* The rule's own words, led by which target broke it. */
+                        snprintf(why, sizeof(why), "%s", err->detail);
+                        problem_raise(err, err->id, "target %zu: %s", i, why);
                         return -ENOENT;
                 }
                 if (t[i].size_bytes == 0 || t[i].size_bytes % t[i].page_size != 0) {
