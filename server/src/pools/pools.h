@@ -111,7 +111,7 @@ int pools_check_mount(const char *dir, uint64_t page_size, gid_t gid);
 
 struct pools;
 
-/* The node and page-size rules, each in one wording (pools_create.c): 0 when
+/* The node and page-size rules, each in one wording (pools_rules.c): 0 when
  * NODE is a NUMA node of this host / the kernel offers PAGE_SIZE, else
  * -ENOENT with ERR filled (404 unknown-node; 404 unknown-page-size, naming
  * the sizes this host has).  Every pools_* entry that takes a node or a page

@@ -17,65 +17,6 @@
 #include "units.h"
 #include "util.h"
 
-/* ---- the node and page-size rules ----
- *
- * Every path that takes a node or a page size (create, stock targets,
- * policies, reservations, the node views) refuses an unknown one with these
- * words and no others: the handlers check only that the text is a number or
- * a page size (syntax), the rule is the core's, which knows the topology. */
-
-void pools_refuse_node(struct problem *err, const char *node)
-{
-        problem_raise(err, PROBLEM_UNKNOWN_NODE, "there is no NUMA node %.64s", node);
-}
-
-int pools_check_node(const struct pools *p, int node, struct problem *err)
-{
-        assert_return(p, -EINVAL);
-        char text[16];
-
-        if (topo_node(p->cfg.topo, node))
-                return 0;
-        snprintf(text, sizeof(text), "%d", node);
-        pools_refuse_node(err, text);
-        return -ENOENT;
-}
-
-/* "2M and 1G": the sizes the host has, so the refusal hints only at those. */
-static void page_sizes_text(const struct topo *t, char *buf, size_t len)
-{
-        size_t off = 0;
-
-        buf[0] = '\0';
-        for (size_t i = 0; t && i < t->n_page_sizes && off < len; i++) {
-                char one[32];
-                int n;
-
-                format_size(t->page_sizes[i], one, sizeof(one));
-                n = snprintf(buf + off, len - off, "%s%s", i == 0 ? "" : i + 1 == t->n_page_sizes ? " and " : ", ",
-                             one);
-                if (n < 0)
-                        break;
-                off += (size_t)n;
-        }
-        if (!buf[0])
-                snprintf(buf, len, "no hugepage sizes");
-}
-
-int pools_check_page_size(const struct pools *p, uint64_t page_size, struct problem *err)
-{
-        assert_return(p, -EINVAL);
-        char have[128], asked[32];
-
-        if (topo_has_page_size(p->cfg.topo, page_size))
-                return 0;
-        format_size(page_size, asked, sizeof(asked));
-        page_sizes_text(p->cfg.topo, have, sizeof(have));
-        problem_raise(err, PROBLEM_UNKNOWN_PAGE_SIZE, "the kernel offers no hugepage size %s (this host has %s)",
-                      asked, have);
-        return -ENOENT;
-}
-
 /* The first field in which REQ asks for another pool than R, with what each
  * says, or false if it asks for the same one.  Every field the pool keeps
  * counts: a PUT that would get a pool other than the one it describes (a TTL
