@@ -6,10 +6,7 @@
  * the handlers (the API's pool and policy objects spell the same members
  * the same way), so the two can never drift apart.  The name rules and the
  * lifecycle a row moves through are pool_state.h's.  Only base headers below
- * this module; the journal, the pool core and the handlers include it.
- *
- * (The structs keep their journal_ names: the pool core and its tests name
- * them everywhere, and a rename is a change of its own.) */
+ * this module; the journal, the pool core and the handlers include it. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
