@@ -51,5 +51,5 @@ static inline struct pools_mutex *pools_lock_guard(struct pools_mutex *m)
 #define POOLS_GUARD_NAME_(n) pools_guard_##n
 #define POOLS_GUARD_NAME(n) POOLS_GUARD_NAME_(n)
 #define POOLS_LOCKED(m)                                                                              \
-        struct pools_mutex *POOLS_GUARD_NAME(__COUNTER__) __attribute__((cleanup(pools_unlockp))) = \
+        struct pools_mutex *POOLS_GUARD_NAME(__COUNTER__) __attribute__((cleanup(pools_unlockp), unused)) = \
                 pools_lock_guard(m)
