@@ -25,10 +25,22 @@ MNT = os.environ.get("HPW_TEST_HUGETLBFS", "")
 # hpwarmd marks its pool directories with this file (pools.h POOLS_DIR_MARKER).
 DIR_MARKER = ".hpwarm-pool-dir"
 STOCK_PREFIX = "~"                # pool_state.h POOL_STOCK_PREFIX
+# Stock files live in this directory inside the pool directory, the
+# daemon's alone (pools.h POOLS_STOCK_DIR).
+STOCK_DIR = ".stock"
 
 
 def pool_files(d):
-    return [f for f in os.listdir(d) if f != DIR_MARKER]
+    """The files of pool directory D: its pools' and its stock directory's."""
+    names = [f for f in os.listdir(d) if f not in (DIR_MARKER, STOCK_DIR)]
+    s = os.path.join(d, STOCK_DIR)
+    return names + (os.listdir(s) if os.path.isdir(s) else [])
+
+
+def file_path(d, name):
+    """Where the file NAME of pool directory D lives: a stock file in the
+    stock directory, a pool's in D."""
+    return os.path.join(d, STOCK_DIR, name) if name.startswith(STOCK_PREFIX) else os.path.join(d, name)
 
 
 def node0(leaf):
@@ -165,8 +177,9 @@ def pools_by_name(d, when=""):
 
 
 def files_in(pool_dir):
-    """The pool files in POOL_DIR (the marker aside); none without the dir."""
-    return set(os.listdir(pool_dir)) - {DIR_MARKER} if os.path.isdir(pool_dir) else set()
+    """The pool files in POOL_DIR and its stock directory (the marker
+    aside); none without the dir."""
+    return set(pool_files(pool_dir)) if os.path.isdir(pool_dir) else set()
 
 
 class CrashLoop:

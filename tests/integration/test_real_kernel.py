@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import time
 
-from hpwreal import RealKernelCase, node0, pool_files
+from hpwreal import RealKernelCase, file_path, node0, pool_files
 from hpwtest import main
 
 QEMU = shutil.which("qemu-system-x86_64")
@@ -33,7 +33,7 @@ class RealKernel(RealKernelCase):
         self.assertEqual(len(files), 2, files)
         for f in files:
             self.assertTrue(f.startswith("~"), f)
-            self.assertEqual(os.stat(os.path.join(self.pool_dir, f)).st_blocks * 512, 256 << 20)
+            self.assertEqual(os.stat(file_path(self.pool_dir, f)).st_blocks * 512, 256 << 20)
         self.assertEqual(node0("free_hugepages"), free0 - 256)
         r = self.d.put("/v1/pools/vm", {"node": 0, "size": "256M"})
         self.assertEqual(r.status, 201, r)

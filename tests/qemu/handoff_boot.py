@@ -261,10 +261,11 @@ def main():
             if st == 200 and stock["targets"] and stock["targets"][0]["ready"] == 1:
                 break
             time.sleep(0.1)
-        stock_files = [f for f in os.listdir(pool_dir) if f.startswith("~")]
+        stock_dir = os.path.join(pool_dir, ".stock")     # pools.h POOLS_STOCK_DIR
+        stock_files = [f for f in os.listdir(stock_dir) if f.startswith("~")]
         check("stock-filled", st == 200 and stock["targets"][0]["ready"] == 1 and len(stock_files) == 1,
               "%d %s, files %s" % (st, stock, stock_files))
-        stock_ino = os.stat(os.path.join(pool_dir, stock_files[0])).st_ino if stock_files else None
+        stock_ino = os.stat(os.path.join(stock_dir, stock_files[0])).st_ino if stock_files else None
         cli.ok("warm", STOCKED[0], "--node", "0", "--size", "256M", "--wait", "--timeout", "60")
         st, p = http_get(d.port, "/v1/pools/" + STOCKED[0])
         check("stock-hand-out-is-the-stock-file",
@@ -276,7 +277,7 @@ def main():
         cli.ok("stock", "clear")
         check("release-" + STOCKED[0], cli.run("release", STOCKED[0]).returncode == 0)
         check("every-page-back", host_free() == free_start, "free %s, at the start %s" % (host_free(), free_start))
-        left = [f for f in os.listdir(pool_dir) if not f.startswith(".")]
+        left = [f for f in os.listdir(pool_dir) if not f.startswith(".")] + os.listdir(stock_dir)
         check("pool-dir-empty", left == [], left)
         check("daemon-stops-cleanly", d.stop() == 0, "\n".join(d.log[-20:]))
     except gb.Fail as e:

@@ -143,7 +143,7 @@ class Run:
         for a in spec_extra:
             if a == POOL_FILES:
                 for f in POOL_FILE_NAMES:
-                    extra += ["-P", os.path.join(self.pool_dir, f)]
+                    extra += ["-P", hpwreal.file_path(self.pool_dir, f)]
             else:
                 extra.append(a)
         return ["strace", "-f", "-q", "--seccomp-bpf", "-o", self.trace, *extra, "-e", "trace=" + syscall,

@@ -1,14 +1,20 @@
-"""Isolation among a crowd, on this machine's real kernel: with a few hundred
-processes of the QEMU user (group kvm, the daemon's --pool-group) each
-holding descriptors and mappings of their own, a stock file that one more
-process holds -- by a mapping (its descriptor closed), by a descriptor, by
-an O_PATH descriptor (the QEMU user's), or by a second link -- is never
-handed out: the PUT warms a fresh file ("from_stock": "none").  Once the
-holder lets go, the stock is handed out again ("full"), so the check is not
-simply refusing everything.  The crowd's members are all processes the
-holder check looks into (they could open a pool of the pool group).  And
-a pool that was one user's alone (file_uid): that user's O_PATH
-descriptor held across the DELETE keeps the released file dirty.
+"""Isolation among a crowd, on this machine's real kernel, as on a libvirt
+host: a few hundred processes of the QEMU user (group kvm, the daemon's
+--pool-group) each holding descriptors and mappings of their own.
+
+- No process of the crowd can reach a stock file at all, not even for an
+  O_PATH descriptor: stock files live in the stock directory (mode 0700),
+  so a hand-out never has to look into the crowd.
+- A stock file that a root process holds -- by a mapping (its descriptor
+  closed), by a descriptor, or by a second link -- is never handed out:
+  the PUT warms a fresh file ("from_stock": "none").  Once the holder lets
+  go, the stock is handed out again ("full"), so the check is not simply
+  refusing everything.
+- A pool's file that a process of the crowd's user keeps an O_PATH
+  descriptor of across the DELETE waits, dirty, while it is held (the
+  recycle thread's scan finds it among the crowd) and is never handed out
+  meanwhile; once closed, it is zeroed into the stock.  The same for a pool
+  that was one user's alone (file_uid).
 
 Run under tests/real/guard.sh; the crowd and every holder are killed on
 every exit path (tests/integration/hpwcrowd.py)."""
@@ -22,7 +28,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hpwcrowd import Crowd  # noqa: E402
-from hpwreal import MNT, RealKernelCase, pool_files  # noqa: E402
+from hpwreal import MNT, RealKernelCase, file_path, pool_files, set_node0_pages  # noqa: E402
 from hpwtest import main  # noqa: E402
 
 QEMU_USER, QEMU_GROUP = "libvirt-qemu", "kvm"
@@ -86,12 +92,12 @@ class Crowded(RealKernelCase):
             self.d.put("/v1/stock", {"targets": []})
         super().tearDown()
 
-    def holder(self, how, path, qemu=False, group=QEMU_GROUP):
+    def holder(self, how, path, qemu=False, group=QEMU_GROUP, expect="ok"):
         pre = ["setpriv", "--reuid=" + QEMU_USER, "--regid=" + group, "--clear-groups"] if qemu else []
         h = subprocess.Popen(pre + [sys.executable, "-c", HOLDER, how, path], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)
         self.holders.append(h)
-        self.assertEqual(h.stdout.readline().strip(), "ok", "the holder could not %s %s" % (how, path))
+        self.assertEqual(h.stdout.readline().strip(), expect, "the holder's %s of %s" % (how, path))
         return h
 
     def let_go(self, h):
@@ -101,7 +107,7 @@ class Crowded(RealKernelCase):
     def stock_file(self):
         self.wait_stock_ready(1, timeout=60)
         [name] = sorted(f for f in pool_files(self.pool_dir) if f.startswith("~"))
-        return os.path.join(self.pool_dir, name)
+        return file_path(self.pool_dir, name)
 
     def put(self, name):
         r = self.d.put("/v1/pools/" + name, {"node": 0, "size": SIZE})
@@ -111,12 +117,35 @@ class Crowded(RealKernelCase):
     def delete(self, name):
         self.assertEqual(self.d.request("DELETE", "/v1/pools/" + name).status, 204)
 
-    def test_held_stock_file_never_handed_out_among_a_crowd(self):
+    def test_stock_files_out_of_the_crowds_reach(self):
+        """No process of the pool group gets any descriptor of a stock
+        file, O_PATH included, nor lists the stock directory; the pool it
+        is handed as is its to open."""
         self.start_with_pages(8)
         self.crowd = Crowd(CROWD, CROWD_FDS, CROWD_MAPS, user=QEMU_USER, group=QEMU_GROUP)
         r = self.d.put("/v1/stock", {"targets": [{"node": 0, "page_size": "2M", "size": SIZE, "count": 1}]})
         self.assertEqual(r.status, 200, r)
-        for i, (how, qemu) in enumerate((("map", False), ("open", False), ("opath", True), ("link", False))):
+        path = self.stock_file()
+        for how in ("opath", "open", "map"):
+            with self.subTest(how=how):
+                self.holder(how, path, qemu=True, expect="EACCES")
+        self.holder("opath", os.path.dirname(path), qemu=True, expect="EACCES")
+        st = os.stat(os.path.dirname(path))
+        self.assertEqual((st.st_mode & 0o7777, st.st_uid), (0o700, 0), "the stock directory")
+        p = self.put("vm")
+        self.assertEqual(p["from_stock"], "full")
+        self.holder("open", p["path"], qemu=True)
+        self.assertEqual(len(self.crowd.pids()), CROWD, "the crowd thinned while the test ran")
+
+    def test_held_stock_file_never_handed_out_among_a_crowd(self):
+        """What can still reach a stock file is root's (the crowd cannot):
+        a root process's mapping, descriptor or second link keeps it from
+        being handed out; free, it is."""
+        self.start_with_pages(8)
+        self.crowd = Crowd(CROWD, CROWD_FDS, CROWD_MAPS, user=QEMU_USER, group=QEMU_GROUP)
+        r = self.d.put("/v1/stock", {"targets": [{"node": 0, "page_size": "2M", "size": SIZE, "count": 1}]})
+        self.assertEqual(r.status, 200, r)
+        for i, how in enumerate(("map", "open", "link")):
             with self.subTest(held_by=how):
                 path = self.stock_file()
                 ino = os.stat(path).st_ino
@@ -124,7 +153,7 @@ class Crowded(RealKernelCase):
                     link = os.path.join(self.pool_dir, "..", "crowd-link-%d" % os.getpid())
                     os.link(path, link)
                 else:
-                    h = self.holder(how, path, qemu)
+                    h = self.holder(how, path)
                 p = self.put("held-%d" % i)
                 self.assertEqual(p["from_stock"], "none", "a stock file held by %s was handed out" % how)
                 self.assertNotEqual(os.stat(p["path"]).st_ino, ino)
@@ -139,6 +168,50 @@ class Crowded(RealKernelCase):
                 self.assertEqual(p["from_stock"], "full", "a stock file nobody holds was not handed out")
                 self.delete("free-%d" % i)
         self.assertEqual(len(self.crowd.pids()), CROWD, "the crowd thinned while the test ran")
+
+    def test_crowd_users_opath_across_delete_never_handed_out(self):
+        """A process of the crowd's user keeps an O_PATH descriptor of its
+        pool across the DELETE: among the crowd, the recycle thread's scan
+        finds it and the file waits dirty; a PUT of its size meanwhile
+        warms a fresh file; once the descriptor is closed the file is
+        zeroed and handed out."""
+        self.start_with_pages(2)    # one stock file, and no room to refill it once handed out
+        self.crowd = Crowd(CROWD, CROWD_FDS, CROWD_MAPS, user=QEMU_USER, group=QEMU_GROUP)
+        r = self.d.put("/v1/stock", {"targets": [{"node": 0, "page_size": "2M", "size": SIZE, "count": 1}]})
+        self.assertEqual(r.status, 200, r)
+        self.wait_stock_ready(1, timeout=60)
+        p = self.put("vm")
+        self.assertEqual(p["from_stock"], "full")
+        ino = os.stat(p["path"]).st_ino
+        h = self.holder("opath", p["path"], qemu=True)
+        scans0 = self.scans()
+        self.delete("vm")
+        end = time.monotonic() + 30
+        while self.scans() == scans0 and time.monotonic() < end:
+            time.sleep(0.05)
+        self.assertGreater(self.scans(), scans0, "the released file was never scanned")
+        time.sleep(1.5)                             # another look, a second later
+        t = self.stock()[0]
+        self.assertEqual((t["ready"], t["recycling"]), (0, 1), t)
+        # Room for one more file: the PUT warms it, the held one stays.
+        self.assertEqual(set_node0_pages(4), 4)
+        q = self.put("other")
+        self.assertEqual(q["from_stock"], "none", "a held file was handed out")
+        self.assertNotEqual(os.stat(q["path"]).st_ino, ino, "a held file was handed out")
+        self.delete("other")
+        self.let_go(h)
+        self.wait_stock_ready(1, timeout=30)
+        q = self.put("again")
+        self.assertEqual((q["from_stock"], os.stat(q["path"]).st_ino), ("full", ino),
+                         "the file, no longer held, did not come back to the stock")
+
+    def scans(self):
+        """hpwarmd_stock_holder_scans_total from /metrics."""
+        r = self.d.get("/metrics")
+        for line in r.body.decode().splitlines():
+            if line.startswith("hpwarmd_stock_holder_scans_total "):
+                return int(line.split()[1])
+        self.fail("no hpwarmd_stock_holder_scans_total in /metrics")
 
     def test_own_users_opath_across_delete_waits(self):
         """A pool handed to the QEMU user alone (file_uid, and a group it is

@@ -21,7 +21,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hpwtest import main  # noqa: E402
-from hpwreal import MNT, QEMU_GROUP, QEMU_USER, RealKernelCase, ScriptChild, node0, pool_files  # noqa: E402
+from hpwreal import MNT, QEMU_GROUP, QEMU_USER, RealKernelCase, ScriptChild, file_path, node0, pool_files  # noqa: E402
 
 MIB = 1 << 20
 SIZE = 4 * MIB
@@ -152,7 +152,7 @@ class Isolation(RealKernelCase):
         self.target(1)
         self.wait_stock_ready(1)
         [name] = self.stock_names()
-        path = os.path.join(self.pool_dir, name)
+        path = file_path(self.pool_dir, name)
         st = os.stat(path)
         self.assertEqual((st.st_mode & 0o777, st.st_uid), (0o600, 0))
         a = self.attacker()
@@ -182,7 +182,7 @@ class Isolation(RealKernelCase):
         g = self.guest(p["path"])
         self.assertEqual(self.d.request("DELETE", "/v1/pools/vm").status, 204)
         [name] = self.stock_names()
-        dirty = os.path.join(self.pool_dir, name)
+        dirty = file_path(self.pool_dir, name)
         self.assertEqual(os.stat(dirty).st_mode & 0o777, 0o600)
         self.assertEqual(a("open", dirty), "EACCES", "the QEMU user opened a released file")
         self.assertEqual(self.stock()[0]["recycling"], 1)

@@ -19,7 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hpwtest import main  # noqa: E402
-from hpwreal import DIR_MARKER, RealKernelCase  # noqa: E402
+from hpwreal import RealKernelCase, pool_files  # noqa: E402
 import hpwjournal  # noqa: E402
 
 N = 7
@@ -181,7 +181,7 @@ class JournalKill9(RealKernelCase):
             maybe = {inflight[1]} if inflight else set()
             self.assertEqual(listed - maybe, present - maybe, "round %d, in flight %s" % (rnd, inflight))
             present = listed
-            files = set(os.listdir(self.pool_dir)) - {DIR_MARKER}
+            files = set(pool_files(self.pool_dir))
             self.assertEqual({f for f in files if not f.startswith("~")}, listed, "round %d: files" % rnd)
         print("journal kill -9: %d rounds, %d answered changes, largest log at a kill %d bytes"
               % (self.ROUNDS, changes, log_max))

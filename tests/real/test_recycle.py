@@ -15,7 +15,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hpwtest import main  # noqa: E402
-from hpwreal import RealKernelCase, node0, pool_files  # noqa: E402
+from hpwreal import RealKernelCase, file_path, node0, pool_files  # noqa: E402
 import hpwjournal  # noqa: E402
 
 MIB = 1 << 20
@@ -158,7 +158,7 @@ class Recycle(RealKernelCase):
         self.assertEqual(self.d.request("DELETE", "/v1/pools/vm").status, 204)
         files = pool_files(self.pool_dir)
         self.assertEqual(len(files), 1, files)
-        dirty = os.path.join(self.pool_dir, files[0])
+        dirty = file_path(self.pool_dir, files[0])
         self.assertEqual(os.stat(dirty).st_ino, ino)
         time.sleep(3.5)                         # three mapped checks (1 s apart)
         t = self.stock()[0]

@@ -134,13 +134,23 @@ static inline void env_show_pid(const struct env *e, pid_t pid)
         CHECK_INT(symlink(target, link), ==, 0);
 }
 
+/* Where NAME's file lives: a stock file in the mount's stock directory
+ * (pools.h POOLS_STOCK_DIR), a pool's in the mount. */
+static inline void env_path(const struct env *e, const char *name, char *buf, size_t size)
+{
+        if (name[0] == POOL_STOCK_PREFIX)
+                snprintf(buf, size, "%.127s/%s/%.63s", e->mount, POOLS_STOCK_DIR, name);
+        else
+                snprintf(buf, size, "%.127s/%.63s", e->mount, name);
+}
+
 /* The permission bits of NAME's file in the mount. */
 static inline unsigned mode_of(const struct env *e, const char *name)
 {
         char path[256];
         struct stat st;
 
-        snprintf(path, sizeof(path), "%s/%s", e->mount, name);
+        env_path(e, name, path, sizeof(path));
         CHECK_INT(stat(path, &st), ==, 0);
         return st.st_mode & 07777;
 }
@@ -234,7 +244,7 @@ static inline bool file_exists(const struct env *e, const char *name)
 {
         char path[256];
 
-        snprintf(path, sizeof(path), "%s/%s", e->mount, name);
+        env_path(e, name, path, sizeof(path));
         return access(path, F_OK) == 0;
 }
 
@@ -371,7 +381,7 @@ static inline void make_pool_file(const struct env *e, const char *name, uint64_
         char path[256];
         int fd;
 
-        snprintf(path, sizeof(path), "%s/%s", e->mount, name);
+        env_path(e, name, path, sizeof(path));
         fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0660);
         CHECK(fd >= 0);
         CHECK_INT(ftruncate(fd, (off_t)size), ==, 0);
@@ -406,5 +416,5 @@ static inline void ready_pool(struct pools *p, const char *name)
 
 static inline void pool_path(const struct env *e, const char *name, char *buf, size_t size)
 {
-        snprintf(buf, size, "%s/%s", e->mount, name);
+        env_path(e, name, buf, size);
 }

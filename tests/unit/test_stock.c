@@ -30,7 +30,9 @@ static int set1(struct pools *p, int node, uint64_t pages, uint64_t count, struc
 /* Names of stock files in the mount (the caller frees nothing: fixed room). */
 static size_t stock_files(const struct env *e, char names[][64], size_t max)
 {
-        DIR *d = opendir(e->mount);
+        char dir[256];
+        snprintf(dir, sizeof(dir), "%.127s/%s", e->mount, POOLS_STOCK_DIR);
+        DIR *d = opendir(dir);
         struct dirent *de;
         size_t n = 0;
 
@@ -47,7 +49,7 @@ static ino_t inode_of(const struct env *e, const char *name)
         char path[256];
         struct stat st;
 
-        snprintf(path, sizeof(path), "%s/%s", e->mount, name);
+        env_path(e, name, path, sizeof(path));
         CHECK_INT(stat(path, &st), ==, 0);
         return st.st_ino;
 }
@@ -71,7 +73,7 @@ TEST(fill)
         for (int i = 0; i < 2; i++) {
                 char path[256];
                 struct stat st;
-                snprintf(path, sizeof(path), "%.127s/%.63s", e.mount, names[i]);
+                env_path(&e, names[i], path, sizeof(path));
                 CHECK_INT(stat(path, &st), ==, 0);
                 CHECK_U64((uint64_t)st.st_blocks * 512, ==, 4 * PAGE);
         }
@@ -523,7 +525,8 @@ TEST(release_wakes_the_refill)
  * reserved by their mapping) count against the limit. */
 #define LIMIT_PAGES 32
 
-static int limited_room(const char *dir, uint64_t page_size, uint64_t *ret)
+/* Pages the files in DIR (not in its subdirectories) count. */
+static uint64_t pages_in(const char *dir, uint64_t page_size)
 {
         DIR *d = opendir(dir);
         struct dirent *de;
@@ -534,11 +537,22 @@ static int limited_room(const char *dir, uint64_t page_size, uint64_t *ret)
         CHECK(d);
         while ((de = readdir(d)))
                 if (de->d_name[0] != '.') {
-                        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+                        snprintf(path, sizeof(path), "%.300s/%.200s", dir, de->d_name);
                         if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
                                 used += (uint64_t)st.st_size / page_size;
                 }
         closedir(d);
+        return used;
+}
+
+/* The pool directory and its stock directory are on the one mount. */
+static int limited_room(const char *dir, uint64_t page_size, uint64_t *ret)
+{
+        char stock[512];
+        uint64_t used;
+
+        snprintf(stock, sizeof(stock), "%.300s/%s", dir, POOLS_STOCK_DIR);
+        used = pages_in(dir, page_size) + pages_in(stock, page_size);
         *ret = used < LIMIT_PAGES ? LIMIT_PAGES - used : 0;
         return 0;
 }
@@ -596,12 +610,18 @@ TEST(restart_with_stock)
         ino_t ino = inode_of(&e, names[0]);
         pools_free(p);
 
-        /* An unrecorded file with a stock name is an orphan. */
-        char orphan[256];
-        snprintf(orphan, sizeof(orphan), "%s/~n0-2048k-999", e.mount);
+        /* An unrecorded file with a stock name is an orphan; so is a
+         * recorded stock name in the pool directory itself (where stock
+         * files lived before the stock directory: reachable by the pool
+         * group there, it is never taken into the stock). */
+        char orphan[256], legacy[256];
+        env_path(&e, "~n0-2048k-999", orphan, sizeof(orphan));
         write_file(orphan, "");
+        snprintf(legacy, sizeof(legacy), "%.127s/%.63s", e.mount, names[1]);
+        write_file(legacy, "");
         p = start(&e);
         CHECK(access(orphan, F_OK) < 0);
+        CHECK(access(legacy, F_OK) < 0);
         struct stock_view s = stock_of(p, 4);
         CHECK_U64(s.ready, ==, 2);
         CHECK_U64(s.target.count, ==, 2);
@@ -644,7 +664,7 @@ TEST(restart_mid_refill)
 
         /* File gone while down: the row goes, a new file is made. */
         char path[256];
-        snprintf(path, sizeof(path), "%.127s/%.63s", e.mount, names[0]);
+        env_path(&e, names[0], path, sizeof(path));
         CHECK_INT(unlink(path), ==, 0);
         p = start(&e);
         wait_ready(p, 16, 1);
@@ -652,7 +672,7 @@ TEST(restart_mid_refill)
         pools_free(p);
 
         /* Lost pages: refilled, never handed out short. */
-        snprintf(path, sizeof(path), "%.127s/%.63s", e.mount, names[0]);
+        env_path(&e, names[0], path, sizeof(path));
         CHECK_INT(truncate(path, 0), ==, 0);
         fake_gate_set(true);
         p = start(&e);
@@ -774,7 +794,7 @@ TEST(partial_growth)
         for (int i = 0; i < 2; i++) {
                 char path[256];
                 struct stat st;
-                snprintf(path, sizeof(path), "%.127s/%.63s", e.mount, names[i]);
+                env_path(&e, names[i], path, sizeof(path));
                 CHECK_INT(stat(path, &st), ==, 0);
                 if ((uint64_t)st.st_size == 4 * PAGE)
                         ino4 = st.st_ino;
@@ -828,7 +848,7 @@ static uint64_t held_pages(const struct env *e)
         struct stat st;
 
         for (size_t i = 0; i < n; i++) {
-                snprintf(path, sizeof(path), "%s/%s", e->mount, names[i]);
+                env_path(e, names[i], path, sizeof(path));
                 if (stat(path, &st) == 0)
                         pages += (uint64_t)st.st_blocks * 512 / PAGE;
         }
@@ -957,8 +977,11 @@ TEST(stock_files_private)
 }
 
 /* A ready stock file with a holder is never handed out: removed, and the
- * pool warmed fresh.  HOW: 'l' a second hard link, 'o' an O_PATH
- * descriptor in another process (neither seen by the maps or the lease). */
+ * pool warmed fresh.  HOW: 'l' a second hard link, 'f' an open descriptor
+ * in another process (its write lease refused).  Only root's processes
+ * can get either: no other process can resolve a name in the stock
+ * directory (stock_dir_private).  The hand-out looks into no process:
+ * no holder scan is counted. */
 static void held_stock(char how)
 {
         struct env e;
@@ -973,12 +996,12 @@ static void held_stock(char how)
         wait_ready(p, 4, 1);
         CHECK_U64(stock_files(&e, names, 8), ==, 1);
         ino_t ino = inode_of(&e, names[0]);
-        snprintf(path, sizeof(path), "%.127s/%.63s", e.mount, names[0]);
+        env_path(&e, names[0], path, sizeof(path));
         snprintf(lnk, sizeof(lnk), "%.127s/../held-link", e.mount);
         if (how == 'l') {
                 CHECK_INT(link(path, lnk), ==, 0);
         } else {
-                int fd = open(path, O_PATH | O_CLOEXEC);
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
                 CHECK(fd >= 0);
                 holder = child_spawn();
                 close(fd);
@@ -993,6 +1016,7 @@ static void held_stock(char how)
         struct pools_stats st;
         pools_get_stats(p, &st);
         CHECK_U64(st.stock_hits, ==, 0);
+        CHECK_U64(st.stock_holder_scans, ==, 0);
         fake_gate_set(false);
         wait_state(p, "vm1", POOL_READY);
         if (holder)
@@ -1003,8 +1027,52 @@ static void held_stock(char how)
         env_fini(&e);
 }
 
+/* Stock files live in the mount's stock directory, the daemon's alone
+ * (mode 0700, its user and group): no other process can reach a name in
+ * it, so none can take a descriptor of a stock file after it got there.  A
+ * stock directory left open (a mode of 0777) is closed at start; one that
+ * is a symbolic link is refused. */
+TEST(stock_dir_private)
+{
+        struct env e;
+        struct problem err;
+        char dir[256], names[8][64], path[256], elsewhere[256];
+        struct pools *p = NULL;
+        struct stat st;
+
+        env_init(&e);
+        snprintf(dir, sizeof(dir), "%.127s/%s", e.mount, POOLS_STOCK_DIR);
+        CHECK_INT(mkdir(e.mount, 0750), ==, 0);
+        snprintf(path, sizeof(path), "%.127s/%s", e.mount, POOLS_DIR_MARKER);
+        write_file(path, "");
+        CHECK_INT(mkdir(dir, 0777), ==, 0);
+        CHECK_INT(chmod(dir, 0777), ==, 0);
+        p = start(&e);
+        CHECK_INT(stat(dir, &st), ==, 0);
+        CHECK_INT(st.st_mode & 07777, ==, 0700);
+        CHECK_INT(st.st_uid, ==, geteuid());
+        CHECK_INT(set1(p, 0, 4, 1, &err), ==, 0);
+        wait_ready(p, 4, 1);
+        CHECK_U64(stock_files(&e, names, 8), ==, 1);
+        env_path(&e, names[0], path, sizeof(path));
+        CHECK(strstr(path, "/" POOLS_STOCK_DIR "/"));
+        CHECK_INT(mode_of(&e, names[0]), ==, 0600);
+        pools_free(p);
+
+        /* A link in its place: refused, nothing followed. */
+        snprintf(elsewhere, sizeof(elsewhere), "%.127s/elsewhere", e.root);
+        CHECK_INT(rename(dir, elsewhere), ==, 0);
+        CHECK_INT(symlink(elsewhere, dir), ==, 0);
+        p = NULL;
+        CHECK_INT(pools_new(&e.cfg, &p), ==, -ENOTDIR);
+        CHECK(!p);
+        CHECK_INT(unlink(dir), ==, 0);
+        CHECK_INT(rename(elsewhere, dir), ==, 0);
+        env_fini(&e);
+}
+
 TEST(linked_stock_not_handed_out) { held_stock('l'); }
-TEST(opath_held_stock_not_handed_out) { held_stock('o'); }
+TEST(open_stock_not_handed_out) { held_stock('f'); }
 
 /* The same for a partial hand-out: a held smaller stock file is not grown
  * into the pool. */
@@ -1020,8 +1088,8 @@ TEST(held_stock_not_grown)
         CHECK_INT(set1(p, 0, 2, 1, &err), ==, 0);
         wait_ready(p, 2, 1);
         CHECK_U64(stock_files(&e, names, 8), ==, 1);
-        snprintf(path, sizeof(path), "%.127s/%.63s", e.mount, names[0]);
-        int fd = open(path, O_PATH | O_CLOEXEC);
+        env_path(&e, names[0], path, sizeof(path));
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
         CHECK(fd >= 0);
         pid_t holder = child_spawn();
         close(fd);

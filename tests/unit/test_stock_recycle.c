@@ -52,7 +52,7 @@ static void set_target(struct pools *p, uint64_t pages, uint64_t count)
 
 static void path_of(const struct env *e, const char *name, char *buf, size_t size)
 {
-        snprintf(buf, size, "%s/%s", e->mount, name);
+        env_path(e, name, buf, size);
 }
 
 static ino_t ino_of(const struct env *e, const char *name)

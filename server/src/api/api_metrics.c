@@ -188,6 +188,11 @@ static void registry_counters(struct app *app, struct prom *p)
                     "histogram");
         prom_histogram(p, "hpwarmd_stock_recycle_duration_seconds", NULL, 0, METRICS_DURATION_BOUNDS,
                        METRICS_DURATION_BUCKETS, s.stock_recycle_seconds_buckets, s.stock_recycle_seconds_sum);
+        counter(p, "hpwarmd_stock_holder_scans_total",
+                "Released files looked for in every process's descriptors before they are zeroed (once each, "
+                "on the recycle thread; never on a request's path).", NULL, NULL, &s.stock_holder_scans, 1);
+        prom_header(p, "hpwarmd_stock_holder_scan_seconds_total", "Time those scans took.", "counter");
+        prom_sample_double(p, "hpwarmd_stock_holder_scan_seconds_total", NULL, 0, s.stock_holder_scan_seconds_sum);
         counter(p, "hpwarmd_reservations_total", "Reservations (nr_hugepages writes) by result.", "result",
                 (const char *const[]){"ok", "partial", "shortfall", "refused", "error"},
                 (const uint64_t[]){s.reservations_ok, s.reservations_partial, s.reservations_shortfall,

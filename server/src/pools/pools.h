@@ -91,6 +91,15 @@ struct pools_config {
  * marker (and never removes the marker itself). */
 #define POOLS_DIR_MARKER ".hpwarm-pool-dir"
 
+/* The directory inside each pool directory where stock files live (ready,
+ * refilling, released and being zeroed): mode 0700 and the daemon's, so no
+ * other process can reach a name in it, not even for an O_PATH descriptor.
+ * On the same mount as the pools, so a hand-out is one rename(2) out of it.
+ * A name no pool or stock file can have (they start with a letter, a digit
+ * or POOL_STOCK_PREFIX). */
+#define POOLS_STOCK_DIR ".stock"
+_Static_assert(sizeof("/" POOLS_STOCK_DIR) <= POOL_STOCK_DIR_ROOM, "pool_state.h leaves room for it");
+
 /* Check that DIR is (or, when missing, can be created as) a directory on a
  * hugetlbfs mount whose page size is PAGE_SIZE, and that it is ours; creates
  * it (mode 0750, group GID unless (gid_t)-1) inside the mount when missing.
@@ -337,6 +346,12 @@ struct pools_stats {
         uint64_t stock_recycle_kept, stock_recycled, stock_recycled_bytes, stock_recycle_discarded;
         double stock_recycle_seconds_sum;
         uint64_t stock_recycle_seconds_buckets[METRICS_DURATION_BUCKETS + 1];
+        /* The recycle thread's holder scans of released files (every
+         * process's descriptors, looking for the file's), and the time
+         * they took: off every request's path, shown so an operator sees
+         * what a crowded host costs there. */
+        uint64_t stock_holder_scans;
+        double stock_holder_scan_seconds_sum;
         /* Journal saves that succeeded: with the directory fsync (what must
          * outlive a reboot changed), and without it (pool rows only). */
         uint64_t journal_saves_full, journal_saves_light;

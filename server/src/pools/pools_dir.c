@@ -22,6 +22,8 @@
 
 /* Our directory: the VMM's group may list it, nobody else. */
 #define POOL_DIR_MODE 0750
+/* The stock directory in it: the daemon's alone, not even searchable. */
+#define STOCK_DIR_MODE 0700
 
 static int check_statfs(const char *path, uint64_t page_size)
 {
@@ -199,12 +201,42 @@ int pools_check_mount(const char *dir, uint64_t page_size, gid_t gid)
         return pools_prepare_dir(dir, page_size, gid, true);
 }
 
-static bool has_record(struct pools *p, const char *dir, const char *name)
+int pools_prepare_stock_dir(const char *dir, char **ret)
 {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        if (asprintf(&path, "%s/%s", dir, POOLS_STOCK_DIR) < 0)
+                return -ENOMEM;
+        if (mkdir(path, STOCK_DIR_MODE) < 0 && errno != EEXIST)
+                return -errno;
+        /* Whatever was there: a directory (no link followed), made ours
+         * and closed to everyone else through its own descriptor. */
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ELOOP ? -ENOTDIR : -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if ((st.st_uid != geteuid() || st.st_gid != getegid()) && fchown(fd, geteuid(), getegid()) < 0)
+                return -errno;
+        if ((st.st_mode & 07777) != STOCK_DIR_MODE && fchmod(fd, STOCK_DIR_MODE) < 0)
+                return -errno;
+        *ret = TAKE_PTR(path);
+        return 0;
+}
+
+/* Whether a row of PAGE_SIZE owns the file NAME in its pool directory
+ * (STOCK false) or its stock directory (STOCK true): a stock name in the
+ * pool directory (where stock files lived before POOLS_STOCK_DIR) or a
+ * pool's name in the stock directory is no row's. */
+static bool has_record(struct pools *p, uint64_t page_size, bool stock, const char *name)
+{
+        if ((name[0] == POOL_STOCK_PREFIX) != stock)
+                return false;
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 const struct pool_record *r = &p->reg.pools[i]->rec;
-                const char *d = pools_mount_dir(p, r->page_size);
-                if (d && strcmp(d, dir) == 0 && strcmp(r->name, name) == 0)
+                if (r->page_size == page_size && strcmp(r->name, name) == 0)
                         return true;
         }
         return false;
@@ -213,6 +245,7 @@ static bool has_record(struct pools *p, const char *dir, const char *name)
 /* A file in one of our directories that no record owns. */
 struct orphan {
         size_t mount;
+        bool stock;             /* in the mount's stock directory */
         char name[POOL_NAME_MAX + 1];
         uint64_t bytes;
 };
@@ -253,8 +286,10 @@ void pools_remove_orphans(struct pools *p)
         unsigned unreadable = 0;
         int r;
 
-        for (size_t m = 0; m < p->cfg.n_mounts; m++) {
-                const char *dir = p->mount_dirs[m];
+        for (size_t k = 0; k < 2 * p->cfg.n_mounts; k++) {
+                size_t m = k / 2;
+                bool stock = k % 2;
+                const char *dir = stock ? p->stock_dirs[m] : p->mount_dirs[m];
                 DIR *d = opendir(dir);
                 struct dirent *de;
                 struct stat st;
@@ -264,8 +299,9 @@ void pools_remove_orphans(struct pools *p)
                         continue;
                 }
                 /* pools_new checked the marker; never sweep a directory
-                 * that lost it since. */
-                if (fstatat(dirfd(d), POOLS_DIR_MARKER, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                 * that lost it since (the stock directory is in it). */
+                if (fstatat(dirfd(d), stock ? "../" POOLS_DIR_MARKER : POOLS_DIR_MARKER, &st,
+                            AT_SYMLINK_NOFOLLOW) < 0) {
                         log_warn("pools: %s has no %s; not removing unrecorded files", dir, POOLS_DIR_MARKER);
                         closedir(d);
                         continue;
@@ -277,7 +313,7 @@ void pools_remove_orphans(struct pools *p)
                         if (!pool_name_valid(de->d_name) && !pool_stock_name_valid(de->d_name))
                                 continue;
                         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-                            !S_ISREG(st.st_mode) || has_record(p, dir, de->d_name))
+                            !S_ISREG(st.st_mode) || has_record(p, p->cfg.mounts[m].page_size, stock, de->d_name))
                                 continue;
                         if (n == cap) {
                                 size_t c = cap ? 2 * cap : 16;
@@ -294,7 +330,8 @@ void pools_remove_orphans(struct pools *p)
                                 }
                                 cap = c;
                         }
-                        orphans[n] = (struct orphan){ .mount = m, .bytes = (uint64_t)st.st_blocks * 512 };
+                        orphans[n] = (struct orphan){ .mount = m, .stock = stock,
+                                                      .bytes = (uint64_t)st.st_blocks * 512 };
                         snprintf(orphans[n].name, sizeof(orphans[n].name), "%.*s", POOL_NAME_MAX, de->d_name);
                         files[n] = (struct owner_file){ .dev = st.st_dev, .ino = st.st_ino };
                         n++;
@@ -309,7 +346,8 @@ void pools_remove_orphans(struct pools *p)
                 for (size_t i = 0; i < n; i++)
                         files[i].mapped = false;        /* the lease alone decides */
         for (size_t i = 0; i < n; i++) {
-                const char *dir = p->mount_dirs[orphans[i].mount];
+                const char *dir = orphans[i].stock ? p->stock_dirs[orphans[i].mount]
+                                                   : p->mount_dirs[orphans[i].mount];
                 char path[PATH_MAX];
                 int dfd, q;
 

@@ -214,54 +214,10 @@ int pools_file_hand_to_vm(struct pools *p, int fd, bool owned, uint32_t uid, uin
         return fchmod(fd, POOL_FILE_MODE) < 0 ? -errno : 0;
 }
 
-/* The processes that matter for an O_PATH descriptor of the file at ST:
- * those that could reopen it as it is now, and as a hand-out to the pool
- * group would make it (a released or stock file is 0600, the daemon's,
- * until then), and ALSO's.  A file handed to one user (file_uid) is asked
- * again as that user's at its hand-out. */
-static size_t who_could_open(const struct pools *p, const struct stat *st, const struct owner_access *also,
-                             struct owner_access *who)
+int pools_file_held(int fd, char *detail, size_t size)
 {
-        who[0] = (struct owner_access){ st->st_uid, st->st_gid, st->st_mode & 0777 };
-        who[1] = (struct owner_access){ geteuid(), p->cfg.pool_gid != (gid_t)-1 ? p->cfg.pool_gid : getegid(),
-                                        POOL_FILE_MODE };
-        if (!also)
-                return 2;
-        who[2] = *also;
-        return 3;
-}
-
-/* The walk of every process (maps and descriptors), for where the lease or
- * the index cannot be had.  LEASE: owner_lease_alone's answer. */
-static int held_by_walk(struct pools *p, const struct stat *st, int lease, char *detail, size_t size)
-{
-        struct owner_file f = { .dev = st->st_dev, .ino = st->st_ino };
-        unsigned unreadable = 0;
-        int r = owner_scan_held(p->proc_root, getpid(), &f, 1, &unreadable);
-
-        if (r < 0) {
-                snprintf(detail, size, "cannot list the processes in %s: %s", p->proc_root, strerror(-r));
-                return r;
-        }
-        if (f.mapped || f.opened) {
-                snprintf(detail, size, "a process %s it", f.mapped ? "maps" : "holds a descriptor of");
-                return 1;
-        }
-        if (lease < 0 && unreadable) {
-                snprintf(detail, size, "no write lease (%s) and %u processes cannot be looked into",
-                         strerror(-lease), unreadable);
-                return -EPERM;
-        }
-        return 0;
-}
-
-int pools_file_held(struct pools *p, int fd, bool scan, const struct owner_access *also, char *detail,
-                    size_t size)
-{
-        struct owner_file f;
-        struct owner_access who[3];
         struct stat st;
-        int lease, r;
+        int lease;
 
         if (fstat(fd, &st) < 0)
                 return -errno;
@@ -275,20 +231,55 @@ int pools_file_held(struct pools *p, int fd, bool scan, const struct owner_acces
                 snprintf(detail, size, "another open file of it exists (its write lease was refused)");
                 return 1;
         }
-        if (!scan)
-                return 0;       /* no lease here: the scan that follows decides */
-        if (lease < 0 || !p->creds || strcmp(p->proc_root, "/proc") != 0)
-                return held_by_walk(p, &st, lease, detail, size);
-        /* No other open file: what is left is an O_PATH descriptor, which
-         * only a process allowed to open the file can reopen. */
+        /* lease < 0: none can be had here; the holder scan (which then
+         * walks every process's maps too) decides. */
+        return 0;
+}
+
+/* Every process the daemon could have to fear: whatever the file's owner,
+ * group and mode now or at its next hand-out (a mode anyone could open
+ * matches every process the index knows, which is every process but
+ * root's). */
+static const struct owner_access ANYONE = { 0, 0, 0666 };
+
+int pools_file_scan_holders(struct pools *p, int fd, char *detail, size_t size, unsigned *ret_looked)
+{
+        unsigned looked = 0, unreadable = 0;
+        struct owner_file f;
+        struct stat st;
+        int r;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
         f = (struct owner_file){ .dev = st.st_dev, .ino = st.st_ino };
-        r = owner_creds_scan(p->creds, getpid(), who, who_could_open(p, &st, also, who), &f, NULL);
-        if (r < 0) {
-                snprintf(detail, size, "cannot look into a process that could open it: %s", strerror(-r));
-                return r;
+        if (p->creds && strcmp(p->proc_root, "/proc") == 0) {
+                r = owner_creds_scan(p->creds, getpid(), &ANYONE, 1, &f, &looked);
+                if (r < 0) {
+                        snprintf(detail, size, "cannot look into a process: %s", strerror(-r));
+                        return r;
+                }
+        } else {
+                /* Without the index: every process's maps and descriptors
+                 * (the maps answer where no lease could be had). */
+                r = owner_scan_held(p->proc_root, getpid(), &f, 1, &unreadable);
+                if (r < 0) {
+                        snprintf(detail, size, "cannot list the processes in %s: %s", p->proc_root,
+                                 strerror(-r));
+                        return r;
+                }
+                /* Another open file there is the lease's to see; where no
+                 * lease can be had either, an unreadable process could
+                 * map it. */
+                if (unreadable && !f.mapped && !f.opened && (r = owner_lease_alone(fd)) < 0) {
+                        snprintf(detail, size, "no write lease (%s) and %u processes cannot be looked into",
+                                 strerror(-r), unreadable);
+                        return -EPERM;
+                }
         }
-        if (f.opened) {
-                snprintf(detail, size, "a process that could open it holds a descriptor of it (O_PATH)");
+        if (ret_looked)
+                *ret_looked = looked;
+        if (f.mapped || f.opened) {
+                snprintf(detail, size, "a process %s it", f.mapped ? "maps" : "holds a descriptor (O_PATH) of");
                 return 1;
         }
         return 0;

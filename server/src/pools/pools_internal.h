@@ -92,6 +92,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "elastic.h"
 #include "engine.h"
@@ -135,12 +136,13 @@ struct pool {
         dev_t file_dev;               /* holder: the file at `path` we made or found at start; */
         ino_t file_ino;               /*   0 = not known (no file) */
         bool file_check_due;          /* lock: a GET saw the file changed; upkeep re-checks it */
-        bool recycle_wait_logged;     /* upkeep thread: "still mapped, waits" said for this row */
-        /* A dirty row of a pool that was one user's (file_uid): that
-         * user's processes are looked into before it is zeroed (in memory
-         * only: after a restart its hand-out's check covers them). */
-        bool have_prev_owner;
-        struct owner_access prev_owner;
+        bool recycle_wait_logged;     /* recycle thread: "still held, waits" said for this row */
+        /* lock: a dirty or recycling row's file, as (file_dev, file_ino),
+         * was looked for in every process's descriptors after it entered
+         * the stock directory, and none held it (pools_recycle.c): from
+         * then on no other process can take one, so it is never asked
+         * again. */
+        bool holder_scan_clear;
         /* The row as the journal holds it, so a save writes only the rows
          * that differ (pools_save).  Written under save.lock and lock both,
          * read under either. */
@@ -269,13 +271,18 @@ struct pools_stock {
         uint64_t next_refill_ns;      /* upkeep thread: a refill deferred until then, 0 = none */
 };
 
-/* Recycling released pools into the stock (pools_recycle.c). */
+/* Recycling released pools into the stock (pools_recycle.c), on a thread
+ * of its own ("hpw-recycle"): its holder scan reads the descriptors of
+ * every process, which costs tens of milliseconds on a crowded host and
+ * must delay neither a request nor the upkeep thread's job completions. */
 struct pools_recycle {
+        pthread_t thread;
+        pthread_cond_t kick;          /* with reg.lock: wakes the recycle thread */
+        bool started, stopping;       /* reg.lock */
         unsigned seq;                 /* reg.lock: numbers the stock names of recycled files */
         bool due;                     /* reg.lock: a dirty row appeared; look at once */
-        uint64_t next_ns;             /* upkeep thread: CLOCK_MONOTONIC of the next mapped check, 0 = none */
+        uint64_t next_ns;             /* recycle thread: CLOCK_MONOTONIC of the next holder check, 0 = none */
         uint64_t interval_ns;         /* set at pools_new */
-        bool warned_unreadable; /* upkeep thread */
 };
 
 /* Elastic policies (pools_elastic.c, pools_policy.c): one row per (node,
@@ -309,6 +316,7 @@ struct pools {
         char *boot_id_path;
         char *proc_root;
         char *mount_dirs[TOPO_MAX_PAGE_SIZES];
+        char *stock_dirs[TOPO_MAX_PAGE_SIZES]; /* mount_dirs[i]/POOLS_STOCK_DIR */
         char boot_id[40];
         unsigned max_pools;
         struct owner_watch *owners;   /* pidfds of owner processes (owner.h) */
@@ -332,6 +340,12 @@ struct pools {
 int64_t pools_now_unix(void);
 /* The pool directory of PAGE_SIZE (constant after pools_new; no lock). */
 const char *pools_mount_dir(const struct pools *p, uint64_t page_size);
+/* Its stock directory (POOLS_STOCK_DIR inside it), likewise. */
+const char *pools_stock_dir(const struct pools *p, uint64_t page_size);
+/* Where the file of a row named NAME of PAGE_SIZE lives, into BUF: the
+ * stock directory for a stock name, the pool directory for a pool's.  0, or
+ * -ENOENT (no directory of that page size) or -ENAMETOOLONG. */
+int pools_path_of(const struct pools *p, uint64_t page_size, const char *name, char *buf, size_t size);
 /* CLOCK_BOOTTIME expiry (ns) of a ready, unclaimed pool with a TTL; 0 = none. */
 uint64_t pools_rec_expires_boot_ns(const struct pool_record *r);
 /* NAME's row (not one being removed), or NULL: one index probe. */
@@ -413,21 +427,21 @@ int pools_rename_noreplace(const char *from, const char *to);
  * on success POOL->fd is open and file_dev/file_ino name the file (what the
  * file-changed checks compare).  0, or -errno with ERR set and no file left. */
 int pools_create_file(struct pools *p, struct pool *pool, uint64_t size, bool stock, struct problem *err);
-/* Who holds the file FD (ours, not yet or no longer a VM's): 0 nobody else;
- * 1 another open file of it exists (its write lease is refused: any
- * descriptor but O_PATH, any mapping, in any process), or, with SCAN, a
- * process that could open it as it is now or as a hand-out to the pool
- * group makes it holds a descriptor of it (O_PATH included; ours left
- * out); -EMLINK it has another hard link; other -errno cannot tell.
- * DETAIL says which.  The cost does not grow with the host's processes:
- * two syscalls, and with SCAN only the matching processes' /proc/PID/fd
- * (p->creds says which).  Where the lease or the index cannot be had, SCAN
- * walks every process's maps and descriptors instead.  ALSO (or NULL):
- * one more owner whose processes count (a released pool's user).  Without
- * SCAN only the link count and the lease are asked.  Asked before a file is zeroed
- * and at each hand-out. */
-int pools_file_held(struct pools *p, int fd, bool scan, const struct owner_access *also, char *detail,
-                    size_t size);
+/* Whether another open file or name reaches the file FD (ours, not yet or
+ * no longer a VM's): 0 none; 1 another open file of it exists (its write
+ * lease is refused: any descriptor but O_PATH, any mapping, in any
+ * process); -EMLINK it has another hard link; other -errno cannot tell.
+ * DETAIL says which.  Two syscalls, whatever the host runs: asked at each
+ * hand-out and before a released file is zeroed. */
+int pools_file_held(int fd, char *detail, size_t size);
+/* Whether a process other than the daemon holds a descriptor of the file
+ * FD (O_PATH included, which no lease sees): 0 none, 1 one does, -errno
+ * cannot tell (DETAIL says which).  Looks into every process but root's
+ * (p->creds, by the kernel's process events; where those cannot be had,
+ * every process's maps and descriptors are walked), so its cost grows with
+ * the host's descriptors: asked once per released file, on the recycle
+ * thread, never on a request's path.  *RET_LOOKED: processes looked into. */
+int pools_file_scan_holders(struct pools *p, int fd, char *detail, size_t size, unsigned *ret_looked);
 /* A file outside a VM's hands (stock, dirty, recycling, a pool on its way
  * out): the daemon's alone. */
 #define POOL_FILE_PRIVATE_MODE 0600
@@ -476,6 +490,10 @@ uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, ui
  * (UINT64_MAX: no limit, or none this daemon can read).  No lock. */
 uint64_t pools_mount_room(struct pools *p, uint64_t page_size);
 int pools_prepare_dir(const char *dir, uint64_t page_size, gid_t gid, bool check_fs);
+/* The stock directory in the pool directory DIR (pools.h POOLS_STOCK_DIR),
+ * made or made ours: a directory (no link), the daemon's user and group,
+ * mode 0700.  Its path into *RET (caller frees).  0 or -errno. */
+int pools_prepare_stock_dir(const char *dir, char **ret);
 void pools_remove_orphans(struct pools *p);
 
 /* ---- 1: owners (pools_claim.c) ---- */
@@ -555,10 +573,14 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
  * pools_remove.  Same returns as pools_remove; on 0, POOL is no longer the
  * caller's (removed, or a free dirty row). */
 int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why, bool recycle);
-/* Upkeep thread: start the zeroing of dirty rows no process maps (and of
- * recycling rows without a job: interrupted), remove those whose file
- * changed or has holes.  No lock held. */
-void pools_recycle_upkeep(struct pools *p);
+/* The recycle thread ("hpw-recycle"): it starts the zeroing of dirty rows
+ * nobody holds (and of recycling rows without a job: interrupted), and
+ * removes those whose file changed, has holes or another link.  Started
+ * and stopped with the upkeep thread (pools_start_upkeep,
+ * pools_stop_upkeep); pools_recycle_kick (takes reg.lock) wakes it. */
+int pools_recycle_start(struct pools *p);
+void pools_recycle_stop(struct pools *p);
+void pools_recycle_kick(struct pools *p);
 /* A recycle's zero job ended as JOB_DONE: save NEXT ("stock") before the
  * row can be handed out; a save that fails removes the file instead (not
  * at SHUTDOWN: it stays recycling, redone at the next start).  POOL busy;

@@ -323,6 +323,12 @@ int pools_new(const struct pools_config *cfg, struct pools **ret)
                                 !cfg->skip_mount_check);
                 if (r < 0)
                         goto fail;
+                r = pools_prepare_stock_dir(p->mount_dirs[i], &p->stock_dirs[i]);
+                if (r < 0) {
+                        log_err("pools: cannot make %s/%s the daemon's alone: %s", p->mount_dirs[i],
+                                POOLS_STOCK_DIR, strerror(-r));
+                        goto fail;
+                }
         }
         r = owner_watch_new(pools_on_owner_exit, p, &p->owners);
         if (r < 0)
@@ -428,8 +434,10 @@ void pools_free(struct pools *p)
         pools_mutex_destroy(&p->obs.lock);
         pools_mutex_destroy(&p->reg.lock);
         pools_mutex_destroy(&p->wake.lock);
-        for (size_t i = 0; i < TOPO_MAX_PAGE_SIZES; i++)
+        for (size_t i = 0; i < TOPO_MAX_PAGE_SIZES; i++) {
                 free(p->mount_dirs[i]);
+                free(p->stock_dirs[i]);
+        }
         free(p->state_dir);
         free(p->boot_id_path);
         free(p->proc_root);

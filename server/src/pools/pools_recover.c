@@ -420,7 +420,8 @@ static int load_journal(struct pools *p, bool *ret_rebooted)
                 }
                 ready_stamp(&pool->rec);
                 if (dir)
-                        snprintf(pool->path, sizeof(pool->path), "%s/%s", dir, pool->rec.name);
+                        (void)pools_path_of(p, pool->rec.page_size, pool->rec.name, pool->path,
+                                            sizeof(pool->path));
         }
         journal_free(j);
         return 0;

@@ -7,15 +7,16 @@
  * fresh stock name, stays as a "dirty" stock row.  Its pages never go back
  * to the kernel.
  *
- * The upkeep thread then looks, every recycle_check_ms, whether any process
- * still holds a dirty file (pools_file_held, below).  A mapped file is
- * never touched: it is a live VM's memory.  Once nobody maps
- * it, and only if it is still the file we renamed at its size with every
- * page present (zeroing through a hole would take a fresh page from the
- * kernel), the row is saved as "recycling" before any byte is written, and
- * a JOB_ZERO engine job at low priority zeroes it on the node's pinned
- * workers with non-temporal stores.  When the job is done the row is saved
- * as "stock", and only then can it be handed out.
+ * The recycle thread ("hpw-recycle", below) then looks, every
+ * recycle_check_ms while a dirty file waits, whether anything still holds
+ * it.  A mapped file is never touched: it is a live VM's memory.  Once
+ * nobody holds it, and only if it is still the file we renamed at its size
+ * with every page present (zeroing through a hole would take a fresh page
+ * from the kernel), the row is saved as "recycling" before any byte is
+ * written, and a JOB_ZERO engine job at low priority zeroes it on the
+ * node's pinned workers with non-temporal stores.  When the job is done
+ * (the upkeep thread collects it) the row is saved as "stock", and only
+ * then can it be handed out.
  *
  * The security invariant this keeps: a file handed to a VM was either
  * freshly populated by the kernel or fully zeroed by a recycle the journal
@@ -24,17 +25,19 @@
  * "recycling" row is zeroed again from the start and a "dirty" one waits
  * for no mapper again (pools_recover.c), neither is ever handed out.
  *
- * A released file is made mode 0600 before anything else, so no new
- * unprivileged open can start; what was opened before is looked for.  The
- * check before zeroing (pools_file_held, pools_file.c) wants nobody to hold
- * the file: its write lease granted (the kernel refuses it while another
- * open file of the inode exists, a mapping's included, in any process), no
- * O_PATH descriptor in a process that could open it once handed out
- * (owner_creds: the pool group's, by the kernel's process events; where
- * those cannot be had, every process's maps and descriptors are walked),
- * and one link.  A holder means "wait";
- * a second link means the file is discarded (another name reaches its
- * pages: it is never zeroed into the stock and handed out). */
+ * Why a hand-out asks no process anything (docs/ARCHITECTURE.md, Holder
+ * check): a released file is made mode 0600 first (no new unprivileged
+ * open), then renamed into the stock directory (pools.h POOLS_STOCK_DIR,
+ * mode 0700: no other process can resolve a name in it, not even for an
+ * O_PATH descriptor).  From then on no process but root's can take a new
+ * descriptor of it; what was taken before is what the recycle thread looks
+ * for, once: its write lease (refused while another open file of it
+ * exists, a mapping's included, in any process), one link, and then every
+ * process's descriptors (O_PATH ones, which no lease sees).  A holder
+ * means "wait"; a second link means the file is discarded (another name
+ * reaches its pages: it is never zeroed into the stock and handed out).
+ * That scan costs what the host's descriptors cost to read, which is why
+ * it runs here, on a thread of its own, and never on a request's path. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -119,8 +122,9 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
          * before the rename leaves that row without its file (dropped at
          * start) and the pool's file unrecorded (an orphan, removed unless
          * mapped): nothing leaks, nothing dirty is handed out. */
-        snprintf(path, sizeof(path), "%s/%s", dir, name);
-        if (rename(pool->path, path) < 0) {
+        /* Into the stock directory, where no other process can take a new
+         * descriptor of it: what holds it now is all that ever will. */
+        if (pools_path_of(p, pool->rec.page_size, name, path, sizeof(path)) < 0 || rename(pool->path, path) < 0) {
                 /* The dirty row would name a file that is not there: the
                  * pool takes its own record back and the release goes on
                  * without recycling.  Should the file not go either (a
@@ -140,11 +144,8 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
         }
 
         pools_lock(&p->reg.lock);
-        /* Its user's processes could hold an O_PATH descriptor that a
-         * hand-out back to that user would let them reopen. */
-        pool->have_prev_owner = pool->rec.file_owned;
-        pool->prev_owner = (struct owner_access){ pool->rec.file_uid, pool->rec.file_gid, 0600 };
         pools_apply_rec(p, pool, &next);
+        pool->holder_scan_clear = false;
         pool->pending = NULL;
         pool->release_due = RELEASE_NONE;
         pool->retry_at = 0;
@@ -163,10 +164,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
                  old_name, name);
         pools_release(p, pool);
         /* Only now that it is free: a look before would skip it. */
-        pools_lock(&p->reg.lock);
-        p->recycle.due = true;
-        pools_unlock(&p->reg.lock);
-        pools_kick(p);
+        pools_recycle_kick(p);
         return 0;
 }
 
@@ -232,8 +230,10 @@ static void start_zeroing(struct pools *p, struct pool *pool)
         }
         /* A file of a release from before files were made private. */
         (void)pools_file_private_fd(fd);
-        r = pools_file_held(p, fd, true, pool->have_prev_owner ? &pool->prev_owner : NULL, detail,
-                            sizeof(detail));
+        /* The holder scan found no descriptor of it (pools_recycle_upkeep);
+         * what is left to ask costs two syscalls: no other open file (a
+         * root process's, or a mapping's), one link. */
+        r = pools_file_held(fd, detail, sizeof(detail));
         if (r == -EMLINK) {
                 /* Another name reaches its pages: never zeroed into the
                  * stock (whoever made the link keeps what it holds). */
@@ -284,20 +284,26 @@ static void start_zeroing(struct pools *p, struct pool *pool)
         log_info("pools: recycling stock file %s: zeroing %" PRIu64 " bytes on node %d", pool->rec.name,
                  pool->rec.size_bytes, pool->rec.node);
         pools_release(p, pool);
+        /* A job that ended while the row was still busy here was skipped
+         * by the upkeep thread, which collects it: look again now. */
+        pools_kick(p);
 }
 
 struct waiting {
         char name[POOL_NAME_MAX + 1];
+        char path[POOL_PATH_MAX];
         enum pool_state state;
+        dev_t dev;
+        ino_t ino;
+        bool clear;             /* its holder scan found nobody */
 };
 
 /* Rows waiting to be zeroed: dirty ones, and recycling ones without a job
- * (interrupted by a restart or a failed save).  FILES gets their files.
- * *RET_BUSY: some were held by another thread (look again later). */
-static size_t collect_waiting(struct pools *p, struct waiting **ret, struct owner_file **ret_files, bool *ret_busy)
+ * (interrupted by a restart or a failed save).  *RET_BUSY: some were held
+ * by another thread (look again later). */
+static size_t collect_waiting(struct pools *p, struct waiting **ret, bool *ret_busy)
 {
         struct waiting *w = NULL;
-        struct owner_file *f = NULL;
         size_t n = 0;
 
         pools_lock(&p->reg.lock);
@@ -311,40 +317,97 @@ static size_t collect_waiting(struct pools *p, struct waiting **ret, struct owne
                         *ret_busy |= o->hold != POOL_REMOVING;
                         continue;
                 }
-                if (!w) {
-                        w = calloc(p->reg.n_pools, sizeof(*w));
-                        f = calloc(p->reg.n_pools, sizeof(*f));
-                        if (!w || !f)
-                                break;
-                }
+                if (!w && !(w = calloc(p->reg.n_pools, sizeof(*w))))
+                        break;
                 snprintf(w[n].name, sizeof(w[n].name), "%s", o->rec.name);
+                snprintf(w[n].path, sizeof(w[n].path), "%s", o->path);
                 w[n].state = o->rec.state;
-                f[n].dev = o->file_dev;
-                f[n].ino = o->file_ino;
+                w[n].dev = o->file_dev;
+                w[n].ino = o->file_ino;
+                w[n].clear = o->holder_scan_clear;
                 n++;
         }
         pools_unlock(&p->reg.lock);
-        if (!n || !w || !f) {
-                free(w);
-                free(f);
-                w = NULL;
-                f = NULL;
+        if (!w)
                 n = 0;
-        }
         *ret = w;
-        *ret_files = f;
         return n;
 }
 
-void pools_recycle_upkeep(struct pools *p)
+/* Say once per row why it waits. */
+static void say_waits(struct pools *p, const char *name, const char *why)
+{
+        struct pool *pool;
+        bool said = true;
+
+        pools_lock(&p->reg.lock);
+        pool = pools_find(p, name);
+        if (pool) {
+                said = pool->recycle_wait_logged;
+                pool->recycle_wait_logged = true;
+        }
+        pools_unlock(&p->reg.lock);
+        if (!said)
+                log_info("pools: stock file %s is not recycled yet: %s; it is recycled once none holds it", name,
+                         why);
+}
+
+/* W's file, in the stock directory since its release: does another open
+ * file, another name or any process's descriptor reach it?  The scan
+ * reads every process's descriptors (tens of milliseconds among a few
+ * hundred VMs), holding no lock and no row: a descriptor it does not find
+ * cannot appear later (nothing but the daemon can resolve a name in the
+ * stock directory), so its answer stays true, and the row is marked so it
+ * is never scanned again.  True when the row may be zeroed now (or has a
+ * second link, which start_zeroing discards). */
+static bool nobody_holds(struct pools *p, const struct waiting *w)
+{
+        char detail[POOL_ERROR_DETAIL_MAX];
+        _cleanup_close_ int fd = -1;
+        struct pool *pool;
+        unsigned looked = 0;
+        struct stat st;
+        uint64_t t0;
+        int r;
+
+        if (w->clear)
+                return true;
+        fd = open(w->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != w->dev || st.st_ino != w->ino)
+                return true;    /* gone or replaced: start_zeroing says so and discards it */
+        r = pools_file_held(fd, detail, sizeof(detail));
+        if (r == -EMLINK)
+                return true;
+        if (r != 0) {
+                say_waits(p, w->name, detail);
+                return false;
+        }
+        t0 = now_mono_ns();
+        r = pools_file_scan_holders(p, fd, detail, sizeof(detail), &looked);
+        pools_lock(&p->reg.lock);
+        p->reg.stats.stock_holder_scans++;
+        p->reg.stats.stock_holder_scan_seconds_sum += (double)(now_mono_ns() - t0) / (double)NS_PER_SEC;
+        pool = pools_find(p, w->name);
+        if (r == 0 && pool && pool->file_dev == w->dev && pool->file_ino == w->ino)
+                pool->holder_scan_clear = true;
+        pools_unlock(&p->reg.lock);
+        if (r != 0) {
+                say_waits(p, w->name, detail);
+                return false;
+        }
+        log_debug("pools: stock file %s: no process holds it (%u processes looked into, %.1f ms)", w->name,
+                  looked, (double)(now_mono_ns() - t0) / 1e6);
+        return true;
+}
+
+/* One look at the rows waiting to be zeroed, when one is due (a release,
+ * a start) or the last look left some waiting. */
+static void recycle_look(struct pools *p)
 {
         _cleanup_free_ struct waiting *w = NULL;
-        _cleanup_free_ struct owner_file *files = NULL;
         uint64_t now = now_mono_ns();
-        unsigned unreadable = 0;
         bool due, busy;
         size_t n;
-        int r;
 
         pools_lock(&p->reg.lock);
         due = p->recycle.due;
@@ -352,55 +415,97 @@ void pools_recycle_upkeep(struct pools *p)
         if (!due && (!p->recycle.next_ns || now < p->recycle.next_ns))
                 return;
         p->recycle.next_ns = 0;
-        n = collect_waiting(p, &w, &files, &busy);
-        /* Look again later whatever happens now: a mapped file waits, and a
+        n = collect_waiting(p, &w, &busy);
+        /* Look again later whatever happens now: a held file waits, and a
          * row that was busy is looked at then. */
         if (n || busy)
                 p->recycle.next_ns = now + p->recycle.interval_ns;
-        if (!n)
-                return;
-        /* With the index, each file's own check (start_zeroing ->
-         * pools_file_held: its lease, its links, the O_PATH descriptors of
-         * the processes that could open it) decides, at a cost that does not
-         * grow with the host's processes; without it, one walk for all. */
-        if (p->creds && strcmp(p->proc_root, "/proc") == 0)
-                r = 0;
-        else
-                r = owner_scan_held(p->proc_root, getpid(), files, n, &unreadable);
-        if (r < 0) {
-                log_warn("pools: cannot list processes in %s to recycle stock files: %s", p->proc_root,
-                         strerror(-r));
-                return;
-        }
-        if (unreadable && !p->recycle.warned_unreadable) {
-                p->recycle.warned_unreadable = true;
-                log_warn("pools: the mappings of %u processes cannot be read (CAP_SYS_PTRACE is needed for "
-                         "other users' processes); a released file only they map would be recycled under them",
-                         unreadable);
-        }
         for (size_t i = 0; i < n; i++) {
                 struct pool *pool;
 
+                if (!nobody_holds(p, &w[i]))
+                        continue;
                 pools_lock(&p->reg.lock);
                 pool = pools_find(p, w[i].name);
                 if (pool && (pool->hold != POOL_FREE || pool->rec.state != w[i].state || pool->job))
                         pool = NULL;
-                if (pool && (files[i].mapped || files[i].opened)) {
-                        bool said = pool->recycle_wait_logged;
-                        pool->recycle_wait_logged = true;
-                        pools_unlock(&p->reg.lock);
-                        if (!said)
-                                log_info("pools: stock file %s is still %s by a process; it is recycled "
-                                         "once none holds it", w[i].name,
-                                         files[i].mapped ? "mapped" : "held open");
-                        continue;
-                }
                 if (pool)
                         pools_set_hold(pool, POOL_BUSY);
                 pools_unlock(&p->reg.lock);
                 if (pool)
                         start_zeroing(p, pool);
         }
+}
+
+/* ---- the recycle thread ---- */
+
+#define RECYCLE_THREAD_NAME "hpw-recycle"
+
+static void *recycle_thread(void *arg)
+{
+        struct pools *p = arg;
+
+        pthread_setname_np(pthread_self(), RECYCLE_THREAD_NAME);
+        for (;;) {
+                recycle_look(p);
+                pools_lock(&p->reg.lock);
+                if (!p->recycle.due && !p->recycle.stopping) {
+                        if (p->recycle.next_ns) {
+                                struct timespec ts = { .tv_sec = (time_t)(p->recycle.next_ns / NS_PER_SEC),
+                                                       .tv_nsec = (long)(p->recycle.next_ns % NS_PER_SEC) };
+                                pools_cond_timedwait(&p->recycle.kick, &p->reg.lock, &ts);
+                        } else {
+                                pools_cond_wait(&p->recycle.kick, &p->reg.lock);
+                        }
+                }
+                bool stop = p->recycle.stopping;
+                pools_unlock(&p->reg.lock);
+                if (stop)
+                        return NULL;
+        }
+}
+
+int pools_recycle_start(struct pools *p)
+{
+        pthread_condattr_t ca;
+        int r;
+
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&p->recycle.kick, &ca);
+        pthread_condattr_destroy(&ca);
+        /* Started under reg.lock: a kick from another thread reads it. */
+        pools_lock(&p->reg.lock);
+        r = -pthread_create(&p->recycle.thread, NULL, recycle_thread, p);
+        p->recycle.started = r == 0;
+        pools_unlock(&p->reg.lock);
+        if (r < 0)
+                pthread_cond_destroy(&p->recycle.kick);
+        return r;
+}
+
+void pools_recycle_stop(struct pools *p)
+{
+        if (!p->recycle.started)
+                return;
+        pools_lock(&p->reg.lock);
+        p->recycle.stopping = true;
+        pthread_cond_signal(&p->recycle.kick);
+        pools_unlock(&p->reg.lock);
+        pthread_join(p->recycle.thread, NULL);
+        pools_lock(&p->reg.lock);
+        p->recycle.started = false;
+        pools_unlock(&p->reg.lock);
+        pthread_cond_destroy(&p->recycle.kick);
+}
+
+void pools_recycle_kick(struct pools *p)
+{
+        pools_lock(&p->reg.lock);
+        p->recycle.due = true;
+        if (p->recycle.started)
+                pthread_cond_signal(&p->recycle.kick);
+        pools_unlock(&p->reg.lock);
 }
 
 /* ---- completion ---- */

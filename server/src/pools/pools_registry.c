@@ -30,6 +30,26 @@ const char *pools_mount_dir(const struct pools *p, uint64_t page_size)
         return NULL;
 }
 
+const char *pools_stock_dir(const struct pools *p, uint64_t page_size)
+{
+        for (size_t i = 0; i < p->cfg.n_mounts; i++)
+                if (p->cfg.mounts[i].page_size == page_size)
+                        return p->stock_dirs[i];
+        return NULL;
+}
+
+int pools_path_of(const struct pools *p, uint64_t page_size, const char *name, char *buf, size_t size)
+{
+        const char *dir = name[0] == POOL_STOCK_PREFIX ? pools_stock_dir(p, page_size)
+                                                       : pools_mount_dir(p, page_size);
+
+        if (!dir)
+                return -ENOENT;
+        if ((size_t)snprintf(buf, size, "%s/%s", dir, name) >= size)
+                return -ENAMETOOLONG;
+        return 0;
+}
+
 uint64_t pools_rec_expires_boot_ns(const struct pool_record *r)
 {
         if (r->state != POOL_READY || r->claimed || r->ttl_seconds == 0)

@@ -379,7 +379,12 @@ static int add_one(struct pools *p, const struct stock_target_record *t)
         pool->rec.page_size = t->page_size;
         pool->rec.size_bytes = t->size_bytes;
         pool->rec.created_at = pool->rec.started_at = pools_now_unix();
-        snprintf(pool->path, sizeof(pool->path), "%s/%s", pools_mount_dir(p, t->page_size), pool->rec.name);
+        /* In the stock directory: no other process can reach it there. */
+        r = pools_path_of(p, t->page_size, pool->rec.name, pool->path, sizeof(pool->path));
+        if (r < 0) {
+                free(pool);
+                return r;
+        }
 
         r = pools_create_file(p, pool, t->size_bytes, true, &err);
         if (r < 0) {
@@ -491,18 +496,20 @@ static void drop_held(struct pools *p, struct pool *pool, const char *why)
                 pools_release(p, pool);
 }
 
-/* Hand the stock file POOL (busy) at OLD_PATH to REQ's name in its
- * directory, written to NEW_PATH (SIZE bytes): one link and its lease
- * granted first (cheap), it gets the pool's owner and mode while still under
- * its stock name (private until then, so nothing could open it), the rename
- * shows it, and then the whole check (pools_file.c: its lease, one link,
- * and no O_PATH descriptor in a process that could open it) is asked of the
- * file as the VM will get it, before the answer: a holder from before is
- * still there to be found, and the processes to look into are those the
- * file's owner, group and mode now admit.  check_registry found
+/* Hand the stock file POOL (busy) at OLD_PATH, in the stock directory, to
+ * REQ's name in the pool directory, written to NEW_PATH (SIZE bytes).
+ * Nothing but the daemon can have reached the file since it entered the
+ * stock directory (mode 0700: no other process can resolve a name in it,
+ * not even for an O_PATH descriptor), and a released file got there only
+ * after the recycle thread found no holder of it in any process
+ * (pools_recycle.c).  So no process is looked into here: one link and its
+ * lease granted (two syscalls: a root process may still have opened it),
+ * it gets the pool's owner and mode while still in the stock directory,
+ * and one rename(2) shows it under the pool's name.  check_registry found
  * no pool of that name and the orphan sweep removed unrecorded files, so a
- * file there would be someone else's: it is never replaced.  False, logged,
- * with POOL released (or removed, if held), when there is no hand-out. */
+ * file there would be someone else's: it is never replaced.  False,
+ * logged, with POOL released (or removed, if held), when there is no
+ * hand-out. */
 static bool rename_to_pool(struct pools *p, struct pool *pool, const struct pool_req *req, const char *old_path,
                            char *new_path, size_t size)
 {
@@ -519,7 +526,7 @@ static bool rename_to_pool(struct pools *p, struct pool *pool, const struct pool
                 pools_release(p, pool);
                 return false;
         }
-        r = pools_file_held(p, fd, false, NULL, why, sizeof(why));
+        r = pools_file_held(fd, why, sizeof(why));
         if (r == 1 || r == -EMLINK) {
                 drop_held(p, pool, why);
                 return false;
@@ -539,14 +546,6 @@ static bool rename_to_pool(struct pools *p, struct pool *pool, const struct pool
                 log_warn("pools: cannot hand out stock file %s as %s: %s", pool->rec.name, req->name,
                          r == -EEXIST ? "a file of that name exists" : strerror(-r));
                 pools_release(p, pool);
-                return false;
-        }
-        r = pools_file_held(p, fd, true, NULL, why, sizeof(why));
-        if (r != 0) {
-                pools_lock(&p->reg.lock);
-                snprintf(pool->path, sizeof(pool->path), "%s", new_path);
-                pools_unlock(&p->reg.lock);
-                drop_held(p, pool, why);
                 return false;
         }
         return true;
@@ -630,13 +629,13 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
                 r = -errno;
                 if (fd >= 0)
                         close(fd);
-                /* Put it back as it was. */
-                if (truncate(new_path, (off_t)old_size) < 0 || rename(new_path, old_path) < 0)
-                        unlink(new_path);
+                /* Removed, not put back: under the pool's name the pool
+                 * group could reach it, so it never goes back to the stock
+                 * (whose files no process can have reached). */
+                pools_file_make_private(new_path);
+                unlink(new_path);
                 problem_raise(err, PROBLEM_POOL_FILE_ERROR, "growing %s: %s", new_path, strerror(-r));
-                if (access(old_path, F_OK) == 0)
-                        pools_release(p, pool);
-                else if (pools_remove(p, pool, RELEASE_NONE) < 0)
+                if (pools_remove(p, pool, RELEASE_NONE) < 0)
                         pools_release(p, pool);
                 pools_undo_growth(p, &growth);
                 return r;

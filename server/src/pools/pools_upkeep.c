@@ -8,8 +8,9 @@
  * them and kicks it), and, when asked to, claimed ones that no process
  * mapped for a while (a sweep over /proc, every unmapped_sweep_ms); a
  * released pool whose stock target is short is kept for recycling instead
- * (pools_recycle.c), whose dirty files the same thread checks for mappers
- * and starts zeroing; and it refills the stock (pools_stock.c).  It sleeps
+ * (pools_recycle.c, whose own thread checks the dirty files for holders
+ * and starts zeroing them; this one collects the zero jobs); and it
+ * refills the stock (pools_stock.c).  It sleeps
  * on a condition variable until the next expiry or sweep or until something
  * kicks it, never polling. */
 #include <errno.h>
@@ -453,7 +454,6 @@ static void *upkeep_thread(void *arg)
                 while (upkeep_one(p, &next_expiry))
                         ;
                 pools_stock_refill(p);
-                pools_recycle_upkeep(p);
                 pools_elastic_upkeep(p);
                 /* The condvar runs on CLOCK_MONOTONIC; convert the
                  * boot-clock expiry to a monotonic deadline (the two differ
@@ -461,8 +461,6 @@ static void *upkeep_thread(void *arg)
                 uint64_t at = p->upkeep.next_sweep_ns;
                 if (p->creds && p->upkeep.next_creds_ns < at)
                         at = p->upkeep.next_creds_ns;
-                if (p->recycle.next_ns && p->recycle.next_ns < at)
-                        at = p->recycle.next_ns;
                 if (p->stock.next_refill_ns && p->stock.next_refill_ns < at)
                         at = p->stock.next_refill_ns;
                 if (p->elastic.next_ns && p->elastic.next_ns < at)
@@ -485,17 +483,22 @@ static void *upkeep_thread(void *arg)
         }
 }
 
+/* The upkeep thread, then the recycle thread (pools_recycle.c). */
 int pools_start_upkeep(struct pools *p)
 {
         int r = -pthread_create(&p->upkeep.thread, NULL, upkeep_thread, p);
 
-        if (r == 0)
-                p->upkeep.started = true;
-        return r;
+        if (r < 0)
+                return r;
+        p->upkeep.started = true;
+        return pools_recycle_start(p);
 }
 
+/* The recycle thread first: it saves and starts jobs, which the upkeep
+ * thread collects. */
 void pools_stop_upkeep(struct pools *p)
 {
+        pools_recycle_stop(p);
         if (!p->upkeep.started)
                 return;
         pools_lock(&p->wake.lock);

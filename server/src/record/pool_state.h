@@ -52,10 +52,13 @@
 #define POOL_ERROR_SLUG_MAX 48
 #define POOL_ERROR_DETAIL_MAX 256
 /* A pool file's path: its pool directory (at most POOL_DIR_MAX bytes, which
- * the daemon checks at start), "/", its name.  Not PATH_MAX: every pool and
- * every view of one carries it, and 4 KiB each was most of a pool's memory. */
+ * the daemon checks at start), "/", its name; a stock file's has its stock
+ * directory between them ("/.stock", POOL_STOCK_DIR_ROOM bytes).  Not
+ * PATH_MAX: every pool and every view of one carries it, and 4 KiB each was
+ * most of a pool's memory. */
 #define POOL_PATH_MAX 512
-#define POOL_DIR_MAX (POOL_PATH_MAX - POOL_NAME_MAX - 2)
+#define POOL_STOCK_DIR_ROOM 8
+#define POOL_DIR_MAX (POOL_PATH_MAX - POOL_NAME_MAX - 2 - POOL_STOCK_DIR_ROOM)
 
 /* Valid pool name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}.  NULL is not.
  * POOL_NAME_RULE says it to a client, wherever a name is refused. */
@@ -70,9 +73,10 @@ bool pool_name_valid(const char *name);
 bool pool_label_valid(const char *label);
 #define POOL_LABEL_RULE "\"label\" is 1 to 128 characters of [A-Za-z0-9:._-], starting with a letter or digit"
 
-/* Stock files live beside pools in the pool directory, named
- * POOL_STOCK_PREFIX then [A-Za-z0-9._-]{1,62}: a first character no pool
- * name can have, so the two never collide.  NULL is not valid. */
+/* Stock files live in the pool directory's stock directory (pools.h
+ * POOLS_STOCK_DIR), named POOL_STOCK_PREFIX then [A-Za-z0-9._-]{1,62}: a
+ * first character no pool name can have, so the two never collide, in the
+ * journal's rows as on disk.  NULL is not valid. */
 #define POOL_STOCK_PREFIX '~'
 bool pool_stock_name_valid(const char *name);
 /* Whether S is a stock state (stock-warming, stock, dirty, recycling): the
