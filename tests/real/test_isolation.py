@@ -32,6 +32,9 @@ SIZE = 4 * MIB
 #   reopen             open the kept descriptor again through /proc/self/fd: as open
 #   link PATH DEST     link(2): "ok" or the errno name
 #   byte PATH          the first byte read through PATH, as a number, or the errno name
+#   list DIR           the names in DIR, or the errno name
+#   under NAME         O_PATH of NAME looked up from the kept descriptor (a directory's):
+#                      "ok" or the errno name
 ATTACKER = r"""
 import ctypes, errno, mmap, os, sys
 ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL: never outlive the test
@@ -62,6 +65,11 @@ for line in sys.stdin:
             out = rw("/proc/self/fd/%d" % kept)
         elif w[0] == "link":
             os.link(w[1], w[2])
+            out = "ok"
+        elif w[0] == "list":
+            out = " ".join(sorted(os.listdir(w[1]))) or "-"
+        elif w[0] == "under":
+            os.close(os.open(w[1], os.O_PATH, dir_fd=kept))
             out = "ok"
         elif w[0] == "byte":
             fd = os.open(w[1], os.O_RDONLY)
@@ -144,26 +152,47 @@ class Isolation(RealKernelCase):
         return g
 
     def test_stock_file_closed_to_the_qemu_user(self):
-        """A ready stock file: the QEMU user can neither open it for
-        writing nor reopen an O_PATH descriptor of it once it is handed out;
-        a held stock file is not handed out (the PUT warms a fresh file), a
-        free one is, and then the QEMU user can use the pool."""
+        """A ready stock file is out of the QEMU user's reach: it can
+        neither open it nor take an O_PATH descriptor of it (by its path,
+        or from a descriptor of the stock directory), nor list the stock
+        directory; the hand-out is then the file itself, and the pool
+        group opens its pool."""
         self.start_with_pages(4)
         self.target(1)
         self.wait_stock_ready(1)
         [name] = self.stock_names()
         path = file_path(self.pool_dir, name)
-        st = os.stat(path)
+        st, dst = os.stat(path), os.stat(os.path.dirname(path))
         self.assertEqual((st.st_mode & 0o777, st.st_uid), (0o600, 0))
+        self.assertEqual((dst.st_mode & 0o7777, dst.st_uid), (0o700, 0), "the stock directory")
         a = self.attacker()
         self.assertEqual(a("open", path), "EACCES", "the QEMU user wrote into a stock file")
-        self.assertEqual(a("opath", path), "ok")    # the directory is searchable: a name is enough
+        self.assertEqual(a("opath", path), "EACCES", "the QEMU user took an O_PATH descriptor of a stock file")
+        self.assertEqual(a("list", os.path.dirname(path)), "EACCES", "the QEMU user listed the stock")
+        self.assertEqual(a("opath", os.path.dirname(path)), "ok")  # the directory itself: a name is enough
+        self.assertEqual(a("under", name), "EACCES", "the QEMU user reached a stock file from its directory")
         p = self.put("vm")
-        self.assertEqual(p["from_stock"], "none", "a stock file some process holds was handed out")
-        self.assertNotEqual(os.stat(p["path"]).st_ino, st.st_ino)
-        self.assertEqual(a("reopen"), "EACCES")
+        self.assertEqual(p["from_stock"], "full")
+        self.assertEqual(os.stat(p["path"]).st_ino, st.st_ino)
         self.assertEqual(a("open", p["path"]), "ok", "the pool group opens its pool")
-        a.stop()
+
+    def test_root_holder_keeps_stock_file(self):
+        """What can still reach a stock file is root's: a root process that
+        maps one keeps it from being handed out (its write lease is
+        refused); the PUT warms a fresh file; free, the next is handed
+        out."""
+        self.start_with_pages(4)
+        self.target(1)
+        self.wait_stock_ready(1)
+        [name] = self.stock_names()
+        path = file_path(self.pool_dir, name)
+        ino = os.stat(path).st_ino
+        g = self.guest(path)
+        p = self.put("vm")
+        self.assertEqual(p["from_stock"], "none", "a stock file some process maps was handed out")
+        self.assertNotEqual(os.stat(p["path"]).st_ino, ino)
+        g.kill()
+        g.wait()
         self.wait_stock_ready(1)
         p = self.put("vm2")
         self.assertEqual(p["from_stock"], "full")
