@@ -230,7 +230,7 @@ static void start_zeroing(struct pools *p, struct pool *pool)
         }
         /* A file of a release from before files were made private. */
         (void)pools_file_private_fd(fd);
-        /* The holder scan found no descriptor of it (pools_recycle_upkeep);
+        /* The holder scan found no descriptor of it (nobody_holds, below);
          * what is left to ask costs two syscalls: no other open file (a
          * root process's, or a mapping's), one link. */
         r = pools_file_held(fd, detail, sizeof(detail));
