@@ -51,6 +51,12 @@
 #define CREDS_ACK_TIMEOUT_MS 1000
 /* Largest event datagram: one nlmsghdr, cn_msg and proc_event. */
 #define CREDS_MSG_MAX 1024
+/* Datagrams one drain reads at most: more than CREDS_RCVBUF can hold at
+ * once, so reaching it means processes fork and exec faster than the
+ * events are applied (a busy build beside the daemon): the drain stops
+ * and reads /proc again rather than chase them for ever, holding the
+ * lock every check waits for. */
+#define CREDS_DRAIN_MAX 16384
 
 struct creds_entry {
         pid_t pid;              /* 0: empty; -1: tombstone */
@@ -273,7 +279,11 @@ static int drain(struct owner_creds *c)
         char buf[CREDS_MSG_MAX] __attribute__((aligned(NLMSG_ALIGNTO)));
         bool lost = false;
 
-        for (;;) {
+        for (unsigned read = 0;; read++) {
+                if (read == CREDS_DRAIN_MAX) {
+                        lost = true;
+                        break;
+                }
                 ssize_t n = recv(c->sock, buf, sizeof(buf), MSG_DONTWAIT);
                 if (n < 0) {
                         if (errno == EINTR)
