@@ -1349,7 +1349,8 @@ BUSY_POOL_GROUP = "kvm"
 # The stock target of the recycle phase: one file handed out while another
 # one recycles.
 BUSY_RECYCLE_COUNT = 2
-# How long a released file may take to be ready in the stock again.
+# How long a released file may take to be ready in the stock again, and
+# any one request of the phase to be answered.
 BUSY_RECYCLE_TIMEOUT_S = 120
 
 
@@ -1415,7 +1416,7 @@ class BusyHost:
     def __init__(self, args, mnt):
         extra = ["--pool-group", args.busy_pool_group] if args.busy_pool_group else []
         self.d = Daemon(args.hpwarmd, os.path.join(mnt, "busy"), 1, extra=extra)
-        self.conn = self.d.connect()
+        self.conn = self.d.connect(timeout=BUSY_RECYCLE_TIMEOUT_S)
 
     def close(self):
         self.conn.close()
@@ -1555,6 +1556,9 @@ def busy_phase(args, mnt, res):
         for _ in range(args.busy_rounds - half):
             out["quiet"].append(h.handout(rnd))
             rnd += 1
+    except BaseException:
+        log("busy host: the daemon's last words:\n" + "\n".join(h.d.log[-30:]))
+        raise
     finally:
         if crowd:
             crowd.stop()
