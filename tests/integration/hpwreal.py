@@ -103,7 +103,7 @@ def gigantic_skip_reason():
     if not os.path.isdir(GIG_NODE0):
         return "node 0 has no hugepages-1048576kB"
     if not MNT_1G:
-        return "guard.sh made no 1 GiB hugetlbfs mount (run it with --gigantic; its line above says why)"
+        return "guard.sh made no 1 GiB hugetlbfs mount (it was run without --gigantic, or its line above says why)"
     base = gig0("nr_hugepages")
     try:
         got = set_gig0(base + GIG_PAGES)
