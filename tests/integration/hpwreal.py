@@ -1,5 +1,6 @@
 """Shared harness for the real-kernel Python tests (test_real_kernel.py and
-tests/real/*.py): node 0's 2 MiB page counts, the daemon on /sys with a
+tests/real/*.py): node 0's 2 MiB page counts (and its 1 GiB ones, with why a
+host cannot test them, for guard.sh --gigantic), the daemon on /sys with a
 private pool directory in guard.sh's hugetlbfs, and the skeleton of the
 kill -9 loops (tests/real/crash_loop.py, tests/real/stock_crash.py).
 
@@ -72,6 +73,60 @@ def guarded_daemon(total, name):
     pool_dir = os.path.join(MNT, "hpwarm-%s-%d" % (name, os.getpid()))
     state = tempfile.mkdtemp(prefix="hpwarm-%s-state-" % name)
     return pool_dir, state, real_daemon(pool_dir, state)
+
+
+# -- 1 GiB pages (tests/real/gigantic.py, tests/qemu/gigantic_boot.py) --
+
+GIG = 1 << 30
+GIG_NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-1048576kB/"
+# guard.sh --gigantic's private hugetlbfs of 1 GiB pages.
+MNT_1G = os.environ.get("HPW_TEST_HUGETLBFS_1G", "")
+# The 1 GiB pages the tests take at most: a host that can hold them runs
+# them, one that cannot skips.
+GIG_PAGES = 2
+
+
+def gig0(leaf):
+    with open(GIG_NODE0 + leaf) as f:
+        return int(f.read().strip())
+
+
+def set_gig0(n):
+    """Ask for N pages of 1 GiB on node 0; what the kernel gave."""
+    with open(GIG_NODE0 + "nr_hugepages", "w") as f:
+        f.write("%d\n" % n)
+    return gig0("nr_hugepages")
+
+
+def gigantic_skip_reason():
+    """Why 1 GiB pages cannot be tested here, or None: outside guard.sh
+    --gigantic, no 1 GiB page size in the kernel or the CPU, or fewer than
+    GIG_PAGES pages reservable on node 0 after trying (the count is put back
+    either way).  The caller prints it and exits 77."""
+    if not MNT:
+        return "not under tests/real/guard.sh"
+    if not os.path.isdir("/sys/kernel/mm/hugepages/hugepages-1048576kB"):
+        return "the kernel has no 1 GiB pages (no /sys/kernel/mm/hugepages/hugepages-1048576kB)"
+    if os.uname().machine == "x86_64":
+        with open("/proc/cpuinfo") as f:
+            flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+        if "pdpe1gb" not in flags:
+            return "the CPU has no pdpe1gb flag (no 1 GiB pages)"
+    if not os.path.isdir(GIG_NODE0):
+        return "node 0 has no hugepages-1048576kB"
+    if not MNT_1G:
+        return "guard.sh made no 1 GiB hugetlbfs mount (it was run without --gigantic, or its line above says why)"
+    base = gig0("nr_hugepages")
+    try:
+        got = set_gig0(base + GIG_PAGES)
+    finally:
+        set_gig0(base)
+    if got < base + GIG_PAGES:
+        return "node 0 could reserve only %d of %d more pages of 1 GiB (the kernel found no more free " \
+               "contiguous gigabytes)" % (got - base, GIG_PAGES)
+    if gig0("nr_hugepages") != base:
+        return "node 0's 1 GiB count did not go back to %d" % base
+    return None
 
 
 def real_daemon(pool_dir, state, *extra, env=None):

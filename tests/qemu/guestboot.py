@@ -11,8 +11,8 @@ outside, for tests/qemu/handoff_boot.py and tests/bench/bench.py.
   wait_ready() waits for init's lines, qmp() speaks QMP, ramblocks() parses
   HMP `info ramblock`, stop() quits (and kills if it must);
 - ram_problems(): why guest RAM is not the given pools, judged from the
-  ramblock list (a block per pool named mem-NAME on 2 MiB pages of the
-  pool's size, and no anonymous pc.ram).
+  ramblock list (a block per pool named mem-NAME on 2 MiB pages, or the
+  page size given, of the pool's size, and no anonymous pc.ram).
 
 Python 3 standard library only."""
 import ctypes
@@ -228,8 +228,9 @@ def parse_ramblocks(text):
     return blocks
 
 
-def ram_problems(blocks, pools):
-    """Why guest RAM is not exactly POOLS ([(name, size_bytes)]): [] when it is."""
+def ram_problems(blocks, pools, psize="2 MiB"):
+    """Why guest RAM is not exactly POOLS ([(name, size_bytes)]) on pages of
+    PSIZE (as `info ramblock` writes it: "2 MiB", "1 GiB"): [] when it is."""
     why = []
     by_name = {b["name"]: b for b in blocks}
     if "pc.ram" in by_name:
@@ -240,8 +241,8 @@ def ram_problems(blocks, pools):
         if not b:
             why.append("no RAM block mem-%s (blocks: %s)" % (name, ", ".join(sorted(by_name))))
             continue
-        if b["psize"] != "2 MiB":
-            why.append("mem-%s is on %s pages, not 2 MiB" % (name, b["psize"]))
+        if b["psize"] != psize:
+            why.append("mem-%s is on %s pages, not %s" % (name, b["psize"], psize))
         if b["used"] != size:
             why.append("mem-%s maps %d bytes, the pool has %d" % (name, b["used"], size))
     return why

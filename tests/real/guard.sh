@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# guard.sh CMD [ARGS...]: run a test that touches the real kernel's hugepages.
+# guard.sh [--gigantic] CMD [ARGS...]: run a test that touches the real
+# kernel's hugepages.
 #
 # - takes one host-wide lock, so no two such tests (from ctest -j, or two
 #   checkouts on one machine) change the counts at the same time;
@@ -7,6 +8,10 @@
 #   when CMD exits, however it exits (failure, signal, crash);
 # - exports HPW_TEST_HUGETLBFS: a private hugetlbfs mount (2 MiB pages) that
 #   is unmounted afterwards, after removing any file left in it;
+# - with --gigantic, also HPW_TEST_HUGETLBFS_1G: a second private hugetlbfs
+#   mount of 1 GiB pages, made and removed the same way, where the host has
+#   that page size (left unset, with a line saying why, where it has not:
+#   the test then says it skips);
 # - exits 77 (ctest "skipped") where hugepages cannot be used at all.
 #
 # Restoring must outlive the guard itself: on TIMEOUT ctest kills the test's
@@ -106,6 +111,12 @@ if [ "${1:-}" = --keep ]; then
         exit 0
 fi
 
+gigantic=
+if [ "${1:-}" = --gigantic ]; then
+        gigantic=1
+        shift
+fi
+
 exec 9>"$lock" || { echo "guard: cannot open $lock" >&2; exit 77; }
 flock 9
 
@@ -124,11 +135,16 @@ if [ -s "$record" ]; then
 fi
 
 mnt=$(mktemp -d /tmp/hpwarm-test-hugetlbfs.XXXXXX)
+mnt1g=
+if [ -n "$gigantic" ] && [ -d "$nodes/node0/hugepages/hugepages-1048576kB" ]; then
+        mnt1g=$(mktemp -d /tmp/hpwarm-test-hugetlbfs-1g.XXXXXX)
+fi
 {
         for f in "$nodes"/node*/hugepages/hugepages-*/nr_hugepages; do
                 echo "count $f $(cat "$f")"
         done
         echo "mount $mnt"
+        [ -z "$mnt1g" ] || echo "mount $mnt1g"
 } >"$record.new" && mv "$record.new" "$record" || { echo "guard: cannot write $record" >&2; exit 1; }
 
 # The keeper: out of the test's process tree (the subshell exits at once),
@@ -152,15 +168,29 @@ restore() {
 trap restore EXIT
 trap 'exit 130' INT TERM
 
-if [ "$fstype" = tmpfs ]; then
-        mount -t tmpfs -o size=16M none "$mnt"
-else
-        mount -t hugetlbfs -o pagesize=2M none "$mnt"
-fi || {
+# mount_private DIR PAGESIZE: a private hugetlbfs (the stand-in's tmpfs) on DIR.
+mount_private() {
+        if [ "$fstype" = tmpfs ]; then
+                mount -t tmpfs -o size=16M none "$1"
+        else
+                mount -t hugetlbfs -o pagesize="$2" none "$1"
+        fi
+}
+
+mount_private "$mnt" 2M || {
         echo "SKIP: cannot mount $fstype" >&2
         exit 77
 }
 export HPW_TEST_HUGETLBFS="$mnt"
+if [ -n "$gigantic" ]; then
+        if [ -z "$mnt1g" ]; then
+                echo "guard: no 1 GiB hugetlbfs: node0 has no hugepages-1048576kB" >&2
+        elif mount_private "$mnt1g" 1G; then
+                export HPW_TEST_HUGETLBFS_1G="$mnt1g"
+        else
+                echo "guard: no 1 GiB hugetlbfs: cannot mount one on $mnt1g" >&2
+        fi
+fi
 # In a process group of its own (what the keeper kills should the guard
 # die first), without the lock's descriptor (a process the test leaks must
 # not hold the lock).

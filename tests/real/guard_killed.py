@@ -1,9 +1,10 @@
 """real.guard_killed: tests/real/guard.sh restores what a guarded test
 changed even when the guard itself is killed, as ctest's TIMEOUT does.
 
-A victim runs under guard.sh: it grows node 0's nr_hugepages by GROW
-pages, creates a file in the guard's hugetlbfs mount and faults a page of
-it in (kept mapped), prints a line and waits, ignoring SIGTERM.  Then it is
+A victim runs under guard.sh --gigantic: it grows node 0's nr_hugepages
+by GROW pages, creates a file in the guard's hugetlbfs mount and faults a
+page of it in (kept mapped), creates a file in the guard's 1 GiB mount
+where the host has one, prints a line and waits, ignoring SIGTERM.  Then it is
 killed mid-run, one way per case:
   - the guard alone, SIGKILL (the test lives on in its own process group);
   - the guard's whole process group, SIGKILL;
@@ -14,8 +15,8 @@ killed mid-run, one way per case:
   - the guard, its keeper and the test all at once: the next guarded run
     (guard.sh true) restores from the record first.
 After each, once the lock is free again (taken here, so the check is not
-raced by another real test): every nr_hugepages is what it was, the mount
-is gone, no record is left and no process of the victim lives.
+raced by another real test): every nr_hugepages is what it was, both
+mounts are gone, no record is left and no process of the victim lives.
 
 Not itself under guard.sh (its victims take the lock); should a case leave
 anything behind, the end puts the counts back itself.  Skips (77) without
@@ -73,8 +74,11 @@ def victim(marker):
     os.ftruncate(fd, PAGE)
     m = mmap.mmap(fd, PAGE)
     m[0:1] = b"x"  # one page faulted in, and kept mapped
+    mnt1g = os.environ.get("HPW_TEST_HUGETLBFS_1G", "-")
+    if mnt1g != "-":
+        open(os.path.join(mnt1g, "victim-1g"), "w").close()
     with open(marker + ".tmp", "w") as f:
-        f.write("%d %d %s\n" % (os.getpid(), os.getpgrp(), mnt))
+        f.write("%d %d %s %s\n" % (os.getpid(), os.getpgrp(), mnt, mnt1g))
     os.rename(marker + ".tmp", marker)
     print(LINE, flush=True)
     while True:
@@ -175,30 +179,32 @@ def ppid(pid):
 
 def start_victim(tmp):
     marker = os.path.join(tmp, "marker")
-    g = subprocess.Popen([GUARD, sys.executable, os.path.abspath(__file__), "--victim", marker],
+    g = subprocess.Popen([GUARD, "--gigantic", sys.executable, os.path.abspath(__file__), "--victim", marker],
                          stdin=subprocess.DEVNULL, start_new_session=True)
     wait_for("the victim's changes", lambda: os.path.exists(marker) or g.poll() is not None, LOCK_WAIT_S)
     if g.poll() is not None:
         raise AssertionError("guard.sh exited %d before the victim changed anything" % g.returncode)
     with open(marker) as f:
-        pid, pgid, mnt = f.read().split()
+        pid, pgid, *mnts = f.read().split()
     os.unlink(marker)
-    return g, int(pid), int(pgid), mnt
+    return g, int(pid), int(pgid), mnts
 
 
-def check_restored(case, baseline, victim_pid, mnt, failures):
+def check_restored(case, baseline, victim_pid, mnts, failures):
     wait_for("%s: the victim gone" % case, lambda: not alive(victim_pid), GONE_WAIT_S)
     with Lock():
         now = counts()
         for f, v in baseline.items():
             if now.get(f) != v:
                 failures.append("%s: %s is %s, was %d" % (case, f, now.get(f), v))
-        if os.path.ismount(mnt) or os.path.exists(mnt):
-            failures.append("%s: the guard's mount %s is still there" % (case, mnt))
+        mnts = [m for m in mnts if m != "-"]    # "-": the host has no 1 GiB pages
+        left = [m for m in mnts if os.path.ismount(m) or os.path.exists(m)]
+        for m in left:
+            failures.append("%s: the guard's mount %s is still there" % (case, m))
         if os.path.exists(RECORD):
             failures.append("%s: the record %s is left" % (case, RECORD))
-    print("%s: counts %s, mount %s" % (case, "restored" if now == baseline else "NOT restored",
-                                        "gone" if not os.path.exists(mnt) else "LEFT"), flush=True)
+    print("%s: counts %s, %d mount(s) %s" % (case, "restored" if now == baseline else "NOT restored",
+                                             len(mnts), "LEFT" if left else "gone"), flush=True)
 
 
 def kill_guard(g, pid, pgid):
@@ -227,15 +233,15 @@ def kill_tree(g, pid, pgid):
 
 
 def case_killed(name, how, tmp, baseline, failures):
-    g, pid, pgid, mnt = start_victim(tmp)
+    g, pid, pgid, mnts = start_victim(tmp)
     how(g, pid, pgid)
-    check_restored(name, baseline, pid, mnt, failures)
+    check_restored(name, baseline, pid, mnts, failures)
 
 
 def case_keeper_killed_too(tmp, baseline, failures):
     """Guard, keeper and test killed: the next guard restores first."""
     name = "guard, keeper and test SIGKILL, next guard restores"
-    g, pid, pgid, mnt = start_victim(tmp)
+    g, pid, pgid, mnts = start_victim(tmp)
     # The guard waits for its keeper's line in the record, but the keeper's
     # own forks come and go: a few tries for the one keeper alone.
     for _ in range(50):
@@ -259,7 +265,7 @@ def case_keeper_killed_too(tmp, baseline, failures):
     if r.returncode != 0 or "restoring from" not in r.stderr:
         failures.append("%s: guard.sh true exited %d without saying it restored: %r"
                         % (name, r.returncode, r.stderr))
-    check_restored(name, baseline, pid, mnt, failures)
+    check_restored(name, baseline, pid, mnts, failures)
 
 
 def case_ctest_timeout(tmp, baseline, failures):
@@ -269,7 +275,7 @@ def case_ctest_timeout(tmp, baseline, failures):
     marker = os.path.join(tmp, "marker")
     with open(os.path.join(proj, "CMakeLists.txt"), "w") as f:
         f.write("cmake_minimum_required(VERSION 3.20)\nproject(victim NONE)\nenable_testing()\n"
-                "add_test(NAME victim COMMAND %s %s %s --victim %s)\n"
+                "add_test(NAME victim COMMAND %s --gigantic %s %s --victim %s)\n"
                 "set_tests_properties(victim PROPERTIES TIMEOUT %d TIMEOUT_AFTER_MATCH \"1;%s\")\n"
                 % (GUARD, sys.executable, os.path.abspath(__file__), marker, LOCK_WAIT_S, LINE))
     subprocess.run(["cmake", "-S", proj, "-B", os.path.join(proj, "b")], check=True, capture_output=True)
@@ -279,9 +285,9 @@ def case_ctest_timeout(tmp, baseline, failures):
         failures.append("%s: the victim did not time out: %s" % (name, r.stdout[-400:]))
         return
     with open(marker) as f:
-        pid, pgid, mnt = f.read().split()
+        pid, pgid, *mnts = f.read().split()
     os.unlink(marker)
-    check_restored(name, baseline, int(pid), mnt, failures)
+    check_restored(name, baseline, int(pid), mnts, failures)
 
 
 def stand_in(tmp):
@@ -289,8 +295,8 @@ def stand_in(tmp):
     and the victims (through the environment) and for this process."""
     global NODES, LOCK, RECORD, NODE0, PAGE
     NODES = os.path.join(tmp, "nodes")
-    for node, count in ((0, 5), (1, 7)):
-        d = os.path.join(NODES, "node%d" % node, "hugepages", "hugepages-2048kB")
+    for node, size, count in ((0, "2048kB", 5), (1, "2048kB", 7), (0, "1048576kB", 1)):
+        d = os.path.join(NODES, "node%d" % node, "hugepages", "hugepages-" + size)
         os.makedirs(d)
         with open(os.path.join(d, "nr_hugepages"), "w") as f:
             f.write("%d\n" % count)

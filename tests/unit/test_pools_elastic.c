@@ -20,6 +20,11 @@
 #define FREE0 HP_DIR(0) "free_hugepages"
 #define GIG (UINT64_C(1) << 30)
 
+/* The most pages the fake kernel's pool can grow to: a write beyond it
+ * gets this many, with no error, as the real kernel answers when it finds
+ * no more contiguous memory (1 GiB pages run out first). */
+static uint64_t fk_cap = UINT64_MAX;
+
 /* The kernel's rule for a write to nr_hugepages: pages in use stay. */
 static int fk_write(const struct sysfs *fs, const char *path, uint64_t v, void *userdata)
 {
@@ -33,6 +38,8 @@ static int fk_write(const struct sysfs *fs, const char *path, uint64_t v, void *
         CHECK_INT(sysfs_default_ops.read_u64(fs, path, &prev, NULL), ==, 0);
         CHECK_INT(sysfs_default_ops.read_u64(fs, p_free, &free_, NULL), ==, 0);
         uint64_t in_use = prev - free_, now = v < in_use ? in_use : v;
+        if (now > prev && now > fk_cap)
+                now = fk_cap > prev ? fk_cap : prev;
         CHECK_INT(sysfs_default_ops.write_u64(fs, path, now, NULL), ==, 0);
         CHECK_INT(sysfs_default_ops.write_u64(fs, p_free, now - in_use, NULL), ==, 0);
         return 0;
@@ -152,6 +159,46 @@ TEST(growth_beyond_max_is_refused_and_writes_nothing)
         CHECK_INT(err.status, ==, 409);
         CHECK(strstr(err.detail, "max of 8 pages"));
         CHECK_U64(count(&e, NR0), ==, 4);
+        env_fini_hooked(&e, p);
+}
+
+/* What a best-effort 1 GiB policy meets when the node has no free gigabyte
+ * left: the kernel gives fewer pages than the growth asks.  The pool is
+ * refused with the counts, the node's count is back where it was, and the
+ * policy's `last` says the growth failed (not the move before it). */
+TEST(growth_the_kernel_cuts_short_is_refused_undone_and_shown)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        struct elastic_view ev;
+        elastic_env(&e, 4, 4);
+        struct pools *p = start(&e);
+
+        fk_cap = 7;
+        CHECK_INT(set(p, pol(0, 64, 0, 3600), &err), ==, 0);
+        struct pool_req r = req("a", 0, 10);
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
+        CHECK_STR(err.slug, "insufficient-hugepages");
+        CHECK(err.has_counts);
+        CHECK_U64(err.requested, ==, 10);
+        CHECK_U64(err.achieved, ==, 7);
+        CHECK(strstr(err.detail, "the kernel gave fewer pages (count restored)"));
+        CHECK_U64(count(&e, NR0), ==, 4);
+        CHECK_U64(count(&e, FREE0), ==, 4);
+        CHECK_INT(pools_get_elastic(p, 0, PAGE, &ev), ==, 0);
+        CHECK_STR(elastic_action_name(ev.last), "refused");
+        CHECK_U64(ev.last_pages, ==, 6);
+        CHECK_STR(ev.last_why, "a growth on demand failed: the kernel gave 3 of 6 pages (count restored)");
+        CHECK_U64(ev.grown_total, ==, 0);
+        CHECK_U64(ev.returned_total, ==, 0);
+        /* A pool the kernel can hold still grows as before. */
+        struct pool_req small = req("b", 0, 7);
+        CHECK_INT(create(p, &small, &v, &err), ==, CREATED);
+        CHECK_U64(count(&e, NR0), ==, 7);
+        CHECK_INT(pools_get_elastic(p, 0, PAGE, &ev), ==, 0);
+        CHECK_STR(elastic_action_name(ev.last), "grown");
+        CHECK_U64(ev.grown_total, ==, 3);
         env_fini_hooked(&e, p);
 }
 

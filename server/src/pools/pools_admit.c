@@ -458,6 +458,21 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                                 err->requested = rq.count;
                                 err->achieved = res.achieved;
                         }
+                        /* The policy's `last` and the log say so too: an
+                         * operator reading GET .../policy would otherwise
+                         * see the move before it (best-effort 1 GiB pages
+                         * fail here when no free gigabyte is left). */
+                        if (elastic) {
+                                char pwhy[sizeof(why)];
+
+                                if (r == -EAGAIN && res.achieved >= a.total)
+                                        snprintf(pwhy, sizeof(pwhy), "a growth on demand failed: the kernel gave %"
+                                                 PRIu64 " of %" PRIu64 " pages (count restored)",
+                                                 res.achieved - a.total, rq.count - a.total);
+                                else
+                                        snprintf(pwhy, sizeof(pwhy), "a growth on demand failed: %.120s", why);
+                                pools_elastic_note(p, node, page_size, ELASTIC_REFUSE, rq.count - a.total, pwhy);
+                        }
                         return -ENOMEM;
                 }
         }

@@ -98,11 +98,18 @@ void pools_elastic_note(struct pools *p, int node, uint64_t page_size, enum elas
                         row->shown.returned_total += pages;
                 note_last(p, row, action, pages, why);
                 /* A move starts a new idle period: no give-back right
-                 * after a growth, no second one before idle_seconds. */
-                row->idle = (struct elastic_idle){0};
+                 * after a growth, no second one before idle_seconds.  A
+                 * growth that failed moved nothing. */
+                if (action != ELASTIC_REFUSE)
+                        row->idle = (struct elastic_idle){0};
         }
         pools_unlock(&p->reg.lock);
-        if (row)
+        if (row && action == ELASTIC_REFUSE)
+                /* Best-effort gigantic pages end here when the node's
+                 * memory has no free gigabyte left: worth a line. */
+                log_notice("pools: node %d %" PRIu64 "-byte pool could not grow by %" PRIu64 " pages: %s", node,
+                           page_size, pages, why);
+        else if (row)
                 log_info("pools: node %d %" PRIu64 "-byte pool %s %" PRIu64 " pages: %s", node, page_size,
                          action == ELASTIC_GROW ? "grew by" : "gave back", pages, why);
 }

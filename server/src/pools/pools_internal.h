@@ -511,8 +511,9 @@ struct pools_elastic_row *pools_elastic_find(struct pools *p, int node, uint64_t
 int pools_elastic_admit_check(struct pools *p, int node, uint64_t page_size, const struct pools_avail *a,
                               uint64_t pages, bool *ret_elastic, struct problem *err);
 /* Record that the pool of (NODE, PAGE_SIZE) grew or gave back PAGES
- * (ACTION ELASTIC_GROW or ELASTIC_RETURN) for WHY; nothing without a
- * policy (takes reg.lock). */
+ * (ACTION ELASTIC_GROW or ELASTIC_RETURN) for WHY, or that a growth of
+ * PAGES on demand failed (ELASTIC_REFUSE: the kernel gave fewer, or the
+ * memory floor); nothing without a policy (takes reg.lock). */
 void pools_elastic_note(struct pools *p, int node, uint64_t page_size, enum elastic_action action, uint64_t pages,
                         const char *why);
 /* Whether growing PAGE_SIZE pages on NODE at runtime is reliable, with the
