@@ -14,8 +14,8 @@
  *   2        pools_admit.c         admission and reservations
  *            pools_stock.c         stock targets, refills, hand-outs
  *            pools_recycle.c       released pools back into the stock: dirty
- *                                  rows, the mapped check, zero jobs, their
- *                                  saved completion
+ *                                  rows, the recycle thread's holder check,
+ *                                  zero jobs, their saved completion
  *            pools_recover.c       start-up: journal load, reconcile,
  *                                  re-applied reservations
  *            pools_policy.c        elastic policies set and removed, and the
