@@ -616,7 +616,10 @@ TEST(creds_follow_setuid)
 }
 
 /* A burst of forks: every child is known (by its fork, or the reread after
- * lost events), and every one is forgotten after its exit. */
+ * lost events), and every one is forgotten after its exit.  The count holds
+ * the host's other non-root processes too, which may exit meanwhile (another
+ * checkout's tests: stress.sh saw all 401 of them leave during one run), so it is
+ * checked against the children alone. */
 TEST(creds_many_children)
 {
         enum { N = 64 };
@@ -625,12 +628,11 @@ TEST(creds_many_children)
         int p[2];
 
         CHECK_INT(pipe(p), ==, 0);
-        size_t before = owner_creds_count(c);
         for (int i = 0; i < N; i++)
                 kids[i] = child_as(65534, 65534, NULL, p);
         for (int i = 0; i < N; i++)
                 CHECK(owner_creds_knows(c, kids[i]));
-        CHECK_INT(owner_creds_count(c), >=, before + N);
+        CHECK_INT(owner_creds_count(c), >=, N);
         for (int i = 0; i < N; i++)
                 child_kill(kids[i]);
         for (int i = 0; i < N; i++)

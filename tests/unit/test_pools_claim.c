@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -64,6 +65,47 @@ TEST(owner_exit_releases)
         j = load(&e);
         CHECK(!jpool(j, "vm"));
         journal_free(j);
+        pools_free(p);
+        env_fini(&e);
+}
+
+/* Rounds of owner_exit_during_free: each a start, a warm, a claim, an
+ * exit and a stop; enough that one of them meets the upkeep thread inside
+ * the release under TSan (owner_exit_releases, which found the race in CI,
+ * passed 30 runs in a row here). */
+#define EXIT_DURING_FREE_ROUNDS 24
+
+/* The owner exits as pools_free runs: the upkeep thread is releasing the
+ * pool (pools_remove, which tells the owner watch to forget it) while the
+ * stop frees the parts.  Even rounds stop the moment the pool is gone from
+ * the registry, before the upkeep thread has finished its release; odd
+ * rounds stop at once after the exit, so it may be seen by the watch after
+ * the upkeep thread stopped.  Neither may touch a freed part (TSan), and
+ * either way the pool is gone after a restart (an owner that died while the
+ * daemon was down releases its pool at start) with its file removed. */
+TEST(owner_exit_during_free)
+{
+        struct env e;
+        struct pools *p;
+        struct pool_view v;
+
+        env_init(&e);
+        p = start(&e);
+        for (int round = 0; round < EXIT_DURING_FREE_ROUNDS; round++) {
+                pid_t vmm = child_spawn();
+
+                ready_pool(p, "vm");
+                CHECK_INT(pools_claim_pid(p, "vm", vmm, &v, NULL), ==, 0);
+                child_kill(vmm);
+                if (round % 2 == 0)
+                        while (pools_get(p, "vm", &v, NULL) != -ENOENT)
+                                sched_yield();
+                pools_free(p);
+
+                p = start(&e);
+                CHECK(gone_within(p, "vm", 1.0));
+                CHECK(!file_exists(&e, "vm"));
+        }
         pools_free(p);
         env_fini(&e);
 }

@@ -12,9 +12,11 @@
  * The thread's wake-up is an eventfd write that the fault sweep
  * (tests/real/fault_sweep.py) fails on purpose; wakeup_lost pins that
  * finding without strace. */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -31,6 +33,7 @@ struct probe {
         struct waiter w;
         atomic_bool ready;      /* what check() looks at: the "pool" turned ready */
         atomic_bool done;
+        atomic_uint done_calls; /* done() must come exactly once */
         atomic_bool expired;    /* check() was called with expired */
 };
 
@@ -45,6 +48,7 @@ static bool probe_check(struct waiter *w, bool expired)
 static void probe_done(struct waiter *w, bool gone)
 {
         (void)gone;
+        atomic_fetch_add(&((struct probe *)w)->done_calls, 1);
         atomic_store(&((struct probe *)w)->done, true);
 }
 
@@ -80,6 +84,7 @@ TEST(notified)
         CHECK_U64(wait_done(&p, ANSWER_NS), <, ANSWER_NS);
         CHECK(!atomic_load(&p.expired));
         waiters_stop(&ws);
+        waiters_destroy(&ws);
 }
 
 TEST(expired)
@@ -92,6 +97,7 @@ TEST(expired)
         CHECK_U64(wait_done(&p, ANSWER_NS), <, ANSWER_NS);
         CHECK(atomic_load(&p.expired));
         waiters_stop(&ws);
+        waiters_destroy(&ws);
 }
 
 TEST(wakeup_lost)
@@ -120,6 +126,78 @@ TEST(wakeup_lost)
         close(pipefd[0]);
         close(pipefd[1]);
         waiters_stop(&ws);
+        waiters_destroy(&ws);
+}
+
+/* The HTTP layer's listener threads park requests until http_stop stops
+ * them, which is after waiters_stop: a stand-in for one adds waiters while
+ * the waits are stopped and after.  Each add answers 0 (its done() called
+ * exactly once, by the thread or by waiters_stop) or -ESHUTDOWN, and no
+ * add touches a lock or eventfd that is gone (TSan: the lock was destroyed
+ * in waiters_stop while such adds could still come). */
+#define STOPPING_PROBES 4096
+/* Adds the stand-in makes once it saw the stop, all refused. */
+#define ADDS_AFTER_STOP 64
+
+struct adder {
+        struct waiters *ws;
+        struct probe *probes;
+        atomic_uint added;   /* answered 0 */
+        atomic_bool stopped; /* waiters_stop has returned */
+        unsigned refused_before, refused_after, other;
+};
+
+static void *add_until_stopped(void *arg)
+{
+        struct adder *a = arg;
+        unsigned after = 0;
+
+        for (unsigned i = 0; i < STOPPING_PROBES && after < ADDS_AFTER_STOP; i++) {
+                bool stopped = atomic_load(&a->stopped);
+                struct probe *p = &a->probes[i];
+
+                probe_init(p, "pool-a", now_mono_ns() + HOUR_NS);
+                int r = waiters_add(a->ws, &p->w);
+                if (r == 0)
+                        atomic_fetch_add(&a->added, 1);
+                else if (r == -ESHUTDOWN && stopped)
+                        a->refused_after++;
+                else if (r == -ESHUTDOWN)
+                        a->refused_before++;
+                else
+                        a->other++;
+                if (stopped)
+                        after++;
+        }
+        return NULL;
+}
+
+TEST(add_while_stopping)
+{
+        struct waiters ws = { 0 };
+        struct adder a = { .ws = &ws };
+        pthread_t t;
+
+        a.probes = calloc(STOPPING_PROBES, sizeof(*a.probes));
+        CHECK(a.probes);
+        CHECK_INT(waiters_start(&ws, STOPPING_PROBES, STOPPING_PROBES), ==, 0);
+        CHECK_INT(pthread_create(&t, NULL, add_until_stopped, &a), ==, 0);
+        while (atomic_load(&a.added) < 16)
+                usleep(100);
+        waiters_stop(&ws);
+        atomic_store(&a.stopped, true);
+        CHECK_INT(pthread_join(t, NULL), ==, 0);
+        waiters_destroy(&ws);
+
+        CHECK_INT(a.other, ==, 0);
+        CHECK_INT(a.refused_after, ==, ADDS_AFTER_STOP);
+        unsigned added = atomic_load(&a.added), done = 0;
+        for (unsigned i = 0; i < STOPPING_PROBES; i++) {
+                CHECK_INT(atomic_load(&a.probes[i].done_calls), <=, 1);
+                done += atomic_load(&a.probes[i].done_calls);
+        }
+        CHECK_INT(done, ==, added);
+        free(a.probes);
 }
 
 TEST_MAIN()

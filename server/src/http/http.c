@@ -788,6 +788,10 @@ void http_stop(struct http *h)
                 log_warn("stopping with %u answers unsent", atomic_load(&h->answering));
         stop_listener(&h->tcp);
         stop_listener(&h->unix_);
+        /* Only now: until its listener threads were joined, a request on an
+         * open connection could still park (waiters_add answers
+         * -ESHUTDOWN, under the lock, and writes the eventfd). */
+        waiters_destroy(&h->waiters);
         deadlines_stop(&h->deadlines);
         if (h->socket_path[0])
                 unlink(h->socket_path);

@@ -201,11 +201,10 @@ int waiters_start(struct waiters *ws, unsigned per_caller_max, unsigned total_ma
         if (ws->efd < 0)
                 return -errno;
         pthread_mutex_init(&ws->lock, NULL);
+        ws->inited = true;
         int r = pthread_create(&ws->thread, NULL, waits_thread, ws);
         if (r != 0) {
-                close(ws->efd);
-                ws->efd = -1;
-                pthread_mutex_destroy(&ws->lock);
+                waiters_destroy(ws);
                 return -r;
         }
         pthread_setname_np(ws->thread, "http-waits");
@@ -323,7 +322,14 @@ void waiters_stop(struct waiters *ws)
                 w->check(w, true);
                 w->done(w, false);
         }
+}
+
+void waiters_destroy(struct waiters *ws)
+{
+        if (!ws->inited)
+                return;
         close(ws->efd);
         ws->efd = -1;
         pthread_mutex_destroy(&ws->lock);
+        ws->inited = false;
 }

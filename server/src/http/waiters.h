@@ -65,6 +65,8 @@ struct waiters {
         int efd;                                      /* eventfd that wakes the thread */
         pthread_t thread;
         bool running;
+        /* The lock and efd are made (by waiters_start, until waiters_destroy). */
+        bool inited;
 };
 
 /* Start the thread.  PER_CALLER_MAX and TOTAL_MAX: 0 means the defaults
@@ -85,5 +87,11 @@ void waiters_notify_all(struct waiters *ws);
 /* Number parked now. */
 size_t waiters_count(struct waiters *ws);
 /* Answer every waiter (EXPIRED), stop and join the thread.  Safe on a
- * zeroed struct. */
+ * zeroed struct.  waiters_add may still be called after it (and answers
+ * -ESHUTDOWN): the lock and the eventfd stay until waiters_destroy. */
 void waiters_stop(struct waiters *ws);
+/* Release the lock and the eventfd, once nothing can call waiters_add or
+ * waiters_notify any more (the HTTP layer's listener threads are stopped):
+ * an add in flight takes the lock and writes the eventfd.  After
+ * waiters_stop; safe on a zeroed struct and after a failed start. */
+void waiters_destroy(struct waiters *ws);

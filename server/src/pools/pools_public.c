@@ -376,23 +376,45 @@ fail:
         return r;
 }
 
+/* The teardown order.  A part is freed only once no thread that reads it
+ * runs; the caller has stopped the HTTP layer (no pools_* call in flight),
+ * and the engine outlives us (engine_free comes after).  So, in this order:
+ *
+ *   1. the observer is cleared: its owner (the HTTP layer) is gone, so
+ *      neither the upkeep thread's last changes nor the saves below tell it.
+ *   2. the upkeep thread is stopped (joined) first, because it reads every
+ *      other part: the owner watch (pools_remove, pools_recycle forget an
+ *      owner), the credentials index (the holder check, the drain), the
+ *      registry, the saves and the jobs.  Freeing the watch while it still
+ *      ran was a use-after-free (unit.pools_claim owner_exit_during_free).
+ *   3. the owner watch is freed, which joins its thread: its callback
+ *      (pools_on_owner_exit) takes reg.lock and kicks wake.lock, both
+ *      still alive; an exit it reports now marks a pool nobody releases,
+ *      and the next start releases it (the owner is gone by then).
+ *      p->owners is NULL after, which owner_watch_remove accepts.
+ *   4. the credentials index: only the upkeep thread and pools_* calls
+ *      read it, and neither runs any more (p->creds NULL: no holder check
+ *      by index, pools_file.c).
+ *   5. the jobs: the engine's workers still run, and each job's on_done
+ *      writes its pool and wake.lock; job_cancel returns once on_done has
+ *      run and job_free (in pools_finish_job) once the engine is done with
+ *      it, so after this loop no engine thread touches a pool.
+ *   6. the final save, then the journal's state (jsync), the rows, the
+ *      locks: only this thread is left that can reach them. */
 void pools_free(struct pools *p)
 {
         if (!p)
                 return;
 
-        /* The observer's owner may be gone already (the HTTP layer stops
-         * first): the shutdown saves below are not told. */
         pools_set_observer(p, NULL, NULL);
+        pools_stop_upkeep(p);
         owner_watch_free(p->owners);
         p->owners = NULL;
-        pools_stop_upkeep(p);
         owner_creds_free(p->creds);
         p->creds = NULL;
 
-        /* No other thread touches the registry now (the caller stopped the
-         * HTTP layer first): stop each job at a chunk boundary and record
-         * where it stands; cancelled jobs stay warming for the next start. */
+        /* Stop each job at a chunk boundary and record where it stands;
+         * cancelled jobs stay warming for the next start. */
         bool any = false;
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 struct pool *pool = p->reg.pools[i];

@@ -595,12 +595,26 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
         int fd, r;
 
         pools_lock(&p->reg.lock);
-        for (size_t i = 0; p->reg.n_stock_named && i < p->reg.n_pools; i++) {
-                struct pool *o = p->reg.pools[i];
-                if (o->hold == POOL_FREE && o->rec.state == POOL_STOCK && o->rec.node == req->node &&
-                    o->rec.page_size == req->page_size && o->rec.size_bytes < req->size_bytes &&
-                    (!pool || o->rec.size_bytes > pool->rec.size_bytes))
-                        pool = o;
+        for (;;) {
+                /* The largest, a free one among equals. */
+                pool = NULL;
+                for (size_t i = 0; p->reg.n_stock_named && i < p->reg.n_pools; i++) {
+                        struct pool *o = p->reg.pools[i];
+                        if ((o->hold == POOL_FREE || o->hold == POOL_BUSY) && o->rec.state == POOL_STOCK &&
+                            o->rec.node == req->node && o->rec.page_size == req->page_size &&
+                            o->rec.size_bytes < req->size_bytes &&
+                            (!pool || o->rec.size_bytes > pool->rec.size_bytes ||
+                             (o->rec.size_bytes == pool->rec.size_bytes && o->hold == POOL_FREE)))
+                                pool = o;
+                }
+                if (!pool || pool->hold == POOL_FREE)
+                        break;
+                /* The upkeep thread is finishing its refill or recycle (it
+                 * shows "stock" in GET /v1/stock already): wait for it, as
+                 * pools_stock_take does for a file of its own size, rather
+                 * than grow a smaller file.  Whoever holds a stock row never
+                 * waits for admit.lock, which we hold. */
+                pools_cond_wait(&p->reg.changed, &p->reg.lock);
         }
         if (pool)
                 pools_set_hold(pool, POOL_BUSY);
