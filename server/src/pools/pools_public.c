@@ -382,18 +382,21 @@ fail:
  *
  *   1. the observer is cleared: its owner (the HTTP layer) is gone, so
  *      neither the upkeep thread's last changes nor the saves below tell it.
- *   2. the upkeep thread is stopped (joined) first, because it reads every
- *      other part: the owner watch (pools_remove, pools_recycle forget an
- *      owner), the credentials index (the holder check, the drain), the
- *      registry, the saves and the jobs.  Freeing the watch while it still
- *      ran was a use-after-free (unit.pools_claim owner_exit_during_free).
+ *   2. the recycle thread, then the upkeep thread, are stopped (joined:
+ *      pools_stop_upkeep) first, because they read every other part: the
+ *      owner watch (pools_remove, pools_recycle forget an owner), the
+ *      credentials index (the recycle thread's holder scan, the upkeep
+ *      thread's drain), the registry, the saves and the jobs (the recycle
+ *      thread starts zero jobs, the upkeep thread collects them).  Freeing
+ *      the watch while the upkeep thread still ran was a use-after-free
+ *      (unit.pools_claim owner_exit_during_free).
  *   3. the owner watch is freed, which joins its thread: its callback
  *      (pools_on_owner_exit) takes reg.lock and kicks wake.lock, both
  *      still alive; an exit it reports now marks a pool nobody releases,
  *      and the next start releases it (the owner is gone by then).
  *      p->owners is NULL after, which owner_watch_remove accepts.
- *   4. the credentials index: only the upkeep thread and pools_* calls
- *      read it, and neither runs any more (p->creds NULL: no holder check
+ *   4. the credentials index: only those two threads and pools_* calls
+ *      read it, and none runs any more (p->creds NULL: no holder check
  *      by index, pools_file.c).
  *   5. the jobs: the engine's workers still run, and each job's on_done
  *      writes its pool and wake.lock; job_cancel returns once on_done has
