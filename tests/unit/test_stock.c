@@ -931,7 +931,7 @@ TEST(partial_waits_for_refill_finishing)
         for (int i = 0; i < 2; i++) {
                 char path[256];
                 struct stat st;
-                snprintf(path, sizeof(path), "%.127s/%.63s", e.mount, names[i]);
+                env_path(&e, names[i], path, sizeof(path));
                 CHECK_INT(stat(path, &st), ==, 0);
                 if ((uint64_t)st.st_size == 4 * PAGE)
                         ino4 = st.st_ino;
