@@ -29,6 +29,18 @@ the container, the pool warm, each map succeeding, the warm map taking 0
 free hugepages and the cold one exactly its pages.  The times and the
 cold/warm ratio are printed, not judged: TCG is no benchmark.
 
+Then a real VMM does the same: the host's own qemu-system-x86_64 (and its
+libraries, TCG module and firmware) runs inside the guest with `-device
+vfio-pci,host=<edu>` and its RAM a memory-backend-file (share=on, no
+prealloc) on the warm pool, then on a cold file, started with -S
+-daemonize (the parent returns once the devices are realized, by when
+QEMU's VFIO listener has mapped all RAM).  /init's checks:
+`qemu-vfio-warm-faults-0` (the pool: no free hugepage taken),
+`qemu-novfio-cold-faults-0` (the cold file without the device: none
+either, so what follows is VFIO's doing) and `qemu-vfio-cold-faults-n`
+(the cold file with the device: all its pages); the start times are
+printed.
+
 No host hugepages are used (guest RAM is anonymous), so no guard.sh.  Exit
 0 pass, 1 fail, 77 skip (QEMU cannot run, no guest kernel, or a kernel cache
 without its VFIO modules while offline)."""
@@ -58,6 +70,14 @@ GUEST_RAM = "1G"
 # Load order: each after what its `depends=` names (modinfo).
 MODULES = ("irqbypass", "vfio", "vfio_virqfd", "vfio_iommu_type1", "vfio-pci-core", "vfio-pci")
 EDU = "0x1234:0x11e8"   # QEMU's educational PCI device: vendor:device
+# The nested QEMU's firmware (loaded even at -S) and its TCG, a module in
+# Debian's build.
+BIOS = "/usr/share/seabios/bios-256k.bin"
+ACCEL_TCG = "/usr/lib/x86_64-linux-gnu/qemu/accel-tcg-x86_64.so"
+VAPIC = "/usr/share/qemu/kvmvapic.bin"   # an option ROM every x86 machine asks for
+# /init's own checks on the nested QEMU (a vfio-pci VMM on the warm pool, on
+# a cold file without the device as the control, and with it).
+NESTED_CHECKS = ["qemu-vfio-warm-faults-0", "qemu-novfio-cold-faults-0", "qemu-vfio-cold-faults-n"]
 
 INIT = r"""#!/bin/busybox sh
 # /init of the qemu.vfio guest (tests/qemu/vfio_boot.py).
@@ -109,6 +129,46 @@ until wget -q -O /dev/null http://127.0.0.1:8080/v1/health 2>/dev/null || [ $i -
 done
 timeout 240 /bin/hpw-vfio-check 8080 "${group:-none}" /mnt/huge2m %(pages)d
 echo "HPWARM-INFO checker exit status $?"
+
+# A VMM's own map: QEMU with the device on vfio-pci and its RAM on FILE,
+# started with -S (-daemonize returns once its devices are realized: the
+# VFIO listener has mapped all RAM by then).  prealloc is off, so only the
+# map can fault pages in.  nested NAME FILE [vfio|none] WANT: WANT free
+# hugepages taken.
+free_2m=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
+nested() {
+        dev_arg="-device vfio-pci,host=$dev,rombar=0"
+        [ "$3" = none ] && dev_arg=
+        before=$(cat $free_2m)
+        t0=$(cut -d' ' -f1 /proc/uptime)
+        timeout 120 /usr/bin/qemu-system-x86_64 -L /usr/share/qemu -nodefaults -display none -S -daemonize \
+                -pidfile /tmp/qemu.pid -machine q35,memory-backend=m0 -accel tcg,tb-size=16 -m %(mib)dM \
+                -object memory-backend-file,id=m0,mem-path="$2",size=%(mib)dM,share=on $dev_arg \
+                >/tmp/qemu.log 2>&1
+        rc=$?
+        t1=$(cut -d' ' -f1 /proc/uptime)
+        after=$(cat $free_2m)
+        echo "HPWARM-INFO nested QEMU $1 ($3): up at -S in $(awk "BEGIN { printf \"%%.2f\", $t1 - $t0 }") s," \
+             "exit $rc, free_hugepages $before -> $after"
+        sed 's/^/HPWARM-QEMU /' /tmp/qemu.log
+        [ -s /tmp/qemu.pid ] && kill $(cat /tmp/qemu.pid)
+        i=0
+        while [ -s /tmp/qemu.pid ] && kill -0 $(cat /tmp/qemu.pid) 2>/dev/null && [ $i -lt 100 ]; do
+                sleep 0.1
+                i=$((i + 1))
+        done
+        rm -f /tmp/qemu.pid
+        if [ $rc = 0 ] && [ $((before - after)) = "$4" ]; then
+                echo "HPWARM-CHECK PASS $1"
+        else
+                echo "HPWARM-CHECK FAIL $1: QEMU exit $rc, took $((before - after)) free hugepages, expected $4"
+        fi
+}
+nested qemu-vfio-warm-faults-0 /mnt/huge2m/hpwarm/vfio-warm vfio 0
+truncate -s %(mib)dM /mnt/huge2m/qemu-cold
+nested qemu-novfio-cold-faults-0 /mnt/huge2m/qemu-cold none 0
+nested qemu-vfio-cold-faults-n /mnt/huge2m/qemu-cold vfio %(pages)d
+rm -f /mnt/huge2m/qemu-cold
 kill $daemon
 wait $daemon
 echo "HPWARM-INFO hpwarmd exit status $?"
@@ -150,17 +210,22 @@ def main():
         print("SKIP: the cached guest kernel has no %s in %s (offline, and the cache predates qemu.vfio)"
               % (", ".join(missing), mods))
         return 77
-    extra = {"/bin/hpwarmd": HPWARMD, "/bin/hpw-vfio-check": CHECKER}
-    extra.update(libraries([HPWARMD, CHECKER]))
+    extra = {"/bin/hpwarmd": HPWARMD, "/bin/hpw-vfio-check": CHECKER, "/usr/bin/qemu-system-x86_64": qemu,
+             "/usr/share/qemu/bios-256k.bin": BIOS}
+    # TCG is a module in Debian's QEMU (built in elsewhere); the ROM only
+    # saves a warning.
+    extra.update({f: f for f in (ACCEL_TCG, VAPIC) if os.path.isfile(f)})
+    extra.update(libraries([HPWARMD, CHECKER, qemu]))
     extra.update({"/lib/modules/%s.ko" % m: os.path.join(mods, m + ".ko") for m in MODULES})
-    init = INIT % {"modules": " ".join(MODULES), "edu": EDU, "guest_pages": GUEST_PAGES, "pages": PAGES}
+    init = INIT % {"modules": " ".join(MODULES), "edu": EDU, "guest_pages": GUEST_PAGES, "pages": PAGES,
+                   "mib": PAGES * 2}
     t_start = time.monotonic()
     try:
         initrd = gb.build_initramfs(busybox, os.path.join(WORK_DIR, "initramfs.gz"), init=init, extra=extra)
     except gb.Fail as e:
         print("FAIL initramfs: %s" % e)
         return 1
-    expected = ["guest-setup"] + subprocess.run([CHECKER, "--list"], capture_output=True, text=True,
+    expected = ["guest-setup"] + NESTED_CHECKS + subprocess.run([CHECKER, "--list"], capture_output=True, text=True,
                                                 check=True).stdout.split()
     # iommu=nopt: DMA through the IOMMU's translation, not passthrough, as
     # on a host that assigns devices.  caching-mode=on makes the guest tell
