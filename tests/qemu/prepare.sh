@@ -89,8 +89,10 @@ if [ -n "$pkg" ]; then
         set -- $pkg
         kname=$1 kver=$2
         kdir=$cache/$kname-$kver
-        if [ ! -s "$kdir/vmlinuz" ]; then
-                fetch "$kname" "$kver" || kdir=
+        # A cache from before the modules were kept (qemu.vfio) is fetched
+        # again once, for its modules.
+        if [ ! -s "$kdir/vmlinuz" ] || [ ! -d "$kdir/modules" ]; then
+                fetch "$kname" "$kver" || { [ -s "$kdir/vmlinuz" ] || kdir=; }
         fi
 fi
 if [ -z "$kdir" ]; then
@@ -99,13 +101,20 @@ if [ -z "$kdir" ]; then
         kdir=${kdir%/}
         [ -n "$kdir" ] && [ -s "$kdir/vmlinuz" ] || skip "cannot fetch linux-image-amd64 and none cached"
         echo "prepare: offline, using cached $(basename "$kdir")" >&2
-elif [ ! -s "$kdir/vmlinuz" ]; then
+elif kdeb=$cache/debs/${kname}_$(echo "$kver" | sed 's/:/%3a/g')_amd64.deb && [ -s "$kdeb" ]; then
         tmp=$kdir.tmp
         rm -rf "$tmp" && mkdir -p "$tmp"
-        dpkg -x "$cache/debs/${kname}_$(echo "$kver" | sed 's/:/%3a/g')_amd64.deb" "$tmp/root"
+        dpkg -x "$kdeb" "$tmp/root"
         cp "$tmp"/root/boot/vmlinuz-* "$tmp/vmlinuz"
         cp "$tmp"/root/boot/config-* "$tmp/config"
-        rm -rf "$tmp/root"   # modules are not needed: what we use is built in
+        # What qemu.numa uses is built in; qemu.vfio loads VFIO and its
+        # dependencies (insmod order: vfio_boot.py), kept flat in modules/.
+        mkdir -p "$tmp/modules"
+        for m in virt/lib/irqbypass.ko drivers/vfio/vfio.ko drivers/vfio/vfio_virqfd.ko \
+                 drivers/vfio/vfio_iommu_type1.ko drivers/vfio/pci/vfio-pci-core.ko drivers/vfio/pci/vfio-pci.ko; do
+                cp "$tmp"/root/lib/modules/*/kernel/$m "$tmp/modules/" 2>/dev/null || true
+        done
+        rm -rf "$tmp/root"
         rm -rf "$kdir" && mv "$tmp" "$kdir"
         # The unpacked kernel is the cache; the 70 MB .deb is not needed again.
         rm -f "$cache"/debs/linux-image-*.deb
@@ -114,6 +123,7 @@ for opt in CONFIG_HUGETLBFS CONFIG_NUMA CONFIG_SERIAL_8250_CONSOLE CONFIG_BLK_DE
         grep -q "^$opt=y" "$kdir/config" || die "$kdir/config lacks $opt=y"
 done
 ln -sfn "$kdir/vmlinuz" "$out/vmlinuz"
+if [ -d "$kdir/modules" ]; then ln -sfn "$kdir/modules" "$out/modules"; else rm -f "$out/modules"; fi
 
 # --- busybox ----------------------------------------------------------------
 bbver=$(apt-cache policy busybox-static 2>/dev/null | sed -n 's/^ *Candidate: //p')
