@@ -567,7 +567,9 @@ TEST(stock)
         wait_stock(p, 2);
         CHECK_U64(node_free(), ==, base - 16);
         CHECK_U64(meminfo_free(), ==, mbase - 16);
-        DIR *d = opendir(pooldir);
+        char stockdir[sizeof(pooldir) + sizeof(POOLS_STOCK_DIR) + 1];
+        snprintf(stockdir, sizeof(stockdir), "%s/%s", pooldir, POOLS_STOCK_DIR);
+        DIR *d = opendir(stockdir);
         CHECK(d);
         for (struct dirent *de; (de = readdir(d));)
                 if (de->d_name[0] == POOL_STOCK_PREFIX && n_ino < 2) {
@@ -670,6 +672,9 @@ int main(void)
         int ret = test_run_all();
 
         unlink(marker);
+        char stockdir[sizeof(pooldir) + sizeof(POOLS_STOCK_DIR) + 1];
+        snprintf(stockdir, sizeof(stockdir), "%s/%s", pooldir, POOLS_STOCK_DIR);
+        CHECK_INT(rmdir(stockdir), ==, 0);
         CHECK_INT(rmdir(pooldir), ==, 0);
         char sj[128];
         snprintf(sj, sizeof(sj), "%s/state.json", statedir);
