@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,7 +135,10 @@ TEST(wakeup_lost)
  * the waits are stopped and after.  Each add answers 0 (its done() called
  * exactly once, by the thread or by waiters_stop) or -ESHUTDOWN, and no
  * add touches a lock or eventfd that is gone (TSan: the lock was destroyed
- * in waiters_stop while such adds could still come). */
+ * and the eventfd closed in waiters_stop while such adds could still come).
+ * The stand-in yields between adds, so they go on while the stop runs; a
+ * refused probe is used again (it was never parked), and the last one is
+ * kept for the adds after the stop, however fast the first ones went. */
 #define STOPPING_PROBES 4096
 /* Adds the stand-in makes once it saw the stop, all refused. */
 #define ADDS_AFTER_STOP 64
@@ -150,24 +154,32 @@ struct adder {
 static void *add_until_stopped(void *arg)
 {
         struct adder *a = arg;
-        unsigned after = 0;
+        unsigned i = 0, after = 0;
 
-        for (unsigned i = 0; i < STOPPING_PROBES && after < ADDS_AFTER_STOP; i++) {
+        while (after < ADDS_AFTER_STOP) {
                 bool stopped = atomic_load(&a->stopped);
                 struct probe *p = &a->probes[i];
 
+                if (i == STOPPING_PROBES - 1 && !stopped) {
+                        sched_yield();
+                        continue;
+                }
                 probe_init(p, "pool-a", now_mono_ns() + HOUR_NS);
                 int r = waiters_add(a->ws, &p->w);
-                if (r == 0)
+                if (r == 0 && !stopped) {
                         atomic_fetch_add(&a->added, 1);
-                else if (r == -ESHUTDOWN && stopped)
+                        i++;
+                } else if (r == -ESHUTDOWN && stopped) {
                         a->refused_after++;
-                else if (r == -ESHUTDOWN)
+                } else if (r == -ESHUTDOWN) {
                         a->refused_before++;
-                else
-                        a->other++;
+                } else {
+                        a->other++; /* a failure, or parked after the stop */
+                        break;
+                }
                 if (stopped)
                         after++;
+                sched_yield();
         }
         return NULL;
 }
@@ -188,6 +200,8 @@ TEST(add_while_stopping)
         atomic_store(&a.stopped, true);
         CHECK_INT(pthread_join(t, NULL), ==, 0);
         waiters_destroy(&ws);
+        fprintf(stderr, "add_while_stopping: %u parked, %u refused while stopping, %u after\n", atomic_load(&a.added),
+                a.refused_before, a.refused_after);
 
         CHECK_INT(a.other, ==, 0);
         CHECK_INT(a.refused_after, ==, ADDS_AFTER_STOP);
