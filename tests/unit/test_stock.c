@@ -54,6 +54,24 @@ static ino_t inode_of(const struct env *e, const char *name)
         return st.st_ino;
 }
 
+/* The inode of the one of the N stock files NAMES that is SIZE bytes long
+ * (there must be one). */
+static ino_t inode_of_size(const struct env *e, char names[][64], size_t n, uint64_t size)
+{
+        ino_t ino = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                char path[256];
+                struct stat st;
+                env_path(e, names[i], path, sizeof(path));
+                CHECK_INT(stat(path, &st), ==, 0);
+                if ((uint64_t)st.st_size == size)
+                        ino = st.st_ino;
+        }
+        CHECK(ino != 0);
+        return ino;
+}
+
 /* Targets fill: stock files appear, fully populated, journalled, and are
  * no pools. */
 TEST(fill)
@@ -790,16 +808,7 @@ TEST(partial_growth)
         wait_ready(p, 2, 1);
         wait_ready(p, 4, 1);
         CHECK_U64(stock_files(&e, names, 4), ==, 2);
-        ino_t ino4 = 0;
-        for (int i = 0; i < 2; i++) {
-                char path[256];
-                struct stat st;
-                env_path(&e, names[i], path, sizeof(path));
-                CHECK_INT(stat(path, &st), ==, 0);
-                if ((uint64_t)st.st_size == 4 * PAGE)
-                        ino4 = st.st_ino;
-        }
-        CHECK(ino4 != 0);
+        ino_t ino4 = inode_of_size(&e, names, 2, 4 * PAGE);
 
         fake_gate_set(true);
         struct pool_req r = req("grown", 0, 12);
@@ -927,16 +936,7 @@ TEST(partial_waits_for_refill_finishing)
         WAIT_UNTIL(gate_inside(&g));
         /* The upkeep thread holds the 4-page file, shown ready. */
         CHECK_U64(stock_files(&e, names, 4), ==, 2);
-        ino_t ino4 = 0;
-        for (int i = 0; i < 2; i++) {
-                char path[256];
-                struct stat st;
-                env_path(&e, names[i], path, sizeof(path));
-                CHECK_INT(stat(path, &st), ==, 0);
-                if ((uint64_t)st.st_size == 4 * PAGE)
-                        ino4 = st.st_ino;
-        }
-        CHECK(ino4 != 0);
+        ino_t ino4 = inode_of_size(&e, names, 2, 4 * PAGE);
 
         fake_gate_set(true);
         struct partial_create c = { .p = p, .r = req("grown", 0, 12) };
