@@ -217,6 +217,22 @@ class StockWatch(unittest.TestCase):
         self.assertEqual(self.gen(), g)
         self.assertFalse(self.wait_refused(g), "a refused request holds a wait")
 
+    def test_both_waits_read_timeout_alike(self):
+        """?timeout= has one parser (api_wait_timeout): a value GET /v1/stock
+        refuses, GET /v1/pools/{name}?wait=ready refuses with the same
+        words, and a value one takes the other takes."""
+        g = self.gen()
+        r = self.d.put("/v1/pools/tmo", {"node": 0, "size": "4M"})
+        self.assertIn(r.status, (200, 201), r)
+        for t in ("301", "-1", "1s", "", "%2B1", "%205", "0x1", "18446744073709551616", "0", "300"):
+            with self.subTest(timeout=t):
+                s = self.d.get("/v1/stock?wait=change&after=%d&timeout=%s" % (g + 1, t), timeout=30)
+                p = self.d.get("/v1/pools/tmo?wait=ready&timeout=%s" % t, timeout=30)
+                self.assertEqual(s.status, p.status, (s, p))
+                if s.status != 200:
+                    self.assertEqual(s.status, 422, s)
+                    self.assertEqual(s.json["detail"], p.json["detail"])
+
     def test_hang_up_drops_the_wait(self):
         """--max-waits-per-caller 3: three held waits fill this caller's
         share (a fourth is refused 429 too-many-waits); once their clients

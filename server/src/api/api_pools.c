@@ -20,9 +20,6 @@
 #include "units.h"
 #include "size.h"
 
-/* Longest long-poll we hold a connection for; clients loop for more. */
-#define WAIT_TIMEOUT_MAX_S 300
-#define WAIT_TIMEOUT_DEFAULT_S 30
 /* The kernel's largest pid_max (PID_MAX_LIMIT on 64-bit). */
 #define PID_MAX 4194304
 /* Most workers one pool may ask for (the schema's maximum). */
@@ -294,21 +291,13 @@ void api_pool_get(const struct req *req, struct resp *resp)
                 return;
         const char *wait = req->query(req, "wait");
         const char *timeout = req->query(req, "timeout");
-        uint64_t timeout_s = WAIT_TIMEOUT_DEFAULT_S;
+        uint64_t timeout_s;
         if (wait && strcmp(wait, "ready") != 0) {
                 api_invalid(resp, "wait must be \"ready\"");
                 return;
         }
-        if (timeout) {
-                char *end;
-                errno = 0;
-                unsigned long long t = strtoull(timeout, &end, 10);
-                if (!*timeout || *end || errno || timeout[0] == '-' || t > WAIT_TIMEOUT_MAX_S) {
-                        api_invalid(resp, "timeout must be whole seconds from 0 to 300");
-                        return;
-                }
-                timeout_s = t;
-        }
+        if (!api_wait_timeout(timeout, &timeout_s, resp))
+                return;
         struct pool_view v;
         struct problem p = {0};
         if (pools_get(req->app->pools, name, &v, &p) < 0) {

@@ -23,10 +23,6 @@
 #include "units.h"
 #include "util.h"
 
-/* The longest ?timeout= of a wait, and the default: as wait=ready's. */
-#define WAIT_TIMEOUT_MAX_S 300
-#define WAIT_TIMEOUT_DEFAULT_S 30
-
 static void send_stock(struct resp *resp, struct pools *pools)
 {
         struct stock_view *v = NULL;
@@ -74,29 +70,12 @@ static bool change_check(struct resp *resp, void *ctx, bool expired)
         return true;
 }
 
-/* A whole number of at most MAX (decimal digits only) from query value S. */
-static bool parse_whole(const char *s, uint64_t max, uint64_t *ret)
-{
-        if (!*s || strlen(s) > 20)
-                return false;
-        for (const char *c = s; *c; c++)
-                if (*c < '0' || *c > '9')
-                        return false;
-        errno = 0;
-        char *end;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno || *end || v > max)
-                return false;
-        *ret = v;
-        return true;
-}
-
 void api_stock_get(const struct req *req, struct resp *resp)
 {
         const char *wait = req->query(req, "wait");
         const char *after = req->query(req, "after");
         const char *timeout = req->query(req, "timeout");
-        uint64_t after_g = 0, timeout_s = WAIT_TIMEOUT_DEFAULT_S;
+        uint64_t after_g = 0, timeout_s;
 
         if (wait && strcmp(wait, "change") != 0) {
                 api_invalid(resp, "wait must be \"change\"");
@@ -106,14 +85,12 @@ void api_stock_get(const struct req *req, struct resp *resp)
                 api_invalid(resp, after ? "after needs wait=change" : "timeout needs wait=change");
                 return;
         }
-        if (wait && (!after || !parse_whole(after, UINT64_MAX, &after_g))) {
+        if (wait && (!after || !api_parse_whole(after, UINT64_MAX, &after_g))) {
                 api_invalid(resp, "after must be a generation (a whole number) that GET /v1/stock answered");
                 return;
         }
-        if (timeout && !parse_whole(timeout, WAIT_TIMEOUT_MAX_S, &timeout_s)) {
-                api_invalid(resp, "timeout must be whole seconds from 0 to 300");
+        if (!api_wait_timeout(timeout, &timeout_s, resp))
                 return;
-        }
         struct app *app = req->app;
         if (!wait || timeout_s == 0 || pools_generation(app->pools) != after_g) {
                 send_stock(resp, app->pools);

@@ -1,4 +1,5 @@
 /* api_util: capture resolution and common problems (see api_util.h). */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,32 @@ bool api_path_target(const struct req *req, struct resp *resp, int *ret_node, ui
                 return false;
         if (pools_check_page_size(req->app->pools, *ret_page_size, &p) < 0) {
                 resp_problem(resp, &p);
+                return false;
+        }
+        return true;
+}
+
+bool api_parse_whole(const char *s, uint64_t max, uint64_t *ret)
+{
+        if (!*s || strlen(s) > 20)
+                return false;
+        for (const char *c = s; *c; c++)
+                if (*c < '0' || *c > '9')
+                        return false;
+        errno = 0;
+        char *end;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || *end || v > max)
+                return false;
+        *ret = v;
+        return true;
+}
+
+bool api_wait_timeout(const char *s, uint64_t *ret, struct resp *resp)
+{
+        *ret = WAIT_TIMEOUT_DEFAULT_S;
+        if (s && !api_parse_whole(s, WAIT_TIMEOUT_MAX_S, ret)) {
+                api_invalid(resp, "timeout must be whole seconds from 0 to 300");
                 return false;
         }
         return true;

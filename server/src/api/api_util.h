@@ -18,6 +18,17 @@ bool api_page_size(const char *s, uint64_t *ret, struct resp *resp);
  * /v1/nodes/... path: their syntax, then the core's rules, in that order;
  * false with RESP set. */
 bool api_path_target(const struct req *req, struct resp *resp, int *ret_node, uint64_t *ret_page_size);
+/* The longest ?timeout= of a long-poll (GET /v1/pools/{name}?wait=ready,
+ * GET /v1/stock?wait=change) we hold a connection for, and the default:
+ * clients loop for more. */
+#define WAIT_TIMEOUT_MAX_S 300
+#define WAIT_TIMEOUT_DEFAULT_S 30
+/* A whole number of at most MAX from query value S: decimal digits only (no
+ * sign, no blank), as the schema's integer says. */
+bool api_parse_whole(const char *s, uint64_t max, uint64_t *ret);
+/* A wait's ?timeout= value S (NULL: the default) in seconds, else 422
+ * invalid-field in RESP. */
+bool api_wait_timeout(const char *s, uint64_t *ret, struct resp *resp);
 /* 422 invalid-field with DETAIL. */
 struct elastic_view;
 struct json;
