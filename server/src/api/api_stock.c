@@ -20,6 +20,7 @@
 #include "app.h"
 #include "json.h"
 #include "pools.h"
+#include "record.h"
 #include "units.h"
 #include "util.h"
 
@@ -38,10 +39,9 @@ static void send_stock(struct resp *resp, struct pools *pools)
         struct json *arr = json_add_array(o, "targets");
         for (size_t i = 0; i < n; i++) {
                 struct json *t = json_append_object(arr);
-                json_add_u64(t, "node", (uint64_t)v[i].target.node);
-                json_add_u64(t, "page_size_bytes", v[i].target.page_size);
-                json_add_u64(t, "size_bytes", v[i].target.size_bytes);
-                json_add_u64(t, "count", v[i].target.count);
+                /* The target as the journal writes it (one encoder), then
+                 * how full it is. */
+                record_add_stock_target(t, &v[i].target);
                 json_add_u64(t, "ready", v[i].ready);
                 json_add_u64(t, "warming", v[i].warming);
                 json_add_u64(t, "recycling", v[i].recycling);
