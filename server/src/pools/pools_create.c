@@ -195,17 +195,7 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         }
         pool->owner = p;
         pool->fd = -1;
-        snprintf(pool->rec.name, sizeof(pool->rec.name), "%s", req->name);
-        snprintf(pool->rec.label, sizeof(pool->rec.label), "%s", req->label);
-        pool->rec.file_owned = req->file_owned;
-        pool->rec.file_uid = req->file_uid;
-        pool->rec.file_gid = req->file_gid;
-        pool->rec.node = req->node;
-        pool->rec.page_size = req->page_size;
-        pool->rec.size_bytes = req->size_bytes;
-        pool->rec.threads = req->threads;
-        pool->rec.ttl_seconds = req->ttl_seconds;
-        pool->rec.created_at = pool->rec.started_at = pools_now_unix();
+        pools_record_from_req(&pool->rec, req);
         if ((size_t)snprintf(pool->path, sizeof(pool->path), "%s/%s", pools_mount_dir(p, req->page_size),
                              req->name) >= sizeof(pool->path)) {
                 r = -ENAMETOOLONG;

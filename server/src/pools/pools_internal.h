@@ -374,6 +374,11 @@ bool pools_is_stock(const struct pool *pool);
 /* The record a snapshot or a check should use: the one being saved, if any. */
 const struct pool_record *pools_latest(const struct pool *pool);
 void pools_fill_view(struct pool *pool, struct pool_view *v);
+/* REC becomes REQ's pool: its name, node, page size, size, label, file
+ * owner, threads and TTL, created and started now.  The one copy of a
+ * request into a record: a new pool's (pools_create.c) and a stock file's
+ * handed out whole or grown (pools_stock.c). */
+void pools_record_from_req(struct pool_record *rec, const struct pool_req *req);
 /* Make the registry durable (takes save.lock, then reg.lock): the rows
  * that differ from what the journal holds, appended as one record; the
  * whole state when the journal compacts (the first save, another boot,

@@ -323,6 +323,21 @@ const struct pool_record *pools_latest(const struct pool *pool)
         return pool->pending ? pool->pending : &pool->rec;
 }
 
+void pools_record_from_req(struct pool_record *rec, const struct pool_req *req)
+{
+        snprintf(rec->name, sizeof(rec->name), "%s", req->name);
+        snprintf(rec->label, sizeof(rec->label), "%s", req->label);
+        rec->file_owned = req->file_owned;
+        rec->file_uid = req->file_uid;
+        rec->file_gid = req->file_gid;
+        rec->node = req->node;
+        rec->page_size = req->page_size;
+        rec->size_bytes = req->size_bytes;
+        rec->threads = req->threads;
+        rec->ttl_seconds = req->ttl_seconds;
+        rec->created_at = rec->started_at = pools_now_unix();
+}
+
 void pools_fill_view(struct pool *pool, struct pool_view *v)
 {
         pools_assert_held(&pool->owner->reg.lock);

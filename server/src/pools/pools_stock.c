@@ -568,20 +568,6 @@ static int handed_out(struct pools *p, struct pool *pool, uint64_t *counter, str
         return 0;
 }
 
-/* NEXT, a stock file's record, becomes REQ's pool: its name, label, file
- * owner, threads and TTL, created and started now. */
-static void as_pool(struct pool_record *next, const struct pool_req *req)
-{
-        snprintf(next->name, sizeof(next->name), "%s", req->name);
-        snprintf(next->label, sizeof(next->label), "%s", req->label);
-        next->file_owned = req->file_owned;
-        next->file_uid = req->file_uid;
-        next->file_gid = req->file_gid;
-        next->threads = req->threads;
-        next->ttl_seconds = req->ttl_seconds;
-        next->created_at = next->started_at = pools_now_unix();
-}
-
 /* The largest ready stock file of REQ's node and page size smaller than REQ,
  * renamed to REQ's name, grown, and only the part it gained warmed (normal
  * priority: it is a pool now).  Same returns as pools_stock_take. */
@@ -657,8 +643,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
 
         next = pool->rec;
         (void)pool_transition(&next, POOL_WARMING, NULL, NULL);
-        as_pool(&next, req);
-        next.size_bytes = req->size_bytes;
+        pools_record_from_req(&next, req);
         next.bytes_done = old_size;
         next.from_stock = POOL_FROM_STOCK_PARTIAL;
         log_info("pools: pool %s handed out from stock file %s (%" PRIu64 " bytes), growing it to %" PRIu64,
@@ -737,7 +722,7 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
 
         next = pool->rec;
         (void)pool_transition(&next, POOL_READY, NULL, NULL);
-        as_pool(&next, req);
+        pools_record_from_req(&next, req);
         next.bytes_done = next.size_bytes;
         next.from_stock = POOL_FROM_STOCK_FULL;
         log_info("pools: pool %s handed out from stock file %s", req->name, pool->rec.name);
