@@ -259,7 +259,7 @@ void options_parse(int argc, char **argv, struct options *o)
                         e->max = strtoull(max_s, &end[1], 10);
                         e->headroom = strtoull(head_s, &end[2], 10);
                         e->idle_seconds = strtoull(idle_s, &end[3], 10);
-                        if (errno || elastic_policy_check(e, why, sizeof(why)) < 0)
+                        if (errno || record_check_elastic_policy(e, why, sizeof(why)) < 0)
                                 die_usage("--elastic %s: %s", optarg, errno ? "a number out of range" : why);
                         o->n_elastic++;
                         break;

@@ -5,6 +5,7 @@
  * type or out of range, or when a rule across members breaks; and the
  * entries' preconditions. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,6 +177,63 @@ TEST(policy_rules_refused)
                 _cleanup_(json_freep) struct json *o = doc(refused[i]);
                 CHECK_INT(record_parse_elastic_policy(o, &e), ==, -EINVAL);
                 CHECK_U64(e.max, ==, 5);
+        }
+}
+
+/* record_check_elastic_policy: each refusal says which number is wrong. */
+TEST(policy_check_hostile)
+{
+        const struct {
+                const char *rule;
+                struct elastic_policy_record p;
+                int want;
+                const char *says;
+        } t[] = {
+                { "a sound policy", { 0, 2 << 20, 0, 8, 2, 1, false }, 0, "" },
+                { "min equal to max", { 0, 2 << 20, 8, 8, 8, 1, false }, 0, "" },
+                { "min above max", { 0, 2 << 20, 9, 8, 0, 1, false }, -EINVAL, "\"min\" (9) is above \"max\" (8)" },
+                { "headroom above max", { 0, 2 << 20, 0, 8, 9, 1, false }, -EINVAL, "\"headroom\" (9)" },
+                { "max zero", { 0, 2 << 20, 0, 0, 0, 1, false }, -EINVAL, "\"max\" must be at least 1" },
+                { "max beyond any node", { 0, 2 << 20, 0, UINT64_MAX, 0, 1, false }, -EINVAL, "over the limit" },
+                { "idle zero", { 0, 2 << 20, 0, 8, 0, 0, false }, -EINVAL, "\"idle_seconds\" must be" },
+                { "idle beyond a year", { 0, 2 << 20, 0, 8, 0, ELASTIC_IDLE_MAX + 1, false }, -EINVAL,
+                  "\"idle_seconds\" must be" },
+        };
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+                char why[200] = "";
+                printf("  %s\n", t[i].rule);
+                CHECK_INT(record_check_elastic_policy(&t[i].p, why, sizeof(why)), ==, t[i].want);
+                CHECK(strstr(why, t[i].says));
+        }
+}
+
+/* The journal's replay refuses a policy exactly when PUT .../policy and
+ * --elastic do: record_parse_elastic_policy applies the same rule,
+ * record_check_elastic_policy, not a weaker one of its own. */
+TEST(policy_journal_refuses_what_the_api_refuses)
+{
+        static const struct elastic_policy_record t[] = {
+                { 0, 2097152, 0, 8, 2, 1, false },
+                { 0, 2097152, 8, 8, 8, 1, false },
+                { 0, 2097152, 9, 8, 0, 1, false },
+                { 0, 2097152, 0, 8, 9, 1, false },
+                { 0, 2097152, 0, 0, 0, 1, false },
+                { 0, 2097152, 0, ELASTIC_PAGES_MAX, 0, 1, false },
+                { 0, 2097152, 0, ELASTIC_PAGES_MAX + 1, 0, 1, false },
+                { 0, 2097152, 0, 8, 0, 0, false },
+                { 0, 2097152, 0, 8, 0, ELASTIC_IDLE_MAX, false },
+                { 0, 2097152, 0, 8, 0, ELASTIC_IDLE_MAX + 1, false },
+        };
+
+        for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+                struct elastic_policy_record back = {};
+                char why[200] = "";
+                _cleanup_free_ char *text = text_of(add_policy, &t[i]);
+                _cleanup_(json_freep) struct json *o = doc(text);
+
+                printf("  %s\n", text);
+                CHECK_INT(record_parse_elastic_policy(o, &back), ==,
+                          record_check_elastic_policy(&t[i], why, sizeof(why)));
         }
 }
 

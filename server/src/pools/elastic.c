@@ -75,34 +75,6 @@ enum elastic_growth elastic_runtime_growth(uint64_t page_size, bool cma_on_node,
         return cma_on_node && cma_total > 0 ? ELASTIC_GROWTH_RELIABLE : ELASTIC_GROWTH_BEST_EFFORT;
 }
 
-int elastic_policy_check(const struct elastic_policy_record *p, char *why, size_t size)
-{
-        if (p->max == 0) {
-                snprintf(why, size, "\"max\" must be at least 1 page");
-                return -EINVAL;
-        }
-        if (p->max > ELASTIC_PAGES_MAX) {
-                snprintf(why, size, "\"max\" of %" PRIu64 " pages is over the limit of %" PRIu64, p->max,
-                         ELASTIC_PAGES_MAX);
-                return -EINVAL;
-        }
-        if (p->min > p->max) {
-                snprintf(why, size, "\"min\" (%" PRIu64 ") is above \"max\" (%" PRIu64 ")", p->min, p->max);
-                return -EINVAL;
-        }
-        if (p->headroom > p->max) {
-                snprintf(why, size, "\"headroom\" (%" PRIu64 ") is above \"max\" (%" PRIu64 ")", p->headroom,
-                         p->max);
-                return -EINVAL;
-        }
-        if (p->idle_seconds == 0 || p->idle_seconds > ELASTIC_IDLE_MAX) {
-                snprintf(why, size, "\"idle_seconds\" must be 1 to %" PRIu64 " (a pool that gives pages back "
-                         "at once would oscillate)", ELASTIC_IDLE_MAX);
-                return -EINVAL;
-        }
-        return 0;
-}
-
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
         return a > UINT64_MAX - b ? UINT64_MAX : a + b;

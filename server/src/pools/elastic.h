@@ -5,7 +5,8 @@
  * the kernel, pass the numbers and the time in, and do what it says; the
  * table tests (tests/unit/test_elastic.c) drive it alone.
  *
- * The policy (journal.h's struct elastic_policy_record, in pages):
+ * The policy (record.h's struct elastic_policy_record, in pages; its rule is
+ * record_check_elastic_policy, record.h):
  *   min           never give back below it (the pool grows to it when set)
  *   max           never grow beyond it (nor beyond the memory floor, which
  *                 reserve.c checks at each growth)
@@ -23,11 +24,6 @@
 #include <stdint.h>
 
 #include "journal.h"
-
-/* Bounds on what a policy may say: numbers beyond them are a mistake (no
- * node has 2^32 hugepages; a give-back a year away is never).  */
-#define ELASTIC_PAGES_MAX (UINT64_C(1) << 32)
-#define ELASTIC_IDLE_MAX (UINT64_C(366) * 24 * 3600)
 
 /* Pages from 1 GiB up are gigantic: the buddy allocator cannot hand them
  * out, so growing them at runtime needs contiguous memory that may no
@@ -48,10 +44,6 @@ bool elastic_cma_on_node(const char *cmdline, int node);
  * for gigantic ones when the command line puts a CMA area on the node and
  * the kernel shows one (CMA_TOTAL, bytes, /proc/meminfo's CmaTotal). */
 enum elastic_growth elastic_runtime_growth(uint64_t page_size, bool cma_on_node, uint64_t cma_total);
-
-/* Check P's numbers (not its node or page size: the caller knows the
- * topology).  0, or -EINVAL with WHY (of SIZE bytes) saying what is wrong. */
-int elastic_policy_check(const struct elastic_policy_record *p, char *why, size_t size);
 
 /* One node's pool, as admission reads it (pools_pending.c). */
 struct elastic_counts {

@@ -410,7 +410,7 @@ struct elastic_view {
 /* Set (or replace) the policy of POL's node and page size, growing the
  * pool to min now, and save.  0 with *RET filled, or -errno with ERR set
  * and nothing changed: -ENOENT unknown-node / unknown-page-size,
- * -EINVAL invalid-field (elastic_policy_check), -ENOMEM
+ * -EINVAL invalid-field (record_check_elastic_policy), -ENOMEM
  * insufficient-memory (max beyond the memory floor, or growing to min
  * would go below it), -EAGAIN reserve-shortfall (the kernel gave fewer
  * pages than min), -EPERM growth-not-reliable (gigantic pages without

@@ -60,7 +60,7 @@ static int check_policy(struct pools *p, const struct elastic_policy_record *pol
 
         if (pools_check_node(p, pol->node, err) < 0 || pools_check_page_size(p, pol->page_size, err) < 0)
                 return -ENOENT;
-        if (elastic_policy_check(pol, why, sizeof(why)) < 0) {
+        if (record_check_elastic_policy(pol, why, sizeof(why)) < 0) {
                 problem_raise(err, PROBLEM_INVALID_FIELD, "%s", why);
                 return -EINVAL;
         }

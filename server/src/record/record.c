@@ -10,8 +10,10 @@
  * order of the members in the JSON text, which the journal's bytes depend
  * on. */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "json.h"
@@ -310,6 +312,34 @@ int record_parse_stock_target(const struct json *o, struct stock_target_record *
         return 0;
 }
 
+int record_check_elastic_policy(const struct elastic_policy_record *p, char *why, size_t size)
+{
+        if (p->max == 0) {
+                snprintf(why, size, "\"max\" must be at least 1 page");
+                return -EINVAL;
+        }
+        if (p->max > ELASTIC_PAGES_MAX) {
+                snprintf(why, size, "\"max\" of %" PRIu64 " pages is over the limit of %" PRIu64, p->max,
+                         ELASTIC_PAGES_MAX);
+                return -EINVAL;
+        }
+        if (p->min > p->max) {
+                snprintf(why, size, "\"min\" (%" PRIu64 ") is above \"max\" (%" PRIu64 ")", p->min, p->max);
+                return -EINVAL;
+        }
+        if (p->headroom > p->max) {
+                snprintf(why, size, "\"headroom\" (%" PRIu64 ") is above \"max\" (%" PRIu64 ")", p->headroom,
+                         p->max);
+                return -EINVAL;
+        }
+        if (p->idle_seconds == 0 || p->idle_seconds > ELASTIC_IDLE_MAX) {
+                snprintf(why, size, "\"idle_seconds\" must be 1 to %" PRIu64 " (a pool that gives pages back "
+                         "at once would oscillate)", ELASTIC_IDLE_MAX);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 int record_parse_elastic_policy(const struct json *o, struct elastic_policy_record *ret)
 {
         struct elastic_policy_record e = {};
@@ -317,7 +347,8 @@ int record_parse_elastic_policy(const struct json *o, struct elastic_policy_reco
         assert_return(ret, -EINVAL);
         if (!json_is_object(o) || get_members(o, &e, elastic_members, ARRAY_SIZE(elastic_members)) < 0)
                 return -EINVAL;
-        if (!power_of_two(e.page_size) || e.min > e.max || e.headroom > e.max || e.idle_seconds == 0)
+        char why[160];
+        if (!power_of_two(e.page_size) || record_check_elastic_policy(&e, why, sizeof(why)) < 0)
                 return -EINVAL;
         *ret = e;
         return 0;

@@ -9,6 +9,7 @@
  * this module; the journal, the pool core and the handlers include it. */
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pool_state.h"
@@ -67,6 +68,18 @@ struct elastic_policy_record {
         bool allow_best_effort;
 };
 
+/* Bounds on what a policy may say: numbers beyond them are a mistake (no
+ * node has 2^32 hugepages; a give-back a year away is never).  */
+#define ELASTIC_PAGES_MAX (UINT64_C(1) << 32)
+#define ELASTIC_IDLE_MAX (UINT64_C(366) * 24 * 3600)
+
+/* The rule of a policy's numbers, in one wording for every path that takes
+ * one: PUT .../policy (pools_set_elastic), --elastic (options.c) and the
+ * journal's replay (record_parse_elastic_policy), so the journal refuses
+ * what the API refuses.  Not its node or page size: the caller knows the
+ * topology.  0, or -EINVAL with WHY (of SIZE bytes) saying what is wrong. */
+int record_check_elastic_policy(const struct elastic_policy_record *p, char *why, size_t size);
+
 /* Encoders: add the record's members to the JSON object O (a NULL O, as an
  * allocation failure of the builder leaves it, adds nothing).
  *
@@ -94,8 +107,7 @@ void record_add_elastic_policy(struct json *o, const struct elastic_policy_recor
  * checked when present, members not listed are ignored, and the record's
  * rules hold (page sizes powers of two, sizes positive multiples of them,
  * names by pool_state.h's rules: a stock row has a stock name and a stock
- * state, a pool neither; a policy's min <= max, headroom <= max, a nonzero
- * idle time).  0 with *RET filled, or -EINVAL (O not an object included)
+ * state, a pool neither; a policy's numbers by record_check_elastic_policy).  0 with *RET filled, or -EINVAL (O not an object included)
  * and *RET untouched. */
 int record_parse_pool(const struct json *o, struct pool_record *ret);
 int record_parse_reservation(const struct json *o, struct reservation_record *ret);
