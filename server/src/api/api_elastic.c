@@ -90,7 +90,7 @@ static void defer_policy(const struct req *req, struct resp *resp, const struct 
         w->app = req->app;
         w->pol = *pol;
         w->remove = remove;
-        resp_defer(resp, policy_work, w, WORK_BLOCKING);
+        resp_defer(resp, policy_work, w);
 }
 
 void api_policy_put(const struct req *req, struct resp *resp)

@@ -30,8 +30,7 @@ static void node_gauges(struct app *app, struct prom *p)
                         snprintf(node, sizeof(node), "%d", t->nodes[i].id);
                         snprintf(psz, sizeof(psz), "%" PRIu64, ps);
                         struct pools_avail a = { .available = c.free };
-                        if (app->pools)
-                                (void)pools_node_available(app->pools, t->nodes[i].id, ps, &a);
+                        (void)pools_node_available(app->pools, t->nodes[i].id, ps, &a);
                         const struct {
                                 const char *state;
                                 uint64_t pages;
@@ -206,7 +205,7 @@ static void elastic_metrics(struct app *app, struct prom *p)
         struct elastic_view *v = NULL;
         size_t n = 0;
 
-        if (!app->pools || pools_list_elastic(app->pools, &v, &n) < 0)
+        if (pools_list_elastic(app->pools, &v, &n) < 0)
                 return;
         prom_header(p, "hpwarmd_elastic_pages_total", "Pages an elastic pool grew by (on demand, or to its min) "
                     "and gave back to the kernel, since the daemon started.", "counter");

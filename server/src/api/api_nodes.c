@@ -48,11 +48,9 @@ static int encode_node(struct app *app, const struct topo_node *n, struct json *
                         continue;
                 uint64_t warm = 0, warming = 0, available = c.free;
                 struct pools_avail a;
-                if (app->pools) {
-                        pools_node_usage(app->pools, n->id, ps, &warm, &warming);
-                        if (pools_node_available(app->pools, n->id, ps, &a) == 0)
-                                available = a.available;
-                }
+                pools_node_usage(app->pools, n->id, ps, &warm, &warming);
+                if (pools_node_available(app->pools, n->id, ps, &a) == 0)
+                        available = a.available;
                 struct json *h = json_append_object(hps);
                 json_add_u64(h, "page_size_bytes", ps);
                 json_add_u64(h, "total", c.total);
@@ -189,5 +187,5 @@ void api_node_reserve(const struct req *req, struct resp *resp)
         w->app = req->app;
         w->rq = (struct reserve_req){.node = node, .page_size = page_size, .count = count,
                                      .allow_partial = allow_partial, .floor_bytes = req->app->memory_floor};
-        resp_defer(resp, reserve_work, w, WORK_BLOCKING);
+        resp_defer(resp, reserve_work, w);
 }

@@ -432,7 +432,7 @@ void api_pool_put(const struct req *req, struct resp *resp)
         w->rq.file_owned = has_uid;
         w->rq.file_uid = (uint32_t)file_uid;
         w->rq.file_gid = (uint32_t)file_gid;
-        resp_defer(resp, create_work, w, WORK_BLOCKING);
+        resp_defer(resp, create_work, w);
 }
 
 static void delete_work(struct resp *resp, void *ctx)
@@ -461,7 +461,7 @@ void api_pool_delete(const struct req *req, struct resp *resp)
         if (!w)
                 return;
         w->recycle = !recycle || strcmp(recycle, "true") == 0;
-        resp_defer(resp, delete_work, w, WORK_BLOCKING);
+        resp_defer(resp, delete_work, w);
 }
 
 /* Claiming saves the journal (an fsync) and may wait for a pool another
@@ -510,5 +510,5 @@ void api_pool_claim(const struct req *req, struct resp *resp)
         if (!w)
                 return;
         w->pid = (pid_t)pid;
-        resp_defer(resp, claim_work, w, WORK_BLOCKING);
+        resp_defer(resp, claim_work, w);
 }

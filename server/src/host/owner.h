@@ -118,8 +118,6 @@ int owner_creds_scan(struct owner_creds *c, pid_t skip, const struct owner_acces
 /* Apply the events queued so far (the socket's buffer is bounded: the
  * daemon drains it now and then between checks). */
 void owner_creds_drain(struct owner_creds *c);
-/* Processes the index keeps, whether it keeps PID, and how often lost
- * events made it read /proc again (for tests). */
+/* Processes the index keeps, and whether it keeps PID (for tests). */
 size_t owner_creds_count(struct owner_creds *c);
 bool owner_creds_knows(struct owner_creds *c, pid_t pid);
-uint64_t owner_creds_rereads(struct owner_creds *c);

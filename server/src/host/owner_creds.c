@@ -72,7 +72,6 @@ struct owner_creds {
         pthread_mutex_t lock;
         struct creds_entry *tab;        /* lock */
         size_t cap, used;               /* lock; used counts tombstones */
-        uint64_t rereads;               /* lock: index read again after lost events */
 };
 
 static size_t slot_of(const struct owner_creds *c, pid_t pid)
@@ -309,10 +308,8 @@ static int drain(struct owner_creds *c)
                                 lost = true;    /* no room: read it all again */
                 }
         }
-        if (lost) {
-                c->rereads++;
+        if (lost)
                 return reread(c);
-        }
         return 0;
 }
 
@@ -519,14 +516,6 @@ bool owner_creds_knows(struct owner_creds *c, pid_t pid)
         bool known = find(c, pid) != NULL;
         pthread_mutex_unlock(&c->lock);
         return known;
-}
-
-uint64_t owner_creds_rereads(struct owner_creds *c)
-{
-        pthread_mutex_lock(&c->lock);
-        uint64_t n = c->rereads;
-        pthread_mutex_unlock(&c->lock);
-        return n;
 }
 
 void owner_creds_drain(struct owner_creds *c)

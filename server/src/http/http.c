@@ -719,8 +719,7 @@ int http_start(const struct http_config *cfg, struct app *app, struct http **ret
                         goto fail;
                 }
         }
-        if (app->pools)
-                pools_set_observer(app->pools, pool_changed, h);
+        pools_set_observer(app->pools, pool_changed, h);
         *ret = h;
         return 0;
 fail:
@@ -772,8 +771,7 @@ void http_stop(struct http *h)
         /* Stop accepting first, then let queued work finish (it resumes its
          * connections), then stop the daemons: libmicrohttpd must not be
          * stopped with connections still suspended. */
-        if (h->app->pools)
-                pools_set_observer(h->app->pools, NULL, NULL);
+        pools_set_observer(h->app->pools, NULL, NULL);
         http_quiesce(h);
         workq_stop(&h->blocking);
         waiters_stop(&h->waiters);

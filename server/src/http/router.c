@@ -131,12 +131,11 @@ void resp_refuse_stopping(struct resp *r)
         resp_problem(r, &p);
 }
 
-void resp_defer(struct resp *r, void (*work)(struct resp *r, void *ctx), void *ctx, enum work_kind kind)
+void resp_defer(struct resp *r, void (*work)(struct resp *r, void *ctx), void *ctx)
 {
         r->work = work;
         r->ctx = ctx;
         r->ctx_free = free;
-        r->work_kind = kind;
 }
 
 void resp_park(struct resp *r, park_check_fn check, void *ctx, const char *topic, uint64_t deadline_ns)

@@ -34,10 +34,6 @@ struct req {
         struct app *app;
 };
 
-enum work_kind {
-        WORK_BLOCKING,  /* short-lived blocking op (reserve, delete) */
-};
-
 /* A parked request's re-evaluation: fill R and return true once the answer
  * is known; with EXPIRED (deadline passed, or the daemon is stopping) it
  * must fill R and return true.  Called on the HTTP layer's waits thread:
@@ -56,7 +52,6 @@ struct resp {
         void (*work)(struct resp *r, void *ctx);
         void *ctx;
         void (*ctx_free)(void *ctx);
-        enum work_kind work_kind;
         /* Long-poll (resp_park): re-check on changes of PARK_TOPIC until
          * PARK_DEADLINE_NS (CLOCK_MONOTONIC). */
         park_check_fn park_check;
@@ -102,8 +97,10 @@ void resp_json(struct resp *r, int status, char *body);  /* takes BODY */
 void resp_problem(struct resp *r, const struct problem *p);
 /* 503 stopping: the daemon is shutting down (retry after 1 s). */
 void resp_refuse_stopping(struct resp *r);
-/* Run WORK off the HTTP thread; CTX is malloc'd and freed after the response. */
-void resp_defer(struct resp *r, void (*work)(struct resp *r, void *ctx), void *ctx, enum work_kind kind);
+/* Run WORK off the HTTP thread, on the blocking work queue (workq.c: short
+ * blocking operations such as a create, a reservation, a delete); CTX is
+ * malloc'd and freed after the response. */
+void resp_defer(struct resp *r, void (*work)(struct resp *r, void *ctx), void *ctx);
 /* Park the request until CHECK answers (see park_check_fn): it is called
  * when TOPIC (a pool name) changes and at DEADLINE_NS.  CTX is malloc'd and
  * freed after the response. */
