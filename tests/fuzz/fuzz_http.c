@@ -50,6 +50,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "pools.h"
+#include "pools_testing.h"
 #include "sysfs.h"
 #include "topo.h"
 #include "util.h"

@@ -41,6 +41,7 @@
 #include "journal.h"
 #include "plan.h"
 #include "pools.h"
+#include "pools_testing.h"
 #include "sysfs.h"
 #include "topo.h"
 #include "util.h"

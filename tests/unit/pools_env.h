@@ -23,6 +23,7 @@
 #include "fixture.h"
 #include "journal.h"
 #include "pools.h"
+#include "pools_testing.h"
 #include "sysfs.h"
 #include "topo.h"
 #include "util.h"

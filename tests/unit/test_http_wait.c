@@ -40,6 +40,7 @@
 #include "http.h"
 #include "log.h"
 #include "pools.h"
+#include "pools_testing.h"
 #include "sysfs.h"
 #include "topo.h"
 #include "util.h"

@@ -214,11 +214,6 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
                  struct problem *err);
 /* 0 with *RET filled, or -ENOENT with ERR set (pool-not-found). */
 int pools_get(struct pools *p, const char *name, struct pool_view *ret, struct problem *err);
-/* The journal's directory (pools_config.state_dir), for the details of
- * state-write-failed answers; owned by P. */
-const char *pools_state_dir(const struct pools *p);
-/* Caller frees *ret (plain malloc'd array). */
-int pools_list(struct pools *p, struct pool_view **ret, size_t *ret_n);
 /* Which pools a page of the list shows: names after AFTER (NULL: from the
  * first), and the state, node and page size when set. */
 struct pools_page_filter {
@@ -234,7 +229,7 @@ struct pools_page_filter {
  * pointers; views are made for the page alone.  0 or -ENOMEM. */
 int pools_list_page(struct pools *p, const struct pools_page_filter *f, size_t limit, struct pool_view **ret,
                     size_t *ret_n, bool *ret_more);
-/* The pools pools_list shows, summed into the N groups of SUMS that match
+/* The pools GET /v1/pools shows, summed into the N groups of SUMS that match
  * their node, page size and state (bytes and count added to; zero them
  * first).  For /metrics: no views, no job status, one walk of the registry
  * under its lock, nothing allocated. */
@@ -245,27 +240,19 @@ struct pools_size_sum {
         uint64_t bytes, count;
 };
 void pools_sum_sizes(struct pools *p, struct pools_size_sum *sums, size_t n);
-/* Block until the pool is no longer warming or DEADLINE (CLOCK_MONOTONIC ns)
- * passes; fills *ret either way.  -ENOENT if it does not exist (or was deleted
- * while waiting). */
-int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct pool_view *ret);
 /* Cancel (returns once no worker touches the file), remove the file, forget
  * the record.  0, or -errno with ERR set: -ENOENT pool-not-found; -EAGAIN
  * state-write-failed, the journal could not be saved (nothing changed: the
  * pool is as it was, also after a restart); or unlink's -errno,
- * pool-file-error (the record is kept so the release can be retried). */
-int pools_delete(struct pools *p, const char *name, struct problem *err);
-/* pools_delete, saying whether a ready pool whose stock target is short may
- * be recycled into the stock (pools_delete: yes; DELETE ?recycle=false: no,
- * its file is removed).  Recycled, the pool is gone at once as for a
+ * pool-file-error (the record is kept so the release can be retried).
+ * RECYCLE says whether a ready pool whose stock target is short may be
+ * recycled into the stock (DELETE: yes; DELETE ?recycle=false: no, its
+ * file is removed).  Recycled, the pool is gone at once as for a
  * removal (its name is free), and its file waits as a "dirty" stock row
  * until no process maps it, then is zeroed in place (pools_recycle.c). */
 int pools_delete_recycle(struct pools *p, const char *name, bool recycle, struct problem *err);
-/* Mark claimed (clears the TTL).  0, or -errno with ERR set: -ENOENT
- * pool-not-found; -EBUSY pool-not-ready (it is not ready). */
-int pools_claim(struct pools *p, const char *name, struct pool_view *ret, struct problem *err);
-/* The same, binding the pool to the life of process PID (the VMM that maps
- * it; 0 = no owner, as pools_claim): the pool is released (file removed,
+/* Mark claimed (clears the TTL), binding the pool to the life of process
+ * PID (the VMM that maps it; 0 = no owner): the pool is released (file removed,
  * pages back) when that process exits, also when it exits while the daemon
  * is down; a process is told from a later one with the same pid by its
  * start time.  A pool with a live owner is never released by anything but
@@ -439,7 +426,7 @@ enum elastic_growth pools_runtime_growth(struct pools *p, int node, uint64_t pag
  *
  * FN runs in whichever thread made the change (an HTTP work thread, the
  * upkeep thread), with none of the registry's locks held, so it may call
- * pools_get and pools_list; it must not block (so not pools_wait), nor call
+ * pools_get and pools_list_page; it must not block, nor call
  * pools_set_observer or any pools_* function that changes a pool.  Calls are
  * serialised.  One observer at a time: a new call replaces the old one, and
  * FN = NULL removes it; when pools_set_observer returns, the old FN is not
@@ -458,7 +445,7 @@ void pools_set_observer(struct pools *p, void (*fn)(void *arg, const char *name)
  * pool or stock file added, changing state, held or let go, claimed or
  * released, dropped, a stock target set.  It may move for a change no
  * reader cares about (a warming job's progress); it never misses one.
- * Taken before a view (pools_get_stock, pools_list), the view shows at least
+ * Taken before a view (pools_get_stock, pools_list_page), the view shows at least
  * what that generation counts.  Starts at 0 with each daemon (not saved):
  * a reader compares generations of one daemon's life only. */
 uint64_t pools_generation(struct pools *p);

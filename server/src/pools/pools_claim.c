@@ -14,6 +14,7 @@
 #include "log.h"
 #include "owner.h"
 #include "pools_internal.h"
+#include "pools_testing.h"
 #include "util.h"
 
 int pools_claim(struct pools *p, const char *name, struct pool_view *ret, struct problem *err)

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "owner.h"
 #include "pools_internal.h"
+#include "pools_testing.h"
 #include "util.h"
 
 #define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
@@ -40,11 +41,6 @@
 #define POOLS_RECYCLE_CHECK_MS_DEFAULT 1000
 
 /* ---- queries and other changes ---- */
-
-const char *pools_state_dir(const struct pools *p)
-{
-        return p->state_dir;
-}
 
 int pools_get(struct pools *p, const char *name, struct pool_view *ret, struct problem *err)
 {
