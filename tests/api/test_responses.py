@@ -23,6 +23,13 @@ operation the document gives for its method and path:
 The test fails when a documented (method, path) got no validated success
 answer or no validated error answer, so a new path cannot go unchecked.
 
+And the contract is checked both ways, status by status: every status an
+operation lists must have been answered by it here (the transport's
+refusals are sent to every operation, whether it lists them or not, so one
+it answers but does not list fails too), except the few in NOT_DRIVEN,
+each with the reason it cannot be provoked on this fixture and the test
+that provokes it elsewhere.
+
 Usage: test_responses.py API_YAML   (HPWARMD, HPW_FIXTURES, HPW_FAKEKERNEL
 from ctest's environment)."""
 import copy
@@ -78,6 +85,7 @@ class Contract:
             self.templates.append((re.compile(rx), template, item))
         self.ops = {(m.upper(), t) for _, t, item in self.templates for m in METHODS if m in item}
         self.seen = {}   # (METHOD, template) -> set of "ok"/"error"
+        self.statuses = {}   # (METHOD, template) -> the statuses it answered, validated
         self.failures = []
         self.checked = 0
 
@@ -105,6 +113,9 @@ class Contract:
                                for m in METHODS if m in item and "405" in item[m]["responses"]), None)
                 return template, op
         return None, None
+
+    def item(self, template):
+        return next(item for _, t, item in self.templates if t == template)
 
     def fail(self, what):
         self.failures.append(what)
@@ -171,6 +182,13 @@ class Contract:
                 ok = self.validate(r.body.decode(), content[media].get("schema", {}), where) and ok
         if ok and not op.get("undefined"):
             self.seen.setdefault((method, template), set()).add("ok" if r.status < 400 else "error")
+            self.statuses.setdefault((method, template), set()).add(str(r.status))
+        elif ok:
+            # A method the path lacks: the 405 counts for each operation
+            # of the path, which all declare it.
+            for m in METHODS:
+                if m in self.item(template):
+                    self.statuses.setdefault((m.upper(), template), set()).add(str(r.status))
 
     def check_problem(self, body, status, where):
         slug = body.get("type", "")[len(PROBLEM_URN):]
@@ -216,6 +234,12 @@ def main():
         for kind in ("ok", "error"):
             if kind not in got:
                 missing.append("%s %s: no validated %s answer" % (op[0], op[1], "success" if kind == "ok" else "error"))
+    for op in sorted(c.ops):
+        listed = set(c.item(op[1])[op[0].lower()]["responses"])
+        for status in sorted(listed - c.statuses.get(op, set())):
+            if status not in NOT_DRIVEN.get(op, {}) and status not in NOT_DRIVEN["*"]:
+                missing.append("%s %s: lists %s, which it never answered here (drive it, or say in "
+                               "NOT_DRIVEN why it cannot be)" % (op[0], op[1], status))
     for m in missing:
         c.fail(m)
     print("%d answers checked; %d operations, each with a validated success and error answer; %d failures"
@@ -359,12 +383,69 @@ def run(c, d):
     send("stock, unknown key", "PUT", "/v1/stock", {"targets": [], "x": 1}, want=422)
     send("stock, cleared", "PUT", "/v1/stock", {"targets": []}, want=200)
     malformed_segments(c, send)
+    transport_refusals(c, send, admin, reader, big)
+    send("pools, bad state filter", "GET", "/v1/pools?state=bogus", want=422)
+    send("stock, unknown node", "PUT", "/v1/stock", {"targets": [{"node": 9, "size": "2M", "count": 1}]},
+         want=404)
+    send("claim, bound to this process", "POST", "/v1/pools/c/claim", {"pid": os.getpid()}, want=200)
+    parent = os.getppid()
+    send("claim, another live process", "POST", "/v1/pools/c/claim", {"pid": parent}, want=409)
     # Delete.
     send("delete, bad recycle", "DELETE", "/v1/pools/a?recycle=maybe", want=422)
     for name in ("a", "b", "c"):
         send("delete", "DELETE", "/v1/pools/" + name, want=204)
     send("delete, gone", "DELETE", "/v1/pools/a", want=404)
     send("delete, read-only", "DELETE", "/v1/pools/b", headers=reader, want=403)
+
+
+# Statuses an operation lists that this fixture cannot provoke, with why and
+# where they are provoked.  "*" holds for every operation.
+NOT_DRIVEN = {
+    "*": {"500": "internal-error: an allocation or a read the fixture does not fail",
+          "503": "stopping: a request during shutdown (integration.lifecycle), busy: a full work "
+                 "queue (load tests), state-write-failed: a journal write failing "
+                 "(integration.faults)"},
+    ("GET", "/v1/stock"): {"429": "too-many-waits: --max-waits-per-caller full (integration.stock_watch)"},
+    ("GET", "/v1/pools/{name}"): {"429": "too-many-waits: --max-waits-per-caller full (integration.stock_watch)"},
+    ("GET", "/v1/handoff"): {"409": "pool-not-ready: a pool caught warming (integration.handoff_api)"},
+}
+
+
+def transport_refusals(c, send, admin, reader, big):
+    """What the transport answers before any handler, sent to every
+    operation: no token (401), a read-only token on a mutation (403), 40
+    query arguments (414), 70 header fields (431), a body where none is
+    taken (400), and where one is: a malformed one (400), text/plain (415)
+    and one over the limit (413).  Each answer must be one the operation
+    lists (check()); GET /v1/health takes no token."""
+    for template, item in c.doc["paths"].items():
+        path = template
+        for q, v in GOOD_SEGMENTS.items():
+            path = path.replace("{%s}" % q, v)
+        if template == "/v1/handoff":
+            path += "?vmm=qemu&pools=a"
+        many = ("&" if "?" in path else "?") + "&".join("a%d=1" % i for i in range(40))
+        for method in METHODS:
+            if method not in item:
+                continue
+            m = method.upper()
+            takes_body = "requestBody" in item[method]
+            body = SEGMENT_BODIES.get((m, template), {} if takes_body else None)
+            if template != "/v1/health":
+                send("transport, no token", m, path, body, headers={}, want=401)
+            if m != "GET":
+                send("transport, read-only token", m, path, body, headers=reader, want=403)
+            send("transport, 40 query arguments", m, path + many, body, want=414)
+            send("transport, 70 header fields", m, path, body,
+                 headers=dict(admin, **{"X-Pad-%d" % i: "x" for i in range(70)}), want=431)
+            if not takes_body:
+                send("transport, a body where none is taken", m, path, {"x": 1}, want=400)
+                continue
+            send("transport, malformed body", m, path, "{", want=400)
+            send("transport, text/plain", m, path, "{}", ctype="text/plain", want=415)
+            send("transport, too large a body", m, path, big, want=413)
+        other = next(x for x in ("post", "put", "delete", "get") if x not in item)
+        send("transport, a method the path lacks", other.upper(), path, want=405)
 
 
 # Path segments that name nothing, per parameter: (value, the status it
