@@ -10,7 +10,8 @@
  * pending items; past it the request is answered 503 with Retry-After
  * rather than queued without limit.  Long-polls hold no thread: the
  * connection is suspended and parked in waiters.c, which re-runs the
- * handler's check when pools.c tells that pool changed (the observer),
+ * handler's check when the pool core tells that pool changed (the observer,
+ * pools_set_observer),
  * at the deadline, and drops the wait when the client hangs up; each
  * caller may park a bounded number (429 past it).
  *
@@ -156,7 +157,7 @@ static void park_done(struct waiter *w, bool gone)
         MHD_resume_connection(h->conn);
 }
 
-/* pools.c's observer: the pool NAME changed (NULL: something did), look
+/* The pool core's observer (pools_set_observer): the pool NAME changed (NULL: something did), look
  * at its waiters again, and at the stock's: every change may be one. */
 static void pool_changed(void *arg, const char *name)
 {

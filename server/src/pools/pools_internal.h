@@ -2,38 +2,9 @@
  * that make it up (as sd-event shares its own through event-source.h).
  * Nothing outside server/src/pools/ includes this.
  *
- * The files, in layers; each calls only the layers below it (and, within a
- * layer, never back: stock -> admit, recycle -> stock, recover -> admit,
- * stock_evict -> file):
- *   top      pools_public.c        the public face (pools.h): start, stop,
- *                                  queries, waits, delete, counts
- *   3        pools_create.c        the create path (PUT)
- *            pools_upkeep.c        the upkeep thread: finished jobs, TTL expiry,
- *                                  owner exits, the unmapped sweep, and the
- *                                  refills and recycles it drives
- *   2        pools_admit.c         admission and reservations
- *            pools_stock.c         stock targets, refills, hand-outs
- *            pools_recycle.c       released pools back into the stock: dirty
- *                                  rows, the recycle thread's holder check,
- *                                  zero jobs, their saved completion
- *            pools_recover.c       start-up: journal load, reconcile,
- *                                  re-applied reservations
- *            pools_policy.c        elastic policies set and removed, and the
- *                                  give-back the upkeep thread runs
- *                                  (policy -> admit)
- *   1        pools_jobs.c          a pool's warm or zero job in the engine
- *            pools_file.c          a pool's file: made, checked, removed, renamed
- *            pools_pending.c       what warms still need, read consistently with
- *                                  the node's counters (admission's one reading)
- *            pools_stock_evict.c   stock files removed to make room for pools
- *            pools_dir.c           pool directories: mount checks, marker, orphans
- *            pools_claim.c         claims and owner processes
- *            pools_elastic.c       elastic policies: the table, what they did,
- *                                  whether gigantic growth is reliable
- *   0        pools_registry.c      lookup, holds, views, commits, saves, the
- *                                  observer and the upkeep kick; calls no other
- *                                  pools file
- *            pool_state.c          the name rule and the state table (pool_state.h)
+ * The files and their layers, each calling only the layers below it (and,
+ * within a layer, one way only), are listed once, in docs/ARCHITECTURE.md
+ * ("Modules and the way dependencies point").
  *
  * struct pools is one part per owner (below), each with the lock that
  * guards it beside it or named on each field.  Locks, outermost first, and

@@ -1,18 +1,9 @@
 /* pools_public: the public face of the pool core (pools.h): start and stop,
  * queries, waits, delete, the counts the metrics and nodes read.
  *
- * The core is in layers, each calling only the ones below it (and
- * pools_internal.h describes the structs, locks and their order once):
- *   pools_public.c     this face (pools.h)
- *   pools_create.c     the create path        pools_upkeep.c  the upkeep thread
- *   pools_admit.c      admission, reservations
- *   pools_stock.c      stock targets, refills, hand-outs
- *   pools_recycle.c    released pools back into the stock
- *   pools_recover.c    start-up
- *   pools_jobs.c  pools_file.c  pools_pending.c  pools_stock_evict.c
- *   pools_dir.c  pools_claim.c   jobs, files, what warms still need, the
- *                      stock giving way, dirs, claims
- *   pools_registry.c   lookup, holds, commits, saves, notification
+ * The core's files and their layers are listed once, in
+ * docs/ARCHITECTURE.md; pools_internal.h describes the structs, locks and
+ * their order once.  This file is the top layer.
  * Pool states change only through pool_transition (pool_state.c). */
 #include <errno.h>
 #include <inttypes.h>

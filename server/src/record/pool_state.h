@@ -9,9 +9,9 @@
  * the registry: every change of state goes through pool_transition(), which
  * refuses a move the table does not list, records the cause and time of a
  * failure, and logs the move at debug level (as curl's multi.c changes a
- * transfer's state only through mstate()).  A new state (the stock states to
- * come: stock, recycling, dirty) is a new enum value, a name and rows in the
- * table, never a flag beside `state`.
+ * transfer's state only through mstate()).  A new state is a new enum value,
+ * a name and rows in the table, never a flag beside `state`, as the stock
+ * states (stock, recycling, dirty) were added.
  *
  *   new ──create──> warming ──populated──> ready
  *                    │  ↺ resumed at start    │ └─(start: file lost pages)─> warming
