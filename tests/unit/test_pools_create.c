@@ -160,6 +160,37 @@ TEST(node_and_page_size_rules_have_one_wording)
         env_fini(&e);
 }
 
+/* threads and label: the core's rules, one wording each, which
+ * pools_create applies and PUT /v1/pools calls with the body's numbers
+ * (api.responses: a PUT with threads 0 is refused 422). */
+TEST(threads_and_label_rules_are_the_cores)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err = {0};
+
+        env_init(&e);
+        struct pools *p = start(&e);
+        struct pool_req r = req("t", 0, 1);
+        r.threads = POOLS_THREADS_MAX + 1;
+        CHECK_INT(create(p, &r, &v, &err), ==, -EINVAL);
+        CHECK_STR(err.slug, "invalid-field");
+        CHECK_STR(err.detail, "\"threads\" must be 1 to 4096 (leave it out for all of the node's workers)");
+        CHECK_INT(pools_check_threads(0, &err), ==, -EINVAL);
+        CHECK_STR(err.detail, "\"threads\" must be 1 to 4096 (leave it out for all of the node's workers)");
+        CHECK_INT(pools_check_threads(UINT64_C(1) << 32, &err), ==, -EINVAL);
+        CHECK_INT(pools_check_threads(POOLS_THREADS_MAX, &err), ==, 0);
+        r = req("l", 0, 1);
+        snprintf(r.label, sizeof(r.label), "-bad");
+        CHECK_INT(create(p, &r, &v, &err), ==, -EINVAL);
+        CHECK_STR(err.detail, POOL_LABEL_RULE " (leave it out for none)");
+        CHECK_INT(pools_check_label("", &err), ==, -EINVAL);
+        CHECK_INT(pools_check_label("libvirt:abc", &err), ==, 0);
+        CHECK(!file_exists(&e, "t") && !file_exists(&e, "l"));
+        pools_free(p);
+        env_fini(&e);
+}
+
 /* A size no file can have (2^63 bytes and more, a multiple of the page
  * size) is refused as such, before admission: not a 409 for want of pages
  * nor a file error. */

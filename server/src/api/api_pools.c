@@ -22,8 +22,6 @@
 
 /* The kernel's largest pid_max (PID_MAX_LIMIT on 64-bit). */
 #define PID_MAX 4194304
-/* Most workers one pool may ask for (the schema's maximum). */
-#define THREADS_MAX 4096
 
 static void add_time(struct json *o, const char *key, int64_t unix_s)
 {
@@ -378,10 +376,12 @@ void api_pool_put(const struct req *req, struct resp *resp)
                 api_invalid(resp, detail);
                 return;
         }
-        /* As the schema says: absent means the node's default, so an
-         * explicit 0 is a mistake, not a default. */
-        if (has_threads && (threads < 1 || threads > THREADS_MAX)) {
-                api_invalid(resp, "\"threads\" must be 1 to 4096 (leave it out for all of the node's workers)");
+        /* The rule is the core's; it is applied here, in the body's
+         * order, to the number as written (an explicit 0 is a mistake, not
+         * the default that an absent one is). */
+        struct problem rule = {0};
+        if (has_threads && pools_check_threads(threads, &rule) < 0) {
+                resp_problem(resp, &rule);
                 return;
         }
         if (has_ttl && (ttl < 1 || ttl > POOLS_TTL_MAX)) {
@@ -391,8 +391,8 @@ void api_pool_put(const struct req *req, struct resp *resp)
                 api_invalid(resp, detail);
                 return;
         }
-        if (has_label && !pool_label_valid(label)) {
-                api_invalid(resp, POOL_LABEL_RULE " (leave it out for none)");
+        if (has_label && pools_check_label(label, &rule) < 0) {
+                resp_problem(resp, &rule);
                 return;
         }
         /* (uid_t)-1 and (gid_t)-1 mean "unchanged" to chown: never an owner. */

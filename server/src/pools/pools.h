@@ -128,6 +128,16 @@ struct pools;
  * answers (the node views, a policy's GET and DELETE). */
 int pools_check_node(const struct pools *p, int node, struct problem *err);
 int pools_check_page_size(const struct pools *p, uint64_t page_size, struct problem *err);
+/* Most workers one pool may ask for (the schema's maximum). */
+#define POOLS_THREADS_MAX 4096
+/* A pool's threads and label rules, each in one wording: 0, or -EINVAL
+ * with ERR filled (invalid-field).  THREADS as asked: 1 to
+ * POOLS_THREADS_MAX (an absent one is the node's default, never an explicit
+ * 0); LABEL by pool_state.h's rule.  pools_create applies them to a request
+ * that has them; PUT /v1/pools applies them to what the body says, so an
+ * explicit 0 or a number past an unsigned is refused before it is lost. */
+int pools_check_threads(uint64_t threads, struct problem *err);
+int pools_check_label(const char *label, struct problem *err);
 /* The unknown-node refusal for a node as the client wrote it, for a handler
  * whose text cannot be a node id at all (not canonical decimal, past INT_MAX):
  * the same answer the rule gives an id the host lacks. */

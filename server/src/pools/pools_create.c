@@ -72,6 +72,9 @@ static int validate(struct pools *p, const struct pool_req *req, struct problem 
                               req->size_bytes);
                 return -EINVAL;
         }
+        if ((req->threads && pools_check_threads(req->threads, err) < 0) ||
+            (req->label[0] && pools_check_label(req->label, err) < 0))
+                return -EINVAL;
         if (req->ttl_seconds > POOLS_TTL_MAX) {
                 problem_raise(err, PROBLEM_INVALID_FIELD, "ttl_seconds must be at most %" PRIu64, POOLS_TTL_MAX);
                 return -EINVAL;

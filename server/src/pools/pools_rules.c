@@ -13,6 +13,24 @@
 #include "units.h"
 #include "util.h"
 
+int pools_check_threads(uint64_t threads, struct problem *err)
+{
+        if (threads >= 1 && threads <= POOLS_THREADS_MAX)
+                return 0;
+        problem_raise(err, PROBLEM_INVALID_FIELD,
+                      "\"threads\" must be 1 to %d (leave it out for all of the node's workers)", POOLS_THREADS_MAX);
+        return -EINVAL;
+}
+
+int pools_check_label(const char *label, struct problem *err)
+{
+        assert_return(label, -EINVAL);
+        if (pool_label_valid(label))
+                return 0;
+        problem_raise(err, PROBLEM_INVALID_FIELD, POOL_LABEL_RULE " (leave it out for none)");
+        return -EINVAL;
+}
+
 void pools_refuse_node(struct problem *err, const char *node)
 {
         problem_raise(err, PROBLEM_UNKNOWN_NODE, "there is no NUMA node %.64s", node);
