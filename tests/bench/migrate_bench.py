@@ -62,7 +62,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "qemu"))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import guestboot as gb  # noqa: E402
-from bench import madvise_window  # noqa: E402
+from hpwbench.qemu import madvise_window  # noqa: E402
 import hpwtest  # noqa: E402
 from hpwtest import Daemon  # noqa: E402
 
