@@ -4,9 +4,10 @@ line of JSON (populate_ideal, recycle_bench, prio_bench), hpwarmd on a
 loopback port with its requests, and the few statistics and table lines the
 reports share.
 
-A mode module (core, stock, recycle, prio, gigantic, scale, busy) imports
-from here and never from another mode, so each mode can be read, and
-changed, on its own: what two modes need goes here.  Nothing here prints
+A mode module (core, stock, gigantic, scale, busy, longrun) imports from
+here, and from the phase modules it runs (qemu, recycle, prio), never from
+another mode, so each mode can be read, and changed, on its own: what two
+modes need goes here.  Nothing here prints
 to stdout: the reports are the modes'; log() writes progress to stderr."""
 import argparse
 import http.client
