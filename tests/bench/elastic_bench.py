@@ -32,13 +32,11 @@ import tempfile
 import threading
 import time
 
-PAGE = 2 << 20
-NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
+from hpwbench.harness import NODE0, PAGE, node0
 
 
 def nr():
-    with open(NODE0 + "nr_hugepages") as f:
-        return int(f.read())
+    return node0("nr_hugepages")
 
 
 def set_nr(n):

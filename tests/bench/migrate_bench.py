@@ -62,21 +62,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "qemu"))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import guestboot as gb  # noqa: E402
-from bench import madvise_window  # noqa: E402
+from hpwbench.harness import PAGE, node0  # noqa: E402
+from hpwbench.qemu import madvise_window  # noqa: E402
 import hpwtest  # noqa: E402
 from hpwtest import Daemon  # noqa: E402
 
 MIB = 1 << 20
-PAGE = 2 * MIB
-NODE0 = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/"
 PATTERN_MIB, SEED = 16, 77
 KINDS = ["cold+prealloc", "cold", "warm+prealloc", "warm"]
 READY_TARGET = 10.0
-
-
-def read_int(path):
-    with open(path) as f:
-        return int(f.read().strip())
 
 
 def cli(hpwarm, url, *args):
@@ -241,7 +235,7 @@ def main():
     try:
         d.start()
         url = "http://127.0.0.1:%d" % d.port
-        nr, free = read_int(NODE0 + "nr_hugepages"), read_int(NODE0 + "free_hugepages")
+        nr, free = node0("nr_hugepages"), node0("free_hugepages")
         cli(a.hpwarm, url, "reserve", "0", "2M", str(nr - free + 2 * size // PAGE))
         touch_pages(mnt, 2 * size)
         cli(a.hpwarm, url, "warm", "bench-src", "--node", "0", "--size", str(size), "--wait", "--timeout", "300")

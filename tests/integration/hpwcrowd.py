@@ -3,7 +3,7 @@ holding D descriptors of a small file and M mappings of it (each its own
 VMA: one mmap call per mapping, never merged since their offsets do not
 follow on), optionally as another user (setpriv).  Used by
 tests/real/test_crowd.py (isolation among a crowd) and tests/bench/bench.py
---busy-host N.
+--busy-host N (tests/bench/hpwbench/busy.py).
 
 One leader process forks the crowd; the leader and every member die with
 whoever started them (PR_SET_PDEATHSIG, set again after any change of ids),

@@ -1,5 +1,6 @@
 """guestboot: boot a tiny Linux guest under QEMU (TCG) and look at it from
-outside, for tests/qemu/handoff_boot.py and tests/bench/bench.py.
+outside, for tests/qemu/handoff_boot.py and tests/bench/bench.py (the
+guest boot row, tests/bench/hpwbench/qemu.py).
 
 - fetch(): Debian's kernel and busybox through prepare.sh --fetch-only (the
   same cache as qemu.numa; nothing is installed on the host);
