@@ -52,30 +52,28 @@ def _die_with_parent():
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
 
 
-class Service:
-    """One WSGI service process; a context manager."""
+class Process:
+    """One service process in its own session, its output in TMP/NAME.log;
+    a context manager.  ARGV is run with ENV; start() waits until READY()
+    says the service answers (or it exits, or TIMEOUT passes)."""
 
-    def __init__(self, tmp, which, env):
-        self.tmp, self.which, self.env = tmp, which, env
+    def __init__(self, tmp, name, argv, env):
+        self.tmp, self.name, self.argv, self.env = tmp, name, argv, env
         self.proc = None
-        self.port = None
-        self.log = os.path.join(tmp, which + ".log")
+        self.log = os.path.join(tmp, name + ".log")
 
-    def start(self, timeout=90):
-        port_file = os.path.join(self.tmp, self.which + ".port")
+    def start(self, ready, timeout=90):
         with open(self.log, "ab") as logf:
-            self.proc = subprocess.Popen([PY, SERVE, self.which, port_file], stdout=logf, stderr=logf,
-                                         stdin=subprocess.DEVNULL, env=self.env, start_new_session=True,
-                                         preexec_fn=_die_with_parent)
+            self.proc = subprocess.Popen(self.argv, stdout=logf, stderr=logf, stdin=subprocess.DEVNULL,
+                                         env=self.env, start_new_session=True, preexec_fn=_die_with_parent)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.proc.poll() is None and not os.path.exists(port_file):
-            time.sleep(0.05)
-        if not os.path.exists(port_file):
-            self.stop()
-            raise RuntimeError("%s did not start (exit %s)\n%s" % (self.which, self.proc.returncode, self.tail()))
-        with open(port_file) as f:
-            self.port = int(f.read())
-        return self
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            if ready():
+                return self
+            time.sleep(0.1)
+        why = "exit %s" % self.proc.returncode if self.proc.poll() is not None else "not ready in %d s" % timeout
+        self.stop()
+        raise RuntimeError("%s did not start (%s)\n%s" % (self.name, why, self.tail()))
 
     def tail(self, n=3000):
         try:
@@ -84,18 +82,48 @@ class Service:
         except OSError:
             return ""
 
-    @property
-    def url(self):
-        return "http://127.0.0.1:%d" % self.port
-
     def stop(self):
+        """SIGTERM to the whole session (a service's children too), SIGKILL
+        after 10 s."""
         if self.proc and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                pass
+        if self.proc:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)   # what outlived its leader
+            except ProcessLookupError:
+                pass
+            if self.proc.poll() is None:
                 self.proc.wait(10)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class Service(Process):
+    """One WSGI application served by wsgi_serve.py; its port is read back
+    from the file the server writes once it listens."""
+
+    def __init__(self, tmp, which, env):
+        super().__init__(tmp, which, [PY, SERVE, which, os.path.join(tmp, which + ".port")], env)
+        self.port_file = self.argv[-1]
+        self.port = None
+
+    def start(self, timeout=90):
+        super().start(lambda: os.path.exists(self.port_file), timeout)
+        with open(self.port_file) as f:
+            self.port = int(f.read())
+        return self
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
 
 
 def wal(db):

@@ -1,9 +1,9 @@
-"""Serve one OpenStack WSGI application (Placement or Keystone as Debian
-ships them) on 127.0.0.1, on a port the kernel picks, for the Placement
+"""Serve one OpenStack WSGI application (Placement, Keystone, Nova's compute
+API or Glance's API as Debian ships them) on 127.0.0.1, on a port the kernel picks, for the Placement
 tests (openstack.py).  No apache, no uwsgi: the standard library's wsgiref
 with a thread per request, which is all a test's handful of clients need.
 
-Usage: wsgi_serve.py placement|keystone-public PORT_FILE
+Usage: wsgi_serve.py placement|keystone-public|nova-api|glance-api PORT_FILE
 The port is written to PORT_FILE (by a rename: whole or not at all) once
 the application is built (its configuration parsed, its database opened)
 and the socket listens, so the caller reads it back and knows the service
@@ -29,11 +29,21 @@ def app(which):
     if which == "keystone-public":
         from keystone.server import wsgi
         return wsgi.initialize_public_application()
+    if which == "nova-api":
+        from nova.api.openstack.compute import wsgi
+        return wsgi.init_application()
+    if which == "glance-api":
+        from glance.common import wsgi_app
+        return wsgi_app.init_app()
     raise SystemExit("wsgi_serve.py: unknown application %r" % which)
 
 
 def main():
     which, port_file = sys.argv[1], sys.argv[2]
+    # This script's folder holds the tests' openstack.py, which would hide
+    # the openstacksdk package (named openstack too) Glance imports.
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     # Keystone's application parses sys.argv as its own command line.
     del sys.argv[1:]
     application = app(which)

@@ -85,19 +85,22 @@ def run(cmd, timeout=120, **kw):
 class Env:
     """hpwarmd + a private libvirtd/virtlogd, and the guest's kernel and initrd."""
 
-    def __init__(self, tag="", pool_dir=None, host_uuid=None, pool_bind=None):
+    def __init__(self, tag="", pool_dir=None, host_uuid=None, pool_bind=None, hostname=None):
         """TAG, POOL_DIR, HOST_UUID, POOL_BIND: for a second "host" on this
         machine (tests/libvirt/test_migrate.py): its own hpwarmd pool
         directory, libvirtd's host_uuid (libvirt refuses a migration to a
         host of the same UUID), and a directory bound over another inside
         its namespace, (what, where), so that its pools are at the path the
-        other host's are."""
+        other host's are.  HOSTNAME: libvirtd runs in a UTS namespace of
+        its own with that hostname (Nova names a compute node after
+        libvirt's hostname: tests/openstack/nova.py)."""
         self.tmp = tempfile.mkdtemp(prefix="hpwarm-libvirt-%s" % (tag + "-" if tag else ""))
         os.chmod(self.tmp, 0o755)   # QEMU (libvirt-qemu) reads the kernel and initrd here
         self.ns = os.path.join(self.tmp, "ns")
         self.pool_dir = pool_dir or os.path.join(MNT, "hpwarm")
         self.host_uuid = host_uuid
         self.pool_bind = pool_bind
+        self.hostname = hostname
         self.mem_dir = os.path.join(MNT, "libvirt-mem" + ("-" + tag if tag else ""))
         self.sock = os.path.join(self.tmp, "api.sock")
         self.calls = os.path.join(self.tmp, "hpwarm-calls.log")
@@ -156,6 +159,8 @@ class Env:
         kvm_fix = self.kvm_as_packaged(d["run"])
         if self.pool_bind:
             kvm_fix += '\nmount --bind "%s" "%s"' % self.pool_bind
+        if self.hostname:
+            kvm_fix += '\nhostname "%s"' % self.hostname
         script = """set -e
 %s
 mount --bind "$1/run" /run
@@ -170,8 +175,9 @@ echo $! > "$1/virtlogd.child"
 exec libvirtd -p "$1/libvirtd.pid" >"$1/libvirtd.out" 2>&1
 """ % kvm_fix
         # unshare without --fork execs the shell, which execs libvirtd: Popen's pid is libvirtd's.
-        self.libvirtd = subprocess.Popen(["unshare", "--mount", "--propagation", "private",
-                                          "sh", "-c", script, "sh", self.ns])
+        uts = ["--uts"] if self.hostname else []
+        self.libvirtd = subprocess.Popen(["unshare", "--mount", "--propagation", "private"] + uts +
+                                         ["sh", "-c", script, "sh", self.ns])
         self.uri = "qemu+unix:///system?socket=%s/libvirt/libvirt-sock" % d["run"]
         deadline = time.monotonic() + 60
         while True:
@@ -371,6 +377,20 @@ def domain_xml(name, kernel, initrd, serial, metadata=None, fragment="", memory_
 def pool_meta(size="256M", node=0, required=None):
     req = " required='%s'" % required if required else ""
     return "<hpwarm:pool xmlns:hpwarm='%s' node='%d' size='%s'%s/>" % (HPW_NS, node, size, req)
+
+
+def hugetlbfs_maps(pid):
+    """Process PID's mappings of files on the guard's hugetlbfs, as (inode, bytes, path)."""
+    dev = os.stat(MNT).st_dev
+    want = "%02x:%02x" % (os.major(dev), os.minor(dev))
+    out = []
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            parts = line.split(None, 5)
+            if len(parts) >= 5 and parts[3] == want and parts[4] != "0":
+                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                out.append((int(parts[4]), hi - lo, parts[5].strip() if len(parts) > 5 else ""))
+    return out
 
 
 def ramblocks(text):
@@ -753,17 +773,7 @@ class LibvirtBoot(TestCase):
             return []
 
     def hugetlbfs_maps(self, pid):
-        """QEMU's mappings of files on the guard's hugetlbfs, as (inode, bytes, path)."""
-        dev = os.stat(MNT).st_dev
-        want = "%02x:%02x" % (os.major(dev), os.minor(dev))
-        out = []
-        with open("/proc/%d/maps" % pid) as f:
-            for line in f:
-                parts = line.split(None, 5)
-                if len(parts) >= 5 and parts[3] == want and parts[4] != "0":
-                    lo, hi = (int(x, 16) for x in parts[0].split("-"))
-                    out.append((int(parts[4]), hi - lo, parts[5].strip() if len(parts) > 5 else ""))
-        return out
+        return hugetlbfs_maps(pid)
 
     def mapped_anywhere(self, ino):
         """Processes mapping inode INO of the guard's hugetlbfs."""
