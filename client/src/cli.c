@@ -412,28 +412,75 @@ static void print_stock(const struct hpw_stock *st)
         table_free(t);
 }
 
+/* The nova.conf lines that keep Nova's NUMA fitting off the stock's pages:
+ * Nova counts a host's hugepages as its own unless reserved_huge_pages
+ * (node, page size in KiB, pages) leaves them out, one line per node and
+ * page size, every target's files counted whole (ready or not: the stock
+ * fills up to its targets).  With --json: {"reserved_huge_pages": [...]}. */
+static void print_nova_config(const struct hpw_stock *st, bool json)
+{
+        struct { int node; uint64_t page_size, pages; } sum[HPW_STOCK_MAX_TARGETS];
+        size_t n = 0;
+
+        for (size_t i = 0; i < st->n; i++) {
+                const struct hpw_stock_target *g = st->targets[i];
+                size_t j = 0;
+
+                if (g->page_size_bytes == 0)
+                        continue;
+                while (j < n && !(sum[j].node == g->node && sum[j].page_size == g->page_size_bytes))
+                        j++;
+                if (j == n) {
+                        if (n == HPW_STOCK_MAX_TARGETS)
+                                continue;
+                        sum[n++] = (typeof(sum[0])){ g->node, g->page_size_bytes, 0 };
+                }
+                sum[j].pages += g->count * (g->size_bytes / g->page_size_bytes);
+        }
+        if (json) {
+                printf("{\"reserved_huge_pages\":[");
+                for (size_t j = 0; j < n; j++)
+                        printf("%s\"node:%d,size:%llu,count:%llu\"", j ? "," : "", sum[j].node,
+                               (unsigned long long)(sum[j].page_size >> 10), (unsigned long long)sum[j].pages);
+                printf("]}\n");
+                return;
+        }
+        printf("# nova.conf on this compute host: the hugepages of hpwarm's stock targets,\n"
+               "# kept out of Nova's own count (restart nova-compute after a change)\n[DEFAULT]\n");
+        if (n == 0)
+                printf("# no stock targets: nothing to reserve\n");
+        for (size_t j = 0; j < n; j++)
+                printf("reserved_huge_pages = node:%d,size:%llu,count:%llu\n", sum[j].node,
+                       (unsigned long long)(sum[j].page_size >> 10), (unsigned long long)sum[j].pages);
+}
+
 /* show: GET; set and clear: PUT of the whole list, then the daemon's answer
- * (the new targets with their counts) as show would print it. */
+ * (the new targets with their counts) as show would print it; nova-config:
+ * GET, printed as nova.conf lines. */
 static int cmd_stock(struct ctx *x)
 {
         const struct cli *c = x->cli;
         struct hpw_stock *st = NULL;
-        const char *what = c->stock_op == STOCK_SHOW ? "stock" : c->stock_op == STOCK_SET ? "stock set" : "stock clear";
+        static const char *const whats[] = { [STOCK_SHOW] = "stock", [STOCK_SET] = "stock set",
+                                             [STOCK_CLEAR] = "stock clear", [STOCK_NOVA_CONFIG] = "stock nova-config" };
+        const char *what = whats[c->stock_op];
+        bool get = c->stock_op == STOCK_SHOW || c->stock_op == STOCK_NOVA_CONFIG;
         const struct hpw_stock_target *targets[HPW_STOCK_MAX_TARGETS];
 
         for (size_t i = 0; i < c->n_stock && i < HPW_STOCK_MAX_TARGETS; i++)
                 targets[i] = &c->stock[i];
-        enum hpw_error err = c->stock_op == STOCK_SHOW ? hpw_stock_get(x->h, &st)
-                                                       : hpw_stock_set(x->h, targets, c->n_stock, &st);
+        enum hpw_error err = get ? hpw_stock_get(x->h, &st) : hpw_stock_set(x->h, targets, c->n_stock, &st);
 
         if (err) {
                 int rc = cli_fail(x, what, err);
                 /* The only 404 of GET /v1/stock is "no such route". */
-                if (err == HPW_E_NOT_FOUND && c->stock_op == STOCK_SHOW)
+                if (err == HPW_E_NOT_FOUND && get)
                         fprintf(stderr, "hpwarm: stock: the daemon has no /v1/stock (older than stock support?)\n");
                 return rc;
         }
-        if (c->json)
+        if (c->stock_op == STOCK_NOVA_CONFIG)
+                print_nova_config(st, c->json);
+        else if (c->json)
                 cli_print_json(st->json);
         else if (c->stock_op == STOCK_CLEAR && st->n == 0)
                 printf("stock: no targets (stock files are being removed)\n");

@@ -36,7 +36,7 @@ enum cli_cmd {
         CLI_N_COMMANDS
 };
 enum cli_fleet { FLEET_NONE, FLEET_NODES, FLEET_POOLS, FLEET_PLACE };
-enum cli_stock { STOCK_SHOW, STOCK_SET, STOCK_CLEAR };
+enum cli_stock { STOCK_SHOW, STOCK_SET, STOCK_CLEAR, STOCK_NOVA_CONFIG };
 enum cli_vmm { VMM_NONE, VMM_QEMU, VMM_CLOUD_HYPERVISOR, VMM_LIBVIRT };
 
 struct cli {
@@ -79,7 +79,7 @@ struct cli {
         const char *host_label;    /* --host-label (NULL = instance) */
         const char *url_template;  /* --url-template (NULL = http://{LABEL}) */
         unsigned max_age_s;        /* --max-age (0 = the library's default) */
-        enum cli_stock stock_op;   /* stock [show] | set SPEC... | clear */
+        enum cli_stock stock_op;   /* stock [show] | set SPEC... | clear | nova-config */
         struct hpw_stock_target stock[HPW_STOCK_MAX_TARGETS]; /* stock set: the targets */
         size_t n_stock;
 };

@@ -77,7 +77,7 @@ static const struct cmddef cmddefs[] = {
           "output covers those that did); when none answered, the code their\n"
           "errors share (3 unreachable, 4 timed out, 6 unauthorized).  place:\n"
           "5 when nothing fits; with --warm, the warm's own exit code.\n" },
-        { "stock", CMD_STOCK, 0, 2 + HPW_STOCK_MAX_TARGETS, "[show | set SPEC... | clear]",
+        { "stock", CMD_STOCK, 0, 2 + HPW_STOCK_MAX_TARGETS, "[show | set SPEC... | clear | nova-config]",
           "show or replace the daemon's stock targets",
           "hpwarm stock (or stock show): each target with how many files are ready,\n"
           "warming and recycling, and the deficit.  stock set SPEC...: replace ALL\n"
@@ -88,7 +88,11 @@ static const struct cmddef cmddefs[] = {
           "wiped by a script that lost its arguments).  A warm of exactly a target's\n"
           "node, page size and size is then ready at once (from stock: full).\n"
           "A bad SPEC exits 2 with nothing sent; the daemon's refusals: 1 (unknown\n"
-          "node or page size, invalid), 5 (the targets do not fit the node).\n" },
+          "node or page size, invalid), 5 (the targets do not fit the node).\n"
+          "stock nova-config: the lines for nova.conf that leave the stock's pages\n"
+          "out of Nova's own hugepage count (reserved_huge_pages, one per node and\n"
+          "page size: every target's COUNT x SIZE in pages); nova-compute reads\n"
+          "them at start (docs/OPENSTACK.md section 4).\n" },
         { "placement", CMD_PLACEMENT, 1, 1, "sync --placement URL --compute-node NAME", "warm pages as OpenStack Placement inventory", NULL },
         { "help", CMD_NONE, 0, 1, "[COMMAND]", "this text, or one command's", NULL },
 };

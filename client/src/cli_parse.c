@@ -120,8 +120,9 @@ int cli_parse_stock_spec(const char *s, struct hpw_stock_target *ret, char *err,
         return 0;
 }
 
-/* stock [show] | set SPEC... | clear: POS[0..N) are the words after
- * "stock".  Every SPEC is checked here, so a bad one sends nothing. */
+/* stock [show] | set SPEC... | clear | nova-config: POS[0..N) are the
+ * words after "stock".  Every SPEC is checked here, so a bad one sends
+ * nothing. */
 static int parse_stock_args(struct cli *c, const char *const *pos, size_t n, char *err, size_t errlen)
 {
         if (n == 0 || strcmp(pos[0], "show") == 0) {
@@ -136,8 +137,14 @@ static int parse_stock_args(struct cli *c, const char *const *pos, size_t n, cha
                         return cli_usage_err(err, errlen, "stock clear: takes no arguments (got '%s')", pos[1]);
                 return 0;
         }
+        if (strcmp(pos[0], "nova-config") == 0) {
+                c->stock_op = STOCK_NOVA_CONFIG;
+                if (n > 1)
+                        return cli_usage_err(err, errlen, "stock nova-config: takes no arguments (got '%s')", pos[1]);
+                return 0;
+        }
         if (strcmp(pos[0], "set") != 0)
-                return cli_usage_err(err, errlen, "stock: expected show, set or clear, not '%s'", pos[0]);
+                return cli_usage_err(err, errlen, "stock: expected show, set, clear or nova-config, not '%s'", pos[0]);
         c->stock_op = STOCK_SET;
         /* An empty set would remove every target: say so by name instead. */
         if (n == 1)
