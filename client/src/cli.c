@@ -323,9 +323,6 @@ static int handoff_check_source(struct ctx *x)
  * stderr. */
 static int cmd_handoff(struct ctx *x)
 {
-        static const char *const vmm_names[] = {
-                [VMM_QEMU] = "qemu", [VMM_CLOUD_HYPERVISOR] = "cloud-hypervisor", [VMM_LIBVIRT] = "libvirt",
-        };
         const struct cli *c = x->cli;
         struct hpw_handoff *ho = NULL;
         const char *as[HPW_HANDOFF_MAX_POOLS];
@@ -336,8 +333,8 @@ static int cmd_handoff(struct ctx *x)
                 as[i] = c->as[i];
         if (c->source_url && (rc = handoff_check_source(x)) != 0)
                 return rc;
-        err = c->n_as ? hpw_handoff_as(x->h, vmm_names[c->vmm], c->names, as, c->n_names, &ho)
-                      : hpw_handoff(x->h, vmm_names[c->vmm], c->names, c->n_names, &ho);
+        err = c->n_as ? hpw_handoff_as(x->h, c->vmm->name, c->names, as, c->n_names, &ho)
+                      : hpw_handoff(x->h, c->vmm->name, c->names, c->n_names, &ho);
         if (err) {
                 rc = cli_fail(x, "handoff", err);
                 if (err == HPW_E_CONFLICT)
@@ -358,7 +355,7 @@ static int cmd_handoff(struct ctx *x)
                 for (size_t i = 0; i < ho->n_argv; i++)
                         printf("%s\n", ho->argv[i]);
         } else {
-                printf("%s\n", c->vmm == VMM_LIBVIRT ? ho->xml : ho->args);
+                printf("%s\n", c->vmm->output == HPW_VMM_XML ? ho->xml : ho->args);
         }
         if (ho->n_as_unchecked && !c->source_url)
                 fprintf(stderr,
@@ -367,7 +364,7 @@ static int cmd_handoff(struct ctx *x)
                         ho->n_as_unchecked);
         if (!c->json && ho->note[0] && isatty(STDERR_FILENO)) {
                 fprintf(stderr, "hpwarm: note: %s\n", ho->note);
-                if (c->vmm == VMM_LIBVIRT)
+                if (c->vmm->output == HPW_VMM_XML)
                         fprintf(stderr, "hpwarm: note: the <domain> element needs %s\n", ho->xml_namespace);
         }
         hpw_handoff_free(ho);

@@ -37,7 +37,7 @@ enum cli_cmd {
 };
 enum cli_fleet { FLEET_NONE, FLEET_NODES, FLEET_POOLS, FLEET_PLACE };
 enum cli_stock { STOCK_SHOW, STOCK_SET, STOCK_CLEAR };
-enum cli_vmm { VMM_NONE, VMM_QEMU, VMM_CLOUD_HYPERVISOR, VMM_LIBVIRT };
+struct hpw_vmm;
 
 struct cli {
         /* global */
@@ -64,7 +64,7 @@ struct cli {
         bool elastic_max_set, elastic_idle_set, elastic_opts;
         int pid;                   /* claim --pid; 0 = not given */
         bool ignore_missing;       /* release --ignore-missing */
-        enum cli_vmm vmm;
+        const struct hpw_vmm *vmm; /* handoff --vmm: a row of the library's table; NULL = not given */
         const char *names[HPW_HANDOFF_MAX_POOLS]; /* handoff: the pools, guest node order */
         size_t n_names;
         bool argv_words;           /* handoff --argv: one word per line */
