@@ -440,12 +440,14 @@ static int cmd_stock(struct ctx *x)
         return 0;
 }
 
-/* What each command runs (placement has its own main, cli_placement.c). */
-static int (*const commands[CLI_N_COMMANDS])(struct ctx *x) = {
-        [CMD_HEALTH] = cmd_health, [CMD_NODES] = cmd_nodes,     [CMD_RESERVE] = cmd_reserve,
-        [CMD_WARM] = cli_cmd_warm, [CMD_STATUS] = cmd_status,   [CMD_WAIT] = cli_cmd_wait,
-        [CMD_POOLS] = cmd_pools,   [CMD_CLAIM] = cmd_claim,     [CMD_RELEASE] = cmd_release,
-        [CMD_HANDOFF] = cmd_handoff, [CMD_FLEET] = cli_cmd_fleet, [CMD_STOCK] = cmd_stock,
+/* What each command runs, generated from its row in client/cli_options.json:
+ * RUN on the context main() sets up, or MAIN on ARGV for a command with its
+ * own parser (placement). */
+static const struct {
+        int (*run)(struct ctx *x);
+        int (*main)(int argc, char **argv);
+} commands[CLI_N_COMMANDS] = {
+#include "cli_commands_run.h"
 };
 
 int main(int argc, char **argv)
@@ -457,8 +459,9 @@ int main(int argc, char **argv)
         uint64_t total;
         int rc;
 
-        if (cli_is_placement(argc, argv))
-                return cli_placement_main(argc, argv);
+        enum cli_cmd word = cli_cmd_word(argc, argv);
+        if (commands[word].main)
+                return commands[word].main(argc, argv);
         if (cli_parse(argc, argv, getenv("HPWARM_URL"), getenv("HPWARM_TOKEN_FILE"), &c, err,
                       sizeof(err)) < 0) {
                 fprintf(stderr, "hpwarm: %s\n", err);
@@ -501,7 +504,8 @@ int main(int argc, char **argv)
         total = cli_timeout_ms(&c, c.cmd == CMD_FLEET);
         hpw_set_timeouts(x.h, c.connect_timeout_ms, total);
 
-        rc = c.cmd > CMD_NONE && c.cmd < CLI_N_COMMANDS && commands[c.cmd] ? commands[c.cmd](&x) : CLI_EXIT_USAGE;
+        rc = c.cmd > CMD_NONE && c.cmd < CLI_N_COMMANDS && commands[c.cmd].run ? commands[c.cmd].run(&x)
+                                                                               : CLI_EXIT_USAGE;
         hpw_free(x.h);
         return rc;
 }

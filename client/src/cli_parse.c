@@ -244,12 +244,11 @@ static int apply_opt(struct cli *c, int id, const char *v, char *err, size_t err
         case O_MAX:
         case O_HEADROOM:
         case O_IDLE: {
-                static const char *names[] = { "--min", "--max", "--headroom", "--idle" };
-                uint64_t *out[] = { &c->elastic_policy.min, &c->elastic_policy.max, &c->elastic_policy.headroom,
-                                    &c->elastic_policy.idle_seconds };
-                int k = id - O_MIN;
-                if (parse_uint(v, UINT32_MAX, out[k]) < 0)
-                        return cli_usage_err(err, errlen, "%s: not a number of %s: '%s'", names[k],
+                struct hpw_elastic_policy *e = &c->elastic_policy;
+                uint64_t *out = id == O_MIN ? &e->min : id == O_MAX ? &e->max : id == O_HEADROOM ? &e->headroom
+                                                                                                : &e->idle_seconds;
+                if (parse_uint(v, UINT32_MAX, out) < 0)
+                        return cli_usage_err(err, errlen, "--%s: not a number of %s: '%s'", cli_opt_by_id(id)->name,
                                              id == O_IDLE ? "seconds" : "pages", v);
                 if (id == O_MAX)
                         c->elastic_max_set = true;
