@@ -18,7 +18,8 @@
 # help).  An option: "name" (the long option, also its id O_NAME), "short"
 # (a one-letter alias), "arg" (the value's name in help; absent for a flag),
 # "commands" ("global", or the commands that take it) and "help" (its
-# lines).  "{CLI_DEFAULT_URL}" in a help line stands for cli.h's macro.
+# lines).  "{CLI_DEFAULT_URL}" in a help line stands for cli.h's macro,
+# "{VMMS}" for the VMM formats' names (cli_options.c fills it in).
 # The commands and options are data: one row each, kept in the one file the
 # help, the parser, the dispatch and the manual check read.  A malformed
 # entry fails the build.

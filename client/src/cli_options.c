@@ -59,6 +59,16 @@ static void print_opt(FILE *f, const struct optdef *o)
         fprintf(f, "  %-20s", head);
         if (strlen(head) > 20)
                 fprintf(f, "\n  %-20s", "");
+        /* "{VMMS}" stands for the VMM formats' names (the library's table),
+         * so the help lists what --vmm takes without spelling it. */
+        const char *vmms = strstr(h, "{VMMS}");
+        char expanded[512];
+        if (vmms) {
+                char names[256];
+                hpw_vmm_names(names, sizeof(names), ", ", " or ", false);
+                snprintf(expanded, sizeof(expanded), "%.*s%s%s", (int)(vmms - h), h, names, vmms + strlen("{VMMS}"));
+                h = expanded;
+        }
         /* Continuation lines of the help text line up under its first. */
         for (const char *nl; (nl = strchr(h, '\n')); h = nl + 1)
                 fprintf(f, "%.*s\n  %-20s", (int)(nl - h), h, "");

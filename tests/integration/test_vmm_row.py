@@ -107,6 +107,11 @@ class VmmRow(TestCase):
         self.assertIn("handoff: --as is for qemu and libvirt; test-vmm maps no migration source (test row)",
                       p.stderr)
 
+    def test_cli_help_lists_the_row(self):
+        p = self.cli("handoff", "--help")
+        self.assertEqual(p.returncode, 0)
+        self.assertIn("--vmm VMM           qemu, cloud-hypervisor, libvirt or test-vmm (required)\n", p.stdout)
+
     def test_shipped_cli_knows_no_such_format(self):
         if not SHIPPED_CLI:
             self.skipTest("HPWARM_CLI not set")
