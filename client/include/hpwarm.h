@@ -274,6 +274,8 @@ enum hpw_pool_state {
 };
 HPW_EXPORT const char *hpw_pool_state_name(enum hpw_pool_state s);
 
+struct hpw_pool_handoffs;
+
 struct hpw_pool {
         char *name;
         int node;
@@ -308,8 +310,22 @@ struct hpw_pool {
         char *label;              /* the pool's label, "" = none or not reported */
         bool file_owned;          /* the file is FILE_UID:FILE_GID's, mode 0600 */
         uint32_t file_uid, file_gid;
+        /* Every VMM format's text for this pool, the library's own layout:
+         * read it with hpw_pool_handoff() (since 0.4). */
+        struct hpw_pool_handoffs *handoffs;
 };
 HPW_EXPORT void hpw_pool_free(struct hpw_pool *x);
+
+/* The text that hands pool P alone to VMM ("qemu", "cloud-hypervisor",
+ * "libvirt", or any format the library knows; see hpw_handoff()): the
+ * words, shell-quoted, or for libvirt the <qemu:commandline> fragment.  ""
+ * when the pool offers none (no file, or the daemon does not compose that
+ * format); NULL when P is NULL or VMM is no format this library knows.  The
+ * string belongs to P (valid until it is freed).  handoff_qemu and
+ * handoff_cloud_hypervisor hold the same texts as
+ * hpw_pool_handoff(P, "qemu") and hpw_pool_handoff(P, "cloud-hypervisor").
+ * Since 0.4. */
+HPW_EXPORT const char *hpw_pool_handoff(const struct hpw_pool *p, const char *vmm);
 
 struct hpw_pool_list {
         size_t n;

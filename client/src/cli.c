@@ -323,9 +323,6 @@ static int handoff_check_source(struct ctx *x)
  * stderr. */
 static int cmd_handoff(struct ctx *x)
 {
-        static const char *const vmm_names[] = {
-                [VMM_QEMU] = "qemu", [VMM_CLOUD_HYPERVISOR] = "cloud-hypervisor", [VMM_LIBVIRT] = "libvirt",
-        };
         const struct cli *c = x->cli;
         struct hpw_handoff *ho = NULL;
         const char *as[HPW_HANDOFF_MAX_POOLS];
@@ -336,8 +333,8 @@ static int cmd_handoff(struct ctx *x)
                 as[i] = c->as[i];
         if (c->source_url && (rc = handoff_check_source(x)) != 0)
                 return rc;
-        err = c->n_as ? hpw_handoff_as(x->h, vmm_names[c->vmm], c->names, as, c->n_names, &ho)
-                      : hpw_handoff(x->h, vmm_names[c->vmm], c->names, c->n_names, &ho);
+        err = c->n_as ? hpw_handoff_as(x->h, c->vmm->name, c->names, as, c->n_names, &ho)
+                      : hpw_handoff(x->h, c->vmm->name, c->names, c->n_names, &ho);
         if (err) {
                 rc = cli_fail(x, "handoff", err);
                 if (err == HPW_E_CONFLICT)
@@ -358,7 +355,7 @@ static int cmd_handoff(struct ctx *x)
                 for (size_t i = 0; i < ho->n_argv; i++)
                         printf("%s\n", ho->argv[i]);
         } else {
-                printf("%s\n", c->vmm == VMM_LIBVIRT ? ho->xml : ho->args);
+                printf("%s\n", c->vmm->output == HPW_VMM_XML ? ho->xml : ho->args);
         }
         if (ho->n_as_unchecked && !c->source_url)
                 fprintf(stderr,
@@ -367,7 +364,7 @@ static int cmd_handoff(struct ctx *x)
                         ho->n_as_unchecked);
         if (!c->json && ho->note[0] && isatty(STDERR_FILENO)) {
                 fprintf(stderr, "hpwarm: note: %s\n", ho->note);
-                if (c->vmm == VMM_LIBVIRT)
+                if (c->vmm->output == HPW_VMM_XML)
                         fprintf(stderr, "hpwarm: note: the <domain> element needs %s\n", ho->xml_namespace);
         }
         hpw_handoff_free(ho);
@@ -490,12 +487,14 @@ static int cmd_stock(struct ctx *x)
         return 0;
 }
 
-/* What each command runs (placement has its own main, cli_placement.c). */
-static int (*const commands[CLI_N_COMMANDS])(struct ctx *x) = {
-        [CMD_HEALTH] = cmd_health, [CMD_NODES] = cmd_nodes,     [CMD_RESERVE] = cmd_reserve,
-        [CMD_WARM] = cli_cmd_warm, [CMD_STATUS] = cmd_status,   [CMD_WAIT] = cli_cmd_wait,
-        [CMD_POOLS] = cmd_pools,   [CMD_CLAIM] = cmd_claim,     [CMD_RELEASE] = cmd_release,
-        [CMD_HANDOFF] = cmd_handoff, [CMD_FLEET] = cli_cmd_fleet, [CMD_STOCK] = cmd_stock,
+/* What each command runs, generated from its row in client/cli_options.json:
+ * RUN on the context main() sets up, or MAIN on ARGV for a command with its
+ * own parser (placement). */
+static const struct {
+        int (*run)(struct ctx *x);
+        int (*main)(int argc, char **argv);
+} commands[CLI_N_COMMANDS] = {
+#include "cli_commands_run.h"
 };
 
 int main(int argc, char **argv)
@@ -507,8 +506,9 @@ int main(int argc, char **argv)
         uint64_t total;
         int rc;
 
-        if (cli_is_placement(argc, argv))
-                return cli_placement_main(argc, argv);
+        enum cli_cmd word = cli_cmd_word(argc, argv);
+        if (commands[word].main)
+                return commands[word].main(argc, argv);
         if (cli_parse(argc, argv, getenv("HPWARM_URL"), getenv("HPWARM_TOKEN_FILE"), &c, err,
                       sizeof(err)) < 0) {
                 fprintf(stderr, "hpwarm: %s\n", err);
@@ -551,7 +551,8 @@ int main(int argc, char **argv)
         total = cli_timeout_ms(&c, c.cmd == CMD_FLEET);
         hpw_set_timeouts(x.h, c.connect_timeout_ms, total);
 
-        rc = c.cmd > CMD_NONE && c.cmd < CLI_N_COMMANDS && commands[c.cmd] ? commands[c.cmd](&x) : CLI_EXIT_USAGE;
+        rc = c.cmd > CMD_NONE && c.cmd < CLI_N_COMMANDS && commands[c.cmd].run ? commands[c.cmd].run(&x)
+                                                                               : CLI_EXIT_USAGE;
         hpw_free(x.h);
         return rc;
 }

@@ -30,14 +30,12 @@ enum {
 #define CLI_DEFAULT_CONNECT_MS 5000
 #define CLI_DEFAULT_PAGE_SIZE (2ull << 20)
 
-enum cli_cmd {
-        CMD_NONE, CMD_HEALTH, CMD_NODES, CMD_RESERVE, CMD_WARM, CMD_STATUS, CMD_WAIT,
-        CMD_POOLS, CMD_CLAIM, CMD_RELEASE, CMD_HANDOFF, CMD_FLEET, CMD_STOCK, CMD_PLACEMENT,
-        CLI_N_COMMANDS
-};
+/* enum cli_cmd: CMD_NONE and one CMD_NAME per command of
+ * client/cli_options.json, generated from it. */
+#include "cli_commands.h"
 enum cli_fleet { FLEET_NONE, FLEET_NODES, FLEET_POOLS, FLEET_PLACE };
 enum cli_stock { STOCK_SHOW, STOCK_SET, STOCK_CLEAR, STOCK_NOVA_CONFIG };
-enum cli_vmm { VMM_NONE, VMM_QEMU, VMM_CLOUD_HYPERVISOR, VMM_LIBVIRT };
+struct hpw_vmm;
 
 struct cli {
         /* global */
@@ -64,7 +62,7 @@ struct cli {
         bool elastic_max_set, elastic_idle_set, elastic_opts;
         int pid;                   /* claim --pid; 0 = not given */
         bool ignore_missing;       /* release --ignore-missing */
-        enum cli_vmm vmm;
+        const struct hpw_vmm *vmm; /* handoff --vmm: a row of the library's table; NULL = not given */
         const char *names[HPW_HANDOFF_MAX_POOLS]; /* handoff: the pools, guest node order */
         size_t n_names;
         bool argv_words;           /* handoff --argv: one word per line */
@@ -195,9 +193,14 @@ void table_free(struct table *t);
  * options and the exit codes). */
 void cli_help(enum cli_cmd cmd, FILE *f);
 
+/* The command ARGV names: its first word that is not an option (the values
+ * of the global options before it skipped); CMD_NONE when there is none or
+ * it names no command.  main() reads it to hand a command with its own
+ * parser its ARGV (cli_options.c). */
+enum cli_cmd cli_cmd_word(int argc, char **argv);
+
 /* hpwarm placement (cli_placement.c): its own parser, because its
- * --token-file is Placement's.  cli_is_placement: ARGV's command is
- * "placement" (global options before it skipped). */
-bool cli_is_placement(int argc, char **argv);
+ * --token-file is Placement's; its row in client/cli_options.json names
+ * these as its main and its help. */
 int cli_placement_main(int argc, char **argv);
 void cli_placement_help(FILE *f);

@@ -29,72 +29,10 @@ static const struct optdef optdefs[] = {
 /* The parser sizes its getopt table by this bound. */
 _Static_assert(sizeof(optdefs) / sizeof(optdefs[0]) <= CLI_N_OPTS_MAX, "raise CLI_N_OPTS_MAX");
 
+/* One row per command, generated from client/cli_options.json like the
+ * options: the command list exists there only. */
 static const struct cmddef cmddefs[] = {
-        { "health", CMD_HEALTH, 0, 0, "", "server health and version", NULL },
-        { "nodes", CMD_NODES, 0, 1, "[NODE]", "NUMA nodes and their hugepages", NULL },
-        { "reserve", CMD_RESERVE, 2, 3, "NODE PAGE_SIZE COUNT | NODE PAGE_SIZE --elastic --max M --idle S",
-          "set NODE's persistent pool to COUNT pages, or make it elastic",
-          "Refused with exit 5 when the kernel gives fewer pages (unless\n"
-          "--allow-partial) or when the pool would eat into the node's memory floor\n"
-          "(the message says the floor and the largest COUNT that fits).\n"
-          "With --elastic (no COUNT) the pool follows demand within --min and --max;\n"
-          "hpwarm nodes shows the bounds.  See docs/ELASTIC.md.\n" },
-        { "warm", CMD_WARM, 1, 1, "NAME --node N --size SIZE", "create pool NAME and prefault it",
-          "Exit 5 when the node has too few free hugepages: add --reserve to grow\n"
-          "its pool, or run hpwarm reserve first.\n" },
-        { "status", CMD_STATUS, 1, 1, "NAME", "one pool", NULL },
-        { "wait", CMD_WAIT, 1, 1, "NAME", "until NAME is ready (or failed, or --timeout)",
-          "Exit 0 ready, 1 failed or cancelled, 4 still warming at the deadline.\n" },
-        { "pools", CMD_POOLS, 0, 0, "", "all pools", NULL },
-        { "claim", CMD_CLAIM, 1, 1, "NAME", "mark NAME as taken by a VM (clears its TTL)", NULL },
-        { "release", CMD_RELEASE, 1, 1, "NAME", "cancel/delete NAME, returning its hugepages",
-          "Without --ignore-missing a pool that does not exist is exit 1.\n" },
-        { "handoff", CMD_HANDOFF, 1, HPW_HANDOFF_MAX_POOLS, "NAME [NAME...] --vmm VMM",
-          "print the VMM arguments: the pools as guest RAM",
-          "Several pools: guest NUMA node i is the i-th NAME.  QEMU also needs -m\n"
-          "equal to the pools' total.  Pools must exist (else exit 1) and be ready\n"
-          "(else exit 5).\n" },
-        { "fleet", CMD_FLEET, 1, 1, "--hosts FILE nodes|pools|place",
-          "ask every host in FILE at once",
-          "nodes, pools: one table of every host's answer.  place --size SIZE: a\n"
-          "host and node with a ready stock file of exactly SIZE and --page-size\n"
-          "(default 2M) first (\"stock hit\": the pool is ready at once; most ready\n"
-          "files, then most available pages); else the one with most available\n"
-          "pages that fit (\"available pages\": free minus what warming pools and\n"
-          "unfaulted mappings still take; free on daemons that do not say); ties:\n"
-          "file order, then node id.  The line printed says which and why.  Hosts\n"
-          "whose stock cannot be read (a daemon without stock) count by available\n"
-          "pages (--verbose names them).  With --warm NAME also warm it there\n"
-          "(--json: one object, the pool as its \"pool\" member).\n"
-          "Hosts that did not answer are listed on stderr.\n"
-          "place --prometheus URL instead of --hosts: one PromQL query for the\n"
-          "hosts whose last scrape worked (up == 1) within --max-age that show a\n"
-          "ready stock file of SIZE or enough available (else free) pages, ranked\n"
-          "the same way; the best three are then asked directly (then the next\n"
-          "three, ...) and the host's own answer decides; with --warm, a host\n"
-          "answering 409 passes to the next.  Exit 5 when nothing fits.\n"
-          "Exit codes: 0 every host answered; 7 some hosts did not answer (the\n"
-          "output covers those that did); when none answered, the code their\n"
-          "errors share (3 unreachable, 4 timed out, 6 unauthorized).  place:\n"
-          "5 when nothing fits; with --warm, the warm's own exit code.\n" },
-        { "stock", CMD_STOCK, 0, 2 + HPW_STOCK_MAX_TARGETS, "[show | set SPEC... | clear | nova-config]",
-          "show or replace the daemon's stock targets",
-          "hpwarm stock (or stock show): each target with how many files are ready,\n"
-          "warming and recycling, and the deficit.  stock set SPEC...: replace ALL\n"
-          "targets by these (a target left out is dropped and its files deleted).\n"
-          "SPEC is NODE:PAGESIZE:SIZE:COUNT as for hpwarmd --stock, e.g. 0:2M:4G:2\n"
-          "(keep 2 ready 4G files of 2M pages on node 0); at most 64.  stock clear:\n"
-          "remove every target (set with no SPEC is a usage error, so nothing is\n"
-          "wiped by a script that lost its arguments).  A warm of exactly a target's\n"
-          "node, page size and size is then ready at once (from stock: full).\n"
-          "A bad SPEC exits 2 with nothing sent; the daemon's refusals: 1 (unknown\n"
-          "node or page size, invalid), 5 (the targets do not fit the node).\n"
-          "stock nova-config: the lines for nova.conf that leave the stock's pages\n"
-          "out of Nova's own hugepage count (reserved_huge_pages, one per node and\n"
-          "page size: every target's COUNT x SIZE in pages); nova-compute reads\n"
-          "them at start (docs/OPENSTACK.md section 4).\n" },
-        { "placement", CMD_PLACEMENT, 1, 1, "sync --placement URL --compute-node NAME", "warm pages as OpenStack Placement inventory", NULL },
-        { "help", CMD_NONE, 0, 1, "[COMMAND]", "this text, or one command's", NULL },
+#include "cli_commands_table.h"
 };
 
 static const char exit_codes_text[] =
@@ -121,6 +59,16 @@ static void print_opt(FILE *f, const struct optdef *o)
         fprintf(f, "  %-20s", head);
         if (strlen(head) > 20)
                 fprintf(f, "\n  %-20s", "");
+        /* "{VMMS}" stands for the VMM formats' names (the library's table),
+         * so the help lists what --vmm takes without spelling it. */
+        const char *vmms = strstr(h, "{VMMS}");
+        char expanded[512];
+        if (vmms) {
+                char names[256];
+                hpw_vmm_names(names, sizeof(names), ", ", " or ", false);
+                snprintf(expanded, sizeof(expanded), "%.*s%s%s", (int)(vmms - h), h, names, vmms + strlen("{VMMS}"));
+                h = expanded;
+        }
         /* Continuation lines of the help text line up under its first. */
         for (const char *nl; (nl = strchr(h, '\n')); h = nl + 1)
                 fprintf(f, "%.*s\n  %-20s", (int)(nl - h), h, "");
@@ -148,8 +96,8 @@ void cli_help(enum cli_cmd cmd, FILE *f)
         const struct cmddef *d = cmd_def(cmd);
         bool any = false;
 
-        if (cmd == CMD_PLACEMENT) {
-                cli_placement_help(f);   /* its options are its own (cli_placement.c) */
+        if (d && d->help) {
+                d->help(f);   /* its options are its own */
                 return;
         }
         if (!d) {
@@ -186,9 +134,25 @@ void cli_help(enum cli_cmd cmd, FILE *f)
                 any = true;
                 print_opt(f, &optdefs[i]);
         }
-        if (cmd == CMD_WARM || cmd == CMD_FLEET || cmd == CMD_RESERVE || cmd == CMD_STOCK)
+        if (d->sizes)
                 fputs("\n" CLI_SIZE_HELP "\n", f);
         fputs("\nGlobal options (--url, --token-file, --timeout, --json, ...): hpwarm --help\n", f);
+}
+
+enum cli_cmd cli_cmd_word(int argc, char **argv)
+{
+        for (int i = 1; i < argc; i++) {
+                const struct optdef *o;
+                if (argv[i][0] != '-') {
+                        const struct cmddef *d = cli_find_cmd(argv[i]);
+                        return d ? d->cmd : CMD_NONE;
+                }
+                /* "--url URL": the value is the next word ("--url=URL" is one). */
+                o = cli_opt_by_word(argv[i]);
+                if (o && o->cmds == GLOBAL && o->has_arg == required_argument && !strchr(argv[i], '='))
+                        i++;
+        }
+        return CMD_NONE;
 }
 
 const struct optdef *cli_opt_by_id(int id)

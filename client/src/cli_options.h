@@ -7,14 +7,9 @@
 
 #include "cli.h"
 
-enum opt_id {
-        O_HELP = 'h',
-        O_URL = 256, O_TOKEN_FILE, O_CACERT, O_CERT, O_KEY, O_TIMEOUT, O_CONNECT_TIMEOUT, O_JSON,
-        O_VERSION, O_NODE, O_SIZE, O_PAGE_SIZE, O_THREADS, O_TTL, O_RESERVE, O_LABEL, O_FILE_OWNER, O_WAIT,
-        O_ALLOW_PARTIAL, O_VMM, O_HOSTS, O_WARM, O_PID, O_IGNORE_MISSING, O_ARGV, O_VERBOSE,
-        O_PROMETHEUS, O_HOST_LABEL, O_URL_TEMPLATE, O_MAX_AGE,
-        O_ELASTIC, O_MIN, O_MAX, O_HEADROOM, O_IDLE, O_ALLOW_BEST_EFFORT, O_AS, O_SOURCE_URL,
-};
+/* enum opt_id: O_NAME per option of client/cli_options.json, generated
+ * from it (getopt's id: the short letter, else 256 up). */
+#include "cli_option_ids.h"
 
 struct optdef {
         const char *name;
@@ -32,6 +27,8 @@ struct cmddef {
         const char *args;      /* positional arguments, for the synopsis */
         const char *summary;   /* one line for the command list */
         const char *more;      /* extra paragraph of the command's own help, or NULL */
+        bool sizes;            /* its help ends with the size grammar */
+        void (*help)(FILE *f); /* a command with its own parser: its own help, else NULL */
 };
 
 /* Most options the table holds (cli_options.c asserts it), so a getopt

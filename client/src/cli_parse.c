@@ -251,12 +251,11 @@ static int apply_opt(struct cli *c, int id, const char *v, char *err, size_t err
         case O_MAX:
         case O_HEADROOM:
         case O_IDLE: {
-                static const char *names[] = { "--min", "--max", "--headroom", "--idle" };
-                uint64_t *out[] = { &c->elastic_policy.min, &c->elastic_policy.max, &c->elastic_policy.headroom,
-                                    &c->elastic_policy.idle_seconds };
-                int k = id - O_MIN;
-                if (parse_uint(v, UINT32_MAX, out[k]) < 0)
-                        return cli_usage_err(err, errlen, "%s: not a number of %s: '%s'", names[k],
+                struct hpw_elastic_policy *e = &c->elastic_policy;
+                uint64_t *out = id == O_MIN ? &e->min : id == O_MAX ? &e->max : id == O_HEADROOM ? &e->headroom
+                                                                                                : &e->idle_seconds;
+                if (parse_uint(v, UINT32_MAX, out) < 0)
+                        return cli_usage_err(err, errlen, "--%s: not a number of %s: '%s'", cli_opt_by_id(id)->name,
                                              id == O_IDLE ? "seconds" : "pages", v);
                 if (id == O_MAX)
                         c->elastic_max_set = true;
@@ -266,15 +265,11 @@ static int apply_opt(struct cli *c, int id, const char *v, char *err, size_t err
                 break;
         }
         case O_VMM:
-                if (strcmp(v, "qemu") == 0)
-                        c->vmm = VMM_QEMU;
-                else if (strcmp(v, "cloud-hypervisor") == 0 || strcmp(v, "ch") == 0)
-                        c->vmm = VMM_CLOUD_HYPERVISOR;
-                else if (strcmp(v, "libvirt") == 0)
-                        c->vmm = VMM_LIBVIRT;
-                else
-                        return cli_usage_err(err, errlen, "--vmm: expected qemu, cloud-hypervisor or libvirt, not '%s'",
-                                             v);
+                if (!(c->vmm = hpw_vmm_find(v, true))) {
+                        char names[256];
+                        hpw_vmm_names(names, sizeof(names), ", ", " or ", false);
+                        return cli_usage_err(err, errlen, "--vmm: expected %s, not '%s'", names, v);
+                }
                 break;
         case O_AS:
                 /* Repeated or comma-separated: SRC names in guest node order. */
@@ -511,8 +506,11 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
                         return cli_usage_err(err, errlen, "warm: --size is required");
                 if (c.cmd == CMD_WARM && c.page_size && c.size % c.page_size)
                         return cli_usage_err(err, errlen, "warm: --size must be a multiple of --page-size");
-                if (c.cmd == CMD_HANDOFF && c.vmm == VMM_NONE)
-                        return cli_usage_err(err, errlen, "handoff: --vmm qemu|cloud-hypervisor|libvirt is required");
+                if (c.cmd == CMD_HANDOFF && !c.vmm) {
+                        char names[256];
+                        hpw_vmm_names(names, sizeof(names), "|", "|", false);
+                        return cli_usage_err(err, errlen, "handoff: --vmm %s is required", names);
+                }
                 if (c.cmd == CMD_HANDOFF) {
                         /* Guest node i is the i-th name: each once. */
                         for (size_t i = 0; i < npos; i++) {
@@ -530,11 +528,12 @@ int cli_parse(int argc, char *const *argv, const char *env_url, const char *env_
                                                      "source per pool, in the same order", c.n_as, c.n_names);
                         if (c.source_url && !c.n_as)
                                 return cli_usage_err(err, errlen, "handoff: --source-url goes with --as");
-                        if (c.n_as && c.vmm == VMM_CLOUD_HYPERVISOR)
-                                return cli_usage_err(err, errlen,
-                                                     "handoff: --as is for qemu and libvirt; cloud-hypervisor's restore "
-                                                     "and receive-migration take the zones from the source (warm the "
-                                                     "destination pool under the source's name instead)");
+                        if (c.n_as && c.vmm->as_refused) {
+                                char names[256];
+                                hpw_vmm_names(names, sizeof(names), ", ", " and ", true);
+                                return cli_usage_err(err, errlen, "handoff: --as is for %s; %s", names,
+                                                     c.vmm->as_refused);
+                        }
                 }
                 break;
         case CMD_FLEET:

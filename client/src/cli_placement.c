@@ -96,23 +96,6 @@ void cli_placement_help(FILE *f)
               f);
 }
 
-bool cli_is_placement(int argc, char **argv)
-{
-        /* The global options that take a value (cli_parse.c's GLOBAL rows). */
-        static const char *const with_value[] = { "--url", "--token-file", "--cacert", "--cert", "--key",
-                                                  "--timeout", "--connect-timeout" };
-
-        for (int i = 1; i < argc; i++) {
-                bool skip = false;
-                if (argv[i][0] != '-')
-                        return strcmp(argv[i], "placement") == 0;
-                for (size_t j = 0; j < sizeof(with_value) / sizeof(with_value[0]); j++)
-                        skip = skip || strcmp(argv[i], with_value[j]) == 0;
-                i += skip;
-        }
-        return false;
-}
-
 static volatile sig_atomic_t stop_signal;
 
 /* The daemon handle a signal cancels: a parked long poll ends at once

@@ -100,8 +100,7 @@ static enum hpw_error handoff_get(struct hpw *h, const char *vmm, const char *co
         size_t len;
         enum hpw_error err;
 
-        if (!h || !ret || !vmm || !pools || n == 0 || n > HPW_HANDOFF_MAX_POOLS ||
-            (strcmp(vmm, "qemu") != 0 && strcmp(vmm, "cloud-hypervisor") != 0 && strcmp(vmm, "libvirt") != 0))
+        if (!h || !ret || !hpw_vmm_find(vmm, false) || !pools || n == 0 || n > HPW_HANDOFF_MAX_POOLS)
                 return HPW_E_INVALID;
         len = (size_t)snprintf(path, sizeof(path), "/v1/handoff?vmm=%s&pools=", vmm);
         for (size_t i = 0; i < n; i++) {

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "hpwarm.h"
+#include "vmm.h"
 
 /* ---- retry.c (pure) ---- */
 
@@ -67,6 +68,35 @@ enum hpw_error hpw_status_error(long status, const char *slug);
 
 /* Valid pool name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}. */
 bool hpw_name_valid(const char *name);
+
+/* ---- vmm.c: the VMM formats, common/vmm_formats.def's rows ---- */
+
+struct hpw_vmm {
+        const char *name;             /* what hpw_handoff() and --vmm take, and answers say */
+        const char *key;              /* the pool object's "handoff" member */
+        const char *alias;            /* another word --vmm takes, or NULL */
+        enum hpw_vmm_output output;   /* shell words ("args") or an XML fragment ("xml") */
+        const char *as_refused;       /* NULL when --as is composed, else why not (the CLI's words) */
+};
+/* The table, in common/vmm_formats.def's order.  Nothing else is in vmm.c,
+ * so a test build can link its own copy with rows added. */
+extern const struct hpw_vmm hpw_vmms[];
+extern const size_t hpw_n_vmms;
+
+/* A pool's texts, one per row of hpw_vmms[] (those of the first N rows
+ * read; hpw_pool_handoff() reads them). */
+struct hpw_pool_handoffs {
+        size_t n;
+        char *text[];
+};
+
+/* The row NAME names exactly (ALIAS_OK: or by its alias), or NULL
+ * (names.c). */
+const struct hpw_vmm *hpw_vmm_find(const char *name, bool alias_ok);
+/* The names as a person reads them, joined by SEP and the last by LAST
+ * ("qemu, cloud-hypervisor or libvirt"); TAKES_AS: only the rows that
+ * compose --as. */
+void hpw_vmm_names(char *buf, size_t len, const char *sep, const char *last, bool takes_as);
 
 /* ---- http.c (libcurl) ---- */
 
@@ -146,9 +176,9 @@ enum hpw_error hpw_json_pool_list(const char *body, size_t len, struct hpw_pool_
 /* One page of a paged list into *ACC (json_answers.c). */
 enum hpw_error hpw_json_pool_list_page(const char *body, size_t len, struct hpw_pool_list **acc,
                                        char **ret_next);
-/* GET /v1/handoff: vmm, memory_bytes and a non-empty argv of strings are
- * required; args (qemu, cloud-hypervisor) or xml and namespace (libvirt)
- * too, as strings. */
+/* GET /v1/handoff: vmm (a row of the table), memory_bytes and a non-empty
+ * argv of strings are required; args (a shell format) or xml and namespace
+ * (an XML format) too, as strings. */
 enum hpw_error hpw_json_handoff(const char *body, size_t len, struct hpw_handoff **ret);
 /* GET and PUT /v1/stock: "targets" is an array of objects, each with node,
  * page_size_bytes, size_bytes, count and ready (whole numbers) required;

@@ -270,6 +270,24 @@ static enum hpw_pool_state state_parse(const char *s)
         return HPW_POOL_UNKNOWN;
 }
 
+/* Every format's text from the pool's "handoff" object, one per row of the
+ * table ("" where the object has none), read by hpw_pool_handoff(); the two
+ * members older callers read (0.1) are copies of their rows' texts. */
+static enum hpw_error pool_handoffs_from(const cJSON *ho, struct hpw_pool *p)
+{
+        p->handoffs = calloc(1, sizeof(*p->handoffs) + hpw_n_vmms * sizeof(p->handoffs->text[0]));
+        if (!p->handoffs)
+                return HPW_E_NOMEM;
+        for (size_t i = 0; i < hpw_n_vmms; i++) {
+                if (!(p->handoffs->text[i] = hpw_jopt_str(ho, hpw_vmms[i].key)))
+                        return HPW_E_NOMEM;
+                p->handoffs->n = i + 1;
+        }
+        p->handoff_qemu = hpw_jopt_str(ho, "qemu");
+        p->handoff_cloud_hypervisor = hpw_jopt_str(ho, "cloud_hypervisor");
+        return p->handoff_qemu && p->handoff_cloud_hypervisor ? HPW_OK : HPW_E_NOMEM;
+}
+
 static enum hpw_error pool_from(const cJSON *o, void *item)
 {
         struct hpw_pool *p = item;
@@ -281,12 +299,10 @@ static enum hpw_error pool_from(const cJSON *o, void *item)
         p->name = hpw_jopt_str(o, "name");
         p->state_name = hpw_jopt_str(o, "state");
         p->path = hpw_jopt_str(o, "path");
-        p->handoff_qemu = hpw_jopt_str(ho, "qemu");
-        p->handoff_cloud_hypervisor = hpw_jopt_str(ho, "cloud_hypervisor");
         p->from_stock = hpw_jopt_str(o, "from_stock");
         p->label = hpw_jopt_str(o, "label");
-        if (!p->name || !p->state_name || !p->path || !p->handoff_qemu || !p->handoff_cloud_hypervisor ||
-            !p->from_stock || !p->label)
+        if (!p->name || !p->state_name || !p->path || !p->from_stock || !p->label ||
+            pool_handoffs_from(ho, p) != HPW_OK)
                 return HPW_E_NOMEM;
         p->state = state_parse(p->state_name);
         if (!hpw_jget_int(o, "node", &p->node))
@@ -570,14 +586,13 @@ static enum hpw_error handoff_from(const cJSON *o, void *item)
 {
         struct hpw_handoff *x = item;
         const cJSON *arr = hpw_jget(o, "argv"), *e;
-        bool libvirt;
+        const struct hpw_vmm *vmm;
         enum hpw_error err;
         size_t n, i = 0;
 
         if ((err = req_str(o, "vmm", &x->vmm)) != HPW_OK)
                 return err;
-        libvirt = strcmp(x->vmm, "libvirt") == 0;
-        if (!libvirt && strcmp(x->vmm, "qemu") != 0 && strcmp(x->vmm, "cloud-hypervisor") != 0)
+        if (!(vmm = hpw_vmm_find(x->vmm, false)))
                 return HPW_E_PROTOCOL;
         if (!hpw_jget_u64(o, "memory_bytes", &x->memory_bytes) || x->memory_bytes == 0)
                 return HPW_E_PROTOCOL;
@@ -596,7 +611,7 @@ static enum hpw_error handoff_from(const cJSON *o, void *item)
                         return HPW_E_NOMEM;
                 x->n_argv = ++i;
         }
-        if (libvirt) {
+        if (vmm->output == HPW_VMM_XML) {
                 if ((err = req_str(o, "xml", &x->xml)) != HPW_OK ||
                     (err = req_str(o, "namespace", &x->xml_namespace)) != HPW_OK)
                         return err;

@@ -93,10 +93,25 @@ void hpw_pool_clear(struct hpw_pool *p)
         free(p->path);
         free(p->handoff_qemu);
         free(p->handoff_cloud_hypervisor);
+        if (p->handoffs)
+                for (size_t i = 0; i < p->handoffs->n; i++)
+                        free(p->handoffs->text[i]);
+        free(p->handoffs);
         free(p->from_stock);
         free(p->label);
         free(p->json);
         memset(p, 0, sizeof(*p));
+}
+
+const char *hpw_pool_handoff(const struct hpw_pool *p, const char *vmm)
+{
+        const struct hpw_vmm *row = hpw_vmm_find(vmm, false);
+        size_t i;
+
+        if (!p || !row)
+                return NULL;
+        i = (size_t)(row - hpw_vmms);
+        return p->handoffs && i < p->handoffs->n ? p->handoffs->text[i] : "";
 }
 
 void hpw_pool_free(struct hpw_pool *x)

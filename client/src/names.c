@@ -1,11 +1,13 @@
 /* names: the library's fixed words (the version, what an error code means,
- * a pool state's name, a page size as the API writes it).
+ * a pool state's name, a page size as the API writes it, the VMM formats'
+ * names from vmm.c's table).
  *
  * A leaf: pure functions over constants that the transport (http.c), the
  * JSON layer and the calls all use, so none of them has to reach up into
  * the handle's file for a string. */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -66,4 +68,28 @@ void hpw_format_page_size(uint64_t bytes, char *buf, size_t len)
                 snprintf(buf, len, "%lluM", (unsigned long long)(bytes >> 20));
         else
                 snprintf(buf, len, "%llukB", (unsigned long long)(bytes >> 10));
+}
+
+const struct hpw_vmm *hpw_vmm_find(const char *name, bool alias_ok)
+{
+        for (size_t i = 0; name && i < hpw_n_vmms; i++)
+                if (strcmp(name, hpw_vmms[i].name) == 0 ||
+                    (alias_ok && hpw_vmms[i].alias && strcmp(name, hpw_vmms[i].alias) == 0))
+                        return &hpw_vmms[i];
+        return NULL;
+}
+
+static const char *vmm_name_at(size_t i)
+{
+        return hpw_vmms[i].name;
+}
+
+static const char *vmm_name_if_as(size_t i)
+{
+        return hpw_vmms[i].as_refused ? NULL : hpw_vmms[i].name;
+}
+
+void hpw_vmm_names(char *buf, size_t len, const char *sep, const char *last, bool takes_as)
+{
+        vmm_join(buf, len, hpw_n_vmms, takes_as ? vmm_name_if_as : vmm_name_at, sep, last);
 }

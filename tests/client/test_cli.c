@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "cli.h"
+#include "internal.h"
 #include "size_cases.h"
 
 static char errbuf[256];
@@ -120,14 +121,14 @@ TEST(parse_handoff_vmm_pools_and_argv)
         struct cli c;
 
         CHECK_INT(parse(&c, NULL, "handoff", "vm", "--vmm", "cloud-hypervisor", NULL), ==, 0);
-        CHECK_INT(c.vmm, ==, VMM_CLOUD_HYPERVISOR);
+        CHECK_STR(c.vmm->name, "cloud-hypervisor");
         CHECK_INT(parse(&c, NULL, "handoff", "--vmm=qemu", "vm", NULL), ==, 0);
-        CHECK_INT(c.vmm, ==, VMM_QEMU);
+        CHECK_STR(c.vmm->name, "qemu");
         CHECK_INT(c.n_names, ==, 1);
         CHECK_STR(c.names[0], "vm");
         CHECK(!c.argv_words);
         CHECK_INT(parse(&c, NULL, "handoff", "vm-b", "vm-a", "--vmm", "libvirt", "vm-c", "--argv", NULL), ==, 0);
-        CHECK_INT(c.vmm, ==, VMM_LIBVIRT);
+        CHECK_STR(c.vmm->name, "libvirt");
         CHECK_INT(c.n_names, ==, 3);
         CHECK_STR(c.names[0], "vm-b");
         CHECK_STR(c.names[1], "vm-a");

@@ -352,6 +352,33 @@ TEST(json_pool_decodes_every_field)
         hpw_pool_free(p);
 }
 
+/* hpw_pool_handoff(): every format of the table by its name, "" for one
+ * the answer leaves out, NULL for a name the library does not know. */
+TEST(pool_handoff_by_vmm_name)
+{
+        struct hpw_pool *p = NULL;
+        CHECK_INT(hpw_json_pool(J("{\"name\":\"a\",\"state\":\"ready\",\"handoff\":{\"qemu\":\"-q\","
+                                  "\"qemu_argv\":[\"-q\"],\"cloud_hypervisor\":\"--c\",\"libvirt\":\"<x/>\"}}"),
+                                &p), ==, HPW_OK);
+        CHECK_STR(hpw_pool_handoff(p, "qemu"), "-q");
+        CHECK_STR(hpw_pool_handoff(p, "cloud-hypervisor"), "--c");
+        CHECK_STR(hpw_pool_handoff(p, "libvirt"), "<x/>");
+        CHECK_STR(hpw_pool_handoff(p, "qemu"), p->handoff_qemu);
+        CHECK_STR(hpw_pool_handoff(p, "cloud-hypervisor"), p->handoff_cloud_hypervisor);
+        CHECK(hpw_pool_handoff(p, "ch") == NULL);
+        CHECK(hpw_pool_handoff(p, "cloud_hypervisor") == NULL);
+        CHECK(hpw_pool_handoff(p, "xen") == NULL);
+        CHECK(hpw_pool_handoff(p, NULL) == NULL);
+        CHECK(hpw_pool_handoff(NULL, "qemu") == NULL);
+        hpw_pool_free(p);
+        p = NULL;
+        /* A pool without a file: every format "". */
+        CHECK_INT(hpw_json_pool(J("{\"name\":\"a\",\"state\":\"failed\"}"), &p), ==, HPW_OK);
+        for (size_t i = 0; i < hpw_n_vmms; i++)
+                CHECK_STR(hpw_pool_handoff(p, hpw_vmms[i].name), "");
+        hpw_pool_free(p);
+}
+
 /* A failed pool carries its problem; unknown states are kept by name. */
 TEST(json_pool_failed_and_unknown_states)
 {

@@ -23,35 +23,6 @@
 #include "json.h"
 #include "pools.h"
 
-/* What the caller adds around the words, per VMM; sent with the answer so
- * nobody has to find it in a manual.  TOTAL is the size as QEMU's -m takes
- * it (a bare -m number would be MiB). */
-static void write_note(enum handoff_vmm vmm, const char *total, char *buf, size_t len)
-{
-        switch (vmm) {
-        case HANDOFF_QEMU:
-                snprintf(buf, len,
-                         "add -m %s (exactly the pools' total: QEMU refuses any other size), -smp and "
-                         "the rest of the machine; with several pools, guest NUMA node i is the i-th pool",
-                         total);
-                break;
-        case HANDOFF_CLOUD_HYPERVISOR:
-                snprintf(buf, len,
-                         "add --cpus, --kernel and the rest of the VM; guest memory is the pools' "
-                         "total (%s) and needs nothing else; add no --balloon (it punches holes in the "
-                         "pool); checked against cloud-hypervisor's validation rules, not run live",
-                         total);
-                break;
-        case HANDOFF_LIBVIRT:
-                snprintf(buf, len,
-                         "put xml inside <domain> and namespace on the <domain> element; <memory> must "
-                         "be %s (the pools' total); with several pools the domain must not declare <numa> "
-                         "cells (these words do)",
-                         total);
-                break;
-        }
-}
-
 /* Bytes as QEMU's -m reads them: the largest binary unit that divides. */
 static void qemu_size(uint64_t v, char *buf, size_t len)
 {
@@ -89,20 +60,19 @@ void api_add_pool_handoff(struct json *pool, const struct pool_view *v)
 {
         /* A pool without a file (failed, cancelled) offers nothing: "" and []. */
         struct handoff_pool hp = as_handoff_pool(v);
-        struct handoff *q = NULL, *c = NULL, *l = NULL;
-        handoff_compose(HANDOFF_QEMU, &hp, 1, &q);
-        handoff_compose(HANDOFF_CLOUD_HYPERVISOR, &hp, 1, &c);
-        handoff_compose(HANDOFF_LIBVIRT, &hp, 1, &l);
-
-        struct json *h = json_add_object(pool, "handoff");
-        json_add_str(h, "qemu", q ? q->shell : "");
-        add_argv(h, "qemu_argv", q);
-        json_add_str(h, "cloud_hypervisor", c ? c->shell : "");
-        add_argv(h, "cloud_hypervisor_argv", c);
-        json_add_str(h, "libvirt", l ? l->xml : "");
-        handoff_free(q);
-        handoff_free(c);
-        handoff_free(l);
+        struct json *o = json_add_object(pool, "handoff");
+        for (size_t i = 0; i < handoff_n_formats; i++) {
+                const struct handoff_format *f = &handoff_formats[i];
+                struct handoff *h = NULL;
+                handoff_compose(f, &hp, 1, &h);
+                if (f->output == HPW_VMM_XML) {
+                        json_add_str(o, f->key, h ? h->xml : "");
+                } else {
+                        json_add_str(o, f->key, h ? h->shell : "");
+                        add_argv(o, f->argv_key, h);
+                }
+                handoff_free(h);
+        }
 }
 
 /* Split the KEY= value (pools or as) at commas (also written %2C, as form
@@ -166,18 +136,16 @@ static int parse_pool_list(const char *key, const char *s, char names[][POOL_NAM
         return 0;
 }
 
-/* as=: one source per destination pool, refused for cloud-hypervisor,
- * whose restore and receive take the zones from the snapshot or the source
- * (docs/CLOUD-HYPERVISOR.md).  0, or 422 in RESP. */
-static int parse_as(const char *s, enum handoff_vmm vmm, size_t n, char as[][POOL_NAME_MAX + 1], size_t *ret_n,
-                    struct resp *resp)
+/* as=: one source per destination pool, refused for a format whose row
+ * says why (cloud-hypervisor: its restore and receive take the zones from
+ * the snapshot or the source, docs/CLOUD-HYPERVISOR.md).  0, or 422 in
+ * RESP. */
+static int parse_as(const char *s, const struct handoff_format *f, size_t n, char as[][POOL_NAME_MAX + 1],
+                    size_t *ret_n, struct resp *resp)
 {
         size_t n_as = 0;
-        if (vmm == HANDOFF_CLOUD_HYPERVISOR) {
-                problem_raise(&resp->problem, PROBLEM_INVALID_FIELD,
-                              "as: cloud-hypervisor's restore and receive-migration take every memory zone (id, "
-                              "file, size) from the snapshot or the source, not from arguments; warm the "
-                              "destination pool under the source's name and path instead");
+        if (f->as_refused) {
+                problem_raise(&resp->problem, PROBLEM_INVALID_FIELD, "as: %s", f->as_refused);
                 resp->status = resp->problem.status;
                 return -1;
         }
@@ -223,9 +191,12 @@ static int check_source(struct pools *pools, const struct pool_view *dst, const 
 void api_handoff(const struct req *req, struct resp *resp)
 {
         const char *vmm_s = req->query(req, "vmm"), *pools_s = req->query(req, "pools");
-        enum handoff_vmm vmm;
-        if (!vmm_s || handoff_vmm_parse(vmm_s, &vmm) < 0) {
-                api_invalid(resp, "vmm must be qemu, cloud-hypervisor or libvirt");
+        const struct handoff_format *f = handoff_format_find(vmm_s);
+        if (!f) {
+                char list[256], why[300];
+                handoff_format_names(list, sizeof(list));
+                snprintf(why, sizeof(why), "vmm must be %s", list);
+                api_invalid(resp, why);
                 return;
         }
         if (!pools_s || !*pools_s) {
@@ -240,7 +211,7 @@ void api_handoff(const struct req *req, struct resp *resp)
         bool as_checked[HANDOFF_MAX_POOLS] = { false };
         size_t n_as = 0;
         const char *as_s = req->query(req, "as");
-        if (as_s && parse_as(as_s, vmm, n, as, &n_as, resp) < 0)
+        if (as_s && parse_as(as_s, f, n, as, &n_as, resp) < 0)
                 return;
 
         _cleanup_free_ struct pool_view *views = calloc(n, sizeof(*views));
@@ -272,7 +243,7 @@ void api_handoff(const struct req *req, struct resp *resp)
         }
 
         struct handoff *h = NULL;
-        int r = handoff_compose(vmm, hp, n, &h);
+        int r = handoff_compose(f, hp, n, &h);
         if (r < 0) {
                 struct problem p = { 0 };
                 if (r == -ENOMEM) {
@@ -287,9 +258,9 @@ void api_handoff(const struct req *req, struct resp *resp)
 
         char total[32], note[512];
         qemu_size(h->memory_bytes, total, sizeof(total));
-        write_note(vmm, total, note, sizeof(note));
+        f->note(total, note, sizeof(note));
         struct json *o = json_new_object();
-        json_add_str(o, "vmm", handoff_vmm_name(vmm));
+        json_add_str(o, "vmm", f->name);
         struct json *arr = json_add_array(o, "pools");
         for (size_t i = 0; i < n; i++) {
                 struct json *e = json_append_object(arr);
@@ -305,12 +276,12 @@ void api_handoff(const struct req *req, struct resp *resp)
                 }
         }
         json_add_u64(o, "memory_bytes", h->memory_bytes);
-        if (vmm != HANDOFF_LIBVIRT)
+        if (f->output == HPW_VMM_SHELL)
                 json_add_str(o, "args", h->shell);
         add_argv(o, "argv", h);
-        if (vmm == HANDOFF_LIBVIRT) {
+        if (f->output == HPW_VMM_XML) {
                 json_add_str(o, "xml", h->xml);
-                json_add_str(o, "namespace", HANDOFF_LIBVIRT_NAMESPACE);
+                json_add_str(o, "namespace", h->xml_namespace);
         }
         json_add_str(o, "note", note);
         handoff_free(h);

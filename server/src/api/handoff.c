@@ -1,30 +1,24 @@
 /* handoff: compose VMM arguments from warm pools (see handoff.h).
  *
- * Built as a list of argv words first; the shell string and the libvirt XML
- * are renderings of that list, so the three can never disagree.  Each layer
- * of escaping is a separate function applied exactly once, where the layer
- * is entered: a path goes through the VMM's option escaping when it becomes
- * part of an option word, and the finished word goes through the shell or
- * XML escaping when it is rendered. */
+ * Built as a list of argv words first, by the format's composer; the shell
+ * string and an XML format's fragment are renderings of that list, so they
+ * can never disagree.  Each layer of escaping is a separate function
+ * applied exactly once, where the layer is entered: a path goes through the
+ * VMM's option escaping (its composer's) when it becomes part of an option
+ * word, and the finished word goes through the shell (here) or XML escaping
+ * (the XML format's composer) when it is rendered. */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "handoff.h"
+#include "handoff_internal.h"
 
 /* ---- a growing string that remembers running out of memory ---- */
 
-struct sbuf {
-        char *s;
-        size_t len, cap;
-        bool oom;
-};
-
-static void sb_putn(struct sbuf *b, const char *s, size_t n)
+void sb_putn(struct sbuf *b, const char *s, size_t n)
 {
         if (b->oom)
                 return;
@@ -45,12 +39,11 @@ static void sb_putn(struct sbuf *b, const char *s, size_t n)
         b->s[b->len] = '\0';
 }
 
-static void sb_puts(struct sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
+void sb_puts(struct sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
 
-static void sb_putc(struct sbuf *b, char c) { sb_putn(b, &c, 1); }
+void sb_putc(struct sbuf *b, char c) { sb_putn(b, &c, 1); }
 
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
+void sb_printf(struct sbuf *b, const char *fmt, ...)
 {
         char tmp[128];
         va_list ap;
@@ -65,13 +58,13 @@ static void sb_printf(struct sbuf *b, const char *fmt, ...)
         sb_putn(b, tmp, (size_t)n);
 }
 
-/* The finished string (owned by the caller), or NULL if memory ran out. */
-static char *sb_take(struct sbuf *b)
+char *sb_take(struct sbuf *b)
 {
         if (b->oom || !b->s) {
                 if (!b->oom && !b->s)
                         return strdup("");
                 free(b->s);
+                *b = (struct sbuf){ 0 };
                 return NULL;
         }
         char *s = b->s;
@@ -81,13 +74,13 @@ static char *sb_take(struct sbuf *b)
 
 /* ---- word list ---- */
 
-struct words {
+struct handoff_words {
         char **v;
         size_t n, cap;
         bool oom;
 };
 
-static void words_add(struct words *w, char *s)
+void handoff_word(struct handoff_words *w, char *s)
 {
         if (!s || w->oom) {
                 free(s);
@@ -109,50 +102,23 @@ static void words_add(struct words *w, char *s)
         w->v[w->n] = NULL;
 }
 
-static void words_add_str(struct words *w, const char *s) { words_add(w, strdup(s)); }
+void handoff_word_str(struct handoff_words *w, const char *s) { handoff_word(w, strdup(s)); }
 
-static void words_free(struct words *w)
+char *const *handoff_words_list(const struct handoff_words *w, size_t *ret_n)
+{
+        *ret_n = w->n;
+        return w->v;
+}
+
+static void words_free(struct handoff_words *w)
 {
         for (size_t i = 0; i < w->n; i++)
                 free(w->v[i]);
         free(w->v);
-        *w = (struct words){ 0 };
+        *w = (struct handoff_words){ 0 };
 }
 
-/* ---- escaping, one function per layer ---- */
-
-/* QEMU's option syntax (QemuOpts and keyval alike): a comma inside a value
- * is written twice. */
-static void put_qemu_value(struct sbuf *b, const char *v)
-{
-        for (; *v; v++) {
-                if (*v == ',')
-                        sb_putc(b, ',');
-                sb_putc(b, *v);
-        }
-}
-
-/* cloud-hypervisor's option_parser splits at commas outside double quotes
- * and brackets, trims blanks around each value, and removes quotes, a
- * doubled quote inside quotes standing for one.  A value with any of those
- * characters (or blank at an edge, or empty) is therefore quoted whole. */
-static void put_ch_value(struct sbuf *b, const char *v)
-{
-        size_t n = strlen(v);
-        bool quote = n == 0 || strpbrk(v, ",\"[]") || v[0] == ' ' || v[0] == '\t' || v[n - 1] == ' ' ||
-                v[n - 1] == '\t' || v[0] == '\n' || v[n - 1] == '\n' || v[0] == '\r' || v[n - 1] == '\r';
-        if (!quote) {
-                sb_puts(b, v);
-                return;
-        }
-        sb_putc(b, '"');
-        for (; *v; v++) {
-                if (*v == '"')
-                        sb_putc(b, '"');
-                sb_putc(b, *v);
-        }
-        sb_putc(b, '"');
-}
+/* ---- the shell rendering, every format's ---- */
 
 /* POSIX shell: a word of only these characters means itself anywhere in a
  * command line; anything else is single-quoted, a quote written '\''. */
@@ -182,46 +148,15 @@ static void put_shell_word(struct sbuf *b, const char *w)
         sb_putc(b, '\'');
 }
 
-/* XML attribute value in double quotes.  Tab, LF and CR would be normalised
- * to blanks by any parser unless written as references; the other control
- * characters cannot appear in XML 1.0 at all (-EINVAL). */
-static int put_xml_attr(struct sbuf *b, const char *v)
+static char *render_shell(const struct handoff_words *w)
 {
-        for (; *v; v++) {
-                unsigned char c = (unsigned char)*v;
-                switch (c) {
-                case '&': sb_puts(b, "&amp;"); break;
-                case '<': sb_puts(b, "&lt;"); break;
-                case '>': sb_puts(b, "&gt;"); break;
-                case '"': sb_puts(b, "&quot;"); break;
-                case '\'': sb_puts(b, "&apos;"); break;
-                case '\t': sb_puts(b, "&#9;"); break;
-                case '\n': sb_puts(b, "&#10;"); break;
-                case '\r': sb_puts(b, "&#13;"); break;
-                default:
-                        if (c < 0x20 || c == 0x7f)
-                                return -EINVAL;
-                        sb_putc(b, (char)c);
-                }
+        struct sbuf b = { 0 };
+        for (size_t i = 0; i < w->n; i++) {
+                if (i)
+                        sb_putc(&b, ' ');
+                put_shell_word(&b, w->v[i]);
         }
-        return 0;
-}
-
-/* cloud-hypervisor sizes take a K, M or G suffix (binary) or plain bytes. */
-static void put_ch_size(struct sbuf *b, uint64_t v)
-{
-        static const struct {
-                char suffix;
-                unsigned shift;
-        } units[] = { { 'G', 30 }, { 'M', 20 }, { 'K', 10 } };
-        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-                uint64_t unit = UINT64_C(1) << units[i].shift;
-                if (v % unit == 0) {
-                        sb_printf(b, "%" PRIu64 "%c", v / unit, units[i].suffix);
-                        return;
-                }
-        }
-        sb_printf(b, "%" PRIu64, v);
+        return sb_take(&b);
 }
 
 /* ---- composition ---- */
@@ -236,9 +171,7 @@ static bool name_ok(const char *s)
         return true;
 }
 
-/* The id the VMM knows the pool's memory by: its own name, or the source's
- * when it stands in for one. */
-static const char *pool_id(const struct handoff_pool *p) { return p->as ? p->as : p->name; }
+const char *handoff_pool_id(const struct handoff_pool *p) { return p->as ? p->as : p->name; }
 
 static int check_pools(const struct handoff_pool *pools, size_t n, uint64_t *ret_total)
 {
@@ -253,115 +186,13 @@ static int check_pools(const struct handoff_pool *pools, size_t n, uint64_t *ret
                 /* Names are distinct pools; ids are what the VMM sees, so
                  * two pools may not both answer to one. */
                 for (size_t j = 0; j < i; j++)
-                        if (strcmp(pools[j].name, p->name) == 0 || strcmp(pool_id(&pools[j]), pool_id(p)) == 0)
+                        if (strcmp(pools[j].name, p->name) == 0 ||
+                            strcmp(handoff_pool_id(&pools[j]), handoff_pool_id(p)) == 0)
                                 return -EINVAL;
                 total += p->size_bytes;
         }
         *ret_total = total;
         return 0;
-}
-
-static void qemu_words(struct words *w, const struct handoff_pool *pools, size_t n)
-{
-        for (size_t i = 0; i < n; i++) {
-                const struct handoff_pool *p = &pools[i];
-                struct sbuf b = { 0 };
-                sb_printf(&b, "memory-backend-file,id=mem-");
-                sb_puts(&b, pool_id(p));
-                sb_puts(&b, ",mem-path=");
-                put_qemu_value(&b, p->path);
-                sb_printf(&b, ",size=%" PRIu64 ",share=on,prealloc=on,host-nodes=%d,policy=bind", p->size_bytes, p->node);
-                words_add_str(w, "-object");
-                words_add(w, sb_take(&b));
-        }
-        if (n == 1) {
-                struct sbuf b = { 0 };
-                sb_puts(&b, "memory-backend=mem-");
-                sb_puts(&b, pool_id(&pools[0]));
-                words_add_str(w, "-machine");
-                words_add(w, sb_take(&b));
-                return;
-        }
-        for (size_t i = 0; i < n; i++) {
-                struct sbuf b = { 0 };
-                sb_printf(&b, "node,nodeid=%zu,memdev=mem-", i);
-                sb_puts(&b, pool_id(&pools[i]));
-                words_add_str(w, "-numa");
-                words_add(w, sb_take(&b));
-        }
-}
-
-/* cloud-hypervisor keeps identifiers that start with "__" for itself and
- * refuses them as zone ids (vmm/src/config.rs, validate_identifier). */
-static bool ch_names_ok(const struct handoff_pool *pools, size_t n)
-{
-        for (size_t i = 0; i < n; i++)
-                if (strncmp(pool_id(&pools[i]), "__", 2) == 0)
-                        return false;
-        return true;
-}
-
-/* A zone backed by a file and mapped shared may not carry host_numa_node:
- * cloud-hypervisor refuses the three together at every boot
- * (InvalidSharedMemoryZoneWithHostNuma).  The pages are already on the
- * pool's node, placed by the daemon's mbind when it warmed the file, so
- * the key would add nothing.  hugepages=on with file= only selects the
- * page size for alignment; it is kept so hugepage_size is accepted. */
-static void ch_words(struct words *w, const struct handoff_pool *pools, size_t n)
-{
-        words_add_str(w, "--memory");
-        words_add_str(w, "size=0");
-        for (size_t i = 0; i < n; i++) {
-                const struct handoff_pool *p = &pools[i];
-                struct sbuf b = { 0 };
-                sb_puts(&b, "id=");
-                put_ch_value(&b, pool_id(p));
-                sb_printf(&b, ",size=%" PRIu64 ",file=", p->size_bytes);
-                put_ch_value(&b, p->path);
-                sb_puts(&b, ",shared=on,hugepages=on,hugepage_size=");
-                put_ch_size(&b, p->page_size);
-                words_add_str(w, "--memory-zone");
-                words_add(w, sb_take(&b));
-        }
-        if (n == 1)
-                return;
-        for (size_t i = 0; i < n; i++) {
-                /* memory_zones is a list that cloud-hypervisor does not
-                 * unquote; pool names never need quoting. */
-                struct sbuf b = { 0 };
-                sb_printf(&b, "guest_numa_id=%zu,memory_zones=", i);
-                sb_puts(&b, pool_id(&pools[i]));
-                words_add_str(w, "--numa");
-                words_add(w, sb_take(&b));
-        }
-}
-
-static char *render_shell(const struct words *w)
-{
-        struct sbuf b = { 0 };
-        for (size_t i = 0; i < w->n; i++) {
-                if (i)
-                        sb_putc(&b, ' ');
-                put_shell_word(&b, w->v[i]);
-        }
-        return sb_take(&b);
-}
-
-static int render_xml(const struct words *w, char **ret)
-{
-        struct sbuf b = { 0 };
-        sb_puts(&b, "<qemu:commandline>\n");
-        for (size_t i = 0; i < w->n; i++) {
-                sb_puts(&b, "  <qemu:arg value=\"");
-                if (put_xml_attr(&b, w->v[i]) < 0) {
-                        free(b.s);
-                        return -EINVAL;
-                }
-                sb_puts(&b, "\"/>\n");
-        }
-        sb_puts(&b, "</qemu:commandline>");
-        *ret = sb_take(&b);
-        return *ret ? 0 : -ENOMEM;
 }
 
 void handoff_free(struct handoff *h)
@@ -377,31 +208,26 @@ void handoff_free(struct handoff *h)
         free(h);
 }
 
-int handoff_compose(enum handoff_vmm vmm, const struct handoff_pool *pools, size_t n, struct handoff **ret)
+int handoff_compose(const struct handoff_format *f, const struct handoff_pool *pools, size_t n,
+                    struct handoff **ret)
 {
         uint64_t total;
-        struct words w = { 0 };
+        struct handoff_words w = { 0 };
+        if (!f)
+                return -EINVAL;
         int r = check_pools(pools, n, &total);
         if (r < 0)
                 return r;
-        switch (vmm) {
-        case HANDOFF_QEMU:
-        case HANDOFF_LIBVIRT: qemu_words(&w, pools, n); break;
-        case HANDOFF_CLOUD_HYPERVISOR:
-                if (!ch_names_ok(pools, n))
-                        return -EINVAL;
-                ch_words(&w, pools, n);
-                break;
-        default: return -EINVAL;
-        }
-        if (w.oom) {
-                words_free(&w);
-                return -ENOMEM;
-        }
         struct handoff *h = calloc(1, sizeof(*h));
-        if (!h) {
-                words_free(&w);
+        if (!h)
                 return -ENOMEM;
+        r = f->compose(&w, h, pools, n);
+        if (r == 0 && w.oom)
+                r = -ENOMEM;
+        if (r < 0) {
+                words_free(&w);
+                handoff_free(h);
+                return r;
         }
         h->argv = w.v;
         h->argc = w.n;
@@ -411,31 +237,23 @@ int handoff_compose(enum handoff_vmm vmm, const struct handoff_pool *pools, size
                 handoff_free(h);
                 return -ENOMEM;
         }
-        if (vmm == HANDOFF_LIBVIRT && (r = render_xml(&w, &h->xml)) < 0) {
-                handoff_free(h);
-                return r;
-        }
         *ret = h;
         return 0;
 }
 
-static const char *const vmm_names[] = {
-        [HANDOFF_QEMU] = "qemu",
-        [HANDOFF_CLOUD_HYPERVISOR] = "cloud-hypervisor",
-        [HANDOFF_LIBVIRT] = "libvirt",
-};
+/* ---- the table ---- */
 
-int handoff_vmm_parse(const char *s, enum handoff_vmm *ret)
+const struct handoff_format *handoff_format_find(const char *name)
 {
-        for (size_t i = 0; s && i < sizeof(vmm_names) / sizeof(vmm_names[0]); i++)
-                if (strcmp(s, vmm_names[i]) == 0) {
-                        *ret = (enum handoff_vmm)i;
-                        return 0;
-                }
-        return -EINVAL;
+        for (size_t i = 0; name && i < handoff_n_formats; i++)
+                if (strcmp(name, handoff_formats[i].name) == 0)
+                        return &handoff_formats[i];
+        return NULL;
 }
 
-const char *handoff_vmm_name(enum handoff_vmm vmm)
+static const char *format_name_at(size_t i) { return handoff_formats[i].name; }
+
+void handoff_format_names(char *buf, size_t len)
 {
-        return (size_t)vmm < sizeof(vmm_names) / sizeof(vmm_names[0]) ? vmm_names[vmm] : "unknown";
+        vmm_join(buf, len, handoff_n_formats, format_name_at, ", ", " or ");
 }
