@@ -217,6 +217,12 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
         uint64_t needed, keep;
         int r;
 
+        r = pools_check_node_page_size(p, req->node, req->page_size, err);
+        if (r < 0) {
+                pools_count_reservation(p, r, &(struct reserve_result){0});
+                return r;
+        }
+
         /* By hand: admit.lock is dropped before the refusal is written and the upkeep thread kicked. */
         pools_lock(&p->admit.lock);
         /* A shrink below the pages in use: stock files of the node give

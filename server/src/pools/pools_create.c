@@ -57,7 +57,7 @@ static int validate(struct pools *p, const struct pool_req *req, struct problem 
                 problem_raise(err, PROBLEM_INVALID_FIELD, POOL_NAME_RULE);
                 return -EINVAL;
         }
-        if (pools_check_node(p, req->node, err) < 0 || pools_check_page_size(p, req->page_size, err) < 0)
+        if (pools_check_node_page_size(p, req->node, req->page_size, err) < 0)
                 return -ENOENT;
         if (req->size_bytes == 0 || req->size_bytes % req->page_size != 0) {
                 problem_raise(err, PROBLEM_INVALID_FIELD,

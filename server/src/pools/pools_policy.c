@@ -58,7 +58,7 @@ static int check_policy(struct pools *p, const struct elastic_policy_record *pol
         uint64_t mem_total, mem_free;
         int r;
 
-        if (pools_check_node(p, pol->node, err) < 0 || pools_check_page_size(p, pol->page_size, err) < 0)
+        if (pools_check_node_page_size(p, pol->node, pol->page_size, err) < 0)
                 return -ENOENT;
         if (record_check_elastic_policy(pol, why, sizeof(why)) < 0) {
                 problem_raise(err, PROBLEM_INVALID_FIELD, "%s", why);

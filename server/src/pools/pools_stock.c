@@ -116,7 +116,7 @@ static int validate_targets(struct pools *p, const struct stock_target_record *t
         for (size_t i = 0; i < n; i++) {
                 uint64_t total;
 
-                if (pools_check_node(p, t[i].node, err) < 0 || pools_check_page_size(p, t[i].page_size, err) < 0) {
+                if (pools_check_node_page_size(p, t[i].node, t[i].page_size, err) < 0) {
                         char why[sizeof(err->detail)];
 
                         /* The rule's own words, led by which target broke it. */
