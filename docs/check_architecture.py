@@ -31,7 +31,12 @@ Rules, each reported by name:
                      more than 800 lines;
   parts-documented   every part of struct pools (a `struct pools_X name;`
                      member in server/src/pools/pools_internal.h) is named in
-                     ARCHITECTURE.md's table of parts as `struct pools_X name`.
+                     ARCHITECTURE.md's table of parts as `struct pools_X name`;
+  locks-one-style    the pool core (server/src/pools/*.c) takes a lock it
+                     holds to the end of a function or block with
+                     POOLS_LOCKED; every pools_lock() by hand has a
+                     "By hand:" comment, on one of the three lines above it,
+                     saying why the lock is dropped before the end.
 Exit 0 when all hold, 1 otherwise.
 """
 import glob
@@ -251,8 +256,27 @@ def main(argv):
         if f"`struct {typ} {name}`" not in arch:
             errors.append(f"parts-documented: struct pools' part `struct {typ} {name}` is not in ARCHITECTURE.md")
 
+    # locks-one-style
+    by_hand = guarded = 0
+    for path in sorted(glob.glob(os.path.join(src, "server/src/pools/*.c"))):
+        lines = read(path).split("\n")
+        for i, line in enumerate(lines):
+            if re.search(r"\bPOOLS_LOCKED\(", line):
+                guarded += 1
+            if not re.search(r"\bpools_lock\(", line):
+                continue
+            by_hand += 1
+            if not any("By hand:" in above for above in lines[max(0, i - 3):i]):
+                errors.append(f"locks-one-style: {os.path.relpath(path, src)}:{i + 1} takes a lock by hand "
+                              "with no \"By hand:\" comment saying why it is dropped before the end "
+                              "(POOLS_LOCKED if it is not)")
+    if guarded < 10:
+        errors.append(f"locks-one-style: found only {guarded} POOLS_LOCKED guards in server/src/pools; "
+                      "the scan is broken")
+
     return finish(errors, f"{n_names} thread names, {len(server_c)} server files, {rows} dependencies, "
-                          f"{len(parts)} parts of struct pools described; folders stack as {chain}")
+                          f"{len(parts)} parts of struct pools described; folders stack as {chain}; "
+                          f"pool locks: {guarded} guards, {by_hand} by hand")
 
 
 if __name__ == "__main__":

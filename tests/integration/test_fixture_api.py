@@ -264,6 +264,21 @@ class BadInput(TwoNodeDaemonCase):
         self.assertProblem(r, 422, "invalid-field")
         self.assertEqual(r.json["detail"], "node filter: there is no NUMA node 9", r.json)
         self.assertEqual(self.d.get("/v1/pools/x").status, 404)
+        # A reservation or a policy with a bad path and a bad body: the
+        # path's answer, in the rule's words (the handler checks the path
+        # before it reads the body; the core checks again, the same way).
+        for path in ("/v1/nodes/9/hugepages/2M", "/v1/nodes/9/hugepages/2M/policy"):
+            for body in ('{"count": 1}', '{"min": 1', '{"count": "x"}'):
+                with self.subTest(path=path, body=body):
+                    r = self.put(body, path)
+                    self.assertProblem(r, 404, "unknown-node")
+                    self.assertEqual(r.json["detail"], "there is no NUMA node 9", r.json)
+        for path in ("/v1/nodes/0/hugepages/4M", "/v1/nodes/0/hugepages/4M/policy"):
+            for body in ('{"count": 1}', '{"min": 1', '{"count": "x"}'):
+                with self.subTest(path=path, body=body):
+                    r = self.put(body, path)
+                    self.assertProblem(r, 404, "unknown-page-size")
+                    self.assertEqual(r.json["detail"], want, r.json)
 
     def test_page_size_hint_names_only_sizes_the_host_has(self):
         r = self.put('{"count": 1}', "/v1/nodes/0/hugepages/4M")

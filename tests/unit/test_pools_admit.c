@@ -510,6 +510,51 @@ TEST(refused_growth_keeps_recorded_count)
         env_fini_hooked(&e, p);
 }
 
+/* pools_reserve's refusal of RQ is the rule's own, as pools_check_node_page_size
+ * (the words PUT /v1/nodes/{id}/hugepages/{size} answers from its path) gives
+ * it: -ENOENT, and the same status, slug and detail. */
+static void reserve_refused_as_the_rule(struct pools *p, const struct reserve_req *rq, const char *slug)
+{
+        struct problem got = {0}, want = {0};
+        struct reserve_result res;
+
+        CHECK_INT(pools_check_node_page_size(p, rq->node, rq->page_size, &want), ==, -ENOENT);
+        CHECK_INT(pools_reserve(p, rq, &res, &got), ==, -ENOENT);
+        CHECK_INT(got.status, ==, 404);
+        CHECK_INT(got.status, ==, want.status);
+        CHECK_STR(got.slug, slug);
+        CHECK_STR(got.slug, want.slug);
+        CHECK_STR(got.detail, want.detail);
+}
+
+/* A reservation of a node or page size the host lacks is refused by the
+ * core with the answer the API gives (pools.h: every entry that takes a
+ * node and a page size applies the rule), the node first, before anything
+ * is read or written; each counts as a failed reservation. */
+TEST(reserve_refuses_unknown_node_and_page_size_as_the_api_does)
+{
+        struct env e;
+        struct pools *p;
+        struct pools_stats s;
+        struct reserve_req rq = { .node = 7, .page_size = PAGE, .count = 12 };
+
+        admit_env_init(&e);
+        p = start(&e);
+        uint64_t nr0 = counter(&e, HP_DIR(0) "nr_hugepages"), nr1 = counter(&e, HP_DIR(1) "nr_hugepages");
+        reserve_refused_as_the_rule(p, &rq, "unknown-node");
+        rq.node = 0;
+        rq.page_size = 4 * MIB;
+        reserve_refused_as_the_rule(p, &rq, "unknown-page-size");
+        rq.node = 7;    /* both: the node's answer, as the path gives it */
+        reserve_refused_as_the_rule(p, &rq, "unknown-node");
+        CHECK_U64(counter(&e, HP_DIR(0) "nr_hugepages"), ==, nr0);
+        CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, nr1);
+        pools_get_stats(p, &s);
+        CHECK_U64(s.reservations_error, ==, 3);
+        CHECK_U64(s.reservations_ok, ==, 0);
+        env_fini_hooked(&e, p);
+}
+
 /* A page taken from the free list just as the node grew (another warm's,
  * in flight, counted twice at the next reading): node 1 (8 pages, 7 free)
  * grown to 10 for a 9-page pool shows 8 free, short by one.  The admission

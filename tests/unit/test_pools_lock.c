@@ -94,6 +94,84 @@ TEST(guard_unlocks_on_every_return)
         pools_mutex_destroy(&m);
 }
 
+/* A guard in a loop's body holds M for one turn: a `continue`, a `break`
+ * and the end of the body each let it go (the pool core's threads hold
+ * their lock to the end of each turn this way). */
+TEST(guard_in_a_loop_lets_go_each_turn)
+{
+        struct pools_mutex m;
+        int turns = 0;
+
+        pools_mutex_init(&m);
+        for (int i = 0;; i++) {
+                /* Whatever ended the turn before let M go. */
+                CHECK_INT(pthread_mutex_trylock(&m.mutex), ==, 0);
+                pthread_mutex_unlock(&m.mutex);
+                if (i == 3)
+                        break;
+                POOLS_LOCKED(&m);
+                pools_assert_held(&m);
+                turns++;
+                if (i == 0)
+                        continue;
+                if (i == 2)
+                        break;
+        }
+        CHECK_INT(turns, ==, 3);
+        CHECK_INT(pthread_mutex_trylock(&m.mutex), ==, 0);
+        pthread_mutex_unlock(&m.mutex);
+        pools_mutex_destroy(&m);
+}
+
+struct signaller {
+        struct pools_mutex *m;
+        pthread_cond_t cond;
+        bool set;
+};
+
+/* Takes M (only possible while the waiter gives it up), sets the flag. */
+static void *set_under_lock(void *arg)
+{
+        struct signaller *s = arg;
+
+        pools_lock(s->m);
+        s->set = true;
+        pthread_cond_signal(&s->cond);
+        pools_unlock(s->m);
+        return NULL;
+}
+
+static bool wait_under_guard(struct signaller *s)
+{
+        pthread_t t;
+
+        POOLS_LOCKED(s->m);
+        if (pthread_create(&t, NULL, set_under_lock, s) != 0)
+                return false;
+        while (!s->set)
+                pools_cond_wait(&s->cond, s->m);
+        pools_assert_held(s->m); /* the wait took it back */
+        pthread_join(t, NULL);
+        return true;
+}
+
+/* A condition wait under a guard gives the lock up for the wait (the other
+ * thread could not set the flag otherwise), takes it back, and the guard
+ * lets it go once, at the end of its block. */
+TEST(guard_holds_across_a_cond_wait)
+{
+        struct pools_mutex m;
+        struct signaller s = { .m = &m, .cond = PTHREAD_COND_INITIALIZER };
+
+        pools_mutex_init(&m);
+        CHECK(wait_under_guard(&s));
+        CHECK(s.set);
+        CHECK_INT(pthread_mutex_trylock(&m.mutex), ==, 0);
+        pthread_mutex_unlock(&m.mutex);
+        pthread_cond_destroy(&s.cond);
+        pools_mutex_destroy(&m);
+}
+
 struct other {
         struct pools_mutex *m;
         pthread_mutex_t gate;

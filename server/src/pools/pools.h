@@ -123,11 +123,17 @@ struct pools;
 /* The node and page-size rules, each in one wording (pools_rules.c): 0 when
  * NODE is a NUMA node of this host / the kernel offers PAGE_SIZE, else
  * -ENOENT with ERR filled (404 unknown-node; 404 unknown-page-size, naming
- * the sizes this host has).  Every pools_* entry that takes a node or a page
- * size checks them itself; handlers call these only where no such entry
- * answers (the node views, a policy's GET and DELETE). */
+ * the sizes this host has).  pools_check_node_page_size applies both, the
+ * node first.  Every pools_* entry that takes a node and a page size
+ * applies it itself (pools_create, pools_set_stock, pools_set_elastic,
+ * pools_reserve).  The handlers of /v1/nodes/{id}/... call the two rules
+ * too, through api_path_target, on the path before the body is read, so
+ * that a request with a bad path and a bad body gets the path's answer;
+ * for the node views and a policy's GET and DELETE that is the only
+ * check. */
 int pools_check_node(const struct pools *p, int node, struct problem *err);
 int pools_check_page_size(const struct pools *p, uint64_t page_size, struct problem *err);
+int pools_check_node_page_size(const struct pools *p, int node, uint64_t page_size, struct problem *err);
 /* Most workers one pool may ask for (the schema's maximum). */
 #define POOLS_THREADS_MAX 4096
 /* A pool's threads and label rules, each in one wording: 0, or -EINVAL
@@ -276,10 +282,13 @@ int pools_delete_recycle(struct pools *p, const char *name, bool recycle, struct
 int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_view *ret, struct problem *err);
 
 /* Set a node's persistent pool through reserve.c, serialised with pool
- * creation, and record it in the journal on success.  Same returns as
- * reserve_apply(), with ERR set on a refusal: -ENOMEM insufficient-memory
- * (the floor; its counts in ERR), -EAGAIN reserve-shortfall (the counts in
- * ERR), -ENOENT unknown-page-size, another -errno sysfs-error.  A shrink never goes below the node's pages in use plus
+ * creation, and record it in the journal on success.  An unknown node or
+ * page size is refused first, with pools_check_node_page_size's -ENOENT and
+ * words (nothing read or written; counted as a failed reservation).  Else
+ * the returns of reserve_apply(), with ERR set on a refusal: -ENOMEM
+ * insufficient-memory (the floor; its counts in ERR), -EAGAIN
+ * reserve-shortfall (the counts in ERR), -ENOENT unknown-page-size (the
+ * node has no counters of that size), another -errno sysfs-error.  A shrink never goes below the node's pages in use plus
  * the pages its warming pools have yet to take (they count as free until
  * faulted, and the kernel would free them under the jobs): the count is
  * clamped there and *ret says complete=false, requested = REQ->count.

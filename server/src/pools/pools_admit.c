@@ -25,7 +25,7 @@
 
 void pools_count_reservation(struct pools *p, int r, const struct reserve_result *res)
 {
-        pools_lock(&p->reg.lock);
+        POOLS_LOCKED(&p->reg.lock);
         if (r == 0 && res->complete)
                 p->reg.stats.reservations_ok++;
         else if (r == 0)
@@ -36,7 +36,6 @@ void pools_count_reservation(struct pools *p, int r, const struct reserve_result
                 p->reg.stats.reservations_refused++;
         else
                 p->reg.stats.reservations_error++;
-        pools_unlock(&p->reg.lock);
 }
 
 /* The recorded count of (node, page size) into *RET; false if none (lock held). */
@@ -100,6 +99,7 @@ int pools_reserve_locked(struct pools *p, const struct reserve_req *req, uint64_
                         *ret = res;
                 return r;
         }
+        /* By hand: reg.lock is dropped before the save (save.lock is outside it). */
         pools_lock(&p->reg.lock);
         struct reservation_record before = { req->node, req->page_size, 0 };
         bool had = find_reservation(p, req->node, req->page_size, &before.count);
@@ -117,6 +117,7 @@ int pools_reserve_locked(struct pools *p, const struct reserve_req *req, uint64_
                  * kernel, and say it failed. */
                 struct reserve_req back = *req;
                 struct reserve_result bres;
+                /* By hand: reg.lock is dropped before the sysfs write. */
                 pools_lock(&p->reg.lock);
                 if (had)
                         (void)record_reservation(p, before.node, before.page_size, before.count);
@@ -216,6 +217,13 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
         uint64_t needed, keep;
         int r;
 
+        r = pools_check_node_page_size(p, req->node, req->page_size, err);
+        if (r < 0) {
+                pools_count_reservation(p, r, &(struct reserve_result){0});
+                return r;
+        }
+
+        /* By hand: admit.lock is dropped before the refusal is written and the upkeep thread kicked. */
         pools_lock(&p->admit.lock);
         /* A shrink below the pages in use: stock files of the node give
          * their pages back first (refills, then ready files), when that
@@ -283,6 +291,7 @@ void pools_undo_growth(struct pools *p, const struct pools_growth *g)
         if (r == 0 && res.previous > res.total)
                 pools_elastic_note(p, g->node, g->page_size, ELASTIC_RETURN, res.previous - res.total,
                                    "a growth rolled back: the pool it was made for was not created");
+        /* By hand: reg.lock is dropped before the save (save.lock is outside it). */
         pools_lock(&p->reg.lock);
         if (r == 0 && res.total != g->previous)
                 /* Held up above the count before (pages taken meanwhile):
@@ -412,9 +421,8 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                 };
                 struct reserve_result res = {0};
                 if (!g.grew) {
-                        pools_lock(&p->reg.lock);
+                        POOLS_LOCKED(&p->reg.lock);
                         g.had_record = find_reservation(p, node, page_size, &g.record);
-                        pools_unlock(&p->reg.lock);
                 }
                 before_growth = avail;
                 r = pools_reserve_locked(p, &rq, rq.count, &res);

@@ -64,6 +64,7 @@ int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_vi
                         return owner_refused(pid, r, err);
         }
 
+        /* By hand: reg.lock is dropped before pools_release and the commit, which take it. */
         pools_lock(&p->reg.lock);
         pool = pools_grab(p, name);
         if (!pool) {
@@ -111,6 +112,7 @@ int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_vi
                               "not claimed", name, p->state_dir, strerror(-r));
                 return r;
         }
+        /* By hand: reg.lock is dropped before pools_release, which takes it. */
         pools_lock(&p->reg.lock);
         if (pid > 0) {
                 /* Bound to a process now: the sweep and its release are
@@ -134,6 +136,7 @@ void pools_on_owner_exit(void *arg, const char *name, pid_t pid, uint64_t start)
         struct pool *pool;
         bool due = false;
 
+        /* By hand: reg.lock is dropped before the log line and the kick. */
         pools_lock(&p->reg.lock);
         pool = pools_find(p, name);
         if (pool) {

@@ -57,7 +57,7 @@ static int validate(struct pools *p, const struct pool_req *req, struct problem 
                 problem_raise(err, PROBLEM_INVALID_FIELD, POOL_NAME_RULE);
                 return -EINVAL;
         }
-        if (pools_check_node(p, req->node, err) < 0 || pools_check_page_size(p, req->page_size, err) < 0)
+        if (pools_check_node_page_size(p, req->node, req->page_size, err) < 0)
                 return -ENOENT;
         if (req->size_bytes == 0 || req->size_bytes % req->page_size != 0) {
                 problem_raise(err, PROBLEM_INVALID_FIELD,
@@ -171,7 +171,9 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
         if (r < 0)
                 return r;
 
+        /* By hand: admit.lock is dropped before the observer is told and upkeep kicked. */
         pools_lock(&p->admit.lock);
+        /* By hand: reg.lock only for the registry check (the stock take below takes it). */
         pools_lock(&p->reg.lock);
         r = check_registry(p, req, ret, err);
         pools_unlock(&p->reg.lock);
@@ -211,6 +213,7 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
                 goto out_free;
 
         (void)pool_transition(&pool->rec, POOL_WARMING, NULL, NULL);
+        /* By hand: reg.lock is dropped before the warm job is started. */
         pools_lock(&p->reg.lock);
         pools_set_hold(pool, POOL_CREATING);
         r = pools_add(p, pool);
@@ -239,6 +242,7 @@ int pools_create(struct pools *p, const struct pool_req *req, struct pool_view *
                 goto out_drop;
         }
 
+        /* By hand: both locks are dropped before the observer is told. */
         pools_lock(&p->reg.lock);
         pools_set_hold(pool, POOL_FREE);
         pools_fill_view(pool, ret);

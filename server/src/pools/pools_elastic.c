@@ -54,6 +54,7 @@ int pools_elastic_admit_check(struct pools *p, int node, uint64_t page_size, con
         struct elastic_policy_record pol;
         struct pools_elastic_row *row;
 
+        /* By hand: reg.lock is dropped before the refusal is written. */
         pools_lock(&p->reg.lock);
         row = pools_elastic_find(p, node, page_size);
         if (!row) {
@@ -89,6 +90,7 @@ void pools_elastic_note(struct pools *p, int node, uint64_t page_size, enum elas
 
         if (pages == 0)
                 return;
+        /* By hand: reg.lock is dropped before the log line. */
         pools_lock(&p->reg.lock);
         row = pools_elastic_find(p, node, page_size);
         if (row) {

@@ -67,6 +67,7 @@ void pools_check_on_get(struct pools *p, const struct pool_record *r, dev_t dev,
                 return;
         if (!pools_file_changed(v->path, dev, ino, r, detail, sizeof(detail), &ours))
                 return;
+        /* By hand: reg.lock is dropped before upkeep is kicked. */
         pools_lock(&p->reg.lock);
         pool = pools_find(p, r->name);
         if (pool && pool->file_ino == ino && pool->file_dev == dev)
@@ -82,9 +83,8 @@ void pools_check_on_get(struct pools *p, const struct pool_record *r, dev_t dev,
 /* Set POOL's hold under `reg.lock`. */
 static void set_hold_locked(struct pools *p, struct pool *pool, enum pool_hold to)
 {
-        pools_lock(&p->reg.lock);
+        POOLS_LOCKED(&p->reg.lock);
         pools_set_hold(pool, to);
-        pools_unlock(&p->reg.lock);
 }
 
 /* The journal forgets the pool first, then the file goes: a release that
@@ -109,6 +109,7 @@ int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
                 return -EAGAIN;
         }
 
+        /* By hand: reg.lock is dropped before job_cancel, which waits for on_done. */
         pools_lock(&p->reg.lock);
         job = pool->job;
         pools_unlock(&p->reg.lock);
@@ -117,6 +118,7 @@ int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
 
                 job_cancel(job); /* on_done has run when it returns */
                 job_get_status(job, &st);
+                /* By hand: reg.lock is dropped before job_free. */
                 pools_lock(&p->reg.lock);
                 pool->job = NULL;
                 pool->last = st;
@@ -151,6 +153,7 @@ int pools_remove(struct pools *p, struct pool *pool, enum pool_release why)
                 }
                 return r;
         }
+        /* By hand: reg.lock is dropped before the owner watch and the observer are told. */
         pools_lock(&p->reg.lock);
         pools_set_hold(pool, POOL_REMOVING);
         /* Counted as it turns invisible: whoever sees it gone sees it
@@ -290,6 +293,7 @@ void pools_abandon(struct pools *p, struct pool *pool, bool registered)
         if (registered) {
                 /* A save in another thread reads pool->job under `reg.lock`:
                  * take the job out there first, then stop and free it. */
+                /* By hand: reg.lock is dropped before job_cancel, which waits for on_done. */
                 pools_lock(&p->reg.lock);
                 struct job *job = pool->job;
                 pool->job = NULL;
@@ -298,6 +302,7 @@ void pools_abandon(struct pools *p, struct pool *pool, bool registered)
                         job_cancel(job);
                         job_free(job);
                 }
+                /* By hand: reg.lock is dropped before the save (save.lock is outside it). */
                 pools_lock(&p->reg.lock);
                 pools_drop(p, pool);
                 pools_unlock(&p->reg.lock);

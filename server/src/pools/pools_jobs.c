@@ -21,11 +21,10 @@ static void on_job_done(struct job *job, void *arg)
         struct pool *pool = arg;
         struct pools *p = pool->owner;
 
-        pools_lock(&p->wake.lock);
+        POOLS_LOCKED(&p->wake.lock);
         pool->job_done = true;
         p->wake.kicked = true;
         pthread_cond_signal(&p->wake.kick);
-        pools_unlock(&p->wake.lock);
 }
 
 /* Start warming POOL (its fd is open).  -errno from engine_submit. */
@@ -48,17 +47,17 @@ int pools_start_job(struct pools *p, struct pool *pool)
         struct job *job;
         int r;
 
+        /* By hand: wake.lock is a leaf, dropped before engine_submit. */
         pools_lock(&p->wake.lock);
         pool->job_done = false;
         pools_unlock(&p->wake.lock);
         r = engine_submit(p->cfg.engine, &spec, &job);
         if (r < 0)
                 return r;
-        pools_lock(&p->reg.lock);
+        POOLS_LOCKED(&p->reg.lock);
         pool->job = job;
         pools_mark_changed(pool);
         pool->have_last = false;
         p->reg.stats.jobs_started++;
-        pools_unlock(&p->reg.lock);
         return 0;
 }

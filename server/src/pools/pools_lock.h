@@ -16,10 +16,15 @@
  *
  * POOLS_LOCKED(m) takes M until the end of the enclosing block, on every
  * way out of it (gnu11 cleanup attribute, as systemd's _cleanup_ and
- * libvirt's VIR_LOCK_GUARD): for functions that return early under a lock,
- * so no return path has an unlock to forget.  It goes through pools_lock
- * and pools_unlock, so the owner record and its assertions hold as for a
- * lock taken by hand. */
+ * libvirt's VIR_LOCK_GUARD), so no return path has an unlock to forget.
+ * It goes through pools_lock and pools_unlock, so the owner record and its
+ * assertions hold as for a lock taken by hand, and a condition wait under
+ * it gives M up and takes it back as above.  The one lock style of the
+ * pool core: a function, or a block (a loop's turn, an if's body), that
+ * holds a lock to its end takes it with POOLS_LOCKED; a lock/unlock pair
+ * by hand is left only where the lock is dropped before the end (for a
+ * save, a syscall, a call that takes it again, a log line), and says so
+ * with a "By hand:" comment on the pools_lock line. */
 #pragma once
 
 #ifndef HPW_IN_POOLS

@@ -166,6 +166,7 @@ static struct need needed_now(struct pools *p, int node, uint64_t page_size)
         struct need need;
         size_t n = 0;
 
+        /* By hand: reg.lock is dropped before the files are stat'ed. */
         pools_lock(&p->reg.lock);
         need = count_needed(p, node, page_size, &files, &n);
         pools_unlock(&p->reg.lock);

@@ -58,7 +58,7 @@ static int check_policy(struct pools *p, const struct elastic_policy_record *pol
         uint64_t mem_total, mem_free;
         int r;
 
-        if (pools_check_node(p, pol->node, err) < 0 || pools_check_page_size(p, pol->page_size, err) < 0)
+        if (pools_check_node_page_size(p, pol->node, pol->page_size, err) < 0)
                 return -ENOENT;
         if (record_check_elastic_policy(pol, why, sizeof(why)) < 0) {
                 problem_raise(err, PROBLEM_INVALID_FIELD, "%s", why);
@@ -183,6 +183,7 @@ static int set_locked(struct pools *p, const struct elastic_policy_record *pol, 
                 grew = true;
         }
 
+        /* By hand: reg.lock is dropped before the save (save.lock is outside it). */
         pools_lock(&p->reg.lock);
         row = pools_elastic_find(p, pol->node, pol->page_size);
         had = row != NULL;
@@ -196,6 +197,7 @@ static int set_locked(struct pools *p, const struct elastic_policy_record *pol, 
         if (r == 0)
                 r = pools_save(p);
         if (r < 0) {
+                /* By hand: reg.lock is dropped before the growth is undone. */
                 pools_lock(&p->reg.lock);
                 (void)put_row(p, pol, had, &old);
                 pools_unlock(&p->reg.lock);
@@ -212,11 +214,10 @@ static int set_locked(struct pools *p, const struct elastic_policy_record *pol, 
         if (grew)
                 pools_elastic_note(p, pol->node, pol->page_size, ELASTIC_GROW, res.total - res.previous,
                                    "grown to the policy's min");
-        pools_lock(&p->reg.lock);
+        POOLS_LOCKED(&p->reg.lock);
         row = pools_elastic_find(p, pol->node, pol->page_size);
         if (row)
                 fill_view(p, row, ret);
-        pools_unlock(&p->reg.lock);
         return 0;
 }
 
@@ -229,6 +230,7 @@ int pools_set_elastic(struct pools *p, const struct elastic_policy_record *pol, 
         int r = check_policy(p, pol, err);
         if (r < 0)
                 return r;
+        /* By hand: admit.lock is dropped before the CMA counters are read and upkeep kicked. */
         pools_lock(&p->admit.lock);
         r = set_locked(p, pol, ret, err);
         pools_unlock(&p->admit.lock);
@@ -245,6 +247,7 @@ int pools_get_elastic(struct pools *p, int node, uint64_t page_size, struct elas
 
         assert_return(p, -EINVAL);
         assert_return(ret, -EINVAL);
+        /* By hand: reg.lock is dropped before the CMA counters are read. */
         pools_lock(&p->reg.lock);
         row = pools_elastic_find(p, node, page_size);
         if (row)
@@ -290,6 +293,7 @@ int pools_delete_elastic(struct pools *p, int node, uint64_t page_size, struct p
 
         assert_return(p, -EINVAL);
         POOLS_LOCKED(&p->admit.lock);
+        /* By hand: reg.lock is dropped before the reservation is recorded (it takes it). */
         pools_lock(&p->reg.lock);
         row = pools_elastic_find(p, node, page_size);
         if (!row) {
@@ -310,6 +314,7 @@ int pools_delete_elastic(struct pools *p, int node, uint64_t page_size, struct p
                 r = pools_reserve_locked(p, &rq, a.total, &res);
         }
         if (r < 0) {
+                /* By hand: reg.lock is dropped before the refusal is written. */
                 pools_lock(&p->reg.lock);
                 (void)put_row(p, &old.shown.policy, true, &old);
                 pools_unlock(&p->reg.lock);
@@ -341,12 +346,14 @@ static void upkeep_one_policy(struct pools *p, int node, uint64_t page_size, uin
         bool moved = false;
         int r;
 
+        /* By hand: admit.lock is let go between steps, so a create can come in. */
         pools_lock(&p->admit.lock);
         if (pools_node_available(p, node, page_size, &a) < 0) {
                 pools_unlock(&p->admit.lock);
                 return;
         }
         struct elastic_counts c = { a.total, a.free, a.needed, a.foreign };
+        /* By hand: reg.lock is dropped before the reservation writes. */
         pools_lock(&p->reg.lock);
         row = pools_elastic_find(p, node, page_size);
         if (row) {
@@ -382,11 +389,10 @@ static void upkeep_one_policy(struct pools *p, int node, uint64_t page_size, uin
                                           .allow_partial = true, .floor_bytes = p->cfg.memory_floor };
                 r = pools_reserve_locked(p, &rq, to, &res);
                 if (d.action == ELASTIC_GROW && (r < 0 || res.total < to)) {
-                        pools_lock(&p->reg.lock);
+                        POOLS_LOCKED(&p->reg.lock);
                         row = pools_elastic_find(p, node, page_size);
                         if (row)
                                 row->grow_retry_ns = now + idle_ns;
-                        pools_unlock(&p->reg.lock);
                 }
                 if (r < 0) {
                         log_warn("pools: node %d elastic pool: setting %" PRIu64 " pages (%s) failed: %s; "
@@ -397,11 +403,12 @@ static void upkeep_one_policy(struct pools *p, int node, uint64_t page_size, uin
                 moved_to = res.total;
                 if (d.action == ELASTIC_GROW || res.total <= d.target || res.total >= a.total)
                         break;
-                /* Let a create in: the next step reads the node again. */
+                /* By hand: let a create in; the next step reads the node again. */
                 pools_unlock(&p->admit.lock);
                 pools_lock(&p->admit.lock);
                 if (pools_node_available(p, node, page_size, &a) < 0)
                         break;
+                /* By hand: reg.lock only for the look-up; admit.lock stays. */
                 pools_lock(&p->reg.lock);
                 row = pools_elastic_find(p, node, page_size);
                 pools_unlock(&p->reg.lock);
@@ -423,6 +430,7 @@ void pools_elastic_upkeep(struct pools *p)
 
         if (p->elastic.next_ns && now < p->elastic.next_ns)
                 return;
+        /* By hand: reg.lock is dropped before each policy's upkeep, which takes admit.lock. */
         pools_lock(&p->reg.lock);
         for (size_t i = 0; i < p->elastic.n_rows && n < ARRAY_SIZE(keys); i++) {
                 keys[n].node = p->elastic.rows[i].shown.policy.node;

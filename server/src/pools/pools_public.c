@@ -44,6 +44,7 @@ int pools_get(struct pools *p, const char *name, struct pool_view *ret, struct p
         assert_return(p, -EINVAL);
         assert_return(name, -EINVAL);
         assert_return(ret, -EINVAL);
+        /* By hand: reg.lock is dropped before the file is looked at. */
         pools_lock(&p->reg.lock);
         pool = pools_find(p, name);
         if (pool && pool->hold != POOL_CREATING && !pools_is_stock(pool)) {
@@ -127,7 +128,7 @@ int pools_list_page(struct pools *p, const struct pools_page_filter *f, size_t l
 
 void pools_sum_sizes(struct pools *p, struct pools_size_sum *sums, size_t n)
 {
-        pools_lock(&p->reg.lock);
+        POOLS_LOCKED(&p->reg.lock);
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 const struct pool *o = p->reg.pools[i];
                 const struct pool_record *r = &o->rec;
@@ -142,7 +143,6 @@ void pools_sum_sizes(struct pools *p, struct pools_size_sum *sums, size_t n)
                                 break;
                         }
         }
-        pools_unlock(&p->reg.lock);
 }
 
 int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct pool_view *ret)
@@ -154,7 +154,7 @@ int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct p
         assert_return(p, -EINVAL);
         assert_return(name, -EINVAL);
         assert_return(ret, -EINVAL);
-        pools_lock(&p->reg.lock);
+        POOLS_LOCKED(&p->reg.lock); /* the wait gives it up and takes it back */
         for (;;) {
                 struct pool *pool = pools_find(p, name);
                 if (!pool || pool->hold == POOL_CREATING || pools_is_stock(pool)) {
@@ -167,7 +167,6 @@ int pools_wait(struct pools *p, const char *name, uint64_t deadline_ns, struct p
                 }
                 pools_cond_timedwait(&p->reg.changed, &p->reg.lock, &ts);
         }
-        pools_unlock(&p->reg.lock);
         return r;
 }
 
@@ -183,6 +182,7 @@ int pools_delete_recycle(struct pools *p, const char *name, bool recycle, struct
 
         assert_return(p, -EINVAL);
         assert_return(name, -EINVAL);
+        /* By hand: reg.lock is dropped before the release, which takes it. */
         pools_lock(&p->reg.lock);
         pool = pools_grab(p, name);
         pools_unlock(&p->reg.lock);
@@ -207,7 +207,7 @@ void pools_node_usage(struct pools *p, int node, uint64_t page_size, uint64_t *r
 {
         uint64_t warm = 0, warming = 0;
 
-        pools_lock(&p->reg.lock);
+        POOLS_LOCKED(&p->reg.lock);
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 struct pool *o = p->reg.pools[i];
                 struct pool_view v;
@@ -221,20 +221,18 @@ void pools_node_usage(struct pools *p, int node, uint64_t page_size, uint64_t *r
                         warming += v.bytes_done / page_size;
                 }
         }
-        pools_unlock(&p->reg.lock);
         *ret_warm = warm;
         *ret_warming = warming;
 }
 
 void pools_get_stats(struct pools *p, struct pools_stats *ret)
 {
-        pools_lock(&p->reg.lock);
+        POOLS_LOCKED(&p->reg.lock);
         *ret = p->reg.stats;
         ret->pools_unmapped = 0;
         for (size_t i = 0; i < p->reg.n_pools; i++)
                 if (p->reg.pools[i]->unmapped_since && p->reg.pools[i]->hold != POOL_REMOVING)
                         ret->pools_unmapped++;
-        pools_unlock(&p->reg.lock);
 }
 
 static char *strdup_or_null(const char *s, bool *fail)
@@ -411,10 +409,12 @@ void pools_free(struct pools *p)
                 if (!pool->job)
                         continue;
                 job_cancel(pool->job);
+                /* By hand: reg.lock is dropped before finishing the job, which takes it. */
                 pools_lock(&p->reg.lock);
                 pools_set_hold(pool, POOL_BUSY);
                 pools_unlock(&p->reg.lock);
                 (void)pools_finish_job(p, pool, true); /* never removes at shutdown */
+                /* By hand: the pool is let go after the job is finished, as it was held before. */
                 pools_lock(&p->reg.lock);
                 pools_set_hold(pool, POOL_FREE);
                 pools_unlock(&p->reg.lock);

@@ -130,6 +130,7 @@ static void fail_at_start(struct pool *pool, const char *slug, const char *fmt, 
         va_start(ap, fmt);
         vsnprintf(detail, sizeof(detail), fmt, ap);
         va_end(ap);
+        /* By hand: reg.lock is dropped before the log line. */
         pools_lock(&pool->owner->reg.lock);
         int r = pool_transition(&pool->rec, POOL_FAILED, slug, "%s", detail);
         pools_mark_changed(pool);
@@ -241,9 +242,8 @@ static bool reconcile_recycle(struct pools *p, struct pool *pool, int fd, const 
         if (r->state == POOL_RECYCLING)
                 log_notice("pools: the recycle of stock file %s was cut short; it is zeroed again from the start",
                            r->name);
-        pools_lock(&p->reg.lock);
+        POOLS_LOCKED(&p->reg.lock);
         p->recycle.due = true;
-        pools_unlock(&p->reg.lock);
         return true;
 }
 
@@ -409,9 +409,8 @@ static int load_journal(struct pools *p, bool *ret_rebooted)
                         pool->owner = p;
                         pool->fd = -1;
                         pool->rec = j->pools[i];
-                        pools_lock(&p->reg.lock);
+                        POOLS_LOCKED(&p->reg.lock);
                         added = pools_add(p, pool);
-                        pools_unlock(&p->reg.lock);
                 }
                 if (added < 0) {
                         free(pool);
@@ -450,9 +449,8 @@ static void reattach_owner(struct pools *p, struct pool *pool)
         if (q == 0 || q == -ESRCH) {
                 log_notice("pools: pool %s: its owner process %d %s; releasing it", r->name, r->owner_pid,
                            q == 0 ? "is gone (its pid now names another process)" : "is gone");
-                pools_lock(&p->reg.lock);
+                POOLS_LOCKED(&p->reg.lock);
                 pool->release_due = RELEASE_OWNER_EXITED;
-                pools_unlock(&p->reg.lock);
                 return;
         }
         /* Cannot tell (no pidfds, no /proc): never release a pool whose VM
@@ -475,6 +473,7 @@ int pools_recover(struct pools *p)
         /* Nothing else runs yet but engine callbacks; start-up admits,
          * reserves and drops rows under the locks a create would hold, so
          * the lock rules (and their assertions) hold here too. */
+        /* By hand: admit.lock is dropped before owners are watched again (owner.c is called with none of ours held). */
         pools_lock(&p->admit.lock);
         /* Pages first, then the jobs that need them. */
         if (rebooted)
@@ -491,9 +490,8 @@ int pools_recover(struct pools *p)
                 } else {
                         if (pool->path[0])
                                 unlink(pool->path);
-                        pools_lock(&p->reg.lock);
+                        POOLS_LOCKED(&p->reg.lock);
                         pools_drop(p, pool); /* moves the last row here */
-                        pools_unlock(&p->reg.lock);
                         free(pool);
                 }
         }

@@ -81,6 +81,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
          * opened it before is what the checks before zeroing look for). */
         pools_file_make_private(pool->path);
         snprintf(old_name, sizeof(old_name), "%s", pool->rec.name);
+        /* By hand: reg.lock is dropped before the save or the removal, which take it. */
         pools_lock(&p->reg.lock);
         if (recycle && why != RELEASE_NONE && dir && pool->rec.state == POOL_READY && !pool->job &&
             pools_stock_deficit(p, pool->rec.node, pool->rec.page_size, pool->rec.size_bytes) > 0) {
@@ -108,6 +109,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
 
         r = pools_save(p);
         if (r < 0) {
+                /* By hand: reg.lock is dropped before the file is made public again. */
                 pools_lock(&p->reg.lock);
                 pool->pending = NULL;
                 pools_mark_changed(pool);
@@ -133,6 +135,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
                  * file and the name stays the pool's. */
                 int err = errno;
 
+                /* By hand: reg.lock is dropped before the removal, which takes it. */
                 pools_lock(&p->reg.lock);
                 pool->pending = NULL;
                 pools_mark_changed(pool);
@@ -143,6 +146,7 @@ int pools_release_pool(struct pools *p, struct pool *pool, enum pool_release why
                 return pools_remove(p, pool, why);
         }
 
+        /* By hand: reg.lock is dropped before the owner watch and the observer are told. */
         pools_lock(&p->reg.lock);
         pools_apply_rec(p, pool, &next);
         pool->holder_scan_clear = false;
@@ -180,6 +184,7 @@ static void discard(struct pools *p, struct pool *pool, const char *why)
         else
                 log_warn("pools: stock file %s is not recycled: %s; dropping its record and leaving the file "
                          "there, which is not the daemon's", pool->rec.name, why);
+        /* By hand: reg.lock is dropped before the removal, which takes it. */
         pools_lock(&p->reg.lock);
         p->reg.stats.stock_recycle_discarded++;
         pools_unlock(&p->reg.lock);
@@ -265,10 +270,9 @@ static void start_zeroing(struct pools *p, struct pool *pool)
                         return;
                 }
         } else {
-                pools_lock(&p->reg.lock);
+                POOLS_LOCKED(&p->reg.lock);
                 (void)pool_transition(&pool->rec, POOL_RECYCLING, NULL, NULL);
                 pools_mark_changed(pool);
-                pools_unlock(&p->reg.lock);
         }
         pool->fd = fd;
         pool->job_offset = 0;
@@ -306,7 +310,7 @@ static size_t collect_waiting(struct pools *p, struct waiting **ret, bool *ret_b
         struct waiting *w = NULL;
         size_t n = 0;
 
-        pools_lock(&p->reg.lock);
+        POOLS_LOCKED(&p->reg.lock);
         p->recycle.due = false;
         *ret_busy = false;
         for (size_t i = 0; i < p->reg.n_pools; i++) {
@@ -327,7 +331,6 @@ static size_t collect_waiting(struct pools *p, struct waiting **ret, bool *ret_b
                 w[n].clear = o->holder_scan_clear;
                 n++;
         }
-        pools_unlock(&p->reg.lock);
         if (!w)
                 n = 0;
         *ret = w;
@@ -340,6 +343,7 @@ static void say_waits(struct pools *p, const char *name, const char *why)
         struct pool *pool;
         bool said = true;
 
+        /* By hand: reg.lock is dropped before the log line. */
         pools_lock(&p->reg.lock);
         pool = pools_find(p, name);
         if (pool) {
@@ -384,6 +388,7 @@ static bool nobody_holds(struct pools *p, const struct waiting *w)
         }
         t0 = now_mono_ns();
         r = pools_file_scan_holders(p, fd, detail, sizeof(detail), &looked);
+        /* By hand: reg.lock is dropped before say_waits, which takes it. */
         pools_lock(&p->reg.lock);
         p->reg.stats.stock_holder_scans++;
         p->reg.stats.stock_holder_scan_seconds_sum += (double)(now_mono_ns() - t0) / (double)NS_PER_SEC;
@@ -409,6 +414,7 @@ static void recycle_look(struct pools *p)
         bool due, busy;
         size_t n;
 
+        /* By hand: reg.lock only to read the flag; the look takes it itself. */
         pools_lock(&p->reg.lock);
         due = p->recycle.due;
         pools_unlock(&p->reg.lock);
@@ -425,6 +431,7 @@ static void recycle_look(struct pools *p)
 
                 if (!nobody_holds(p, &w[i]))
                         continue;
+                /* By hand: reg.lock is dropped before the zeroing, which opens, saves and submits. */
                 pools_lock(&p->reg.lock);
                 pool = pools_find(p, w[i].name);
                 if (pool && (pool->hold != POOL_FREE || pool->rec.state != w[i].state || pool->job))
@@ -448,7 +455,7 @@ static void *recycle_thread(void *arg)
         pthread_setname_np(pthread_self(), RECYCLE_THREAD_NAME);
         for (;;) {
                 recycle_look(p);
-                pools_lock(&p->reg.lock);
+                POOLS_LOCKED(&p->reg.lock); /* to the end of each turn; the waits give it up */
                 if (!p->recycle.due && !p->recycle.stopping) {
                         if (p->recycle.next_ns) {
                                 struct timespec ts = { .tv_sec = (time_t)(p->recycle.next_ns / NS_PER_SEC),
@@ -458,9 +465,7 @@ static void *recycle_thread(void *arg)
                                 pools_cond_wait(&p->recycle.kick, &p->reg.lock);
                         }
                 }
-                bool stop = p->recycle.stopping;
-                pools_unlock(&p->reg.lock);
-                if (stop)
+                if (p->recycle.stopping)
                         return NULL;
         }
 }
@@ -475,6 +480,7 @@ int pools_recycle_start(struct pools *p)
         pthread_cond_init(&p->recycle.kick, &ca);
         pthread_condattr_destroy(&ca);
         /* Started under reg.lock: a kick from another thread reads it. */
+        /* By hand: reg.lock is dropped before a failed start's condition variable is destroyed. */
         pools_lock(&p->reg.lock);
         r = -pthread_create(&p->recycle.thread, NULL, recycle_thread, p);
         p->recycle.started = r == 0;
@@ -488,11 +494,13 @@ void pools_recycle_stop(struct pools *p)
 {
         if (!p->recycle.started)
                 return;
+        /* By hand: reg.lock is dropped before the join (the thread takes it to stop). */
         pools_lock(&p->reg.lock);
         p->recycle.stopping = true;
         pthread_cond_signal(&p->recycle.kick);
         pools_unlock(&p->reg.lock);
         pthread_join(p->recycle.thread, NULL);
+        /* By hand: reg.lock is dropped before the condition variable is destroyed. */
         pools_lock(&p->reg.lock);
         p->recycle.started = false;
         pools_unlock(&p->reg.lock);
@@ -501,11 +509,10 @@ void pools_recycle_stop(struct pools *p)
 
 void pools_recycle_kick(struct pools *p)
 {
-        pools_lock(&p->reg.lock);
+        POOLS_LOCKED(&p->reg.lock);
         p->recycle.due = true;
         if (p->recycle.started)
                 pthread_cond_signal(&p->recycle.kick);
-        pools_unlock(&p->reg.lock);
 }
 
 /* ---- completion ---- */
@@ -528,6 +535,7 @@ bool pools_recycle_done(struct pools *p, struct pool *pool, const struct pool_re
         }
         log_err("pools: cannot save that stock file %s is recycled: %s; removing it (an unsaved recycle is "
                 "never handed out)", next->name, strerror(-r));
+        /* By hand: reg.lock is dropped before the removal, which takes it. */
         pools_lock(&p->reg.lock);
         p->reg.stats.stock_recycle_discarded++;
         p->reg.stats.stock_recycled--;

@@ -594,7 +594,9 @@ int pools_save(struct pools *p)
         bool whole = false, tell;
         int r;
 
+        /* By hand: save.lock is dropped before the observer is told. */
         pools_lock(&p->save.lock);
+        /* By hand: reg.lock is dropped before the journal is written. */
         pools_lock(&p->reg.lock);
         r = copy_head(p, &j);
         if (r == 0 && !p->reg.resync && p->save.jsync.base)
@@ -612,6 +614,7 @@ int pools_save(struct pools *p)
                 }
         }
         if (r == 0 && whole) {
+                /* By hand: reg.lock is dropped before the journal is written. */
                 pools_lock(&p->reg.lock);
                 r = collect_all(p, &j);
                 pools_unlock(&p->reg.lock);
@@ -621,6 +624,7 @@ int pools_save(struct pools *p)
                 if (r == 0 && p->save.jsync.full_saves == full)
                         whole = false;  /* nothing changed, or appended */
         }
+        /* By hand: reg.lock is dropped before the observer is told. */
         pools_lock(&p->reg.lock);
         if (r == 0) {
                 p->reg.resync = false;
@@ -656,17 +660,17 @@ int pools_save_record(struct pools *p, struct pool *pool, const struct pool_reco
 {
         int r;
 
+        /* By hand: reg.lock is dropped before the save, which takes it. */
         pools_lock(&p->reg.lock);
         pool->pending = next;
         pools_mark_changed(pool);
         pools_unlock(&p->reg.lock);
         r = pools_save(p);
-        pools_lock(&p->reg.lock);
+        POOLS_LOCKED(&p->reg.lock);
         if (r == 0 || apply_on_failure)
                 pools_apply_rec(p, pool, next);
         pool->pending = NULL;
         pthread_cond_broadcast(&p->reg.changed);
-        pools_unlock(&p->reg.lock);
         return r;
 }
 
@@ -703,6 +707,7 @@ void pools_release(struct pools *p, struct pool *pool)
 {
         bool due;
 
+        /* By hand: reg.lock is dropped before upkeep is kicked. */
         pools_lock(&p->reg.lock);
         pools_set_hold(pool, POOL_FREE);
         /* Marked for release while held (its owner exited during a claim):
@@ -728,34 +733,29 @@ void pools_count_release(struct pools *p, enum pool_release why)
 
 void pools_set_observer(struct pools *p, void (*fn)(void *arg, const char *name), void *arg)
 {
-        pools_lock(&p->obs.lock);
+        POOLS_LOCKED(&p->obs.lock);
         p->obs.fn = fn;
         p->obs.arg = fn ? arg : NULL;
-        pools_unlock(&p->obs.lock);
 }
 
 void pools_notify(struct pools *p, const char *name)
 {
-        pools_lock(&p->obs.lock);
+        POOLS_LOCKED(&p->obs.lock);
         if (p->obs.fn)
                 p->obs.fn(p->obs.arg, name);
-        pools_unlock(&p->obs.lock);
 }
 
 uint64_t pools_generation(struct pools *p)
 {
-        pools_lock(&p->reg.lock);
-        uint64_t g = p->reg.generation;
-        pools_unlock(&p->reg.lock);
-        return g;
+        POOLS_LOCKED(&p->reg.lock);
+        return p->reg.generation;
 }
 
 void pools_kick(struct pools *p)
 {
-        pools_lock(&p->wake.lock);
+        POOLS_LOCKED(&p->wake.lock);
         p->wake.kicked = true;
         pthread_cond_signal(&p->wake.kick);
-        pools_unlock(&p->wake.lock);
 }
 
 bool pools_is_stock(const struct pool *pool)

@@ -83,3 +83,10 @@ int pools_check_page_size(const struct pools *p, uint64_t page_size, struct prob
         return -ENOENT;
 }
 
+int pools_check_node_page_size(const struct pools *p, int node, uint64_t page_size, struct problem *err)
+{
+        int r = pools_check_node(p, node, err);
+
+        return r < 0 ? r : pools_check_page_size(p, page_size, err);
+}
+

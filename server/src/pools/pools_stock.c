@@ -116,7 +116,7 @@ static int validate_targets(struct pools *p, const struct stock_target_record *t
         for (size_t i = 0; i < n; i++) {
                 uint64_t total;
 
-                if (pools_check_node(p, t[i].node, err) < 0 || pools_check_page_size(p, t[i].page_size, err) < 0) {
+                if (pools_check_node_page_size(p, t[i].node, t[i].page_size, err) < 0) {
                         char why[sizeof(err->detail)];
 
                         /* The rule's own words, led by which target broke it. */
@@ -202,6 +202,7 @@ static void trim_rows(struct pools *p)
         for (;;) {
                 struct pool *victim = NULL;
 
+                /* By hand: reg.lock is dropped before the victim is removed. */
                 pools_lock(&p->reg.lock);
                 for (size_t i = 0; i < p->reg.n_pools && !victim; i++) {
                         struct pool *o = p->reg.pools[i];
@@ -258,6 +259,7 @@ int pools_set_stock(struct pools *p, const struct stock_target_record *t, size_t
 
         assert_return(p, -EINVAL);
         assert_return(t || n == 0, -EINVAL);
+        /* By hand: admit.lock is dropped before upkeep is kicked. */
         pools_lock(&p->admit.lock);
         r = validate_targets(p, t, n, err);
         if (r < 0)
@@ -271,6 +273,7 @@ int pools_set_stock(struct pools *p, const struct stock_target_record *t, size_t
                 }
                 memcpy(copy, t, n * sizeof(*copy));
         }
+        /* By hand: reg.lock is dropped before the save, which takes it. */
         pools_lock(&p->reg.lock);
         old = p->stock.targets;
         old_n = p->stock.n_targets;
@@ -281,6 +284,7 @@ int pools_set_stock(struct pools *p, const struct stock_target_record *t, size_t
         r = pools_save(p);
         if (r < 0) {
                 /* Nothing changes on failure. */
+                /* By hand: reg.lock is dropped before the refusal is written. */
                 pools_lock(&p->reg.lock);
                 p->stock.targets = old;
                 p->stock.n_targets = old_n;
@@ -355,6 +359,7 @@ static int add_one(struct pools *p, const struct stock_target_record *t)
          * recycle counts this file (marked only now, so a refill that finds
          * no room never makes a release delete what it could recycle).  A
          * release since the caller's look may have filled the gap. */
+        /* By hand: reg.lock is dropped before the file is made. */
         pools_lock(&p->reg.lock);
         if (deficit_of(p, t) == 0) {
                 pools_unlock(&p->reg.lock);
@@ -369,6 +374,7 @@ static int add_one(struct pools *p, const struct stock_target_record *t)
                 return -ENOMEM;
         pool->owner = p;
         pool->fd = -1;
+        /* By hand: reg.lock only to pick a free name. */
         pools_lock(&p->reg.lock);
         do
                 snprintf(pool->rec.name, sizeof(pool->rec.name), "%cn%d-%" PRIu64 "k-%u", POOL_STOCK_PREFIX,
@@ -393,6 +399,7 @@ static int add_one(struct pools *p, const struct stock_target_record *t)
                 return r;
         }
         (void)pool_transition(&pool->rec, POOL_STOCK_WARMING, NULL, NULL);
+        /* By hand: reg.lock is dropped before the refill job is started. */
         pools_lock(&p->reg.lock);
         pools_set_hold(pool, POOL_CREATING);
         r = pools_add(p, pool);
@@ -410,6 +417,7 @@ static int add_one(struct pools *p, const struct stock_target_record *t)
                 log_err("pools: saving state for stock file %s: %s", pool->rec.name, strerror(-r));
                 goto out_drop;
         }
+        /* By hand: reg.lock is dropped before the log line. */
         pools_lock(&p->reg.lock);
         pools_set_hold(pool, POOL_FREE);
         pthread_cond_broadcast(&p->reg.changed);
@@ -435,6 +443,7 @@ void pools_stock_refill(struct pools *p)
 {
         uint64_t now = now_mono_ns(), after;
 
+        /* By hand: reg.lock only to read the time of the last hand-out. */
         pools_lock(&p->reg.lock);
         after = p->stock.handed_out_ns ? p->stock.handed_out_ns + REFILL_AFTER_HAND_OUT_NS : 0;
         pools_unlock(&p->reg.lock);
@@ -446,7 +455,9 @@ void pools_stock_refill(struct pools *p)
                 bool have = false;
                 int r = 0;
 
+                /* By hand: admit.lock is dropped before the log line. */
                 pools_lock(&p->admit.lock);
+                /* By hand: reg.lock only to copy the target; add_one takes it. */
                 pools_lock(&p->reg.lock);
                 if (i < p->stock.n_targets) {
                         t = p->stock.targets[i];
@@ -458,6 +469,7 @@ void pools_stock_refill(struct pools *p)
                         return;
                 }
                 for (;;) {
+                        /* By hand: reg.lock is dropped before add_one, which takes it. */
                         pools_lock(&p->reg.lock);
                         uint64_t deficit = deficit_of(p, &t);
                         pools_unlock(&p->reg.lock);
@@ -465,6 +477,7 @@ void pools_stock_refill(struct pools *p)
                                 break;
                         r = add_one(p, &t); /* marks the refill once it found room */
                         /* Its row (if any) is counted from here on. */
+                        /* By hand: reg.lock only for the flag; the loop goes on without it. */
                         pools_lock(&p->reg.lock);
                         p->stock.refilling_set = false;
                         pools_unlock(&p->reg.lock);
@@ -556,6 +569,7 @@ static bool rename_to_pool(struct pools *p, struct pool *pool, const struct pool
 static int handed_out(struct pools *p, struct pool *pool, uint64_t *counter, struct pool_view *ret,
                       bool *ret_taken)
 {
+        /* By hand: reg.lock is dropped before upkeep is kicked. */
         pools_lock(&p->reg.lock);
         (*counter)++;
         p->stock.handed_out_ns = now_mono_ns();
@@ -580,6 +594,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
         uint64_t old_size;
         int fd, r;
 
+        /* By hand: reg.lock is dropped before admission and the rename. */
         pools_lock(&p->reg.lock);
         for (;;) {
                 /* The largest, a free one among equals. */
@@ -648,6 +663,7 @@ static int take_partial(struct pools *p, const struct pool_req *req, struct pool
         next.from_stock = POOL_FROM_STOCK_PARTIAL;
         log_info("pools: pool %s handed out from stock file %s (%" PRIu64 " bytes), growing it to %" PRIu64,
                  req->name, pool->rec.name, old_size, req->size_bytes);
+        /* By hand: reg.lock is dropped before the commit, which takes it. */
         pools_lock(&p->reg.lock);
         snprintf(pool->path, sizeof(pool->path), "%s", new_path);
         pool->have_last = false;
@@ -681,6 +697,7 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
         bool stocked = false;
         int r;
 
+        /* By hand: reg.lock is dropped before the hand-out (rename, commit) or take_partial. */
         pools_lock(&p->reg.lock);
         for (size_t k = 0; k < p->stock.n_targets; k++)
                 stocked |= p->stock.targets[k].node == req->node && p->stock.targets[k].page_size == req->page_size;
@@ -707,9 +724,8 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
                 pools_unlock(&p->reg.lock);
                 int q = take_partial(p, req, ret, ret_taken, err);
                 if (q == 0 && !*ret_taken && stocked) {
-                        pools_lock(&p->reg.lock);
+                        POOLS_LOCKED(&p->reg.lock);
                         p->reg.stats.stock_misses++;
-                        pools_unlock(&p->reg.lock);
                 }
                 return q;
         }
@@ -726,6 +742,7 @@ int pools_stock_take(struct pools *p, const struct pool_req *req, struct pool_vi
         next.bytes_done = next.size_bytes;
         next.from_stock = POOL_FROM_STOCK_FULL;
         log_info("pools: pool %s handed out from stock file %s", req->name, pool->rec.name);
+        /* By hand: reg.lock is dropped before the commit, which takes it. */
         pools_lock(&p->reg.lock);
         snprintf(pool->path, sizeof(pool->path), "%s", new_path);
         pool->have_last = false;

@@ -30,6 +30,7 @@ static size_t mapped_dirty(struct pools *p, int node, uint64_t page_size, struct
         unsigned unreadable;
 
         *ret = NULL;
+        /* By hand: reg.lock is dropped before the maps scan. */
         pools_lock(&p->reg.lock);
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 const struct pool *o = p->reg.pools[i];
@@ -75,6 +76,7 @@ uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, ui
 
         /* Only when the stock makes the difference: removing files for a
          * request that fails anyway would only lose them. */
+        /* By hand: reg.lock is dropped before the victims are removed. */
         pools_lock(&p->reg.lock);
         for (size_t i = 0; i < p->reg.n_pools; i++) {
                 const struct pool *o = p->reg.pools[i];
@@ -102,6 +104,7 @@ uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, ui
         while (got < pages) {
                 struct pool *victim = NULL;
 
+                /* By hand: reg.lock is dropped before the victim is removed. */
                 pools_lock(&p->reg.lock);
                 for (size_t pass = 0; pass < ARRAY_SIZE(order) && !victim; pass++)
                         for (size_t i = 0; i < p->reg.n_pools && !victim; i++) {
@@ -124,9 +127,8 @@ uint64_t pools_stock_make_room(struct pools *p, int node, uint64_t page_size, ui
                         pools_release(p, victim);
                         break;
                 }
-                pools_lock(&p->reg.lock);
+                POOLS_LOCKED(&p->reg.lock);
                 p->reg.stats.stock_given_way++;
-                pools_unlock(&p->reg.lock);
                 got += gain;
         }
         return got;

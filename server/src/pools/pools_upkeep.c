@@ -35,12 +35,8 @@
 
 static bool job_is_done(struct pools *p, struct pool *pool)
 {
-        bool done;
-
-        pools_lock(&p->wake.lock);
-        done = pool->job_done;
-        pools_unlock(&p->wake.lock);
-        return done;
+        POOLS_LOCKED(&p->wake.lock);
+        return pool->job_done;
 }
 
 /* What became of a pool's file while its job ran (pools_file_changed). */
@@ -144,6 +140,7 @@ bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
 
         struct file_change fc = {0};
 
+        /* By hand: reg.lock is dropped before the file is looked at. */
         pools_lock(&p->reg.lock);
         job = pool->job;
         if (job)
@@ -155,6 +152,7 @@ bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
         if (st.state == JOB_DONE || st.state == JOB_FAILED)
                 fc.changed = pools_file_changed(pool->path, pool->file_dev, pool->file_ino, &pool->rec,
                                                 fc.detail, sizeof(fc.detail), &fc.ours);
+        /* By hand: reg.lock is dropped before the observer is told and the job freed. */
         pools_lock(&p->reg.lock);
         pool->last = st;
         pool->have_last = true;
@@ -172,6 +170,7 @@ bool pools_finish_job(struct pools *p, struct pool *pool, bool shutdown)
                  * the engine to unmap the pool (1.5 ms for 4 GiB): the pool
                  * stays held until that is done, so nobody truncates it
                  * while the engine still maps it. */
+                /* By hand: reg.lock is dropped before the observer is told. */
                 pools_lock(&p->reg.lock);
                 pools_apply_rec(p, pool, &next);
                 pthread_cond_broadcast(&p->reg.changed);
@@ -265,6 +264,7 @@ static bool upkeep_one(struct pools *p, uint64_t *next_expiry)
         bool release = false, check = false;
 
         *next_expiry = 0;
+        /* By hand: reg.lock is dropped before the chosen pool is worked on. */
         pools_lock(&p->reg.lock);
         /* One walk for the three kinds, in their order: the first finished
          * job, else the first file to re-check, else the first pool due
@@ -320,6 +320,7 @@ static bool upkeep_one(struct pools *p, uint64_t *next_expiry)
                 if (pools_release_pool(p, pool, why, true) == 0)
                         return true;
                 /* Could not unlink: others first, this one again later. */
+                /* By hand: reg.lock is dropped before the release, which takes it. */
                 pools_lock(&p->reg.lock);
                 pool->retry_at = now + POOLS_RELEASE_RETRY_SECONDS * NS_PER_SEC;
                 pools_unlock(&p->reg.lock);
@@ -353,6 +354,7 @@ static void sweep_unmapped(struct pools *p)
         int64_t now = pools_now_unix();
         bool due = false;
 
+        /* By hand: reg.lock is dropped before the files are stat'ed and the maps scanned. */
         pools_lock(&p->reg.lock);
         if (p->reg.n_pools) {
                 items = calloc(p->reg.n_pools, sizeof(*items));
@@ -398,6 +400,7 @@ static void sweep_unmapped(struct pools *p)
                          unreadable);
         }
 
+        /* By hand: reg.lock is dropped before upkeep is kicked. */
         pools_lock(&p->reg.lock);
         for (size_t i = 0; i < n; i++) {
                 struct pool *o = pools_find(p, items[i].name);
@@ -472,13 +475,11 @@ static void *upkeep_thread(void *arg)
                                 at = exp_at;
                 }
                 struct timespec ts = { .tv_sec = (time_t)(at / NS_PER_SEC), .tv_nsec = (long)(at % NS_PER_SEC) };
-                pools_lock(&p->wake.lock);
+                POOLS_LOCKED(&p->wake.lock); /* to the end of each turn; the wait gives it up */
                 if (!p->wake.kicked && !p->wake.stopping)
                         pools_cond_timedwait(&p->wake.kick, &p->wake.lock, &ts);
                 p->wake.kicked = false;
-                bool stop = p->wake.stopping;
-                pools_unlock(&p->wake.lock);
-                if (stop)
+                if (p->wake.stopping)
                         return NULL;
         }
 }
@@ -501,6 +502,7 @@ void pools_stop_upkeep(struct pools *p)
         pools_recycle_stop(p);
         if (!p->upkeep.started)
                 return;
+        /* By hand: wake.lock is dropped before the join (the thread takes it to stop). */
         pools_lock(&p->wake.lock);
         p->wake.stopping = true;
         pthread_cond_signal(&p->wake.kick);
