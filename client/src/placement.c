@@ -123,7 +123,11 @@ static uint32_t clamp32(uint64_t v)
 
 bool pl_want(const struct pl_count *c, uint32_t used, struct hpw_pl_inv *ret)
 {
-        uint64_t cap = add_sat(c->ready, c->in_use);
+        /* A pool handed out from stock stays counted while an allocation
+         * holds its pages; one taken by a VM that holds none (a plain
+         * hugepage guest the libvirt hook gave a stock file of its size)
+         * is no warm page anybody can allocate. */
+        uint64_t cap = add_sat(c->ready, c->in_use < used ? c->in_use : used);
         bool kept = false;
 
         if (cap < used) {

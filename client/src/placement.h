@@ -23,9 +23,10 @@ struct pl_count {
 void pl_counts(const struct hpw_stock *st, const struct hpw_pool_list *pl, int node,
                struct pl_count c[HPW_PL_CLASSES]);
 /* The inventory C makes true when allocations hold USED pages: capacity
- * ready + in_use (but never below USED), reserved warming, total the two
- * added (clamped to PL_INT32_MAX); present false when total is 0.  Returns
- * true when the capacity was held at USED. */
+ * ready + the part of in_use allocations hold, min(in_use, USED) (but never
+ * below USED), reserved warming, total the two added (clamped to
+ * PL_INT32_MAX); present false when total is 0.  Returns true when the
+ * capacity was held at USED. */
 bool pl_want(const struct pl_count *c, uint32_t used, struct hpw_pl_inv *ret);
 /* Renew a Keystone token this long before it expires (or at half its
  * lifetime when that is shorter), so no request goes out with a token

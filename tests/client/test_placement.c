@@ -67,8 +67,26 @@ TEST(want_is_capacity_plus_reserved_warming)
 
         CHECK_INT(pl_want(&c, 5, &inv), ==, 0);
         CHECK_INT(inv.present, ==, 1);
-        CHECK_U64(inv.total, ==, 17);
+        CHECK_U64(inv.total, ==, 17);    /* 10 ready + the 4 in use (5 allocated) + 3 warming */
         CHECK_U64(inv.reserved, ==, 3);
+}
+
+/* Pools from stock count only as far as allocations hold pages: a plain
+ * hugepage VM that took a stock file holds no allocation, and counting its
+ * pages would offer warm pages no file backs. */
+TEST(want_counts_pools_from_stock_only_under_allocations)
+{
+        struct pl_count c = { .ready = 64, .in_use = 128, .warming = 0 };
+        struct hpw_pl_inv inv;
+
+        CHECK_INT(pl_want(&c, 0, &inv), ==, 0);       /* nobody's: the ready file only */
+        CHECK_U64(inv.total, ==, 64);
+        CHECK_INT(pl_want(&c, 64, &inv), ==, 0);      /* one VM of two holds its pages */
+        CHECK_U64(inv.total, ==, 128);
+        CHECK_INT(pl_want(&c, 128, &inv), ==, 0);     /* both */
+        CHECK_U64(inv.total, ==, 192);
+        CHECK_INT(pl_want(&c, 192, &inv), ==, 0);     /* and one scheduled, its file still ready */
+        CHECK_U64(inv.total, ==, 192);
 }
 
 TEST(want_never_puts_capacity_below_usage)

@@ -249,6 +249,25 @@ class PlacementReal(unittest.TestCase):
         self.d.request("DELETE", "/v1/pools/vm-%s?recycle=false" % vm[:8])
         self.pl.ok("DELETE", "/allocations/" + vm)
 
+    def test_a_stock_file_taken_without_an_allocation_is_not_counted(self):
+        """A plain hugepage VM (no CUSTOM_HPWARM_2M in its flavor) that the
+        libvirt hook gave a stock file holds no allocation: its pages are
+        nobody's warm pages, so only the refilled stock is offered."""
+        self.set_stock(2)
+        name, _ = self.host()
+        self.synced(name)
+        r = self.d.put("/v1/pools/plain-vm", {"node": 0, "size_bytes": FILE, "page_size": "2M"})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(r.json["from_stock"], "full")
+        try:
+            self.wait_stock(2)
+            r = self.synced(name)
+            self.assertEqual(self.inv(name), (2 * PAGES_PER_FILE, 0), r.stdout)
+            hosts, _ = self.pl.candidates(RC + ":%d" % (2 * PAGES_PER_FILE + 1))
+            self.assertNotIn(name + "_hpwarm_numa0", hosts)
+        finally:
+            self.d.request("DELETE", "/v1/pools/plain-vm?recycle=false")
+
     def test_stock_emptied_under_an_allocation_still_syncs(self):
         self.set_stock(2)
         name, _ = self.host()
