@@ -44,6 +44,10 @@ test_pkgs=(
   # placement.*: OpenStack Placement 8.0 and Keystone 22 from Debian, run by
   # the tests as plain WSGI processes (tests/integration/openstack.py)
   python3-placement python3-keystone python3-keystonemiddleware
+  # openstack.nova: a Nova cloud on this machine (tests/openstack): Nova,
+  # Glance and RabbitMQ from Debian, libvirt's Python binding for
+  # nova-compute, qemu-img for its images
+  python3-nova python3-glance python3-libvirt rabbitmq-server qemu-utils
 )
 
 set_=test

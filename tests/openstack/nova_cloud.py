@@ -75,6 +75,12 @@ def available():
     return None
 
 
+def nova_version():
+    """The installed Nova's version, as its package says."""
+    r = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "python3-nova"], capture_output=True, text=True)
+    return r.stdout.strip() or "?"
+
+
 def free_port():
     """A TCP port on 127.0.0.1 nobody listens on now (RabbitMQ takes its
     ports from its settings, not from the kernel)."""
@@ -386,7 +392,14 @@ class Host:
 
     def write_conf(self):
         compute = {
-            "DEFAULT": {"host": self.name, "instances_path": self.dir + "/instances"},
+            "DEFAULT": {"host": self.name, "instances_path": self.dir + "/instances",
+                        # oslo.log's quiet defaults, and the resource
+                        # tracker's debug lines: start_compute waits for
+                        # its "Final resource view".
+                        "default_log_levels": "amqp=WARN,amqplib=WARN,sqlalchemy=WARN,oslo.messaging=INFO,"
+                                              "oslo_messaging=INFO,urllib3.connectionpool=WARN,stevedore=WARN,"
+                                              "keystoneauth=WARN,glanceclient=WARN,oslo.privsep.daemon=INFO,"
+                                              "nova.compute.resource_tracker=DEBUG"},
             "libvirt": {"connection_uri": self.env.uri, "virt_type": "qemu"},
         }
         # What `hpwarm stock nova-config` printed for this host's stock: a
@@ -398,10 +411,11 @@ class Host:
         return tl.run([tl.CLI, "--url", "unix://" + self.env.sock] + list(args), timeout=timeout)
 
     def start_services(self):
-        """hpwarmd and libvirtd (with the hook, policy hugepages)."""
+        """hpwarmd and libvirtd with the hook (policy `hugepages` unless
+        the cloud says otherwise for this host)."""
         self.env.start_daemon()
         self.env.start_libvirt()
-        self.env.write_hook_config(policy="hugepages")
+        self.env.write_hook_config(policy=self.cloud.policy.get(self.name, "hugepages"))
 
     def set_stock(self, targets):
         """Set the stock TARGETS, wait until they are ready, and keep the
@@ -429,8 +443,20 @@ class Host:
         self.write_conf()
         self.compute = self.cloud.nova.service("compute", [self.cloud.nova.conf, self.conf],
                                                "nova-compute-" + self.name)
-        self.compute.start(lambda: self.cloud.nova.service_up("nova-compute", self.name)
-                           and self.cloud.placement.provider(self.name) is not None, 240)
+        # Ready once its resource tracker wrote the host's resources (the
+        # NUMA topology with the hugepages it read from libvirt) this life:
+        # a restarted service's row says "up" from its last life for a
+        # minute, and it is updated before the resources are.
+        log = self.compute.log
+        start = os.path.getsize(log) if os.path.exists(log) else 0
+
+        def ready():
+            with open(log, "rb") as f:
+                f.seek(start)
+                wrote = b"Final resource view" in f.read()
+            return wrote and self.cloud.nova.service_up("nova-compute", self.name) \
+                and self.cloud.placement.provider(self.name) is not None
+        self.compute.start(ready, 240)
 
     def stop_compute(self):
         if self.compute:
@@ -461,14 +487,17 @@ class Cloud:
     {host: [stock target, ...]} ("0:2M:128M:1", as `hpwarm stock set`
     takes them), set and warmed before that host's nova-compute starts, and
     left out of Nova's hugepages by reserved_huge_pages, as
-    docs/OPENSTACK.md §4 says."""
+    docs/OPENSTACK.md §4 says; POLICY: {host: the hook's policy} where it
+    is not `hugepages` (`metadata`: the hook leaves Nova's domains
+    alone)."""
 
-    def __init__(self, hosts, stock=None, prefix="hpwarm-nova-"):
+    def __init__(self, hosts, stock=None, policy=None, prefix="hpwarm-nova-"):
         self.tmp = tempfile.mkdtemp(prefix=prefix)
         os.chmod(self.tmp, 0o755)   # QEMU (libvirt-qemu) reads instance files below it
         self.rabbit = self.placement = self.glance = self.neutron = self.nova = None
         self.host_names = hosts
         self.stock = stock or {}
+        self.policy = policy or {}
         self.hosts = {}
 
     def __enter__(self):
