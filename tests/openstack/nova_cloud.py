@@ -298,8 +298,8 @@ class Controller:
         # them through the conductor and refuses direct access.
         self.db_conf = os.path.join(self.dir, "nova-db.conf")
         write(self.db_conf, ini({
-            "api_database": {"connection": "sqlite:///%s/nova_api.db" % self.dir},
-            "database": {"connection": "sqlite:///%s/nova_cell1.db" % self.dir}}))
+            "api_database": {"connection": self.db_url("nova_api")},
+            "database": {"connection": self.db_url("nova_cell1")}}))
         # The compute API's paste pipeline: noauth2, then token_filter.py.
         write(os.path.join(self.dir, "api-paste.ini"), ini({
             "composite:osapi_compute": {"use": "call:nova.api.openstack.urlmap:urlmap_factory",
@@ -318,6 +318,13 @@ class Controller:
                         PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.api = openstack.Service(self.dir, "nova-api", self.env)
         self.procs = [self.api]
+
+    def db_url(self, name):
+        """sqlite database NAME.  Several Nova processes write each one;
+        a writer waits up to 60 s for another's lock (pysqlite's default,
+        5 s, is not enough on a loaded 2-core machine: DELETE /servers
+        answered 500 "database is locked")."""
+        return "sqlite:///%s/%s.db?timeout=60" % (self.dir, name)
 
     def manage(self, *args, timeout=300):
         r = subprocess.run([PY, "-c", "import sys; from nova.cmd.manage import main; sys.exit(main())",
@@ -338,7 +345,7 @@ class Controller:
 
     def start(self):
         self.manage("api_db", "sync")
-        self.manage("cell_v2", "map_cell0", "--database_connection", "sqlite:///%s/nova_cell0.db" % self.dir)
+        self.manage("cell_v2", "map_cell0", "--database_connection", self.db_url("nova_cell0"))
         self.manage("cell_v2", "create_cell", "--name", "cell1")
         self.manage("db", "sync")
         for db in ("nova_api", "nova_cell0", "nova_cell1"):

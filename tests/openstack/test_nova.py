@@ -28,6 +28,7 @@ The tests run in the order of their names, each leaving no server behind:
    Nova until nova-compute restarts (why hpwarm never grows hugepages on a
    Nova host: docs/OPENSTACK.md §4)."""
 import os
+import signal
 import sys
 import threading
 import time
@@ -113,12 +114,8 @@ class NovaWarm(unittest.TestCase):
         cls.warm, cls.cold = cls.cloud.hosts["warm"], cls.cloud.hosts["cold"]
         cls.nr = nr_pages()
 
-    @classmethod
-    def tearDownClass(cls):
-        global CLOUD
-        if CLOUD:
-            CLOUD, c = None, CLOUD
-            c.__exit__()
+    # The cloud is stopped by main(), after it printed the services' logs
+    # if a test failed.
 
     def setUp(self):
         self.servers = []
@@ -336,12 +333,33 @@ class NovaWarm(unittest.TestCase):
             set_nr(nr_pages() - PAGES)
 
 
-def main():
+def stop_cloud():
+    global CLOUD
+    if CLOUD:
+        CLOUD, c = None, CLOUD
+        c.__exit__()
+
+
+def on_sigterm(*_):
+    """guard.sh (or ctest through it) stops us with SIGTERM: stop the cloud
+    (its QEMUs hold hugepages) before guard restores nr_hugepages."""
     try:
-        unittest.main(verbosity=2)
+        stop_cloud()
     finally:
-        if CLOUD:
-            CLOUD.__exit__()
+        os._exit(143)
+
+
+def main():
+    signal.signal(signal.SIGTERM, on_sigterm)
+    ok = False
+    try:
+        prog = unittest.main(verbosity=2, exit=False)
+        ok = prog.result.wasSuccessful()
+        if not ok and CLOUD:
+            print(CLOUD.logs(2500), file=sys.stderr)
+    finally:
+        stop_cloud()
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":
