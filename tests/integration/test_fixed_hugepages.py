@@ -3,7 +3,7 @@ a write to nr_hugepages would really grow the fixture's pool): no request
 changes a node's nr_hugepages -- "reserve": true on a create, PUT
 .../hugepages/{size}, PUT .../policy, a policy saved before the flag --
 and each refusal says why; --elastic with the flag is a usage error; the
-CLI's reserve exits as for any 409.  Each case is first run without the
+CLI's reserve exits as for any 409 and its nodes says the pages are fixed.  Each case is first run without the
 flag, where it does grow the pool, so the test cannot pass by a fixture
 that never moves.
 
@@ -55,6 +55,11 @@ class FixedHugepages(TestCase):
             self.assertEqual(r.status, 200, r)
             self.assertEqual(d.read_u64(NR0), before + 8)
             self.assertFalse(d.get("/v1/nodes").json["nodes"][0]["hugepages_fixed"])
+            if HPWARM:
+                p = subprocess.run([HPWARM, "nodes"], capture_output=True, text=True, timeout=30,
+                                   env=dict(os.environ, HPWARM_URL="http://127.0.0.1:%d" % d.port))
+                self.assertEqual(p.returncode, 0, p)
+                self.assertNotIn("hugepages fixed", p.stdout)
 
     def test_reserve_on_create_grows_nothing(self):
         with self.daemon(True) as d:
@@ -143,6 +148,10 @@ class FixedHugepages(TestCase):
             self.assertEqual(p.returncode, 5, p)
             self.assertIn("[hugepages-fixed]", p.stderr)
             self.assertEqual(d.read_u64(NR0), before)
+            for args in (["nodes"], ["nodes", "1"]):
+                p = subprocess.run([HPWARM] + args, capture_output=True, text=True, env=env, timeout=30)
+                self.assertEqual(p.returncode, 0, p)
+                self.assertIn("hugepages fixed on this host", p.stdout)
 
 
 if __name__ == "__main__":
