@@ -229,6 +229,11 @@ struct hpw_node {
         size_t n_hugepages;
         struct hpw_hugepages **hugepages; /* N_HUGEPAGES pointers */
         char *json;
+        /* The daemon runs with --fixed-hugepages: it changes no hugepage
+         * count on this host (reserve grows nothing; hpw_reserve and
+         * hpw_set_elastic are refused, slug HPW_SLUG_HUGEPAGES_FIXED).
+         * false on daemons that do not report it. */
+        bool hugepages_fixed;
 };
 HPW_EXPORT void hpw_node_free(struct hpw_node *x);
 

@@ -20,6 +20,13 @@
 
 #define NODES_HEADER "NODE\tCPUS\tMEMORY\tMEM FREE\tPAGE\tTOTAL\tFREE\tSURPLUS\tWARM\tWARMING\tELASTIC"
 
+/* Under the table: why reserve will not change these counts. */
+static void print_fixed_note(bool fixed)
+{
+        if (fixed)
+                printf("hugepages fixed on this host (hpwarmd --fixed-hugepages): the daemon changes no count\n");
+}
+
 static int cmd_nodes(struct ctx *x)
 {
         enum hpw_error err;
@@ -37,6 +44,7 @@ static int cmd_nodes(struct ctx *x)
                         cli_add_node_rows(t, NULL, n);
                         table_print(t, stdout);
                         table_free(t);
+                        print_fixed_note(n->hugepages_fixed);
                 }
                 hpw_node_free(n);
                 return 0;
@@ -49,10 +57,14 @@ static int cmd_nodes(struct ctx *x)
                 cli_print_json(l->json);
         } else {
                 t = table_new(NODES_HEADER);
-                for (size_t i = 0; i < l->n; i++)
+                bool fixed = false;
+                for (size_t i = 0; i < l->n; i++) {
                         cli_add_node_rows(t, NULL, l->nodes[i]);
+                        fixed = fixed || l->nodes[i]->hugepages_fixed;
+                }
                 table_print(t, stdout);
                 table_free(t);
+                print_fixed_note(fixed);
         }
         hpw_node_list_free(l);
         return 0;

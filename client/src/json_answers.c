@@ -79,6 +79,7 @@ static enum hpw_error node_from(const cJSON *o, void *item)
                 return HPW_E_NOMEM;
         hpw_jget_u64(o, "cpu_count", &cc);
         n->cpu_count = (unsigned)cc;
+        n->hugepages_fixed = hpw_jopt_bool(o, "hugepages_fixed");
         n->memory_total_bytes = hpw_jopt_u64(mem, "total_bytes");
         n->memory_free_bytes = hpw_jopt_u64(mem, "free_bytes");
         if (hp && !cJSON_IsArray(hp))

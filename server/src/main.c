@@ -167,6 +167,10 @@ int main(int argc, char **argv)
                 log_errno(LOG_ERR, r, "cannot open sysfs root %s", o.sysfs_root);
                 goto out;
         }
+        /* Below every path that could write a count, not just those
+         * that ask (pools.h, fixed_hugepages). */
+        if (o.fixed_hugepages)
+                sysfs_forbid_writes(fs);
         r = topo_load(fs, &topo);
         if (r < 0) {
                 log_errno(LOG_ERR, r, "cannot read NUMA topology under %s", o.sysfs_root);
@@ -240,6 +244,7 @@ int main(int argc, char **argv)
                 .n_elastic = o.n_elastic,
                 .unmapped_sweep_ms = options_unmapped_sweep_ms(),
                 .reset_state = o.reset_state,
+                .fixed_hugepages = o.fixed_hugepages,
         };
         memcpy(pc.mounts, o.mounts, sizeof(o.mounts));
         r = pools_new(&pc, &pools);
@@ -255,6 +260,7 @@ int main(int argc, char **argv)
         app.engine = engine;
         app.pools = pools;
         app.memory_floor = o.memory_floor;
+        app.hugepages_fixed = o.fixed_hugepages;
         static struct http_metrics http_metrics;
         r = http_metrics_init(&http_metrics);
         if (r < 0)
@@ -298,8 +304,9 @@ int main(int argc, char **argv)
         /* The one start-up line: what serves, on which topology, and the
          * zeroing routine the CPU gave recycles (engine_zero_routine), which
          * a bench or a slow recycle needs to be read against. */
-        log_notice("hpwarmd %s listening on %s; %s; %zu pool dir(s); zeroing routine %s", HPW_VERSION, listeners,
-                   topo_desc, o.n_mounts, engine_zero_routine(engine));
+        log_notice("hpwarmd %s listening on %s; %s; %zu pool dir(s); zeroing routine %s%s", HPW_VERSION, listeners,
+                   topo_desc, o.n_mounts, engine_zero_routine(engine),
+                   o.fixed_hugepages ? "; hugepages fixed (no count is ever written)" : "");
         char status[600];
         snprintf(status, sizeof(status), "Serving on %s", listeners);
         notify_ready(status);

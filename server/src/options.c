@@ -48,6 +48,10 @@ static void usage(FILE *f)
                 "                            grown on demand up to MAX pages, free pages beyond\n"
                 "                            HEADROOM given back after IDLE seconds, never below MIN\n"
                 "                            (repeatable; replaces the saved policy of that pool)\n"
+                "  --fixed-hugepages         never change a hugepage count (nr_hugepages): for hosts\n"
+                "                            whose scheduler reads them once, e.g. Nova compute hosts;\n"
+                "                            \"reserve\" grows nothing, reservations and elastic\n"
+                "                            pools are refused (409 hugepages-fixed)\n"
                 "  --release-unmapped-after SEC  release a pool claimed without a pid once no\n"
                 "                            process has mapped it for SEC seconds (default: never)\n"
                 "  --socket-group GROUP      group owning the unix socket (mode 0660)\n"
@@ -130,7 +134,7 @@ void options_parse(int argc, char **argv, struct options *o)
                O_THREADS, O_MAX_POOL, O_MAX_NODE, O_MAX_POOLS, O_LOG, O_VERSION, O_HELP,
                O_SOCKET_GROUP, O_TOKEN, O_READ_TOKEN, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_MAX_CONN,
                O_CONN_TIMEOUT, O_ALLOW_UNAUTH_TCP, O_MAX_WAITS, O_RELEASE_UNMAPPED, O_RESET_STATE, O_STOCK,
-               O_ELASTIC };
+               O_ELASTIC, O_FIXED_HUGEPAGES };
         static const struct option longopts[] = {
                 {"listen", required_argument, NULL, O_LISTEN},
                 {"socket", required_argument, NULL, O_SOCKET},
@@ -146,6 +150,7 @@ void options_parse(int argc, char **argv, struct options *o)
                 {"max-pools", required_argument, NULL, O_MAX_POOLS},
                 {"stock", required_argument, NULL, O_STOCK},
                 {"elastic", required_argument, NULL, O_ELASTIC},
+                {"fixed-hugepages", no_argument, NULL, O_FIXED_HUGEPAGES},
                 {"release-unmapped-after", required_argument, NULL, O_RELEASE_UNMAPPED},
                 {"log-level", required_argument, NULL, O_LOG},
                 {"socket-group", required_argument, NULL, O_SOCKET_GROUP},
@@ -174,6 +179,7 @@ void options_parse(int argc, char **argv, struct options *o)
                 case O_SYSFS: o->sysfs_root = optarg; break;
                 case O_STATE: o->state_dir = optarg; break;
                 case O_RESET_STATE: o->reset_state = true; break;
+                case O_FIXED_HUGEPAGES: o->fixed_hugepages = true; break;
                 case O_FLOOR: o->memory_floor = parse_bytes_arg("--memory-floor", optarg); break;
                 case O_HUGETLBFS: {
                         char *eq = strchr(optarg, '=');
@@ -296,5 +302,8 @@ void options_parse(int argc, char **argv, struct options *o)
                 die_usage("--tls-cert and --tls-key go together");
         if (o->tls_client_ca && !o->tls_cert)
                 die_usage("--tls-client-ca needs --tls-cert and --tls-key");
+        if (o->fixed_hugepages && o->n_elastic)
+                die_usage("--elastic and --fixed-hugepages exclude each other: an elastic pool grows and "
+                          "shrinks nr_hugepages, which --fixed-hugepages forbids");
 }
 

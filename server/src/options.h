@@ -40,6 +40,7 @@ struct options {
         unsigned max_connections;
         unsigned connection_timeout_s;
         bool reset_state;
+        bool fixed_hugepages;   /* never write a hugepage count (pools.h) */
         bool allow_unauthenticated_tcp;
         unsigned max_waits_per_caller;
 };

@@ -224,6 +224,14 @@ def main():
                          "--read-token-file", os.path.join(tmp, "read")])
         with d:
             run(c, d)
+        # A daemon that never changes a hugepage count: its refusals and
+        # the nodes' hugepages_fixed validate too.
+        d = Daemon("two-node", env={"HPW_FAKE_HUGETLBFS_2M": shm},
+                   args=["--hugetlbfs", "2M=" + os.path.join(shm, "fixed"), "--fixed-hugepages",
+                         "--token-file", os.path.join(tmp, "admin"),
+                         "--read-token-file", os.path.join(tmp, "read")])
+        with d:
+            run_fixed(c, d)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(shm, ignore_errors=True)
@@ -446,6 +454,32 @@ def transport_refusals(c, send, admin, reader, big):
             send("transport, too large a body", m, path, big, want=413)
         other = next(x for x in ("post", "put", "delete", "get") if x not in item)
         send("transport, a method the path lacks", other.upper(), path, want=405)
+
+
+def run_fixed(c, d):
+    """--fixed-hugepages: the refusals are 409 hugepages-fixed (and
+    insufficient-hugepages for a create \"reserve\" cannot help), and every
+    node says hugepages_fixed."""
+    admin = {"Authorization": "Bearer " + ADMIN}
+
+    def send(label, method, path, body=None, want=None, slug=None):
+        r = d.request(method, path, body=body, headers=admin)
+        if want is not None and r.status != want:
+            c.fail("%s %s (%s): wanted %d, got %r" % (method, path, label, want, r))
+        if slug and not (r.json or {}).get("type", "").endswith(":" + slug):
+            c.fail("%s %s (%s): wanted %s, got %r" % (method, path, label, slug, r))
+        c.check(method, path, r, label)
+        return r
+
+    r = send("nodes, fixed", "GET", "/v1/nodes", want=200)
+    if not all(n.get("hugepages_fixed") is True for n in (r.json or {}).get("nodes", [])):
+        c.fail("GET /v1/nodes under --fixed-hugepages: hugepages_fixed is not true on every node: %r" % r)
+    send("node, fixed", "GET", "/v1/nodes/0", want=200)
+    send("reserve, fixed", "PUT", "/v1/nodes/0/hugepages/2M", {"count": 16}, want=409, slug="hugepages-fixed")
+    send("policy, fixed", "PUT", "/v1/nodes/0/hugepages/2M/policy",
+         {"min": 0, "max": 64, "headroom": 4, "idle_seconds": 3600}, want=409, slug="hugepages-fixed")
+    send("create with reserve beyond free, fixed", "PUT", "/v1/pools/big", {"node": 0, "size": "1G", "reserve": True},
+         want=409, slug="insufficient-hugepages")
 
 
 # Path segments that name nothing, per parameter: (value, the status it

@@ -807,4 +807,127 @@ TEST(resv_below_own_warm_need_is_not_believed)
         finish(&t, "b");
 }
 
+/* ---- --fixed-hugepages: no count is ever written ---- */
+
+/* admit_env_init with cfg.fixed_hugepages, sysfs writes still allowed (as
+ * the fake kernel answers them): what these tests see is the core's own
+ * restraint, not main.c's sysfs_forbid_writes behind it. */
+static struct pools *start_fixed(struct env *e)
+{
+        admit_env_init(e);
+        e->cfg.fixed_hugepages = true;
+        return start(e);
+}
+
+/* "reserve": true grows nothing: node 1 (8 pages, 7 free) refuses an
+ * 8-page pool as without reserve, and the detail says why reserve did not
+ * help; no count written, none recorded, no reservation counted. */
+TEST(fixed_reserve_grows_nothing)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err = {0};
+        struct pools_stats s;
+        struct pool_req r = req("d", 1, 8);
+        struct pools *p = start_fixed(&e);
+
+        r.reserve = true;
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
+        CHECK_STR(err.slug, "insufficient-hugepages");
+        CHECK_INT(err.status, ==, 409);
+        CHECK(strstr(err.detail, "hugepages are fixed on this host"));
+        CHECK(strstr(err.detail, "--fixed-hugepages"));
+        CHECK(!strstr(err.detail, "growing"));
+        CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 8);
+        CHECK_U64(counter(&e, HP_DIR(1) "free_hugepages"), ==, 7);
+        CHECK(!file_exists(&e, "d"));
+        journal_free(load_reserved(&e, 0));
+        pools_get_stats(p, &s);
+        CHECK_U64(s.reservations_ok + s.reservations_partial + s.reservations_shortfall, ==, 0);
+        env_fini_hooked(&e, p);
+}
+
+/* What fits the free pages is made from them, "reserve" or not. */
+TEST(fixed_reserve_uses_free_pages)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err = {0};
+        struct pool_req r = req("d", 1, 7);
+        struct pools *p = start_fixed(&e);
+
+        r.reserve = true;
+        CHECK_INT(create(p, &r, &v, &err), ==, CREATED);
+        CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 8);
+        wait_state(p, "d", POOL_READY);
+        journal_free(load_reserved(&e, 0));
+        env_fini_hooked(&e, p);
+}
+
+/* Without reserve the refusal does not send the caller to "reserve": it
+ * names the fixed hugepages instead. */
+TEST(fixed_refusal_does_not_suggest_reserve)
+{
+        struct env e;
+        struct pool_view v;
+        struct problem err = {0};
+        struct pool_req r = req("d", 1, 8);
+        struct pools *p = start_fixed(&e);
+
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
+        CHECK_STR(err.slug, "insufficient-hugepages");
+        CHECK(strstr(err.detail, "hugepages are fixed on this host"));
+        CHECK(!strstr(err.detail, "retry with"));
+        env_fini_hooked(&e, p);
+}
+
+/* PUT /v1/nodes/{id}/hugepages/{size}: hugepages-fixed, 409, for a
+ * growth, a shrink and the count the node has alike; nothing written or
+ * recorded. */
+TEST(fixed_reservation_refused)
+{
+        struct env e;
+        struct reserve_result res = {0};
+        struct pools *p = start_fixed(&e);
+        static const uint64_t counts[] = { 12, 2, 8 };
+
+        for (size_t i = 0; i < ARRAY_SIZE(counts); i++) {
+                struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = counts[i] };
+                struct problem err = {0};
+
+                CHECK_INT(pools_reserve(p, &rq, &res, &err), ==, -EROFS);
+                CHECK_STR(err.slug, "hugepages-fixed");
+                CHECK_INT(err.status, ==, 409);
+                CHECK_STR(err.title, "Hugepages are fixed on this host");
+                CHECK(strstr(err.detail, "--fixed-hugepages"));
+                CHECK(strstr(err.detail, "nothing was changed"));
+                CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 8);
+        }
+        journal_free(load_reserved(&e, 0));
+        env_fini_hooked(&e, p);
+}
+
+/* A reservation recorded before (without the flag) is not re-applied at
+ * the first start after a reboot: the kernel's count is kept. */
+TEST(fixed_reservation_not_reapplied_after_reboot)
+{
+        struct env e;
+        struct reserve_req rq = { .node = 1, .page_size = PAGE, .count = 12 };
+        struct reserve_result res;
+        struct pools *p;
+
+        admit_env_init(&e);
+        p = start(&e);
+        CHECK_INT(pools_reserve(p, &rq, &res, NULL), ==, 0);
+        CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 12);
+        pools_free(p);
+        write_file(e.boot, "99999999-2222-3333-4444-555555555555\n");
+        fixture_write(e.sys, HP_DIR(1) "nr_hugepages", "8\n");
+        fixture_write(e.sys, HP_DIR(1) "free_hugepages", "7\n");
+        e.cfg.fixed_hugepages = true;
+        p = start(&e);
+        CHECK_U64(counter(&e, HP_DIR(1) "nr_hugepages"), ==, 8);
+        env_fini_hooked(&e, p);
+}
+
 TEST_MAIN()

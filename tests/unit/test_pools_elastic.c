@@ -513,4 +513,52 @@ TEST(concurrent_policy_changes_and_creations)
         env_fini_hooked(&e, p);
 }
 
+/* --fixed-hugepages: a policy cannot be set (hugepages-fixed, nothing
+ * changed, min not grown to). */
+TEST(fixed_policy_refused)
+{
+        struct env e;
+        struct problem err;
+        struct elastic_view ev;
+        elastic_env(&e, 4, 4);
+        e.cfg.fixed_hugepages = true;
+        struct pools *p = start(&e);
+
+        CHECK_INT(set(p, pol(8, 64, 0, 3600), &err), ==, -EROFS);
+        CHECK_STR(err.slug, "hugepages-fixed");
+        CHECK_INT(err.status, ==, 409);
+        CHECK_U64(count(&e, NR0), ==, 4);
+        CHECK_INT(pools_get_elastic(p, 0, PAGE, &ev), ==, -ENOENT);
+        env_fini_hooked(&e, p);
+}
+
+/* A policy saved before the flag is kept but dormant: a pool beyond the
+ * free pages is refused, not grown for; idle free pages are not given
+ * back; deleting the policy still works and writes nothing. */
+TEST(fixed_saved_policy_neither_grows_nor_gives_back)
+{
+        struct env e;
+        struct problem err;
+        struct pool_view v;
+        struct elastic_view ev;
+        elastic_env(&e, 20, 20);
+        struct pools *p = start(&e);
+
+        CHECK_INT(set(p, pol(0, 64, 4, 1), &err), ==, 0);
+        pools_free(p);
+        e.cfg.fixed_hugepages = true;
+        p = start(&e);
+        CHECK_INT(pools_get_elastic(p, 0, PAGE, &ev), ==, 0);
+        struct pool_req r = req("a", 0, 24);
+        CHECK_INT(create(p, &r, &v, &err), ==, -ENOMEM);
+        CHECK(strstr(err.detail, "hugepages are fixed on this host"));
+        CHECK_U64(count(&e, NR0), ==, 20);
+        /* Past idle_seconds (1 s) and several upkeep looks: nothing back. */
+        usleep(1500 * 1000);
+        CHECK_U64(count(&e, NR0), ==, 20);
+        CHECK_INT(pools_delete_elastic(p, 0, PAGE, &err), ==, 0);
+        CHECK_U64(count(&e, NR0), ==, 20);
+        env_fini_hooked(&e, p);
+}
+
 TEST_MAIN()

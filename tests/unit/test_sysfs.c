@@ -226,4 +226,32 @@ TEST(ops)
         fixture_remove(dir);
 }
 
+/* sysfs_forbid_writes (--fixed-hugepages): every write is -EROFS before a
+ * hook or the file sees it; the file keeps its value; reads still work. */
+TEST(forbid_writes)
+{
+        static const struct sysfs_ops ops = { .read_u64 = hook_read, .write_u64 = hook_write };
+        const char *nr = "devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages";
+        struct hook_state h = { 0 };
+        char *dir = fixture_copy("two-node");
+        struct sysfs *fs;
+        char buf[64];
+        uint64_t v;
+
+        CHECK_INT(sysfs_open(dir, &fs), ==, 0);
+        fixture_write(dir, nr, "64\n");
+        sysfs_forbid_writes(fs);
+        CHECK_INT(sysfs_write_u64(fs, nr, 128), ==, -EROFS);
+        CHECK_INT(sysfs_write_u64(fs, nr, 64), ==, -EROFS);
+        fixture_read(dir, nr, buf, sizeof(buf));
+        CHECK_STR(buf, "64\n");
+        CHECK_INT(sysfs_read_u64(fs, nr, &v), ==, 0);
+        CHECK_U64(v, ==, 64);
+        sysfs_set_ops(fs, &ops, &h);
+        CHECK_INT(sysfs_write_u64(fs, nr, 128), ==, -EROFS);
+        CHECK_INT(h.writes, ==, 0);
+        sysfs_close(fs);
+        fixture_remove(dir);
+}
+
 TEST_MAIN()

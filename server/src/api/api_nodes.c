@@ -35,6 +35,9 @@ static int encode_node(struct app *app, const struct topo_node *n, struct json *
         json_add_u64(o, "id", (uint64_t)n->id);
         json_add_str(o, "cpus", n->cpulist);
         json_add_u64(o, "cpu_count", n->cpu_count);
+        /* --fixed-hugepages: the counts below are the host's, never changed
+         * by the daemon (a scheduler such as Nova read them once). */
+        json_add_bool(o, "hugepages_fixed", app->hugepages_fixed);
         struct json *mem = json_add_object(o, "memory");
         json_add_u64(mem, "total_bytes", mem_total);
         json_add_u64(mem, "free_bytes", mem_free);

@@ -75,6 +75,7 @@ static const struct problem_type catalog[PROBLEM__COUNT] = {
         [PROBLEM_STOCK_TOO_LARGE] = { "stock-too-large", 409, "Stock targets do not fit the node", FINAL },
         [PROBLEM_POLICY_NOT_FOUND] = { "policy-not-found", 404, "No elastic policy", FINAL },
         [PROBLEM_GROWTH_NOT_RELIABLE] = { "growth-not-reliable", 409, "Runtime growth of these pages is not reliable", FINAL },
+        [PROBLEM_HUGEPAGES_FIXED] = { "hugepages-fixed", 409, "Hugepages are fixed on this host", FINAL },
 };
 
 const struct problem_type *problem_type(enum problem_id id)

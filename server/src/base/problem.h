@@ -70,6 +70,8 @@ enum problem_id {
         PROBLEM_STOCK_TOO_LARGE,
         PROBLEM_POLICY_NOT_FOUND,
         PROBLEM_GROWTH_NOT_RELIABLE,
+        /* Hosts whose hugepage counts the daemon must not change. */
+        PROBLEM_HUGEPAGES_FIXED,
         PROBLEM__COUNT
 };
 

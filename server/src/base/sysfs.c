@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ struct sysfs {
         int dirfd;
         const struct sysfs_ops *ops;
         void *userdata;
+        bool read_only;         /* sysfs_forbid_writes: every write is -EROFS */
 };
 
 /* Paths are always relative: an absolute one would make openat() ignore the
@@ -196,7 +198,14 @@ int sysfs_read_u64(const struct sysfs *fs, const char *path, uint64_t *ret)
 
 int sysfs_write_u64(const struct sysfs *fs, const char *path, uint64_t v)
 {
+        if (fs->read_only)
+                return -EROFS;
         return fs->ops->write_u64(fs, path, v, fs->userdata);
+}
+
+void sysfs_forbid_writes(struct sysfs *fs)
+{
+        fs->read_only = true;
 }
 
 int sysfs_read_str(const struct sysfs *fs, const char *path, char *buf, size_t len)

@@ -22,6 +22,13 @@ int sysfs_read_u64(const struct sysfs *fs, const char *path, uint64_t *ret);
  * here: callers that care (reserve.c) read the value back. */
 int sysfs_write_u64(const struct sysfs *fs, const char *path, uint64_t v);
 
+/* From now on every sysfs_write_u64 on FS is -EROFS, before any hook or
+ * file is reached; reads are unchanged.  hpwarmd --fixed-hugepages: the
+ * counters are the host's (a scheduler read them once) and no path of the
+ * daemon may change one, even a path that forgot to ask.  Call it before
+ * sharing FS; there is no way back. */
+void sysfs_forbid_writes(struct sysfs *fs);
+
 /* Read a whole small file (< LEN) as a NUL-terminated string, trailing
  * whitespace stripped.  -EFBIG when it does not fit. */
 int sysfs_read_str(const struct sysfs *fs, const char *path, char *buf, size_t len);

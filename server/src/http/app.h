@@ -20,6 +20,7 @@ struct app {
         struct engine *engine;
         struct pools *pools;
         uint64_t memory_floor;          /* bytes per node */
+        bool hugepages_fixed;           /* --fixed-hugepages: GET /v1/nodes says so */
         struct http_metrics *http_metrics; /* requests by route, method, code; latency */
         atomic_bool stopping;           /* SIGTERM seen: mutations answer 503 */
 };

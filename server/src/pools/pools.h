@@ -80,6 +80,14 @@ struct pools_config {
          * the daemon starts empty (files a process maps are still kept).
          * Without it such a journal stops pools_new (-errno, logged). */
         bool reset_state;
+        /* --fixed-hugepages: the host's hugepage counts are fixed (a
+         * scheduler such as nova-compute read them once at its start and
+         * would not see a change).  No count is ever written: "reserve"
+         * grows nothing, pools_reserve and pools_set_elastic are refused
+         * (hugepages-fixed), elastic policies in the journal are kept but
+         * neither grow nor give back, and recorded reservations are not
+         * re-applied after a reboot.  main.c also forbids sysfs writes. */
+        bool fixed_hugepages;
         /* Unit tests only: accept mount dirs that are not hugetlbfs (a temp
          * dir stands in), creating them if missing.  The mount-root and
          * marker checks still apply.  Never set in the daemon. */
@@ -294,7 +302,8 @@ int pools_claim_pid(struct pools *p, const char *name, pid_t pid, struct pool_vi
  * clamped there and *ret says complete=false, requested = REQ->count.
  * -ECANCELED when the journal could not be saved: the count was put back
  * to ret->previous as far as the kernel allowed (ret->total) and nothing is
- * recorded (state-write-failed). */
+ * recorded (state-write-failed).  -EROFS hugepages-fixed under
+ * cfg.fixed_hugepages, nothing read or written. */
 int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve_result *ret,
                   struct problem *err);
 
@@ -420,7 +429,8 @@ struct elastic_view {
  * insufficient-memory (max beyond the memory floor, or growing to min
  * would go below it), -EAGAIN reserve-shortfall (the kernel gave fewer
  * pages than min), -EPERM growth-not-reliable (gigantic pages without
- * CMA and no allow_best_effort), or a failed save (state-write-failed). */
+ * CMA and no allow_best_effort), -EROFS hugepages-fixed (cfg.fixed_hugepages),
+ * or a failed save (state-write-failed). */
 int pools_set_elastic(struct pools *p, const struct elastic_policy_record *pol, struct elastic_view *ret,
                       struct problem *err);
 /* -ENOENT if (NODE, PAGE_SIZE) has no policy. */

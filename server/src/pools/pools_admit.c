@@ -222,6 +222,13 @@ int pools_reserve(struct pools *p, const struct reserve_req *req, struct reserve
                 pools_count_reservation(p, r, &(struct reserve_result){0});
                 return r;
         }
+        if (p->cfg.fixed_hugepages) {
+                problem_raise(err, PROBLEM_HUGEPAGES_FIXED,
+                              "node %d: %s: the daemon never changes a hugepage count, since a scheduler that "
+                              "read the counts once (nova-compute) would not see it; nothing was changed",
+                              req->node, POOLS_FIXED_WHY);
+                return -EROFS;
+        }
 
         /* By hand: admit.lock is dropped before the refusal is written and the upkeep thread kicked. */
         pools_lock(&p->admit.lock);
@@ -354,6 +361,8 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
 
         if (ret_growth)
                 *ret_growth = g;
+        if (p->cfg.fixed_hugepages)
+                reserve = false;
         /* The mount first: a pool it has no room for is refused before
          * any stock file gives way by node pages, or the node grows. */
         r = admit_mount_room(p, node, page_size, pages, give_way, err);
@@ -390,7 +399,7 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                  * again before every growth, so one grown again stays
                  * within max too. */
                 bool elastic = false;
-                if (ret_growth) {
+                if (ret_growth && !p->cfg.fixed_hugepages) {
                         r = pools_elastic_admit_check(p, node, page_size, &a, pages, &elastic, err);
                         if (r < 0)
                                 return r;
@@ -409,7 +418,8 @@ int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, b
                                       PRIu64 " reserved by mappings not yet faulted)%s",
                                       node, pages, page_size, avail, a.free, a.needed, a.foreign,
                                       reserve ? " (even after growing the pool; the growth was undone)"
-                                              : "; retry with \"reserve\": true to grow the pool");
+                                      : p->cfg.fixed_hugepages ? "; " POOLS_FIXED_WHY ": \"reserve\" grows nothing"
+                                                               : "; retry with \"reserve\": true to grow the pool");
                         return -ENOMEM;
                 }
 

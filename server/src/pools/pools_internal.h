@@ -512,7 +512,10 @@ struct pools_growth {
 /* admit.lock held.  GIVE_WAY: remove stock files of the node and page size
  * before refusing or reserving (never at start-up, which walks the
  * registry).  A growth that still did not admit is undone here; one that
- * did is returned in *RET_GROWTH (NULL only without RESERVE). */
+ * did is returned in *RET_GROWTH (NULL only without RESERVE).  Under
+ * cfg.fixed_hugepages nothing grows (neither RESERVE nor an elastic
+ * policy) and a refusal's detail says POOLS_FIXED_WHY. */
+#define POOLS_FIXED_WHY "the hugepages are fixed on this host (hpwarmd --fixed-hugepages)"
 int pools_admit(struct pools *p, int node, uint64_t page_size, uint64_t pages, bool reserve, bool give_way,
                 struct pools_growth *ret_growth, struct problem *err);
 /* Put back G's growth if there was one: the count (never below the pages

@@ -227,6 +227,12 @@ int pools_set_elastic(struct pools *p, const struct elastic_policy_record *pol, 
         assert_return(p, -EINVAL);
         assert_return(pol, -EINVAL);
         assert_return(ret, -EINVAL);
+        if (p->cfg.fixed_hugepages) {
+                problem_raise(err, PROBLEM_HUGEPAGES_FIXED,
+                              "node %d: %s: an elastic pool would grow and shrink the hugepage count, which the "
+                              "daemon never changes here; nothing was changed", pol->node, POOLS_FIXED_WHY);
+                return -EROFS;
+        }
         int r = check_policy(p, pol, err);
         if (r < 0)
                 return r;
@@ -428,7 +434,7 @@ void pools_elastic_upkeep(struct pools *p)
         struct { int node; uint64_t page_size; } keys[TOPO_MAX_PAGE_SIZES * 64];
         size_t n = 0;
 
-        if (p->elastic.next_ns && now < p->elastic.next_ns)
+        if (p->cfg.fixed_hugepages || (p->elastic.next_ns && now < p->elastic.next_ns))
                 return;
         /* By hand: reg.lock is dropped before each policy's upkeep, which takes admit.lock. */
         pools_lock(&p->reg.lock);
@@ -449,6 +455,9 @@ void pools_elastic_upkeep(struct pools *p)
 
 int pools_elastic_start(struct pools *p)
 {
+        if (p->cfg.fixed_hugepages && p->elastic.n_rows > 0)
+                log_notice("pools: %s: the %zu elastic policies in the journal are kept but neither grow nor give "
+                           "back (DELETE .../policy removes one)", POOLS_FIXED_WHY, p->elastic.n_rows);
         for (size_t i = 0; i < p->cfg.n_elastic; i++) {
                 struct problem err = {0};
                 struct elastic_view v;

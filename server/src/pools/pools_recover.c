@@ -476,7 +476,10 @@ int pools_recover(struct pools *p)
         /* By hand: admit.lock is dropped before owners are watched again (owner.c is called with none of ours held). */
         pools_lock(&p->admit.lock);
         /* Pages first, then the jobs that need them. */
-        if (rebooted)
+        if (rebooted && p->cfg.fixed_hugepages && p->admit.n_resv > 0)
+                log_notice("pools: %s: the recorded reservations are not re-applied after the reboot",
+                           POOLS_FIXED_WHY);
+        if (rebooted && !p->cfg.fixed_hugepages)
                 reapply_reservations(p);
         else
                 adopt_reservations(p);
