@@ -2,7 +2,8 @@
  * QEMU hook's logic (deploy/libvirt/hpwarm-libvirt-hook is the few lines of
  * shell libvirt runs; deploy/libvirt/README.md and docs/LIBVIRT.md say what
  * it does for a domain).  Shared by its files, seen by nothing else:
- *   libvirt_hook.c    settings, notes, messages, one pool through <qemu:commandline>
+ *   libvirt_hook.c    settings, notes, messages, what every path shares
+ *   libvirt_argv.c    one pool through <qemu:commandline>
  *   libvirt_cells.c   one pool per NUMA cell, linked as libvirt's memory files
  *   libvirt_policy.c  HPWARM_LIBVIRT_POLICY=hugepages: hugepage domains as written
  *   libvirt_domain.c  the domain XML (libxml2)
@@ -158,6 +159,13 @@ int lv_mkdir_notes(const struct lv_hook *h);
  * else syslog), and on stderr (libvirt_policy.c). */
 void lv_note(const struct lv_hook *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* status of the pool at hand (--timeout 10). */
+void lv_status(const struct lv_hook *h, struct lv_answer *a);
+/* "DEV:INO" of PATH (following links), "" when it cannot be stat'ed. */
+void lv_dev_ino(const char *path, char *buf, size_t len);
+
+/* libvirt_argv.c: one pool through <qemu:commandline>; its checks, then the operation. */
+int lv_argv_main(struct lv_hook *h);
 /* libvirt_cells.c */
 int lv_cells_main(struct lv_hook *h);
 /* libvirt_policy.c */
