@@ -18,6 +18,7 @@ set -euo pipefail
 run_pkgs=(
   build-essential cmake pkg-config
   libmicrohttpd-dev libcjson-dev libnuma-dev libcurl4-openssl-dev libsystemd-dev libgnutls28-dev
+  libxml2-dev                         # hpwarm libvirt-hook reads domain XML
   curl jq                             # README's curl examples
 )
 # Testing, on top of run_pkgs (one package per word; add to the end).
@@ -31,9 +32,9 @@ test_pkgs=(
   adduser                             # package.deb installs hpwarmd, whose postinst adds a group
   prometheus                          # promtool (deploy.prometheus); the server itself (deploy.prometheus_live)
   abigail-tools                       # abidiff, abidw: client.abi checks libhpwarm against its ABI baseline
-  # libvirt tests: libvirtd, virtlogd, virsh and the QEMU driver; the
-  # hook reads domain XML with xmllint; shellcheck lints the hook
-  libvirt-daemon-system libvirt-clients libvirt-daemon-driver-qemu libxml2-utils shellcheck
+  # libvirt tests: libvirtd, virtlogd, virsh and the QEMU driver;
+  # shellcheck lints the hook
+  libvirt-daemon-system libvirt-clients libvirt-daemon-driver-qemu shellcheck
   # API contract: api.lint runs Redocly (npm ci from tests/api/lint's lock),
   # api.responses validates real answers against the schema with jsonschema
   nodejs npm python3-jsonschema

@@ -23,7 +23,7 @@ _hpwarm_cmd_opts() {
 
 _hpwarm() {
         local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-        local commands="health nodes reserve warm status wait pools claim release handoff fleet stock placement help"
+        local commands="health nodes reserve warm status wait pools claim release handoff fleet stock placement libvirt-hook help"
         local cmd="" i w
         local -a globals_url=()
 

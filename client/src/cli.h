@@ -204,3 +204,6 @@ enum cli_cmd cli_cmd_word(int argc, char **argv);
  * these as its main and its help. */
 int cli_placement_main(int argc, char **argv);
 void cli_placement_help(FILE *f);
+
+/* hpwarm libvirt-hook (libvirt_daemon.c, the libvirt hook's logic). */
+int lv_cli_main(int argc, char **argv);
