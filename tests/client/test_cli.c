@@ -727,7 +727,7 @@ TEST(parse_stock_refusals_say_why)
                 { { "stock", "set", "0:2M:4G:2", "0:2048kB:4G:1", NULL }, "same node, page size and size" },
                 { { "stock", "clear", "0:2M:4G:2", NULL }, "no arguments" },
                 { { "stock", "show", "x", NULL }, "unexpected" },
-                { { "stock", "refill", NULL }, "show, set or clear" },
+                { { "stock", "refill", NULL }, "show, set, clear or nova-config" },
                 { { "stock", "--size", "1G", NULL }, "stock does not take --size" },
                 { { "fleet", "--hosts", "f", "nodes", "--verbose", NULL }, "--verbose" },
                 { { "health", "--verbose", NULL }, "health does not take --verbose" },

@@ -423,7 +423,7 @@ def test_stock(srv):
                       (["set", "0:2M:8M:1", "0:2M:8M:3"], "same node, page size and size"),
                       (["set", "0:2M:8M:1", "bogus"], "'bogus' is not"),
                       (["clear", "0:2M:8M:1"], "no arguments"),
-                      (["frob"], "show, set or clear")):
+                      (["frob"], "show, set, clear or nova-config")):
         p = run("stock", *args, *u)
         expect(p, 2, "stock " + " ".join(args))
         check(why in p.stderr and p.stdout == "", "stock %s: says '%s'" % (" ".join(args), why), p)

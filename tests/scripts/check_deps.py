@@ -9,7 +9,8 @@
   here or comes with a package of the set the block needs (the run set for
   everything but the bench/test commands): a tool added to a document
   without its package fails.  The VMM (QEMU, virsh) is the operator's own:
-  the document that runs it must name its package.
+  the document that runs it must name its package (so is the cloud's
+  `openstack` client).
 
 Usage: check_deps.py SOURCE_DIR"""
 import glob
@@ -34,7 +35,7 @@ ESSENTIAL = {"mount", "coreutils", "apt", "systemd"}
 SHELL_WORDS = {"...", "#", "cd", "export", "echo", "mapfile", "exec", "eval"}
 # The VMM is the operator's own: a document may run it if it says which package
 # gives it (the test set installs it for the QEMU tests).
-VMM = {"qemu-system-x86_64": "qemu-system-x86", "virsh": "libvirt-clients"}
+VMM = {"qemu-system-x86_64": "qemu-system-x86", "virsh": "libvirt-clients", "openstack": "python3-openstackclient"}
 TEST_ONLY = ("tests/",)  # commands running test tooling need the test set
 
 
