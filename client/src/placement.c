@@ -22,7 +22,7 @@
  * a sync whose counts equal them asks Placement nothing; a write with a
  * stale generation (nova-compute, an operator adding a trait) gets 409
  * placement.concurrent_update and is retried after re-reading.  The
- * counting is pure (pl_counts, pl_want) and table-tested; the requests go
+ * counting is offer.c's (pure, table-tested); the requests go
  * through http.c, the bodies through placement_json.c, the Keystone token
  * through keystone.c. */
 #include <errno.h>
@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "offer.h"
 #include "placement.h"
 
 /* 1.14: providers with parents; 1.20: POST answers the provider; 1.26:
@@ -76,71 +77,25 @@ static void wipe_free(char *s)
         }
 }
 
-/* ---- pure: counting ---- */
+/* ---- pure: counting (the arithmetic is offer.c's) ---- */
 
-static int pl_class(uint64_t page_size)
+/* Class I's count in node offer O (zeros when the node lacks its page size). */
+static struct offer_count class_count(const struct offer *o, int i)
 {
-        for (int i = 0; i < HPW_PL_CLASSES; i++)
-                if (hpw_pl_class_page[i] == page_size)
-                        return i;
-        return -1;
+        const struct offer_count *c = offer_find(o, hpw_pl_class_page[i]);
+
+        return c ? *c : (struct offer_count){ .page_size = hpw_pl_class_page[i] };
 }
 
-static uint64_t add_sat(uint64_t a, uint64_t b)
+/* The inventory C makes true when allocations hold USED pages (offer_want
+ * in Placement's 32-bit integers); true when the capacity was held at USED. */
+static bool pl_want(const struct offer_count *c, uint32_t used, struct hpw_pl_inv *ret)
 {
-        return a + b < a ? UINT64_MAX : a + b;
-}
+        struct offer_publish w;
+        bool kept = offer_want(c, used, PL_INT32_MAX, &w);
 
-void pl_counts(const struct hpw_stock *st, const struct hpw_pool_list *pl, int node,
-               struct pl_count c[HPW_PL_CLASSES])
-{
-        memset(c, 0, sizeof(*c) * HPW_PL_CLASSES);
-        for (size_t i = 0; st && i < st->n; i++) {
-                const struct hpw_stock_target *t = st->targets[i];
-                int k = pl_class(t->page_size_bytes);
-                uint64_t pages;
-                if (t->node != node || k < 0)
-                        continue;
-                pages = t->size_bytes / t->page_size_bytes;
-                c[k].ready = add_sat(c[k].ready, t->ready * pages);
-                c[k].warming = add_sat(c[k].warming, (t->warming + t->recycling) * pages);
-        }
-        for (size_t i = 0; pl && i < pl->n; i++) {
-                const struct hpw_pool *p = pl->pools[i];
-                int k = pl_class(p->page_size_bytes);
-                if (p->node != node || k < 0 || !p->from_stock ||
-                    (strcmp(p->from_stock, "full") != 0 && strcmp(p->from_stock, "partial") != 0) ||
-                    (p->state != HPW_POOL_READY && p->state != HPW_POOL_WARMING))
-                        continue;
-                c[k].in_use = add_sat(c[k].in_use, p->size_bytes / p->page_size_bytes);
-        }
-}
-
-static uint32_t clamp32(uint64_t v)
-{
-        return v > PL_INT32_MAX ? PL_INT32_MAX : (uint32_t)v;
-}
-
-bool pl_want(const struct pl_count *c, uint32_t used, struct hpw_pl_inv *ret)
-{
-        /* A pool handed out from stock stays counted while an allocation
-         * holds its pages; one taken by a VM that holds none (a plain
-         * hugepage guest the libvirt hook gave a stock file of its size)
-         * is no warm page anybody can allocate. */
-        uint64_t cap = add_sat(c->ready, c->in_use < used ? c->in_use : used);
-        bool kept = false;
-
-        if (cap < used) {
-                cap = used;   /* never a capacity below what allocations hold */
-                kept = true;
-        }
-        ret->total = clamp32(add_sat(cap, c->warming));
-        ret->reserved = clamp32(c->warming);
-        if (ret->reserved > ret->total)
-                ret->reserved = ret->total;
-        ret->present = ret->total > 0;
-        if (!ret->present)
-                ret->reserved = 0;
+        *ret = (struct hpw_pl_inv){ .present = w.present, .total = (uint32_t)w.total,
+                                    .reserved = (uint32_t)w.reserved };
         return kept;
 }
 
@@ -383,7 +338,7 @@ static enum hpw_error read_provider(struct hpw_placement *p, struct pl_prov *v)
 
 /* Bring V's inventory to what COUNTS say, given its usage.  *RET_KEPT[i]:
  * class i's capacity was held at its usage. */
-static enum hpw_error reconcile(struct hpw_placement *p, struct pl_prov *v, const struct pl_count *counts,
+static enum hpw_error reconcile(struct hpw_placement *p, struct pl_prov *v, const struct offer_count *counts,
                                 bool reread, bool kept[HPW_PL_CLASSES], bool *ret_written, unsigned *conflicts)
 {
         struct hpw_http_resp r = { .retry_after_s = -1 };
@@ -625,7 +580,7 @@ static enum hpw_error ensure_slots(struct hpw_placement *p, const struct hpw_nod
 }
 
 static enum hpw_error result_add(struct hpw_placement_sync *res, const struct pl_prov *v,
-                                 const struct pl_count *c, const bool *kept, bool created, bool written)
+                                 const struct offer_count *c, const bool *kept, bool created, bool written)
 {
         struct hpw_placement_provider *rp = calloc(1, sizeof(*rp));
 
@@ -704,9 +659,14 @@ enum hpw_error hpw_placement_sync(struct hpw_placement *p, bool reread, struct h
         }
         for (size_t i = 0; i < p->n; i++) {
                 struct pl_prov *v = &p->prov[i];
-                struct pl_count c[HPW_PL_CLASSES];
+                struct offer_count c[HPW_PL_CLASSES];
+                struct offer o = { .node = v->node };   /* a node gone since: nothing */
                 bool kept[HPW_PL_CLASSES] = { false }, created = false, written = false;
-                pl_counts(st, pl, v->node, c);
+                for (size_t j = 0; j < nl->n; j++)
+                        if (nl->nodes[j]->id == v->node)
+                                offer_of_node(nl->nodes[j], st, pl, &o);
+                for (int k = 0; k < HPW_PL_CLASSES; k++)
+                        c[k] = class_count(&o, k);
                 if ((err = ensure_provider(p, v, &created)) != HPW_OK ||
                     (err = reconcile(p, v, c, reread, kept, &written, &res->conflicts)) != HPW_OK ||
                     (err = result_add(res, v, c, kept, created, written)) != HPW_OK)
