@@ -10,6 +10,12 @@
 /* Placement's integers are 32-bit signed: no count is written past this. */
 #define PL_INT32_MAX 2147483647u
 
+/* The resource class of PAGE_SIZE pages: CUSTOM_HPWARM_<SIZE>, SIZE in
+ * the largest of K, M, G, T, P, E that is a whole number of them (2M, 1G,
+ * 64K, 16G, 512M); NULL for a size that is no power of two of at least
+ * 1 KiB (no hugepage size is).  A static string.  The one place a class is
+ * named: any page size the host has becomes a class. */
+const char *pl_class_name(uint64_t page_size);
 /* Renew a Keystone token this long before it expires (or at half its
  * lifetime when that is shorter), so no request goes out with a token
  * about to lapse. */

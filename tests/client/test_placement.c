@@ -8,6 +8,27 @@
 #include "internal.h"
 #include "placement.h"
 
+/* The classes of a node with 2 MiB and 1 GiB pages, as a sync names them. */
+static const char *const classes[] = { "CUSTOM_HPWARM_2M", "CUSTOM_HPWARM_1G" };
+#define N_CLASSES (sizeof(classes) / sizeof(classes[0]))
+
+/* Any page size is a class, named by one rule. */
+TEST(class_names_follow_the_page_size)
+{
+        CHECK_STR(pl_class_name(2ull << 20), "CUSTOM_HPWARM_2M");
+        CHECK_STR(pl_class_name(1ull << 30), "CUSTOM_HPWARM_1G");
+        CHECK_STR(pl_class_name(64ull << 10), "CUSTOM_HPWARM_64K");
+        CHECK_STR(pl_class_name(16ull << 20), "CUSTOM_HPWARM_16M");
+        CHECK_STR(pl_class_name(512ull << 20), "CUSTOM_HPWARM_512M");
+        CHECK_STR(pl_class_name(16ull << 30), "CUSTOM_HPWARM_16G");
+        CHECK_STR(pl_class_name(1ull << 10), "CUSTOM_HPWARM_1K");
+        CHECK_STR(pl_class_name(1ull << 63), "CUSTOM_HPWARM_8E");
+        CHECK(pl_class_name(2ull << 20) == pl_class_name(2ull << 20));   /* static: one string */
+        CHECK(pl_class_name(0) == NULL);
+        CHECK(pl_class_name(512) == NULL);
+        CHECK(pl_class_name(3ull << 20) == NULL);
+}
+
 TEST(provider_list_first_or_none)
 {
         const char *one = "{\"resource_providers\":[{\"uuid\":\"u-1\",\"generation\":7,\"name\":\"cn\"}]}";
@@ -41,11 +62,11 @@ TEST(inventories_keep_other_classes)
         const char *b = "{\"resource_provider_generation\":3,\"inventories\":{"
                         "\"CUSTOM_HPWARM_2M\":{\"total\":10,\"reserved\":2,\"max_unit\":10},"
                         "\"CUSTOM_OTHER\":{\"total\":1,\"reserved\":0}}}";
-        struct hpw_pl_inv inv[HPW_PL_CLASSES];
+        struct hpw_pl_inv inv[N_CLASSES];
         uint32_t gen = 0;
         char *others = NULL, *body;
 
-        CHECK_INT(hpw_pj_inventories(b, strlen(b), &gen, inv, &others), ==, HPW_OK);
+        CHECK_INT(hpw_pj_inventories(b, strlen(b), classes, N_CLASSES, &gen, inv, &others), ==, HPW_OK);
         CHECK_U64(gen, ==, 3);
         CHECK_INT(inv[0].present, ==, 1);
         CHECK_U64(inv[0].total, ==, 10);
@@ -54,7 +75,7 @@ TEST(inventories_keep_other_classes)
         CHECK_STR(others, "{\"CUSTOM_OTHER\":{\"total\":1,\"reserved\":0}}");
         inv[0].total = 12;
         inv[1] = (struct hpw_pl_inv){ .present = true, .total = 1, .reserved = 1 };
-        body = hpw_pj_inventories_body(gen, others, inv);
+        body = hpw_pj_inventories_body(gen, others, classes, N_CLASSES, inv);
         CHECK_STR(body, "{\"inventories\":{\"CUSTOM_OTHER\":{\"total\":1,\"reserved\":0},"
                         "\"CUSTOM_HPWARM_2M\":{\"total\":12,\"reserved\":2,\"min_unit\":1,\"max_unit\":12,"
                         "\"step_size\":1,\"allocation_ratio\":1},"
@@ -63,9 +84,9 @@ TEST(inventories_keep_other_classes)
         free(body);
         free(others);
         const char *neg = "{\"resource_provider_generation\":3,\"inventories\":{\"CUSTOM_HPWARM_2M\":{\"total\":-1,\"reserved\":0}}}";
-        CHECK_INT(hpw_pj_inventories(neg, strlen(neg), &gen, inv, &others), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_pj_inventories(neg, strlen(neg), classes, N_CLASSES, &gen, inv, &others), ==, HPW_E_PROTOCOL);
         const char *nogen = "{\"inventories\":{}}";
-        CHECK_INT(hpw_pj_inventories(nogen, strlen(nogen), &gen, inv, &others), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_pj_inventories(nogen, strlen(nogen), classes, N_CLASSES, &gen, inv, &others), ==, HPW_E_PROTOCOL);
 }
 
 TEST(usages_and_errors)
@@ -73,14 +94,14 @@ TEST(usages_and_errors)
         const char *u = "{\"resource_provider_generation\":1,\"usages\":{\"CUSTOM_HPWARM_1G\":4,\"VCPU\":2}}";
         const char *e = "{\"errors\":[{\"status\":409,\"code\":\"placement.concurrent_update\","
                         "\"detail\":\"resource provider generation conflict\\n\\n more\"}]}";
-        uint32_t used[HPW_PL_CLASSES] = { 9, 9 };
+        uint32_t used[N_CLASSES] = { 9, 9 };
         char code[64], detail[64];
 
-        CHECK_INT(hpw_pj_usages(u, strlen(u), used), ==, HPW_OK);
+        CHECK_INT(hpw_pj_usages(u, strlen(u), classes, N_CLASSES, used), ==, HPW_OK);
         CHECK_U64(used[0], ==, 0);
         CHECK_U64(used[1], ==, 4);
         const char *bad = "{\"usages\":{\"CUSTOM_HPWARM_2M\":\"4\"}}";
-        CHECK_INT(hpw_pj_usages(bad, strlen(bad), used), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_pj_usages(bad, strlen(bad), classes, N_CLASSES, used), ==, HPW_E_PROTOCOL);
         hpw_pj_error(e, strlen(e), code, sizeof(code), detail, sizeof(detail));
         CHECK_STR(code, "placement.concurrent_update");
         CHECK_STR(detail, "resource provider generation conflict   more");
