@@ -6,7 +6,8 @@ Usage: check_manpages.py DOCS_DIR SOURCE_DIR
 Options are read from hpwarmd's getopt table (server/src/options.c: {"name", ...})
 and from every "--name" the client's parser and messages mention
 (client/cli_options.json, the option table; client/src/cli_options.c,
-client/src/cli_parse.c, client/src/cli_core.c, client/src/cli_placement.c).  A page
+client/src/cli_parse.c, client/src/cli_core.c, client/src/cli_placement.c,
+client/src/cli_publish.c).  A page
 may document more (options not yet in the code); it may not document fewer.
 docs/OPERATING.md's hpwarmd synopsis must list every hpwarmd option as well.
 Rendering uses man(1) when installed; otherwise that part is reported
@@ -34,7 +35,7 @@ def main(argv):
     pairs = [
         ("hpwarmd.8", os.path.join(src, "server/src/options.c"), r'\{"([a-z][a-z0-9-]+)",\s*(?:no|required|optional)_argument'),
         ("hpwarm.1", [os.path.join(src, "client/cli_options.json"), os.path.join(src, "client/src/cli_options.c"), os.path.join(src, "client/src/cli_parse.c"), os.path.join(src, "client/src/cli_core.c"),
-                      os.path.join(src, "client/src/cli_placement.c")],
+                      os.path.join(src, "client/src/cli_placement.c"), os.path.join(src, "client/src/cli_publish.c")],
          r'--([a-z][a-z0-9-]+)'),
     ]
     for page, source, pattern in pairs:

@@ -18,12 +18,23 @@ _hpwarm_cmd_opts() {
         fleet) echo "--hosts --prometheus --host-label --url-template --max-age --size --page-size --warm --wait --verbose" ;;
         # Its own options (cli_placement.c): --token-file and --url are Placement's and hpwarmd's.
         placement) echo "--placement --compute-node --token-file --watch --url --timeout --help" ;;
+        # The runner's options (cli_publish.c); a publisher's own are asked of
+        # the CLI once --to names it (_hpwarm_publisher_opts).
+        publish) echo "--to --watch --url --timeout --help" ;;
         esac
+}
+
+# The publishers and a publisher's options, as hpwarm publish's help lists them.
+_hpwarm_publishers() {
+        hpwarm publish --help 2>/dev/null | sed -n '/^Publishers/,/^$/p' | awk 'NR > 1 && NF { print $1 }'
+}
+_hpwarm_publisher_opts() {
+        hpwarm publish --to "$1" --help 2>/dev/null | sed -n '/^Options:/,/^$/p' | grep -o -- '^  --[a-z-]*'
 }
 
 _hpwarm() {
         local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-        local commands="health nodes reserve warm status wait pools claim release handoff fleet stock placement libvirt-hook help"
+        local commands="health nodes reserve warm status wait pools claim release handoff fleet stock placement publish libvirt-hook help"
         local cmd="" i w
         local -a globals_url=()
 
@@ -78,6 +89,9 @@ _hpwarm() {
         --placement)
                 COMPREPLY=($(compgen -W "http://127.0.0.1:8778" -- "$cur"))
                 return ;;
+        --to)
+                COMPREPLY=($(compgen -W "$(_hpwarm_publishers)" -- "$cur"))
+                return ;;
         --url-template)
                 COMPREPLY=($(compgen -W "http://{instance} https://{instance}" -- "$cur"))
                 return ;;
@@ -95,7 +109,13 @@ _hpwarm() {
                 return
         fi
         if [[ $cur == -* ]]; then
-                COMPREPLY=($(compgen -W "$(_hpwarm_cmd_opts "$cmd") $_hpwarm_global_opts" -- "$cur"))
+                local extra=""
+                if [[ $cmd == publish ]]; then
+                        for ((i = 1; i < COMP_CWORD; i++)); do
+                                [[ ${COMP_WORDS[i]} == --to ]] && extra=$(_hpwarm_publisher_opts "${COMP_WORDS[i+1]}")
+                        done
+                fi
+                COMPREPLY=($(compgen -W "$(_hpwarm_cmd_opts "$cmd") $extra $_hpwarm_global_opts" -- "$cur"))
                 return
         fi
         # Positional arguments.
@@ -106,7 +126,7 @@ _hpwarm() {
                         case $w in
                         --url|--token-file|--cacert|--cert|--key|--timeout|--connect-timeout|--node|--size|\
                         --page-size|--threads|--ttl|--label|--file-owner|--pid|--vmm|--hosts|--warm|--prometheus|--host-label|\
-                        --url-template|--max-age|--as|--source-url|--placement|--compute-node) ((i++)) ;;
+                        --url-template|--max-age|--as|--source-url|--placement|--compute-node|--to) ((i++)) ;;
                         -*) ;;
                         *) ((npos++)) ;;
                         esac

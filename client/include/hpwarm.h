@@ -634,8 +634,10 @@ HPW_EXPORT enum hpw_error hpw_prom_place(struct hpw *h, const struct hpw_prom_pl
  * scheduler can ask for them (a flavor's resources:CUSTOM_HPWARM_2M=N) and
  * hold them as allocations: docs/OPENSTACK.md.  One child resource provider
  * per NUMA node, named "<compute node>_hpwarm_numa<N>", parent the compute
- * node's provider (the one nova-compute made), with inventory of
- * CUSTOM_HPWARM_2M and CUSTOM_HPWARM_1G in pages:
+ * node's provider (the one nova-compute made), with inventory of one
+ * resource class per page size the node has, CUSTOM_HPWARM_<SIZE>
+ * (CUSTOM_HPWARM_2M, CUSTOM_HPWARM_1G; CUSTOM_HPWARM_64K, _16G on other
+ * hosts), in pages:
  *   total    = ready stock pages + pages of pools handed out from stock
  *              (from_stock full or partial, warming or ready) + reserved
  *   reserved = pages of stock files still warming or being recycled
@@ -671,7 +673,7 @@ struct hpw_placement_opts {
 
 /* One resource class of one child provider after a sync (pages). */
 struct hpw_placement_class {
-        const char *resource_class;  /* "CUSTOM_HPWARM_2M", "CUSTOM_HPWARM_1G" (static) */
+        const char *resource_class;  /* "CUSTOM_HPWARM_2M", "CUSTOM_HPWARM_1G", ... (static) */
         uint64_t page_size_bytes;
         uint64_t ready, in_use, warming; /* what the daemon said */
         uint32_t total, reserved;    /* the inventory Placement holds now (0, 0: none) */

@@ -199,11 +199,16 @@ void cli_help(enum cli_cmd cmd, FILE *f);
  * parser its ARGV (cli_options.c). */
 enum cli_cmd cli_cmd_word(int argc, char **argv);
 
-/* hpwarm placement (cli_placement.c): its own parser, because its
- * --token-file is Placement's; its row in client/cli_options.json names
- * these as its main and its help. */
-int cli_placement_main(int argc, char **argv);
+/* hpwarm placement's help (cli_placement.c, the Placement publisher): its
+ * own options, because its --token-file is Placement's; its row in
+ * client/cli_options.json names it, and cli_publish_command_main. */
 void cli_placement_help(FILE *f);
+/* hpwarm publish --to NAME, and a publisher's own command (hpwarm
+ * placement sync): cli_publish.c, the runner of every fleet publisher
+ * (publish.h). */
+int cli_publish_main(int argc, char **argv);
+int cli_publish_command_main(int argc, char **argv);
+void cli_publish_help(FILE *f);
 
 /* hpwarm libvirt-hook (libvirt_daemon.c, the libvirt hook's logic). */
 int lv_cli_main(int argc, char **argv);

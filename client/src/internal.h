@@ -266,10 +266,9 @@ void hpw_set_failure(struct hpw *h, const char *fmt, ...) __attribute__((format(
 
 /* ---- OpenStack (placement.c, keystone.c; their bodies in placement_json.c) ---- */
 
-/* The resource classes, by page size: index 0 is 2 MiB, 1 is 1 GiB. */
-#define HPW_PL_CLASSES 2
-extern const char *const hpw_pl_class_name[HPW_PL_CLASSES];
-extern const uint64_t hpw_pl_class_page[HPW_PL_CLASSES];
+/* Resource classes one provider holds at most: one per page size its
+ * node has (offer.h's OFFER_MAX_SIZES; placement.c checks they agree). */
+#define HPW_PL_MAX_CLASSES 8
 
 /* One class's inventory as Placement holds it. */
 struct hpw_pl_inv {
@@ -280,22 +279,25 @@ struct hpw_pl_inv {
  * when the list is empty.  HPW_E_PROTOCOL for any other shape. */
 enum hpw_error hpw_pj_provider(const char *body, size_t len, bool *ret_found, char **ret_uuid,
                                uint32_t *ret_generation);
-/* GET /resource_providers/{uuid}/inventories: the generation, our two
- * classes, and *RET_OTHERS: the inventories object without them, printed
- * (classes someone else put on the provider; "{}" when none), so a write
- * keeps them.  Caller frees *RET_OTHERS. */
-enum hpw_error hpw_pj_inventories(const char *body, size_t len, uint32_t *ret_generation,
-                                  struct hpw_pl_inv inv[HPW_PL_CLASSES], char **ret_others);
-/* GET /resource_providers/{uuid}/usages: our two classes (0 when absent). */
-enum hpw_error hpw_pj_usages(const char *body, size_t len, uint32_t used[HPW_PL_CLASSES]);
+/* GET /resource_providers/{uuid}/inventories: the generation, INV[i] for
+ * the N classes NAMES[i] (N at most HPW_PL_MAX_CLASSES), and *RET_OTHERS:
+ * the inventories object without them, printed (classes someone else put
+ * on the provider; "{}" when none), so a write keeps them.  Caller frees
+ * *RET_OTHERS. */
+enum hpw_error hpw_pj_inventories(const char *body, size_t len, const char *const *names, size_t n,
+                                  uint32_t *ret_generation, struct hpw_pl_inv *inv, char **ret_others);
+/* GET /resource_providers/{uuid}/usages: USED[i] for the N classes
+ * NAMES[i] (0 when absent). */
+enum hpw_error hpw_pj_usages(const char *body, size_t len, const char *const *names, size_t n, uint32_t *used);
 /* The first error code of a Placement error body ("placement.concurrent_update")
  * into BUF; "" when there is none. */
 void hpw_pj_error(const char *body, size_t len, char *code, size_t codelen, char *detail, size_t detlen);
 /* PUT /resource_providers/{uuid}/inventories: GENERATION, OTHERS (as
- * hpw_pj_inventories printed them; NULL = none) and the present classes of
- * INV (min_unit 1, max_unit total, step 1, ratio 1.0).  NULL on allocation
- * failure or OTHERS not an object. */
-char *hpw_pj_inventories_body(uint32_t generation, const char *others, const struct hpw_pl_inv inv[HPW_PL_CLASSES]);
+ * hpw_pj_inventories printed them; NULL = none) and of the N classes
+ * NAMES[i] those INV[i] has present (min_unit 1, max_unit total, step 1,
+ * ratio 1.0).  NULL on allocation failure or OTHERS not an object. */
+char *hpw_pj_inventories_body(uint32_t generation, const char *others, const char *const *names, size_t n,
+                              const struct hpw_pl_inv *inv);
 /* POST /resource_providers {"name":NAME,"parent_provider_uuid":PARENT}. */
 char *hpw_pj_provider_body(const char *name, const char *parent_uuid);
 

@@ -4,9 +4,10 @@
  * and holds what it picked as an allocation for the VM's whole life.  So a
  * sync reads what hpwarmd has (nodes, stock, pools), turns it into one child
  * resource provider per NUMA node of the compute node's provider (the one
- * nova-compute made; never created here) with CUSTOM_HPWARM_2M and
- * CUSTOM_HPWARM_1G counted in pages, and writes only what differs from
- * what Placement holds.
+ * nova-compute made; never created here) with one resource class per page
+ * size the node has (CUSTOM_HPWARM_2M, CUSTOM_HPWARM_1G, CUSTOM_HPWARM_64K:
+ * pl_class_name says the rule) counted in pages, and writes only what
+ * differs from what Placement holds.
  *
  * The arithmetic (hpwarm.h says it too, docs/OPENSTACK.md says why):
  * capacity (total - reserved) is the ready stock pages plus the pages of
@@ -22,16 +23,18 @@
  * a sync whose counts equal them asks Placement nothing; a write with a
  * stale generation (nova-compute, an operator adding a trait) gets 409
  * placement.concurrent_update and is retried after re-reading.  The
- * counting is pure (pl_counts, pl_want) and table-tested; the requests go
+ * counting is offer.c's (pure, table-tested); the requests go
  * through http.c, the bodies through placement_json.c, the Keystone token
  * through keystone.c. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "internal.h"
+#include "offer.h"
 #include "placement.h"
 
 /* 1.14: providers with parents; 1.20: POST answers the provider; 1.26:
@@ -45,13 +48,18 @@
 /* Placement's name column is 200 characters; the child's suffix must fit. */
 #define PL_NAME_MAX 200
 
+_Static_assert(HPW_PL_MAX_CLASSES == OFFER_MAX_SIZES, "a provider holds a class per page size of its node");
+
 struct pl_prov {
         int node;
         char *name, *uuid;
         uint32_t generation;
         bool known;                       /* inv, used and others are what Placement held */
-        struct hpw_pl_inv inv[HPW_PL_CLASSES];
-        uint32_t used[HPW_PL_CLASSES];
+        size_t n;                         /* classes: one per page size of the node */
+        uint64_t page[OFFER_MAX_SIZES];   /* ascending */
+        const char *cls[OFFER_MAX_SIZES]; /* pl_class_name(page[i]) */
+        struct hpw_pl_inv inv[OFFER_MAX_SIZES];
+        uint32_t used[OFFER_MAX_SIZES];
         char *others;                     /* classes not ours, kept on writes */
 };
 
@@ -61,7 +69,8 @@ struct hpw_placement {
         char *compute_node, *cn_uuid;
         char *token;                      /* NULL = none (noauth2) */
         int64_t token_expires, token_renew_at; /* unix seconds; 0 = never */
-        bool keystone, classes_made;
+        bool keystone;
+        uint64_t classes_made;            /* bit k: the class of 2^k-byte pages exists */
         struct hpw_openstack_auth auth;   /* copies */
         char *auth_str[10];               /* what auth's members point at */
         size_t n;
@@ -76,71 +85,72 @@ static void wipe_free(char *s)
         }
 }
 
-/* ---- pure: counting ---- */
+/* ---- pure: classes and counting (the arithmetic is offer.c's) ---- */
 
-static int pl_class(uint64_t page_size)
+#define PL_CLASS_PREFIX "CUSTOM_HPWARM_"
+
+/* Every class name there can be, by log2 of the page size: written once,
+ * then read only, so hpw_placement_class's resource_class stays static. */
+static char class_names[64][sizeof(PL_CLASS_PREFIX) + 8];
+static pthread_once_t class_names_once = PTHREAD_ONCE_INIT;
+
+static void class_names_init(void)
 {
-        for (int i = 0; i < HPW_PL_CLASSES; i++)
-                if (hpw_pl_class_page[i] == page_size)
-                        return i;
-        return -1;
+        static const char unit[] = "KMGTPE";
+
+        for (int k = 10; k < 64; k++)
+                snprintf(class_names[k], sizeof(class_names[k]), PL_CLASS_PREFIX "%llu%c", 1ull << (k % 10),
+                         unit[k / 10 - 1]);
 }
 
-static uint64_t add_sat(uint64_t a, uint64_t b)
+const char *pl_class_name(uint64_t page_size)
 {
-        return a + b < a ? UINT64_MAX : a + b;
+        if (page_size < 1024 || (page_size & (page_size - 1)))
+                return NULL;
+        pthread_once(&class_names_once, class_names_init);
+        return class_names[__builtin_ctzll(page_size)];
 }
 
-void pl_counts(const struct hpw_stock *st, const struct hpw_pool_list *pl, int node,
-               struct pl_count c[HPW_PL_CLASSES])
+/* V's classes are O's page sizes.  When they differ (the first sync, or a
+ * daemon started again with other sizes) what Placement holds is read
+ * again for the new list. */
+static void set_classes(struct pl_prov *v, const struct offer *o)
 {
-        memset(c, 0, sizeof(*c) * HPW_PL_CLASSES);
-        for (size_t i = 0; st && i < st->n; i++) {
-                const struct hpw_stock_target *t = st->targets[i];
-                int k = pl_class(t->page_size_bytes);
-                uint64_t pages;
-                if (t->node != node || k < 0)
-                        continue;
-                pages = t->size_bytes / t->page_size_bytes;
-                c[k].ready = add_sat(c[k].ready, t->ready * pages);
-                c[k].warming = add_sat(c[k].warming, (t->warming + t->recycling) * pages);
+        uint64_t page[OFFER_MAX_SIZES];
+        size_t n = 0;
+
+        for (size_t i = 0; i < o->n; i++)
+                if (pl_class_name(o->size[i].page_size))
+                        page[n++] = o->size[i].page_size;
+        if (n == v->n && memcmp(page, v->page, n * sizeof(page[0])) == 0)
+                return;
+        v->n = n;
+        for (size_t i = 0; i < n; i++) {
+                v->page[i] = page[i];
+                v->cls[i] = pl_class_name(page[i]);
+                v->inv[i] = (struct hpw_pl_inv){ 0 };
+                v->used[i] = 0;
         }
-        for (size_t i = 0; pl && i < pl->n; i++) {
-                const struct hpw_pool *p = pl->pools[i];
-                int k = pl_class(p->page_size_bytes);
-                if (p->node != node || k < 0 || !p->from_stock ||
-                    (strcmp(p->from_stock, "full") != 0 && strcmp(p->from_stock, "partial") != 0) ||
-                    (p->state != HPW_POOL_READY && p->state != HPW_POOL_WARMING))
-                        continue;
-                c[k].in_use = add_sat(c[k].in_use, p->size_bytes / p->page_size_bytes);
-        }
+        v->known = false;
 }
 
-static uint32_t clamp32(uint64_t v)
+/* Class I of V's count in O (zeros when O lacks its page size). */
+static struct offer_count class_count(const struct offer *o, const struct pl_prov *v, size_t i)
 {
-        return v > PL_INT32_MAX ? PL_INT32_MAX : (uint32_t)v;
+        const struct offer_count *c = offer_find(o, v->page[i]);
+
+        return c ? *c : (struct offer_count){ .page_size = v->page[i] };
 }
 
-bool pl_want(const struct pl_count *c, uint32_t used, struct hpw_pl_inv *ret)
+/* The inventory C makes true when allocations hold USED pages (offer_want
+ * in Placement's 32-bit integers); true when the capacity was held at USED. */
+static bool pl_want(const struct offer_count *c, uint32_t used, struct hpw_pl_inv *ret)
 {
-        /* A pool handed out from stock stays counted while an allocation
-         * holds its pages; one taken by a VM that holds none (a plain
-         * hugepage guest the libvirt hook gave a stock file of its size)
-         * is no warm page anybody can allocate. */
-        uint64_t cap = add_sat(c->ready, c->in_use < used ? c->in_use : used);
-        bool kept = false;
+        struct offer_publish w;
+        bool kept = offer_want(c, used, PL_INT32_MAX, &w);
 
-        if (cap < used) {
-                cap = used;   /* never a capacity below what allocations hold */
-                kept = true;
-        }
-        ret->total = clamp32(add_sat(cap, c->warming));
-        ret->reserved = clamp32(c->warming);
-        if (ret->reserved > ret->total)
-                ret->reserved = ret->total;
-        ret->present = ret->total > 0;
-        if (!ret->present)
-                ret->reserved = 0;
+        *ret = (struct hpw_pl_inv){ .present = w.present, .total = (uint32_t)w.total,
+                                    .reserved = (uint32_t)w.reserved };
         return kept;
 }
 
@@ -285,21 +295,25 @@ static enum hpw_error find_provider(struct hpw_placement *p, const char *name, b
         return err;
 }
 
-static enum hpw_error make_classes(struct hpw_placement *p)
+/* V's resource classes, each made once a session. */
+static enum hpw_error make_classes(struct hpw_placement *p, const struct pl_prov *v)
 {
         struct hpw_http_resp r = { .retry_after_s = -1 };
         char path[80];
         enum hpw_error err = HPW_OK;
 
-        for (int i = 0; i < HPW_PL_CLASSES && err == HPW_OK; i++) {
-                snprintf(path, sizeof(path), "/resource_classes/%s", hpw_pl_class_name[i]);
+        for (size_t i = 0; i < v->n && err == HPW_OK; i++) {
+                uint64_t bit = 1ull << __builtin_ctzll(v->page[i]);
+                if (p->classes_made & bit)
+                        continue;
+                snprintf(path, sizeof(path), "/resource_classes/%s", v->cls[i]);
                 err = pl_req(p, "PUT", path, NULL, &r);
                 if (err == HPW_OK && r.status != 201 && r.status != 204)
                         err = pl_fail(p, "creating the resource class", &r);
                 hpw_http_resp_clear(&r);
+                if (err == HPW_OK)
+                        p->classes_made |= bit;
         }
-        if (err == HPW_OK)
-                p->classes_made = true;
         return err;
 }
 
@@ -342,7 +356,7 @@ static enum hpw_error read_usage(struct hpw_placement *p, struct pl_prov *v)
         err = pl_req(p, "GET", path, NULL, &r);
         if (err == HPW_OK && r.status != 200)
                 err = pl_fail(p, "reading the usage", &r);
-        else if (err == HPW_OK && (err = hpw_pj_usages(r.body, r.len, v->used)) != HPW_OK)
+        else if (err == HPW_OK && (err = hpw_pj_usages(r.body, r.len, v->cls, v->n, v->used)) != HPW_OK)
                 hpw_set_failure(p->h, "Placement %s: the usage of %s is not Placement's", p->url, v->name);
         hpw_http_resp_clear(&r);
         return err;
@@ -357,14 +371,14 @@ static enum hpw_error read_provider(struct hpw_placement *p, struct pl_prov *v)
         char path[160];
         char *others = NULL;
         uint32_t gen;
-        struct hpw_pl_inv inv[HPW_PL_CLASSES];
+        struct hpw_pl_inv inv[OFFER_MAX_SIZES];
         enum hpw_error err;
 
         snprintf(path, sizeof(path), "/resource_providers/%s/inventories", v->uuid);
         err = pl_req(p, "GET", path, NULL, &r);
         if (err == HPW_OK && r.status != 200)
                 err = pl_fail(p, "reading the inventory", &r);
-        else if (err == HPW_OK && (err = hpw_pj_inventories(r.body, r.len, &gen, inv, &others)) != HPW_OK)
+        else if (err == HPW_OK && (err = hpw_pj_inventories(r.body, r.len, v->cls, v->n, &gen, inv, &others)) != HPW_OK)
                 hpw_set_failure(p->h, "Placement %s: the inventory of %s is not Placement's", p->url, v->name);
         hpw_http_resp_clear(&r);
         if (err == HPW_OK)
@@ -373,7 +387,7 @@ static enum hpw_error read_provider(struct hpw_placement *p, struct pl_prov *v)
                 free(others);
                 return err;
         }
-        memcpy(v->inv, inv, sizeof(inv));
+        memcpy(v->inv, inv, v->n * sizeof(inv[0]));
         v->generation = gen;
         free(v->others);
         v->others = others;
@@ -381,13 +395,13 @@ static enum hpw_error read_provider(struct hpw_placement *p, struct pl_prov *v)
         return HPW_OK;
 }
 
-/* Bring V's inventory to what COUNTS say, given its usage.  *RET_KEPT[i]:
- * class i's capacity was held at its usage. */
-static enum hpw_error reconcile(struct hpw_placement *p, struct pl_prov *v, const struct pl_count *counts,
-                                bool reread, bool kept[HPW_PL_CLASSES], bool *ret_written, unsigned *conflicts)
+/* Bring V's inventory to what COUNTS (one per class of V) say, given its
+ * usage.  *RET_KEPT[i]: class i's capacity was held at its usage. */
+static enum hpw_error reconcile(struct hpw_placement *p, struct pl_prov *v, const struct offer_count *counts,
+                                bool reread, bool *kept, bool *ret_written, unsigned *conflicts)
 {
         struct hpw_http_resp r = { .retry_after_s = -1 };
-        struct hpw_pl_inv want[HPW_PL_CLASSES];
+        struct hpw_pl_inv want[OFFER_MAX_SIZES];
         bool fresh = false, same;
         char path[160], *body, code[80], detail[200];
         enum hpw_error err;
@@ -400,7 +414,7 @@ static enum hpw_error reconcile(struct hpw_placement *p, struct pl_prov *v, cons
                         reread = false;
                 }
                 same = true;
-                for (int i = 0; i < HPW_PL_CLASSES; i++) {
+                for (size_t i = 0; i < v->n; i++) {
                         kept[i] = pl_want(&counts[i], v->used[i], &want[i]);
                         same = same && inv_equal(&want[i], &v->inv[i]);
                 }
@@ -416,7 +430,7 @@ static enum hpw_error reconcile(struct hpw_placement *p, struct pl_prov *v, cons
                         attempt--;
                         continue;
                 }
-                if (!(body = hpw_pj_inventories_body(v->generation, v->others, want)))
+                if (!(body = hpw_pj_inventories_body(v->generation, v->others, v->cls, v->n, want)))
                         return HPW_E_NOMEM;
                 snprintf(path, sizeof(path), "/resource_providers/%s/inventories", v->uuid);
                 err = pl_req(p, "PUT", path, body, &r);
@@ -425,15 +439,15 @@ static enum hpw_error reconcile(struct hpw_placement *p, struct pl_prov *v, cons
                         return err;
                 if (r.status == 200) {
                         uint32_t gen;
-                        struct hpw_pl_inv got[HPW_PL_CLASSES];
+                        struct hpw_pl_inv got[OFFER_MAX_SIZES];
                         char *others = NULL;
-                        err = hpw_pj_inventories(r.body, r.len, &gen, got, &others);
+                        err = hpw_pj_inventories(r.body, r.len, v->cls, v->n, &gen, got, &others);
                         hpw_http_resp_clear(&r);
                         if (err != HPW_OK) {
                                 hpw_set_failure(p->h, "Placement %s: the written inventory is not Placement's", p->url);
                                 return err;
                         }
-                        memcpy(v->inv, got, sizeof(got));
+                        memcpy(v->inv, got, v->n * sizeof(got[0]));
                         v->generation = gen;
                         free(v->others);
                         v->others = others;
@@ -625,7 +639,7 @@ static enum hpw_error ensure_slots(struct hpw_placement *p, const struct hpw_nod
 }
 
 static enum hpw_error result_add(struct hpw_placement_sync *res, const struct pl_prov *v,
-                                 const struct pl_count *c, const bool *kept, bool created, bool written)
+                                 const struct offer_count *c, const bool *kept, bool created, bool written)
 {
         struct hpw_placement_provider *rp = calloc(1, sizeof(*rp));
 
@@ -637,15 +651,15 @@ static enum hpw_error result_add(struct hpw_placement_sync *res, const struct pl
         rp->created = created;
         rp->written = written;
         if (!(rp->name = strdup(v->name)) || !(rp->uuid = strdup(v->uuid)) ||
-            !(rp->classes = calloc(HPW_PL_CLASSES, sizeof(*rp->classes))))
+            !(rp->classes = calloc(v->n ? v->n : 1, sizeof(*rp->classes))))
                 return HPW_E_NOMEM;
-        for (int i = 0; i < HPW_PL_CLASSES; i++) {
+        for (size_t i = 0; i < v->n; i++) {
                 struct hpw_placement_class *k = calloc(1, sizeof(*k));
                 if (!k)
                         return HPW_E_NOMEM;
                 rp->classes[rp->n++] = k;
-                k->resource_class = hpw_pl_class_name[i];
-                k->page_size_bytes = hpw_pl_class_page[i];
+                k->resource_class = v->cls[i];
+                k->page_size_bytes = v->page[i];
                 k->ready = c[i].ready;
                 k->in_use = c[i].in_use;
                 k->warming = c[i].warming;
@@ -695,8 +709,6 @@ enum hpw_error hpw_placement_sync(struct hpw_placement *p, bool reread, struct h
                         goto out;
                 }
         }
-        if (!p->classes_made && (err = make_classes(p)) != HPW_OK)
-                goto out;
         if (!(res = calloc(1, sizeof(*res))) || !(res->providers = calloc(p->n, sizeof(*res->providers))) ||
             !(res->placement_url = strdup(p->url)) || !(res->compute_node_uuid = strdup(p->cn_uuid))) {
                 err = HPW_E_NOMEM;
@@ -704,10 +716,17 @@ enum hpw_error hpw_placement_sync(struct hpw_placement *p, bool reread, struct h
         }
         for (size_t i = 0; i < p->n; i++) {
                 struct pl_prov *v = &p->prov[i];
-                struct pl_count c[HPW_PL_CLASSES];
-                bool kept[HPW_PL_CLASSES] = { false }, created = false, written = false;
-                pl_counts(st, pl, v->node, c);
-                if ((err = ensure_provider(p, v, &created)) != HPW_OK ||
+                struct offer_count c[OFFER_MAX_SIZES];
+                struct offer o = { .node = v->node };   /* a node gone since: nothing */
+                bool kept[OFFER_MAX_SIZES] = { false }, created = false, written = false;
+                for (size_t j = 0; j < nl->n; j++)
+                        if (nl->nodes[j]->id == v->node)
+                                offer_of_node(nl->nodes[j], st, pl, &o);
+                set_classes(v, &o);
+                for (size_t k = 0; k < v->n; k++)
+                        c[k] = class_count(&o, v, k);
+                if ((err = make_classes(p, v)) != HPW_OK ||
+                    (err = ensure_provider(p, v, &created)) != HPW_OK ||
                     (err = reconcile(p, v, c, reread, kept, &written, &res->conflicts)) != HPW_OK ||
                     (err = result_add(res, v, c, kept, created, written)) != HPW_OK)
                         goto out;

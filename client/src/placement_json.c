@@ -14,9 +14,6 @@
 
 #include "internal.h"
 
-const char *const hpw_pl_class_name[HPW_PL_CLASSES] = { "CUSTOM_HPWARM_2M", "CUSTOM_HPWARM_1G" };
-const uint64_t hpw_pl_class_page[HPW_PL_CLASSES] = { 2ull << 20, 1ull << 30 };
-
 /* Placement's integer columns are 32-bit signed. */
 #define PJ_INT_MAX 2147483647.0
 
@@ -78,21 +75,23 @@ out:
         return err;
 }
 
-enum hpw_error hpw_pj_inventories(const char *body, size_t len, uint32_t *ret_generation,
-                                  struct hpw_pl_inv inv[HPW_PL_CLASSES], char **ret_others)
+enum hpw_error hpw_pj_inventories(const char *body, size_t len, const char *const *names, size_t n,
+                                  uint32_t *ret_generation, struct hpw_pl_inv *inv, char **ret_others)
 {
-        cJSON *root = hpw_json_parse_object(body, len), *invs;
-        struct hpw_pl_inv got[HPW_PL_CLASSES] = { 0 };
+        cJSON *root, *invs;
+        struct hpw_pl_inv got[HPW_PL_MAX_CLASSES] = { 0 };
         uint32_t gen;
         char *others;
 
-        if (!root)
+        if (n > HPW_PL_MAX_CLASSES)
+                return HPW_E_INVALID;
+        if (!(root = hpw_json_parse_object(body, len)))
                 return HPW_E_PROTOCOL;
         invs = cJSON_GetObjectItemCaseSensitive(root, "inventories");
         if (!get_u32(root, "resource_provider_generation", &gen) || !cJSON_IsObject(invs))
                 goto bad;
-        for (int i = 0; i < HPW_PL_CLASSES; i++) {
-                cJSON *c = cJSON_DetachItemFromObjectCaseSensitive(invs, hpw_pl_class_name[i]);
+        for (size_t i = 0; i < n; i++) {
+                cJSON *c = cJSON_DetachItemFromObjectCaseSensitive(invs, names[i]);
                 if (!c)
                         continue;
                 got[i].present = cJSON_IsObject(c) && get_u32(c, "total", &got[i].total) &&
@@ -106,7 +105,7 @@ enum hpw_error hpw_pj_inventories(const char *body, size_t len, uint32_t *ret_ge
                 return HPW_E_NOMEM;
         }
         cJSON_Delete(root);
-        memcpy(inv, got, sizeof(got));
+        memcpy(inv, got, n * sizeof(got[0]));
         *ret_generation = gen;
         *ret_others = others;
         return HPW_OK;
@@ -115,21 +114,26 @@ bad:
         return HPW_E_PROTOCOL;
 }
 
-enum hpw_error hpw_pj_usages(const char *body, size_t len, uint32_t used[HPW_PL_CLASSES])
+enum hpw_error hpw_pj_usages(const char *body, size_t len, const char *const *names, size_t n, uint32_t *used)
 {
-        cJSON *root = hpw_json_parse_object(body, len);
-        const cJSON *u = get(root, "usages");
-        uint32_t got[HPW_PL_CLASSES] = { 0 };
-        bool ok = cJSON_IsObject(u);
+        cJSON *root;
+        const cJSON *u;
+        uint32_t got[HPW_PL_MAX_CLASSES] = { 0 };
+        bool ok;
 
+        if (n > HPW_PL_MAX_CLASSES)
+                return HPW_E_INVALID;
+        root = hpw_json_parse_object(body, len);
+        u = get(root, "usages");
+        ok = cJSON_IsObject(u);
         /* A class nothing uses yet may be absent: it reads as 0. */
-        for (int i = 0; ok && i < HPW_PL_CLASSES; i++)
-                if (get(u, hpw_pl_class_name[i]))
-                        ok = get_u32(u, hpw_pl_class_name[i], &got[i]);
+        for (size_t i = 0; ok && i < n; i++)
+                if (get(u, names[i]))
+                        ok = get_u32(u, names[i], &got[i]);
         cJSON_Delete(root);
         if (!ok)
                 return HPW_E_PROTOCOL;
-        memcpy(used, got, sizeof(got));
+        memcpy(used, got, n * sizeof(got[0]));
         return HPW_OK;
 }
 
@@ -151,7 +155,8 @@ void hpw_pj_error(const char *body, size_t len, char *code, size_t codelen, char
         cJSON_Delete(root);
 }
 
-char *hpw_pj_inventories_body(uint32_t generation, const char *others, const struct hpw_pl_inv inv[HPW_PL_CLASSES])
+char *hpw_pj_inventories_body(uint32_t generation, const char *others, const char *const *names, size_t n,
+                              const struct hpw_pl_inv *inv)
 {
         cJSON *root = cJSON_CreateObject(), *invs = others ? cJSON_Parse(others) : cJSON_CreateObject();
         cJSON *into;
@@ -164,11 +169,11 @@ char *hpw_pj_inventories_body(uint32_t generation, const char *others, const str
         invs = NULL;
         if (!cJSON_AddNumberToObject(root, "resource_provider_generation", generation))
                 goto out;
-        for (int i = 0; i < HPW_PL_CLASSES; i++) {
+        for (size_t i = 0; i < n; i++) {
                 cJSON *c;
                 if (!inv[i].present)
                         continue;
-                if (!(c = cJSON_AddObjectToObject(into, hpw_pl_class_name[i])) ||
+                if (!(c = cJSON_AddObjectToObject(into, names[i])) ||
                     !cJSON_AddNumberToObject(c, "total", inv[i].total) ||
                     !cJSON_AddNumberToObject(c, "reserved", inv[i].reserved) ||
                     !cJSON_AddNumberToObject(c, "min_unit", 1) ||

@@ -45,6 +45,10 @@ expect "clear set show" stock ""
 expect "sync" placement ""
 expect "--compute-node" placement sync --comp
 expect "--watch" placement sync --placement http://p:8778 --wa
+expect "--to --token-file" publish --to
+# The publishers and their options come from the CLI's own help.
+PATH="$(dirname "$hpwarm"):$PATH" expect "placement" publish --to ""
+PATH="$(dirname "$hpwarm"):$PATH" expect "--compute-node" publish --to placement --comp
 expect "set show" stock s
 expect "" stock set ""
 expect "" stock set 0:2M:4G:2 ""
@@ -60,7 +64,7 @@ expect "wait warm" help wa
 expect "" --res
 
 # The lists match what each command's --help documents.
-for cmd in health nodes reserve warm status wait pools claim release handoff fleet stock placement; do
+for cmd in health nodes reserve warm status wait pools claim release handoff fleet stock placement publish; do
         want=$("$hpwarm" "$cmd" --help | sed -n '/^Options:/,/^$/p' | grep -o -- '^  --[a-z-]*' |
                 sed 's/^ *//' | sort | tr '\n' ' ' | sed 's/ $//')
         got=$(_hpwarm_cmd_opts "$cmd" | tr ' ' '\n' | grep . | sort | tr '\n' ' ' | sed 's/ $//')

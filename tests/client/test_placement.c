@@ -1,7 +1,6 @@
-/* placement.c's pure parts and placement_json.c's bodies: what a host's
- * stock and pools count as (pl_counts), the inventory that makes true
- * given Placement's usage (pl_want, the "never below usage" rule), and
- * Placement's and Keystone's answers, good and hostile. */
+/* placement.c's pure parts and placement_json.c's bodies: Placement's and
+ * Keystone's answers, good and hostile, the token's renewal and the URLs
+ * taken.  What the inventory counts is offer.c's (test_offer.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,124 +8,25 @@
 #include "internal.h"
 #include "placement.h"
 
-#define MiB (1ull << 20)
-#define GiB (1ull << 30)
+/* The classes of a node with 2 MiB and 1 GiB pages, as a sync names them. */
+static const char *const classes[] = { "CUSTOM_HPWARM_2M", "CUSTOM_HPWARM_1G" };
+#define N_CLASSES (sizeof(classes) / sizeof(classes[0]))
 
-static struct hpw_stock_target tgt(int node, uint64_t ps, uint64_t size, uint64_t ready, uint64_t warming,
-                                   uint64_t recycling)
+/* Any page size is a class, named by one rule. */
+TEST(class_names_follow_the_page_size)
 {
-        return (struct hpw_stock_target){ .size = sizeof(struct hpw_stock_target), .node = node,
-                                          .page_size_bytes = ps, .size_bytes = size, .ready = ready,
-                                          .warming = warming, .recycling = recycling };
-}
-
-TEST(counts_take_stock_by_node_and_page_size)
-{
-        struct hpw_stock_target t[] = { tgt(0, 2 * MiB, 4 * MiB, 3, 1, 1), tgt(0, 1 * GiB, 2 * GiB, 1, 0, 0),
-                                        tgt(1, 2 * MiB, 8 * MiB, 2, 0, 0), tgt(0, 64 * 1024, 1 * MiB, 9, 9, 9) };
-        struct hpw_stock_target *tp[] = { &t[0], &t[1], &t[2], &t[3] };
-        struct hpw_stock st = { .n = 4, .targets = tp };
-        struct pl_count c[HPW_PL_CLASSES];
-
-        pl_counts(&st, NULL, 0, c);
-        CHECK_U64(c[0].ready, ==, 6);     /* 3 files of 2 pages */
-        CHECK_U64(c[0].warming, ==, 4);   /* warming + recycling */
-        CHECK_U64(c[0].in_use, ==, 0);
-        CHECK_U64(c[1].ready, ==, 2);     /* one 2 GiB file of 1 GiB pages */
-        pl_counts(&st, NULL, 1, c);
-        CHECK_U64(c[0].ready, ==, 8);
-        CHECK_U64(c[1].ready, ==, 0);
-        pl_counts(NULL, NULL, 0, c);
-        CHECK_U64(c[0].ready + c[0].warming + c[1].ready, ==, 0);
-}
-
-TEST(counts_pools_handed_out_from_stock_only)
-{
-        struct hpw_pool p[] = {
-                { .node = 0, .page_size_bytes = 2 * MiB, .size_bytes = 8 * MiB, .state = HPW_POOL_READY, .from_stock = "full" },
-                { .node = 0, .page_size_bytes = 2 * MiB, .size_bytes = 6 * MiB, .state = HPW_POOL_WARMING, .from_stock = "partial" },
-                { .node = 0, .page_size_bytes = 2 * MiB, .size_bytes = 64 * MiB, .state = HPW_POOL_READY, .from_stock = "none" },
-                { .node = 0, .page_size_bytes = 2 * MiB, .size_bytes = 64 * MiB, .state = HPW_POOL_READY, .from_stock = "" },
-                { .node = 0, .page_size_bytes = 2 * MiB, .size_bytes = 64 * MiB, .state = HPW_POOL_FAILED, .from_stock = "full" },
-                { .node = 1, .page_size_bytes = 2 * MiB, .size_bytes = 2 * MiB, .state = HPW_POOL_READY, .from_stock = "full" },
-        };
-        struct hpw_pool *pp[] = { &p[0], &p[1], &p[2], &p[3], &p[4], &p[5] };
-        struct hpw_pool_list pl = { .n = 6, .pools = pp };
-        struct pl_count c[HPW_PL_CLASSES];
-
-        pl_counts(NULL, &pl, 0, c);
-        CHECK_U64(c[0].in_use, ==, 7);    /* 4 + 3 pages; cold, unknown and failed pools not */
-        pl_counts(NULL, &pl, 1, c);
-        CHECK_U64(c[0].in_use, ==, 1);
-}
-
-TEST(want_is_capacity_plus_reserved_warming)
-{
-        struct pl_count c = { .ready = 10, .in_use = 4, .warming = 3 };
-        struct hpw_pl_inv inv;
-
-        CHECK_INT(pl_want(&c, 5, &inv), ==, 0);
-        CHECK_INT(inv.present, ==, 1);
-        CHECK_U64(inv.total, ==, 17);    /* 10 ready + the 4 in use (5 allocated) + 3 warming */
-        CHECK_U64(inv.reserved, ==, 3);
-}
-
-/* Pools from stock count only as far as allocations hold pages: a plain
- * hugepage VM that took a stock file holds no allocation, and counting its
- * pages would offer warm pages no file backs. */
-TEST(want_counts_pools_from_stock_only_under_allocations)
-{
-        struct pl_count c = { .ready = 64, .in_use = 128, .warming = 0 };
-        struct hpw_pl_inv inv;
-
-        CHECK_INT(pl_want(&c, 0, &inv), ==, 0);       /* nobody's: the ready file only */
-        CHECK_U64(inv.total, ==, 64);
-        CHECK_INT(pl_want(&c, 64, &inv), ==, 0);      /* one VM of two holds its pages */
-        CHECK_U64(inv.total, ==, 128);
-        CHECK_INT(pl_want(&c, 128, &inv), ==, 0);     /* both */
-        CHECK_U64(inv.total, ==, 192);
-        CHECK_INT(pl_want(&c, 192, &inv), ==, 0);     /* and one scheduled, its file still ready */
-        CHECK_U64(inv.total, ==, 192);
-}
-
-TEST(want_never_puts_capacity_below_usage)
-{
-        struct pl_count c = { .ready = 0, .in_use = 2, .warming = 4 };
-        struct hpw_pl_inv inv;
-
-        CHECK_INT(pl_want(&c, 6, &inv), ==, 1);     /* kept */
-        CHECK_U64(inv.total - inv.reserved, ==, 6);
-        CHECK_U64(inv.reserved, ==, 4);
-        /* Nothing warm and nothing warming, but allocations: the class stays. */
-        c = (struct pl_count){ 0 };
-        CHECK_INT(pl_want(&c, 3, &inv), ==, 1);
-        CHECK_INT(inv.present, ==, 1);
-        CHECK_U64(inv.total, ==, 3);
-        CHECK_U64(inv.reserved, ==, 0);
-}
-
-TEST(want_drops_an_empty_class_and_keeps_all_warming)
-{
-        struct pl_count c = { 0 };
-        struct hpw_pl_inv inv;
-
-        CHECK_INT(pl_want(&c, 0, &inv), ==, 0);
-        CHECK_INT(inv.present, ==, 0);
-        c.warming = 5;   /* everything still warming: reserved == total (microversion 1.26) */
-        pl_want(&c, 0, &inv);
-        CHECK_INT(inv.present, ==, 1);
-        CHECK_U64(inv.total, ==, 5);
-        CHECK_U64(inv.reserved, ==, 5);
-}
-
-TEST(want_clamps_to_placements_32_bit_integers)
-{
-        struct pl_count c = { .ready = UINT64_MAX - 1, .in_use = 5, .warming = 1ull << 40 };
-        struct hpw_pl_inv inv;
-
-        pl_want(&c, 0, &inv);
-        CHECK_U64(inv.total, ==, PL_INT32_MAX);
-        CHECK_U64(inv.reserved, ==, PL_INT32_MAX);
+        CHECK_STR(pl_class_name(2ull << 20), "CUSTOM_HPWARM_2M");
+        CHECK_STR(pl_class_name(1ull << 30), "CUSTOM_HPWARM_1G");
+        CHECK_STR(pl_class_name(64ull << 10), "CUSTOM_HPWARM_64K");
+        CHECK_STR(pl_class_name(16ull << 20), "CUSTOM_HPWARM_16M");
+        CHECK_STR(pl_class_name(512ull << 20), "CUSTOM_HPWARM_512M");
+        CHECK_STR(pl_class_name(16ull << 30), "CUSTOM_HPWARM_16G");
+        CHECK_STR(pl_class_name(1ull << 10), "CUSTOM_HPWARM_1K");
+        CHECK_STR(pl_class_name(1ull << 63), "CUSTOM_HPWARM_8E");
+        CHECK(pl_class_name(2ull << 20) == pl_class_name(2ull << 20));   /* static: one string */
+        CHECK(pl_class_name(0) == NULL);
+        CHECK(pl_class_name(512) == NULL);
+        CHECK(pl_class_name(3ull << 20) == NULL);
 }
 
 TEST(provider_list_first_or_none)
@@ -162,11 +62,11 @@ TEST(inventories_keep_other_classes)
         const char *b = "{\"resource_provider_generation\":3,\"inventories\":{"
                         "\"CUSTOM_HPWARM_2M\":{\"total\":10,\"reserved\":2,\"max_unit\":10},"
                         "\"CUSTOM_OTHER\":{\"total\":1,\"reserved\":0}}}";
-        struct hpw_pl_inv inv[HPW_PL_CLASSES];
+        struct hpw_pl_inv inv[N_CLASSES];
         uint32_t gen = 0;
         char *others = NULL, *body;
 
-        CHECK_INT(hpw_pj_inventories(b, strlen(b), &gen, inv, &others), ==, HPW_OK);
+        CHECK_INT(hpw_pj_inventories(b, strlen(b), classes, N_CLASSES, &gen, inv, &others), ==, HPW_OK);
         CHECK_U64(gen, ==, 3);
         CHECK_INT(inv[0].present, ==, 1);
         CHECK_U64(inv[0].total, ==, 10);
@@ -175,7 +75,7 @@ TEST(inventories_keep_other_classes)
         CHECK_STR(others, "{\"CUSTOM_OTHER\":{\"total\":1,\"reserved\":0}}");
         inv[0].total = 12;
         inv[1] = (struct hpw_pl_inv){ .present = true, .total = 1, .reserved = 1 };
-        body = hpw_pj_inventories_body(gen, others, inv);
+        body = hpw_pj_inventories_body(gen, others, classes, N_CLASSES, inv);
         CHECK_STR(body, "{\"inventories\":{\"CUSTOM_OTHER\":{\"total\":1,\"reserved\":0},"
                         "\"CUSTOM_HPWARM_2M\":{\"total\":12,\"reserved\":2,\"min_unit\":1,\"max_unit\":12,"
                         "\"step_size\":1,\"allocation_ratio\":1},"
@@ -184,9 +84,9 @@ TEST(inventories_keep_other_classes)
         free(body);
         free(others);
         const char *neg = "{\"resource_provider_generation\":3,\"inventories\":{\"CUSTOM_HPWARM_2M\":{\"total\":-1,\"reserved\":0}}}";
-        CHECK_INT(hpw_pj_inventories(neg, strlen(neg), &gen, inv, &others), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_pj_inventories(neg, strlen(neg), classes, N_CLASSES, &gen, inv, &others), ==, HPW_E_PROTOCOL);
         const char *nogen = "{\"inventories\":{}}";
-        CHECK_INT(hpw_pj_inventories(nogen, strlen(nogen), &gen, inv, &others), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_pj_inventories(nogen, strlen(nogen), classes, N_CLASSES, &gen, inv, &others), ==, HPW_E_PROTOCOL);
 }
 
 TEST(usages_and_errors)
@@ -194,14 +94,14 @@ TEST(usages_and_errors)
         const char *u = "{\"resource_provider_generation\":1,\"usages\":{\"CUSTOM_HPWARM_1G\":4,\"VCPU\":2}}";
         const char *e = "{\"errors\":[{\"status\":409,\"code\":\"placement.concurrent_update\","
                         "\"detail\":\"resource provider generation conflict\\n\\n more\"}]}";
-        uint32_t used[HPW_PL_CLASSES] = { 9, 9 };
+        uint32_t used[N_CLASSES] = { 9, 9 };
         char code[64], detail[64];
 
-        CHECK_INT(hpw_pj_usages(u, strlen(u), used), ==, HPW_OK);
+        CHECK_INT(hpw_pj_usages(u, strlen(u), classes, N_CLASSES, used), ==, HPW_OK);
         CHECK_U64(used[0], ==, 0);
         CHECK_U64(used[1], ==, 4);
         const char *bad = "{\"usages\":{\"CUSTOM_HPWARM_2M\":\"4\"}}";
-        CHECK_INT(hpw_pj_usages(bad, strlen(bad), used), ==, HPW_E_PROTOCOL);
+        CHECK_INT(hpw_pj_usages(bad, strlen(bad), classes, N_CLASSES, used), ==, HPW_E_PROTOCOL);
         hpw_pj_error(e, strlen(e), code, sizeof(code), detail, sizeof(detail));
         CHECK_STR(code, "placement.concurrent_update");
         CHECK_STR(detail, "resource provider generation conflict   more");
