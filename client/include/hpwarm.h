@@ -104,7 +104,30 @@ enum hpw_error {
         HPW_E_POOL_FAILED = 17,   /* hpw_wait: the pool ended failed or cancelled */
         HPW_E_HTTP = 18,          /* any other unexpected HTTP status */
         HPW_E_CANCELLED = 19,     /* hpw_cancel() or the progress callback stopped the call */
+        /* Misuse of a call, answered before anything is sent (see "Misuse"
+         * below; libraries before these values answered HPW_E_INVALID): */
+        HPW_E_NULL_HANDLE = 20,   /* the handle is NULL */
+        HPW_E_NULL_ARGUMENT = 21, /* a pointer the call needs is NULL */
+        HPW_E_STRUCT_SIZE = 22,   /* a request's size member is below its first version's */
 };
+
+/* Misuse: every call checks its stated preconditions first and answers a
+ * broken one at once, with nothing sent and no out-parameter written:
+ * HPW_E_NULL_HANDLE for a NULL handle, HPW_E_NULL_ARGUMENT for a NULL
+ * out-parameter, request, name or list (or a NULL item of a list),
+ * HPW_E_STRUCT_SIZE for a size-prefixed request whose size member was not
+ * set with its HPW_*_INIT macro, and HPW_E_INVALID for a value the call does
+ * not take (a name that is not [A-Za-z0-9][A-Za-z0-9._-]{0,63}, a negative
+ * node, a zero size, a count over its limit).  hpw_last_message() then
+ * names the call and the rule ("hpw_warm: req->node >= 0 does not hold").
+ * Rules are checked handle first, then the arguments left to right.
+ * Destructors (hpw_*_free) and hpw_cancel() take NULL as a no-op.
+ * hpw_error_is_misuse() tells all four from the errors of a call that ran. */
+static inline bool hpw_error_is_misuse(enum hpw_error err)
+{
+        return err == HPW_E_INVALID || err == HPW_E_NULL_HANDLE || err == HPW_E_NULL_ARGUMENT ||
+               err == HPW_E_STRUCT_SIZE;
+}
 
 /* A static English description; never NULL, also for unknown values. */
 HPW_EXPORT const char *hpw_strerror(enum hpw_error err);
