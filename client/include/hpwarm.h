@@ -104,7 +104,31 @@ enum hpw_error {
         HPW_E_POOL_FAILED = 17,   /* hpw_wait: the pool ended failed or cancelled */
         HPW_E_HTTP = 18,          /* any other unexpected HTTP status */
         HPW_E_CANCELLED = 19,     /* hpw_cancel() or the progress callback stopped the call */
+        /* Misuse of a call, answered before anything is sent (see "Misuse"
+         * below; libraries before these values answered HPW_E_INVALID): */
+        HPW_E_NULL_HANDLE = 20,   /* the handle is NULL */
+        HPW_E_NULL_ARGUMENT = 21, /* a pointer the call needs is NULL */
+        HPW_E_STRUCT_SIZE = 22,   /* a request's size member is below its first version's */
 };
+
+/* Misuse: every call checks its stated preconditions first and answers a
+ * broken one at once, with nothing sent and no out-parameter written:
+ * HPW_E_NULL_HANDLE for a NULL handle, HPW_E_NULL_ARGUMENT for a NULL
+ * out-parameter, request, name or list (or a NULL item of a list),
+ * HPW_E_STRUCT_SIZE for a size-prefixed request whose size member was not
+ * set with its HPW_*_INIT macro, and HPW_E_INVALID for a value the call does
+ * not take (a name that is not [A-Za-z0-9][A-Za-z0-9._-]{0,63}, a negative
+ * node, a zero size, a count over its limit).  hpw_last_message() then
+ * names the call and the rule ("hpw_warm: req->node >= 0 does not hold").
+ * Rules are checked handle first, then the out-parameter, then the other
+ * arguments left to right.
+ * Destructors (hpw_*_free) and hpw_cancel() take NULL as a no-op.
+ * hpw_error_is_misuse() tells all four from the errors of a call that ran. */
+static inline bool hpw_error_is_misuse(enum hpw_error err)
+{
+        return err == HPW_E_INVALID || err == HPW_E_NULL_HANDLE || err == HPW_E_NULL_ARGUMENT ||
+               err == HPW_E_STRUCT_SIZE;
+}
 
 /* A static English description; never NULL, also for unknown values. */
 HPW_EXPORT const char *hpw_strerror(enum hpw_error err);
@@ -382,8 +406,9 @@ struct hpw_warm_request {
 /* struct hpw_warm_request r = HPW_WARM_REQUEST_INIT; then set members. */
 #define HPW_WARM_REQUEST_INIT { .size = sizeof(struct hpw_warm_request) }
 /* Create (or find identical) pool NAME and start warming it.  *ret_created
- * (may be NULL) tells 201 from 200.  HPW_E_INVALID when REQ->size is smaller
- * than the first version of the struct (a caller that did not set it). */
+ * (may be NULL) tells 201 from 200.  HPW_E_STRUCT_SIZE when REQ->size is
+ * smaller than the first version of the struct (a caller that did not set
+ * it); HPW_E_INVALID for a negative node or a size of 0. */
 HPW_EXPORT enum hpw_error hpw_warm(struct hpw *h, const char *name, const struct hpw_warm_request *req,
                                    struct hpw_pool **ret, bool *ret_created);
 
@@ -477,8 +502,10 @@ HPW_EXPORT enum hpw_error hpw_stock_wait_change(struct hpw *h, uint64_t after, u
 /* PUT /v1/stock: replace every target with *TARGETS[0..N) (N = 0 removes them
  * all, and the daemon deletes its stock files).  Only node,
  * page_size_bytes, size_bytes and count are sent.  HPW_E_INVALID, with
- * nothing sent, for N over HPW_STOCK_MAX_TARGETS, TARGETS NULL with N > 0, a
- * target NULL or with a size smaller than the first version's, a negative node, a page size or size of 0, or a count of 0.  The server
+ * nothing sent, for N over HPW_STOCK_MAX_TARGETS, a negative node, a page
+ * size or size of 0, or a count of 0; HPW_E_NULL_ARGUMENT for TARGETS NULL
+ * with N > 0 or a target NULL; HPW_E_STRUCT_SIZE for a target whose size is
+ * smaller than the first version's.  The server
  * answers 404 for an unknown node or page size (HPW_E_NOT_FOUND), 422 for a
  * size that is not a multiple of the page size, a count over its limit or
  * two targets naming the same node, page size and size (HPW_E_BAD_REQUEST),
@@ -513,7 +540,7 @@ HPW_EXPORT void hpw_handoff_free(struct hpw_handoff *x);
  * names distinct) into one guest for VMM ("qemu", "cloud-hypervisor",
  * "libvirt"): with one pool the guest's RAM is that pool; with several,
  * guest NUMA node i is POOLS[i].  GET /v1/handoff.  HPW_E_INVALID for a bad
- * VMM, N or name (nothing is sent); HPW_E_NOT_FOUND for an unknown pool;
+ * VMM, N or name, HPW_E_NULL_ARGUMENT for a NULL one (nothing is sent); HPW_E_NOT_FOUND for an unknown pool;
  * HPW_E_CONFLICT when a pool is not ready (problem slug "pool-not-ready");
  * HPW_E_BAD_REQUEST for what the server refuses (e.g. a name given twice).
  * The caller still adds -m equal to (*ret)->memory_bytes, -smp, kernel,
@@ -525,8 +552,8 @@ HPW_EXPORT enum hpw_error hpw_handoff(struct hpw *h, const char *vmm, const char
  * same composition with POOLS[i] mapped under the id source pool AS[i]'s
  * handoff gives (QEMU: -object ...,id=mem-AS[i] and the -machine / -numa
  * word naming it), so the incoming stream's RAM blocks find it.  GET
- * /v1/handoff?...&as=.  HPW_E_INVALID as for hpw_handoff() and for a NULL AS
- * or a bad name in it; HPW_E_BAD_REQUEST (problem "invalid-field") when the
+ * /v1/handoff?...&as=.  Misuse as for hpw_handoff(), and for a NULL AS
+ * (HPW_E_NULL_ARGUMENT) or a bad name in it (HPW_E_INVALID); HPW_E_BAD_REQUEST (problem "invalid-field") when the
  * server refuses: the AS names repeat, VMM is cloud-hypervisor (whose
  * restore and receive take the zones from the source), or a source pool the
  * server holds differs from its destination in size or page size.  A source
@@ -616,7 +643,9 @@ HPW_EXPORT void hpw_prom_placement_free(struct hpw_prom_placement *x);
 
 /* Place SIZE bytes through Prometheus.  H's token, TLS files and timeouts
  * apply to the hosts (as hpw_fleet_get); Prometheus gets H's timeouts, no
- * token and the system CAs.  HPW_E_INVALID for bad options (nothing sent);
+ * token and the system CAs.  HPW_E_INVALID for bad options (nothing sent;
+ * HPW_E_NULL_ARGUMENT without OPTS or its prometheus_url, HPW_E_STRUCT_SIZE
+ * for OPTS->size not set by HPW_PROM_PLACE_OPTS_INIT);
  * HPW_E_INSUFFICIENT when Prometheus offers nothing or no host asked
  * confirms it has room (hpw_last_message() says which); Prometheus'
  * transport errors as for any call (HPW_E_UNREACHABLE, ...) and

@@ -64,6 +64,9 @@ int cli_exit_code(enum hpw_error err)
         case HPW_OK:
                 return CLI_EXIT_OK;
         case HPW_E_INVALID:
+        case HPW_E_NULL_HANDLE:
+        case HPW_E_NULL_ARGUMENT:
+        case HPW_E_STRUCT_SIZE:
                 return CLI_EXIT_USAGE;
         case HPW_E_UNREACHABLE:
         case HPW_E_TLS:

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "handle.h"
+#include "precond.h"
 
 #define HPW_DEFAULT_URL "unix:///run/hpwarmd/api.sock"
 #define HPW_DEFAULT_CONNECT_MS 5000
@@ -97,8 +98,7 @@ enum hpw_error hpw_new(const char *url, struct hpw **ret)
         struct hpw *h;
         enum hpw_error err;
 
-        if (!ret)
-                return HPW_E_INVALID;
+        hpw_assert_return(ret, HPW_E_NULL_ARGUMENT);
         if (!url)
                 url = HPW_DEFAULT_URL;
         h = calloc(1, sizeof(*h));
@@ -192,8 +192,7 @@ void hpw_free(struct hpw *h)
 enum hpw_error hpw_set_timeouts(struct hpw *h, uint64_t connect_ms, uint64_t total_ms)
 {
         hpw_begin_call(h);
-        if (!h)
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
         h->connect_ms = connect_ms;
         h->total_ms = total_ms;
         return HPW_OK;
@@ -202,9 +201,8 @@ enum hpw_error hpw_set_timeouts(struct hpw *h, uint64_t connect_ms, uint64_t tot
 enum hpw_error hpw_set_token(struct hpw *h, const char *token)
 {
         hpw_begin_call(h);
-        hpw_begin_call(h);
-        if (!h || (token && (!token[0] || strpbrk(token, "\r\n"))))
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, !token || (token[0] && !strpbrk(token, "\r\n")), HPW_E_INVALID);
         if (h->token)
                 explicit_bzero(h->token, strlen(h->token));
         return set_str(&h->token, token);
@@ -225,8 +223,7 @@ enum hpw_error hpw_set_token_file(struct hpw *h, const char *path)
         enum hpw_error err = HPW_E_IO;
 
         hpw_begin_call(h);
-        if (!h)
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
         if (!path)
                 return hpw_set_token(h, NULL);
         buf = malloc(HPW_TOKEN_FILE_MAX + 1);
@@ -280,8 +277,7 @@ enum hpw_error hpw_set_token_file(struct hpw *h, const char *path)
 enum hpw_error hpw_set_tls(struct hpw *h, const char *ca_file, const char *cert_file, const char *key_file)
 {
         hpw_begin_call(h);
-        if (!h)
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
         if ((ca_file && set_str(&h->ca_file, ca_file)) || (cert_file && set_str(&h->cert_file, cert_file)) ||
             (key_file && set_str(&h->key_file, key_file)))
                 return HPW_E_NOMEM;
@@ -291,9 +287,10 @@ enum hpw_error hpw_set_tls(struct hpw *h, const char *ca_file, const char *cert_
 enum hpw_error hpw_set_retry(struct hpw *h, unsigned max_attempts, uint64_t base_ms, uint64_t cap_ms)
 {
         hpw_begin_call(h);
-        hpw_begin_call(h);
-        if (!h || max_attempts == 0 || base_ms == 0 || cap_ms < base_ms)
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, max_attempts > 0, HPW_E_INVALID);
+        hpw_assert_return_h(h, base_ms > 0, HPW_E_INVALID);
+        hpw_assert_return_h(h, cap_ms >= base_ms, HPW_E_INVALID);
         h->retry = (struct hpw_retry_policy){ max_attempts, base_ms, cap_ms };
         return HPW_OK;
 }
@@ -475,6 +472,12 @@ enum hpw_error hpw_clone_for(const struct hpw *h, const char *url, struct hpw **
         c->log_data = h->log_data;
         *ret = c;
         return HPW_OK;
+}
+
+enum hpw_error hpw_misuse(struct hpw *h, const char *fn, const char *rule, enum hpw_error err)
+{
+        hpw_set_failure(h, "%s: %s does not hold", fn, rule);
+        return err;
 }
 
 void hpw_set_failure(struct hpw *h, const char *fmt, ...)

@@ -12,14 +12,15 @@
 #include <string.h>
 
 #include "handle.h"
+#include "precond.h"
 
 enum hpw_error hpw_health(struct hpw *h, struct hpw_health **ret)
 {
         enum hpw_error err;
 
         hpw_begin_call(h);
-        if (!h || !ret)
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, ret, HPW_E_NULL_ARGUMENT);
         err = hpw_request(h, "GET", "/v1/health", NULL, true, hpw_call_deadline(h), 0);
         return err ? err : hpw_parsed(h, hpw_json_health(h->last.body, h->last.len, ret));
 }
@@ -29,8 +30,8 @@ enum hpw_error hpw_nodes(struct hpw *h, struct hpw_node_list **ret)
         enum hpw_error err;
 
         hpw_begin_call(h);
-        if (!h || !ret)
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, ret, HPW_E_NULL_ARGUMENT);
         err = hpw_request(h, "GET", "/v1/nodes", NULL, true, hpw_call_deadline(h), 0);
         return err ? err : hpw_parsed(h, hpw_json_node_list(h->last.body, h->last.len, ret));
 }
@@ -41,8 +42,9 @@ enum hpw_error hpw_node(struct hpw *h, int node, struct hpw_node **ret)
         enum hpw_error err;
 
         hpw_begin_call(h);
-        if (!h || !ret || node < 0)
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, ret, HPW_E_NULL_ARGUMENT);
+        hpw_assert_return_h(h, node >= 0, HPW_E_INVALID);
         snprintf(path, sizeof(path), "/v1/nodes/%d", node);
         err = hpw_request(h, "GET", path, NULL, true, hpw_call_deadline(h), 0);
         return err ? err : hpw_parsed(h, hpw_json_node(h->last.body, h->last.len, ret));
@@ -56,8 +58,10 @@ enum hpw_error hpw_reserve(struct hpw *h, int node, uint64_t page_size, uint64_t
         enum hpw_error err;
 
         hpw_begin_call(h);
-        if (!h || !ret || node < 0 || page_size == 0)
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, ret, HPW_E_NULL_ARGUMENT);
+        hpw_assert_return_h(h, node >= 0, HPW_E_INVALID);
+        hpw_assert_return_h(h, page_size > 0, HPW_E_INVALID);
         hpw_format_page_size(page_size, ps, sizeof(ps));
         snprintf(path, sizeof(path), "/v1/nodes/%d/hugepages/%s", node, ps);
         body = hpw_json_reserve_body(count, allow_partial);
@@ -76,8 +80,11 @@ enum hpw_error hpw_set_elastic(struct hpw *h, int node, uint64_t page_size, cons
         enum hpw_error err;
 
         hpw_begin_call(h);
-        if (!h || !ret || !policy || node < 0 || page_size == 0)
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, ret, HPW_E_NULL_ARGUMENT);
+        hpw_assert_return_h(h, node >= 0, HPW_E_INVALID);
+        hpw_assert_return_h(h, page_size > 0, HPW_E_INVALID);
+        hpw_assert_return_h(h, policy, HPW_E_NULL_ARGUMENT);
         hpw_format_page_size(page_size, ps, sizeof(ps));
         snprintf(path, sizeof(path), "/v1/nodes/%d/hugepages/%s/policy", node, ps);
         body = hpw_json_elastic_body(policy);
@@ -93,8 +100,8 @@ enum hpw_error hpw_stock_get(struct hpw *h, struct hpw_stock **ret)
         enum hpw_error err;
 
         hpw_begin_call(h);
-        if (!h || !ret)
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, ret, HPW_E_NULL_ARGUMENT);
         err = hpw_request(h, "GET", "/v1/stock", NULL, true, hpw_call_deadline(h), 0);
         return err ? err : hpw_parsed(h, hpw_json_stock(h->last.body, h->last.len, ret));
 }
@@ -105,8 +112,9 @@ enum hpw_error hpw_stock_wait_change(struct hpw *h, uint64_t after, unsigned tim
         enum hpw_error err;
 
         hpw_begin_call(h);
-        if (!h || !ret || timeout_s > HPW_STOCK_WAIT_MAX_S)
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, ret, HPW_E_NULL_ARGUMENT);
+        hpw_assert_return_h(h, timeout_s <= HPW_STOCK_WAIT_MAX_S, HPW_E_INVALID);
         snprintf(path, sizeof(path), "/v1/stock?wait=change&after=%llu&timeout=%u", (unsigned long long)after,
                  timeout_s);
         /* The wait is the caller's choice of length: its own bound, not
@@ -123,12 +131,20 @@ enum hpw_error hpw_stock_set(struct hpw *h, const struct hpw_stock_target *const
         enum hpw_error err;
 
         hpw_begin_call(h);
-        if (!h || !ret || n > HPW_STOCK_MAX_TARGETS || (n && !targets))
-                return HPW_E_INVALID;
-        for (size_t i = 0; i < n; i++)
-                if (!targets[i] || targets[i]->size < HPW_STOCK_TARGET_V1_SIZE || targets[i]->node < 0 ||
-                    targets[i]->page_size_bytes == 0 || targets[i]->size_bytes == 0 || targets[i]->count == 0)
-                        return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, ret, HPW_E_NULL_ARGUMENT);
+        hpw_assert_return_h(h, targets || n == 0, HPW_E_NULL_ARGUMENT);
+        hpw_assert_return_h(h, n <= HPW_STOCK_MAX_TARGETS, HPW_E_INVALID);
+        for (size_t i = 0; i < n; i++) {
+                const struct hpw_stock_target *t = targets[i];
+
+                hpw_assert_return_h(h, t, HPW_E_NULL_ARGUMENT);
+                hpw_assert_return_h(h, t->size >= HPW_STOCK_TARGET_V1_SIZE, HPW_E_STRUCT_SIZE);
+                hpw_assert_return_h(h, t->node >= 0, HPW_E_INVALID);
+                hpw_assert_return_h(h, t->page_size_bytes > 0, HPW_E_INVALID);
+                hpw_assert_return_h(h, t->size_bytes > 0, HPW_E_INVALID);
+                hpw_assert_return_h(h, t->count > 0, HPW_E_INVALID);
+        }
         body = hpw_json_stock_body(targets, n);
         if (!body)
                 return HPW_E_NOMEM;
@@ -171,9 +187,11 @@ enum hpw_error hpw_fleet_get(struct hpw *h, const char *const *urls, size_t n, e
         };
 
         hpw_begin_call(h);
-        if (!h || !ret || (n && !urls) || (what != HPW_FLEET_NODES && what != HPW_FLEET_POOLS &&
-                                           what != HPW_FLEET_STOCK))
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, ret, HPW_E_NULL_ARGUMENT);
+        hpw_assert_return_h(h, urls || n == 0, HPW_E_NULL_ARGUMENT);
+        hpw_assert_return_h(h, what == HPW_FLEET_NODES || what == HPW_FLEET_POOLS || what == HPW_FLEET_STOCK,
+                            HPW_E_INVALID);
         f = calloc(1, sizeof(*f));
         conns = calloc(n ? n : 1, sizeof(*conns));
         resps = calloc(n ? n : 1, sizeof(*resps));

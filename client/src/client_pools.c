@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "handle.h"
+#include "precond.h"
 
 /* Pages of at most this many pools (the server's largest page): a host of a
  * thousand pools is one request, a denser one a few, each answer bounded. */
@@ -28,8 +29,8 @@ enum hpw_error hpw_pools(struct hpw *h, struct hpw_pool_list **ret)
         enum hpw_error err;
 
         hpw_begin_call(h);
-        if (!h || !ret)
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, ret, HPW_E_NULL_ARGUMENT);
         deadline = hpw_call_deadline(h);
         snprintf(path, sizeof(path), "/v1/pools?limit=%d", POOLS_PAGE);
         for (;;) {
@@ -57,8 +58,9 @@ enum hpw_error hpw_pool(struct hpw *h, const char *name, struct hpw_pool **ret)
         enum hpw_error err;
 
         hpw_begin_call(h);
-        if (!h || !ret || !hpw_name_valid(name))
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, ret, HPW_E_NULL_ARGUMENT);
+        hpw_assert_name(h, name);
         snprintf(path, sizeof(path), "/v1/pools/%s", name);
         err = hpw_request(h, "GET", path, NULL, true, hpw_call_deadline(h), 0);
         return err ? err : hpw_parsed(h, hpw_json_pool(h->last.body, h->last.len, ret));
@@ -72,9 +74,13 @@ enum hpw_error hpw_warm(struct hpw *h, const char *name, const struct hpw_warm_r
         enum hpw_error err;
 
         hpw_begin_call(h);
-        if (!h || !ret || !req || req->size < HPW_WARM_REQUEST_V1_SIZE || !hpw_name_valid(name) ||
-            req->node < 0 || req->size_bytes == 0)
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, ret, HPW_E_NULL_ARGUMENT);
+        hpw_assert_name(h, name);
+        hpw_assert_return_h(h, req, HPW_E_NULL_ARGUMENT);
+        hpw_assert_return_h(h, req->size >= HPW_WARM_REQUEST_V1_SIZE, HPW_E_STRUCT_SIZE);
+        hpw_assert_return_h(h, req->node >= 0, HPW_E_INVALID);
+        hpw_assert_return_h(h, req->size_bytes > 0, HPW_E_INVALID);
         snprintf(path, sizeof(path), "/v1/pools/%s", name);
         body = hpw_json_warm_body(req);
         if (!body)
@@ -90,7 +96,22 @@ enum hpw_error hpw_warm(struct hpw *h, const char *name, const struct hpw_warm_r
         return err;
 }
 
-/* GET /v1/handoff for POOLS, with as= when AS is given. */
+/* The preconditions hpw_handoff() and hpw_handoff_as() share, in the
+ * caller's own body (so the message names it). */
+#define HANDOFF_PRECONDITIONS(h, vmm, pools, n, ret)                                    \
+        do {                                                                            \
+                hpw_assert_handle(h);                                                   \
+                hpw_assert_return_h(h, ret, HPW_E_NULL_ARGUMENT);                       \
+                hpw_assert_return_h(h, vmm, HPW_E_NULL_ARGUMENT);                       \
+                hpw_assert_return_h(h, hpw_vmm_find(vmm, false), HPW_E_INVALID);        \
+                hpw_assert_return_h(h, pools, HPW_E_NULL_ARGUMENT);                     \
+                hpw_assert_return_h(h, n > 0 && n <= HPW_HANDOFF_MAX_POOLS, HPW_E_INVALID); \
+                for (size_t i_ = 0; i_ < (n); i_++)                                     \
+                        hpw_assert_name(h, pools[i_]);                                  \
+        } while (0)
+
+/* GET /v1/handoff for POOLS, with as= when AS is given (the arguments
+ * checked by HANDOFF_PRECONDITIONS). */
 static enum hpw_error handoff_get(struct hpw *h, const char *vmm, const char *const *pools, const char *const *as,
                                   size_t n, struct hpw_handoff **ret)
 {
@@ -100,19 +121,11 @@ static enum hpw_error handoff_get(struct hpw *h, const char *vmm, const char *co
         size_t len;
         enum hpw_error err;
 
-        if (!h || !ret || !hpw_vmm_find(vmm, false) || !pools || n == 0 || n > HPW_HANDOFF_MAX_POOLS)
-                return HPW_E_INVALID;
         len = (size_t)snprintf(path, sizeof(path), "/v1/handoff?vmm=%s&pools=", vmm);
-        for (size_t i = 0; i < n; i++) {
-                if (!hpw_name_valid(pools[i]))
-                        return HPW_E_INVALID;
+        for (size_t i = 0; i < n; i++)
                 len += (size_t)snprintf(path + len, sizeof(path) - len, "%s%s", i ? "," : "", pools[i]);
-        }
-        for (size_t i = 0; as && i < n; i++) {
-                if (!hpw_name_valid(as[i]))
-                        return HPW_E_INVALID;
+        for (size_t i = 0; as && i < n; i++)
                 len += (size_t)snprintf(path + len, sizeof(path) - len, "%s%s", i ? "," : "&as=", as[i]);
-        }
         err = hpw_request(h, "GET", path, NULL, true, hpw_call_deadline(h), 0);
         return err ? err : hpw_parsed(h, hpw_json_handoff(h->last.body, h->last.len, ret));
 }
@@ -121,6 +134,7 @@ enum hpw_error hpw_handoff(struct hpw *h, const char *vmm, const char *const *po
                            struct hpw_handoff **ret)
 {
         hpw_begin_call(h);
+        HANDOFF_PRECONDITIONS(h, vmm, pools, n, ret);
         return handoff_get(h, vmm, pools, NULL, n, ret);
 }
 
@@ -128,8 +142,10 @@ enum hpw_error hpw_handoff_as(struct hpw *h, const char *vmm, const char *const 
                               size_t n, struct hpw_handoff **ret)
 {
         hpw_begin_call(h);
-        if (!as)
-                return HPW_E_INVALID;
+        HANDOFF_PRECONDITIONS(h, vmm, pools, n, ret);
+        hpw_assert_return_h(h, as, HPW_E_NULL_ARGUMENT);
+        for (size_t i = 0; i < n; i++)
+                hpw_assert_name(h, as[i]);
         return handoff_get(h, vmm, pools, as, n, ret);
 }
 
@@ -141,8 +157,9 @@ enum hpw_error hpw_wait(struct hpw *h, const char *name, uint64_t timeout_ms, hp
         enum hpw_error err;
 
         hpw_begin_call(h);
-        if (!h || !ret || !hpw_name_valid(name))
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, ret, HPW_E_NULL_ARGUMENT);
+        hpw_assert_name(h, name);
         started = hpw_now_ms();
         deadline = timeout_ms ? started + timeout_ms : 0;
         for (;;) {
@@ -247,8 +264,9 @@ static enum hpw_error claim(struct hpw *h, const char *name, const char *body, s
 enum hpw_error hpw_claim(struct hpw *h, const char *name, struct hpw_pool **ret)
 {
         hpw_begin_call(h);
-        if (!h || !ret || !hpw_name_valid(name))
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, ret, HPW_E_NULL_ARGUMENT);
+        hpw_assert_name(h, name);
         return claim(h, name, NULL, ret);
 }
 
@@ -257,8 +275,10 @@ enum hpw_error hpw_claim_pid(struct hpw *h, const char *name, int pid, struct hp
         char body[32];
 
         hpw_begin_call(h);
-        if (!h || !ret || !hpw_name_valid(name) || pid <= 0)
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, ret, HPW_E_NULL_ARGUMENT);
+        hpw_assert_name(h, name);
+        hpw_assert_return_h(h, pid > 0, HPW_E_INVALID);
         snprintf(body, sizeof(body), "{\"pid\":%d}", pid);
         return claim(h, name, body, ret);
 }
@@ -273,8 +293,8 @@ enum hpw_error hpw_release(struct hpw *h, const char *name)
         enum hpw_error err;
 
         hpw_begin_call(h);
-        if (!h || !hpw_name_valid(name))
-                return HPW_E_INVALID;
+        hpw_assert_handle(h);
+        hpw_assert_name(h, name);
         snprintf(path, sizeof(path), "/v1/pools/%s", name);
         err = hpw_request(h, "DELETE", path, NULL, true, hpw_call_deadline(h), 0);
         if (err == HPW_E_NOT_FOUND && h->attempts > 1) {

@@ -44,6 +44,9 @@ const char *hpw_strerror(enum hpw_error err)
         case HPW_E_POOL_FAILED: return "pool failed";
         case HPW_E_HTTP: return "unexpected HTTP status";
         case HPW_E_CANCELLED: return "cancelled";
+        case HPW_E_NULL_HANDLE: return "no handle (NULL)";
+        case HPW_E_NULL_ARGUMENT: return "required argument is NULL";
+        case HPW_E_STRUCT_SIZE: return "request struct size not set (use its HPW_*_INIT)";
         }
         return "unknown error";
 }
@@ -62,6 +65,8 @@ const char *hpw_pool_state_name(enum hpw_pool_state s)
 
 void hpw_format_page_size(uint64_t bytes, char *buf, size_t len)
 {
+        if (!buf)
+                return;
         if (bytes && bytes % (1ull << 30) == 0)
                 snprintf(buf, len, "%lluG", (unsigned long long)(bytes >> 30));
         else if (bytes && bytes % (1ull << 20) == 0)

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "precond.h"
 
 #define PROM_DEFAULT_LABEL "instance"
 #define PROM_DEFAULT_PAGE_SIZE (2ull << 20)
@@ -419,20 +420,24 @@ enum hpw_error hpw_prom_place(struct hpw *h, const struct hpw_prom_place_opts *o
         enum hpw_error err;
 
         hpw_begin_call(h);
+        hpw_assert_handle(h);
+        hpw_assert_return_h(h, ret, HPW_E_NULL_ARGUMENT);
+        hpw_assert_return_h(h, o, HPW_E_NULL_ARGUMENT);
         /* Every member so far is of the first version: a smaller size is a
          * caller that did not set it. */
-        if (!h || !ret || !o || o->size < sizeof(*o) || !o->prometheus_url || o->size_bytes == 0)
-                return HPW_E_INVALID;
+        hpw_assert_return_h(h, o->size >= sizeof(*o), HPW_E_STRUCT_SIZE);
+        hpw_assert_return_h(h, o->prometheus_url, HPW_E_NULL_ARGUMENT);
+        hpw_assert_return_h(h, o->size_bytes > 0, HPW_E_INVALID);
         r.label = o->host_label ? o->host_label : PROM_DEFAULT_LABEL;
         r.page_size = o->page_size ? o->page_size : PROM_DEFAULT_PAGE_SIZE;
         r.size = o->size_bytes;
-        if (!hpw_prom_label_valid(r.label) || r.size % r.page_size ||
-            (o->warm_name && !hpw_name_valid(o->warm_name)))
-                return HPW_E_INVALID;
+        hpw_assert_return_h(h, hpw_prom_label_valid(r.label), HPW_E_INVALID);
+        hpw_assert_return_h(h, r.size % r.page_size == 0, HPW_E_INVALID);
+        hpw_assert_return_h(h, !o->warm_name || hpw_name_valid(o->warm_name), HPW_E_INVALID);
         snprintf(dflt, sizeof(dflt), "http://{%s}", r.label);
         r.tmpl = o->url_template ? o->url_template : dflt;
-        if (hpw_prom_url(r.tmpl, r.label, "h", probe, sizeof(probe)) < 0)
-                return HPW_E_INVALID;   /* the template must name the label */
+        /* The template must name the label. */
+        hpw_assert_return_h(h, hpw_prom_url(r.tmpl, r.label, "h", probe, sizeof(probe)) >= 0, HPW_E_INVALID);
         r.need = r.size / r.page_size;
         confirm = o->confirm ? o->confirm : PROM_DEFAULT_CONFIRM;
         if (!(r.res = calloc(1, sizeof(*r.res))))

@@ -79,21 +79,21 @@ TEST(every_call_starts_with_fresh_error_state)
         struct hpw_warm_request w = HPW_WARM_REQUEST_INIT;
         const char *names[] = { "a" };
 
-        STALE_THEN(hpw_health(h, NULL), HPW_E_INVALID);
-        STALE_THEN(hpw_nodes(h, NULL), HPW_E_INVALID);
+        STALE_THEN(hpw_health(h, NULL), HPW_E_NULL_ARGUMENT);
+        STALE_THEN(hpw_nodes(h, NULL), HPW_E_NULL_ARGUMENT);
         STALE_THEN(hpw_node(h, -1, &n), HPW_E_INVALID);
         STALE_THEN(hpw_reserve(h, 0, 0, 1, false, &r), HPW_E_INVALID);
-        STALE_THEN(hpw_pools(h, NULL), HPW_E_INVALID);
+        STALE_THEN(hpw_pools(h, NULL), HPW_E_NULL_ARGUMENT);
         STALE_THEN(hpw_pool(h, "bad name", &p), HPW_E_INVALID);
         STALE_THEN(hpw_warm(h, "x", &w, &p, NULL), HPW_E_INVALID);          /* size_bytes 0 */
         STALE_THEN(hpw_wait(h, "", 0, NULL, NULL, &p), HPW_E_INVALID);
         STALE_THEN(hpw_claim(h, "bad name", &p), HPW_E_INVALID);
         STALE_THEN(hpw_claim_pid(h, "x", 0, &p), HPW_E_INVALID);
         STALE_THEN(hpw_release(h, "bad name"), HPW_E_INVALID);
-        STALE_THEN(hpw_stock_get(h, NULL), HPW_E_INVALID);
-        STALE_THEN(hpw_stock_set(h, NULL, 1, &st), HPW_E_INVALID);
+        STALE_THEN(hpw_stock_get(h, NULL), HPW_E_NULL_ARGUMENT);
+        STALE_THEN(hpw_stock_set(h, NULL, 1, &st), HPW_E_NULL_ARGUMENT);
         STALE_THEN(hpw_handoff(h, "bochs", names, 1, &ho), HPW_E_INVALID);
-        STALE_THEN(hpw_fleet_get(h, NULL, 1, HPW_FLEET_NODES, &f), HPW_E_INVALID);
+        STALE_THEN(hpw_fleet_get(h, NULL, 1, HPW_FLEET_NODES, &f), HPW_E_NULL_ARGUMENT);
         STALE_THEN(hpw_set_timeouts(h, 2000, 10000), HPW_OK);
         STALE_THEN(hpw_set_token(h, ""), HPW_E_INVALID);
         STALE_THEN(hpw_set_token_file(h, NULL), HPW_OK);

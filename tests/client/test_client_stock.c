@@ -184,8 +184,8 @@ TEST(stock_generation)
         hpw_stock_free(st);
         st = NULL;
         CHECK_INT(hpw_stock_wait_change(h, 0, HPW_STOCK_WAIT_MAX_S + 1, &st), ==, HPW_E_INVALID);
-        CHECK_INT(hpw_stock_wait_change(h, 0, 1, NULL), ==, HPW_E_INVALID);
-        CHECK_INT(hpw_stock_wait_change(NULL, 0, 1, &st), ==, HPW_E_INVALID);
+        CHECK_INT(hpw_stock_wait_change(h, 0, 1, NULL), ==, HPW_E_NULL_ARGUMENT);
+        CHECK_INT(hpw_stock_wait_change(NULL, 0, 1, &st), ==, HPW_E_NULL_HANDLE);
         CHECK(st == NULL);
         hpw_free(h);
 

@@ -138,7 +138,7 @@ TEST(place_refuses_bad_options_before_sending)
         CHECK_INT(hpw_prom_place(h, &o, &p), ==, HPW_E_INVALID);          /* 3M in 2M pages */
         o.size_bytes = 4u << 20;
         o.size = 8;
-        CHECK_INT(hpw_prom_place(h, &o, &p), ==, HPW_E_INVALID);          /* size below the first version */
+        CHECK_INT(hpw_prom_place(h, &o, &p), ==, HPW_E_STRUCT_SIZE);      /* size below the first version */
         o.size = sizeof(o);
         o.host_label = "__name__";
         CHECK_INT(hpw_prom_place(h, &o, &p), ==, HPW_E_INVALID);
