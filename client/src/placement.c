@@ -36,6 +36,7 @@
 #include "internal.h"
 #include "offer.h"
 #include "placement.h"
+#include "precond.h"
 
 /* 1.14: providers with parents; 1.20: POST answers the provider; 1.26:
  * reserved may equal total (everything still warming).  Placement 8.0
@@ -524,10 +525,13 @@ enum hpw_error hpw_placement_new(struct hpw *h, const struct hpw_placement_opts 
         struct hpw_placement *p;
         enum hpw_error err;
 
+        hpw_assert_handle(h);
         hpw_begin_call(h);
-        if (!h || !o || !ret || o->size < sizeof(*o))
-                return HPW_E_INVALID;
-        if (!o->compute_node || !o->compute_node[0] || strlen(o->compute_node) + sizeof("_hpwarm_numa9999") > PL_NAME_MAX) {
+        hpw_assert_return_h(h, ret != NULL, HPW_E_NULL_ARGUMENT);
+        hpw_assert_return_h(h, o != NULL, HPW_E_NULL_ARGUMENT);
+        hpw_assert_return_h(h, o->size >= sizeof(*o), HPW_E_STRUCT_SIZE);
+        hpw_assert_return_h(h, o->compute_node != NULL, HPW_E_NULL_ARGUMENT);
+        if (!o->compute_node[0] || strlen(o->compute_node) + sizeof("_hpwarm_numa9999") > PL_NAME_MAX) {
                 hpw_set_failure(h, "the compute node's name must be 1 to %zu characters",
                                 PL_NAME_MAX - sizeof("_hpwarm_numa9999"));
                 return HPW_E_INVALID;
@@ -682,9 +686,9 @@ enum hpw_error hpw_placement_sync(struct hpw_placement *p, bool reread, struct h
         uint32_t gen;
         enum hpw_error err;
 
-        if (!p || !ret)
-                return HPW_E_INVALID;
+        hpw_assert_handle(p);
         hpw_begin_call(p->h);
+        hpw_assert_return_h(p->h, ret != NULL, HPW_E_NULL_ARGUMENT);
         /* What hpwarmd has, first: a daemon that does not answer writes
          * nothing to Placement. */
         if ((err = hpw_nodes(p->h, &nl)) != HPW_OK)

@@ -102,7 +102,8 @@ def main():
         def settled():
             st = warm_host.env.daemon.get("/v1/stock").json["targets"]
             pools = warm_host.env.daemon.get("/v1/pools").json["pools"]
-            return all(t["ready"] == t["count"] for t in st) and not pools
+            return all(t["ready"] == t["count"] and t["warming"] == 0 and t["recycling"] == 0
+                       for t in st) and not pools
 
         def boot(kind):
             t0 = time.monotonic()

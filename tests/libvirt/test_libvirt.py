@@ -112,10 +112,10 @@ class Env:
         self.domains = set()
 
     # -- hpwarmd --
-    def start_daemon(self):
+    def start_daemon(self, extra_args=()):
         self.daemon = Daemon(sysfs_root="/sys", preload=False, listen=False, socket_path=self.sock,
                              state_dir=os.path.join(self.tmp, "state"),
-                             args=["--hugetlbfs", "2M=" + self.pool_dir, "--pool-group", "kvm"])
+                             args=["--hugetlbfs", "2M=" + self.pool_dir, "--pool-group", "kvm"] + list(extra_args))
         self.daemon.start()
 
     def stop_daemon(self):

@@ -382,8 +382,8 @@ class Controller:
 
 class Host:
     """One compute host: a private libvirtd with the hook (policy
-    `hugepages`), its hpwarmd, nova-compute named NAME, and `hpwarm
-    placement sync --watch` for it."""
+    `hugepages`), its hpwarmd (--fixed-hugepages), nova-compute named
+    NAME, and `hpwarm placement sync --watch` for it."""
 
     def __init__(self, cloud, name):
         self.cloud = cloud
@@ -420,7 +420,9 @@ class Host:
     def start_services(self):
         """hpwarmd and libvirtd with the hook (policy `hugepages` unless
         the cloud says otherwise for this host)."""
-        self.env.start_daemon()
+        # A Nova host's hugepages are Nova's totals: hpwarmd never changes
+        # them (docs/OPENSTACK.md section 4, step 1).
+        self.env.start_daemon(["--fixed-hugepages"])
         self.env.start_libvirt()
         self.env.write_hook_config(policy=self.cloud.policy.get(self.name, "hugepages"))
 

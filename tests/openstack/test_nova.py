@@ -186,6 +186,9 @@ class NovaWarm(unittest.TestCase):
         self.wait("warm stock whole", self.stock_whole)
         self.assertEqual(self.warm_capacity("warm"), (PAGES, 0))
         self.assertEqual(self.warm_capacity("cold"), (0, 0))
+        for h in ("warm", "cold"):
+            node = self.cloud.hosts[h].env.daemon.get("/v1/nodes/0").json
+            self.assertIs(node.get("hugepages_fixed"), True, node)
         free0, nr0 = free_pages(), nr_pages()
         sid = self.create(self.f_warm)
         s = self.cloud.wait_settled(sid)
