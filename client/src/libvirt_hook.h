@@ -2,7 +2,8 @@
  * QEMU hook's logic (deploy/libvirt/hpwarm-libvirt-hook is the few lines of
  * shell libvirt runs; deploy/libvirt/README.md and docs/LIBVIRT.md say what
  * it does for a domain).  Shared by its files, seen by nothing else:
- *   libvirt_hook.c    settings, notes, messages, what every path shares
+ *   libvirt_main.c    one run: settings, the XML, which path (calls the three below)
+ *   libvirt_hook.c    notes, messages, what every path shares (called by all)
  *   libvirt_argv.c    one pool through <qemu:commandline>
  *   libvirt_cells.c   one pool per NUMA cell, linked as libvirt's memory files
  *   libvirt_policy.c  HPWARM_LIBVIRT_POLICY=hugepages: hugepage domains as written
