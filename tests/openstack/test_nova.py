@@ -101,7 +101,8 @@ class NovaWarm(unittest.TestCase):
         CLOUD = cls.cloud = nc.Cloud(["warm", "cold"], stock={"warm": [STOCK]})
         try:
             cls.cloud.start()
-            init = open(os.path.join(HERE, "..", "libvirt", "guest-init.sh")).read()
+            with open(os.path.join(HERE, "..", "libvirt", "guest-init.sh")) as f:
+                init = f.read()
             initrd = gb.build_initramfs(busybox, os.path.join(cls.cloud.tmp, "initrd.gz"), init=init)
             cls.image = cls.cloud.guest_image(os.path.realpath(kernel), initrd)
             cls.f_warm = cls.cloud.flavor("m1.warm", GUEST_MIB, {"hw:mem_page_size": "2MB",
@@ -274,11 +275,13 @@ class NovaWarm(unittest.TestCase):
         finally:
             if nr_pages() < self.nr:
                 set_nr(nr_pages() + spare)
-            for sid in list(self.servers):
-                self.cloud.delete(sid)
-                self.servers.remove(sid)
-            r = self.warm.cli("stock", "set", STOCK)
-            self.assertEqual(r.returncode, 0, r.stderr)
+            try:
+                for sid in list(self.servers):
+                    self.cloud.delete(sid)
+                    self.servers.remove(sid)
+            finally:
+                r = self.warm.cli("stock", "set", STOCK)
+                self.assertEqual(r.returncode, 0, r.stderr)
         self.wait("warm stock whole again", self.stock_whole, 60)
 
     def fill_warm(self):
