@@ -126,9 +126,30 @@ class Gigantic(TestCase):
     def reserve(self, count, **extra):
         return self.d.put(NODE, dict({"count": count}, **extra))
 
+    def reserve_grown(self, count):
+        """reserve(COUNT) where the kernel must find COUNT - base free,
+        contiguous GiB: on a busy machine it may find fewer for a moment
+        (the daemon then answers 409 reserve-shortfall and restores the
+        count, which is right).  Memory is compacted first, as an operator
+        would, and the reservation tried up to 3 times; a kernel still
+        short skips the test, saying so."""
+        for _ in range(3):
+            try:
+                with open("/proc/sys/vm/compact_memory", "w") as f:
+                    f.write("1\n")
+            except OSError:
+                pass
+            r = self.reserve(count)
+            if not (r.status == 409 and (r.json or {}).get("type", "").endswith(":reserve-shortfall")):
+                return r
+            self.assertEqual(gig0("nr_hugepages"), self.base, "a short reservation was not rolled back")
+            time.sleep(1)
+        self.skipTest("the kernel found fewer than %d free GiB-contiguous blocks three times: %s"
+                      % (count - self.base, r.json.get("detail")))
+
     def reserve_ours(self):
         """Node 0 grown by GIG_PAGES pages through the API."""
-        r = self.reserve(self.base + GIG_PAGES)
+        r = self.reserve_grown(self.base + GIG_PAGES)
         self.assertEqual((r.status, r.json.get("complete")), (200, True), r)
         self.assertEqual(gig0("free_hugepages"), self.base_free + GIG_PAGES)
 
@@ -162,7 +183,7 @@ class Gigantic(TestCase):
     def test_reserve_and_give_back_through_the_api(self):
         self.start()
         self.assertEqual(self.gig_view()["total"], self.base)
-        r = self.reserve(self.base + GIG_PAGES)
+        r = self.reserve_grown(self.base + GIG_PAGES)
         self.assertEqual(r.status, 200, r)
         self.assertEqual((r.json["requested"], r.json["previous"], r.json["total"], r.json["complete"]),
                          (self.base + GIG_PAGES, self.base, self.base + GIG_PAGES, True), r.json)
