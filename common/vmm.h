@@ -1,6 +1,6 @@
 /* vmm: what the daemon and the client share about a VMM format.  The rows
  * are common/vmm_formats.def; each side expands them into its own table
- * (server/src/api/handoff_formats.c, client/src/vmm.c) and lists their
+ * (server/src/api/handoff_formats.c, client/src/lib/vmm.c) and lists their
  * names in its messages with vmm_join(). */
 #pragma once
 #include <stddef.h>

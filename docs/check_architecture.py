@@ -16,19 +16,22 @@ Rules, each reported by name:
                      that formats it (workq_start(..., "http-blk", ...)).
                      Numbers in a format ("hpw-n%d-w%u") may be written as
                      <placeholder>, N, i or digits ("hpw-n<node>-w<i>");
-  files-mentioned    every .c under server/src (its folders included) is
-                     named in ARCHITECTURE.md;
-  files-exist        every file.c ARCHITECTURE.md names exists (server/src and
-                     its folders, client/src, common);
+  files-mentioned    every .c under server/src and client/src (their folders
+                     included) is named in ARCHITECTURE.md;
+  files-exist        every file.c ARCHITECTURE.md names exists (server/src,
+                     client/src and their folders, common);
   deps-owned         each row of the outside-dependency table names exactly
                      the files that include that dependency's headers;
-  layers-down        the folders of server/src stack as ARCHITECTURE.md's
-                     line "main -> api -> ... -> base" says (server/src
+  layers-down        the folders of server/src and of client/src each stack
+                     as ARCHITECTURE.md's line "The folders of server/src
+                     stack: main -> api -> ... -> base" (and "... of
+                     client/src stack: main -> ... -> lib") says (the tree
                      itself is "main"; names split by "/" share a level):
                      a file includes project headers only from its own
-                     folder and from folders on a lower level;
-  files-short        no .c or .h under server/src, client/src or common has
-                     more than 800 lines;
+                     folder and from folders on a lower level, and every
+                     folder is on the line;
+  files-short        no .c or .h under server/src, client/src (folders
+                     included) or common has more than 800 lines;
   parts-documented   every part of struct pools (a `struct pools_X name;`
                      member in server/src/pools/pools_internal.h) is named in
                      ARCHITECTURE.md's table of parts as `struct pools_X name`;
@@ -54,6 +57,46 @@ NUM_CONV = re.compile(r"%[-+ #0]*\d*(?:hh|h|ll|l|z|j|t)?[diuxX]")
 def server_sources(src_dir):
     """Every .c under server/src, its folders (pools/, engine/, http/) included."""
     return sorted(glob.glob(os.path.join(src_dir, "server/src/**/*.c"), recursive=True))
+
+
+def client_sources(src_dir):
+    """Every .c under client/src, its folders (lib/, fleet/, cli/ ...) included."""
+    return sorted(glob.glob(os.path.join(src_dir, "client/src/**/*.c"), recursive=True))
+
+
+def layers(src, tree, arch, errors):
+    """layers-down for TREE ("server/src" or "client/src"): the chain after
+    "The folders of TREE stack:" in ARCHITECTURE.md; returns it or None."""
+    chain = None
+    m = re.search(r"[Tt]he folders of " + re.escape(tree) + r" stack:\s+(main(?:\s+->\s+[a-z]+(?:\s+/\s+[a-z]+)*)+)",
+                  arch)
+    if m:
+        chain = " ".join(m.group(1).split())
+    if not chain:
+        errors.append(f"layers-down: ARCHITECTURE.md has no line 'The folders of {tree} stack: main -> ...'")
+        return None
+    level = {}
+    for i, names in enumerate(chain.split(" -> ")):
+        for n in names.split(" / "):
+            level[n] = i
+    root = os.path.join(src, tree)
+    paths = glob.glob(os.path.join(root, "**/*.[ch]"), recursive=True)
+    headers = {}
+    for path in paths:
+        folder = os.path.dirname(os.path.relpath(path, root)) or "main"
+        headers[os.path.basename(path)] = folder
+        if folder not in level:
+            errors.append(f"layers-down: folder {folder} of {os.path.relpath(path, src)} is not in '{chain}'")
+    for path in paths:
+        folder = os.path.dirname(os.path.relpath(path, root)) or "main"
+        for inc in re.findall(r'^\s*#\s*include\s*"([^"]+)"', read(path), re.M):
+            to = headers.get(os.path.basename(inc))
+            if to is None or to == folder or folder not in level or to not in level:
+                continue
+            if level[to] <= level[folder]:
+                errors.append(f"layers-down: {os.path.relpath(path, src)} ({folder}) includes {inc} "
+                              f"({to}), which is not below it in '{chain}'")
+    return chain
 
 
 def read(path):
@@ -161,24 +204,33 @@ def main(argv):
         errors.append(f"threads-documented: found only {n_names} thread names; the scan is broken")
 
     # files-mentioned
-    for path in server_c:
-        base = os.path.basename(path)
-        folder = os.path.dirname(os.path.relpath(server_rel[base], "server/src"))
-        prefix = r"(?:(?:server/src/)?" + re.escape(folder) + "/)?" if folder else ""
-        word = re.compile(r"(?<![\w/])" + prefix + re.escape(base) + r"\b")
-        if not word.search(arch):
-            errors.append(f"files-mentioned: {server_rel[base]} is not named in ARCHITECTURE.md")
+    client_c = client_sources(src)
+    client_rel = {os.path.basename(p): os.path.relpath(p, src) for p in client_c}
+    for tree, rel in (("server/src", server_rel), ("client/src", client_rel)):
+        for base, path in rel.items():
+            folder = os.path.dirname(os.path.relpath(path, tree))
+            top = r"(?:" + re.escape(tree) + "/)?"
+            prefix = top + r"(?:" + re.escape(folder) + "/)?" if folder else top
+            word = re.compile(r"(?<![\w/])" + prefix + re.escape(base) + r"\b")
+            if not word.search(arch):
+                errors.append(f"files-mentioned: {path} is not named in ARCHITECTURE.md")
 
     # files-exist
-    for name in sorted(set(re.findall(r"(?<![\w/.-])((?:client/src/|common/)?[a-z][a-z0-9_]*\.c)\b", arch))):
-        cands = [os.path.join(src, name)] if "/" in name else \
-            [os.path.join(src, d, name) for d in ("client/src", "common")]
-        if name not in server_rel and not any(os.path.exists(c) for c in cands):
+    named = r"(?<![\w/.-])((?:client/src/(?:[a-z]+/)?|common/)?[a-z][a-z0-9_]*\.c)\b"
+    for name in sorted(set(re.findall(named, arch))):
+        base = os.path.basename(name)
+        if name.startswith("client/src/"):
+            ok = os.path.exists(os.path.join(src, name)) or \
+                (name.count("/") == 2 and base in client_rel)
+        elif "/" in name:
+            ok = os.path.exists(os.path.join(src, name))
+        else:
+            ok = base in server_rel or base in client_rel or os.path.exists(os.path.join(src, "common", name))
+        if not ok:
             errors.append(f"files-exist: ARCHITECTURE.md names {name}, which does not exist")
 
     # deps-owned
-    all_c = server_c + sorted(glob.glob(os.path.join(src, "client/src/*.c"))) + \
-        sorted(glob.glob(os.path.join(src, "common/*.c")))
+    all_c = server_c + client_c + sorted(glob.glob(os.path.join(src, "common/*.c")))
     rows = 0
     for line in arch.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -188,7 +240,7 @@ def main(argv):
         if not headers:
             continue
         rows += 1
-        listed = set(re.findall(r"`((?:client/src/|common/)?[a-z][a-z0-9_]*\.c)`", cells[2]))
+        listed = set(re.findall(r"`((?:client/src/[a-z]+/|common/)?[a-z][a-z0-9_]*\.c)`", cells[2]))
         listed = {n if "/" in n else server_rel.get(n, "server/src/" + n) for n in listed}
 
         def matches(inc):
@@ -208,39 +260,12 @@ def main(argv):
         errors.append(f"deps-owned: found only {rows} dependency rows in ARCHITECTURE.md")
 
     # layers-down
-    chain = None
-    for para in arch.split("\n\n"):
-        flat = " ".join(para.split())
-        c = re.search(r"\bmain(?: -> [a-z]+(?: / [a-z]+)*)+", flat)
-        if c:
-            chain = c.group(0)
-            break
-    if not chain:
-        errors.append("layers-down: ARCHITECTURE.md has no line 'main -> api -> ... -> base'")
-    else:
-        level = {}
-        for i, names in enumerate(chain.split(" -> ")):
-            for n in names.split(" / "):
-                level[n] = i
-        headers = {}
-        for path in glob.glob(os.path.join(src, "server/src/**/*.[ch]"), recursive=True):
-            folder = os.path.dirname(os.path.relpath(path, os.path.join(src, "server/src"))) or "main"
-            headers[os.path.basename(path)] = folder
-            if folder not in level:
-                errors.append(f"layers-down: folder {folder} of {os.path.relpath(path, src)} is not in '{chain}'")
-        for path in glob.glob(os.path.join(src, "server/src/**/*.[ch]"), recursive=True):
-            folder = os.path.dirname(os.path.relpath(path, os.path.join(src, "server/src"))) or "main"
-            for inc in re.findall(r'^\s*#\s*include\s*"([^"]+)"', read(path), re.M):
-                to = headers.get(os.path.basename(inc))
-                if to is None or to == folder or folder not in level or to not in level:
-                    continue
-                if level[to] <= level[folder]:
-                    errors.append(f"layers-down: {os.path.relpath(path, src)} ({folder}) includes {inc} "
-                                  f"({to}), which is not below it in '{chain}'")
+    chain = layers(src, "server/src", arch, errors)
+    client_chain = layers(src, "client/src", arch, errors)
 
     # files-short
     for path in sorted(glob.glob(os.path.join(src, "server/src/**/*.[ch]"), recursive=True) +
-                       glob.glob(os.path.join(src, "client/src/*.[ch]")) + glob.glob(os.path.join(src, "common/*.[ch]"))):
+                       glob.glob(os.path.join(src, "client/src/**/*.[ch]"), recursive=True) + glob.glob(os.path.join(src, "common/*.[ch]"))):
         with open(path, encoding="utf-8") as f:
             n = sum(1 for _ in f)
         if n > 800:
@@ -275,7 +300,8 @@ def main(argv):
                       "the scan is broken")
 
     return finish(errors, f"{n_names} thread names, {len(server_c)} server files, {rows} dependencies, "
-                          f"{len(parts)} parts of struct pools described; folders stack as {chain}; "
+                          f"{len(parts)} parts of struct pools described; server folders stack as {chain}, "
+                          f"client folders as {client_chain}; "
                           f"pool locks: {guarded} guards, {by_hand} by hand")
 
 

@@ -5,9 +5,9 @@ long option the programs accept.
 Usage: check_manpages.py DOCS_DIR SOURCE_DIR
 Options are read from hpwarmd's getopt table (server/src/options.c: {"name", ...})
 and from every "--name" the client's parser and messages mention
-(client/cli_options.json, the option table; client/src/cli_options.c,
-client/src/cli_parse.c, client/src/cli_core.c, client/src/cli_placement.c,
-client/src/cli_publish.c).  A page
+(client/cli_options.json, the option table; client/src/cli/cli_options.c,
+client/src/cli/cli_parse.c, client/src/cli/cli_core.c, client/src/publish/cli_placement.c,
+client/src/publish/cli_publish.c).  A page
 may document more (options not yet in the code); it may not document fewer.
 docs/OPERATING.md's hpwarmd synopsis must list every hpwarmd option as well.
 Rendering uses man(1) when installed; otherwise that part is reported
@@ -34,8 +34,8 @@ def main(argv):
     errors = []
     pairs = [
         ("hpwarmd.8", os.path.join(src, "server/src/options.c"), r'\{"([a-z][a-z0-9-]+)",\s*(?:no|required|optional)_argument'),
-        ("hpwarm.1", [os.path.join(src, "client/cli_options.json"), os.path.join(src, "client/src/cli_options.c"), os.path.join(src, "client/src/cli_parse.c"), os.path.join(src, "client/src/cli_core.c"),
-                      os.path.join(src, "client/src/cli_placement.c"), os.path.join(src, "client/src/cli_publish.c")],
+        ("hpwarm.1", [os.path.join(src, "client/cli_options.json"), os.path.join(src, "client/src/cli/cli_options.c"), os.path.join(src, "client/src/cli/cli_parse.c"), os.path.join(src, "client/src/cli/cli_core.c"),
+                      os.path.join(src, "client/src/publish/cli_placement.c"), os.path.join(src, "client/src/publish/cli_publish.c")],
          r'--([a-z][a-z0-9-]+)'),
     ]
     for page, source, pattern in pairs:

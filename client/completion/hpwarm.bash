@@ -2,7 +2,7 @@
 #
 # Self-contained (no bash-completion helpers needed, though it is installed
 # where that package looks).  The option lists mirror the CLI's option table
-# (client/src/cli_parse.c); tests/client/test_completion.sh checks them
+# (client/src/cli/cli_parse.c); tests/client/test_completion.sh checks them
 # against each command's --help, so they cannot drift apart silently.
 # Pool names are asked of the daemon (hpwarm pools, bounded to 1 s).
 

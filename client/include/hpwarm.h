@@ -591,7 +591,7 @@ HPW_EXPORT void hpw_fleet_free(struct hpw_fleet *x);
 HPW_EXPORT enum hpw_error hpw_fleet_get(struct hpw *h, const char *const *urls, size_t n,
                                         enum hpw_fleet_what what, struct hpw_fleet **ret);
 
-/* ==== fleet placement through Prometheus (client/src/prom.c) ====
+/* ==== fleet placement through Prometheus (client/src/fleet/prom.c) ====
  *
  * One PromQL instant query finds the hosts that can take a pool; the best
  * few are then asked directly, because only a host can say what it has now
@@ -657,7 +657,7 @@ HPW_EXPORT enum hpw_error hpw_prom_place(struct hpw *h, const struct hpw_prom_pl
                                          struct hpw_prom_placement **ret);
 /* ==== end of fleet placement through Prometheus ==== */
 
-/* ==== OpenStack Placement (client/src/placement.c, keystone.c) ====
+/* ==== OpenStack Placement (client/src/fleet/placement.c, keystone.c) ====
  *
  * Publishes a host's warm hugepages as Placement inventory, so Nova's
  * scheduler can ask for them (a flavor's resources:CUSTOM_HPWARM_2M=N) and

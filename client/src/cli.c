@@ -15,6 +15,8 @@
 #include "cli.h"
 #include "cli_cmd.h"
 #include "internal.h"
+#include "libvirt_daemon.h"
+#include "publish.h"
 
 /* ---- nodes ---- */
 
@@ -505,6 +507,7 @@ static int cmd_stock(struct ctx *x)
 static const struct {
         int (*run)(struct ctx *x);
         int (*main)(int argc, char **argv);
+        void (*help)(FILE *f);  /* a command with its own parser: its own help */
 } commands[CLI_N_COMMANDS] = {
 #include "cli_commands_run.h"
 };
@@ -527,7 +530,10 @@ int main(int argc, char **argv)
                 return CLI_EXIT_USAGE;
         }
         if (c.help) {
-                cli_help(c.cmd, stdout);
+                if (c.cmd > CMD_NONE && c.cmd < CLI_N_COMMANDS && commands[c.cmd].help)
+                        commands[c.cmd].help(stdout);   /* its options are its own */
+                else
+                        cli_help(c.cmd, stdout);
                 return 0;
         }
         if (c.version) {

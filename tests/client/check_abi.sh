@@ -50,15 +50,17 @@ diff_against_base() { # LIB HEADERS_DIR -> abidiff's status
 # A variant of the library built from the tree's sources with HEADER and MAP.
 build_variant() { # NAME HEADER_DIR MAP
         mkdir -p "$tmp/$1"
-        # The library's sources as client/CMakeLists.txt lists them (hpwarm_obj).
+        # The library's sources as client/CMakeLists.txt lists them (its object
+        # libraries hpwarm_lib and hpwarm_fleet, "  src/FOLDER/FILE.c" a line).
         local srcs
-        srcs=$(sed -n '/^add_library(hpwarm_obj OBJECT$/,/)/s|^  src/\([a-z_]*\.c\)$|\1|p' "$src/client/CMakeLists.txt")
-        [ -n "$srcs" ] || { echo "FAIL: no hpwarm_obj sources in client/CMakeLists.txt"; exit 1; }
+        srcs=$(sed -n '/^add_library(hpwarm_\(lib\|fleet\) OBJECT$/,/)/s|^  src/\([a-z]*/[a-z_]*\.c\))\{0,1\}$|\1|p' \
+                "$src/client/CMakeLists.txt")
+        [ "$(echo "$srcs" | wc -w)" -ge 10 ] || { echo "FAIL: no hpwarm_lib/hpwarm_fleet sources in client/CMakeLists.txt"; exit 1; }
         for c in $srcs; do
                 # shellcheck disable=SC2046
                 cc -c -g -O0 -std=gnu11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -DHPW_BUILDING -DHPW_VERSION_STRING='"0"' \
-                        -I"$2" -I"$gen" -I"$src/client/src" -I"$src/common" \
-                        $(pkg-config --cflags libcurl libcjson) -o "$tmp/$1/${c%.c}.o" "$src/client/src/$c"
+                        -I"$2" -I"$gen" -I"$src/client/src/lib" -I"$src/client/src/fleet" -I"$src/common" \
+                        $(pkg-config --cflags libcurl libcjson) -o "$tmp/$1/$(echo "${c%.c}" | tr / _).o" "$src/client/src/$c"
         done
         cc -c -g -O0 -std=gnu11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -I"$src/common" -o "$tmp/$1/size.o" "$src/common/size.c"
         # shellcheck disable=SC2046

@@ -348,7 +348,7 @@ static void rows_handoff(void)
         MISUSE(HPW_E_INVALID, hpw_handoff_as, (h, "qemu", one, bad, 1, &o_handoff));
 }
 
-/* OpenStack Placement (client/src/placement.c). */
+/* OpenStack Placement (client/src/fleet/placement.c). */
 static void rows_placement(void)
 {
         struct hpw_placement_opts o = HPW_PLACEMENT_OPTS_INIT;

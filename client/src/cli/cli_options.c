@@ -96,10 +96,6 @@ void cli_help(enum cli_cmd cmd, FILE *f)
         const struct cmddef *d = cmd_def(cmd);
         bool any = false;
 
-        if (d && d->help) {
-                d->help(f);   /* its options are its own */
-                return;
-        }
         if (!d) {
                 fputs("Usage: hpwarm [GLOBAL OPTIONS] COMMAND [ARGS] [OPTIONS]\n"
                       "\n"

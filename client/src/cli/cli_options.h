@@ -28,7 +28,6 @@ struct cmddef {
         const char *summary;   /* one line for the command list */
         const char *more;      /* extra paragraph of the command's own help, or NULL */
         bool sizes;            /* its help ends with the size grammar */
-        void (*help)(FILE *f); /* a command with its own parser: its own help, else NULL */
 };
 
 /* Most options the table holds (cli_options.c asserts it), so a getopt

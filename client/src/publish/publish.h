@@ -65,3 +65,12 @@ struct publisher {
         void (*free)(void *s);
 };
 
+/* The commands the runner is (cli_publish.c), for main()'s dispatch: hpwarm
+ * publish --to NAME, and a publisher's own command (hpwarm placement
+ * sync), each with the help of its own options. */
+int cli_publish_main(int argc, char **argv);
+int cli_publish_command_main(int argc, char **argv);
+void cli_publish_help(FILE *f);
+/* hpwarm placement's help (cli_placement.c, the Placement publisher): its
+ * own options, because its --token-file is Placement's. */
+void cli_placement_help(FILE *f);

@@ -198,17 +198,3 @@ void cli_help(enum cli_cmd cmd, FILE *f);
  * it names no command.  main() reads it to hand a command with its own
  * parser its ARGV (cli_options.c). */
 enum cli_cmd cli_cmd_word(int argc, char **argv);
-
-/* hpwarm placement's help (cli_placement.c, the Placement publisher): its
- * own options, because its --token-file is Placement's; its row in
- * client/cli_options.json names it, and cli_publish_command_main. */
-void cli_placement_help(FILE *f);
-/* hpwarm publish --to NAME, and a publisher's own command (hpwarm
- * placement sync): cli_publish.c, the runner of every fleet publisher
- * (publish.h). */
-int cli_publish_main(int argc, char **argv);
-int cli_publish_command_main(int argc, char **argv);
-void cli_publish_help(FILE *f);
-
-/* hpwarm libvirt-hook (libvirt_daemon.c, the libvirt hook's logic). */
-int lv_cli_main(int argc, char **argv);
