@@ -6,7 +6,7 @@
 #   cli_commands.h        enum cli_cmd: CMD_NONE, then CMD_NAME for each
 #                         command that runs, in the file's order
 #   cli_commands_table.h  the command rows (struct cmddef, cli_options.h)
-#   cli_commands_run.h    what each command runs, for cli.c's dispatch
+#   cli_commands_run.h    what each command runs, for main.c's dispatch
 #   cli_option_ids.h      enum opt_id: O_NAME for each option (its "short"
 #                         letter, else 256 up in the file's order)
 #   cli_options_table.h   the option rows (struct optdef, cli_options.h)

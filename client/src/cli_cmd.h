@@ -1,8 +1,8 @@
-/* cli_cmd: what the command half of hpwarm (cli.c, cli_warm.c, cli_fleet.c,
+/* cli_cmd: what the command half of hpwarm (main.c, cli_warm.c, cli_fleet.c,
  * and cli_out.c below them) shares and nothing else sees: the per-run
  * context and the helpers that print results and failures.  Output rules:
  * results on stdout, one diagnostic line per failure on stderr, printed
- * where the failure is handled.  Calls point down: cli.c dispatches to the
+ * where the failure is handled.  Calls point down: main.c dispatches to the
  * command files, cli_fleet.c uses cli_warm.c, and all of them cli_out.c. */
 #pragma once
 #include <stdint.h>

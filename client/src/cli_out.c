@@ -4,7 +4,7 @@
  * one document per invocation); a failure is one line on stderr, printed
  * where it is handled, and names the socket or URL tried when the server
  * could not be reached.  The table rows of a node and of a pool live here
- * because the single-host commands (cli.c) and the fleet tables
+ * because the single-host commands (main.c) and the fleet tables
  * (cli_fleet.c) print the same columns.  Calls only down: into the library
  * and cli_core.c, never into a command. */
 #include <errno.h>

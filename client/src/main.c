@@ -1,4 +1,4 @@
-/* cli: main() of the hpwarm command line, and its single-host commands.
+/* main: main() of the hpwarm command line, and its single-host commands.
  *
  * Parse (cli_parse.c), make one handle, run one command from the table
  * below, print, and turn the library's error into the documented exit code.
