@@ -42,18 +42,21 @@ static void *arena_keep(struct lv_arena *a, void *p)
 /* Grow the array *ARR of *N elements of SIZE bytes by one zeroed element. */
 static void *arena_push(struct lv_arena *a, void **arr, size_t *n, size_t size)
 {
-        /* Arrays are small (a domain's cells, pages, args): a fresh copy per
-         * element keeps the arena a plain list of pointers. */
-        char *np = calloc(*n + 1, size);
+        /* A fresh copy of twice the size when *N is 0 or a power of two (the
+         * old one stays in the arena, a plain list of pointers): linear in
+         * all, where a copy per element was quadratic. */
+        if ((*n & (*n - 1)) == 0) {
+                char *np = calloc(*n ? *n * 2 : 1, size);
 
-        if (!np)
-                return NULL;
-        if (*n)
-                memcpy(np, *arr, *n * size);
-        if (!arena_keep(a, np))
-                return NULL;
-        *arr = np;
-        return np + (*n)++ * size;
+                if (!np)
+                        return NULL;
+                if (*n)
+                        memcpy(np, *arr, *n * size);
+                if (!arena_keep(a, np))
+                        return NULL;
+                *arr = np;
+        }
+        return (char *)*arr + (*n)++ * size;
 }
 
 struct reader {

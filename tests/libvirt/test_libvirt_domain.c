@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "check.h"
 #include "libvirt_domain.h"
@@ -704,6 +705,103 @@ TEST(cell_and_memnode_lookup)
         CHECK_U64(n, ==, 0);
         lv_domain_free(d);
         lv_domain_free(NULL);
+}
+
+/* ---- many elements ---- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define HPW_ASAN_ 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HPW_ASAN_ 1
+#endif
+#endif
+
+/* Cap this process's address space at what it maps now plus 256 MiB, so
+ * that a list growing by a copy of itself per element (quadratic: 20000
+ * pools would be 8 GB) fails the parse with -ENOMEM instead of passing
+ * slowly.  Not under ASan, whose shadow memory reserves terabytes. */
+static void cap_address_space(void)
+{
+#ifndef HPW_ASAN_
+        unsigned long pages = 0;
+        FILE *f = fopen("/proc/self/statm", "r");
+        struct rlimit rl;
+
+        CHECK(f != NULL);
+        CHECK_INT(fscanf(f, "%lu", &pages), ==, 1);
+        fclose(f);
+        CHECK_INT(getrlimit(RLIMIT_AS, &rl), ==, 0);
+        rl.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)256 << 20);
+        if (rl.rlim_max != RLIM_INFINITY && rl.rlim_cur > rl.rlim_max)
+                rl.rlim_cur = rl.rlim_max;
+        CHECK_INT(setrlimit(RLIMIT_AS, &rl), ==, 0);
+#endif
+}
+
+/* Append sprintf(FMT, I, I) to P for I in [0, N). */
+#define REPEAT(p, fmt, n)                            \
+        do {                                         \
+                for (size_t i_ = 0; i_ < (n); i_++)  \
+                        p += sprintf(p, fmt, i_, i_); \
+        } while (0)
+
+/* Lists of thousands of elements: every element kept, in order, each its
+ * own values; memory linear in the count. */
+TEST(many_elements)
+{
+        enum { NPOOL = 20000, NARG = 20000, NCELL = 5000 };
+        char *xml = malloc((size_t)(NPOOL + NARG + 3 * NCELL) * 100 + 1000), *p = xml;
+        struct lv_domain *d;
+        char want[64];
+        size_t n;
+
+        CHECK(xml != NULL);
+        p += sprintf(p, "<domain xmlns:qemu='" QNS "'><metadata><hpwarm:pools xmlns:hpwarm='urn:hpwarm:libvirt:1'>");
+        REPEAT(p, "<hpwarm:pool node='%zu' cell='%zu'/>", NPOOL);
+        p += sprintf(p, "</hpwarm:pools></metadata><qemu:commandline>");
+        REPEAT(p, "<qemu:arg value='-a%zu-%zu'/>", NARG);
+        p += sprintf(p, "</qemu:commandline><memoryBacking><hugepages>");
+        REPEAT(p, "<page size='%zu' nodeset='%zu'/>", NCELL);
+        p += sprintf(p, "</hugepages></memoryBacking><cpu><numa>");
+        REPEAT(p, "<cell id='%zu' memory='%zu'/>", NCELL);
+        p += sprintf(p, "</numa></cpu><numatune>");
+        REPEAT(p, "<memnode cellid='%zu' nodeset='%zu'/>", NCELL);
+        p += sprintf(p, "</numatune></domain>");
+
+        cap_address_space();
+        d = parse_len(xml, (size_t)(p - xml));
+        free(xml);
+        CHECK_U64(d->n_pools, ==, NPOOL);
+        for (size_t i = 0; i < NPOOL; i++) {
+                snprintf(want, sizeof(want), "%zu", i);
+                str_is("pools[i].node", i, d->pools[i].node, want);
+                str_is("pools[i].cell", i, d->pools[i].cell, want);
+                str_is("pools[i].size", i, d->pools[i].size, "");
+        }
+        CHECK_U64(d->n_qemu_args, ==, NARG);
+        for (size_t i = 0; i < NARG; i++) {
+                snprintf(want, sizeof(want), "-a%zu-%zu", i, i);
+                str_is("qemu_args[i]", i, d->qemu_args[i], want);
+        }
+        CHECK_U64(d->n_pages, ==, NCELL);
+        CHECK_U64(d->n_cells, ==, NCELL);
+        CHECK_U64(d->n_memnodes, ==, NCELL);
+        for (size_t i = 0; i < NCELL; i++) {
+                snprintf(want, sizeof(want), "%zu", i);
+                str_is("pages[i].size", i, d->pages[i].size, want);
+                str_is("pages[i].nodeset", i, d->pages[i].nodeset, want);
+                str_is("pages[i].unit", i, d->pages[i].unit, "");
+                str_is("cells[i].id", i, d->cells[i].id, want);
+                str_is("cells[i].memory", i, d->cells[i].memory, want);
+                str_is("memnodes[i].cellid", i, d->memnodes[i].cellid, want);
+                str_is("memnodes[i].nodeset", i, d->memnodes[i].nodeset, want);
+        }
+        CHECK(lv_domain_cell(d, "4999", &n) == &d->cells[4999]);
+        CHECK_U64(n, ==, 1);
+        CHECK(lv_domain_memnode(d, "0", &n) == &d->memnodes[0]);
+        CHECK_U64(n, ==, 1);
+        lv_domain_free(d);
 }
 
 /* ---- failure paths ---- */
