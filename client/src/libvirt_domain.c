@@ -281,13 +281,16 @@ int lv_domain_parse(const char *xml, size_t len, struct lv_domain **ret, char *w
                 lv_domain_free(d);
                 return -EINVAL;
         }
+        /* An empty buffer raises no error: WHY must not be an earlier one's. */
+        xmlResetLastError();
         doc = xmlReadMemory(xml, (int)len, "domain.xml", NULL,
                             XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
         if (!doc) {
                 const xmlError *e = xmlGetLastError();
                 snprintf(why, whylen, "%s", e && e->message ? e->message : "not well-formed");
                 /* libxml2's messages end in a line break. */
-                why[strcspn(why, "\n")] = '\0';
+                if (whylen)
+                        why[strcspn(why, "\n")] = '\0';
                 lv_domain_free(d);
                 return -EINVAL;
         }

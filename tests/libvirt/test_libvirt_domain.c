@@ -822,7 +822,7 @@ TEST(not_well_formed_is_einval)
         };
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-                fprintf(stderr, "not well-formed: %s\n", bad[i]);
+                fprintf(stderr, "not well-formed: bad[%zu]\n", i);
                 refused(bad[i], strlen(bad[i]));
         }
 }
@@ -860,11 +860,48 @@ TEST(why_truncated_safely)
         CHECK(d == NULL);
 }
 
+/* WHYLEN 0: nothing written at all (WHY may then be NULL). */
+TEST(why_of_length_zero)
+{
+        static const char xml[] = "<domain><name>vm1</name";
+        struct lv_domain *d = NULL;
+        char why[16];
+
+        memset(why, 'X', sizeof(why));
+        CHECK_INT(lv_domain_parse(xml, strlen(xml), &d, why, 0), ==, -EINVAL);
+        for (size_t i = 0; i < sizeof(why); i++)
+                CHECK_INT(why[i], ==, 'X');
+        CHECK_INT(lv_domain_parse(xml, strlen(xml), &d, NULL, 0), ==, -EINVAL);
+        CHECK_INT(lv_domain_parse("", 0, &d, NULL, 0), ==, -EINVAL);
+        CHECK(d == NULL);
+}
+
 /* Empty input is not a document. */
 TEST(empty_is_einval)
 {
         refused("", 0);
         refused("<domain/>", 0);
+}
+
+/* WHY is about this parse, never an earlier one's error (libxml2 keeps
+ * its last error per thread, and an empty buffer raises none). */
+TEST(why_is_about_this_parse)
+{
+        static const char cut[] = "<domain><name>vm1</name";
+        struct lv_domain *d = NULL;
+        char first[256], why[256];
+
+        CHECK_INT(lv_domain_parse(cut, strlen(cut), &d, first, sizeof(first)), ==, -EINVAL);
+        CHECK_INT(lv_domain_parse("", 0, &d, why, sizeof(why)), ==, -EINVAL);
+        fprintf(stderr, "first: %s\nthen: %s\n", first, why);
+        CHECK(why[0] != '\0');
+        CHECK(strcmp(why, first) != 0);
+        /* A good parse between: still not the old message. */
+        d = parse("<domain/>");
+        lv_domain_free(d);
+        d = NULL;
+        CHECK_INT(lv_domain_parse(cut, 0, &d, why, sizeof(why)), ==, -EINVAL);
+        CHECK(strcmp(why, first) != 0);
 }
 
 /* A length past INT_MAX (libxml2 takes an int) is refused before the
