@@ -294,6 +294,16 @@ int lv_domain_parse(const char *xml, size_t len, struct lv_domain **ret, char *w
                 lv_domain_free(d);
                 return -EINVAL;
         }
+        /* libvirt writes no DOCTYPE.  One is where entities and attribute
+         * defaults are declared, which reading a value would expand
+         * (xmlNodeGetContent follows entity references: 1 MB of XML can
+         * read as 1 GB), so it is refused. */
+        if (doc->intSubset || doc->extSubset) {
+                snprintf(why, whylen, "a DOCTYPE is refused: libvirt writes none");
+                xmlFreeDoc(doc);
+                lv_domain_free(d);
+                return -EINVAL;
+        }
         read_domain(&r, d, xmlDocGetRootElement(doc));
         xmlFreeDoc(doc);
         if (r.err) {

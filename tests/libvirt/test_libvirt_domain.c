@@ -11,7 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include "check.h"
 #include "libvirt_domain.h"
@@ -705,6 +710,184 @@ TEST(cell_and_memnode_lookup)
         CHECK_U64(n, ==, 0);
         lv_domain_free(d);
         lv_domain_free(NULL);
+}
+
+/* ---- entities, DTDs, fetching ---- */
+
+/* A DOCTYPE is refused: libvirt writes none, and it is where entities and
+ * attribute defaults would be declared, which reading a value would
+ * otherwise expand (an internal entity's text, a default the document
+ * lacks, 1 MB of references to one entity read as 1 GB). */
+TEST(doctype_refused)
+{
+        static const char *const xml[] = {
+                "<!DOCTYPE domain><domain><name>vm1</name></domain>",
+                "<?xml version='1.0'?>\n<!DOCTYPE domain [\n<!ENTITY x 'INTERNAL'>\n]>\n"
+                "<domain><name>&x;</name><memory unit='&x;'>1</memory></domain>",
+                "<!DOCTYPE domain [<!ATTLIST memory unit CDATA 'GiB'>]><domain><memory>1</memory></domain>",
+                "<!DOCTYPE domain [<!ATTLIST hpwarm:pool node CDATA '7'>]><domain><metadata>"
+                "<hpwarm:pool xmlns:hpwarm='urn:hpwarm:libvirt:1'/></metadata></domain>",
+                "<!DOCTYPE domain [<!ENTITY x 'unused'>]><domain><name>vm1</name></domain>",
+        };
+
+        for (size_t i = 0; i < sizeof(xml) / sizeof(xml[0]); i++) {
+                fprintf(stderr, "DOCTYPE: xml[%zu]\n", i);
+                refused(xml[i], strlen(xml[i]));
+        }
+        {
+                struct lv_domain *d = NULL;
+                char why[256];
+
+                CHECK_INT(lv_domain_parse(xml[0], strlen(xml[0]), &d, why, sizeof(why)), ==, -EINVAL);
+                CHECK(strstr(why, "DOCTYPE") != NULL);
+        }
+}
+
+/* Billion laughs: ten entities each ten of the one before; refused
+ * (libxml2 sees the amplification, and there is a DOCTYPE), at once. */
+TEST(billion_laughs_refused)
+{
+        char xml[4096], *p = xml;
+
+        p += sprintf(p, "<!DOCTYPE domain [<!ENTITY a0 'lol'>");
+        for (int i = 1; i < 10; i++) {
+                p += sprintf(p, "<!ENTITY a%d '", i);
+                for (int k = 0; k < 10; k++)
+                        p += sprintf(p, "&a%d;", i - 1);
+                p += sprintf(p, "'>");
+        }
+        p += sprintf(p, "]><domain><name>&a9;</name><memory unit='&a9;'>1</memory></domain>");
+        refused(xml, (size_t)(p - xml));
+}
+
+/* One 50 KB entity referenced 20000 times: 1 MB of XML that libxml2 parses
+ * (no loop, each reference one node), which would read as a 1 GB name. */
+TEST(quadratic_blowup_refused)
+{
+        enum { ENT = 50000, REFS = 20000 };
+        char *xml = malloc(ENT + REFS * 3 + 200), *p = xml;
+
+        CHECK(xml != NULL);
+        p += sprintf(p, "<!DOCTYPE domain [<!ENTITY q '");
+        memset(p, 'A', ENT);
+        p += ENT;
+        p += sprintf(p, "'>]><domain><name>");
+        for (int i = 0; i < REFS; i++)
+                p += sprintf(p, "&q;");
+        p += sprintf(p, "</name></domain>");
+        refused(xml, (size_t)(p - xml));
+        free(xml);
+}
+
+struct fetch_dir {
+        char path[64];
+};
+
+static void remove_fetch_dir(const void *data, size_t len)
+{
+        const struct fetch_dir *f = data;
+        char p[128];
+
+        (void)len;
+        snprintf(p, sizeof(p), "%s/secret.txt", f->path);
+        unlink(p);
+        snprintf(p, sizeof(p), "%s/ext.dtd", f->path);
+        unlink(p);
+        rmdir(f->path);
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+        char p[128];
+        FILE *f;
+
+        snprintf(p, sizeof(p), "%s/%s", dir, name);
+        f = fopen(p, "w");
+        CHECK(f != NULL);
+        CHECK_INT(fputs(text, f), >=, 0);
+        CHECK_INT(fclose(f), ==, 0);
+}
+
+/* Nothing is fetched: an external entity, an external DTD, a parameter
+ * entity naming a file or an HTTP URL on loopback, an XInclude.  Watched
+ * from outside libxml2: inotify sees no open of the files, the listening
+ * socket no connection; and no value holds their text. */
+TEST(nothing_is_fetched)
+{
+        struct fetch_dir fd = { .path = "/tmp/hpw-lvdom-XXXXXX" };
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t salen = sizeof(sa);
+        int in, ls;
+        char xml[1024], buf[4096];
+        struct lv_domain *d;
+
+        CHECK(mkdtemp(fd.path) != NULL);
+        test_defer(remove_fetch_dir, &fd, sizeof(fd));
+        write_file(fd.path, "secret.txt", "LEAKED-FILE");
+        write_file(fd.path, "ext.dtd", "<!ENTITY y \"LEAKED-DTD\">");
+        in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        CHECK(in >= 0);
+        CHECK(inotify_add_watch(in, fd.path, IN_OPEN | IN_ACCESS) >= 0);
+        ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        CHECK(ls >= 0);
+        CHECK_INT(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+        CHECK_INT(listen(ls, 8), ==, 0);
+        CHECK_INT(getsockname(ls, (struct sockaddr *)&sa, &salen), ==, 0);
+
+        for (int kind = 0; kind < 8; kind++) {
+                const char *dir = fd.path;
+                int port = ntohs(sa.sin_port);
+
+                switch (kind) {
+                case 0:
+                        snprintf(xml, sizeof(xml), "<!DOCTYPE domain [<!ENTITY x SYSTEM 'file://%s/secret.txt'>]>"
+                                 "<domain><name>&x;</name><uuid>" UUID_A "</uuid></domain>", dir);
+                        break;
+                case 1:
+                        snprintf(xml, sizeof(xml), "<!DOCTYPE domain [<!ENTITY x SYSTEM '%s/secret.txt'>]>"
+                                 "<domain><name>&x;</name></domain>", dir);
+                        break;
+                case 2:
+                        snprintf(xml, sizeof(xml), "<!DOCTYPE domain SYSTEM 'file://%s/ext.dtd'>"
+                                 "<domain><name>&y;</name></domain>", dir);
+                        break;
+                case 3:
+                        snprintf(xml, sizeof(xml), "<!DOCTYPE domain [<!ENTITY %% p SYSTEM '%s/ext.dtd'> %%p;]>"
+                                 "<domain><name>&y;</name></domain>", dir);
+                        break;
+                case 4:
+                        snprintf(xml, sizeof(xml), "<!DOCTYPE domain [<!ENTITY x SYSTEM "
+                                 "'http://127.0.0.1:%d/secret.txt'>]><domain><name>&x;</name></domain>", port);
+                        break;
+                case 5:
+                        snprintf(xml, sizeof(xml), "<!DOCTYPE domain SYSTEM 'http://127.0.0.1:%d/ext.dtd'>"
+                                 "<domain><name>&y;</name></domain>", port);
+                        break;
+                case 6:
+                        snprintf(xml, sizeof(xml), "<!DOCTYPE domain [<!ENTITY %% p SYSTEM "
+                                 "'http://127.0.0.1:%d/ext.dtd'> %%p;]><domain><name>&y;</name></domain>", port);
+                        break;
+                default:
+                        /* No DOCTYPE: parsed; an XInclude is an element like
+                         * any other, its href not followed. */
+                        snprintf(xml, sizeof(xml), "<domain xmlns:xi='http://www.w3.org/2001/XInclude'><name>"
+                                 "<xi:include href='%s/secret.txt' parse='text'/></name><metadata>"
+                                 "<xi:include href='http://127.0.0.1:%d/ext.dtd'/></metadata></domain>", dir, port);
+                        d = parse(xml);
+                        CHECK_STR(d->name, "");
+                        CHECK_U64(d->n_pools, ==, 0);
+                        lv_domain_free(d);
+                        continue;
+                }
+                fprintf(stderr, "fetch: kind %d\n", kind);
+                refused(xml, strlen(xml));
+        }
+        CHECK_INT(read(in, buf, sizeof(buf)), ==, -1);
+        CHECK_INT(errno, ==, EAGAIN);
+        CHECK_INT(accept(ls, NULL, NULL), ==, -1);
+        CHECK_INT(errno, ==, EAGAIN);
+        close(in);
+        close(ls);
 }
 
 /* ---- many elements ---- */
