@@ -987,6 +987,40 @@ TEST(many_elements)
         lv_domain_free(d);
 }
 
+/* <hpwarm:pool> deep below <metadata> is found; a document nested deeper
+ * than libxml2 builds (its limit without XML_PARSE_HUGE, 256) is refused,
+ * never walked. */
+TEST(deep_nesting)
+{
+        enum { DEEP = 240, TOO_DEEP = 100000 };
+        char *xml = malloc((size_t)TOO_DEEP * 8 + 200), *p = xml;
+        struct lv_domain *d;
+
+        CHECK(xml != NULL);
+        p += sprintf(p, "<domain><metadata>");
+        for (int i = 0; i < DEEP; i++)
+                p += sprintf(p, "<x>");
+        p += sprintf(p, "<pool xmlns='urn:hpwarm:libvirt:1' node='deep'/>");
+        for (int i = 0; i < DEEP; i++)
+                p += sprintf(p, "</x>");
+        p += sprintf(p, "</metadata></domain>");
+        d = parse_len(xml, (size_t)(p - xml));
+        CHECK_U64(d->n_pools, ==, 1);
+        CHECK_STR(d->pools[0].node, "deep");
+        lv_domain_free(d);
+
+        p = xml;
+        p += sprintf(p, "<domain><metadata>");
+        for (int i = 0; i < TOO_DEEP; i++)
+                p += sprintf(p, "<x>");
+        p += sprintf(p, "<pool xmlns='urn:hpwarm:libvirt:1' node='deep'/>");
+        for (int i = 0; i < TOO_DEEP; i++)
+                p += sprintf(p, "</x>");
+        p += sprintf(p, "</metadata></domain>");
+        refused(xml, (size_t)(p - xml));
+        free(xml);
+}
+
 /* ---- failure paths ---- */
 
 TEST(not_well_formed_is_einval)
