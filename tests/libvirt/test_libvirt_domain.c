@@ -2,17 +2,17 @@
  * struct lv_domain for the domain XMLs the libvirt tests use (test_hook.py's
  * hand-written and Nova-shaped ones, test_libvirt.py's boot and two-cell
  * ones, test_migrate.py's incoming one, as libvirt formats it), "" for what
- * is absent, document order, the cell and memnode look-ups, and the failure
- * paths (not well-formed, empty, a WHY too small).  No libvirt, no daemon:
- * the XML is a string here.  Under the asan preset LeakSanitizer checks
- * that lv_domain_free() frees all. */
+ * is absent, document order, the cell and memnode look-ups, lists of
+ * thousands and deep nesting, and the refusals (not well-formed, empty, too
+ * large, a DOCTYPE: no entity expanded, nothing fetched; a WHY too small).
+ * No libvirt, no daemon: the XML is a string here.  Under the asan preset
+ * LeakSanitizer checks that lv_domain_free() frees all. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/inotify.h>
 #include <sys/resource.h>
