@@ -42,18 +42,21 @@ static void *arena_keep(struct lv_arena *a, void *p)
 /* Grow the array *ARR of *N elements of SIZE bytes by one zeroed element. */
 static void *arena_push(struct lv_arena *a, void **arr, size_t *n, size_t size)
 {
-        /* Arrays are small (a domain's cells, pages, args): a fresh copy per
-         * element keeps the arena a plain list of pointers. */
-        char *np = calloc(*n + 1, size);
+        /* A fresh copy of twice the size when *N is 0 or a power of two (the
+         * old one stays in the arena, a plain list of pointers): linear in
+         * all, where a copy per element was quadratic. */
+        if ((*n & (*n - 1)) == 0) {
+                char *np = calloc(*n ? *n * 2 : 1, size);
 
-        if (!np)
-                return NULL;
-        if (*n)
-                memcpy(np, *arr, *n * size);
-        if (!arena_keep(a, np))
-                return NULL;
-        *arr = np;
-        return np + (*n)++ * size;
+                if (!np)
+                        return NULL;
+                if (*n)
+                        memcpy(np, *arr, *n * size);
+                if (!arena_keep(a, np))
+                        return NULL;
+                *arr = np;
+        }
+        return (char *)*arr + (*n)++ * size;
 }
 
 struct reader {
@@ -278,13 +281,26 @@ int lv_domain_parse(const char *xml, size_t len, struct lv_domain **ret, char *w
                 lv_domain_free(d);
                 return -EINVAL;
         }
+        /* An empty buffer raises no error: WHY must not be an earlier one's. */
+        xmlResetLastError();
         doc = xmlReadMemory(xml, (int)len, "domain.xml", NULL,
                             XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
         if (!doc) {
                 const xmlError *e = xmlGetLastError();
                 snprintf(why, whylen, "%s", e && e->message ? e->message : "not well-formed");
                 /* libxml2's messages end in a line break. */
-                why[strcspn(why, "\n")] = '\0';
+                if (whylen)
+                        why[strcspn(why, "\n")] = '\0';
+                lv_domain_free(d);
+                return -EINVAL;
+        }
+        /* libvirt writes no DOCTYPE.  One is where entities and attribute
+         * defaults are declared, which reading a value would expand
+         * (xmlNodeGetContent follows entity references: 1 MB of XML can
+         * read as 1 GB), so it is refused. */
+        if (doc->intSubset || doc->extSubset) {
+                snprintf(why, whylen, "a DOCTYPE is refused: libvirt writes none");
+                xmlFreeDoc(doc);
                 lv_domain_free(d);
                 return -EINVAL;
         }

@@ -5,7 +5,8 @@
  * match's text or attribute, "" when there is none (never NULL), so the
  * hook's rules see exactly what libvirt wrote (no trimming, no defaults).
  * Lists keep document order.  Entities are not expanded and nothing is
- * fetched: the XML comes from libvirtd, but it is still input. */
+ * fetched (a DOCTYPE, where entities are declared, is refused: libvirt
+ * writes none): the XML comes from libvirtd, but it is still input. */
 #pragma once
 #include <stddef.h>
 
@@ -65,8 +66,8 @@ struct lv_domain {
 };
 
 /* Parse XML (LEN bytes).  0 and *RET (free with lv_domain_free), -ENOMEM, or
- * -EINVAL when it is not well-formed XML; then WHY (WHYLEN bytes) says
- * where. */
+ * -EINVAL when it is not well-formed XML or has a DOCTYPE; then WHY (WHYLEN
+ * bytes) says where or why. */
 int lv_domain_parse(const char *xml, size_t len, struct lv_domain **ret, char *why, size_t whylen);
 void lv_domain_free(struct lv_domain *d);
 
