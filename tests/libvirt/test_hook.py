@@ -279,6 +279,15 @@ class Hook(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("cannot parse the domain XML", r.stderr)
 
+    def test_doctype_refused(self):
+        # libvirt writes no DOCTYPE; one with an entity that would name
+        # another pool is refused before any request.
+        xml = "<!DOCTYPE domain [<!ENTITY n '1'>]>" + domain(meta="node='&n;'", path=self.path())
+        r = self.hook(xml)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("a DOCTYPE is refused", r.stderr)
+        self.assertEqual(self.calls(), [])
+
     def test_bad_memory_refused(self):
         r = self.hook(domain(memory="256", unit="parsecs", meta="node='0'", path=self.path()))
         self.assertEqual(r.returncode, 1)
