@@ -7,10 +7,10 @@
 # symbol out of its version node.  Added calls (in a new version node) are
 # not a change to the old ABI and pass (--no-added-syms), and so is a member appended at the
 # end of a struct (abi/libhpwarm.suppr: the growth hpwarm.h allows).  An
-# enumerator appended to an enum (HPW_E_NULL_HANDLE .. HPW_E_STRUCT_SIZE)
-# is a harmless change to abidiff and passes too; the baseline records such
-# values when it is next written with abidw, and until then
-# client.unit.client_misuse pins their numbers.  The one way past a break is a new
+# enumerator appended to an enum is a harmless change to abidiff and passes
+# too.  The baseline was last written after such growth (HPW_E_NULL_HANDLE
+# .. HPW_E_STRUCT_SIZE, struct hpw_node's hugepages_fixed), so it now holds
+# them, and a later change to either fails.  The one way past a break is a new
 # soname (HPW_SOVERSION): the library then no longer has a baseline to match,
 # and the test says to write one.
 #
