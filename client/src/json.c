@@ -3,7 +3,8 @@
  *
  * cJSON stays behind this file and its siblings (json_answers.c,
  * prom_json.c, placement_json.c, which share the getters here through
- * json_read.h).  Reading is forgiving where the API may grow (a missing
+ * json_read.h, and the loop that reads a table of members through them,
+ * hpw_jfields()).  Reading is forgiving where the API may grow (a missing
  * optional member reads as zero or "") and strict where a wrong shape means
  * the peer is not hpwarmd (the top level must be one object with nothing
  * after it, numbers must be exact whole numbers).  Lookups are

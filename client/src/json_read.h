@@ -51,8 +51,10 @@ enum hpw_jkind {
 
 /* One member of a table: KEY in the JSON object, its kind, and where it is
  * in the struct (OFF, SIZE).  REQUIRED: absent or of the wrong type, the
- * answer is not one of hpwarmd's (HPW_E_PROTOCOL); only the kinds with a
- * strict getter can be required (U64, UNSIGNED, INT, STR, CHARS). */
+ * answer is not one of hpwarmd's (HPW_E_PROTOCOL).  Only the kinds with a
+ * strict getter can be required (U64, UNSIGNED, INT, STR, CHARS); a
+ * required row of another kind is never satisfied, so a table that asks
+ * for one fails its first test. */
 struct hpw_jfield {
         const char *key;
         enum hpw_jkind kind;
@@ -61,23 +63,25 @@ struct hpw_jfield {
 };
 
 /* The size each kind writes: a row whose field is not that size does not
- * compile, so a table cannot write past its field. */
-#define HPW_JKIND_FITS(kind, size)                                                                      \
-        ((kind) == HPW_J_U64    ? (size) == sizeof(uint64_t)                                            \
-         : (kind) == HPW_J_UNSIGNED ? (size) == sizeof(unsigned)                                        \
-         : (kind) == HPW_J_INT  ? (size) == sizeof(int)                                                 \
-         : (kind) == HPW_J_BOOL ? (size) == sizeof(bool)                                                \
-         : (kind) == HPW_J_DOUBLE ? (size) == sizeof(double)                                            \
-         : (kind) == HPW_J_TIME ? (size) == sizeof(int64_t)                                             \
-         : (kind) == HPW_J_STR  ? (size) == sizeof(char *)                                              \
-                                : (size) > 1)
-#define HPW_JFIELD_(type, key, field, kind, required)                                                   \
-        { key, kind, offsetof(type, field),                                                             \
-          sizeof(((type *)0)->field) + 0 * sizeof(struct {                                              \
-                  _Static_assert(HPW_JKIND_FITS(kind, sizeof(((type *)0)->field)),                      \
-                                 "the field " #field " is not the size of " #kind);                     \
-                  int fits;                                                                             \
-          }),                                                                                           \
+ * compile, so a table cannot write past its field.  An initializer cannot
+ * hold a _Static_assert, a struct can: the check is one in a struct whose
+ * size is added times 0. */
+#define HPW_JKIND_FITS(kind, size)                                      \
+        ((kind) == HPW_J_U64 ? (size) == sizeof(uint64_t) :             \
+         (kind) == HPW_J_UNSIGNED ? (size) == sizeof(unsigned) :        \
+         (kind) == HPW_J_INT ? (size) == sizeof(int) :                  \
+         (kind) == HPW_J_BOOL ? (size) == sizeof(bool) :                \
+         (kind) == HPW_J_DOUBLE ? (size) == sizeof(double) :            \
+         (kind) == HPW_J_TIME ? (size) == sizeof(int64_t) :             \
+         (kind) == HPW_J_STR ? (size) == sizeof(char *) :               \
+         (size) > 1)    /* HPW_J_CHARS: a character and the NUL */
+#define HPW_JFIELD_(type, key, field, kind, required)                                           \
+        { key, kind, offsetof(type, field),                                                     \
+          sizeof(((type *)0)->field) + 0 * sizeof(struct {                                      \
+                  _Static_assert(HPW_JKIND_FITS(kind, sizeof(((type *)0)->field)),              \
+                                 "the field " #field " is not the size of " #kind);             \
+                  int fits;                                                                     \
+          }),                                                                                   \
           required }
 /* A member that must be there (the "get" getters), and one that reads as
  * its default when it is not (the "opt" getters). */
@@ -89,8 +93,9 @@ struct hpw_jfield {
  * written, so a malformed answer is HPW_E_PROTOCOL however little memory
  * is left; then each row is read in order.  HPW_E_NOMEM when a string
  * cannot be copied: the strings copied so far stay in ITEM for its clear
- * function.  ITEM is zeroed (its strings NULL) before the first call. */
+ * function.  ITEM starts zeroed: a string row overwrites its pointer. */
 enum hpw_error hpw_jfields(const cJSON *o, void *item, const struct hpw_jfield *f, size_t n);
+/* The same over a whole static table. */
 #define HPW_JFIELDS(o, item, table) hpw_jfields(o, item, table, sizeof(table) / sizeof((table)[0]))
 
 /* What hpw_jparse_items() needs to know about one kind of result: the size
