@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "internal.h"
+#include "json_read.h"
 
 static const struct hpw_retry_policy pol = { .max_attempts = 6, .base_ms = 100, .cap_ms = 1000 };
 
@@ -721,6 +722,163 @@ TEST(json_caps_items_per_array)
         struct hpw_node *n = NULL;
         CHECK_INT(hpw_json_node(b, (size_t)(p - b), &n), ==, HPW_E_PROTOCOL);
         free(b);
+}
+
+/* One struct with a member of every kind, for the table loop's rules. */
+struct jrow_test {
+        uint64_t u;
+        int i;
+        unsigned un;
+        bool b;
+        double d;
+        int64_t t;
+        char *s;
+        char c[8];
+        uint64_t need_u;
+        int need_i;
+        char *need_s;
+};
+
+static const struct hpw_jfield jrow_opt[] = {
+        HPW_JOPT(struct jrow_test, "u", u, HPW_J_U64),
+        HPW_JOPT(struct jrow_test, "i", i, HPW_J_INT),
+        HPW_JOPT(struct jrow_test, "un", un, HPW_J_UNSIGNED),
+        HPW_JOPT(struct jrow_test, "b", b, HPW_J_BOOL),
+        HPW_JOPT(struct jrow_test, "d", d, HPW_J_DOUBLE),
+        HPW_JOPT(struct jrow_test, "t", t, HPW_J_TIME),
+        HPW_JOPT(struct jrow_test, "s", s, HPW_J_STR),
+        HPW_JOPT(struct jrow_test, "c", c, HPW_J_CHARS),
+};
+
+static const struct hpw_jfield jrow_req[] = {
+        HPW_JOPT(struct jrow_test, "s", s, HPW_J_STR),
+        HPW_JGET(struct jrow_test, "need_u", need_u, HPW_J_U64),
+        HPW_JGET(struct jrow_test, "need_i", need_i, HPW_J_INT),
+        HPW_JGET(struct jrow_test, "need_s", need_s, HPW_J_STR),
+};
+
+/* Read BODY's object through TABLE into a zeroed *X; the error. */
+static enum hpw_error jrow_read(const char *body, struct jrow_test *x, const struct hpw_jfield *f, size_t n)
+{
+        cJSON *o = hpw_json_parse_object(J(body));
+        enum hpw_error err;
+
+        CHECK(o);
+        memset(x, 0, sizeof(*x));
+        err = hpw_jfields(o, x, f, n);
+        cJSON_Delete(o);
+        return err;
+}
+
+static void jrow_clear(struct jrow_test *x)
+{
+        free(x->s);
+        free(x->need_s);
+        memset(x, 0, sizeof(*x));
+}
+
+#define JROW(body, x, table) jrow_read(body, x, table, sizeof(table) / sizeof((table)[0]))
+
+/* The member table's loop: each kind reads through its getter, an optional
+ * member absent or of another type is its default ("" for a string, never
+ * NULL), a required one is HPW_E_PROTOCOL, checked before any member is
+ * written. */
+TEST(json_table_rows_read_through_their_getters)
+{
+        struct jrow_test x;
+
+        CHECK_INT(JROW("{\"u\":9007199254740992,\"i\":-2147483648,\"un\":7,\"b\":true,\"d\":2.5,"
+                       "\"t\":\"2024-01-02T03:04:05+01:00\",\"s\":\"str\",\"c\":\"1234567\"}", &x, jrow_opt), ==, HPW_OK);
+        CHECK_U64(x.u, ==, 9007199254740992ull);
+        CHECK_INT(x.i, ==, INT32_MIN);
+        CHECK_U64(x.un, ==, 7);
+        CHECK(x.b);
+        CHECK(x.d == 2.5);
+        CHECK_INT(x.t, ==, 1704164645 - 3600);    /* 03:04:05 at +01:00 is 02:04:05Z */
+        CHECK_STR(x.s, "str");
+        CHECK_STR(x.c, "1234567");
+        jrow_clear(&x);
+
+        /* Absent: the defaults. */
+        CHECK_INT(JROW("{}", &x, jrow_opt), ==, HPW_OK);
+        CHECK_U64(x.u, ==, 0);
+        CHECK_INT(x.i, ==, 0);
+        CHECK(!x.b);
+        CHECK(x.d == 0.0);
+        CHECK_INT(x.t, ==, 0);
+        CHECK(x.s);
+        CHECK_STR(x.s, "");
+        CHECK_STR(x.c, "");
+        jrow_clear(&x);
+        /* A missing parent object reads as every member absent. */
+        memset(&x, 0, sizeof(x));
+        CHECK_INT(hpw_jfields(NULL, &x, jrow_opt, sizeof(jrow_opt) / sizeof(jrow_opt[0])), ==, HPW_OK);
+        CHECK_STR(x.s, "");
+        jrow_clear(&x);
+
+        /* Of another type, or past a getter's bounds: the defaults too.
+         * u64: whole numbers in [0, 2^53]; int: int's range; a time that
+         * is not one is 0; a char[] member is cut to fit. */
+        CHECK_INT(JROW("{\"u\":9007199254740994,\"i\":2147483648,\"b\":1,\"d\":\"2.5\",\"t\":\"2024-01-02\","
+                       "\"s\":5,\"c\":\"123456789\"}", &x, jrow_opt), ==, HPW_OK);
+        CHECK_U64(x.u, ==, 0);
+        CHECK_INT(x.i, ==, 0);
+        CHECK(!x.b);
+        CHECK(x.d == 0.0);
+        CHECK_INT(x.t, ==, 0);
+        CHECK_STR(x.s, "");
+        CHECK_STR(x.c, "1234567");
+        jrow_clear(&x);
+        CHECK_INT(JROW("{\"u\":-1,\"i\":1.5,\"s\":null,\"c\":[]}", &x, jrow_opt), ==, HPW_OK);
+        CHECK_U64(x.u, ==, 0);
+        CHECK_INT(x.i, ==, 0);
+        CHECK_STR(x.s, "");
+        CHECK_STR(x.c, "");
+        jrow_clear(&x);
+        /* unsigned is the u64 read cast down, as the decoders always did
+         * (a pool's threads, a node's cpu_count). */
+        CHECK_INT(JROW("{\"un\":4294967301}", &x, jrow_opt), ==, HPW_OK);
+        CHECK_U64(x.un, ==, 5);
+        jrow_clear(&x);
+}
+
+TEST(json_table_required_rows_or_protocol)
+{
+        static const char *const bad[] = {
+                "{\"need_i\":1,\"need_s\":\"x\"}",                              /* need_u missing */
+                "{\"need_u\":\"1\",\"need_i\":1,\"need_s\":\"x\"}",             /* need_u a string */
+                "{\"need_u\":9007199254740994,\"need_i\":1,\"need_s\":\"x\"}",  /* past 2^53 */
+                "{\"need_u\":-1,\"need_i\":1,\"need_s\":\"x\"}",
+                "{\"need_u\":1.5,\"need_i\":1,\"need_s\":\"x\"}",
+                "{\"need_u\":1,\"need_i\":2147483648,\"need_s\":\"x\"}",       /* past int */
+                "{\"need_u\":1,\"need_i\":-2147483649,\"need_s\":\"x\"}",
+                "{\"need_u\":1,\"need_i\":null,\"need_s\":\"x\"}",
+                "{\"need_u\":1,\"need_i\":1}",                                  /* need_s missing */
+                "{\"need_u\":1,\"need_i\":1,\"need_s\":7}",
+                "{\"need_u\":1,\"need_i\":1,\"need_s\":null}",
+        };
+        struct jrow_test x;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char body[160];
+                /* An optional string before the required rows: nothing is
+                 * written (nothing to free) when one is wrong. */
+                snprintf(body, sizeof(body), "{\"s\":\"early\",%s", bad[i] + 1);
+                CHECK_INT(JROW(body, &x, jrow_req), ==, HPW_E_PROTOCOL);
+                CHECK(!x.s);
+                CHECK(!x.need_s);
+                CHECK_U64(x.need_u, ==, 0);
+        }
+        CHECK_INT(JROW("{\"need_u\":9007199254740992,\"need_i\":2147483647,\"need_s\":\"\"}", &x, jrow_req), ==,
+                  HPW_OK);
+        CHECK_U64(x.need_u, ==, 9007199254740992ull);
+        CHECK_INT(x.need_i, ==, INT32_MAX);
+        CHECK_STR(x.need_s, "");
+        CHECK_STR(x.s, "");
+        jrow_clear(&x);
+        /* A missing parent object has no required member either. */
+        memset(&x, 0, sizeof(x));
+        CHECK_INT(hpw_jfields(NULL, &x, jrow_req, sizeof(jrow_req) / sizeof(jrow_req[0])), ==, HPW_E_PROTOCOL);
 }
 
 /* Problem bodies keep their extension members. */

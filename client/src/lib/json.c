@@ -3,7 +3,8 @@
  *
  * cJSON stays behind this file and its siblings (json_answers.c,
  * prom_json.c, placement_json.c, which share the getters here through
- * json_read.h).  Reading is forgiving where the API may grow (a missing
+ * json_read.h, and the loop that reads a table of members through them,
+ * hpw_jfields()).  Reading is forgiving where the API may grow (a missing
  * optional member reads as zero or "") and strict where a wrong shape means
  * the peer is not hpwarmd (the top level must be one object with nothing
  * after it, numbers must be exact whole numbers).  Lookups are
@@ -161,6 +162,87 @@ char *hpw_jdup_body(const char *body, size_t len)
         return s;
 }
 
+/* ---- member tables ---- */
+
+/* Whether row F's member of O is there with its type, by the "get" getter
+ * the row's "opt" read calls. */
+static bool jfield_present(const cJSON *o, const struct hpw_jfield *f)
+{
+        const cJSON *v;
+        uint64_t u;
+        int i;
+
+        switch (f->kind) {
+        case HPW_J_U64:
+        case HPW_J_UNSIGNED:
+                return hpw_jget_u64(o, f->key, &u);
+        case HPW_J_INT:
+                return hpw_jget_int(o, f->key, &i);
+        case HPW_J_STR:
+        case HPW_J_CHARS:
+                v = hpw_jget(o, f->key);
+                return cJSON_IsString(v) && v->valuestring;
+        default:
+                /* No strict getter to ask: a table cannot require it. */
+                return false;
+        }
+}
+
+/* Row F's member of O into its field AT: the getter's value, or the
+ * default the getter answers when the member is absent or of another type. */
+static enum hpw_error jfield_read(const cJSON *o, char *at, const struct hpw_jfield *f)
+{
+        const cJSON *v;
+
+        switch (f->kind) {
+        case HPW_J_U64:
+                *(uint64_t *)(void *)at = hpw_jopt_u64(o, f->key);
+                break;
+        case HPW_J_UNSIGNED:
+                /* Cast down, not refused: what the decoders did before the
+                 * tables, and what a caller of 0.x sees. */
+                *(unsigned *)(void *)at = (unsigned)hpw_jopt_u64(o, f->key);
+                break;
+        case HPW_J_INT:
+                if (!hpw_jget_int(o, f->key, (int *)(void *)at))
+                        *(int *)(void *)at = 0;
+                break;
+        case HPW_J_BOOL:
+                *(bool *)(void *)at = hpw_jopt_bool(o, f->key);
+                break;
+        case HPW_J_DOUBLE:
+                *(double *)(void *)at = hpw_jopt_double(o, f->key);
+                break;
+        case HPW_J_TIME:
+                *(int64_t *)(void *)at = hpw_jopt_time(o, f->key);
+                break;
+        case HPW_J_STR:
+                if (!(*(char **)(void *)at = hpw_jopt_str(o, f->key)))
+                        return HPW_E_NOMEM;
+                break;
+        case HPW_J_CHARS:
+                v = hpw_jget(o, f->key);
+                snprintf(at, f->size, "%s", cJSON_IsString(v) && v->valuestring ? v->valuestring : "");
+                break;
+        }
+        return HPW_OK;
+}
+
+/* Two passes over one table: the checks first, so that which error a
+ * malformed answer gives does not depend on an allocation, then the reads. */
+enum hpw_error hpw_jfields(const cJSON *o, void *item, const struct hpw_jfield *f, size_t n)
+{
+        enum hpw_error err;
+
+        for (size_t i = 0; i < n; i++)
+                if (f[i].required && !jfield_present(o, &f[i]))
+                        return HPW_E_PROTOCOL;
+        for (size_t i = 0; i < n; i++)
+                if ((err = jfield_read(o, (char *)item + f[i].off, &f[i])) != HPW_OK)
+                        return err;
+        return HPW_OK;
+}
+
 /* The one parse -> allocate -> fill -> keep-the-body path behind every
  * answer that has a ->json member.  With LIST_KEY NULL the top-level object is
  * one item; otherwise the array member LIST_KEY holds one object per item.
@@ -241,36 +323,43 @@ void **hpw_jptr_array(void *items, size_t n, size_t size)
 
 /* ---- problem ---- */
 
+/* Every member of a problem is optional: a problem from another server
+ * still reads, with "" and 0 where it says nothing. */
+static const struct hpw_jfield problem_fields[] = {
+        HPW_JOPT(struct hpw_problem, "type", type, HPW_J_STR),
+        HPW_JOPT(struct hpw_problem, "title", title, HPW_J_STR),
+        HPW_JOPT(struct hpw_problem, "detail", detail, HPW_J_STR),
+        HPW_JOPT(struct hpw_problem, "status", status, HPW_J_INT),
+        HPW_JOPT(struct hpw_problem, "requested", requested, HPW_J_U64),
+        HPW_JOPT(struct hpw_problem, "achieved", achieved, HPW_J_U64),
+        HPW_JOPT(struct hpw_problem, "memory_floor_bytes", memory_floor_bytes, HPW_J_U64),
+        HPW_JOPT(struct hpw_problem, "max_count", max_count, HPW_J_U64),
+};
+
 struct hpw_problem *hpw_jproblem_from(const cJSON *o)
 {
         struct hpw_problem *p = calloc(1, sizeof(*p));
-        const char *colon;
+        const char *colon, *slash;
 
         if (!p)
                 return NULL;
-        p->type = hpw_jopt_str(o, "type");
-        p->title = hpw_jopt_str(o, "title");
-        p->detail = hpw_jopt_str(o, "detail");
-        hpw_jget_int(o, "status", &p->status);
-        p->requested = hpw_jopt_u64(o, "requested");
-        p->achieved = hpw_jopt_u64(o, "achieved");
-        p->memory_floor_bytes = hpw_jopt_u64(o, "memory_floor_bytes");
-        p->max_count = hpw_jopt_u64(o, "max_count");
-        if (p->type) {
-                colon = strrchr(p->type, ':');
-                const char *slash = strrchr(p->type, '/');
-                if (slash && (!colon || slash > colon))
-                        colon = slash;
-                p->slug = strdup(colon ? colon + 1 : p->type);
-                /* Only our own namespace names a slug of the catalog. */
-                if (p->slug && strncmp(p->type, "urn:hpwarm:problem:", 19) == 0)
-                        p->code = hpw_slug_from_name(p->slug);
-        }
-        if (!p->type || !p->title || !p->detail || !p->slug) {
-                hpw_problem_free(p);
-                return NULL;
-        }
+        if (HPW_JFIELDS(o, p, problem_fields) != HPW_OK)
+                goto nomem;
+        /* The slug is what follows the type's last ':' or '/'. */
+        colon = strrchr(p->type, ':');
+        slash = strrchr(p->type, '/');
+        if (slash && (!colon || slash > colon))
+                colon = slash;
+        p->slug = strdup(colon ? colon + 1 : p->type);
+        if (!p->slug)
+                goto nomem;
+        /* Only our own namespace names a slug of the catalog. */
+        if (strncmp(p->type, "urn:hpwarm:problem:", 19) == 0)
+                p->code = hpw_slug_from_name(p->slug);
         return p;
+nomem:
+        hpw_problem_free(p);
+        return NULL;
 }
 
 enum hpw_error hpw_json_problem(const char *body, size_t len, struct hpw_problem **ret)

@@ -4,13 +4,16 @@
  * pools and their pages, stock, a handoff), each a "from" function that
  * fills one zeroed item from a JSON object, handed with the item's size and
  * its clear function to hpw_jparse_items() (json.c), the one parse ->
- * allocate -> fill -> keep-the-body path.  Forgiving where the API may grow
- * (unknown members ignored, optional ones zero or ""), strict where a wrong
- * shape means the peer is not hpwarmd or where the caller acts on a value
- * (a handoff's argv, a stock target's counts).  Destructors are in
- * json_free.c. */
+ * allocate -> fill -> keep-the-body path.  The plain members of each answer
+ * are a table (struct hpw_jfield: key, kind, where the field is, whether it
+ * is required) that hpw_jfields() reads; what a table cannot say is code
+ * beside it: nested arrays, rules across members, fallbacks (a pool's node
+ * -1, a hugepage size's available = free), and the checks a caller acts on.
+ * Forgiving where the API may grow (unknown members ignored, optional ones
+ * zero or ""), strict where a wrong shape means the peer is not hpwarmd or
+ * where the caller acts on a value (a handoff's argv, a stock target's
+ * counts).  Destructors are in json_free.c. */
 #include <cjson/cJSON.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,15 +33,14 @@ static void health_clear(void *item)
         hpw_health_clear(item);
 }
 
+static const struct hpw_jfield health_fields[] = {
+        HPW_JGET(struct hpw_health, "status", status, HPW_J_STR),
+        HPW_JOPT(struct hpw_health, "version", version, HPW_J_STR),
+};
+
 static enum hpw_error health_from(const cJSON *o, void *item)
 {
-        struct hpw_health *x = item;
-
-        if (!cJSON_IsString(hpw_jget(o, "status")))
-                return HPW_E_PROTOCOL;
-        x->status = hpw_jopt_str(o, "status");
-        x->version = hpw_jopt_str(o, "version");
-        return x->status && x->version ? HPW_OK : HPW_E_NOMEM;
+        return HPW_JFIELDS(o, item, health_fields);
 }
 
 static const struct hpw_item_kind health_kind = {
@@ -63,25 +65,73 @@ enum hpw_error hpw_json_health(const char *body, size_t len, struct hpw_health *
 
 /* ---- nodes ---- */
 
+static const struct hpw_jfield node_fields[] = {
+        HPW_JGET(struct hpw_node, "id", id, HPW_J_INT),
+        HPW_JOPT(struct hpw_node, "cpus", cpus, HPW_J_STR),
+        HPW_JOPT(struct hpw_node, "cpu_count", cpu_count, HPW_J_UNSIGNED),
+        HPW_JOPT(struct hpw_node, "hugepages_fixed", hugepages_fixed, HPW_J_BOOL),
+};
+
+/* The node's "memory" object (absent or not an object: zeros). */
+static const struct hpw_jfield node_memory_fields[] = {
+        HPW_JOPT(struct hpw_node, "total_bytes", memory_total_bytes, HPW_J_U64),
+        HPW_JOPT(struct hpw_node, "free_bytes", memory_free_bytes, HPW_J_U64),
+};
+
+/* One entry of a node's "hugepages"; "available" is beside the table, for
+ * its fallback. */
+static const struct hpw_jfield hugepages_fields[] = {
+        HPW_JGET(struct hpw_hugepages, "page_size_bytes", page_size_bytes, HPW_J_U64),
+        HPW_JOPT(struct hpw_hugepages, "total", total, HPW_J_U64),
+        HPW_JOPT(struct hpw_hugepages, "free", free, HPW_J_U64),
+        HPW_JOPT(struct hpw_hugepages, "surplus", surplus, HPW_J_U64),
+        HPW_JOPT(struct hpw_hugepages, "warm", warm, HPW_J_U64),
+        HPW_JOPT(struct hpw_hugepages, "warming", warming, HPW_J_U64),
+        HPW_JOPT(struct hpw_hugepages, "runtime_growth", runtime_growth, HPW_J_CHARS),
+};
+
+/* The entry's "elastic" object, read only when it is one. */
+static const struct hpw_jfield hugepages_elastic_fields[] = {
+        HPW_JOPT(struct hpw_hugepages, "min", elastic_min, HPW_J_U64),
+        HPW_JOPT(struct hpw_hugepages, "max", elastic_max, HPW_J_U64),
+        HPW_JOPT(struct hpw_hugepages, "headroom", elastic_headroom, HPW_J_U64),
+        HPW_JOPT(struct hpw_hugepages, "idle_seconds", elastic_idle_seconds, HPW_J_U64),
+};
+
+static enum hpw_error hugepages_from(const cJSON *e, struct hpw_hugepages *h)
+{
+        const cJSON *el = hpw_jget(e, "elastic");
+        enum hpw_error err;
+
+        if (!cJSON_IsObject(e))
+                return HPW_E_PROTOCOL;
+        if ((err = HPW_JFIELDS(e, h, hugepages_fields)) != HPW_OK)
+                return err;
+        /* Older daemons do not report it: what they call free is the best
+         * bound there is. */
+        h->available_reported = hpw_jget_u64(e, "available", &h->available);
+        if (!h->available_reported)
+                h->available = h->free;
+        if (!cJSON_IsObject(el))
+                return HPW_OK;
+        h->elastic = true;
+        return HPW_JFIELDS(el, h, hugepages_elastic_fields);
+}
+
 /* Fill *N from object O.  On failure *N may hold partial allocations that
  * hpw_node_clear() releases. */
 static enum hpw_error node_from(const cJSON *o, void *item)
 {
         struct hpw_node *n = item;
-        const cJSON *hp = hpw_jget(o, "hugepages"), *e, *mem = hpw_jget(o, "memory");
+        const cJSON *hp = hpw_jget(o, "hugepages"), *e;
+        enum hpw_error err;
         size_t i = 0;
-        uint64_t cc = 0;
 
-        if (!cJSON_IsObject(o) || !hpw_jget_int(o, "id", &n->id))
+        if (!cJSON_IsObject(o))
                 return HPW_E_PROTOCOL;
-        n->cpus = hpw_jopt_str(o, "cpus");
-        if (!n->cpus)
-                return HPW_E_NOMEM;
-        hpw_jget_u64(o, "cpu_count", &cc);
-        n->cpu_count = (unsigned)cc;
-        n->hugepages_fixed = hpw_jopt_bool(o, "hugepages_fixed");
-        n->memory_total_bytes = hpw_jopt_u64(mem, "total_bytes");
-        n->memory_free_bytes = hpw_jopt_u64(mem, "free_bytes");
+        if ((err = HPW_JFIELDS(o, n, node_fields)) != HPW_OK ||
+            (err = HPW_JFIELDS(hpw_jget(o, "memory"), n, node_memory_fields)) != HPW_OK)
+                return err;
         if (hp && !cJSON_IsArray(hp))
                 return HPW_E_PROTOCOL;
         n->n_hugepages = (size_t)cJSON_GetArraySize(hp);
@@ -99,32 +149,9 @@ static enum hpw_error node_from(const cJSON *o, void *item)
                 free(block);
                 return HPW_E_NOMEM;
         }
-        cJSON_ArrayForEach(e, hp) {
-                struct hpw_hugepages *h = n->hugepages[i++];
-                if (!cJSON_IsObject(e) || !hpw_jget_u64(e, "page_size_bytes", &h->page_size_bytes))
-                        return HPW_E_PROTOCOL;
-                h->total = hpw_jopt_u64(e, "total");
-                h->free = hpw_jopt_u64(e, "free");
-                /* Older daemons do not report it: what they call free is
-                 * the best bound there is. */
-                h->available_reported = hpw_jget_u64(e, "available", &h->available);
-                if (!h->available_reported)
-                        h->available = h->free;
-                h->surplus = hpw_jopt_u64(e, "surplus");
-                h->warm = hpw_jopt_u64(e, "warm");
-                h->warming = hpw_jopt_u64(e, "warming");
-                const cJSON *rg = hpw_jget(e, "runtime_growth");
-                if (cJSON_IsString(rg))
-                        snprintf(h->runtime_growth, sizeof(h->runtime_growth), "%s", rg->valuestring);
-                const cJSON *el = hpw_jget(e, "elastic");
-                if (cJSON_IsObject(el)) {
-                        h->elastic = true;
-                        h->elastic_min = hpw_jopt_u64(el, "min");
-                        h->elastic_max = hpw_jopt_u64(el, "max");
-                        h->elastic_headroom = hpw_jopt_u64(el, "headroom");
-                        h->elastic_idle_seconds = hpw_jopt_u64(el, "idle_seconds");
-                }
-        }
+        cJSON_ArrayForEach(e, hp)
+                if ((err = hugepages_from(e, n->hugepages[i++])) != HPW_OK)
+                        return err;
         return HPW_OK;
 }
 
@@ -181,15 +208,21 @@ enum hpw_error hpw_json_node_list(const char *body, size_t len, struct hpw_node_
 
 /* ---- reserve ---- */
 
+static const struct hpw_jfield reserve_fields[] = {
+        HPW_JGET(struct hpw_reserve_result, "node", node, HPW_J_INT),
+        HPW_JGET(struct hpw_reserve_result, "total", total, HPW_J_U64),
+        HPW_JOPT(struct hpw_reserve_result, "page_size_bytes", page_size_bytes, HPW_J_U64),
+        HPW_JOPT(struct hpw_reserve_result, "requested", requested, HPW_J_U64),
+        HPW_JOPT(struct hpw_reserve_result, "free", free, HPW_J_U64),
+};
+
 static enum hpw_error reserve_from(const cJSON *o, void *item)
 {
         struct hpw_reserve_result *x = item;
+        enum hpw_error err = HPW_JFIELDS(o, x, reserve_fields);
 
-        if (!hpw_jget_int(o, "node", &x->node) || !hpw_jget_u64(o, "total", &x->total))
-                return HPW_E_PROTOCOL;
-        x->page_size_bytes = hpw_jopt_u64(o, "page_size_bytes");
-        x->requested = hpw_jopt_u64(o, "requested");
-        x->free = hpw_jopt_u64(o, "free");
+        if (err != HPW_OK)
+                return err;
         /* Absent "complete" means the server had nothing to report short. */
         x->complete = hpw_jget(o, "complete") ? hpw_jopt_bool(o, "complete") : true;
         return HPW_OK;
@@ -217,23 +250,23 @@ enum hpw_error hpw_json_reserve(const char *body, size_t len, struct hpw_reserve
 
 /* ---- elastic policies ---- */
 
+/* The policy's members are the answer's own, not a nested object. */
+static const struct hpw_jfield elastic_fields[] = {
+        HPW_JGET(struct hpw_elastic, "node", node, HPW_J_INT),
+        HPW_JGET(struct hpw_elastic, "max", policy.max, HPW_J_U64),
+        HPW_JOPT(struct hpw_elastic, "page_size_bytes", page_size_bytes, HPW_J_U64),
+        HPW_JOPT(struct hpw_elastic, "min", policy.min, HPW_J_U64),
+        HPW_JOPT(struct hpw_elastic, "headroom", policy.headroom, HPW_J_U64),
+        HPW_JOPT(struct hpw_elastic, "idle_seconds", policy.idle_seconds, HPW_J_U64),
+        HPW_JOPT(struct hpw_elastic, "allow_best_effort", policy.allow_best_effort, HPW_J_BOOL),
+        HPW_JOPT(struct hpw_elastic, "runtime_growth", runtime_growth, HPW_J_CHARS),
+        HPW_JOPT(struct hpw_elastic, "grown_pages", grown_pages, HPW_J_U64),
+        HPW_JOPT(struct hpw_elastic, "returned_pages", returned_pages, HPW_J_U64),
+};
+
 static enum hpw_error elastic_from(const cJSON *o, void *item)
 {
-        struct hpw_elastic *x = item;
-
-        if (!hpw_jget_int(o, "node", &x->node) || !hpw_jget_u64(o, "max", &x->policy.max))
-                return HPW_E_PROTOCOL;
-        x->page_size_bytes = hpw_jopt_u64(o, "page_size_bytes");
-        x->policy.min = hpw_jopt_u64(o, "min");
-        x->policy.headroom = hpw_jopt_u64(o, "headroom");
-        x->policy.idle_seconds = hpw_jopt_u64(o, "idle_seconds");
-        x->policy.allow_best_effort = hpw_jopt_bool(o, "allow_best_effort");
-        const cJSON *rg = hpw_jget(o, "runtime_growth");
-        if (cJSON_IsString(rg))
-                snprintf(x->runtime_growth, sizeof(x->runtime_growth), "%s", rg->valuestring);
-        x->grown_pages = hpw_jopt_u64(o, "grown_pages");
-        x->returned_pages = hpw_jopt_u64(o, "returned_pages");
-        return HPW_OK;
+        return HPW_JFIELDS(o, item, elastic_fields);
 }
 
 static const struct hpw_item_kind elastic_kind = {
@@ -289,54 +322,63 @@ static enum hpw_error pool_handoffs_from(const cJSON *ho, struct hpw_pool *p)
         return p->handoff_qemu && p->handoff_cloud_hypervisor ? HPW_OK : HPW_E_NOMEM;
 }
 
+/* A pool's plain members.  "node" is beside the table (absent reads as -1,
+ * not 0), as are the file's owner (both ids or neither) and "error". */
+static const struct hpw_jfield pool_fields[] = {
+        HPW_JGET(struct hpw_pool, "name", name, HPW_J_STR),
+        HPW_JGET(struct hpw_pool, "state", state_name, HPW_J_STR),
+        HPW_JOPT(struct hpw_pool, "path", path, HPW_J_STR),
+        HPW_JOPT(struct hpw_pool, "from_stock", from_stock, HPW_J_STR),
+        HPW_JOPT(struct hpw_pool, "label", label, HPW_J_STR),
+        HPW_JOPT(struct hpw_pool, "page_size_bytes", page_size_bytes, HPW_J_U64),
+        HPW_JOPT(struct hpw_pool, "size_bytes", size_bytes, HPW_J_U64),
+        HPW_JOPT(struct hpw_pool, "bytes_done", bytes_done, HPW_J_U64),
+        HPW_JOPT(struct hpw_pool, "rate_bytes_per_second", rate_bytes_per_second, HPW_J_DOUBLE),
+        HPW_JOPT(struct hpw_pool, "threads", threads, HPW_J_UNSIGNED),
+        HPW_JOPT(struct hpw_pool, "started_at", started_at, HPW_J_TIME),
+        HPW_JOPT(struct hpw_pool, "finished_at", finished_at, HPW_J_TIME),
+        HPW_JOPT(struct hpw_pool, "elapsed_seconds", elapsed_seconds, HPW_J_DOUBLE),
+        HPW_JOPT(struct hpw_pool, "claimed", claimed, HPW_J_BOOL),
+        HPW_JOPT(struct hpw_pool, "expires_at", expires_at, HPW_J_TIME),
+        HPW_JOPT(struct hpw_pool, "ttl_seconds", ttl_seconds, HPW_J_U64),
+        HPW_JOPT(struct hpw_pool, "owner_pid", owner_pid, HPW_J_INT),
+        HPW_JOPT(struct hpw_pool, "unmapped_since", unmapped_since, HPW_J_TIME),
+};
+
+/* The pool's "placement" object (absent: not verified, 0 off node). */
+static const struct hpw_jfield pool_placement_fields[] = {
+        HPW_JOPT(struct hpw_pool, "verified", placement_verified, HPW_J_BOOL),
+        HPW_JOPT(struct hpw_pool, "pages_off_node", pages_off_node, HPW_J_U64),
+};
+
 static enum hpw_error pool_from(const cJSON *o, void *item)
 {
         struct hpw_pool *p = item;
-        const cJSON *err, *pl = hpw_jget(o, "placement"), *ho = hpw_jget(o, "handoff");
-        uint64_t th = 0;
+        const cJSON *problem;
+        enum hpw_error err;
+        uint64_t fu, fg;
 
-        if (!cJSON_IsObject(o) || !cJSON_IsString(hpw_jget(o, "name")) || !cJSON_IsString(hpw_jget(o, "state")))
+        if (!cJSON_IsObject(o))
                 return HPW_E_PROTOCOL;
-        p->name = hpw_jopt_str(o, "name");
-        p->state_name = hpw_jopt_str(o, "state");
-        p->path = hpw_jopt_str(o, "path");
-        p->from_stock = hpw_jopt_str(o, "from_stock");
-        p->label = hpw_jopt_str(o, "label");
-        if (!p->name || !p->state_name || !p->path || !p->from_stock || !p->label ||
-            pool_handoffs_from(ho, p) != HPW_OK)
+        if ((err = HPW_JFIELDS(o, p, pool_fields)) != HPW_OK ||
+            (err = HPW_JFIELDS(hpw_jget(o, "placement"), p, pool_placement_fields)) != HPW_OK)
+                return err;
+        if (pool_handoffs_from(hpw_jget(o, "handoff"), p) != HPW_OK)
                 return HPW_E_NOMEM;
         p->state = state_parse(p->state_name);
         if (!hpw_jget_int(o, "node", &p->node))
                 p->node = -1;
-        p->page_size_bytes = hpw_jopt_u64(o, "page_size_bytes");
-        p->size_bytes = hpw_jopt_u64(o, "size_bytes");
-        p->bytes_done = hpw_jopt_u64(o, "bytes_done");
-        p->rate_bytes_per_second = hpw_jopt_double(o, "rate_bytes_per_second");
-        hpw_jget_u64(o, "threads", &th);
-        p->threads = (unsigned)th;
-        p->started_at = hpw_jopt_time(o, "started_at");
-        p->finished_at = hpw_jopt_time(o, "finished_at");
-        p->elapsed_seconds = hpw_jopt_double(o, "elapsed_seconds");
-        p->placement_verified = hpw_jopt_bool(pl, "verified");
-        p->pages_off_node = hpw_jopt_u64(pl, "pages_off_node");
-        p->claimed = hpw_jopt_bool(o, "claimed");
-        p->expires_at = hpw_jopt_time(o, "expires_at");
-        p->ttl_seconds = hpw_jopt_u64(o, "ttl_seconds");
-        if (!hpw_jget_int(o, "owner_pid", &p->owner_pid) || p->owner_pid < 0)
-                p->owner_pid = 0;    /* null (no owner) or absent */
-        p->unmapped_since = hpw_jopt_time(o, "unmapped_since");
-        {
-                uint64_t fu, fg;
-                if (hpw_jget_u64(o, "file_uid", &fu) && hpw_jget_u64(o, "file_gid", &fg) && fu < UINT32_MAX &&
-                    fg < UINT32_MAX) {
-                        p->file_owned = true;
-                        p->file_uid = (uint32_t)fu;
-                        p->file_gid = (uint32_t)fg;
-                }
+        if (p->owner_pid < 0)
+                p->owner_pid = 0;    /* no process, as null (no owner) and absent read */
+        if (hpw_jget_u64(o, "file_uid", &fu) && hpw_jget_u64(o, "file_gid", &fg) && fu < UINT32_MAX &&
+            fg < UINT32_MAX) {
+                p->file_owned = true;
+                p->file_uid = (uint32_t)fu;
+                p->file_gid = (uint32_t)fg;
         }
-        err = hpw_jget(o, "error");
-        if (cJSON_IsObject(err)) {
-                p->error = hpw_jproblem_from(err);
+        problem = hpw_jget(o, "error");
+        if (cJSON_IsObject(problem)) {
+                p->error = hpw_jproblem_from(problem);
                 if (!p->error)
                         return HPW_E_NOMEM;
         }
@@ -503,20 +545,27 @@ fail:
 /* ---- stock ---- */
 
 /* Strict on what a caller acts on (which target, how many ready: fleet
- * place sends VMs by it), lenient on the rest. */
+ * place sends VMs by it), lenient on the rest.  No strings: a table of
+ * numbers fails only with HPW_E_PROTOCOL. */
+static const struct hpw_jfield stock_target_fields[] = {
+        HPW_JGET(struct hpw_stock_target, "node", node, HPW_J_INT),
+        HPW_JGET(struct hpw_stock_target, "page_size_bytes", page_size_bytes, HPW_J_U64),
+        HPW_JGET(struct hpw_stock_target, "size_bytes", size_bytes, HPW_J_U64),
+        HPW_JGET(struct hpw_stock_target, "count", count, HPW_J_U64),
+        HPW_JGET(struct hpw_stock_target, "ready", ready, HPW_J_U64),
+        HPW_JOPT(struct hpw_stock_target, "warming", warming, HPW_J_U64),
+        HPW_JOPT(struct hpw_stock_target, "recycling", recycling, HPW_J_U64),
+        HPW_JOPT(struct hpw_stock_target, "deficit", deficit, HPW_J_U64),
+};
+
 static enum hpw_error stock_target_from(const cJSON *o, void *item)
 {
         struct hpw_stock_target *t = item;
 
         t->size = sizeof(*t);
-        if (!cJSON_IsObject(o) || !hpw_jget_int(o, "node", &t->node) || t->node < 0 ||
-            !hpw_jget_u64(o, "page_size_bytes", &t->page_size_bytes) || t->page_size_bytes == 0 ||
-            !hpw_jget_u64(o, "size_bytes", &t->size_bytes) || !hpw_jget_u64(o, "count", &t->count) ||
-            !hpw_jget_u64(o, "ready", &t->ready))
+        if (!cJSON_IsObject(o) || HPW_JFIELDS(o, t, stock_target_fields) != HPW_OK || t->node < 0 ||
+            t->page_size_bytes == 0)
                 return HPW_E_PROTOCOL;
-        t->warming = hpw_jopt_u64(o, "warming");
-        t->recycling = hpw_jopt_u64(o, "recycling");
-        t->deficit = hpw_jopt_u64(o, "deficit");
         return HPW_OK;
 }
 
@@ -569,16 +618,23 @@ static void handoff_clear(void *item)
         hpw_handoff_clear(item);
 }
 
-/* A string member that must be there (HPW_E_PROTOCOL if absent or not a
- * string); *ret is a copy. */
-static enum hpw_error req_str(const cJSON *o, const char *key, char **ret)
-{
-        const cJSON *v = hpw_jget(o, key);
+/* A handoff's members.  Each is read as a row of its own, in the order of
+ * handoff_from's checks: the VMM first (it says which texts must be
+ * there), so a wrong VMM is refused before anything else is read. */
+enum handoff_row { H_VMM, H_MEMORY, H_XML, H_NAMESPACE, H_ARGS, H_NOTE };
 
-        if (!cJSON_IsString(v) || !v->valuestring)
-                return HPW_E_PROTOCOL;
-        *ret = strdup(v->valuestring);
-        return *ret ? HPW_OK : HPW_E_NOMEM;
+static const struct hpw_jfield handoff_fields[] = {
+        [H_VMM] = HPW_JGET(struct hpw_handoff, "vmm", vmm, HPW_J_STR),
+        [H_MEMORY] = HPW_JGET(struct hpw_handoff, "memory_bytes", memory_bytes, HPW_J_U64),
+        [H_XML] = HPW_JGET(struct hpw_handoff, "xml", xml, HPW_J_STR),
+        [H_NAMESPACE] = HPW_JGET(struct hpw_handoff, "namespace", xml_namespace, HPW_J_STR),
+        [H_ARGS] = HPW_JGET(struct hpw_handoff, "args", args, HPW_J_STR),
+        [H_NOTE] = HPW_JOPT(struct hpw_handoff, "note", note, HPW_J_STR),
+};
+
+static enum hpw_error handoff_read(const cJSON *o, struct hpw_handoff *x, enum handoff_row r)
+{
+        return hpw_jfields(o, x, &handoff_fields[r], 1);
 }
 
 /* Strict: the words are what a caller will exec, so every one must be a
@@ -591,11 +647,11 @@ static enum hpw_error handoff_from(const cJSON *o, void *item)
         enum hpw_error err;
         size_t n, i = 0;
 
-        if ((err = req_str(o, "vmm", &x->vmm)) != HPW_OK)
+        if ((err = handoff_read(o, x, H_VMM)) != HPW_OK)
                 return err;
         if (!(vmm = hpw_vmm_find(x->vmm, false)))
                 return HPW_E_PROTOCOL;
-        if (!hpw_jget_u64(o, "memory_bytes", &x->memory_bytes) || x->memory_bytes == 0)
+        if (handoff_read(o, x, H_MEMORY) != HPW_OK || x->memory_bytes == 0)
                 return HPW_E_PROTOCOL;
         if (!cJSON_IsArray(arr))
                 return HPW_E_PROTOCOL;
@@ -613,17 +669,18 @@ static enum hpw_error handoff_from(const cJSON *o, void *item)
                 x->n_argv = ++i;
         }
         if (vmm->output == HPW_VMM_XML) {
-                if ((err = req_str(o, "xml", &x->xml)) != HPW_OK ||
-                    (err = req_str(o, "namespace", &x->xml_namespace)) != HPW_OK)
+                if ((err = handoff_read(o, x, H_XML)) != HPW_OK ||
+                    (err = handoff_read(o, x, H_NAMESPACE)) != HPW_OK)
                         return err;
                 x->args = strdup("");
         } else {
-                if ((err = req_str(o, "args", &x->args)) != HPW_OK)
+                if ((err = handoff_read(o, x, H_ARGS)) != HPW_OK)
                         return err;
                 x->xml = strdup("");
                 x->xml_namespace = strdup("");
         }
-        x->note = hpw_jopt_str(o, "note");
+        if ((err = handoff_read(o, x, H_NOTE)) != HPW_OK)
+                return err;
         /* as=: the pools whose source the server did not hold to compare. */
         arr = hpw_jget(o, "pools");
         cJSON_ArrayForEach(e, arr) {
@@ -631,7 +688,7 @@ static enum hpw_error handoff_from(const cJSON *o, void *item)
                 if (cJSON_IsBool(chk) && !cJSON_IsTrue(chk))
                         x->n_as_unchecked++;
         }
-        return x->args && x->xml && x->xml_namespace && x->note ? HPW_OK : HPW_E_NOMEM;
+        return x->args && x->xml && x->xml_namespace ? HPW_OK : HPW_E_NOMEM;
 }
 
 static const struct hpw_item_kind handoff_kind = {
