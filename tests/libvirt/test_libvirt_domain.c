@@ -1,4 +1,4 @@
-/* libvirt.domain: client/src/libvirt_domain.c read directly, each field of
+/* libvirt.domain: client/src/libvirt/libvirt_domain.c read directly, each field of
  * struct lv_domain for the domain XMLs the libvirt tests use (test_hook.py's
  * hand-written and Nova-shaped ones, test_libvirt.py's boot and two-cell
  * ones, test_migrate.py's incoming one, as libvirt formats it), "" for what
