@@ -216,6 +216,13 @@ def test_basic(srv):
           and "--ignore-missing" not in p.stdout, "warm --help is warm's own help", p)
     q = run("help", "warm")
     check(q.returncode == 0 and q.stdout == p.stdout, "hpwarm help warm == hpwarm warm --help", q)
+    # A command with its own parser has its own help (main's dispatch row),
+    # through both spellings.
+    for cmd, head in (("placement", "Usage: hpwarm placement sync "), ("publish", "Usage: hpwarm publish --to ")):
+        p = run(cmd, "--help")
+        q = run("help", cmd)
+        check(p.returncode == 0 and p.stdout.startswith(head) and q.returncode == 0 and q.stdout == p.stdout,
+              "hpwarm help %s == hpwarm %s --help, its own options" % (cmd, cmd), q)
     p = run("release", "--help")
     check("--ignore-missing" in p.stdout and "Usage: hpwarm [GLOBAL OPTIONS] release NAME" in p.stdout,
           "release --help", p)
